@@ -1,0 +1,133 @@
+"""Every error kdump raises, and the exit status each one maps to.
+
+Exit status (the same table is in the README and in kdump(1)):
+
+====  ==========================================================================
+0     clean: everything read was intact
+1     damage found (also when it was repaired): corrupt, torn or inconsistent data
+2     usage error: bad option, or a PATH that names nothing kdump can read
+3     could not complete: missing file, permission, I/O error, codec library missing
+130   interrupted (Ctrl-C)
+====  ==========================================================================
+
+An error carries the file and byte position it is about; ``str()`` gives the one-line
+form ``<file>:<position>: <message>`` that the CLI prints after ``kdump: error:``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitStatus(enum.IntEnum):
+    OK = 0
+    DAMAGE = 1
+    USAGE = 2
+    INCOMPLETE = 3
+    INTERRUPTED = 130
+
+
+class KdumpError(Exception):
+    """Base class: something kdump could not do."""
+
+    exit_code: ExitStatus = ExitStatus.INCOMPLETE
+    hint: str | None = None
+
+    def __init__(self, message: str, *, file: str | None = None, position: int | None = None,
+                 offset: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.position = position
+        self.offset = offset
+        if hint is not None:
+            self.hint = hint
+
+    def located(self, file: str | None = None, position: int | None = None) -> KdumpError:
+        """Fill in where the error happened if the raiser did not know (returns self)."""
+        if self.file is None and file is not None:
+            self.file = file
+        if self.position is None and position is not None:
+            self.position = position
+        return self
+
+    def __str__(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.position is not None:
+            where.append(str(self.position))
+        prefix = ":".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+# -- damage: the bytes are not what Kafka would have written -------------------------------
+
+class CorruptDataError(KdumpError):
+    """The data is damaged or is not in a Kafka format."""
+
+    exit_code = ExitStatus.DAMAGE
+
+
+class TruncatedError(CorruptDataError, EOFError):
+    """The data ends before a structure does."""
+
+
+class InvalidBatchError(CorruptDataError):
+    """A batch (or legacy message) header is invalid."""
+
+
+class InvalidRecordError(CorruptDataError):
+    """A record inside a batch does not decode."""
+
+
+class CodecError(CorruptDataError):
+    """A compressed payload does not decompress."""
+
+
+class DecompressionLimitError(CodecError):
+    """A compressed payload expands beyond the configured limit (possible decompression bomb)."""
+
+
+class InvalidFileError(CorruptDataError):
+    """An index, checkpoint, snapshot or metadata file is malformed."""
+
+
+class DecodeError(CorruptDataError):
+    """A payload decoder (offsets, transaction log, cluster metadata, json, int...) failed."""
+
+
+# -- could not complete ---------------------------------------------------------------------
+
+class InputError(KdumpError):
+    """A file could not be opened or read (missing, permission, I/O)."""
+
+    exit_code = ExitStatus.INCOMPLETE
+
+
+class UnsupportedCodecError(KdumpError):
+    """The Python library for a compression codec is not installed."""
+
+    exit_code = ExitStatus.INCOMPLETE
+
+
+class WriteError(KdumpError):
+    """A repair could not be written safely."""
+
+    exit_code = ExitStatus.INCOMPLETE
+
+
+# -- usage ----------------------------------------------------------------------------------
+
+class UsageError(KdumpError):
+    """The command line asks for something kdump cannot do."""
+
+    exit_code = ExitStatus.USAGE
+
+
+class UnknownFileKindError(UsageError):
+    """A PATH is not a file kind kdump reads (chosen by its name)."""
+
+
+class NothingToDoError(UsageError):
+    """A PATH holds no file the command works on."""

@@ -1,0 +1,308 @@
+"""Compression codecs as Kafka frames them (clients/.../common/compress/*.java).
+
+- gzip (1): RFC 1952, possibly several members (Java's GZIPInputStream reads them all).
+- snappy (2): xerial snappy-java stream framing ("\\x82SNAPPY\\0", version, compat, then
+  int32 BE length + raw block chunks); input without that magic is one raw block, which
+  snappy-java also accepts (some non-Java producers write it).
+- lz4 (3): LZ4 frame. For magic 0 Kafka wrote the header checksum over magic+FLG+BD
+  instead of FLG+BD (KAFKA-3160) and skips checking it when reading, so we repair it.
+- zstd (4): a standard frame, usually without a content size; v2 batches only.
+
+Every decompression is bounded: output past ``limit`` bytes is a ``DecompressionLimitError``
+finding, never an allocation. A missing library is an ``UnsupportedCodecError``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from ..errors import CodecError, DecompressionLimitError, UnsupportedCodecError
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+
+# Bounds on decompressed size: ratio x compressed size, at least FLOOR, at most CAP.
+DEFAULT_RATIO = 255
+DEFAULT_FLOOR = 64 << 20
+DEFAULT_CAP = 1 << 30
+
+
+class Limits:
+    """How far a compressed payload may expand (issue: decompression bombs)."""
+
+    __slots__ = ("cap", "floor", "ratio")
+
+    def __init__(self, ratio: int = DEFAULT_RATIO, floor: int = DEFAULT_FLOOR, cap: int = DEFAULT_CAP) -> None:
+        self.ratio, self.floor, self.cap = ratio, floor, cap
+
+    def for_input(self, compressed_size: int) -> int:
+        return min(self.cap, max(self.floor, self.ratio * compressed_size))
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def _missing(codec: str, package: str) -> UnsupportedCodecError:
+    return UnsupportedCodecError(f"{codec} data needs the Python package '{package}', which is not installed",
+                                 hint=f"pip install {package}")
+
+
+def _too_big(codec: str, limit: int) -> DecompressionLimitError:
+    return DecompressionLimitError(f"{codec} payload expands beyond {limit} bytes (limit); not decompressed")
+
+
+# -- gzip -------------------------------------------------------------------------------------
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    out = []
+    total = 0
+    rest = data
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            chunk = d.decompress(rest, limit + 1 - total)
+        except zlib.error as e:
+            raise CodecError(f"gzip payload does not decompress: {e}") from None
+        total += len(chunk)
+        out.append(chunk)
+        if total > limit or d.unconsumed_tail:
+            raise _too_big("gzip", limit)
+        if not d.eof:
+            raise CodecError("gzip payload is truncated")
+        rest = d.unused_data
+        # Java stops at trailing zero padding too; anything else must be another member.
+        if rest and not rest.strip(b"\0"):
+            break
+    return b"".join(out)
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+# -- snappy -----------------------------------------------------------------------------------
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_HEADER = struct.Struct(">8sii")          # magic, version, min compatible version
+XERIAL_CHUNK_SIZE = 32 * 1024                     # snappy-java's default block
+_CHUNK_LEN = struct.Struct(">i")
+
+
+def _snappy():
+    try:
+        import cramjam
+    except ImportError:  # pragma: no cover - exercised by the missing-library test
+        raise _missing("snappy", "cramjam") from None
+    return cramjam.snappy
+
+
+def _raw_snappy_length(block: bytes | memoryview) -> int:
+    """The uncompressed length a raw snappy block declares (a leading uvarint)."""
+    result = shift = 0
+    for i in range(min(5, len(block))):
+        b = block[i]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result
+        shift += 7
+    raise CodecError("snappy block has no valid length preamble")
+
+
+def _unsnappy_block(snappy, block, limit: int) -> bytes:
+    if _raw_snappy_length(block) > limit:
+        raise _too_big("snappy", limit)
+    try:
+        return bytes(snappy.decompress_raw(bytes(block)))
+    except Exception as e:  # cramjam raises its own DecompressionError
+        raise CodecError(f"snappy payload does not decompress: {e}") from None
+
+
+def _unsnappy(data: bytes, limit: int) -> bytes:
+    snappy = _snappy()
+    if not data.startswith(XERIAL_MAGIC):
+        return _unsnappy_block(snappy, data, limit)
+    if len(data) < XERIAL_HEADER.size:
+        raise CodecError("snappy (xerial) header is truncated")
+    out = []
+    total = 0
+    pos = XERIAL_HEADER.size
+    end = len(data)
+    while pos < end:
+        if end - pos < 4:
+            raise CodecError(f"snappy (xerial) chunk length is truncated at payload byte {pos}")
+        (n,) = _CHUNK_LEN.unpack_from(data, pos)
+        pos += 4
+        if n < 0 or n > end - pos:
+            raise CodecError(f"snappy (xerial) chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
+        # A concatenated stream repeats the header; newer snappy-java accepts that.
+        if data.startswith(XERIAL_MAGIC, pos - 4):
+            pos += XERIAL_HEADER.size - 4
+            continue
+        block = _unsnappy_block(snappy, memoryview(data)[pos:pos + n], limit - total)
+        total += len(block)
+        out.append(block)
+        pos += n
+    return b"".join(out)
+
+
+def _snappy_compress(data: bytes, xerial: bool = True) -> bytes:
+    snappy = _snappy()
+    if not xerial:
+        return bytes(snappy.compress_raw(data))
+    parts = [XERIAL_HEADER.pack(XERIAL_MAGIC, 1, 1)]
+    for i in range(0, max(len(data), 1), XERIAL_CHUNK_SIZE):
+        block = bytes(snappy.compress_raw(data[i:i + XERIAL_CHUNK_SIZE]))
+        parts.append(_CHUNK_LEN.pack(len(block)))
+        parts.append(block)
+    return b"".join(parts)
+
+
+# -- lz4 --------------------------------------------------------------------------------------
+
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+LZ4_FLG_CONTENT_SIZE = 0x08
+
+
+def _lz4():
+    try:
+        import lz4.frame
+    except ImportError:  # pragma: no cover
+        raise _missing("lz4", "lz4") from None
+    return lz4.frame
+
+
+def _xxh32(data: bytes) -> int:
+    try:
+        import xxhash
+    except ImportError:  # pragma: no cover
+        raise _missing("lz4 (magic 0)", "xxhash") from None
+    return xxhash.xxh32_intdigest(data)
+
+
+def _lz4_descriptor_end(data: bytes) -> int:
+    """Position of the header-checksum byte (HC) of an LZ4 frame."""
+    if len(data) < 7 or not data.startswith(LZ4_MAGIC):
+        raise CodecError("lz4 payload does not start with an LZ4 frame magic")
+    return 6 + (8 if data[4] & LZ4_FLG_CONTENT_SIZE else 0)
+
+
+def lz4_fix_legacy_header(data: bytes) -> bytes:
+    """Replace the header checksum Kafka wrote for magic 0 (over magic+FLG+BD) by the right one."""
+    hc = _lz4_descriptor_end(data)
+    good = (_xxh32(data[4:hc]) >> 8) & 0xFF
+    if data[hc] == good:
+        return data
+    return data[:hc] + bytes((good,)) + data[hc + 1:]
+
+
+def lz4_break_legacy_header(data: bytes) -> bytes:
+    """The inverse, for writing magic-0 fixtures the way Kafka 0.8-0.9 did."""
+    hc = _lz4_descriptor_end(data)
+    bad = (_xxh32(data[0:hc]) >> 8) & 0xFF
+    return data[:hc] + bytes((bad,)) + data[hc + 1:]
+
+
+def _unlz4(data: bytes, limit: int, magic: int) -> bytes:
+    frame = _lz4()
+    if magic == 0:
+        data = lz4_fix_legacy_header(data)
+    d = frame.LZ4FrameDecompressor()
+    try:
+        out = d.decompress(data, max_length=limit + 1)
+    except RuntimeError as e:
+        raise CodecError(f"lz4 payload does not decompress: {e}") from None
+    if len(out) > limit:
+        raise _too_big("lz4", limit)
+    if not d.eof:
+        raise CodecError("lz4 payload is truncated (no end mark)")
+    return out
+
+
+def _lz4_compress(data: bytes, magic: int = 2) -> bytes:
+    frame = _lz4()
+    out = frame.compress(data, block_size=frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                         content_checksum=False, block_checksum=False, store_size=False)
+    return lz4_break_legacy_header(out) if magic == 0 else out
+
+
+# -- zstd -------------------------------------------------------------------------------------
+
+ZSTD_MAX_EXPANSION = 1 << 15      # one input byte can yield at most ~32 KiB (RLE blocks)
+
+
+def _zstd():
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover
+        raise _missing("zstd", "zstandard") from None
+    return zstandard
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    zstandard = _zstd()
+    d = zstandard.ZstdDecompressor().decompressobj()
+    out = []
+    total = 0
+    pos = 0
+    end = len(data)
+    view = memoryview(data)
+    try:
+        while pos < end and not d.eof:
+            # Feed only as much input as can not overshoot the limit in one call.
+            step = max(1024, (limit - total) // ZSTD_MAX_EXPANSION)
+            chunk = d.decompress(view[pos:pos + step])
+            pos += step
+            total += len(chunk)
+            out.append(chunk)
+            if total > limit:
+                raise _too_big("zstd", limit)
+    except zstandard.ZstdError as e:
+        raise CodecError(f"zstd payload does not decompress: {e}") from None
+    if not d.eof:
+        raise CodecError("zstd payload is truncated")
+    return b"".join(out)
+
+
+def _zstd_compress(data: bytes) -> bytes:
+    return _zstd().ZstdCompressor(write_content_size=False).compress(data)
+
+
+# -- dispatch ---------------------------------------------------------------------------------
+
+def decompress(codec: int, data: bytes | memoryview, magic: int = 2, limit: int | None = None,
+               limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """Decompress a batch payload (v2) or wrapper value (v0/v1) written with ``codec``."""
+    data = bytes(data)
+    if limit is None:
+        limit = limits.for_input(len(data))
+    if codec == GZIP:
+        return _gunzip(data, limit)
+    if codec == SNAPPY:
+        return _unsnappy(data, limit)
+    if codec == LZ4:
+        return _unlz4(data, limit, magic)
+    if codec == ZSTD:
+        if magic < 2:
+            raise CodecError("zstd is not valid in a magic 0/1 message")
+        return _unzstd(data, limit)
+    if codec == NONE:
+        return data
+    raise CodecError(f"unknown compression type id {codec}")
+
+
+def compress(codec: int, data: bytes, magic: int = 2, xerial: bool = True) -> bytes:
+    """Compress like Kafka's producers do (used by the fixture generator and tests)."""
+    if codec == NONE:
+        return data
+    if codec == GZIP:
+        return _gzip(data)
+    if codec == SNAPPY:
+        return _snappy_compress(data, xerial)
+    if codec == LZ4:
+        return _lz4_compress(data, magic)
+    if codec == ZSTD:
+        return _zstd_compress(data)
+    raise ValueError(f"unknown compression type id {codec}")

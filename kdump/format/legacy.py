@@ -1,0 +1,165 @@
+"""Magic 0 and 1 message sets (``LegacyRecord.java``, ``AbstractLegacyRecordBatch.java``).
+
+Each entry is ``offset int64 | size int32 | message``; the message is
+``crc uint32 | magic int8 | attributes int8 | [timestamp int64 (v1)] | key bytes | value bytes``
+with CRC-32 (IEEE) over magic..end. A compressed message ("wrapper") holds a whole inner
+message set in its value: inner offsets are absolute for v0 and relative (0..n-1) for v1,
+and the wrapper's own offset is that of the last inner message.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
+from ..model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
+from .codecs import DEFAULT_LIMITS, Limits, decompress
+from .crc import crc32
+
+ENTRY_HEAD = struct.Struct(">qi")             # offset => int64, size => int32
+MESSAGE_V0 = struct.Struct(">Ibb")            # crc => uint32, magic => int8, attributes => int8
+MESSAGE_V1 = struct.Struct(">Ibbq")           # ... timestamp => int64
+LENGTH = struct.Struct(">i")
+RECORD_OVERHEAD_V0 = 14                       # crc + magic + attributes + key len + value len
+RECORD_OVERHEAD_V1 = 22
+CRC_SIZE = 4
+_batch_new = tuple.__new__
+
+
+def min_size(magic: int) -> int:
+    return RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1
+
+
+class Message:
+    """One parsed legacy message (header fields and key/value), offsets not yet resolved."""
+
+    __slots__ = ("attributes", "crc", "crc_valid", "key", "magic", "timestamp", "value")
+
+    def __init__(self, data, start: int, end: int) -> None:
+        """Parse the message occupying ``data[start:end]`` (after the 12-byte entry head)."""
+        size = end - start
+        if size < RECORD_OVERHEAD_V0:
+            raise InvalidRecordError(f"message of {size} bytes is smaller than the minimum record overhead (14)")
+        crc, magic, attributes = MESSAGE_V0.unpack_from(data, start)
+        if magic not in (0, 1):
+            raise InvalidRecordError(f"invalid magic {magic} in a legacy message")
+        pos = start + 6
+        if magic == 1:
+            if size < RECORD_OVERHEAD_V1:
+                raise InvalidRecordError(f"v1 message of {size} bytes is smaller than the minimum record overhead (22)")
+            (self.timestamp,) = struct.unpack_from(">q", data, pos)
+            pos += 8
+        else:
+            self.timestamp = -1
+        self.crc, self.magic, self.attributes = crc, magic, attributes
+        self.crc_valid = crc32(memoryview(data)[start + CRC_SIZE:end]) == crc
+        self.key, pos = _read_bytes(data, pos, end, "key")
+        self.value, pos = _read_bytes(data, pos, end, "value")
+        if pos != end:
+            raise InvalidRecordError(f"message has {end - pos} bytes after its value")
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def timestamp_type(self) -> int:
+        if self.magic == 0:
+            return NO_TIMESTAMP_TYPE
+        return LOG_APPEND_TIME if self.attributes & 0x08 else CREATE_TIME
+
+
+def _read_bytes(data, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
+    if pos + 4 > end:
+        raise TruncatedError(f"message {what} length runs past the message")
+    (n,) = LENGTH.unpack_from(data, pos)
+    pos += 4
+    if n < 0:
+        if n != -1:
+            raise InvalidRecordError(f"invalid {what} length {n}")
+        return None, pos
+    if pos + n > end:
+        raise InvalidRecordError(f"{what} of {n} bytes runs past the message")
+    return bytes(data[pos:pos + n]), pos + n
+
+
+def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
+    """The shallow message at ``pos`` as a Batch; compressed wrappers are opened to count them.
+
+    Framing errors in the message itself raise; a wrapper whose value does not decompress
+    still yields a Batch (``base_offset``/``count`` None) so the caller can report it.
+    """
+    offset, size = ENTRY_HEAD.unpack_from(buf, pos)
+    msg = Message(buf, pos + 12, pos + 12 + size)
+    base_offset: int | None = offset
+    count: int | None = 1
+    if msg.codec != 0:
+        try:
+            inner = _inner_messages(msg, offset, limits)
+            base_offset, count = inner[0].offset, len(inner)
+        except KdumpError:
+            base_offset = count = None
+    ts = msg.timestamp
+    return _batch_new(Batch, (pos, base_offset, offset, count, size + 12, msg.magic, msg.crc, msg.crc_valid,
+                              msg.attributes, -1, ts, ts, -1, -1, -1))
+
+
+def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
+    """The message(s) of a legacy batch: itself, or the inner messages of a wrapper."""
+    pos = batch.position
+    try:
+        offset, size = ENTRY_HEAD.unpack_from(buf, pos)
+        msg = Message(buf, pos + 12, pos + 12 + size)
+        if msg.codec == 0:
+            return [Record(offset, msg.timestamp, msg.timestamp_type, msg.key, msg.value, (), -1, None,
+                           msg.magic, msg.crc, msg.crc_valid)]
+        return _inner_messages(msg, offset, limits)
+    except KdumpError as e:
+        raise e.located(position=pos) from None
+
+
+def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> list[Record]:
+    if wrapper.value is None:
+        raise InvalidRecordError(f"compressed message at offset {wrapper_offset} has a null value")
+    try:
+        data = decompress(wrapper.codec, wrapper.value, wrapper.magic, limits=limits)
+    except CodecError as e:
+        e.message = f"message at offset {wrapper_offset}: {e.message}"
+        raise
+    entries = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if end - pos < 12:
+            raise TruncatedError(f"inner message set of offset {wrapper_offset} ends inside an entry header")
+        inner_offset, size = ENTRY_HEAD.unpack_from(data, pos)
+        if size < RECORD_OVERHEAD_V0 or pos + 12 + size > end:
+            raise InvalidRecordError(f"inner message of {size} bytes at inner byte {pos} does not fit "
+                                     f"(wrapper offset {wrapper_offset})")
+        msg = Message(data, pos + 12, pos + 12 + size)
+        if msg.codec != 0:
+            raise InvalidRecordError(f"Inner messages must not be compressed (wrapper offset {wrapper_offset})")
+        entries.append((inner_offset, msg))
+        pos += 12 + size
+    if not entries:
+        raise InvalidRecordError(f"Found invalid compressed record set with no inner records at offset {wrapper_offset}")
+    if wrapper.magic >= 1:
+        last_relative = entries[-1][0]
+        if wrapper_offset == 0:
+            base = 0                 # librdkafka wrote 0 as the wrapper offset (Kafka's special case)
+        elif wrapper_offset < last_relative:
+            raise InvalidRecordError(f"wrapper offset {wrapper_offset} is less than the last inner "
+                                     f"relative offset {last_relative}")
+        else:
+            base = wrapper_offset - last_relative
+    else:
+        base = 0                     # v0 inner offsets are absolute
+    log_append = wrapper.magic >= 1 and wrapper.timestamp_type == LOG_APPEND_TIME
+    records = []
+    for inner_offset, msg in entries:
+        if log_append:
+            ts, ts_type = wrapper.timestamp, LOG_APPEND_TIME
+        else:
+            ts, ts_type = msg.timestamp, msg.timestamp_type
+        records.append(Record(base + inner_offset, ts, ts_type, msg.key, msg.value, (), -1, None,
+                              msg.magic, msg.crc, msg.crc_valid))
+    return records

@@ -1,0 +1,71 @@
+"""Protobuf-style zigzag varints, as Kafka's ``ByteUtils.readVarint/readVarlong`` read them.
+
+A varint is at most 5 bytes (int32) and a varlong at most 10 (int64); longer encodings
+are rejected, as Kafka does ("Varint is too long"). The record decoder inlines the
+one-byte fast path; these functions are the general case and the encoders.
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidRecordError, TruncatedError
+
+
+def read_varint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Decode a zigzag varint at ``pos``; return (value, next position)."""
+    result = 0
+    shift = 0
+    end = len(data)
+    for i in range(max_bytes):
+        if pos + i >= end:
+            raise TruncatedError(f"varint runs past the end of its data at byte {pos}")
+        b = data[pos + i]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if max_bytes == 5 and result > 0xFFFFFFFF:
+                raise InvalidRecordError(f"varint at byte {pos} does not fit in 32 bits")
+            return (result >> 1) ^ -(result & 1), pos + i + 1
+        shift += 7
+    raise InvalidRecordError(f"varint at byte {pos} is longer than {max_bytes} bytes")
+
+
+def read_varlong(data: bytes, pos: int) -> tuple[int, int]:
+    return read_varint(data, pos, 10)
+
+
+def read_uvarint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Unsigned varint (no zigzag), as in the generated-message protocol."""
+    result = 0
+    shift = 0
+    end = len(data)
+    for i in range(max_bytes):
+        if pos + i >= end:
+            raise TruncatedError(f"unsigned varint runs past the end of its data at byte {pos}")
+        b = data[pos + i]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos + i + 1
+        shift += 7
+    raise InvalidRecordError(f"unsigned varint at byte {pos} is longer than {max_bytes} bytes")
+
+
+def encode_uvarint(value: int) -> bytes:
+    if value < 0:
+        raise ValueError("unsigned varint must be >= 0")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_varint(value: int) -> bytes:
+    """Zigzag-encode a signed int32/int64."""
+    return encode_uvarint((value << 1) ^ (value >> 63))
+
+
+encode_varlong = encode_varint
+
+
+def size_of_varint(value: int) -> int:
+    return len(encode_varint(value))

@@ -1,0 +1,116 @@
+"""Walking the entries of a log segment, the way ``FileLogInputStream.nextBatch`` does.
+
+Every entry starts ``offset int64 | size int32`` and has its magic at byte 16. Walking
+stops, as in Kafka, when fewer than 17 bytes remain (trailing bytes) or when an entry
+runs past the end (a torn tail, normal after a crash); unlike Kafka it also stops, with a
+finding instead of an exception, on an impossible size or an unknown magic. The stop
+position and reason are on the walker afterwards so callers can report them.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from ..errors import InvalidBatchError, KdumpError
+from ..model import Batch, Finding, Record
+from .batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
+from .codecs import DEFAULT_LIMITS, Limits
+from .legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
+from .records import decode_v2
+
+ENTRY_HEAD = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic
+
+# Finding kinds for why a walk stopped early.
+TRAILING = "trailing_bytes"      # fewer than 17 bytes after the last entry
+TORN_TAIL = "torn_tail"          # the last entry runs past the end of the data
+INVALID_SIZE = "invalid_size"    # size field below the minimum for the entry
+INVALID_MAGIC = "invalid_magic"  # magic byte not 0, 1 or 2
+INVALID_BATCH = "invalid_batch"  # a legacy message whose framing does not parse
+
+
+class Walker:
+    """Iterate the batches of ``buf[start:end]``; afterwards ``stop`` says why it ended.
+
+    ``stop`` is None when the data ended exactly at an entry boundary. ``stop_position``
+    is where the first byte not part of a yielded batch is.
+    """
+
+    def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.buf = buf
+        self.start = start
+        self.end = len(buf) if end is None else min(end, len(buf))
+        self.limits = limits
+        self.stop: Finding | None = None
+        self.stop_position = start
+
+    def __iter__(self) -> Iterator[Batch]:
+        buf, end = self.buf, self.end
+        view = memoryview(buf)
+        unpack_head = ENTRY_HEAD.unpack_from
+        last_head = end - HEADER_SIZE_UP_TO_MAGIC
+        pos = self.start
+        try:
+            while pos < last_head:
+                offset, size, _, magic = unpack_head(buf, pos)
+                next_pos = pos + LOG_OVERHEAD + size
+                if size < RECORD_OVERHEAD_V0:
+                    self._halt(INVALID_SIZE, pos, offset,
+                               f"Found record size {size} smaller than minimum record overhead (14)")
+                    return
+                if next_pos > end:
+                    self._halt(TORN_TAIL, pos, offset,
+                               f"entry of {size + LOG_OVERHEAD} bytes at offset {offset} runs past the end "
+                               f"({end - pos} bytes left)")
+                    return
+                if magic == 2:
+                    if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+                        self._halt(INVALID_SIZE, pos, offset,
+                                   f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than "
+                                   f"the minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
+                        return
+                    batch = parse_v2(buf, pos, view)
+                elif magic in (0, 1):
+                    if size < min_size(magic):
+                        self._halt(INVALID_SIZE, pos, offset,
+                                   f"Record is corrupt (the size {size} is smaller than the minimum "
+                                   f"record overhead {min_size(magic)} for magic {magic})")
+                        return
+                    try:
+                        batch = parse_legacy(buf, pos, self.limits)
+                    except KdumpError as e:
+                        self._halt(INVALID_BATCH, pos, offset, e.message)
+                        return
+                else:
+                    self._halt(INVALID_MAGIC, pos, offset, f"invalid magic byte {magic} in entry at offset {offset}")
+                    return
+                pos = next_pos
+                self.stop_position = pos
+                yield batch
+            if pos < end:
+                self._halt(TRAILING, pos, None, f"{end - pos} trailing bytes are too few for an entry header")
+        finally:
+            view.release()
+
+    def _halt(self, kind: str, pos: int, offset: int | None, message: str) -> None:
+        self.stop_position = pos
+        self.stop = Finding(kind, pos, offset, message)
+
+    @property
+    def trailing_bytes(self) -> int:
+        """Bytes after the last whole batch (DumpLogSegments' "invalid bytes at the end")."""
+        return self.end - self.stop_position
+
+
+def decode_records(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
+    """The records of any batch, decompressing as needed; raises a located KdumpError."""
+    if batch.magic >= 2:
+        return decode_v2(buf, batch, limits)
+    return decode_legacy(buf, batch, limits)
+
+
+def check_batch(batch: Batch) -> None:
+    """Raise InvalidBatchError if the header is self-inconsistent (used by strict readers)."""
+    if not batch.crc_valid:
+        raise InvalidBatchError(f"Record is corrupt (stored crc = {batch.crc}) at offset {batch.last_offset}",
+                                position=batch.position)

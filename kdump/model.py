@@ -1,0 +1,264 @@
+"""The typed objects the decoding core produces.
+
+They are immutable named tuples: cheap to build in the hot loops (one tuple per batch or
+record) and read by attribute. ``to_dict()`` on each type *is* the JSON model of
+``--json`` (design.md) and the row layout of the Spark source; renderers never invent
+fields of their own.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+# -- codes and their Kafka names --------------------------------------------------------------
+
+COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+NO_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME = -1, 0, 1
+TIMESTAMP_TYPE_NAMES = {NO_TIMESTAMP_TYPE: "NoTimestampType", CREATE_TIME: "CreateTime",
+                        LOG_APPEND_TIME: "LogAppendTime"}
+
+# v2 batch attribute bits (DefaultRecordBatch); legacy messages share bits 0-3.
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40
+
+
+def compression_name(codec: int) -> str:
+    return COMPRESSION_NAMES[codec] if 0 <= codec < len(COMPRESSION_NAMES) else f"unknown({codec})"
+
+
+Encoder = Callable[[bytes], Any]
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+# -- log segments -----------------------------------------------------------------------------
+
+class Batch(NamedTuple):
+    """A v2 record batch, or a v0/v1 shallow message (a compressed wrapper counts as one).
+
+    For v0/v1: ``base_offset`` is the first inner offset and ``last_offset`` the wrapper's
+    offset; ``count`` is the number of inner messages (None if the wrapper does not
+    decompress); producer fields are -1 and ``partition_leader_epoch`` is -1.
+    """
+
+    position: int              # byte position of the batch in its file
+    base_offset: int | None
+    last_offset: int
+    count: int | None          # v2: the raw recordsCount field
+    size: int                  # bytes on disk, including the 12-byte log overhead
+    magic: int
+    crc: int                   # stored CRC (unsigned)
+    crc_valid: bool
+    attributes: int
+    partition_leader_epoch: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        if self.magic == 0:
+            return NO_TIMESTAMP_TYPE
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: when the flag is set the base timestamp field holds the delete horizon."""
+        if self.magic >= 2 and self.attributes & DELETE_HORIZON_FLAG:
+            return self.base_timestamp
+        return None
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence < 0 or self.base_offset is None:
+            return -1
+        return (self.base_sequence + (self.last_offset - self.base_offset)) & 0x7FFFFFFF
+
+    @property
+    def next_position(self) -> int:
+        return self.position + self.size
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "base_offset": self.base_offset,
+            "last_offset": self.last_offset,
+            "count": self.count,
+            "size": self.size,
+            "magic": self.magic,
+            "crc": self.crc,
+            "crc_valid": self.crc_valid,
+            "compression": compression_name(self.compression),
+            "timestamp_type": TIMESTAMP_TYPE_NAMES[self.timestamp_type],
+            "base_timestamp": self.base_timestamp,
+            "max_timestamp": self.max_timestamp,
+            "partition_leader_epoch": self.partition_leader_epoch,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "base_sequence": self.base_sequence,
+            "is_transactional": self.is_transactional,
+            "is_control": self.is_control,
+            "delete_horizon_ms": self.delete_horizon_ms,
+        }
+
+
+CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                      4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+
+
+class Control(NamedTuple):
+    """The key (and, for markers, value) of a control record (ControlRecordType)."""
+
+    type: int                         # the raw type id from the key
+    version: int                      # key version
+    coordinator_epoch: int | None     # ABORT/COMMIT markers only
+    data: dict[str, Any] | None = None  # decoded value of KRaft control records
+    error: str | None = None          # the value did not decode
+
+    @property
+    def type_name(self) -> str:
+        return CONTROL_TYPE_NAMES.get(self.type, "UNKNOWN")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type_name, "version": self.version,
+                               "coordinator_epoch": self.coordinator_epoch}
+        if self.data is not None:
+            out["data"] = self.data
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+class Record(NamedTuple):
+    """One record (v2) or one inner/shallow message (v0/v1)."""
+
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[bytes, bytes | None], ...]
+    sequence: int                     # v2: baseSequence + offsetDelta (wrapping), else -1
+    control: Control | None = None   # set on records of control batches
+    magic: int = 2
+    crc: int | None = None           # legacy messages carry their own CRC
+    crc_valid: bool | None = None
+
+    @property
+    def key_size(self) -> int:
+        return -1 if self.key is None else len(self.key)
+
+    @property
+    def value_size(self) -> int:
+        return -1 if self.value is None else len(self.value)
+
+    def to_dict(self, encode: Encoder | None = _b64) -> dict[str, Any]:
+        """JSON model of one record; ``encode`` turns bytes into JSON values (None: raw)."""
+        enc = encode or (lambda b: b)
+        out: dict[str, Any] = {
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "key_size": self.key_size,
+            "value_size": self.value_size,
+            "sequence": self.sequence,
+            "key": None if self.key is None else enc(self.key),
+            "value": None if self.value is None else enc(self.value),
+            "headers": [{"key": k.decode("utf-8", "replace"), "value": None if v is None else enc(v)}
+                        for k, v in self.headers],
+        }
+        if self.magic < 2:
+            out["crc"] = self.crc
+            out["crc_valid"] = self.crc_valid
+        if self.control is not None:
+            out["control"] = self.control.to_dict()
+        return out
+
+
+# -- indexes and side files -------------------------------------------------------------------
+
+class IndexEntry(NamedTuple):
+    """One ``.index`` slot: absolute offset and byte position in the ``.log``."""
+
+    offset: int
+    position: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "position": self.position}
+
+
+class TimeIndexEntry(NamedTuple):
+    """One ``.timeindex`` slot: a max timestamp so far and the offset it belongs to."""
+
+    timestamp: int
+    offset: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"timestamp": self.timestamp, "offset": self.offset}
+
+
+class AbortedTxn(NamedTuple):
+    """One ``.txnindex`` entry (AbortedTxn.json)."""
+
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+class ProducerEntry(NamedTuple):
+    """One producer in a producer-state ``.snapshot`` (ProducerSnapshot.json)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int   # -1 when no transaction is open
+
+    @property
+    def first_sequence(self) -> int:
+        return (self.last_sequence - self.offset_delta) & 0x7FFFFFFF if self.last_sequence >= 0 else -1
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+# -- verification -----------------------------------------------------------------------------
+
+class Finding(NamedTuple):
+    """One problem found in a file: what, where (byte position, offset) and a message."""
+
+    kind: str
+    position: int | None
+    offset: int | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()

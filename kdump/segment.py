@@ -1,0 +1,117 @@
+"""Opening log-dir files read-only, and the file-name conventions of a log dir.
+
+Segments are mapped with ``mmap`` (ACCESS_READ): nothing is read until it is touched, a
+segment larger than 2 GiB works, and nothing kdump opens this way can be changed or
+resized. Opening never creates a file.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import re
+from contextlib import contextmanager
+from collections.abc import Iterator
+
+from .errors import InputError
+
+# <20-digit base offset>.<ext>, optionally with .deleted/.cleaned/.swap appended.
+LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
+_OFFSET_NAME = re.compile(r"^(\d+)\.")
+_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint")
+
+
+def filename_offset(name: str) -> int | None:
+    """The base offset a segment-style name starts with (``00000000000000000042.log`` -> 42)."""
+    m = _OFFSET_NAME.match(os.path.basename(name))
+    return int(m.group(1)) if m else None
+
+
+def offset_filename(offset: int, ext: str) -> str:
+    return f"{offset:020d}{ext}"
+
+
+def snapshot_id(name: str) -> tuple[int, int] | None:
+    """(end offset, epoch) of a KRaft snapshot named ``<offset>-<epoch>.checkpoint``."""
+    m = _SNAPSHOT_NAME.match(os.path.basename(name))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def strip_leftover(name: str) -> tuple[str, str | None]:
+    """Split ``x.log.deleted`` into (``x.log``, ``.deleted``)."""
+    for suffix in LEFTOVER_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)], suffix
+    return name, None
+
+
+def _input_error(path: str, e: OSError) -> InputError:
+    reason = {errno.ENOENT: "no such file", errno.EACCES: "permission denied",
+              errno.EISDIR: "is a directory", errno.EPERM: "operation not permitted"}.get(e.errno, e.strerror)
+    return InputError(f"cannot read: {reason}", file=path)
+
+
+class MappedFile:
+    """A read-only view of a whole file: ``.buf`` supports slicing, ``len`` and buffer access."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._mm: mmap.mmap | None = None
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise _input_error(path, e) from None
+        try:
+            st = os.fstat(fd)
+            if not os.path.isfile(path):
+                raise InputError("not a regular file", file=path)
+            self.size = st.st_size
+            if st.st_size == 0:
+                self.buf: bytes | mmap.mmap = b""
+            else:
+                self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                self.buf = self._mm
+        except OSError as e:
+            raise _input_error(path, e) from None
+        finally:
+            os.close(fd)
+
+    def advise_sequential(self) -> None:
+        if self._mm is not None and hasattr(self._mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
+            self._mm.madvise(mmap.MADV_SEQUENTIAL)
+
+    def close(self) -> None:
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:     # a caller still holds a view; the GC closes it later
+                pass
+            self._mm = None
+
+    def __enter__(self) -> MappedFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@contextmanager
+def open_mapped(path: str) -> Iterator[MappedFile]:
+    f = MappedFile(path)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def read_small(path: str, limit: int = 64 << 20) -> bytes:
+    """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise _input_error(path, e) from None
+    if len(data) > limit:
+        raise InputError(f"file is larger than {limit} bytes; not a metadata file", file=path)
+    return data
