@@ -1,0 +1,73 @@
+"""Options shared by every command, as decorators, and the choice of output format."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+FORMATS = ("text", "table", "json")
+
+
+def output_options(f: Callable) -> Callable:
+    """--json / --format / --color / --quiet, the same on every command."""
+    f = click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")(f)
+    f = click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+                     help="Colour in tables (NO_COLOR is respected).")(f)
+    f = click.option("--format", "fmt", type=click.Choice(FORMATS),
+                     help="Output format [default: table on a terminal, text when piped].")(f)
+    f = click.option("--json", "json_flag", is_flag=True, help="NDJSON on stdout: one object a line (= --format json).")(f)
+    return f
+
+
+def paths_argument(f: Callable) -> Callable:
+    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(f)
+
+
+class Output:
+    """Where and how a command writes: the resolved format, stdout, and colour choice."""
+
+    def __init__(self, json_flag: bool, fmt: str | None, color: str = "auto", quiet: bool = False,
+                 stream: Any = None) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        if json_flag:
+            fmt = "json"
+        if fmt is None:
+            fmt = "table" if _isatty(self.stream) else "text"
+        self.format = fmt
+        self.quiet = quiet
+        self.color = color
+
+    @property
+    def color_enabled(self) -> bool:
+        if self.color == "never" or (self.color == "auto" and os.environ.get("NO_COLOR")):
+            return False
+        if self.color == "always":
+            return True
+        return _isatty(self.stream)
+
+    def console(self, stderr: bool = False):
+        """A Rich console on stdout (or stderr) honouring --color and NO_COLOR."""
+        from rich.console import Console
+
+        stream = sys.stderr if stderr else self.stream
+        color = self.color_enabled if not stderr else (self.color != "never" and not os.environ.get("NO_COLOR")
+                                                       and _isatty(stream))
+        return Console(file=stream, no_color=not color, color_system="auto" if color else None,
+                       force_terminal=True if self.color == "always" else None, highlight=False,
+                       soft_wrap=False)
+
+    def note(self, message: str) -> None:
+        """A diagnostic line on stderr (suppressed by --quiet)."""
+        if not self.quiet:
+            click.echo(message, err=True)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,69 @@
+"""Views of key, value and header bytes: ``--encoding`` and ``--key-decoder/--value-decoder``.
+
+An *encoding* is lossless or replacing text for any bytes (utf8 replaces invalid bytes
+with U+FFFD, as Java's ``new String(bytes, UTF_8)`` does; hex and base64 are lossless).
+A *decoder* interprets the bytes (json, int, long as Kafka's IntegerDecoder and
+LongDecoder: big-endian) and may fail on bytes that are not what it expects, which the
+caller reports per record.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import DecodeError
+
+ENCODINGS = ("utf8", "hex", "base64")
+DECODERS = ("utf8", "hex", "base64", "json", "int", "long")
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+
+
+def utf8(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def hex_(data: bytes) -> str:
+    return data.hex()
+
+
+def base64(data: bytes) -> str:
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+def json_(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DecodeError(f"not JSON: {e}") from None
+
+
+def int_(data: bytes) -> int:
+    if len(data) != 4:
+        raise DecodeError(f"int decoder needs 4 bytes, got {len(data)}")
+    return _INT.unpack(data)[0]
+
+
+def long_(data: bytes) -> int:
+    if len(data) != 8:
+        raise DecodeError(f"long decoder needs 8 bytes, got {len(data)}")
+    return _LONG.unpack(data)[0]
+
+
+_FUNCS: dict[str, Callable[[bytes], Any]] = {"utf8": utf8, "hex": hex_, "base64": base64, "json": json_,
+                                             "int": int_, "long": long_}
+
+
+def get(name: str) -> Callable[[bytes], Any]:
+    return _FUNCS[name]
+
+
+def as_text(value: Any) -> str:
+    """How a decoded value prints in the text view (JSON compactly, strings as they are)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

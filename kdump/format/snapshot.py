@@ -1,0 +1,109 @@
+"""Producer-state snapshots ``<offset>.snapshot`` (``ProducerStateManager``, ProducerSnapshot.json).
+
+Layout: a 10-byte header, then ``entry_count`` fixed 46-byte entries. The CRC-32C covers
+everything after the CRC field, the count included. Kafka validates the structure
+first, then the version, then the CRC, and discards the whole file on any failure
+(``CorruptSnapshotException``); kdump keeps the entries of a file whose only fault is
+its CRC so they can be inspected.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from ..errors import InvalidFileError, TruncatedError
+from ..model import ProducerEntry
+from .crc import crc32c
+
+HEADER = struct.Struct(
+    ">h"   # version => int16 (1 is the only version)
+    "I"    # crc => uint32, CRC-32C of bytes [6, EOF)
+    "i"    # producer_entries count => int32 (non-flexible array)
+)
+CRC_START = 6
+ENTRY = struct.Struct(
+    ">q"   # producer_id => int64
+    "h"    # epoch => int16
+    "i"    # last_sequence => int32
+    "q"    # last_offset => int64 (< 0: no batch metadata)
+    "i"    # offset_delta => int32
+    "q"    # timestamp => int64
+    "i"    # coordinator_epoch => int32
+    "q"    # current_txn_first_offset => int64 (-1: no open transaction)
+)
+ENTRY_SIZE = ENTRY.size
+assert HEADER.size == 10 and ENTRY_SIZE == 46
+SNAPSHOT_VERSION = 1
+
+
+class ProducerSnapshot(NamedTuple):
+    version: int
+    crc: int
+    computed_crc: int
+    crc_valid: bool
+    entries: list[ProducerEntry]
+    trailing_bytes: int          # bytes after the last entry (Kafka's schema read ignores them)
+
+    @property
+    def crc_error(self) -> str | None:
+        """Kafka's CorruptSnapshotException text when the CRC does not match, else None."""
+        if self.crc_valid:
+            return None
+        return (f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {self.crc}. "
+                f"Computed crc: {self.computed_crc}")
+
+
+def parse_snapshot(data, *, strict: bool = False) -> ProducerSnapshot:
+    """Parse a producer snapshot; ``strict`` also raises on a bad CRC, as the broker does.
+
+    Raises TruncatedError / InvalidFileError (with the byte position) when the header or
+    the entries do not fit, or the version is not 1.
+    """
+    data = bytes(data)
+    size = len(data)
+    if size < 2:
+        raise TruncatedError(f"Snapshot failed schema validation: {size} bytes is too short for the version field",
+                             position=0)
+    (version,) = struct.unpack_from(">h", data, 0)
+    # Checked before the rest of the structure: a future version may lay it out differently.
+    if version != SNAPSHOT_VERSION:
+        raise InvalidFileError(f"Snapshot contained an unknown file version {version}", position=0)
+    if size < HEADER.size:
+        raise TruncatedError(f"Snapshot failed schema validation: {size} bytes is too short for the "
+                             f"{HEADER.size}-byte header", position=size)
+    _, crc, count = HEADER.unpack_from(data, 0)
+    if count < 0:
+        raise InvalidFileError(f"Snapshot failed schema validation: array size {count} cannot be negative",
+                               position=CRC_START)
+    room = (size - HEADER.size) // ENTRY_SIZE
+    if count > room:
+        # Checked before anything is built: the count never sizes an allocation.
+        raise TruncatedError(f"Snapshot failed schema validation: {count} producer entries need "
+                             f"{count * ENTRY_SIZE} bytes, only {size - HEADER.size} available",
+                             position=HEADER.size + room * ENTRY_SIZE)
+    end = HEADER.size + count * ENTRY_SIZE
+    entries = []
+    for pid, epoch, seq, last_offset, delta, ts, coord, txn_first in ENTRY.iter_unpack(data[HEADER.size:end]):
+        entries.append(ProducerEntry(pid, epoch, seq, last_offset, delta, ts, coord, txn_first))
+    computed = crc32c(data[CRC_START:])
+    snap = ProducerSnapshot(version, crc, computed, crc == computed, entries, size - end)
+    if strict and not snap.crc_valid:
+        raise InvalidFileError(snap.crc_error or "", position=2)
+    return snap
+
+
+def encode_snapshot(entries: Iterable[ProducerEntry | tuple]) -> bytes:
+    """The bytes of a version-1 snapshot holding ``entries``, with its CRC."""
+    body = bytearray()
+    n = 0
+    for entry in entries:
+        try:
+            body += ENTRY.pack(*entry)
+        except struct.error as e:
+            raise InvalidFileError(f"producer entry {tuple(entry)} does not fit the snapshot layout: {e}",
+                                   position=HEADER.size + len(body)) from None
+        n += 1
+    tail = struct.pack(">i", n) + bytes(body)
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(tail)) + tail

@@ -1,0 +1,176 @@
+"""Finding what is in a log dir: partitions, segments and side files, in offset order.
+
+A PATH may be a file, a partition dir (``<topic>-<partition>``, also with Kafka's
+``.<uuid>-delete|-future|-stray`` suffixes) or a log dir (its partition dirs, sorted by
+topic then partition number). The kind of a file is chosen by its name, as in Kafka;
+``.deleted``, ``.cleaned`` and ``.swap`` leftovers keep the kind of the name they extend.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+
+from .errors import InputError, NothingToDoError, UnknownFileKindError
+from .segment import LEFTOVER_SUFFIXES, filename_offset, snapshot_id, strip_leftover
+
+# File kinds.
+LOG, INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT = "log", "index", "timeindex", "txnindex", "producer_snapshot"
+KRAFT_SNAPSHOT, LEADER_EPOCH, OFFSET_CHECKPOINT = "kraft_snapshot", "leader_epoch_checkpoint", "offset_checkpoint"
+PARTITION_METADATA, META_PROPERTIES, QUORUM_STATE, CLEAN_SHUTDOWN = (
+    "partition_metadata", "meta_properties", "quorum_state", "clean_shutdown")
+
+SEGMENT_EXTENSIONS = {".log": LOG, ".index": INDEX, ".timeindex": TIMEINDEX, ".txnindex": TXNINDEX,
+                      ".snapshot": PRODUCER_SNAPSHOT}
+OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+FIXED_NAMES = {"leader-epoch-checkpoint": LEADER_EPOCH, "partition.metadata": PARTITION_METADATA,
+               "meta.properties": META_PROPERTIES, "quorum-state": QUORUM_STATE,
+               ".kafka_cleanshutdown": CLEAN_SHUTDOWN, "bootstrap.checkpoint": KRAFT_SNAPSHOT,
+               **{name: OFFSET_CHECKPOINT for name in OFFSET_CHECKPOINTS}}
+BATCH_KINDS = (LOG, KRAFT_SNAPSHOT)           # files made of record batches
+_KIND_ORDER = {LOG: 0, INDEX: 1, TIMEINDEX: 2, TXNINDEX: 3, PRODUCER_SNAPSHOT: 4, KRAFT_SNAPSHOT: 5}
+
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uid>[0-9a-fA-F]{32})-(?P<state>delete|future|stray))?$")
+
+
+class LogFile(NamedTuple):
+    path: str                       # as the user can find it (joined from the PATH given)
+    kind: str
+    topic: str | None
+    partition: int | None
+    base_offset: int | None         # from the name (segments, indexes, snapshots)
+    leftover: str | None            # ".deleted", ".cleaned", ".swap" or None
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+def parse_partition_dir(name: str) -> tuple[str, int, str | None] | None:
+    """(topic, partition, state) for a partition dir name; state is delete/future/stray or None."""
+    m = _PARTITION_DIR.match(name)
+    if not m:
+        return None
+    return m.group("topic"), int(m.group("partition")), m.group("state")
+
+
+def classify(path: str) -> tuple[str, int | None, str | None] | None:
+    """(kind, base offset, leftover suffix) from a file name, or None when kdump does not read it."""
+    name, leftover = strip_leftover(os.path.basename(path))
+    if name in FIXED_NAMES:
+        return FIXED_NAMES[name], None, leftover
+    if name.endswith(".checkpoint.part"):
+        return None
+    if name.endswith(".checkpoint"):
+        sid = snapshot_id(name)
+        return (KRAFT_SNAPSHOT, sid[0], leftover) if sid else None
+    base, ext = os.path.splitext(name)
+    kind = SEGMENT_EXTENSIONS.get(ext)
+    if kind is None or not base.isdigit():
+        return None
+    return kind, int(base), leftover
+
+
+def _log_file(path: str, topic: str | None, partition: int | None) -> LogFile | None:
+    c = classify(path)
+    if c is None:
+        return None
+    kind, base, leftover = c
+    return LogFile(path, kind, topic, partition, base, leftover)
+
+
+def _partition_of(directory: str) -> tuple[str | None, int | None]:
+    parsed = parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+    return (parsed[0], parsed[1]) if parsed else (None, None)
+
+
+def _sort_key(f: LogFile):
+    leftover_rank = 0 if f.leftover is None else 1 + LEFTOVER_SUFFIXES.index(f.leftover)
+    base = -1 if f.base_offset is None else f.base_offset
+    return (f.base_offset is None, base, _KIND_ORDER.get(f.kind, 9), leftover_rank, f.name)
+
+
+def partition_files(directory: str) -> list[LogFile]:
+    """Every file kdump knows in one partition dir, segments in base-offset order."""
+    topic, partition = _partition_of(directory)
+    files = []
+    for entry in _scandir(directory):
+        if entry.is_file(follow_symlinks=False) or entry.is_file():
+            f = _log_file(os.path.join(directory, entry.name), topic, partition)
+            if f is not None:
+                files.append(f)
+    return sorted(files, key=_sort_key)
+
+
+def _scandir(directory: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as it:
+            return list(it)
+    except OSError as e:
+        raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
+
+
+def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
+    if parse_partition_dir(name) is not None:
+        return True
+    return any(e.name.endswith(".log") and filename_offset(e.name) is not None for e in entries)
+
+
+def expand(path: str) -> list[LogFile]:
+    """The files one PATH stands for, in the order kdump processes them."""
+    if not os.path.exists(path):
+        raise InputError("cannot read: no such file or directory", file=path)
+    if not os.path.isdir(path):
+        f = _log_file(path, *_partition_of(os.path.dirname(os.path.abspath(path))))
+        if f is None:
+            raise UnknownFileKindError(
+                "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "
+                ".checkpoint, checkpoint or metadata file, by name)", file=path)
+        return [f]
+    entries = _scandir(path)
+    if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
+        return partition_files(path)
+    # A log dir: its own files first (meta.properties, checkpoints), then partitions in order.
+    out = [f for e in sorted(entries, key=lambda e: e.name) if e.is_file()
+           for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None]
+    partitions = []
+    for e in entries:
+        if e.is_dir():
+            parsed = parse_partition_dir(e.name)
+            if parsed is not None:
+                partitions.append(((parsed[0], parsed[1], parsed[2] or ""), os.path.join(path, e.name)))
+    for _, directory in sorted(partitions):
+        out.extend(partition_files(directory))
+    return out
+
+
+def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
+            explicit_kinds: tuple[str, ...] | None = None) -> list[LogFile]:
+    """Expand every PATH; keep ``kinds`` from directories and ``explicit_kinds`` from named files.
+
+    A file named explicitly with a kind the command does not take is a usage error, and
+    so is a PATH under which nothing of the wanted kinds is found.
+    """
+    out: list[LogFile] = []
+    explicit_kinds = explicit_kinds or kinds
+    for path in paths:
+        files = expand(path)
+        if os.path.isdir(path):
+            chosen = [f for f in files if kinds is None or f.kind in kinds]
+            if not chosen:
+                raise NothingToDoError("no Kafka log files of the kind this command reads were found here", file=path)
+        else:
+            chosen = files
+            if explicit_kinds is not None and files[0].kind not in explicit_kinds:
+                raise UnknownFileKindError(f"this command does not read {files[0].kind.replace('_', ' ')} files",
+                                           file=path)
+        out.extend(chosen)
+    return out
+
+
+def siblings(f: LogFile, ext: str) -> str:
+    """Path of the file with the same base offset and another extension (``.index`` of a ``.log``)."""
+    directory = os.path.dirname(f.path)
+    return os.path.join(directory, f"{f.base_offset:020d}{ext}")

@@ -1,0 +1,219 @@
+"""Reading the batches of one segment for ``dump`` (and ``export``): seek, filter, decode.
+
+The walk itself is ``format.walk.Walker``; this adds what a reader of a log dir needs:
+where to start (the ``.index``/``.timeindex`` are used to seek only when they pass a
+sanity check, and the batch found there is checked before it is trusted), the offset,
+time and byte filters, and record decoding with per-batch error isolation so one bad
+batch never stops the dump.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from .errors import KdumpError
+from .format.codecs import DEFAULT_LIMITS, Limits
+from .format.walk import ENTRY_HEAD, Walker, decode_records
+from .logdir import LogFile
+from .model import Batch, Finding, Record
+from .segment import MappedFile
+
+
+class Filters(NamedTuple):
+    start_offset: int | None = None
+    end_offset: int | None = None        # inclusive
+    start_time: int | None = None        # epoch ms, inclusive
+    end_time: int | None = None          # epoch ms, inclusive
+    max_bytes: int | None = None         # only batches wholly inside the first N bytes
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in self)
+
+    def batch_offsets_overlap(self, b: Batch) -> bool:
+        first = b.base_offset if b.base_offset is not None else b.last_offset
+        if self.start_offset is not None and b.last_offset < self.start_offset:
+            return False
+        return not (self.end_offset is not None and first > self.end_offset)
+
+    def batch_times_overlap(self, b: Batch) -> bool:
+        if self.start_time is not None and b.max_timestamp < self.start_time:
+            return False
+        return not (self.end_time is not None and b.base_timestamp > self.end_time and b.base_timestamp >= 0)
+
+    def keep_record(self, r: Record) -> bool:
+        if self.start_offset is not None and r.offset < self.start_offset:
+            return False
+        if self.end_offset is not None and r.offset > self.end_offset:
+            return False
+        if self.start_time is not None and r.timestamp < self.start_time:
+            return False
+        return not (self.end_time is not None and r.timestamp > self.end_time)
+
+
+class Item(NamedTuple):
+    """One batch as the dump shows it: its records (when asked) or why they did not decode."""
+
+    batch: Batch
+    records: list[Record] | None
+    error: KdumpError | None
+
+
+class SegmentReader:
+    """Iterate the (filtered) batches of one ``.log``/KRaft ``.checkpoint`` file.
+
+    After iteration: ``stop`` (why the walk ended early, or None), ``trailing_bytes``,
+    ``start_position`` and ``seek_note`` (how the start was found).
+    """
+
+    def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        self.file = f
+        self.filters = filters
+        self.want_records = records
+        self.limits = limits
+        self.stop: Finding | None = None
+        self.trailing_bytes = 0
+        self.start_position = 0
+        self.seek_note: str | None = None
+        self.size = 0
+
+    def __iter__(self) -> Iterator[Item]:
+        mapped = MappedFile(self.file.path)
+        try:
+            self.size = mapped.size
+            buf = mapped.buf
+            end = mapped.size if self.filters.max_bytes is None else min(mapped.size, self.filters.max_bytes)
+            start = self._seek(buf, end)
+            self.start_position = start
+            if mapped.size > (64 << 20):
+                mapped.advise_sequential()
+            walker = Walker(buf, start, end, self.limits)
+            flt = self.filters
+            check_offsets = flt.start_offset is not None or flt.end_offset is not None
+            check_times = flt.start_time is not None or flt.end_time is not None
+            for batch in walker:
+                if check_offsets and not flt.batch_offsets_overlap(batch):
+                    if flt.end_offset is not None and batch.base_offset is not None \
+                            and batch.base_offset > flt.end_offset:
+                        break
+                    continue
+                if check_times and not flt.batch_times_overlap(batch):
+                    continue
+                if not self.want_records:
+                    yield Item(batch, None, None)
+                    continue
+                try:
+                    records = decode_records(buf, batch, self.limits)
+                except KdumpError as e:
+                    yield Item(batch, None, e.located(self.file.path, batch.position))
+                    continue
+                if check_offsets or check_times:
+                    records = [r for r in records if flt.keep_record(r)]
+                    if not records:
+                        continue
+                yield Item(batch, records, None)
+            else:
+                self.stop = walker.stop
+                # --max-bytes cuts the file on purpose: what lies past the cut is not "invalid".
+                self.trailing_bytes = 0 if self.filters.max_bytes is not None else walker.trailing_bytes
+        finally:
+            mapped.close()
+
+    # -- seeking ------------------------------------------------------------------------------
+
+    def _seek(self, buf, end: int) -> int:
+        flt = self.filters
+        if flt.start_offset is None and flt.start_time is None:
+            return 0
+        if self.file.kind != "log" or self.file.base_offset is None or self.file.leftover:
+            return 0
+        target = flt.start_offset
+        if flt.start_time is not None:
+            skip_to = self._time_seek_offset(flt.start_time)
+            if skip_to is not None:
+                target = skip_to if target is None else max(target, skip_to)
+        if target is None:
+            return 0
+        entries = self._sane_index(end)
+        if entries is None:
+            return 0
+        # The last entry strictly below the target: its batch ends before the target under
+        # both conventions (entry = batch last offset since 2.0, base offset before).
+        lo, hi = 0, len(entries)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if entries[mid].offset < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == 0:
+            return 0
+        entry = entries[lo - 1]
+        if not self._batch_starts_at(buf, entry.position, entry.offset, end):
+            self.seek_note = f"index entry for offset {entry.offset} does not point at its batch; read from the start"
+            return 0
+        self.seek_note = f"seeked to position {entry.position} with the offset index"
+        return entry.position
+
+    def _sane_index(self, log_size: int):
+        from .format.index import parse_index
+        from .segment import read_small
+
+        path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.index")
+        if not os.path.isfile(path):
+            return None
+        try:
+            idx = parse_index(read_small(path, 256 << 20), self.file.base_offset)
+        except KdumpError:
+            return None
+        entries = idx.entries
+        prev_off = prev_pos = -1
+        for e in entries:
+            if e.offset <= prev_off or e.position <= prev_pos or e.position >= log_size:
+                self.seek_note = "offset index is not sane; read from the start"
+                return None
+            prev_off, prev_pos = e.offset, e.position
+        return entries
+
+    def _time_seek_offset(self, start_time: int) -> int | None:
+        """First offset that can hold a timestamp >= start_time, from a sane time index."""
+        from .format.timeindex import parse_timeindex
+        from .segment import read_small
+
+        path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.timeindex")
+        if not os.path.isfile(path):
+            return None
+        try:
+            tidx = parse_timeindex(read_small(path, 256 << 20), self.file.base_offset)
+        except KdumpError:
+            return None
+        best = None
+        prev_ts = prev_off = -1
+        for e in tidx.entries:
+            if e.timestamp < prev_ts or e.offset < prev_off:
+                return None          # not sane: never skip on an index that contradicts itself
+            prev_ts, prev_off = e.timestamp, e.offset
+            # Each entry is the max timestamp of everything up to its offset.
+            if e.timestamp < start_time:
+                best = e.offset + 1
+        return best
+
+    @staticmethod
+    def _batch_starts_at(buf, position: int, entry_offset: int, end: int) -> bool:
+        if position + ENTRY_HEAD.size > end:
+            return False
+        try:
+            first, size, _, magic = ENTRY_HEAD.unpack_from(buf, position)
+        except Exception:  # noqa: BLE001 - any failure means "do not trust the index"
+            return False
+        if magic not in (0, 1, 2) or size < 14 or position + 12 + size > end:
+            return False
+        walker = Walker(buf, position, position + 12 + size)
+        batch = next(iter(walker), None)
+        if batch is None or not batch.crc_valid:
+            return False
+        low = batch.base_offset if batch.base_offset is not None else batch.last_offset
+        return low <= entry_offset <= batch.last_offset

@@ -1,0 +1,233 @@
+"""Renderers of ``kdump dump``: the same events drawn as text, NDJSON or Rich tables.
+
+A renderer gets ``begin_file``, ``item`` (one batch with its records), ``side`` (the
+rows of an index, checkpoint or metadata file) and ``end_file``; it only draws.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from ..logdir import LogFile
+from ..model import TIMESTAMP_TYPE_NAMES, compression_name
+from ..reader import Item
+from . import jsonout, text
+from .payload import PayloadView
+
+FLUSH_LINES = 2048
+
+
+class _Lines:
+    """Buffered line output: one write per few thousand lines."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.buf: list[str] = []
+
+    def add(self, line: str) -> None:
+        self.buf.append(line)
+        if len(self.buf) >= FLUSH_LINES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            self.buf.append("")
+            self.stream.write("\n".join(self.buf))
+            self.buf = []
+        self.stream.flush()
+
+
+class TextDump:
+    """kafka-dump-log.sh lines."""
+
+    def __init__(self, stream: TextIO, view: PayloadView, records: bool, data: bool,
+                 skip_metadata: bool = False) -> None:
+        self.out = _Lines(stream)
+        self.view = view
+        self.records = records
+        self.data = data
+        self.skip_metadata = skip_metadata
+
+    def begin_file(self, f: LogFile, view: PayloadView) -> None:
+        self.view = view
+        self.out.add(text.dumping_line(f.path))
+        if f.kind in ("log", "kraft_snapshot"):
+            self.out.add(text.start_line(f.path))
+
+    def item(self, f: LogFile, it: Item) -> None:
+        add = self.out.add
+        add(text.batch_line(it.batch))
+        if it.records is None:
+            return
+        view = self.view
+        data = self.data
+        for r in it.records:
+            if data and r.control is None:
+                k, v = view.text(r)
+            else:
+                k = v = None
+            add(text.record_line(r, k, v, not self.skip_metadata))
+
+    def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
+        for line in lines:
+            self.out.add(line)
+
+    def end_file(self, f: LogFile, trailing: int) -> None:
+        if trailing > 0:
+            self.out.add(text.trailing_line(f.path, trailing))
+
+    def finish(self) -> None:
+        self.out.flush()
+
+
+class JsonDump:
+    """NDJSON: one object per batch (or per side-file row)."""
+
+    def __init__(self, stream: TextIO, view: PayloadView) -> None:
+        self.out = _Lines(stream)
+        self.view = view
+        self._file_json = "null"
+
+    def begin_file(self, f: LogFile, view: PayloadView) -> None:
+        self.view = view
+        self._file_json = jsonout.dumps(f.path)
+
+    def item(self, f: LogFile, it: Item) -> None:
+        err = None if it.error is None else it.error.message
+        self.out.add(jsonout.batch_line(self._file_json, it.batch, it.records, self.view, err))
+
+    def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
+        for row in rows:
+            self.out.add(jsonout.dumps({"file": f.path, **row}))
+
+    def end_file(self, f: LogFile, trailing: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        self.out.flush()
+
+
+class TableDump:
+    """Rich tables for a terminal: one per file, drawn in chunks so memory stays flat."""
+
+    CHUNK = 500
+
+    def __init__(self, console, view: PayloadView, records: bool, data: bool) -> None:
+        self.console = console
+        self.view = view
+        self.records = records
+        self.data = data
+        self.rows: list[tuple] = []
+        self._first_chunk = True
+        self._title = ""
+
+    def begin_file(self, f: LogFile, view: PayloadView) -> None:
+        self.view = view
+        self._title = f.path
+        self._first_chunk = True
+        self._side_cols: list[str] | None = None
+
+    def _table(self):
+        from rich.table import Table
+
+        t = Table(title=self._title if self._first_chunk else None, show_header=self._first_chunk,
+                  title_justify="left", expand=False, pad_edge=False, box=None if not self._first_chunk else None)
+        if self._side_cols is not None:
+            for c in self._side_cols:
+                t.add_column(c)
+            return t
+        if self.records:
+            for name, just in (("offset", "right"), ("time", "left"), ("key", "left"), ("value", "left"),
+                               ("headers", "left"), ("batch", "right"), ("ok", "center")):
+                t.add_column(name, justify=just, overflow="fold" if name == "value" else "ellipsis")
+        else:
+            for name, just in (("position", "right"), ("offsets", "right"), ("count", "right"),
+                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time", "left"),
+                               ("producer", "right"), ("flags", "left"), ("crc", "center")):
+                t.add_column(name, justify=just)
+        return t
+
+    def _flush(self) -> None:
+        if not self.rows:
+            return
+        t = self._table()
+        for row in self.rows:
+            t.add_row(*row)
+        self.console.print(t)
+        self.rows = []
+        self._first_chunk = False
+
+    def item(self, f: LogFile, it: Item) -> None:
+        b = it.batch
+        ok = "[green]✓[/]" if b.crc_valid else "[bold red]✗ crc[/]"
+        if self.records:
+            if it.records is None:
+                self.rows.append(("", "", "", f"[red]{it.error.message if it.error else ''}[/]", "", str(b.position),
+                                  ok))
+            for r in it.records or ():
+                if r.control is not None:
+                    value = f"[magenta]{r.control.type_name}[/]"
+                    key = ""
+                else:
+                    key = _escape(self.view.short(r.key, 24))
+                    value = _escape(self.view.short(r.value, 60))
+                headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
+                                    for k, v in r.headers)
+                self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, _escape(headers),
+                                  str(b.position), ok))
+        else:
+            flags = " ".join(x for x, on in (("txn", b.is_transactional), ("control", b.is_control),
+                                              ("LogAppendTime", b.timestamp_type == 1)) if on)
+            producer = "" if b.producer_id < 0 else f"{b.producer_id}/{b.producer_epoch}"
+            offsets = f"{b.base_offset}–{b.last_offset}" if b.base_offset != b.last_offset else str(b.last_offset)
+            self.rows.append((str(b.position), offsets, "" if b.count is None else str(b.count), str(b.size),
+                              str(b.magic), compression_name(b.attributes & 7), _ts(b.max_timestamp, b.timestamp_type),
+                              producer, flags, ok))
+        if len(self.rows) >= self.CHUNK:
+            self._flush()
+
+    def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
+        if not rows:
+            self.console.print(f"[bold]{f.path}[/]: (empty)")
+            return
+        self._side_cols = list(rows[0].keys())
+        for row in rows:
+            self.rows.append(tuple(_escape(_cell(row.get(c))) for c in self._side_cols))
+            if len(self.rows) >= self.CHUNK:
+                self._flush()
+        self._flush()
+        self._side_cols = None
+
+    def end_file(self, f: LogFile, trailing: int) -> None:
+        self._flush()
+        if trailing > 0:
+            self.console.print(f"[yellow]{trailing} invalid bytes at the end of {f.name}[/]")
+
+    def finish(self) -> None:
+        self._flush()
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "∅"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, separators=(",", ":"))
+    return str(v)
+
+
+def _escape(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)
+
+
+def _ts(ms: int, ts_type: int) -> str:
+    if ms is None or ms < 0:
+        return TIMESTAMP_TYPE_NAMES.get(ts_type, "") if ts_type < 0 else str(ms)
+    import datetime as _dt
+
+    try:
+        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except (OverflowError, OSError, ValueError):
+        return str(ms)

@@ -1,0 +1,105 @@
+"""How keys, values and headers are shown: --encoding, --key/--value-decoder, internal decoders.
+
+One ``PayloadView`` is built per command from its options and handed to every renderer,
+so text, table and JSON agree on what a value looks like.
+"""
+
+from __future__ import annotations
+
+import importlib
+from json.encoder import encode_basestring_ascii as _json_str
+from typing import Any
+
+from ..decoders import basic
+from ..errors import KdumpError
+from ..model import Record
+
+
+class PayloadView:
+    def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
+                 internal: str | None = None) -> None:
+        self.encoding = encoding
+        self.encode = basic.get(encoding)
+        self.key_decoder = key_decoder
+        self.value_decoder = value_decoder
+        self._key_fn = basic.get(key_decoder) if key_decoder else None
+        self._value_fn = basic.get(value_decoder) if value_decoder else None
+        self.internal = internal
+        self._internal_mod = None
+        if internal is not None:
+            from ..decoders import INTERNAL_DECODERS
+
+            self._internal_mod = importlib.import_module(INTERNAL_DECODERS[internal])
+
+    @property
+    def plain(self) -> bool:
+        """No decoder at all: the JSON writer may take its fast path."""
+        return self._key_fn is None and self._value_fn is None and self._internal_mod is None
+
+    def with_internal(self, internal: str | None) -> PayloadView:
+        """The same view with another internal-topic decoder (chosen per partition by topic name)."""
+        if internal == self.internal:
+            return self
+        return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal)
+
+    # -- JSON -----------------------------------------------------------------------------------
+
+    def encode_json(self, data: bytes | None) -> str:
+        """A JSON literal for bytes under --encoding (a string, or null)."""
+        if data is None:
+            return "null"
+        if self.encoding == "utf8":
+            return _json_str(data.decode("utf-8", "replace"))
+        return '"' + self.encode(data) + '"'
+
+    def record_extras(self, r: Record) -> dict[str, Any]:
+        """Fields a decoder adds to a record's JSON object."""
+        out: dict[str, Any] = {}
+        if self._key_fn is not None and r.key is not None:
+            try:
+                out["key_decoded"] = self._key_fn(r.key)
+            except KdumpError as e:
+                out["key_decode_error"] = e.message
+        if self._value_fn is not None and r.value is not None:
+            try:
+                out["value_decoded"] = self._value_fn(r.value)
+            except KdumpError as e:
+                out["value_decode_error"] = e.message
+        if self._internal_mod is not None and r.control is None:
+            try:
+                out["decoded"] = self._internal_mod.decode(r.key, r.value)
+            except KdumpError as e:
+                out["decode_error"] = e.message
+        return out
+
+    # -- text -------------------------------------------------------------------------------------
+
+    def text(self, r: Record) -> tuple[str | None, str | None]:
+        """(key text, payload text) for the DumpLogSegments-style record line."""
+        if self._internal_mod is not None:
+            try:
+                return self._internal_mod.text(self._internal_mod.decode(r.key, r.value))
+            except KdumpError as e:
+                if self.internal == "cluster-metadata":
+                    return None, f"Error at {r.offset}, skipping. {e.message}"
+                return f"Error at offset {r.offset}, skipping. {e.message}", None
+        return self._one_text(r.key, self._key_fn), self._one_text(r.value, self._value_fn)
+
+    def _one_text(self, data: bytes | None, fn) -> str | None:
+        if data is None:
+            return None
+        if fn is not None:
+            try:
+                return basic.as_text(fn(data))
+            except KdumpError:
+                pass        # fall back to the encoding; the JSON view carries the error
+        return self.encode(data)
+
+    def short(self, data: bytes | None, width: int = 40) -> str:
+        """A one-cell rendering for tables: escaped, cut to ``width`` characters."""
+        if data is None:
+            return "∅"
+        text = self.encode(data)
+        if self.encoding == "utf8":
+            text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+        return text if len(text) <= width else text[: width - 1] + "…"
