@@ -56,8 +56,12 @@ def parse_partition_dir(name: str) -> tuple[str, int, str | None] | None:
     return m.group("topic"), int(m.group("partition")), m.group("state")
 
 
-def classify(path: str) -> tuple[str, int | None, str | None] | None:
-    """(kind, base offset, leftover suffix) from a file name, or None when kdump does not read it."""
+def classify(path: str, strict: bool = True) -> tuple[str, int | None, str | None] | None:
+    """(kind, base offset, leftover suffix) from a file name, or None when kdump does not read it.
+
+    ``strict=False`` (a file the user named) also takes a segment-style extension on a
+    name that is not an offset, such as a copy called ``broken.log``; its base offset is None.
+    """
     name, leftover = strip_leftover(os.path.basename(path))
     if name in FIXED_NAMES:
         return FIXED_NAMES[name], None, leftover
@@ -68,13 +72,13 @@ def classify(path: str) -> tuple[str, int | None, str | None] | None:
         return (KRAFT_SNAPSHOT, sid[0], leftover) if sid else None
     base, ext = os.path.splitext(name)
     kind = SEGMENT_EXTENSIONS.get(ext)
-    if kind is None or not base.isdigit():
+    if kind is None or (strict and not base.isdigit()):
         return None
-    return kind, int(base), leftover
+    return kind, int(base) if base.isdigit() else None, leftover
 
 
-def _log_file(path: str, topic: str | None, partition: int | None) -> LogFile | None:
-    c = classify(path)
+def _log_file(path: str, topic: str | None, partition: int | None, strict: bool = True) -> LogFile | None:
+    c = classify(path, strict)
     if c is None:
         return None
     kind, base, leftover = c
@@ -123,7 +127,7 @@ def expand(path: str) -> list[LogFile]:
     if not os.path.exists(path):
         raise InputError("cannot read: no such file or directory", file=path)
     if not os.path.isdir(path):
-        f = _log_file(path, *_partition_of(os.path.dirname(os.path.abspath(path))))
+        f = _log_file(path, *_partition_of(os.path.dirname(os.path.abspath(path))), strict=False)
         if f is None:
             raise UnknownFileKindError(
                 "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "

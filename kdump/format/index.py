@@ -56,7 +56,8 @@ def split_zero_tail(body: bytes, entry: struct.Struct, is_zero) -> tuple[list[tu
     """
     size = entry.size
     n = len(body) // size
-    used = -(-len(body.rstrip(b"\0")) // size)      # slots [used, n) are all zero
+    # Slots [used, n) are all zero; slot 0 is always read, being an entry even when zero.
+    used = min(n, max(1, -(-len(body.rstrip(b"\0")) // size)))
     raw: list[tuple] = []
     tail = None
     after = None
@@ -69,8 +70,8 @@ def split_zero_tail(body: bytes, entry: struct.Struct, is_zero) -> tuple[list[tu
         elif not is_zero(slot):
             after = i
             break
-    if tail is None and max(used, 1) < n:
-        tail = max(used, 1)
+    if tail is None and used < n:
+        tail = used
     return raw, tail, after
 
 

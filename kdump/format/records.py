@@ -36,7 +36,11 @@ def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:
 def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """All records of the v2 ``batch`` found in ``buf``; raises a located KdumpError."""
     try:
-        data = batch_payload(buf, batch, limits)
+        if batch.attributes & 0x07:
+            data = batch_payload(buf, batch, limits)
+        else:
+            start = batch.position
+            data = bytes(buf[start + RECORD_BATCH_OVERHEAD:start + batch.size])
         return decode_v2_payload(data, batch)
     except KdumpError as e:
         if isinstance(e, CodecError):
@@ -66,6 +70,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 length, pos = read_varint(data, pos)
             record_end = pos + length
@@ -80,6 +88,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 ts_delta, pos = read_varint(data, pos, 10)
             # offsetDelta => varint
@@ -87,6 +99,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
             if b < 0x80:
                 off_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 off_delta, pos = read_varint(data, pos)
             # key
@@ -94,6 +110,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 klen, pos = read_varint(data, pos)
             if klen < 0:
@@ -110,6 +130,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
             if b < 0x80:
                 vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 vlen, pos = read_varint(data, pos)
             if vlen < 0:

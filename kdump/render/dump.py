@@ -53,7 +53,9 @@ class TextDump:
         self.view = view
         self.out.add(text.dumping_line(f.path))
         if f.kind in ("log", "kraft_snapshot"):
-            self.out.add(text.start_line(f.path))
+            start = text.start_line(f.path)
+            if start is not None:
+                self.out.add(start)
 
     def item(self, f: LogFile, it: Item) -> None:
         add = self.out.add

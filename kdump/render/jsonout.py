@@ -8,6 +8,8 @@ The batch and record objects are written with preformatted strings rather than
 from __future__ import annotations
 
 import json
+from binascii import b2a_base64
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from ..model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
@@ -20,46 +22,79 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+_FRAGMENTS: dict[tuple[int, int], tuple[str, str]] = {}
+
+
+def _fragments(magic: int, attributes: int) -> tuple[str, str]:
+    """The parts of a batch object fixed by its magic and attributes, built once each."""
+    key = (magic, attributes)
+    frag = _FRAGMENTS.get(key)
+    if frag is None:
+        ts_type = -1 if magic == 0 else (1 if attributes & 0x08 else 0)
+        v2 = magic >= 2
+        middle = (f',"magic":{magic},"compression":"{compression_name(attributes & 7)}",'
+                  f'"timestamp_type":"{TIMESTAMP_TYPE_NAMES[ts_type]}"')
+        tail = (f',"is_transactional":{_B[v2 and bool(attributes & 0x10)]},'
+                f'"is_control":{_B[v2 and bool(attributes & 0x20)]},"delete_horizon_ms":')
+        frag = _FRAGMENTS[key] = (middle, tail)
+    return frag
+
+
 def batch_prefix(file_json: str, b: Batch) -> str:
     """The batch object without its closing brace (records may follow)."""
-    horizon = b.delete_horizon_ms
-    magic2 = b.magic >= 2
-    attrs = b.attributes
-    return (f'{{"file":{file_json},"position":{b.position},'
-            f'"base_offset":{"null" if b.base_offset is None else b.base_offset},'
-            f'"last_offset":{b.last_offset},"count":{"null" if b.count is None else b.count},'
-            f'"size":{b.size},"magic":{b.magic},"crc":{b.crc},"crc_valid":{_B[b.crc_valid]},'
-            f'"compression":"{compression_name(attrs & 7)}",'
-            f'"timestamp_type":"{TIMESTAMP_TYPE_NAMES[b.timestamp_type]}",'
-            f'"base_timestamp":{b.base_timestamp},"max_timestamp":{b.max_timestamp},'
-            f'"partition_leader_epoch":{b.partition_leader_epoch},"producer_id":{b.producer_id},'
-            f'"producer_epoch":{b.producer_epoch},"base_sequence":{b.base_sequence},'
-            f'"is_transactional":{_B[magic2 and bool(attrs & 0x10)]},'
-            f'"is_control":{_B[magic2 and bool(attrs & 0x20)]},'
-            f'"delete_horizon_ms":{"null" if horizon is None else horizon}')
+    (position, base_offset, last_offset, count, size, magic, crc, crc_valid, attributes, epoch,
+     base_ts, max_ts, producer_id, producer_epoch, base_sequence) = b
+    middle, tail = _fragments(magic, attributes)
+    horizon = base_ts if magic >= 2 and attributes & 0x40 else "null"
+    return (f'{{"file":{file_json},"position":{position},'
+            f'"base_offset":{"null" if base_offset is None else base_offset},'
+            f'"last_offset":{last_offset},"count":{"null" if count is None else count},'
+            f'"size":{size}{middle},"crc":{crc},"crc_valid":{_B[crc_valid]},'
+            f'"base_timestamp":{base_ts},"max_timestamp":{max_ts},'
+            f'"partition_leader_epoch":{epoch},"producer_id":{producer_id},'
+            f'"producer_epoch":{producer_epoch},"base_sequence":{base_sequence}{tail}{horizon}')
+
+
+def _literal_fn(view: PayloadView):
+    """bytes|None -> JSON literal, specialised per encoding (called for every key and value)."""
+    if view.encoding == "base64":
+        def lit(d):
+            return "null" if d is None else '"' + b2a_base64(d, newline=False).decode("ascii") + '"'
+    elif view.encoding == "hex":
+        def lit(d):
+            return "null" if d is None else '"' + d.hex() + '"'
+    else:
+        def lit(d):
+            return "null" if d is None else encode_basestring_ascii(d.decode("utf-8", "replace"))
+    return lit
+
+
+_LITERALS: dict[str, Any] = {}
 
 
 def records_json(records: list[Record], view: PayloadView) -> str:
     """The ``"records":[...]`` member."""
-    enc = view.encode_json
+    lit = _LITERALS.get(view.encoding)
+    if lit is None:
+        lit = _LITERALS[view.encoding] = _literal_fn(view)
     parts = []
     append = parts.append
     plain = view.plain
     for r in records:
-        key, value = r.key, r.value
-        headers = r.headers
+        offset, timestamp, _, key, value, headers, sequence, control, magic, crc, crc_valid = r
         if headers:
             hjson = "[" + ",".join(
-                f'{{"key":{dumps(k.decode("utf-8", "replace"))},"value":{enc(v)}}}' for k, v in headers) + "]"
+                f'{{"key":{encode_basestring_ascii(k.decode("utf-8", "replace"))},"value":{lit(v)}}}'
+                for k, v in headers) + "]"
         else:
             hjson = "[]"
-        s = (f'{{"offset":{r.offset},"timestamp":{r.timestamp},'
+        s = (f'{{"offset":{offset},"timestamp":{timestamp},'
              f'"key_size":{-1 if key is None else len(key)},"value_size":{-1 if value is None else len(value)},'
-             f'"sequence":{r.sequence},"key":{enc(key)},"value":{enc(value)},"headers":{hjson}')
-        if r.magic < 2:
-            s += f',"crc":{r.crc},"crc_valid":{_B[bool(r.crc_valid)]}'
-        if r.control is not None:
-            s += ',"control":' + dumps(r.control.to_dict())
+             f'"sequence":{sequence},"key":{lit(key)},"value":{lit(value)},"headers":{hjson}')
+        if magic < 2:
+            s += f',"crc":{crc},"crc_valid":{_B[bool(crc_valid)]}'
+        if control is not None:
+            s += ',"control":' + dumps(control.to_dict())
         if not plain:
             extras = view.record_extras(r)
             if extras:

@@ -20,7 +20,7 @@ def dumping_line(path: str) -> str:
     return f"Dumping {path}"
 
 
-def start_line(path: str) -> str:
+def start_line(path: str) -> str | None:
     """``Log starting offset: N`` for segments; the snapshot line for KRaft ``.checkpoint`` files."""
     name = os.path.basename(path)
     if name.startswith("bootstrap.checkpoint"):
@@ -30,7 +30,7 @@ def start_line(path: str) -> str:
         if sid is not None:
             return f"Snapshot end offset: {sid[0]}, epoch: {sid[1]}"
     digits = name.split(".")[0]
-    return f"Log starting offset: {int(digits) if digits.isdigit() else digits}"
+    return f"Log starting offset: {int(digits)}" if digits.isdigit() else None
 
 
 def batch_line(b: Batch) -> str:

@@ -1,0 +1,132 @@
+"""Text checkpoint files (``CheckpointFile.java`` and its entry formatters).
+
+::
+
+    <version>
+    <entry count>
+    <entry>          one per line, fields separated by whitespace
+
+Reading follows ``CheckpointReadBuffer``: an empty file, or one with a version line and
+nothing else, has no entries; every line after the count is an entry (more lines than
+the count is an error too); ``\\n``, ``\\r`` and ``\\r\\n`` end lines (``readLine``).
+Errors carry the 1-based line number in ``position`` and Kafka's message text, with
+``file_name`` standing in for the absolute path Kafka prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from ..errors import InvalidFileError, UnknownFileKindError
+
+LEADER_EPOCH = "leader-epoch-checkpoint"
+OFFSET_KINDS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+KINDS = (LEADER_EPOCH, *OFFSET_KINDS)
+VERSION = 0      # the only version of every kind above
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")      # Java's \s+, narrower than str.split()
+_INT = re.compile(r"[+-]?[0-9]+")                  # what Integer/Long.parseInt accept (ASCII digits)
+INT32 = (-(1 << 31), (1 << 31) - 1)
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class EpochEntry(NamedTuple):
+    epoch: int
+    start_offset: int
+
+
+class OffsetEntry(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+
+
+def _java_int(text: str, bounds: tuple[int, int]) -> int | None:
+    if not _INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if bounds[0] <= value <= bounds[1] else None
+
+
+def _lines(data: bytes, file_name: str) -> list[str]:
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = bytes(data[:e.start]).count(b"\n") + 1
+        raise InvalidFileError(f"checkpoint file [{file_name}] is not valid UTF-8 (byte {e.start}, line {line})",
+                               file=file_name, position=line) from None
+    lines = _LINE_END.split(text)
+    if lines and lines[-1] == "":       # the terminator of the last line does not start another
+        lines.pop()
+    return lines
+
+
+def _parse_entry(line: str, kind: str) -> EpochEntry | OffsetEntry | None:
+    # Java's split drops trailing empty strings but keeps a leading one.
+    parts = _WHITESPACE.split(line)
+    while parts and parts[-1] == "":
+        parts.pop()
+    if kind == LEADER_EPOCH:
+        if len(parts) != 2:
+            return None
+        epoch, offset = _java_int(parts[0], INT32), _java_int(parts[1], INT64)
+        return None if epoch is None or offset is None else EpochEntry(epoch, offset)
+    if len(parts) != 3:
+        return None
+    # Kafka lets a bad number escape as NumberFormatException; kdump reports the line as malformed.
+    partition, offset = _java_int(parts[1], INT32), _java_int(parts[2], INT64)
+    return None if partition is None or offset is None else OffsetEntry(parts[0], partition, offset)
+
+
+def parse_checkpoint(data: bytes, kind: str, file_name: str | None = None) -> list:
+    """Entries of a checkpoint file of ``kind`` (a name in KINDS): EpochEntry or OffsetEntry tuples."""
+    if kind not in KINDS:
+        raise UnknownFileKindError(f"unknown checkpoint kind {kind!r}; expected one of {', '.join(KINDS)}")
+    name = file_name or kind
+    lines = _lines(data, name)
+    if not lines:
+        return []
+
+    def malformed(i: int) -> InvalidFileError:
+        return InvalidFileError(f"Malformed line in checkpoint file [{name}]: {lines[i]}", file=file_name,
+                                position=i + 1)
+
+    version = _java_int(lines[0], INT32)
+    if version is None:
+        raise malformed(0)
+    if version != VERSION:
+        raise InvalidFileError(f"Unrecognised version:{version}, expected version: {VERSION} in checkpoint file "
+                               f"at: {name}", file=file_name, position=1)
+    if len(lines) < 2:
+        return []
+    expected = _java_int(lines[1], INT32)
+    if expected is None:
+        raise malformed(1)
+    entries = []
+    for i in range(2, len(lines)):
+        entry = _parse_entry(lines[i], kind)
+        if entry is None:
+            raise malformed(i)
+        entries.append(entry)
+    if len(entries) != expected:
+        raise InvalidFileError(f"Expected [{expected}] entries in checkpoint file [{name}], but found only "
+                               f"[{len(entries)}]", file=file_name, position=len(lines))
+    return entries
+
+
+def encode_checkpoint(entries: Iterable[EpochEntry | OffsetEntry | tuple]) -> bytes:
+    """A checkpoint file as Kafka writes it (``\\n`` line ends, the platform's on Linux)."""
+    rows = [" ".join(str(field) for field in entry) for entry in entries]
+    return "".join(f"{line}\n" for line in (str(VERSION), str(len(rows)), *rows)).encode("utf-8")
+
+
+def encode_leader_epochs(entries: Iterable[EpochEntry | tuple[int, int]]) -> bytes:
+    return encode_checkpoint(EpochEntry(*e) for e in entries)
+
+
+def encode_offsets(entries: Iterable[OffsetEntry | tuple[str, int, int]]) -> bytes:
+    return encode_checkpoint(OffsetEntry(*e) for e in entries)
