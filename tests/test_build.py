@@ -101,7 +101,7 @@ V2_CASES = [(cid, codec, xerial, dict(zip(FLAGS, bits)))
 
 def _case_id(case) -> str:
     cid, _, _, flags = case
-    return "-".join([cid] + [f for f in FLAGS if flags[f]] or [cid, "plain"])
+    return "-".join([cid] + ([f for f in FLAGS if flags[f]] or ["plain"]))
 
 
 def _v2_inputs(flags) -> list[tuple]:

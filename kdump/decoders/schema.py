@@ -38,6 +38,7 @@ import base64
 import json
 import math
 import struct
+from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -72,10 +73,15 @@ class SchemaError(DecodeError):
     callers can wrap it the way Kafka does.
     """
 
-    def __init__(self, detail: str, payload_position: int | None = None) -> None:
+    def __init__(self, detail: str, payload_position: int | None = None, where: str = "") -> None:
         self.detail = detail
         self.payload_position = payload_position
-        super().__init__(detail if payload_position is None else f"{detail} [at byte {payload_position}]")
+        at = f" [at {where + ' ' if where else ''}byte {payload_position}]" if payload_position is not None else ""
+        super().__init__(detail + at)
+
+    def rewrap(self, detail: str, where: str) -> SchemaError:
+        """The same failure, reworded by an outer layer (keeps the position)."""
+        return SchemaError(detail, self.payload_position, where)
 
 
 # -- version ranges -------------------------------------------------------------------------
@@ -140,9 +146,7 @@ class Field:
             return self.struct.default_value(version, flexible) if self.struct else None
         if self.kind == "bool":
             return False
-        if self.kind in ("string",):
-            return ""
-        if self.kind in ("bytes", "records"):
+        if self.kind in ("string", "bytes", "records"):
             return ""
         if self.kind == "uuid":
             return ZERO_UUID
@@ -305,8 +309,7 @@ class _Reader:
     # length prefixes: return -1 for null
     def length(self, flexible: bool, short: bool, what: str) -> int:
         if flexible:
-            n = self.uvarint(f"{what} length")
-            return n - 1 if n <= 0x7FFFFFFF else -2
+            return self.uvarint(f"{what} length") - 1
         if short:
             return self.fixed("int16")
         return self.fixed("int32")
@@ -385,10 +388,7 @@ class _Reader:
     def read_element(self, f: Field, version: int, flexible: bool) -> Any:
         kind = f.kind
         if kind in _FIXED:
-            value = self.fixed(kind)
-            if kind == "float64":
-                return value
-            return value
+            return self.fixed(kind)
         if kind == "uuid":
             return uuid_text(self.take(16, "uuid"))
         if kind == "string":
@@ -418,6 +418,13 @@ class _Reader:
             if self.fixed("int8") < 0:
                 return None
         return self.read_struct(f.struct, version, flexible)
+
+
+def read_uvarint(data: bytes, pos: int, what: str) -> tuple[int, int]:
+    """One unsigned varint at ``pos``: (value, next position); raises SchemaError."""
+    reader = _Reader(data, pos, len(data))
+    value = reader.uvarint(what)
+    return value, reader.pos
 
 
 # -- loading schema files -------------------------------------------------------------------
@@ -453,37 +460,21 @@ def snake_name(camel: str) -> str:
 # -- JSON text as Kafka's Jackson-based converters print it ---------------------------------
 
 def java_double(value: float) -> str:
-    """``Double.toString``: plain between 1e-3 and 1e7, else ``d.dddE±n``."""
+    """``Double.toString``: plain between 1e-3 and 1e7, else ``d.dddE±n`` (shortest digits)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    mag = abs(value)
-    if 1e-3 <= mag < 1e7:
-        text = repr(value)
-        if "e" in text or "E" in text:            # repr chose exponent form; expand it
-            text = f"{value:.17f}".rstrip("0")
-        return text if "." in text else text + ".0"
-    digits, exp = f"{mag:.16e}".split("e")
-    # shortest digits that round-trip, from repr
-    sig = repr(mag)
-    if "e" in sig:
-        mant, e = sig.split("e")
-        exp10 = int(e)
-    else:
-        mant, exp10 = sig, 0
-    mant_digits = mant.replace(".", "")
-    point = (mant.index(".") if "." in mant else len(mant)) + exp10
-    stripped = mant_digits.lstrip("0")
-    point -= len(mant_digits) - len(stripped)
-    stripped = stripped.rstrip("0") or "0"
-    exponent = point - 1
-    frac = stripped[1:] or "0"
     sign = "-" if value < 0 else ""
-    del digits, exp
-    return f"{sign}{stripped[0]}.{frac}E{exponent}"
+    exact = Decimal(repr(abs(value))).normalize()     # repr: shortest round-trip digits
+    if 1e-3 <= abs(value) < 1e7:
+        text = format(exact, "f")
+        return sign + (text if "." in text else text + ".0")
+    _, digits, exponent = exact.as_tuple()
+    head, tail = str(digits[0]), "".join(map(str, digits[1:])) or "0"
+    return f"{sign}{head}.{tail}E{len(digits) - 1 + exponent}"
 
 
 def to_json(obj: Any) -> str:

@@ -16,7 +16,6 @@ from ..errors import InvalidFileError
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _INT = re.compile(r"[+-]?[0-9]+")
-_B64URL = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -41,12 +40,13 @@ def parse_uuid(text: str) -> bytes:
     """The 16 bytes of a Kafka Uuid string; InvalidFileError with Uuid.fromString's message."""
     if len(text) > 24:
         raise InvalidFileError(f"Input string with prefix `{text[:24]}` is too long to be decoded as a base64 UUID")
-    if not _B64URL.fullmatch(text):
-        bad = next(c for c in text if not (c.isascii() and (c.isalnum() or c in "-_=")))
-        raise InvalidFileError(f"Illegal base64 character {ord(bad):x}")
     body = text.rstrip("=")
+    bad = next((c for c in body if not (c.isascii() and (c.isalnum() or c in "-_"))), None)
+    if bad is not None and bad != "=":
+        raise InvalidFileError(f"Illegal base64 character {ord(bad):x}")
     # Java's decoder: padding optional but, when present, it must complete the last unit.
-    if len(body) % 4 == 1 or (body != text and len(text) % 4 != 0):
+    padding = len(text) - len(body)
+    if bad == "=" or padding > 2 or len(body) % 4 == 1 or (padding and len(text) % 4 != 0):
         raise InvalidFileError(f"Input string `{text}` is not valid base64")
     try:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))

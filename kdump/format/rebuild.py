@@ -2,10 +2,13 @@
 
 ``LogSegment.recover`` walks the batches of the ``.log``, stops at the first one that
 fails framing or its CRC (everything from there on is truncated), and indexes one batch
-every ``index.interval.bytes``. On the append path the broker applies the same interval
-rule per *append*, which is per batch on a leader with one batch per produce request, so a
-rolled segment's indexes usually equal the rebuilt ones; ``detect_time_offset_convention``
-tells which offset an existing ``.timeindex`` pairs with its timestamps.
+every ``index.interval.bytes``. The append path applies the same interval rule per
+*append*: identical when each append is one batch (a leader serving one batch per
+produce request); an append of several batches (a follower fetch) gets one entry, at
+its first batch's position with its last offset. The time index offset differs too: the
+leader's append path of uncompressed CreateTime batches paired a max timestamp with the
+first record carrying it ("record"), where recovery and followers use the batch's last
+offset ("last"). ``detect_time_offset_convention`` tells which one a file follows.
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ def build_indexes(buf, base_offset: int, interval_bytes: int = 4096, time_offset
     Where Kafka would throw ``InvalidOffsetException`` on a non-increasing offset (and
     recovery would then empty the whole segment) the entry is skipped instead.
     ``time_offset``: "last" pairs a max timestamp with its batch's last offset (recovery,
-    followers, most brokers); "record" with the offset of the record carrying it (see
-    ``max_timestamp_record_offset``).
+    followers); "record" with the offset of the record carrying it, as a leader's append
+    path wrote it (see ``max_timestamp_record_offset``); decoding the records makes
+    "record" slower.
     """
     if time_offset not in TIME_OFFSET_CONVENTIONS:
         raise UsageError(f"time_offset must be one of {TIME_OFFSET_CONVENTIONS}, not {time_offset!r}")

@@ -15,7 +15,7 @@ from ..errors import InvalidFileError
 from ..model import AbortedTxn
 
 ENTRY = struct.Struct(
-    ">h"   # version => int16 (0)
+    ">h"   # version => int16 (0); Kafka reads only its first byte, see kafka_version()
     "q"    # producer_id => int64
     "q"    # first_offset => int64
     "q"    # last_offset => int64

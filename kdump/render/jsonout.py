@@ -32,7 +32,7 @@ def _fragments(magic: int, attributes: int) -> tuple[str, str]:
     if frag is None:
         ts_type = -1 if magic == 0 else (1 if attributes & 0x08 else 0)
         v2 = magic >= 2
-        middle = (f',"magic":{magic},"compression":"{compression_name(attributes & 7)}",'
+        middle = (f',"compression":"{compression_name(attributes & 7)}",'
                   f'"timestamp_type":"{TIMESTAMP_TYPE_NAMES[ts_type]}"')
         tail = (f',"is_transactional":{_B[v2 and bool(attributes & 0x10)]},'
                 f'"is_control":{_B[v2 and bool(attributes & 0x20)]},"delete_horizon_ms":')
@@ -49,7 +49,7 @@ def batch_prefix(file_json: str, b: Batch) -> str:
     return (f'{{"file":{file_json},"position":{position},'
             f'"base_offset":{"null" if base_offset is None else base_offset},'
             f'"last_offset":{last_offset},"count":{"null" if count is None else count},'
-            f'"size":{size}{middle},"crc":{crc},"crc_valid":{_B[crc_valid]},'
+            f'"size":{size},"magic":{magic},"crc":{crc},"crc_valid":{_B[crc_valid]}{middle},'
             f'"base_timestamp":{base_ts},"max_timestamp":{max_ts},'
             f'"partition_leader_epoch":{epoch},"producer_id":{producer_id},'
             f'"producer_epoch":{producer_epoch},"base_sequence":{base_sequence}{tail}{horizon}')

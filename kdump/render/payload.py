@@ -15,6 +15,12 @@ from ..errors import KdumpError
 from ..model import Record
 
 
+# The text view is line-oriented: control characters in a value would break it (and a
+# terminal), so they are shown escaped; --json carries the exact bytes.
+_CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+_CONTROL_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+
+
 class PayloadView:
     def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
                  internal: str | None = None) -> None:
@@ -90,10 +96,10 @@ class PayloadView:
             return None
         if fn is not None:
             try:
-                return basic.as_text(fn(data))
+                return basic.as_text(fn(data)).translate(_CONTROL_ESCAPES)
             except KdumpError:
                 pass        # fall back to the encoding; the JSON view carries the error
-        return self.encode(data)
+        return self.encode(data).translate(_CONTROL_ESCAPES)
 
     def short(self, data: bytes | None, width: int = 40) -> str:
         """A one-cell rendering for tables: escaped, cut to ``width`` characters."""

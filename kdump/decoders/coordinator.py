@@ -1,0 +1,103 @@
+"""Framing shared by the group and transaction coordinators' records.
+
+Both ``__consumer_offsets`` and ``__transaction_state`` store
+``key = int16 record type | key body`` and ``value = int16 version | value body``, with a
+null value meaning a tombstone (``CoordinatorRecordSerde``). Keys have one schema version
+(0); values carry theirs. Which schemas a type id uses comes from the ``records`` table of
+the topic's schema file.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, NamedTuple
+
+from ..errors import DecodeError
+from .schema import Message, SchemaError, load, snake_name, strip_private, to_json
+
+PREFIX = struct.Struct(">h")     # key: record type; value: value version
+DELETE = "<DELETE>"              # DumpLogSegments' text for a tombstone
+
+
+class MissingKeyError(DecodeError):
+    """The record has no key, so its type is unknown (DumpLogSegments aborts on this)."""
+
+
+class UnknownRecordTypeError(DecodeError):
+    """The key names a record type kdump has no schema for (perhaps a newer Kafka)."""
+
+    def __init__(self, type_id: int, message: str | None = None) -> None:
+        super().__init__(message or f"Unknown record type {type_id}")
+        self.type_id = type_id
+
+
+class RecordType(NamedTuple):
+    id: int
+    name: str          # UPPER_SNAKE_CASE, as Kafka's CoordinatorRecordType names it
+    key: Message
+    value: Message
+    note: str | None
+
+
+class RecordTable:
+    """Type id -> schemas, from a schema file's ``records`` list."""
+
+    def __init__(self, filename: str) -> None:
+        schemas = load(filename)
+        self.types: dict[int, RecordType] = {}
+        for entry in schemas.raw["records"]:
+            self.types[entry["id"]] = RecordType(entry["id"], snake_name(entry["name"]), schemas[entry["key"]],
+                                                 schemas[entry["value"]], entry.get("note"))
+        self.schemas = schemas
+
+    def get(self, type_id: int) -> RecordType:
+        try:
+            return self.types[type_id]
+        except KeyError:
+            raise UnknownRecordTypeError(type_id) from None
+
+
+def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """Decode one coordinator record; raises DecodeError (or a subclass) on anything malformed."""
+    if key is None:
+        raise MissingKeyError("message had a missing key")
+    if len(key) < PREFIX.size:
+        raise DecodeError("Could not read version from key's buffer.")
+    (type_id,) = PREFIX.unpack_from(key)
+    rtype = table.get(type_id)
+    try:
+        key_data = rtype.key.decode(key, 0, start=PREFIX.size)
+    except SchemaError as e:
+        raise e.rewrap(f"Could not read record with version 0 from key's buffer due to: {e.detail}", "key") from None
+    out: dict[str, Any] = {"type": rtype.name, "type_id": type_id, "version": None, "key": key_data, "value": None}
+    if value is None:
+        return out
+    if len(value) < PREFIX.size:
+        raise DecodeError("Could not read version from value's buffer.")
+    (version,) = PREFIX.unpack_from(value)
+    try:
+        out["value"] = rtype.value.decode(value, version, start=PREFIX.size)
+    except SchemaError as e:
+        raise e.rewrap(f"Could not read record with version {version} from value's buffer due to: {e.detail}",
+                       "value") from None
+    out["version"] = version
+    return out
+
+
+def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+    """DumpLogSegments' (key, payload) texts: ``{"type":"<id>","data":{…}}`` and
+    ``{"version":"<v>","data":{…}}`` or ``<DELETE>``."""
+    key_text = to_json({"type": str(decoded["type_id"]), "data": strip_private(decoded["key"])})
+    if decoded["value"] is None:
+        return key_text, DELETE
+    return key_text, to_json({"version": str(decoded["version"]), "data": strip_private(decoded["value"])})
+
+
+def error_text(error: DecodeError, offset: int) -> str:
+    """The line DumpLogSegments prints instead of a record it could not decode."""
+    if isinstance(error, UnknownRecordTypeError):
+        return f"Unknown record type {error.type_id} at offset {offset}, skipping."
+    if isinstance(error, MissingKeyError):
+        return (f"Failed to decode message at offset {offset} using the specified decoder "
+                f"(message had a missing key)")
+    return f"Error at offset {offset}, skipping. {getattr(error, 'detail', error.message)}"
