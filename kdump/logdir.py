@@ -117,13 +117,27 @@ def _scandir(directory: str) -> list[os.DirEntry]:
 
 
 def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
-    if parse_partition_dir(name) is not None:
+    """A dir holding segment-style files is a partition; one holding only dirs is a log dir.
+
+    The name alone cannot decide: a log dir called ``kafka-1`` looks like a partition.
+    """
+    if any(e.is_file() and classify(e.name) is not None and filename_offset(e.name) is not None for e in entries):
         return True
-    return any(e.name.endswith(".log") and filename_offset(e.name) is not None for e in entries)
+    if any(e.is_dir(follow_symlinks=False) for e in entries):
+        return False
+    return parse_partition_dir(name) is not None
 
 
-def expand(path: str) -> list[LogFile]:
-    """The files one PATH stands for, in the order kdump processes them."""
+MAX_DEPTH = 6
+
+
+def expand(path: str, _depth: int = 0) -> list[LogFile]:
+    """The files one PATH stands for, in the order kdump processes them.
+
+    A log dir lists its own files (meta.properties, checkpoints), then its partition dirs
+    sorted by topic then partition number; other subdirectories are searched for more log
+    dirs (a data root holding several ``log.dirs``), in name order, not following links.
+    """
     if not os.path.exists(path):
         raise InputError("cannot read: no such file or directory", file=path)
     if not os.path.isdir(path):
@@ -136,17 +150,23 @@ def expand(path: str) -> list[LogFile]:
     entries = _scandir(path)
     if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
         return partition_files(path)
-    # A log dir: its own files first (meta.properties, checkpoints), then partitions in order.
     out = [f for e in sorted(entries, key=lambda e: e.name) if e.is_file()
            for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None]
-    partitions = []
+    partitions, others = [], []
     for e in entries:
-        if e.is_dir():
-            parsed = parse_partition_dir(e.name)
-            if parsed is not None:
-                partitions.append(((parsed[0], parsed[1], parsed[2] or ""), os.path.join(path, e.name)))
+        if not e.is_dir(follow_symlinks=False):
+            continue
+        sub = os.path.join(path, e.name)
+        parsed = parse_partition_dir(e.name)
+        if parsed is not None and _is_partition_dir(_scandir(sub), e.name):
+            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub))
+        else:
+            others.append(sub)
     for _, directory in sorted(partitions):
         out.extend(partition_files(directory))
+    if _depth < MAX_DEPTH:
+        for sub in sorted(others):
+            out.extend(expand(sub, _depth + 1))
     return out
 
 

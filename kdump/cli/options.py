@@ -56,9 +56,11 @@ class Output:
         stream = sys.stderr if stderr else self.stream
         color = self.color_enabled if not stderr else (self.color != "never" and not os.environ.get("NO_COLOR")
                                                        and _isatty(stream))
+        # A table asked for on a pipe gets a fixed width instead of Rich's default 80.
+        width = None if _isatty(stream) else int(os.environ.get("COLUMNS", "160"))
         return Console(file=stream, no_color=not color, color_system="auto" if color else None,
                        force_terminal=True if self.color == "always" else None, highlight=False,
-                       soft_wrap=False)
+                       soft_wrap=False, width=width)
 
     def note(self, message: str) -> None:
         """A diagnostic line on stderr (suppressed by --quiet)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
 from ..model import LOG_APPEND_TIME, Batch, Record
+from . import accel
 from .batch import RECORD_BATCH_OVERHEAD
 from .codecs import DEFAULT_LIMITS, Limits, decompress
 from .control import parse_control
@@ -58,6 +59,11 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
     base_seq = batch.base_sequence
     control = batch.attributes & 0x20
+    if not control and accel.decode_v2_records is not None:
+        fast = accel.decode_v2_records(data, base_offset, base_ts, log_append_ts, base_seq, count)
+        if fast is not None:
+            return fast
+        # malformed somewhere: the loop below finds where and raises the precise error
     end = len(data)
     records: list[Record] = []
     append = records.append

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from ..errors import InvalidBatchError, KdumpError
 from ..model import Batch, Finding, Record
+from . import accel
 from .batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from .codecs import DEFAULT_LIMITS, Limits
 from .legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
@@ -27,6 +28,8 @@ TORN_TAIL = "torn_tail"          # the last entry runs past the end of the data
 INVALID_SIZE = "invalid_size"    # size field below the minimum for the entry
 INVALID_MAGIC = "invalid_magic"  # magic byte not 0, 1 or 2
 INVALID_BATCH = "invalid_batch"  # a legacy message whose framing does not parse
+
+SCAN_CHUNK = 256                 # batches per call of the C scanner (accel.scan_v2)
 
 
 class Walker:
@@ -50,8 +53,19 @@ class Walker:
         unpack_head = ENTRY_HEAD.unpack_from
         last_head = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
+        scan = accel.scan_v2
         try:
             while pos < last_head:
+                if scan is not None:
+                    # The C scanner takes the run of well-formed v2 batches from here and
+                    # stops before the first entry that needs judging, handled below.
+                    batches, pos = scan(buf, pos, end, SCAN_CHUNK)
+                    if batches:
+                        for batch in batches:
+                            self.stop_position = batch.position + batch.size
+                            yield batch
+                        if len(batches) == SCAN_CHUNK or pos >= last_head:
+                            continue
                 offset, size, _, magic = unpack_head(buf, pos)
                 next_pos = pos + LOG_OVERHEAD + size
                 if size < RECORD_OVERHEAD_V0:

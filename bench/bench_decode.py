@@ -1,0 +1,230 @@
+"""Decode throughput: kdump against kafka-python and aiokafka's Cython decoder, in one run.
+
+    python bench/bench_decode.py [--data bench/data] [--quick] [--repeat N]
+
+Generates its segments once (kdump.format.build; cached under bench/data/, git-ignored):
+v2 uncompressed with 1-record batches, v2 uncompressed with 100-record batches (the
+largest, >= 256 MiB), v2 lz4/zstd/snappy and v1 gzip with 50-record batches. Then times,
+page cache warm, the best of N runs:
+
+- full decode to NDJSON: ``kdump dump --records --data --encoding base64 --json`` (the
+  real command, start-up included) against the same work written with kafka-python and
+  with aiokafka (decode every record, base64 key/value/headers, one JSON object a batch);
+- batch listing: ``kdump dump`` (text, no records) in batches/s;
+- verify: ``kdump verify`` on the large segment against ``cat FILE > /dev/null``, and on
+  the 1-record-batch segment against aiokafka's ``next_batch()`` + ``validate_crc()`` loop.
+
+Targets (issues 2 and 3): NDJSON >= 3x kafka-python and >= 0.5x aiokafka records/s;
+listing >= 150k batches/s; verify >= 40% of cat's throughput and >= aiokafka's batches/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from kdump.format import build  # noqa: E402
+from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD  # noqa: E402
+
+T0 = 1_700_000_000_000
+KDUMP = [sys.executable, "-m", "kdump"]
+
+# name -> (magic, codec, records per batch, value size, target bytes)
+SETS = {
+    "v2-none-1rec": (2, NONE, 1, 100, 64 << 20),
+    "v2-none-100rec": (2, NONE, 100, 1000, 256 << 20),
+    "v2-lz4-50rec": (2, LZ4, 50, 200, 32 << 20),
+    "v2-zstd-50rec": (2, ZSTD, 50, 200, 32 << 20),
+    "v2-snappy-50rec": (2, SNAPPY, 50, 200, 32 << 20),
+    "v1-gzip-50rec": (1, GZIP, 50, 200, 32 << 20),
+}
+QUICK_DIVISOR = 16
+
+
+def _value(rnd: random.Random, size: int) -> bytes:
+    # Half random, half repetitive: compressible like real JSON-ish payloads.
+    half = size // 2
+    return rnd.randbytes(half) + (b"abcdefgh" * (size // 8 + 1))[: size - half]
+
+
+def generate(directory: Path, name: str, quick: bool) -> Path:
+    magic, codec, per_batch, value_size, target = SETS[name]
+    if quick:
+        target //= QUICK_DIVISOR
+    part = directory / ("quick" if quick else "full") / f"{name}-0"
+    seg = part / "00000000000000000000.log"
+    if seg.exists() and seg.stat().st_size >= target:
+        return seg
+    part.mkdir(parents=True, exist_ok=True)
+    rnd = random.Random(42)
+    offset = 0
+    size = 0
+    tmp = seg.with_suffix(".tmp")
+    with open(tmp, "wb") as out:
+        while size < target:
+            recs = [(offset + i, T0 + offset + i, b"key-%d" % (offset + i), _value(rnd, value_size))
+                    for i in range(per_batch)]
+            if magic == 2:
+                data = build.build_v2_batch([(i, ts, k, v) for i, (_, ts, k, v) in enumerate(recs)],
+                                            base_offset=offset, codec=codec, partition_leader_epoch=0)
+            elif codec == NONE:
+                data = b"".join(build.build_legacy_message(o, k, v, magic=magic, timestamp=ts) for o, ts, k, v in recs)
+            else:
+                data = build.build_legacy_wrapper(recs, magic=magic, codec=codec)
+            out.write(data)
+            size += len(data)
+            offset += per_batch
+    os.replace(tmp, seg)
+    return seg
+
+
+def _b64(x):
+    return None if x is None else base64.b64encode(x).decode("ascii")
+
+
+def peer_ndjson(path: Path, module: str) -> tuple[int, int]:
+    """The same work as `dump --records --data --encoding base64 --json`, written with a peer library."""
+    if module == "kafka-python":
+        from kafka.record import MemoryRecords
+    else:
+        from aiokafka.record._crecords import MemoryRecords
+    data = path.read_bytes()
+    mr = MemoryRecords(data)
+    records = batches = 0
+    with open(os.devnull, "w") as out:
+        while mr.has_next():
+            batch = mr.next_batch()
+            if batch is None:
+                break
+            recs = [{"offset": r.offset, "timestamp": r.timestamp, "key": _b64(r.key), "value": _b64(r.value),
+                     "headers": [{"key": k, "value": _b64(v)} for k, v in (r.headers or [])]} for r in batch]
+            out.write(json.dumps({"base_offset": getattr(batch, "base_offset", None), "records": recs}) + "\n")
+            records += len(recs)
+            batches += 1
+    return records, batches
+
+
+def aiokafka_crc_loop(path: Path) -> int:
+    from aiokafka.record._crecords import MemoryRecords
+
+    mr = MemoryRecords(path.read_bytes())
+    n = 0
+    while mr.has_next():
+        b = mr.next_batch()
+        if b is None:
+            break
+        b.validate_crc()
+        n += 1
+    return n
+
+
+def count(path: Path) -> tuple[int, int]:
+    from kdump.format.walk import Walker
+    from kdump.segment import MappedFile
+
+    m = MappedFile(str(path))
+    batches = records = 0
+    for b in Walker(m.buf):
+        batches += 1
+        records += b.count or 0
+    m.close()
+    return records, batches
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def run_cmd(args: list[str]) -> None:
+    with open(os.devnull, "wb") as devnull:
+        rc = subprocess.run(args, stdout=devnull, stderr=subprocess.PIPE, check=False)
+    if rc.returncode not in (0, 1):
+        raise SystemExit(f"command failed ({rc.returncode}): {' '.join(map(str, args))}\n{rc.stderr.decode()}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=HERE / "data")
+    ap.add_argument("--quick", action="store_true", help=f"segments 1/{QUICK_DIVISOR} of the full size")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="*", help="set names to run")
+    args = ap.parse_args()
+    names = args.only or list(SETS)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; best of {args.repeat}")
+    try:
+        from kdump.format import accel
+        print("kdump C accelerator:", "on" if accel.scan_v2 else "off")
+    except ImportError:
+        print("kdump C accelerator: not built")
+    rows = []
+    for name in names:
+        seg = generate(args.data, name, args.quick)
+        records, batches = count(seg)
+        mb = seg.stat().st_size / 1e6
+        row = {"set": name, "MB": round(mb, 1), "records": records, "batches": batches}
+        t = best(lambda: run_cmd([*KDUMP, "dump", str(seg), "--records", "--data", "--encoding", "base64",
+                                  "--json", "--no-auto-decode"]), args.repeat)
+        row["kdump rec/s"] = records / t
+        for peer in ("kafka-python", "aiokafka"):
+            try:
+                tp = best(lambda p=peer: peer_ndjson(seg, p), max(1, args.repeat - 1))
+                row[f"{peer} rec/s"] = records / tp
+            except Exception as e:  # noqa: BLE001 - a peer without a codec is reported, not fatal
+                row[f"{peer} rec/s"] = None
+                print(f"  {peer} on {name}: {type(e).__name__}: {e}")
+        t = best(lambda: run_cmd([*KDUMP, "dump", str(seg), "--format", "text"]), args.repeat)
+        row["list batch/s"] = batches / t
+        rows.append(row)
+        _print_row(row)
+    _verify_figures(args, names)
+
+
+def _print_row(row: dict) -> None:
+    kp, aio = row.get("kafka-python rec/s"), row.get("aiokafka rec/s")
+    ours = row["kdump rec/s"]
+    ratio_kp = f"{ours / kp:.2f}x" if kp else "n/a"
+    ratio_aio = f"{ours / aio:.2f}x" if aio else "n/a"
+    print(f"{row['set']:16} {row['MB']:8.1f} MB  records {row['records']:>9}  "
+          f"ndjson kdump {ours:>10,.0f}/s  kafka-python {kp or 0:>9,.0f}/s ({ratio_kp})  "
+          f"aiokafka {aio or 0:>9,.0f}/s ({ratio_aio})  listing {row['list batch/s']:>10,.0f} batches/s")
+
+
+def _verify_figures(args, names) -> None:
+    verify_available = subprocess.run([*KDUMP, "verify", "--help"], capture_output=True).returncode == 0
+    if not verify_available:
+        print("verify: command not available yet")
+        return
+    if "v2-none-100rec" in names:
+        seg = generate(args.data, "v2-none-100rec", args.quick)
+        size = seg.stat().st_size
+        t_cat = best(lambda: subprocess.run(f"cat '{seg}' > /dev/null", shell=True, check=True), args.repeat)
+        t_v = best(lambda: run_cmd([*KDUMP, "verify", str(seg), "--format", "text", "-q"]), args.repeat)
+        print(f"verify {seg.parent.name}: {size / t_v / 1e6:,.0f} MB/s vs cat {size / t_cat / 1e6:,.0f} MB/s "
+              f"= {t_cat / t_v:.0%} of cat")
+    if "v2-none-1rec" in names:
+        seg = generate(args.data, "v2-none-1rec", args.quick)
+        _, batches = count(seg)
+        t_a = best(lambda: aiokafka_crc_loop(seg), args.repeat)
+        t_v = best(lambda: run_cmd([*KDUMP, "verify", str(seg), "--format", "text", "-q"]), args.repeat)
+        print(f"verify {seg.parent.name}: {batches / t_v:,.0f} batches/s vs aiokafka next_batch+validate_crc "
+              f"{batches / t_a:,.0f} batches/s = {t_a / t_v:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

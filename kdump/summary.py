@@ -1,0 +1,141 @@
+"""``kdump info``: the first picture of a log dir, one summary per partition.
+
+Built from batch headers only (no record decoding): segments, bytes, batches, records,
+offset and time ranges, codecs, producers, the transactional and control share, and a
+histogram of batch sizes in powers of two.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import KdumpError
+from .format.walk import Walker
+from .logdir import BATCH_KINDS, LogFile
+from .model import compression_name
+from .segment import MappedFile
+
+SIZE_BUCKETS = (128, 512, 2048, 8192, 32768, 131072, 524288, 1 << 21)
+
+
+def bucket_label(limit: int | None) -> str:
+    if limit is None:
+        return f">{_human(SIZE_BUCKETS[-1])}"
+    return f"≤{_human(limit)}"
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:g}{unit}"
+        n //= 1024
+    return f"{n}TiB"
+
+
+@dataclass
+class PartitionSummary:
+    path: str
+    topic: str | None
+    partition: int | None
+    segments: int = 0
+    bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+    codecs: Counter = field(default_factory=Counter)
+    magics: Counter = field(default_factory=Counter)
+    producers: set = field(default_factory=set)
+    transactional_batches: int = 0
+    control_batches: int = 0
+    invalid_batches: int = 0
+    trailing_bytes: int = 0
+    size_histogram: Counter = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+    def add_file(self, f: LogFile) -> None:
+        try:
+            mapped = MappedFile(f.path)
+        except KdumpError as e:
+            self.problems.append(str(e))
+            return
+        try:
+            self.segments += 1
+            self.bytes += mapped.size
+            walker = Walker(mapped.buf)
+            for b in walker:
+                self._add_batch(b)
+            self.trailing_bytes += walker.trailing_bytes
+            if walker.stop is not None:
+                self.problems.append(f"{f.path}:{walker.stop.position}: {walker.stop.message}")
+        finally:
+            mapped.close()
+
+    def _add_batch(self, b) -> None:
+        self.batches += 1
+        self.records += b.count or 0
+        first = b.base_offset if b.base_offset is not None else b.last_offset
+        if self.first_offset is None or first < self.first_offset:
+            self.first_offset = first
+        if self.last_offset is None or b.last_offset > self.last_offset:
+            self.last_offset = b.last_offset
+        if b.max_timestamp >= 0:
+            if self.max_timestamp is None or b.max_timestamp > self.max_timestamp:
+                self.max_timestamp = b.max_timestamp
+            low = b.base_timestamp if 0 <= b.base_timestamp <= b.max_timestamp and b.delete_horizon_ms is None \
+                else b.max_timestamp
+            if self.min_timestamp is None or low < self.min_timestamp:
+                self.min_timestamp = low
+        self.codecs[compression_name(b.attributes & 7)] += 1
+        self.magics[b.magic] += 1
+        if b.producer_id >= 0:
+            self.producers.add(b.producer_id)
+        if b.is_transactional:
+            self.transactional_batches += 1
+        if b.is_control:
+            self.control_batches += 1
+        if not b.crc_valid:
+            self.invalid_batches += 1
+        self.size_histogram[next((s for s in SIZE_BUCKETS if b.size <= s), None)] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        hist = [{"max_size": limit, "batches": self.size_histogram[limit]}
+                for limit in (*SIZE_BUCKETS, None) if self.size_histogram[limit]]
+        return {
+            "path": self.path, "topic": self.topic, "partition": self.partition, "segments": self.segments,
+            "bytes": self.bytes, "batches": self.batches, "records": self.records,
+            "first_offset": self.first_offset, "last_offset": self.last_offset,
+            "min_timestamp": self.min_timestamp, "max_timestamp": self.max_timestamp,
+            "codecs": dict(sorted(self.codecs.items())), "magic": {str(k): v for k, v in sorted(self.magics.items())},
+            "producers": len(self.producers),
+            "transactional_share": _share(self.transactional_batches, self.batches),
+            "control_share": _share(self.control_batches, self.batches),
+            "invalid_batches": self.invalid_batches, "trailing_bytes": self.trailing_bytes,
+            "batch_size_histogram": hist, "problems": self.problems,
+        }
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def summarize(files: list[LogFile]) -> Iterator[PartitionSummary]:
+    """One summary per directory holding batch files, in the order the files come."""
+    current: PartitionSummary | None = None
+    for f in files:
+        if f.kind not in BATCH_KINDS:
+            continue
+        directory = os.path.dirname(f.path)
+        if current is None or current.path != directory:
+            if current is not None:
+                yield current
+            current = PartitionSummary(directory, f.topic, f.partition)
+        current.add_file(f)
+    if current is not None:
+        yield current
