@@ -138,23 +138,36 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
         files.extend((f, not os.path.isdir(path)) for f in expanded)
     next_base = _segment_ranges([f for f, _ in files])
     renderer = _renderer(out, view, records, data, skip_metadata)
-    try:
-        for f, explicit in files:
-            if not explicit and _outside_range(f, next_base.get(f.path), filters):
-                continue
-            try:
-                if f.kind in BATCH_KINDS:
-                    status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode), records,
-                                                       filters, out))
-                else:
-                    status = max(status, _dump_side(f, renderer, view, out))
-            except KdumpError as e:
-                renderer.finish()
-                _error(out, e.located(f.path))
-                status = max(status, e.exit_code)
-    finally:
-        renderer.finish()
+    from .progress import Progress
+
+    total = sum(_size(f.path) for f, _ in files)
+    with Progress.for_output(out, total, "dump") as progress:
+        try:
+            for f, explicit in files:
+                if not explicit and _outside_range(f, next_base.get(f.path), filters):
+                    progress.file_done(_size(f.path))
+                    continue
+                try:
+                    if f.kind in BATCH_KINDS:
+                        status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
+                                                           records, filters, out, progress))
+                    else:
+                        status = max(status, _dump_side(f, renderer, view, out))
+                except KdumpError as e:
+                    renderer.finish()
+                    _error(out, e.located(f.path))
+                    status = max(status, e.exit_code)
+                progress.file_done(_size(f.path))
+        finally:
+            renderer.finish()
     return int(status)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:
@@ -165,13 +178,18 @@ def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:
     return flt.start_offset is not None and next_base is not None and next_base <= flt.start_offset
 
 
-def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filters: Filters, out: Output) -> int:
+def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filters: Filters, out: Output,
+                  progress=None) -> int:
     status = ExitStatus.OK
     renderer.begin_file(f, view)
     reader = SegmentReader(f, filters, records)
     problems: list[KdumpError] = []
+    n = 0
     for it in reader:
         renderer.item(f, it)
+        n += 1
+        if progress is not None and not n & 0x7FF:
+            progress.update(it.batch.position)
         b = it.batch
         if not b.crc_valid:
             problems.append(KdumpError(f"batch at offset {b.last_offset} has an invalid CRC (stored {b.crc})",

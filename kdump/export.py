@@ -1,0 +1,769 @@
+"""Records of a log dir as rows: the export core shared by the local engine and Spark.
+
+The unit of work is a *slice*: a byte range of one segment that starts and ends on batch
+boundaries. ``plan()`` cuts big segments at positions taken from their ``.index`` (each
+cut is checked to be a real batch with a valid CRC before it is used) and drops slices a
+topic/partition/offset scope cannot touch. ``SliceReader`` reads one slice with the same
+``SegmentReader`` (and so the same walker and decoder) that ``kdump dump`` uses, and the
+column builders below turn its batches into Arrow record batches bounded by rows *and*
+bytes. Damage never raises: it becomes a row whose ``error`` column says what happened.
+
+The local engine (``export_local``) runs the same plan in this process and writes Parquet
+with pyarrow or NDJSON; the Spark source (``kdump.spark.source``) runs each slice as a
+task. Both share everything above the writer, so they produce the same rows.
+
+pyarrow is imported lazily: planning and NDJSON need nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from .errors import ExitStatus, KdumpError, UsageError
+from .format.codecs import DEFAULT_LIMITS, Limits
+from .logdir import BATCH_KINDS, LOG, LogFile, resolve
+from .model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
+from .reader import Filters, SegmentReader
+from .segment import MappedFile
+
+DEFAULT_SPLIT_BYTES = 32 << 20       # slice size: ~1-2 s of decoding per task
+DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
+DEFAULT_MAX_BYTES = 16 << 20         # ... and key/value/header bytes (binary offsets are int32)
+MAX_TIMESTAMP_MS = 253402300799999   # 9999-12-31T23:59:59.999Z: the end of Spark's range
+
+# -- row layouts ---------------------------------------------------------------------------------
+# One list each, in column order: (name, Spark DDL type). The Arrow types follow from
+# ``arrow_type`` and equal pyspark's to_arrow_schema(..., timezone="UTC") for the DDL
+# (tests/spark/test_source.py checks this), so record batches go to the JVM unconverted.
+
+HEADER_DDL = "array<struct<key:string,value:binary>>"
+
+RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("file", "string"),
+    ("position", "bigint"), ("base_offset", "bigint"), ("offset", "bigint"),
+    ("timestamp", "timestamp"), ("timestamp_type", "string"),
+    ("key", "binary"), ("value", "binary"), ("headers", HEADER_DDL),
+    ("magic", "int"), ("compression", "string"),
+    ("producer_id", "bigint"), ("producer_epoch", "int"), ("sequence", "int"),
+    ("is_transactional", "boolean"), ("is_control", "boolean"),
+    ("partition_leader_epoch", "int"), ("crc_valid", "boolean"), ("error", "string"),
+)
+
+BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("file", "string"),
+    ("position", "bigint"), ("size", "bigint"), ("base_offset", "bigint"), ("last_offset", "bigint"),
+    ("count", "int"), ("magic", "int"), ("crc", "bigint"), ("crc_valid", "boolean"),
+    ("compression", "string"), ("timestamp_type", "string"),
+    ("base_timestamp", "bigint"), ("max_timestamp", "bigint"),
+    ("partition_leader_epoch", "int"), ("producer_id", "bigint"), ("producer_epoch", "int"),
+    ("base_sequence", "int"), ("is_transactional", "boolean"), ("is_control", "boolean"),
+    ("error_kind", "string"), ("error", "string"),
+)
+
+# The NDJSON rows, as the Spark text writer needs them: partition columns and one line.
+JSON_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("line", "string"),
+)
+
+PARTITION_COLUMNS = ("topic", "partition", "segment")
+
+
+def ddl(columns: Iterable[tuple[str, str]]) -> str:
+    """A Spark DDL schema string (names quoted: ``partition`` is a SQL keyword)."""
+    return ", ".join(f"`{name}` {kind}" for name, kind in columns)
+
+
+def arrow_type(kind: str):
+    import pyarrow as pa
+
+    simple = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary(),
+              "boolean": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC")}
+    if kind in simple:
+        return simple[kind]
+    if kind == HEADER_DDL:
+        return pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
+    raise ValueError(kind)
+
+
+def arrow_schema(columns: Iterable[tuple[str, str]] = RECORD_COLUMNS):
+    import pyarrow as pa
+
+    return pa.schema([pa.field(name, arrow_type(kind)) for name, kind in columns])
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+class Scope(NamedTuple):
+    """What a query can touch: used to skip files and slices, never to drop single rows."""
+
+    topics: frozenset | None = None           # None: any topic
+    partitions: frozenset | None = None       # None: any partition
+    partition_min: int | None = None
+    partition_max: int | None = None
+    start_offset: int | None = None           # inclusive
+    end_offset: int | None = None             # inclusive
+
+    def keeps_file(self, topic: str | None, partition: int | None) -> bool:
+        if self.topics is not None and topic not in self.topics:
+            return False
+        if self.partitions is None and self.partition_min is None and self.partition_max is None:
+            return True
+        if partition is None:
+            return False
+        if self.partitions is not None and partition not in self.partitions:
+            return False
+        if self.partition_min is not None and partition < self.partition_min:
+            return False
+        return not (self.partition_max is not None and partition > self.partition_max)
+
+    def overlaps(self, low: int | None, high: int | None) -> bool:
+        """Can records with offsets in [low, high] (None: unknown) be in the offset range?"""
+        if self.start_offset is not None and high is not None and high < self.start_offset:
+            return False
+        return not (self.end_offset is not None and low is not None and low > self.end_offset)
+
+    def record_filters(self) -> Filters:
+        return Filters(start_offset=self.start_offset, end_offset=self.end_offset)
+
+    @property
+    def empty(self) -> bool:
+        """A range no offset can satisfy (offset > 5 AND offset < 3)."""
+        return (self.start_offset is not None and self.end_offset is not None
+                and self.start_offset > self.end_offset)
+
+
+class Slice(NamedTuple):
+    """Batches of one file from byte ``start`` up to ``end`` (None: the end of the file)."""
+
+    path: str                 # absolute, so a task on another machine or cwd finds it
+    kind: str
+    topic: str | None
+    partition: int | None
+    base_offset: int | None   # the segment's, from its name
+    leftover: str | None
+    start: int
+    end: int | None
+    low: int | None           # every record of the slice has an offset in [low, high] (if known)
+    high: int | None
+
+    @property
+    def segment(self) -> str:
+        return os.path.basename(self.path)
+
+    def log_file(self) -> LogFile:
+        return LogFile(self.path, self.kind, self.topic, self.partition, self.base_offset, self.leftover)
+
+
+def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Scope = Scope()) -> list[Slice]:
+    """The slices of every segment (and KRaft snapshot) under ``paths``, in dump order.
+
+    Raises a UsageError/InputError for a PATH that names nothing readable, as the other
+    commands do; damage inside files is left to the readers.
+    """
+    files = resolve(list(paths), kinds=BATCH_KINDS)
+    if scope.empty:
+        return []
+    upper = _segment_upper_bounds(files)
+    out: list[Slice] = []
+    for f in files:
+        if not scope.keeps_file(f.topic, f.partition):
+            continue
+        live = f.kind == LOG and f.leftover is None and f.base_offset is not None
+        low = f.base_offset if live else None
+        high = upper.get(f.path) if live else None
+        if live and not scope.overlaps(low, high):
+            continue
+        path = os.path.abspath(f.path)
+        pieces = _split(f, split_bytes) if live and split_bytes > 0 else [(0, None, None, None)]
+        for start, end, slow, shigh in pieces:
+            s_low = low if slow is None else slow
+            s_high = high if shigh is None else shigh
+            if scope.overlaps(s_low, s_high):
+                out.append(Slice(path, f.kind, f.topic, f.partition, f.base_offset, f.leftover, start, end,
+                                 s_low, s_high))
+    return out
+
+
+def _segment_upper_bounds(files: list[LogFile]) -> dict[str, int]:
+    """For each live segment, the last offset it may hold: the next segment's base - 1."""
+    by_dir: dict[str, list[LogFile]] = {}
+    for f in files:
+        if f.kind == LOG and f.leftover is None and f.base_offset is not None:
+            by_dir.setdefault(os.path.dirname(os.path.abspath(f.path)), []).append(f)
+    out = {}
+    for segs in by_dir.values():
+        segs.sort(key=lambda f: f.base_offset)
+        for a, b in zip(segs, segs[1:]):
+            out[a.path] = b.base_offset - 1
+    return out
+
+
+def _split(f: LogFile, split_bytes: int) -> list[tuple[int, int | None, int | None, int | None]]:
+    """(start, end, low, high) pieces of a segment cut at ``.index`` positions.
+
+    A cut is used only where the index entry points at a batch that parses, has a valid
+    CRC and holds the entry's offset: a lying index must not split a batch in two.
+    ``low``/``high`` are offset bounds from neighbouring entries (None: the segment's own).
+    """
+    try:
+        size = os.path.getsize(f.path)
+    except OSError:
+        return [(0, None, None, None)]
+    if size <= split_bytes:
+        return [(0, None, None, None)]
+    entries = _sane_entries(f, size)
+    if not entries:
+        return [(0, None, None, None)]
+    cuts: list[tuple[int, int, int | None]] = []     # (position, entry offset, offset of the entry before)
+    last = 0
+    try:
+        mapped = MappedFile(f.path)
+    except KdumpError:
+        return [(0, None, None, None)]
+    try:
+        for i, e in enumerate(entries):
+            if e.position - last < split_bytes or size - e.position < split_bytes // 4:
+                continue
+            # Reuses the reader's own check of "does this index entry point at its batch".
+            if SegmentReader._batch_starts_at(mapped.buf, e.position, e.offset, size):
+                cuts.append((e.position, e.offset, entries[i - 1].offset if i else None))
+                last = e.position
+    finally:
+        mapped.close()
+    pieces = []
+    start, low = 0, None
+    for position, entry_offset, before in cuts:
+        # Records before the cut are below the cut batch's base, so at most its entry offset.
+        pieces.append((start, position, low, entry_offset))
+        start, low = position, before
+    pieces.append((start, None, low, None))
+    return pieces
+
+
+def _sane_entries(f: LogFile, log_size: int):
+    from .format.index import parse_index
+    from .segment import read_small
+
+    path = os.path.join(os.path.dirname(f.path), f"{f.base_offset:020d}.index")
+    try:
+        entries = parse_index(read_small(path, 256 << 20), f.base_offset).entries
+    except (KdumpError, OSError):
+        return None
+    prev_off = prev_pos = -1
+    for e in entries:
+        if e.offset <= prev_off or e.position <= prev_pos or e.position >= log_size:
+            return None
+        prev_off, prev_pos = e.offset, e.position
+    return entries
+
+
+# -- reading one slice ---------------------------------------------------------------------------
+
+class SliceReader(SegmentReader):
+    """``SegmentReader`` over ``[slice.start, slice.end)``.
+
+    The end is the reader's ``max_bytes`` (whole batches before it), and the start is the
+    slice start unless the reader's own index seek for a start offset lands further on.
+    """
+
+    def __init__(self, sl: Slice, filters: Filters = Filters(), records: bool = True,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        if sl.end is not None:
+            filters = filters._replace(max_bytes=sl.end)
+        super().__init__(sl.log_file(), filters, records, limits)
+        self.slice_start = sl.start
+
+    def _seek(self, buf, end: int) -> int:
+        seeked = super()._seek(buf, end)
+        return max(seeked, self.slice_start)
+
+
+class Damage(NamedTuple):
+    """Something that stopped or skipped part of a slice: becomes an error row."""
+
+    kind: str
+    position: int | None
+    offset: int | None
+    message: str
+    batch: Batch | None = None
+
+
+def read_slice(sl: Slice, scope: Scope = Scope(), records: bool = True,
+               limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[Batch, list[Record] | None] | Damage]:
+    """The batches (with their records) of a slice, and Damage where something went wrong.
+
+    Records outside the scope's offset range are dropped here, exactly (the caller may tell
+    Spark the offset filters are handled); a Damage is kept when its offset is in range.
+    """
+    reader = SliceReader(sl, scope.record_filters(), records, limits)
+    try:
+        for item in reader:
+            if item.error is not None:
+                b = item.batch
+                yield Damage("records", b.position, b.base_offset if b.base_offset is not None else b.last_offset,
+                             item.error.message, b)
+            else:
+                yield item.batch, item.records
+    except KdumpError as e:
+        yield Damage("unreadable", e.position, e.offset, e.message)
+        return
+    except Exception as e:  # noqa: BLE001 - damaged bytes must not fail a job; say what broke
+        yield Damage("internal", None, None, f"{type(e).__name__}: {e}")
+        return
+    stop = reader.stop
+    if stop is not None:
+        yield Damage(stop.kind, stop.position, stop.offset, stop.message)
+
+
+def damage_message(d: Damage) -> str:
+    """The error column: the walk's stop reasons keep their finding kind as a prefix."""
+    return d.message if d.kind in ("records", "internal", "unreadable") else f"{d.kind}: {d.message}"
+
+
+def _in_range(scope: Scope, offset: int | None) -> bool:
+    if scope.start_offset is None and scope.end_offset is None:
+        return True
+    if offset is None:
+        return False
+    if scope.start_offset is not None and offset < scope.start_offset:
+        return False
+    return scope.end_offset is None or offset <= scope.end_offset
+
+
+# -- Arrow columns -------------------------------------------------------------------------------
+
+def _names_array(codes: list[int], names: list[str]):
+    """Small-int codes -> a string array, through one vectorised take."""
+    import pyarrow as pa
+
+    return pa.array(names, pa.string()).take(pa.array(codes, pa.int8()))
+
+
+_TS_TYPE_CODES = {t: i for i, t in enumerate(sorted(TIMESTAMP_TYPE_NAMES))}
+_TS_TYPE_NAMES = [TIMESTAMP_TYPE_NAMES[t] for t in sorted(TIMESTAMP_TYPE_NAMES)]
+_CODEC_NAMES = list(COMPRESSION_NAMES) + [f"unknown({c})" for c in range(len(COMPRESSION_NAMES), 8)]
+
+
+def _timestamps(ms: list[int]):
+    """Epoch milliseconds -> timestamp[us, UTC]; -1 (no timestamp) and out-of-range -> null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(ms, pa.int64())
+    valid = pc.and_(pc.greater_equal(arr, 0), pc.less_equal(arr, MAX_TIMESTAMP_MS))
+    arr = pc.if_else(valid, arr, pa.scalar(None, pa.int64()))
+    return pc.multiply(arr, 1000).cast(pa.timestamp("us", tz="UTC"))
+
+
+class RecordColumns:
+    """Column lists for record rows of one slice, flushed as Arrow batches."""
+
+    def __init__(self, sl: Slice) -> None:
+        self.slice = sl
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows = 0
+        self.bytes = 0
+        self.position: list[int] = []
+        self.base_offset: list[int | None] = []
+        self.offset: list[int | None] = []
+        self.timestamp: list[int] = []
+        self.ts_type: list[int] = []
+        self.key: list[bytes | None] = []
+        self.value: list[bytes | None] = []
+        self.header_ends: list[int] = [0]
+        self.header_keys: list[str] = []
+        self.header_values: list[bytes | None] = []
+        self.magic: list[int | None] = []
+        self.codec: list[int] = []
+        self.producer_id: list[int | None] = []
+        self.producer_epoch: list[int | None] = []
+        self.sequence: list[int | None] = []
+        self.transactional: list[bool | None] = []
+        self.control: list[bool | None] = []
+        self.epoch: list[int | None] = []
+        self.crc_valid: list[bool | None] = []
+        self.errors: dict[int, str] = {}
+
+    def add(self, b: Batch, records: list[Record]) -> None:
+        n = len(records)
+        if not n:
+            return
+        offsets, stamps, ts_types, keys, values, headers, sequences, _, _, _, crc_valids = zip(*records)
+        self.offset += offsets
+        self.timestamp += stamps
+        codes = _TS_TYPE_CODES
+        self.ts_type += [codes[t] for t in ts_types] if b.magic < 2 else [codes[ts_types[0]]] * n
+        self.key += keys
+        self.value += values
+        self.sequence += sequences
+        ends = self.header_ends
+        if any(headers):
+            total = ends[-1]
+            hk, hv = self.header_keys, self.header_values
+            for h in headers:
+                if h:
+                    total += len(h)
+                    for k, v in h:
+                        hk.append(k.decode("utf-8", "replace"))
+                        hv.append(v)
+                ends.append(total)
+        else:
+            ends += [ends[-1]] * n
+        self.position += [b.position] * n
+        self.base_offset += [b.base_offset] * n
+        self.magic += [b.magic] * n
+        self.codec += [b.attributes & 7] * n
+        self.producer_id += [b.producer_id] * n
+        self.producer_epoch += [b.producer_epoch] * n
+        self.transactional += [b.is_transactional] * n
+        self.control += [b.is_control] * n
+        self.epoch += [b.partition_leader_epoch] * n
+        if b.magic >= 2:
+            self.crc_valid += [b.crc_valid] * n
+        else:
+            # A legacy wrapper's inner messages carry their own CRCs.
+            self.crc_valid += [b.crc_valid and c is not False for c in crc_valids]
+        self.rows += n
+        self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values))) + 64 * n
+
+    def add_damage(self, d: Damage) -> None:
+        """One error row: batch fields where a batch is known, record fields null."""
+        b = d.batch
+        self.errors[self.rows] = damage_message(d)
+        self.position.append(d.position)
+        self.base_offset.append(None if b is None else b.base_offset)
+        self.offset.append(d.offset)
+        self.timestamp.append(-1)
+        self.ts_type.append(_TS_TYPE_CODES[-1] if b is None else _TS_TYPE_CODES[b.timestamp_type])
+        self.key.append(None)
+        self.value.append(None)
+        self.header_ends.append(self.header_ends[-1])
+        self.sequence.append(None)
+        self.magic.append(None if b is None else b.magic)
+        self.codec.append(0 if b is None else b.attributes & 7)
+        self.producer_id.append(None if b is None else b.producer_id)
+        self.producer_epoch.append(None if b is None else b.producer_epoch)
+        self.transactional.append(None if b is None else b.is_transactional)
+        self.control.append(None if b is None else b.is_control)
+        self.epoch.append(None if b is None else b.partition_leader_epoch)
+        self.crc_valid.append(None if b is None else b.crc_valid)
+        self.rows += 1
+        self.bytes += 256
+
+    def flush(self):
+        import pyarrow as pa
+
+        sl, n = self.slice, self.rows
+        ts_names = _names_array(self.ts_type, _TS_TYPE_NAMES)
+        codecs = _names_array(self.codec, _CODEC_NAMES)
+        errors = pa.nulls(n, pa.string()) if not self.errors else \
+            pa.array([self.errors.get(i) for i in range(n)], pa.string())
+        # Error rows have no timestamp type or codec of their own when no batch is known.
+        if self.errors:
+            unknown = pa.array([i in self.errors and self.magic[i] is None for i in range(n)])
+            import pyarrow.compute as pc
+
+            ts_names = pc.if_else(unknown, pa.scalar(None, pa.string()), ts_names)
+            codecs = pc.if_else(unknown, pa.scalar(None, pa.string()), codecs)
+        header_struct = pa.StructArray.from_arrays(
+            [pa.array(self.header_keys, pa.string()), pa.array(self.header_values, pa.binary())],
+            fields=[pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        headers = pa.ListArray.from_arrays(pa.array(self.header_ends, pa.int32()), header_struct,
+                                           type=arrow_type(HEADER_DDL))
+        arrays = [
+            pa.repeat(pa.scalar(sl.topic, pa.string()), n),
+            pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
+            pa.repeat(pa.scalar(sl.segment, pa.string()), n),
+            pa.repeat(pa.scalar(sl.path, pa.string()), n),
+            pa.array(self.position, pa.int64()),
+            pa.array(self.base_offset, pa.int64()),
+            pa.array(self.offset, pa.int64()),
+            _timestamps(self.timestamp),
+            ts_names,
+            pa.array(self.key, pa.binary()),
+            pa.array(self.value, pa.binary()),
+            headers,
+            pa.array(self.magic, pa.int32()),
+            codecs,
+            pa.array(self.producer_id, pa.int64()),
+            pa.array(self.producer_epoch, pa.int32()),
+            pa.array(self.sequence, pa.int32()),
+            pa.array(self.transactional, pa.bool_()),
+            pa.array(self.control, pa.bool_()),
+            pa.array(self.epoch, pa.int32()),
+            pa.array(self.crc_valid, pa.bool_()),
+            errors,
+        ]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(RECORD_COLUMNS))
+        self._reset()
+        return batch
+
+
+def record_batches(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS,
+                   max_bytes: int = DEFAULT_MAX_BYTES, limits: Limits = DEFAULT_LIMITS):
+    """Arrow record batches (RECORD_COLUMNS) of one slice, each at most ~max_rows / ~max_bytes."""
+    cols = RecordColumns(sl)
+    for item in read_slice(sl, scope, True, limits):
+        if isinstance(item, Damage):
+            if _in_range(scope, item.offset):
+                cols.add_damage(item)
+        else:
+            cols.add(*item)
+        if cols.rows >= max_rows or cols.bytes >= max_bytes:
+            yield cols.flush()
+    if cols.rows:
+        yield cols.flush()
+
+
+def batch_rows(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS):
+    """Arrow record batches (BATCH_COLUMNS): one row per batch header, one per damage."""
+    import pyarrow as pa
+
+    rows: list[tuple] = []
+    head = (sl.topic, sl.partition, sl.segment, sl.path)
+    schema = arrow_schema(BATCH_COLUMNS)
+
+    def flush():
+        cols = list(zip(*rows))
+        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema)], schema=schema)
+
+    # Offsets are not filtered per batch here: a batch row stands for the whole batch.
+    for item in read_slice(sl, Scope(), records=False):
+        if isinstance(item, Damage):
+            rows.append(head + (item.position, None, None, item.offset, None, None, None, None, None, None,
+                                None, None, None, None, None, None, None, None, item.kind, item.message))
+        else:
+            b = item[0]
+            rows.append(head + (b.position, b.size, b.base_offset, b.last_offset, b.count, b.magic, b.crc,
+                                b.crc_valid, _CODEC_NAMES[b.attributes & 7], TIMESTAMP_TYPE_NAMES[b.timestamp_type],
+                                b.base_timestamp, b.max_timestamp, b.partition_leader_epoch, b.producer_id,
+                                b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control, None, None))
+        if len(rows) >= max_rows:
+            yield flush()
+            rows = []
+    if rows:
+        yield flush()
+
+
+# -- NDJSON --------------------------------------------------------------------------------------
+
+def json_lines(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
+               limits: Limits = DEFAULT_LIMITS) -> Iterator[str]:
+    """One line per record: ``dump --json``'s record object with topic, partition and segment first.
+
+    The record part is written by ``render.jsonout.records_json``, the dump's own writer.
+    A damaged stretch gives ``{"topic",...,"position","offset","error"}`` instead.
+    """
+    for line, _ in json_items(sl, encoding, scope, limits):
+        yield line
+
+
+def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
+               limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[str, bool]]:
+    """``(line, is_error)`` pairs of ``json_lines``."""
+    from .render.jsonout import dumps, records_json
+    from .render.payload import PayloadView
+
+    view = PayloadView(encoding)
+    prefix = f'{{"topic":{dumps(sl.topic)},"partition":{dumps(sl.partition)},"segment":{dumps(sl.segment)},'
+    cut = len('"records":[{')
+    for item in read_slice(sl, scope, True, limits):
+        if isinstance(item, Damage):
+            if _in_range(scope, item.offset):
+                yield (f'{prefix}"position":{dumps(item.position)},"offset":{dumps(item.offset)},'
+                       f'"error":{dumps(damage_message(item))}}}'), True
+            continue
+        for r in item[1]:
+            yield prefix + records_json([r], view)[cut:-1], False
+
+
+def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS,
+                 max_bytes: int = DEFAULT_MAX_BYTES):
+    """``json_lines`` as Arrow batches (JSON_COLUMNS), for the Spark text writer."""
+    import pyarrow as pa
+
+    schema = arrow_schema(JSON_COLUMNS)
+    lines: list[str] = []
+    size = 0
+
+    def flush():
+        n = len(lines)
+        return pa.RecordBatch.from_arrays([
+            pa.repeat(pa.scalar(sl.topic, pa.string()), n), pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
+            pa.repeat(pa.scalar(sl.segment, pa.string()), n), pa.array(lines, pa.string())], schema=schema)
+
+    for line in json_lines(sl, encoding, scope):
+        lines.append(line)
+        size += len(line)
+        if len(lines) >= max_rows or size >= max_bytes:
+            yield flush()
+            lines, size = [], 0
+    if lines:
+        yield flush()
+
+
+# -- the local engine ----------------------------------------------------------------------------
+
+class ExportResult(NamedTuple):
+    rows: int
+    error_rows: int
+    slices: int
+    seconds: float
+    errors: list[str]          # the first few error rows, as "file:position: message"
+
+    @property
+    def status(self) -> int:
+        return int(ExitStatus.DAMAGE if self.error_rows else ExitStatus.OK)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "error_rows": self.error_rows, "slices": self.slices,
+                "seconds": round(self.seconds, 3), "errors": self.errors}
+
+
+MAX_REPORTED_ERRORS = 20
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"    # Spark's directory name for a null partition value
+
+
+def parse_partition_by(value: str | None) -> tuple[str, ...]:
+    if value is None:
+        return ("topic", "partition")
+    cols = tuple(c.strip() for c in value.split(",") if c.strip() and c.strip().lower() != "none")
+    bad = [c for c in cols if c not in PARTITION_COLUMNS]
+    if bad:
+        raise UsageError(f"cannot partition by {', '.join(bad)}: choose from {', '.join(PARTITION_COLUMNS)}")
+    if len(set(cols)) != len(cols):
+        raise UsageError("--partition-by names a column twice")
+    return cols
+
+
+def prepare_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
+    """Refuse to write into a non-empty directory unless --overwrite, and never into an input."""
+    real_out = os.path.realpath(out)
+    for p in inputs:
+        real_in = os.path.realpath(p)
+        if real_out == real_in or real_out.startswith(real_in.rstrip(os.sep) + os.sep):
+            raise UsageError("the output directory is inside an input PATH; choose another --out", file=out)
+    if os.path.isfile(out):
+        raise UsageError("--out must be a directory, not a file", file=out)
+    if os.path.isdir(out) and os.listdir(out):
+        if not overwrite:
+            raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
+        for dirpath, _, names in os.walk(out):
+            if any(n.endswith((".log", ".index", ".timeindex")) for n in names):
+                raise UsageError(f"refusing to replace {dirpath}: it holds Kafka log files", file=out)
+        shutil.rmtree(out)
+
+
+class _Tally:
+    """Counts rows and collects the first error rows while batches stream past."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.error_rows = 0
+        self.errors: list[str] = []
+
+    def batches(self, batches: Iterable) -> Iterator:
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            self.rows += batch.num_rows
+            err = batch.column("error")
+            if err.null_count != len(err):
+                idx = pc.indices_nonzero(pc.is_valid(err)).to_pylist()
+                self.error_rows += len(idx)
+                for i in idx[:max(0, MAX_REPORTED_ERRORS - len(self.errors))]:
+                    self.errors.append(f"{batch.column('file')[i].as_py()}:{batch.column('position')[i].as_py()}: "
+                                       f"{err[i].as_py()}")
+            yield batch
+
+
+def _parquet_options():
+    import pyarrow.dataset as ds
+
+    # zstd like the Spark engine; timestamps as TIMESTAMP(MILLIS, UTC) as Spark is told to write them.
+    return ds.ParquetFileFormat().make_write_options(compression="zstd", coerce_timestamps="ms",
+                                                     allow_truncated_timestamps=False)
+
+
+def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], scope: Scope = Scope(),
+                  tally: _Tally | None = None) -> _Tally:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    tally = tally or _Tally()
+    schema = arrow_schema(RECORD_COLUMNS)
+    stream = tally.batches(b for sl in slices for b in record_batches(sl, scope))
+    partitioning = None
+    if partition_by:
+        part_schema = pa.schema([schema.field(c) for c in partition_by])
+        partitioning = ds.partitioning(part_schema, flavor="hive", null_fallback=HIVE_NULL)
+    os.makedirs(out, exist_ok=True)
+    ds.write_dataset(stream, out, schema=schema, format="parquet", partitioning=partitioning,
+                     file_options=_parquet_options(), basename_template="part-{i}.zstd.parquet",
+                     existing_data_behavior="overwrite_or_ignore", max_rows_per_group=1 << 20,
+                     min_rows_per_group=1 << 17, max_partitions=1 << 16, preserve_order=True)
+    return tally
+
+
+def _hive_dir(out: str, partition_by: tuple[str, ...], sl: Slice) -> str:
+    parts = []
+    for c in partition_by:
+        v = getattr(sl, c)
+        parts.append(f"{c}={HIVE_NULL if v is None else v}")
+    return os.path.join(out, *parts)
+
+
+def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], encoding: str = "base64",
+                 scope: Scope = Scope(), tally: _Tally | None = None) -> _Tally:
+    """One ``part-00000.ndjson`` per output directory; slices arrive grouped, so one file is open."""
+    tally = tally or _Tally()
+    os.makedirs(out, exist_ok=True)
+    current, fh = None, None
+    try:
+        for sl in slices:
+            directory = _hive_dir(out, partition_by, sl)
+            if directory != current:
+                if fh is not None:
+                    fh.close()
+                os.makedirs(directory, exist_ok=True)
+                fh = open(os.path.join(directory, "part-00000.ndjson"), "a", encoding="utf-8")
+                current = directory
+            write = fh.write
+            for line, is_error in json_items(sl, encoding, scope):
+                write(line)
+                write("\n")
+                tally.rows += 1
+                if is_error:
+                    tally.error_rows += 1
+                    if len(tally.errors) < MAX_REPORTED_ERRORS:
+                        tally.errors.append(f"{sl.path}: {line}")
+    finally:
+        if fh is not None:
+            fh.close()
+    return tally
+
+
+def export_local(paths: list[str], out: str, fmt: str = "parquet", partition_by: tuple[str, ...] = ("topic", "partition"),
+                 encoding: str = "base64", split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False,
+                 scope: Scope = Scope()) -> ExportResult:
+    """Export in this process (no Spark): Parquet through pyarrow, or NDJSON."""
+    started = time.monotonic()
+    slices = plan(paths, split_bytes, scope)
+    prepare_out(out, overwrite, paths)
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise KdumpError("Parquet export needs pyarrow", hint="pip install 'kdump[parquet]'") from None
+        tally = write_parquet(slices, out, partition_by, scope)
+    elif fmt == "ndjson":
+        tally = write_ndjson(slices, out, partition_by, encoding, scope)
+    else:
+        raise UsageError(f"unknown export format {fmt!r}")
+    return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors)

@@ -1,0 +1,175 @@
+"""Man pages generated from the Click definitions, plus hand-written sections.
+
+    python -m kdump.manpage man/          # rewrite man/kdump.1 and man/kdump-<command>.1
+
+OPTIONS and SYNOPSIS come from the commands themselves, so they cannot drift;
+DESCRIPTION, EXIT STATUS, EXAMPLES and SEE ALSO are written here. ``tests/test_docs.py``
+fails when a committed page differs from what this module generates.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+DATE = "2026-11-21"   # bumped by hand with the pages' content, so output is reproducible
+
+EXIT_STATUS = [
+    ("0", "Clean: everything read was intact."),
+    ("1", "Damage found (also when it was repaired): corrupt, torn or inconsistent data."),
+    ("2", "Usage error: a bad option, or a PATH that names nothing kdump reads."),
+    ("3", "Could not complete: missing file, permission, I/O error, or a codec library is missing."),
+    ("130", "Interrupted."),
+]
+
+DESCRIPTIONS = {
+    None: """kdump reads the files a Kafka broker keeps in its log.dirs \\(em segments in all three
+message formats and every codec, offset and time indexes, transaction indexes, producer
+snapshots, checkpoints, KRaft snapshots and metadata files \\(em and shows, checks and repairs
+them. Every PATH may be a file, a partition directory or a whole log directory.
+.PP
+Nothing is ever modified unless a command is asked to (\\fB--truncate\\fR, \\fB--rebuild\\fR,
+\\fB--apply\\fR); then writes are atomic and what is cut is kept beside the file.
+.PP
+Output is a Rich table on a terminal, kafka-dump-log.sh-compatible text when piped, and
+NDJSON with \\fB--json\\fR. Diagnostics and progress go to standard error.""",
+    "dump": """Dumps record batches, and with \\fB--records\\fR every record, and with \\fB--data\\fR keys,
+values and headers. The text view reproduces the lines of Kafka's DumpLogSegments
+(kafka-dump-log.sh): \\fIDumping\\fR, \\fILog starting offset\\fR, the batch line, the
+\\fI| offset:\\fR record line and \\fIFound N invalid bytes at the end of\\fR, so scripts written
+for it keep working; control characters inside keys and values are escaped so each record stays
+on one line. \\fB--json\\fR writes one object per batch (records inside) with exact bytes.
+.PP
+Internal topics are decoded automatically from the partition directory name
+(__consumer_offsets, __transaction_state, __cluster_metadata) or with the decoder flags.
+Offset and time filters seek with the .index and .timeindex when they pass a sanity check.
+Damage does not stop the dump: everything that decodes is shown, then one error line per
+problem with the file and byte position.""",
+    "verify": """Checks segments and the files beside them without changing anything: framing, sizes,
+magic, CRC, offsets within and across batches and segments, indexes against the log, the
+transaction index against the COMMIT/ABORT markers, producer snapshot CRCs and the leader
+epoch checkpoint. It reports exactly where a broker's recovery would truncate, and what lies
+beyond the damage. \\fB--truncate\\fR cuts each damaged segment at its last good batch, as the
+broker would, saving the cut bytes as \\fI<name>.corrupt-<position>\\fR.""",
+    "index": """Lists, verifies, sanity-checks or rebuilds offset indexes (.index). \\fB--verify\\fR checks
+every entry against the log in one forward pass and accepts both the 2.0+ (last offset) and
+pre-2.0 (base offset) conventions; the zero-filled preallocated tail of an active segment is
+recognised, not reported as damage. Nothing is created or modified unless \\fB--rebuild\\fR is given.""",
+    "timeindex": """Lists, verifies, sanity-checks or rebuilds time indexes (.timeindex), in one forward pass
+over the log (DumpLogSegments rescans the segment for every entry).""",
+    "recover": """Shows what a broker would do to a log directory at startup (LogLoader): leftover
+.cleaned, .swap and .deleted files, orphan indexes, the truncation point, later segments it
+would delete, indexes to rebuild, the new recovery point. \\fB--apply\\fR carries the plan out
+\\(em moving what a broker would delete into a quarantine folder instead of deleting it.
+\\fB--salvage\\fR copies every intact batch found past the damage into new segment files.""",
+    "export": """Exports records to Parquet (zstd, millisecond timestamps, partitioned by topic and
+partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,
+\\fB--master\\fR).""",
+    "info": """Summarises each partition from batch headers: segments, bytes, batches, records, offset
+and time ranges, codecs, producers, transactional and control share, and a histogram of
+batch sizes.""",
+}
+
+EXAMPLES = {
+    None: [("See a log directory at a glance", "kdump info /var/lib/kafka/data"),
+           ("Find a record by offset", "kdump dump /var/lib/kafka/data/orders-3 --data --start-offset 1200 --end-offset 1210"),
+           ("Verify a log dir after a crash", "kdump verify /var/lib/kafka/data")],
+    "dump": [("Records with keys, values and headers, as NDJSON", "kdump dump orders-3 --data --json | jq ."),
+             ("A time window", "kdump dump orders-3 --records --start-time 2024-05-01T10:00:00Z --end-time 2024-05-01T10:05:00Z"),
+             ("Committed consumer offsets", "kdump dump __consumer_offsets-28 --data"),
+             ("Lossless binary values", "kdump dump 00000000000000000000.log --data --encoding base64 --json")],
+    "verify": [("Check a whole log dir; exit status 1 on damage", "kdump verify /var/lib/kafka/data"),
+               ("Report as NDJSON", "kdump verify orders-3 --json | jq 'select(.status != \"ok\")'"),
+               ("Repair as a broker would, keeping what is cut", "kdump verify orders-3 --truncate")],
+    "index": [("List entries", "kdump index 00000000000000000000.index"),
+              ("Verify against the log", "kdump index orders-3 --verify"),
+              ("Rebuild, keeping the old file as .bak", "kdump index 00000000000000000000.log --rebuild")],
+    "timeindex": [("Verify in one pass", "kdump timeindex orders-3 --verify")],
+    "recover": [("The plan a broker would follow", "kdump recover /var/lib/kafka/data"),
+                ("Carry it out without asking", "kdump recover /var/lib/kafka/data --apply --yes"),
+                ("Keep what lies past the damage", "kdump recover orders-3 --salvage /tmp/salvaged")],
+    "export": [("Parquet, locally", "kdump export /var/lib/kafka/data --out /tmp/export"),
+               ("On a Spark cluster", "kdump export /data --out /data/parquet --engine spark --master spark://host:7077")],
+    "info": [("Summaries as NDJSON", "kdump info /var/lib/kafka/data --json")],
+}
+
+
+def _esc(text: str) -> str:
+    """Escape roff specials in generated text (backslashes, leading dots and quotes)."""
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    lines = []
+    for line in text.splitlines():
+        lines.append("\\&" + line if line.startswith((".", "'")) else line)
+    return "\n".join(lines)
+
+
+def _option_lines(cmd: click.Command, ctx: click.Context) -> list[str]:
+    out = []
+    for param in cmd.get_params(ctx):
+        if not isinstance(param, click.Option):
+            continue
+        rec = param.get_help_record(ctx)
+        if rec is None:
+            continue
+        names, help_text = rec
+        out += [".TP", f"\\fB{_esc(names)}\\fR", _esc(help_text or "")]
+    return out
+
+
+def render(name: str | None, cmd: click.Command, parent: click.Context | None = None) -> str:
+    title = "kdump" if name is None else f"kdump-{name}"
+    ctx = click.Context(cmd, info_name="kdump" if name is None else name, parent=parent)
+    summary = (cmd.get_short_help_str(limit=200) if name else "forensic toolkit for Kafka log directories")
+    usage = " ".join(cmd.collect_usage_pieces(ctx))
+    lines = [f'.TH {title.upper()} 1 "{DATE}" "kdump {__version__}" "kdump manual"',
+             ".SH NAME", f"{title} \\- {_esc(summary.rstrip('.'))}",
+             ".SH SYNOPSIS", f"\\fBkdump{'' if name is None else ' ' + name}\\fR {_esc(usage)}",
+             ".SH DESCRIPTION", DESCRIPTIONS.get(name, _esc(cmd.help or ""))]
+    if name is None:
+        lines += [".SH COMMANDS"]
+        for sub in cmd.list_commands(ctx):
+            sc = cmd.get_command(ctx, sub)
+            lines += [".TP", f"\\fBkdump {sub}\\fR", _esc(sc.get_short_help_str(limit=120)),
+                      f"See \\fBkdump\\-{sub}\\fR(1)."]
+    lines += [".SH OPTIONS", *_option_lines(cmd, ctx)]
+    lines += [".SH EXIT STATUS"]
+    for code, meaning in EXIT_STATUS:
+        lines += [".TP", f"\\fB{code}\\fR", meaning]
+    lines += [".SH EXAMPLES"]
+    for what, example in EXAMPLES.get(name, []):
+        lines += [".PP", _esc(what) + ":", ".PP", ".RS 4", f"\\f(CW{_esc(example)}\\fR", ".RE"]
+    lines += [".SH ENVIRONMENT", ".TP", "\\fBNO_COLOR\\fR", "Disables colour in tables.",
+              ".TP", "\\fBKDUMP_DEBUG\\fR", "Like \\fB\\-\\-debug\\fR: show tracebacks.",
+              ".TP", "\\fBKDUMP_NO_SPEEDUPS\\fR", "Use the pure-Python decoder even where the C accelerator is built."]
+    see = ["kdump(1)"] if name else []
+    see += [f"kdump-{s}(1)" for s in sorted(k for k in DESCRIPTIONS if k) if s != name]
+    see += ["kafka-dump-log.sh (Apache Kafka)"]
+    lines += [".SH SEE ALSO", ", ".join(see)]
+    return "\n".join(lines) + "\n"
+
+
+def pages() -> dict[str, str]:
+    """File name -> roff text, for the group and every command."""
+    from .cli.app import cli
+
+    ctx = click.Context(cli, info_name="kdump")
+    out = {"kdump.1": render(None, cli)}
+    for name in cli.list_commands(ctx):
+        out[f"kdump-{name}.1"] = render(name, cli.get_command(ctx, name), ctx)
+    return out
+
+
+def main(argv: list[str]) -> None:
+    target = Path(argv[0] if argv else "man")
+    target.mkdir(parents=True, exist_ok=True)
+    for fname, text in pages().items():
+        (target / fname).write_text(text)
+        print(target / fname)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,167 @@
+"""Property tests: schema round trips, and random bytes can only ever raise DecodeError."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kdump.decoders import cluster_metadata, consumer_offsets, transaction_state
+from kdump.decoders.kraft_control import decode_control_value
+from kdump.decoders.schema import load
+from kdump.errors import DecodeError
+
+import kafka_wire
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# -- generated values for a schema ----------------------------------------------------------
+
+_INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
+def _within(rng, v):
+    return rng is not None and rng[0] <= v <= rng[1]
+
+
+def _scalar(kind, flexible):
+    if kind in _INT_RANGES:
+        bits = _INT_RANGES[kind]
+        return st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    if kind == "uint16":
+        return st.integers(0, 0xFFFF)
+    if kind == "uint32":
+        return st.integers(0, 0xFFFFFFFF)
+    if kind == "bool":
+        return st.booleans()
+    if kind == "float64":
+        return st.floats(allow_nan=False)
+    if kind == "uuid":
+        return st.binary(min_size=16, max_size=16).map(lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode())
+    if kind == "string":
+        return st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+    return st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())       # bytes, records
+
+
+def _field_value(f, version, flexible, depth):
+    if f.kind == "struct":
+        element = _struct_value(f.struct, version, flexible, depth + 1)
+    else:
+        element = _scalar(f.kind, flexible)
+    value = st.lists(element, max_size=3) if f.array else element
+    if _within(f.nullable, version) and (f.array or f.kind != "struct" or True):
+        value = st.one_of(st.none(), value) if f.kind in ("string", "bytes", "records", "struct") or f.array else value
+    return value
+
+
+def _struct_value(struct, version, flexible, depth=0):
+    fields = [f for f in struct.fields if _within(f.versions, version)]
+    parts = {f.name: _field_value(f, version, flexible, depth) for f in fields}
+    return st.fixed_dictionaries(parts).map(lambda d: _drop_default_tags(struct, version, flexible, d))
+
+
+def _drop_default_tags(struct, version, flexible, data):
+    # The reader leaves out tagged fields equal to their default, as Kafka's JSON does.
+    out = {}
+    for f in struct.fields:
+        if f.name not in data:
+            continue
+        if f.tag is not None and _within(f.tagged, version) and data[f.name] == f.default_value(version, flexible):
+            continue
+        out[f.name] = data[f.name]
+    return out
+
+
+def _all_messages():
+    for filename in ("consumer_offsets.json", "transaction_state.json", "cluster_metadata.json",
+                     "kraft_control.json"):
+        for name, message in load(filename).messages.items():
+            for version in range(message.lowest, message.highest + 1):
+                yield pytest.param(message, version, id=f"{name}-v{version}")
+
+
+@pytest.mark.parametrize("message, version", list(_all_messages()))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_round_trip(message, version, data):
+    flexible = _within(message.flexible, version)
+    value = data.draw(_struct_value(message.root, version, flexible))
+    encoded = kafka_wire.encode(message, version, value)
+    assert message.decode(encoded, version) == value
+
+
+# -- random bytes ---------------------------------------------------------------------------
+
+def _only_decode_errors(fn, *args):
+    try:
+        result = fn(*args)
+    except DecodeError:
+        return None
+    assert isinstance(result, dict)
+    return result
+
+
+COORDINATOR_IDS = st.sampled_from(sorted(consumer_offsets.table().types) + [-1, 99, 0x7FFF])
+MAYBE_BYTES = st.one_of(st.none(), st.binary(max_size=80))
+
+
+@SETTINGS
+@given(key=MAYBE_BYTES, value=MAYBE_BYTES)
+def test_offsets_random_bytes(key, value):
+    _only_decode_errors(consumer_offsets.decode, key, value)
+
+
+@SETTINGS
+@given(type_id=COORDINATOR_IDS, key_body=st.binary(max_size=40), version=st.integers(-1, 6),
+       body=st.binary(max_size=120))
+def test_offsets_random_bodies_of_known_types(type_id, key_body, version, body):
+    key = kafka_wire.i16(type_id) + key_body
+    decoded = _only_decode_errors(consumer_offsets.decode, key, kafka_wire.i16(version) + body)
+    if decoded is not None:
+        consumer_offsets.text(decoded)
+
+
+@SETTINGS
+@given(key=MAYBE_BYTES, value=MAYBE_BYTES, version=st.integers(-1, 2), body=st.binary(max_size=80))
+def test_transactions_random_bytes(key, value, version, body):
+    _only_decode_errors(transaction_state.decode, key, value)
+    decoded = _only_decode_errors(transaction_state.decode, kafka_wire.i16(0) + kafka_wire.string("t"),
+                                  kafka_wire.i16(version) + body)
+    if decoded is not None:
+        transaction_state.text(decoded)
+
+
+@SETTINGS
+@given(value=MAYBE_BYTES, api_key=st.integers(0, 31), version=st.integers(0, 4), body=st.binary(max_size=120))
+def test_metadata_random_bytes(value, api_key, version, body):
+    _only_decode_errors(cluster_metadata.decode, None, value)
+    framed = kafka_wire.uvarint(1) + kafka_wire.uvarint(api_key) + kafka_wire.uvarint(version) + body
+    decoded = _only_decode_errors(cluster_metadata.decode, None, framed)
+    if decoded is not None:
+        cluster_metadata.text(decoded)
+
+
+@SETTINGS
+@given(ctype=st.integers(-1, 8), value=MAYBE_BYTES)
+def test_control_random_bytes(ctype, value):
+    _only_decode_errors(decode_control_value, ctype, value)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_mutated_valid_records(data):
+    """Flip, cut or extend the bytes of real-looking records: still only DecodeError."""
+    m = load("consumer_offsets.json")["GroupMetadataValue"]
+    value = data.draw(_struct_value(m.root, 4, True))
+    raw = bytearray(kafka_wire.i16(4) + kafka_wire.encode(m, 4, value))
+    for _ in range(data.draw(st.integers(1, 4))):
+        action = data.draw(st.sampled_from(["flip", "cut", "extend"]))
+        if action == "flip" and raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+        elif action == "cut":
+            del raw[data.draw(st.integers(0, len(raw))):]
+        else:
+            raw += data.draw(st.binary(min_size=1, max_size=8))
+    _only_decode_errors(consumer_offsets.decode, kafka_wire.i16(2) + kafka_wire.string("g"), bytes(raw))
