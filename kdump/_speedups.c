@@ -464,7 +464,8 @@ kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *items[BATCH_FIELDS];
         items[0] = PyLong_FromSsize_t(pos);
         items[1] = PyLong_FromLongLong(base_offset);
-        items[2] = PyLong_FromLongLong(last_offset);
+        /* equal values share one int object (one-record batches: both pairs) */
+        items[2] = (last_delta == 0 && items[1] != NULL) ? Py_NewRef(items[1]) : PyLong_FromLongLong(last_offset);
         items[3] = PyLong_FromLong(count);
         items[4] = PyLong_FromSsize_t(size);
         items[5] = Py_NewRef(int_two);
@@ -473,7 +474,7 @@ kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         items[8] = PyLong_FromLong(attributes);
         items[9] = PyLong_FromLong(epoch);
         items[10] = PyLong_FromLongLong(base_ts);
-        items[11] = PyLong_FromLongLong(max_ts);
+        items[11] = (max_ts == base_ts && items[10] != NULL) ? Py_NewRef(items[10]) : PyLong_FromLongLong(max_ts);
         items[12] = PyLong_FromLongLong(producer_id);
         items[13] = PyLong_FromLong(producer_epoch);
         items[14] = PyLong_FromLong(base_sequence);

@@ -17,6 +17,7 @@ pyarrow is imported lazily: planning and NDJSON need nothing beyond the standard
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -77,6 +78,7 @@ def ddl(columns: Iterable[tuple[str, str]]) -> str:
     return ", ".join(f"`{name}` {kind}" for name, kind in columns)
 
 
+@functools.lru_cache(maxsize=None)
 def arrow_type(kind: str):
     import pyarrow as pa
 
@@ -89,7 +91,8 @@ def arrow_type(kind: str):
     raise ValueError(kind)
 
 
-def arrow_schema(columns: Iterable[tuple[str, str]] = RECORD_COLUMNS):
+@functools.lru_cache(maxsize=None)
+def arrow_schema(columns: tuple[tuple[str, str], ...] = RECORD_COLUMNS):
     import pyarrow as pa
 
     return pa.schema([pa.field(name, arrow_type(kind)) for name, kind in columns])
@@ -336,15 +339,6 @@ def _in_range(scope: Scope, offset: int | None) -> bool:
 
 # -- Arrow columns -------------------------------------------------------------------------------
 
-def _names_array(codes: list[int], names: list[str]):
-    """Small-int codes -> a string array, through one vectorised take."""
-    import pyarrow as pa
-
-    return pa.array(names, pa.string()).take(pa.array(codes, pa.int8()))
-
-
-_TS_TYPE_CODES = {t: i for i, t in enumerate(sorted(TIMESTAMP_TYPE_NAMES))}
-_TS_TYPE_NAMES = [TIMESTAMP_TYPE_NAMES[t] for t in sorted(TIMESTAMP_TYPE_NAMES)]
 _CODEC_NAMES = list(COMPRESSION_NAMES) + [f"unknown({c})" for c in range(len(COMPRESSION_NAMES), 8)]
 
 
@@ -360,7 +354,13 @@ def _timestamps(ms: list[int]):
 
 
 class RecordColumns:
-    """Column lists for record rows of one slice, flushed as Arrow batches."""
+    """Column lists for the record rows of one slice, flushed as Arrow batches.
+
+    Fields shared by all records of a batch are kept once per *group* (a v2 batch; a single
+    legacy message, whose CRC and timestamp type are its own; or an error row) and expanded
+    with one vectorised ``take`` at flush time: per-row Python work is then only the few
+    record-level lists, which is where an export spends its time.
+    """
 
     def __init__(self, sl: Slice) -> None:
         self.slice = sl
@@ -369,36 +369,45 @@ class RecordColumns:
     def _reset(self) -> None:
         self.rows = 0
         self.bytes = 0
-        self.position: list[int] = []
-        self.base_offset: list[int | None] = []
+        # record level
+        self.group: list[int] = []
         self.offset: list[int | None] = []
         self.timestamp: list[int] = []
-        self.ts_type: list[int] = []
         self.key: list[bytes | None] = []
         self.value: list[bytes | None] = []
+        self.sequence: list[int | None] = []
         self.header_ends: list[int] = [0]
         self.header_keys: list[str] = []
         self.header_values: list[bytes | None] = []
-        self.magic: list[int | None] = []
-        self.codec: list[int] = []
-        self.producer_id: list[int | None] = []
-        self.producer_epoch: list[int | None] = []
-        self.sequence: list[int | None] = []
-        self.transactional: list[bool | None] = []
-        self.control: list[bool | None] = []
-        self.epoch: list[int | None] = []
-        self.crc_valid: list[bool | None] = []
-        self.errors: dict[int, str] = {}
+        # group level: one tuple per group, in GROUP_FIELDS order
+        self.groups: list[tuple] = []
+
+    # position, base_offset, timestamp_type, magic, compression, producer_id, producer_epoch,
+    # is_transactional, is_control, partition_leader_epoch, crc_valid, error
+    _GROUP_TYPES = ("bigint", "bigint", "string", "int", "string", "bigint", "int", "boolean", "boolean", "int",
+                    "boolean", "string")
+
+    @staticmethod
+    def _group(b: Batch, ts_type: int, crc_valid: bool | None, error: str | None = None) -> tuple:
+        return (b.position, b.base_offset, TIMESTAMP_TYPE_NAMES[ts_type], b.magic, _CODEC_NAMES[b.attributes & 7],
+                b.producer_id, b.producer_epoch, b.is_transactional, b.is_control, b.partition_leader_epoch,
+                crc_valid, error)
 
     def add(self, b: Batch, records: list[Record]) -> None:
         n = len(records)
         if not n:
             return
         offsets, stamps, ts_types, keys, values, headers, sequences, _, _, _, crc_valids = zip(*records)
+        if b.magic >= 2:
+            self.group += [len(self.groups)] * n
+            self.groups.append(self._group(b, ts_types[0], b.crc_valid))
+        else:
+            first = len(self.groups)
+            self.group += range(first, first + n)
+            # A legacy wrapper's inner messages carry their own CRCs and timestamp types.
+            self.groups += [self._group(b, t, b.crc_valid and c is not False) for t, c in zip(ts_types, crc_valids)]
         self.offset += offsets
         self.timestamp += stamps
-        codes = _TS_TYPE_CODES
-        self.ts_type += [codes[t] for t in ts_types] if b.magic < 2 else [codes[ts_types[0]]] * n
         self.key += keys
         self.value += values
         self.sequence += sequences
@@ -415,44 +424,24 @@ class RecordColumns:
                 ends.append(total)
         else:
             ends += [ends[-1]] * n
-        self.position += [b.position] * n
-        self.base_offset += [b.base_offset] * n
-        self.magic += [b.magic] * n
-        self.codec += [b.attributes & 7] * n
-        self.producer_id += [b.producer_id] * n
-        self.producer_epoch += [b.producer_epoch] * n
-        self.transactional += [b.is_transactional] * n
-        self.control += [b.is_control] * n
-        self.epoch += [b.partition_leader_epoch] * n
-        if b.magic >= 2:
-            self.crc_valid += [b.crc_valid] * n
-        else:
-            # A legacy wrapper's inner messages carry their own CRCs.
-            self.crc_valid += [b.crc_valid and c is not False for c in crc_valids]
         self.rows += n
-        self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values))) + 64 * n
+        self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values))) + 32 * n
 
     def add_damage(self, d: Damage) -> None:
         """One error row: batch fields where a batch is known, record fields null."""
         b = d.batch
-        self.errors[self.rows] = damage_message(d)
-        self.position.append(d.position)
-        self.base_offset.append(None if b is None else b.base_offset)
+        self.group.append(len(self.groups))
+        if b is None:
+            self.groups.append((d.position, None, None, None, None, None, None, None, None, None, None,
+                                damage_message(d)))
+        else:
+            self.groups.append(self._group(b, b.timestamp_type, b.crc_valid, damage_message(d)))
         self.offset.append(d.offset)
         self.timestamp.append(-1)
-        self.ts_type.append(_TS_TYPE_CODES[-1] if b is None else _TS_TYPE_CODES[b.timestamp_type])
         self.key.append(None)
         self.value.append(None)
-        self.header_ends.append(self.header_ends[-1])
         self.sequence.append(None)
-        self.magic.append(None if b is None else b.magic)
-        self.codec.append(0 if b is None else b.attributes & 7)
-        self.producer_id.append(None if b is None else b.producer_id)
-        self.producer_epoch.append(None if b is None else b.producer_epoch)
-        self.transactional.append(None if b is None else b.is_transactional)
-        self.control.append(None if b is None else b.is_control)
-        self.epoch.append(None if b is None else b.partition_leader_epoch)
-        self.crc_valid.append(None if b is None else b.crc_valid)
+        self.header_ends.append(self.header_ends[-1])
         self.rows += 1
         self.bytes += 256
 
@@ -460,17 +449,10 @@ class RecordColumns:
         import pyarrow as pa
 
         sl, n = self.slice, self.rows
-        ts_names = _names_array(self.ts_type, _TS_TYPE_NAMES)
-        codecs = _names_array(self.codec, _CODEC_NAMES)
-        errors = pa.nulls(n, pa.string()) if not self.errors else \
-            pa.array([self.errors.get(i) for i in range(n)], pa.string())
-        # Error rows have no timestamp type or codec of their own when no batch is known.
-        if self.errors:
-            unknown = pa.array([i in self.errors and self.magic[i] is None for i in range(n)])
-            import pyarrow.compute as pc
-
-            ts_names = pc.if_else(unknown, pa.scalar(None, pa.string()), ts_names)
-            codecs = pc.if_else(unknown, pa.scalar(None, pa.string()), codecs)
+        group_cols = [pa.array(c, arrow_type(t)) for c, t in zip(zip(*self.groups), self._GROUP_TYPES)]
+        take = pa.array(self.group, pa.int32())
+        (position, base_offset, ts_type, magic, codec, producer_id, producer_epoch, transactional, control, epoch,
+         crc_valid, error) = [c.take(take) for c in group_cols]
         header_struct = pa.StructArray.from_arrays(
             [pa.array(self.header_keys, pa.string()), pa.array(self.header_values, pa.binary())],
             fields=[pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -481,24 +463,16 @@ class RecordColumns:
             pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
             pa.repeat(pa.scalar(sl.segment, pa.string()), n),
             pa.repeat(pa.scalar(sl.path, pa.string()), n),
-            pa.array(self.position, pa.int64()),
-            pa.array(self.base_offset, pa.int64()),
+            position, base_offset,
             pa.array(self.offset, pa.int64()),
             _timestamps(self.timestamp),
-            ts_names,
+            ts_type,
             pa.array(self.key, pa.binary()),
             pa.array(self.value, pa.binary()),
             headers,
-            pa.array(self.magic, pa.int32()),
-            codecs,
-            pa.array(self.producer_id, pa.int64()),
-            pa.array(self.producer_epoch, pa.int32()),
+            magic, codec, producer_id, producer_epoch,
             pa.array(self.sequence, pa.int32()),
-            pa.array(self.transactional, pa.bool_()),
-            pa.array(self.control, pa.bool_()),
-            pa.array(self.epoch, pa.int32()),
-            pa.array(self.crc_valid, pa.bool_()),
-            errors,
+            transactional, control, epoch, crc_valid, error,
         ]
         batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(RECORD_COLUMNS))
         self._reset()
@@ -702,7 +676,7 @@ def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], 
     partitioning = None
     if partition_by:
         part_schema = pa.schema([schema.field(c) for c in partition_by])
-        partitioning = ds.partitioning(part_schema, flavor="hive", null_fallback=HIVE_NULL)
+        partitioning = ds.HivePartitioning(part_schema, null_fallback=HIVE_NULL)
     os.makedirs(out, exist_ok=True)
     ds.write_dataset(stream, out, schema=schema, format="parquet", partitioning=partitioning,
                      file_options=_parquet_options(), basename_template="part-{i}.zstd.parquet",

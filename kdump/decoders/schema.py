@@ -159,12 +159,23 @@ _MISSING = object()
 
 
 class Struct:
-    __slots__ = ("name", "fields", "_min_cache")
+    __slots__ = ("name", "fields", "_min_cache", "_plans")
 
     def __init__(self, name: str, fields: list[dict[str, Any]], structs: dict[str, Any]) -> None:
         self.name = name
         self.fields = [Field(f, structs, name) for f in fields]
         self._min_cache: dict[tuple[int, bool], int] = {}
+        self._plans: dict[int, tuple[list[Field], list[Field], dict[int, Field]]] = {}
+
+    def plan(self, version: int) -> tuple[list[Field], list[Field], dict[int, Field]]:
+        """(fields in the version, those read in order, tag -> tagged field), cached per version."""
+        plan = self._plans.get(version)
+        if plan is None:
+            present = [f for f in self.fields if f.present(version)]
+            plain = [f for f in present if not f.is_tagged(version)]
+            tagged = {f.tag: f for f in present if f.is_tagged(version)}
+            plan = self._plans[version] = (present, plain, tagged)
+        return plan
 
     def default_value(self, version: int, flexible: bool) -> dict[str, Any]:
         return {f.name: f.default_value(version, flexible) for f in self.fields
@@ -315,30 +326,22 @@ class _Reader:
         return self.fixed("int32")
 
     def read_struct(self, st: Struct, version: int, flexible: bool) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        tagged: dict[int, Field] = {}
-        for f in st.fields:
-            if not f.present(version):
-                continue
-            if f.is_tagged(version):
-                tagged[f.tag] = f
-                continue
-            values[f.name] = self.read_field(f, version, flexible)
+        present, plain, tagged = st.plan(version)
+        values = {f.name: self.read_field(f, version, flexible) for f in plain}
         if not flexible:
             return values
         unknown = self.read_tags(tagged, values, version)
-        # Kafka's converters print fields in declaration order and leave out tagged
-        # fields that equal their default.
-        out: dict[str, Any] = {}
-        for f in st.fields:
-            if f.name not in values:
-                continue
-            if f.is_tagged(version) and values[f.name] == f.default_value(version, flexible):
-                continue
-            out[f.name] = values[f.name]
+        if tagged:
+            # Kafka's converters print fields in declaration order and leave out tagged
+            # fields that equal their default.
+            out = {}
+            for f in present:
+                if f.name in values and not (f.tag in tagged and values[f.name] == f.default_value(version, flexible)):
+                    out[f.name] = values[f.name]
+            values = out
         if unknown:
-            out[UNKNOWN_TAGS] = unknown
-        return out
+            values[UNKNOWN_TAGS] = unknown
+        return values
 
     def read_tags(self, known: dict[int, Field], values: dict[str, Any], version: int) -> dict[str, str]:
         unknown: dict[str, str] = {}

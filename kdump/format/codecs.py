@@ -186,7 +186,10 @@ def _lz4_descriptor_end(data: bytes) -> int:
     """Position of the header-checksum byte (HC) of an LZ4 frame."""
     if len(data) < 7 or not data.startswith(LZ4_MAGIC):
         raise CodecError("lz4 payload does not start with an LZ4 frame magic")
-    return 6 + (8 if data[4] & LZ4_FLG_CONTENT_SIZE else 0)
+    hc = 6 + (8 if data[4] & LZ4_FLG_CONTENT_SIZE else 0)
+    if hc >= len(data):
+        raise CodecError("lz4 frame header is truncated")
+    return hc
 
 
 def lz4_fix_legacy_header(data: bytes) -> bytes:

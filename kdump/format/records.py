@@ -36,6 +36,16 @@ def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:
 
 def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """All records of the v2 ``batch`` found in ``buf``; raises a located KdumpError."""
+    fast = accel.decode_v2_records
+    if fast is not None and not batch.attributes & 0x27:
+        # Uncompressed and not control: straight to C. None means malformed somewhere, and
+        # the path below (decode_v2_payload's Python loop) raises the precise error.
+        (position, base_offset, _, count, size, _, _, _, attributes, _, base_ts, max_ts,
+         _, _, base_seq) = batch
+        records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset, base_ts,
+                       max_ts if attributes & 0x08 else None, base_seq, count)
+        if records is not None:
+            return records
     try:
         if batch.attributes & 0x07:
             data = batch_payload(buf, batch, limits)

@@ -29,7 +29,9 @@ INVALID_SIZE = "invalid_size"    # size field below the minimum for the entry
 INVALID_MAGIC = "invalid_magic"  # magic byte not 0, 1 or 2
 INVALID_BATCH = "invalid_batch"  # a legacy message whose framing does not parse
 
-SCAN_CHUNK = 256                 # batches per call of the C scanner (accel.scan_v2)
+# Batches per call of the C scanner (accel.scan_v2): 4 at first, so that a caller wanting
+# only the first batch or two does not pay for CRC-checking hundreds, then up to 256.
+SCAN_FIRST, SCAN_CHUNK = 4, 256
 
 
 class Walker:
@@ -54,17 +56,19 @@ class Walker:
         last_head = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
         scan = accel.scan_v2
+        chunk = SCAN_FIRST
         try:
             while pos < last_head:
                 if scan is not None:
                     # The C scanner takes the run of well-formed v2 batches from here and
                     # stops before the first entry that needs judging, handled below.
-                    batches, pos = scan(buf, pos, end, SCAN_CHUNK)
+                    batches, pos = scan(buf, pos, end, chunk)
                     if batches:
                         for batch in batches:
-                            self.stop_position = batch.position + batch.size
+                            self.stop_position = batch[0] + batch[4]    # position + size
                             yield batch
-                        if len(batches) == SCAN_CHUNK or pos >= last_head:
+                        if len(batches) == chunk or pos >= last_head:
+                            chunk = min(chunk * 4, SCAN_CHUNK)
                             continue
                 offset, size, _, magic = unpack_head(buf, pos)
                 next_pos = pos + LOG_OVERHEAD + size

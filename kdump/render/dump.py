@@ -16,25 +16,32 @@ from . import jsonout, text
 from .payload import PayloadView
 
 FLUSH_LINES = 2048
+FLUSH_CHARS = 1 << 20       # large batches: keep each write (and its copy) about 1 MiB
 
 
 class _Lines:
-    """Buffered line output: one write per few thousand lines."""
+    """Buffered line output: one write per few thousand lines or per MiB."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.buf: list[str] = []
+        self.chars = 0
 
     def add(self, line: str) -> None:
         self.buf.append(line)
-        if len(self.buf) >= FLUSH_LINES:
-            self.flush()
+        self.chars += len(line)
+        if len(self.buf) >= FLUSH_LINES or self.chars >= FLUSH_CHARS:
+            self.write()
 
-    def flush(self) -> None:
+    def write(self) -> None:
         if self.buf:
             self.buf.append("")
             self.stream.write("\n".join(self.buf))
             self.buf = []
+            self.chars = 0
+
+    def flush(self) -> None:
+        self.write()
         self.stream.flush()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import re
 from pathlib import Path
@@ -18,13 +19,14 @@ REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 LOG_NAME = re.compile(r"\.log(\.(swap|cleaned|deleted))?$")
 
 
-def _records(path: Path):
+@functools.lru_cache(maxsize=None)
+def _records(path: Path) -> list:
+    """(batch, record) pairs of a file, read once for all the tests of this module."""
     mf = MappedFile(str(path))
     walker = Walker(mf.buf)
-    for batch in walker:
-        for record in decode_records(mf.buf, batch):
-            yield batch, record
+    pairs = [(batch, record) for batch in walker for record in decode_records(mf.buf, batch)]
     assert walker.stop is None or walker.stop.kind != "invalid_magic", walker.stop
+    return pairs
 
 
 def _offsets_logs() -> list[Path]:

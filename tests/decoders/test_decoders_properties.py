@@ -15,7 +15,7 @@ from kdump.errors import DecodeError
 
 import kafka_wire
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # -- generated values for a schema ----------------------------------------------------------
 
@@ -45,20 +45,17 @@ def _scalar(kind, flexible):
     return st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())       # bytes, records
 
 
-def _field_value(f, version, flexible, depth):
-    if f.kind == "struct":
-        element = _struct_value(f.struct, version, flexible, depth + 1)
-    else:
-        element = _scalar(f.kind, flexible)
+def _field_value(f, version, flexible):
+    element = _struct_value(f.struct, version, flexible) if f.kind == "struct" else _scalar(f.kind, flexible)
     value = st.lists(element, max_size=3) if f.array else element
-    if _within(f.nullable, version) and (f.array or f.kind != "struct" or True):
-        value = st.one_of(st.none(), value) if f.kind in ("string", "bytes", "records", "struct") or f.array else value
+    if _within(f.nullable, version) and (f.array or f.kind in ("string", "bytes", "records", "struct")):
+        value = st.one_of(st.none(), value)
     return value
 
 
-def _struct_value(struct, version, flexible, depth=0):
+def _struct_value(struct, version, flexible):
     fields = [f for f in struct.fields if _within(f.versions, version)]
-    parts = {f.name: _field_value(f, version, flexible, depth) for f in fields}
+    parts = {f.name: _field_value(f, version, flexible) for f in fields}
     return st.fixed_dictionaries(parts).map(lambda d: _drop_default_tags(struct, version, flexible, d))
 
 
@@ -83,7 +80,7 @@ def _all_messages():
 
 
 @pytest.mark.parametrize("message, version", list(_all_messages()))
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_round_trip(message, version, data):
     flexible = _within(message.flexible, version)
@@ -149,7 +146,7 @@ def test_control_random_bytes(ctype, value):
     _only_decode_errors(decode_control_value, ctype, value)
 
 
-@SETTINGS
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_valid_records(data):
     """Flip, cut or extend the bytes of real-looking records: still only DecodeError."""

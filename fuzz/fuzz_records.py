@@ -1,0 +1,107 @@
+"""Fuzz the record decoders: v2 record sections, legacy inner message sets, varints.
+
+Input: ``flags | count (1 or 4 bytes) | payload``. The flags pick the batch attributes
+(control, LogAppendTime, a base sequence near the int32 wrap), how the record count is
+read, and the mode:
+
+- v2 (default): ``payload`` is an uncompressed v2 records section decoded against a
+  header made from the flags; the C decoder must agree with the pure-Python one;
+- legacy: ``payload`` is the decompressed inner message set of a v0/v1 wrapper;
+- varint: ``payload`` starts with a varint/varlong/uvarint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common  # noqa: E402
+from _common import LIMITS, expect, outcome, pure_python  # noqa: E402
+
+import kdump.decoders.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
+from kdump.format import varint  # noqa: E402
+from kdump.format.build import build_legacy_message  # noqa: E402
+from kdump.format.codecs import GZIP, compress  # noqa: E402
+from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
+from kdump.format.records import decode_v2_payload  # noqa: E402
+from kdump.model import Batch  # noqa: E402
+
+CONTROL, LOG_APPEND, SEQ_WRAP, WIDE_COUNT, LEGACY, VARINT, MAGIC1 = (1 << i for i in range(7))
+BASE_OFFSET = 1 << 40
+BASE_TS = 1_700_000_000_000
+
+
+def v2_batch(flags: int, count: int) -> Batch:
+    attributes = (0x20 if flags & CONTROL else 0) | (0x08 if flags & LOG_APPEND else 0)
+    base_seq = 0x7FFFFFF0 if flags & SEQ_WRAP else -1
+    return Batch(0, BASE_OFFSET, BASE_OFFSET + max(count - 1, 0), count, 61, 2, 0, True, attributes, 0,
+                 BASE_TS, BASE_TS + 5, 7 if base_seq >= 0 else -1, 0, base_seq)
+
+
+def check_v2(flags: int, count: int, payload: bytes) -> None:
+    batch = v2_batch(flags, count)
+    got = outcome(decode_v2_payload, payload, batch)
+    if isinstance(got, list):
+        expect(len(got) == count, f"{len(got)} records decoded, count says {count}")
+        for r in got:
+            json.dumps(r.to_dict())
+    if _common.has_accel():
+        with pure_python():
+            reference = outcome(decode_v2_payload, payload, batch)
+        expect(got == reference, f"C decoder gives {str(got)[:300]}, pure Python {str(reference)[:300]}")
+
+
+def check_legacy(flags: int, wrapper_offset: int, payload: bytes) -> None:
+    magic = 1 if flags & MAGIC1 else 0
+    wrapper = build_legacy_message(wrapper_offset, None, compress(GZIP, payload), magic=magic, codec=GZIP,
+                                   timestamp=BASE_TS, timestamp_type=1 if flags & LOG_APPEND else 0)
+    batch = parse_legacy(wrapper, 0, LIMITS)
+    got = outcome(decode_legacy, wrapper, batch, LIMITS)
+    if isinstance(got, list):
+        expect(batch.count == len(got), f"parse_legacy counts {batch.count}, decode_legacy {len(got)}")
+        expect(batch.base_offset == got[0].offset, "base offset differs from the first inner offset")
+        for r in got:
+            json.dumps(r.to_dict())
+    else:
+        expect(batch.count is None, "parse_legacy opened a wrapper that decode_legacy rejects")
+
+
+def check_varints(payload: bytes) -> None:
+    for read, bits in ((varint.read_varint, 32), (varint.read_varlong, 64)):
+        got = outcome(read, payload, 0)
+        if isinstance(got, tuple) and got[0] != "error":
+            value, end = got
+            expect(-(1 << (bits - 1)) <= value < 1 << (bits - 1), f"varint {value} outside int{bits}")
+            expect(0 < end <= len(payload), f"varint end {end}")
+            expect(read(varint.encode_varint(value), 0)[0] == value, f"{value} does not round-trip")
+    got = outcome(varint.read_uvarint, payload, 0)
+    if isinstance(got, tuple) and got[0] != "error":
+        expect(varint.read_uvarint(varint.encode_uvarint(got[0]), 0)[0] == got[0], "uvarint round trip")
+
+
+def check(data: bytes) -> None:
+    if len(data) < 2:
+        return
+    flags = data[0]
+    if flags & WIDE_COUNT:
+        if len(data) < 5:
+            return
+        (count,) = struct.unpack_from(">i", data, 1)
+        payload = data[5:]
+    else:
+        count = data[1]
+        payload = data[2:]
+    if flags & VARINT:
+        check_varints(payload)
+    elif flags & LEGACY:
+        check_legacy(flags, count, payload)
+    else:
+        check_v2(flags, count, payload)
+
+
+if __name__ == "__main__":
+    _common.main(check)

@@ -1,0 +1,191 @@
+"""Build the seed corpora of the fuzz harnesses from ``fixtures/``.
+
+``python fuzz/seeds.py [--out fuzz/corpus]`` writes ``<out>/<target>/seed-<sha1>`` files:
+small slices of the fixture files, already in each harness's input layout, so the
+fuzzers start from real Kafka bytes. Seeds are capped in size and number: the corpus
+directories are git-ignored and rebuilt on demand by ``run.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import struct
+import sys
+from collections.abc import Iterator
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _common  # noqa: E402,F401 - sets sys.path for a checkout
+
+from kdump import logdir  # noqa: E402
+from kdump.errors import KdumpError  # noqa: E402
+from kdump.format import legacy  # noqa: E402
+from kdump.format.records import batch_payload  # noqa: E402
+from kdump.format.walk import Walker, decode_records  # noqa: E402
+
+ROOT = _common.ROOT
+FIXTURES = os.path.join(ROOT, "fixtures")
+MAX_SEED = 16 << 10          # bytes per seed: small inputs mutate and run faster
+MAX_SEEDS = 600              # per target
+TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders")
+
+
+def fixture_files() -> Iterator[tuple[str, str]]:
+    """(path, kind) of every fixture file kdump reads, in a stable order."""
+    for dirpath, dirs, names in os.walk(FIXTURES):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(dirpath, name)
+            found = logdir.classify(path)
+            if found is not None:
+                yield path, found[0]
+
+
+def segment_slices(data: bytes) -> Iterator[bytes]:
+    """Runs of whole batches (each under MAX_SEED bytes), plus a torn cut of the first."""
+    batches = list(Walker(data))
+    i = 0
+    while i < len(batches):
+        start = batches[i].position
+        j = i
+        while j + 1 < len(batches) and batches[j + 1].next_position - start <= MAX_SEED:
+            j += 1
+        end = batches[j].next_position
+        if end - start <= MAX_SEED:
+            yield data[start:end]
+        i = j + 1 + 8 * (j - i + 1)        # skip ahead: neighbouring runs look alike
+    if batches and batches[0].size > 40:
+        yield data[:batches[0].size // 2]
+
+
+def batches_of(data: bytes):
+    for batch in Walker(data):
+        yield batch
+
+
+def collect() -> dict[str, list[bytes]]:
+    seeds: dict[str, list[bytes]] = {t: [] for t in TARGETS}
+    for path, kind in fixture_files():
+        with open(path, "rb") as f:
+            data = f.read()
+        topic = os.path.basename(os.path.dirname(path)).rsplit("-", 1)[0]
+        if kind in (logdir.LOG, logdir.KRAFT_SNAPSHOT):
+            seeds["walker"].extend(segment_slices(data))
+            for batch in batches_of(data):
+                _batch_seeds(seeds, data, batch, topic)
+        else:
+            selector = {logdir.INDEX: 0, logdir.TIMEINDEX: 1, logdir.TXNINDEX: 2,
+                        logdir.PRODUCER_SNAPSHOT: 3}.get(kind)
+            if kind in (logdir.LEADER_EPOCH, logdir.OFFSET_CHECKPOINT):
+                name = os.path.basename(path).split(".")[0]
+                kinds = ("leader-epoch-checkpoint", "recovery-point-offset-checkpoint",
+                         "log-start-offset-checkpoint", "replication-offset-checkpoint",
+                         "cleaner-offset-checkpoint")
+                selector = 4 + kinds.index(name) if name in kinds else 5
+            elif kind == logdir.PARTITION_METADATA:
+                selector = 9
+            elif kind == logdir.META_PROPERTIES:
+                selector = 10
+            elif kind == logdir.QUORUM_STATE:
+                selector = 11
+            elif kind == logdir.CLEAN_SHUTDOWN:
+                selector = 12
+            if selector is not None:
+                seeds["sidefiles"].append(bytes((selector,)) + data[:MAX_SEED])
+    seeds["sidefiles"].append(b"\x0dAAAAAAAAAAAAAAAAAAAAAA")
+    seeds["records"] += [b"\x40\x00" + bytes.fromhex(h) for h in ("00", "01", "feffffff0f", "ffffffff1f",
+                                                                  "ffffffffffffffffff01", "80808080808080808080")]
+    return seeds
+
+
+def _batch_seeds(seeds, data: bytes, batch, topic: str) -> None:
+    try:
+        records = decode_records(data, batch, _common.LIMITS)
+    except KdumpError:
+        records = []
+    if batch.magic >= 2:
+        try:
+            payload = batch_payload(data, batch, _common.LIMITS)
+        except KdumpError:
+            payload = None
+        if payload is not None and len(payload) <= MAX_SEED and batch.count is not None:
+            flags = (1 if batch.is_control else 0) | (2 if batch.timestamp_type == 1 else 0) | \
+                    (4 if batch.base_sequence >= 0 else 0)
+            if 0 <= batch.count < 256:
+                seeds["records"].append(bytes((flags, batch.count)) + payload)
+            else:
+                seeds["records"].append(bytes((flags | 8,)) + struct.pack(">i", batch.count) + payload)
+        codec = batch.compression
+        raw = bytes(data[batch.position + 61:batch.next_position])
+        if codec and len(raw) <= MAX_SEED:
+            mode = {1: 0, 2: 2, 3: 4, 4: 8}[codec]
+            seeds["codecs"].append(bytes((mode,)) + raw)
+            if payload is not None and len(payload) <= MAX_SEED:
+                seeds["codecs"].append(bytes((13 + {1: 0, 2: 1, 3: 3, 4: 5}[codec],)) + payload)
+    else:
+        msg = legacy.Message(data, batch.position + 12, batch.next_position)
+        if msg.codec and msg.value is not None and len(msg.value) <= MAX_SEED:
+            mode = {1: 0, 2: 2, 3: 6 if msg.magic == 0 else 4}.get(msg.codec)
+            if mode is not None:
+                seeds["codecs"].append(bytes((mode,)) + msg.value)
+            try:
+                inner = legacy.decompress(msg.codec, msg.value, msg.magic)
+            except KdumpError:
+                inner = None
+            if inner is not None and len(inner) <= MAX_SEED:
+                flags = 16 | (64 if msg.magic == 1 else 0) | (2 if msg.timestamp_type == 1 else 0)
+                seeds["records"].append(bytes((flags | 8,)) + struct.pack(">i", batch.last_offset & 0x7FFFFFFF)
+                                        + inner)
+    decoder = {"__consumer_offsets": 0, "__transaction_state": 1, "__cluster_metadata": 2}.get(topic)
+    for r in records[:20]:
+        if r.control is not None and r.control.type >= 2 and r.value is not None:
+            seeds["decoders"].append(bytes((3 + r.control.type - 2, 255)) + r.value)
+        elif decoder is not None:
+            key = r.key
+            if key is not None and len(key) >= 255:
+                continue
+            head = bytes((decoder | (0x80 if r.value is None else 0), 255 if key is None else len(key)))
+            seeds["decoders"].append(head + (key or b"") + (r.value or b""))
+
+
+def write(out: str, seeds: dict[str, list[bytes]]) -> dict[str, int]:
+    counts = {}
+    for target, items in seeds.items():
+        directory = os.path.join(out, target)
+        os.makedirs(directory, exist_ok=True)
+        unique = {hashlib.sha1(s).hexdigest(): s for s in items if s}
+        # Round-robin over the selector byte so rare modes (legacy wrappers, KRaft
+        # records) are not crowded out by the thousands of __consumer_offsets batches.
+        buckets: dict[int, list] = {}
+        for digest, seed in sorted(unique.items()):
+            buckets.setdefault(seed[0] if target != "walker" else seed[16:17] and seed[16], []).append((digest, seed))
+        chosen = []
+        queues = list(buckets.values())
+        while queues and len(chosen) < MAX_SEEDS:
+            queues = [q for q in queues if q]
+            for q in queues:
+                if len(chosen) < MAX_SEEDS:
+                    chosen.append(q.pop(0))
+        for digest, seed in chosen:
+            path = os.path.join(directory, f"seed-{digest}")
+            if not os.path.exists(path):
+                with open(path, "wb") as f:
+                    f.write(seed)
+        counts[target] = len(chosen)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(_common.HERE, "corpus"))
+    args = parser.parse_args(argv)
+    counts = write(args.out, collect())
+    for target, n in counts.items():
+        print(f"{target}: {n} seeds")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,569 @@
+"""The recovery scanner: one read-only pass over a segment, every problem recorded.
+
+``scan_segment`` walks the batches with ``format.walk.Walker`` (the one decoding core)
+and checks each one, cheapest first, the way borg's ``_read`` does: framing (enough
+bytes, a length within [minimum for the magic, bytes left]), magic, CRC, then offsets
+and, with ``deep``, the records themselves. It does not stop at the first problem: it
+records a Finding for each, and past the damage it resyncs on the next plausible batch
+(magic, sane length, valid CRC) so the report says what lies beyond.
+
+Two positions matter and are kept apart:
+
+``valid_bytes``
+    Where Kafka's ``LogSegment.recover`` would truncate the segment, computed by
+    following its rules exactly (kafka-reference.md section 5): the first entry that
+    fails ``FileLogInputStream.nextBatch`` framing or ``RecordBatch.ensureValid`` (size
+    below the minimum, CRC), a torn or trailing tail; and, rarely, the whole segment when
+    rebuilding the indexes meets a non-increasing offset (``InvalidOffsetException``,
+    which makes ``LogLoader`` empty the segment). ``kdump verify --truncate`` and
+    ``kdump recover`` cut exactly here.
+``intact_beyond`` findings
+    Runs of CRC-valid batches found after that point by resyncing: what a salvage
+    could still copy out. Never used as a truncation point.
+
+Finding kinds (``Finding.kind``). Those marked * decide ``valid_bytes`` when they are
+the first: they are where the broker stops (``ScanReport.cut`` is that finding). The
+others are kdump's own checks, reported but never moving the cut, because the broker
+keeps those batches:
+
+=====================  ======================================================================
+torn_tail *            the last entry runs past the end of the file (a write cut short)
+trailing_bytes *       17 bytes or fewer after the last entry: too few for a header
+zero_tail *            everything from here on is zero bytes (a preallocated file after a crash)
+invalid_size *         length below the minimum for its magic (14, 22, 61), or a length running
+                       past the end although intact batches follow it (a corrupt length)
+oversize *             length above the maximum message size and past the end or failing the CRC;
+                       (without *) a CRC-valid batch larger than the maximum: the broker keeps it
+invalid_magic *        magic not 0, 1 or 2 and the CRC fails; (without *) magic 3..127 with a
+                       valid CRC-32C: the broker reads it as v2 and keeps it (the magic byte is
+                       not covered by the CRC)
+crc_mismatch *         the stored CRC does not match (CRC-32C for v2, CRC-32 for v0/v1)
+invalid_offset *       rebuilding the index would append a non-increasing offset; the broker's
+                       recovery then empties the segment from its first batch
+invalid_batch          a CRC-valid legacy message whose key/value framing does not parse
+offset_regression      a batch's first offset is not above the previous batch's last offset
+offset_overflow        last offset - segment base does not fit an int32 (the broker splits the
+                       segment instead of truncating; kdump does not split)
+base_offset_mismatch   a batch's first offset is below the segment's base offset (its name)
+last_offset_delta      v2: lastOffsetDelta negative or smaller than count - 1; legacy: inner
+                       offsets beyond the wrapper's offset
+leader_epoch           the partition leader epoch goes down from one batch to the next
+codec                  an unknown compression id, or (legacy wrappers; v2 with --deep) a payload
+                       that does not decompress
+record_decode          --deep: records do not decode, or their offsets do not increase inside
+                       the batch range
+unsupported_codec      --deep: the codec library is missing; the scan is incomplete (exit 3)
+intact_beyond          informational: N intact batches found past the cut, with their offsets
+=====================  ======================================================================
+
+Cross-file kinds (index_*, timeindex_*, txnindex_*, snapshot_*, leader_epoch,
+offset_overlap, leftover, orphan_index) come from ``kdump.crosscheck``.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CodecError, KdumpError, UnsupportedCodecError
+from .format.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
+from .format.codecs import DEFAULT_LIMITS, Limits
+from .format.crc import crc32
+from .format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from .format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, \
+    decode_records
+from .model import Batch, Finding
+
+# message.max.bytes' default since Kafka 0.11: 1 MiB plus the 12-byte log overhead. A
+# topic may raise it, so a larger batch with a valid CRC is only reported, never cut.
+DEFAULT_MAX_MESSAGE_SIZE = 1048588
+DEFAULT_INDEX_INTERVAL_BYTES = 4096       # index.interval.bytes: where recovery appends index entries
+INT32_MAX = 0x7FFFFFFF
+HEADER_SIZE_UP_TO_MAGIC = 17
+MAX_FINDINGS_PER_KIND = 50
+
+# -- finding kinds -------------------------------------------------------------------------------
+TORN_TAIL_KIND = TORN_TAIL
+TRAILING_BYTES = TRAILING
+ZERO_TAIL = "zero_tail"
+INVALID_SIZE_KIND = INVALID_SIZE
+OVERSIZE = "oversize"
+INVALID_MAGIC_KIND = INVALID_MAGIC
+CRC_MISMATCH = "crc_mismatch"
+INVALID_OFFSET = "invalid_offset"
+INVALID_BATCH_KIND = INVALID_BATCH
+OFFSET_REGRESSION = "offset_regression"
+OFFSET_OVERFLOW = "offset_overflow"
+BASE_OFFSET_MISMATCH = "base_offset_mismatch"
+LAST_OFFSET_DELTA = "last_offset_delta"
+LEADER_EPOCH = "leader_epoch"
+CODEC = "codec"
+RECORD_DECODE = "record_decode"
+UNSUPPORTED_CODEC = "unsupported_codec"
+INTACT_BEYOND = "intact_beyond"
+
+# A segment whose only damage is one of these at its end was cut short, not corrupted.
+TAIL_KINDS = frozenset({TORN_TAIL_KIND, TRAILING_BYTES, ZERO_TAIL})
+# Findings that describe a normal state (or what can be saved), not damage.
+INFO_KINDS = frozenset({INTACT_BEYOND, "leftover", "orphan_index", "index_missing", "snapshot_stale"})
+# Findings after which the verdict is "could not complete" rather than "damaged".
+INCOMPLETE_KINDS = frozenset({UNSUPPORTED_CODEC, "unreadable"})
+
+_MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}
+_NONZERO = re.compile(rb"[^\x00]")
+_U32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+
+
+@dataclass
+class ScanReport:
+    """What one pass over a segment found. ``valid_bytes`` is the broker's truncation point."""
+
+    file: str | None
+    size: int
+    base_offset: int | None                      # the segment's base (from its name), if known
+    valid_bytes: int = 0
+    batches: int = 0                             # in [0, valid_bytes)
+    records: int = 0                             # header counts (decoded counts with deep)
+    first_offset: int | None = None
+    last_offset: int | None = None               # of the last batch kept; next offset = last + 1
+    max_timestamp: int = -1
+    findings: list[Finding] = field(default_factory=list)
+    cut: Finding | None = None                   # the finding at valid_bytes, if anything is cut
+    intact_beyond: list[tuple[int, int, int, int | None, int | None]] = field(default_factory=list)
+    epochs: list[tuple[int, int]] = field(default_factory=list)   # (epoch, start offset), broker's rule
+    # Transactional batches that matter for the .txnindex: each producer's first data batch
+    # after a marker (batch None) and every control batch: (first offset, producer id, batch).
+    txn_events: list[tuple[int, int, Batch | None]] = field(default_factory=list)
+    deep: bool = False
+
+    @property
+    def cut_bytes(self) -> int:
+        return self.size - self.valid_bytes
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset the next batch would get (``readNextOffset``), None if the kept part is empty."""
+        return None if self.last_offset is None else self.last_offset + 1
+
+    @property
+    def incomplete(self) -> bool:
+        return any(f.kind in INCOMPLETE_KINDS for f in self.findings)
+
+    @property
+    def damage(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind not in INFO_KINDS]
+
+    @property
+    def status(self) -> str:
+        return status_of(self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "kind": "log", "status": self.status, "size": self.size,
+                "valid_bytes": self.valid_bytes, "batches": self.batches, "records": self.records,
+                "first_offset": self.first_offset, "last_offset": self.last_offset,
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+def status_of(findings: list[Finding]) -> str:
+    """ok | torn_tail | damaged | unreadable, from a file's findings."""
+    if any(f.kind in INCOMPLETE_KINDS for f in findings):
+        return "unreadable"
+    damage = [f for f in findings if f.kind not in INFO_KINDS]
+    if not damage:
+        return "ok"
+    if all(f.kind in TAIL_KINDS for f in damage):
+        return "torn_tail"
+    return "damaged"
+
+
+def _rest_is_zero(buf, pos: int, end: int) -> bool:
+    return _NONZERO.search(buf, pos, end) is None
+
+
+def _head(buf, pos: int, end: int) -> tuple[int, int, int] | None:
+    """(offset, size, signed magic) of the entry at ``pos`` if 17 header bytes are there."""
+    if end - pos < HEADER_SIZE_UP_TO_MAGIC:
+        return None
+    offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, pos)
+    return offset, size, magic
+
+
+def broker_keeps(buf, pos: int, end: int) -> Batch | None:
+    """The entry at ``pos`` if Kafka's recovery would accept it although the Walker refused it.
+
+    The Walker is stricter than ``FileLogInputStream`` + ``ensureValid`` in three places,
+    all outside the CRC: a magic of 3..127 (read as v2 by Kafka: only the length and the
+    CRC-32C are checked), a v1 message of 14..21 bytes, and a legacy message whose
+    key/value lengths do not add up. Here only Kafka's own conditions are applied.
+    """
+    head = _head(buf, pos, end)
+    if head is None:
+        return None
+    offset, size, magic = head
+    if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
+        return None
+    if magic >= 2:
+        if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+            return None
+        batch = parse_v2(buf, pos)
+        return batch if batch.crc_valid else None
+    # Legacy: CRC-32 over magic..end, stored just before the magic.
+    (stored,) = _U32.unpack_from(buf, pos + LOG_OVERHEAD)
+    if crc32(memoryview(buf)[pos + 16:pos + LOG_OVERHEAD + size]) != stored:
+        return None
+    ts = -1
+    if magic == 1 and size >= RECORD_OVERHEAD_V1:
+        (ts,) = _I64.unpack_from(buf, pos + 18)
+    attributes = buf[pos + 17]
+    return Batch(pos, offset, offset, 1, size + LOG_OVERHEAD, magic, stored, True, attributes, -1, ts, ts,
+                 -1, -1, -1)
+
+
+def _crc_fails(buf, pos: int, end: int) -> bool:
+    """For an entry the Walker refused: does Kafka's CRC check fail on it too?"""
+    return broker_keeps(buf, pos, end) is None
+
+
+def next_candidate(buf, start: int, end: int, max_size: int) -> int | None:
+    """The first position >= ``start`` holding a plausible batch: magic 0..2, a length in
+    [minimum, bytes left] and not above ``max_size``, a non-negative offset and a valid CRC.
+
+    A regular expression finds candidates (the length's high byte and the magic) in C;
+    runs of zeros are skipped whole, so a large preallocated tail costs one search.
+    """
+    hi = min(max_size >> 24, 0x7F)
+    pattern = _candidate_pattern(hi)
+    pos = start
+    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
+        m = pattern.search(buf, pos, end)
+        if m is None:
+            return None
+        c = m.start()
+        offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, c)
+        if size == 0:
+            # Probably inside a run of zeros: no entry can start before the next non-zero
+            # byte could be part of its length field.
+            nz = _NONZERO.search(buf, c + 8, end)
+            if nz is None:
+                return None
+            pos = max(c + 1, nz.start() - 11)
+            continue
+        if (_MIN_SIZE[magic] <= size <= max_size and offset >= 0 and c + LOG_OVERHEAD + size <= end):
+            w = Walker(buf, c, c + LOG_OVERHEAD + size)
+            for b in w:
+                if b.crc_valid:
+                    return c
+                break
+        pos = c + 1
+    return None
+
+
+_PATTERNS: dict[int, re.Pattern] = {}
+
+
+def _candidate_pattern(hi: int) -> re.Pattern:
+    p = _PATTERNS.get(hi)
+    if p is None:
+        p = _PATTERNS[hi] = re.compile(rb"(?s).{8}[\x00-" + bytes([hi]) + rb"].{7}[\x00-\x02]")
+    return p
+
+
+class _Scan:
+    """State of one scan; ``run`` fills a ScanReport."""
+
+    def __init__(self, buf, report: ScanReport, deep: bool, max_size: int, interval: int, resync: bool,
+                 limits: Limits) -> None:
+        self.buf, self.r, self.deep, self.max_size = buf, report, deep, max_size
+        self.interval, self.resync, self.limits = interval, resync, limits
+        self.end = len(buf)
+        self.base = report.base_offset
+        # Kafka's recovery state: bytes kept, index-append bookkeeping (LogSegment.recover).
+        self.valid = 0
+        self.last_entry_at = 0
+        self.index_last: int | None = None
+        self.time_last: tuple[int, int] | None = None
+        self.max_ts, self.max_ts_offset = -1, -1
+        self.reach_base_at: int | None = None     # first batch with last offset >= base (truncateTo)
+        # kdump's own checks.
+        self.prev_last: int | None = None
+        self.prev_epoch = -1
+        self.base_from_name = report.base_offset is not None
+        self.kept_before: tuple = ()
+        self.open_txns: set[int] = set()
+        self.counts: dict[str, int] = {}
+
+    def add(self, kind: str, pos: int | None, offset: int | None, message: str) -> Finding:
+        f = Finding(kind, pos, offset, message)
+        n = self.counts[kind] = self.counts.get(kind, 0) + 1
+        # A wrongly named segment would flag every batch: list the first few of each kind.
+        if n <= MAX_FINDINGS_PER_KIND:
+            self.r.findings.append(f)
+        return f
+
+    def note_suppressed(self) -> None:
+        for kind, n in self.counts.items():
+            if n > MAX_FINDINGS_PER_KIND:
+                self.r.findings.append(Finding(kind, None, None, f"{n - MAX_FINDINGS_PER_KIND} more {kind} "
+                                                                 f"findings in this file are not listed"))
+
+    # -- phase 1: the part the broker keeps ------------------------------------------------------
+
+    def run(self) -> None:
+        pos = 0
+        cut: Finding | None = None
+        while cut is None:
+            w = Walker(self.buf, pos, self.end, self.limits)
+            for b in w:
+                cut = self.batch(b)
+                if cut is not None:
+                    break
+            if cut is not None or w.stop is None:
+                break
+            kept = None
+            if w.stop.kind in (INVALID_MAGIC, INVALID_SIZE, INVALID_BATCH):
+                kept = broker_keeps(self.buf, w.stop_position, self.end)
+            if kept is None:
+                cut = self.stop(w.stop)
+                break
+            self.add(w.stop.kind, w.stop.position, w.stop.offset,
+                     f"{w.stop.message}; the CRC is valid, so the broker keeps this batch")
+            cut = self.batch(kept)
+            pos = kept.next_position
+        if cut is None:
+            cut = self.final_time_entry()
+        r = self.r
+        r.valid_bytes = self.valid if cut is None else cut.position
+        r.cut = cut
+        r.max_timestamp = self.max_ts
+        if cut is not None:
+            self.beyond(cut)
+
+    def batch(self, b: Batch) -> Finding | None:
+        """Check one batch in order; returns the cut finding if the broker stops here."""
+        pos = b.position
+        first = b.base_offset if b.base_offset is not None else b.last_offset
+        last = b.last_offset
+        if not b.crc_valid:
+            extra = f"; its length {b.size} also exceeds the maximum message size" if b.size > self.max_size else ""
+            return self.add(CRC_MISMATCH, pos, first,
+                            f"Record is corrupt (stored crc = {b.crc}, computed crc differs){extra}")
+        base = self.base
+        if base is None:
+            base = self.base = first
+        # LogSegment.recover, step by step: offset range, max timestamp, index appends.
+        if not 0 <= last - base <= INT32_MAX:
+            self.add(OFFSET_OVERFLOW, pos, last,
+                     f"last offset {last} is not within an int32 of the segment base {base}: the broker would "
+                     f"split the segment (LogSegmentOffsetOverflowException)")
+        if self.reach_base_at is None and last >= base:
+            r = self.r
+            self.reach_base_at = pos
+            self.kept_before = (r.batches, r.records, r.first_offset, r.last_offset, len(r.epochs),
+                                len(r.txn_events))
+        if b.max_timestamp > self.max_ts:
+            self.max_ts, self.max_ts_offset = b.max_timestamp, last
+        if self.valid - self.last_entry_at > self.interval:
+            bad = self.index_append(last)
+            if bad is not None:
+                return bad
+            self.last_entry_at = self.valid
+        self.valid += b.size
+        # kdump's checks: the broker keeps the batch whatever they say.
+        r = self.r
+        if b.size > self.max_size:
+            self.add(OVERSIZE, pos, first, f"batch of {b.size} bytes exceeds the maximum message size "
+                                            f"{self.max_size} (the CRC is valid, so the broker keeps it)")
+        if first < base and self.base_from_name:
+            self.add(BASE_OFFSET_MISMATCH, pos, first,
+                     f"first offset {first} is below the segment's base offset {base}")
+        if self.prev_last is not None and first <= self.prev_last:
+            self.add(OFFSET_REGRESSION, pos, first,
+                     f"offsets go backwards: batch {first}..{last} starts at or below the previous "
+                     f"batch's last offset {self.prev_last}")
+        if first > last:
+            self.add(LAST_OFFSET_DELTA, pos, first, f"last offset {last} is below the first offset {first}")
+        elif b.magic >= 2 and b.count is not None and b.count > last - first + 1:
+            self.add(LAST_OFFSET_DELTA, pos, first,
+                     f"{b.count} records do not fit lastOffsetDelta {last - first} (at most {last - first + 1})")
+        codec = b.attributes & 0x07
+        if codec > 4 or (b.magic < 2 and codec == 4):
+            self.add(CODEC, pos, first, f"unknown compression type id {codec} for magic {b.magic}")
+        elif b.magic < 2 and b.count is None:
+            self.add(CODEC, pos, first, "the compressed wrapper's value does not decompress into messages")
+        if b.magic >= 2:
+            epoch = b.partition_leader_epoch
+            if epoch >= 0:
+                if epoch < self.prev_epoch:
+                    self.add(LEADER_EPOCH, pos, first,
+                             f"partition leader epoch {epoch} is lower than the previous batch's {self.prev_epoch}")
+                else:
+                    if not r.epochs or epoch > r.epochs[-1][0]:
+                        r.epochs.append((epoch, first))
+                    self.prev_epoch = epoch
+            if b.attributes & 0x10:
+                pid = b.producer_id
+                if b.attributes & 0x20:
+                    r.txn_events.append((first, pid, b))
+                    self.open_txns.discard(pid)
+                elif pid not in self.open_txns:
+                    self.open_txns.add(pid)
+                    r.txn_events.append((first, pid, None))
+        count = b.count if b.count is not None and b.count > 0 else 0
+        if self.deep:
+            count = self.decode(b, first, last, count)
+        r.batches += 1
+        r.records += count
+        if r.first_offset is None:
+            r.first_offset = first
+        r.last_offset = last
+        self.prev_last = last
+        return None
+
+    def index_append(self, last: int) -> Finding | None:
+        """OffsetIndex.append and TimeIndex.maybeAppend as recovery calls them."""
+        if self.index_last is not None and last <= self.index_last:
+            return self.invalid_offset(f"the offset index would get offset {last} after {self.index_last}")
+        self.index_last = last
+        return self.time_append()
+
+    def time_append(self) -> Finding | None:
+        if self.time_last is not None and self.max_ts_offset < self.time_last[1]:
+            return self.invalid_offset(f"the time index would get offset {self.max_ts_offset} after "
+                                       f"{self.time_last[1]}")
+        if self.max_ts > (self.time_last[0] if self.time_last else -1):
+            self.time_last = (self.max_ts, self.max_ts_offset)
+        return None
+
+    def final_time_entry(self) -> Finding | None:
+        # After the loop recovery appends the max timestamp once more (it may throw too).
+        return self.time_append() if self.time_last is not None else None
+
+    def invalid_offset(self, why: str) -> Finding | None:
+        """InvalidOffsetException: LogLoader truncates the segment to its base offset, i.e. to the
+        first batch whose last offset reaches the base."""
+        at = self.reach_base_at
+        if at is None:
+            return None
+        r = self.r
+        r.batches, r.records, r.first_offset, r.last_offset, n_epochs, n_events = self.kept_before
+        del r.epochs[n_epochs:], r.txn_events[n_events:]
+        return self.add(INVALID_OFFSET, at, self.base,
+                        f"{why} (InvalidOffsetException): the broker's recovery empties the segment from "
+                        f"byte {at}")
+
+    def decode(self, b: Batch, first: int, last: int, count: int) -> int:
+        try:
+            records = decode_records(self.buf, b, self.limits)
+        except UnsupportedCodecError as e:
+            self.add(UNSUPPORTED_CODEC, b.position, first, e.message)
+            return count
+        except CodecError as e:
+            self.add(CODEC, b.position, first, e.message)
+            return count
+        except KdumpError as e:
+            self.add(RECORD_DECODE, b.position, first, e.message)
+            return count
+        prev = None
+        for rec in records:
+            o = rec.offset
+            if (prev is not None and o <= prev) or o < first or o > last:
+                self.add(RECORD_DECODE, b.position, first,
+                         f"record offset {o} is out of order or outside the batch's range {first}..{last}")
+                break
+            prev = o
+        return len(records)
+
+    # -- phase 1 ends: what the stop was ----------------------------------------------------------
+
+    def stop(self, f: Finding) -> Finding:
+        buf, end, pos = self.buf, self.end, f.position
+        head = _head(buf, pos, end)
+        if f.kind == TRAILING or f.kind == INVALID_SIZE:
+            if _rest_is_zero(buf, pos, end):
+                return self.add(ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
+                                                      f"or unflushed tail)")
+            return self.add(f.kind, pos, f.offset, f.message)
+        if f.kind == TORN_TAIL and head is not None:
+            size = head[1] + LOG_OVERHEAD
+            if size > self.max_size:
+                return self.add(OVERSIZE, pos, f.offset, f"entry length {size} exceeds the maximum message size "
+                                                         f"{self.max_size} and runs past the end of the file")
+            if self.resync and next_candidate(buf, pos + 1, end, self.max_size) is not None:
+                return self.add(INVALID_SIZE, pos, f.offset,
+                                f"entry length {size} runs past the end of the file ({end - pos} bytes left) "
+                                f"although intact batches follow: the length field is corrupt")
+            return self.add(TORN_TAIL, pos, f.offset, f.message)
+        if f.kind == INVALID_BATCH:
+            return self.add(CRC_MISMATCH, pos, f.offset, f"{f.message}; the CRC does not match either")
+        return self.add(f.kind, pos, f.offset, f.message)
+
+    # -- phase 2: what lies beyond the cut --------------------------------------------------------
+
+    def beyond(self, cut: Finding) -> None:
+        if not self.resync or cut.kind in (ZERO_TAIL, TRAILING_BYTES):
+            return
+        buf, end = self.buf, self.end
+        search = cut.position if cut.kind == INVALID_OFFSET else cut.position + 1
+        while True:
+            start = next_candidate(buf, search, end, self.max_size)
+            if start is None:
+                return
+            n, first, last, stop_at = 0, None, None, start
+            w = Walker(buf, start, end, self.limits)
+            bad: Finding | None = None
+            for b in w:
+                if not b.crc_valid:
+                    bad = Finding(CRC_MISMATCH, b.position, b.base_offset, "Record is corrupt (CRC mismatch) "
+                                                                           "past the cut")
+                    break
+                n += 1
+                if first is None:
+                    first = b.base_offset if b.base_offset is not None else b.last_offset
+                last = b.last_offset
+                stop_at = b.next_position
+            else:
+                if w.stop is not None:
+                    bad = w.stop
+                stop_at = w.stop_position
+            if bad is not None:
+                stop_at = bad.position
+            self.r.intact_beyond.append((start, stop_at, n, first, last))
+            self.add(INTACT_BEYOND, start, first,
+                     f"{n} intact batch{'es' if n != 1 else ''} (offsets {first}..{last}, {stop_at - start} bytes) "
+                     f"past the cut at byte {cut.position}; `kdump recover --salvage` can copy them out")
+            if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and _rest_is_zero(buf, bad.position,
+                                                                                                end)):
+                self.add(bad.kind, bad.position, bad.offset, bad.message)
+            search = stop_at + 1 if bad is not None else end
+            if search >= end:
+                return
+
+
+def scan_segment(buf, *, base_offset: int | None = None, file: str | None = None, deep: bool = False,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, resync: bool = True,
+                 limits: Limits = DEFAULT_LIMITS) -> ScanReport:
+    """Scan the segment held in ``buf`` (bytes or a read-only mmap); never writes.
+
+    ``base_offset`` is the segment's base from its file name (None: the first batch's
+    offset is taken). ``deep`` decodes every record. ``index_interval_bytes`` is the
+    topic's ``index.interval.bytes``, which decides where the broker's index rebuild can
+    meet an offset regression.
+    """
+    report = ScanReport(file=file, size=len(buf), base_offset=base_offset, deep=deep)
+    scan = _Scan(buf, report, deep, max_message_size, index_interval_bytes, resync, limits)
+    scan.run()
+    scan.note_suppressed()
+    return report
+
+
+def scan_file(path: str, *, base_offset: int | None = None, **options: Any) -> ScanReport:
+    """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read)."""
+    from .segment import MappedFile
+
+    with MappedFile(path) as f:
+        f.advise_sequential()
+        return scan_segment(f.buf, base_offset=base_offset, file=path, **options)

@@ -1,0 +1,235 @@
+"""Python Data Sources: ``kafka-log`` (one row per record) and ``kafka-log-batches``.
+
+    spark.read.format("kafka-log").load("/var/lib/kafka/data")
+    spark.read.format("kafka-log").load(["topic-0", "topic-1"]).where("offset >= 1000")
+
+Each input partition is one slice of a segment (``kdump.export.plan``: segments split at
+``.index`` positions, ``splitBytes`` apiece); each task reads its slice with the same
+reader and decoder as ``kdump dump`` and yields Arrow record batches whose schema is
+exactly pyspark's ``to_arrow_schema`` of ours, so the JVM takes them unconverted.
+
+Options (case-insensitive): ``path``/``paths`` (set by ``load``), ``splitBytes``
+(default 32 MiB; 0 = one task per file), ``maxRowsPerBatch``, ``maxBytesPerBatch``,
+``json`` (kafka-log only: rows become NDJSON lines in this encoding: base64, hex, utf8),
+``pushdown`` ("false" gives a reader without ``pushFilters``, for sessions where
+``spark.sql.python.filterPushdown.enabled`` is off: Spark rejects a reader that
+implements it then).
+
+Pushed filters: ``topic`` (=, IN), ``partition`` (=, IN, <, <=, >, >=) and ``offset``
+(=, <, <=, >, >=) are handled here and prune whole slices before any task starts (the
+offset bounds come from segment names and index entries; record rows outside the range
+are dropped in the task, so the result is exact). ``offset IN (...)`` prunes but is
+left to Spark to apply. Everything else is returned to Spark.
+
+Files must be readable at the same paths by the driver (which plans) and the executors.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
+                                    InputPartition, LessThan, LessThanOrEqual)
+
+from .. import export as core
+
+RECORDS_FORMAT = "kafka-log"
+BATCHES_FORMAT = "kafka-log-batches"
+
+
+@dataclass
+class SlicePartition(InputPartition):
+    slice: core.Slice
+
+
+def _paths(options) -> list[str]:
+    paths: list[str] = []
+    if options.get("paths"):
+        value = options["paths"]
+        paths += json.loads(value) if value.lstrip().startswith("[") else [value]
+    if options.get("path"):
+        paths.append(options["path"])
+    if not paths:
+        raise ValueError("kafka-log: give a PATH: spark.read.format('kafka-log').load(path or [paths])")
+    return paths
+
+
+def _int_option(options, name: str, default: int) -> int:
+    value = options.get(name)
+    return default if value is None else int(value)
+
+
+# -- pushdown ------------------------------------------------------------------------------------
+
+def _narrow(scope: core.Scope, f) -> tuple[core.Scope, bool]:
+    """The scope with filter ``f`` applied, and whether the result is exact for that filter."""
+    column = f.attribute[0] if len(f.attribute) == 1 else None
+    value = getattr(f, "value", None)
+    if column == "topic":
+        if isinstance(f, EqualTo) and isinstance(value, str):
+            return _topics(scope, {value}), True
+        if isinstance(f, In) and all(isinstance(v, str) for v in value):
+            return _topics(scope, set(value)), True
+        return scope, False
+    if column == "partition":
+        return _bounds(scope, f, "partition_min", "partition_max", partitions=True)
+    if column == "offset":
+        return _bounds(scope, f, "start_offset", "end_offset", partitions=False)
+    return scope, False
+
+
+def _topics(scope: core.Scope, values: set) -> core.Scope:
+    topics = frozenset(values) if scope.topics is None else scope.topics & frozenset(values)
+    return scope._replace(topics=topics)
+
+
+def _bounds(scope: core.Scope, f, low_name: str, high_name: str, partitions: bool) -> tuple[core.Scope, bool]:
+    value = f.value
+    if isinstance(f, In):
+        if not value or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return scope, False
+        if partitions:
+            current = scope.partitions
+            chosen = frozenset(value) if current is None else current & frozenset(value)
+            return scope._replace(partitions=chosen), True
+        # Offsets: prune by the range of the list, let Spark apply the list itself.
+        low, high = min(value), max(value)
+        exact = False
+    elif isinstance(value, int) and not isinstance(value, bool):
+        low = high = None
+        if isinstance(f, EqualTo):
+            low = high = value
+        elif isinstance(f, GreaterThan):
+            low = value + 1
+        elif isinstance(f, GreaterThanOrEqual):
+            low = value
+        elif isinstance(f, LessThan):
+            high = value - 1
+        elif isinstance(f, LessThanOrEqual):
+            high = value
+        else:
+            return scope, False
+        exact = True
+    else:
+        return scope, False
+    current_low, current_high = getattr(scope, low_name), getattr(scope, high_name)
+    if low is not None:
+        scope = scope._replace(**{low_name: low if current_low is None else max(low, current_low)})
+    if high is not None:
+        scope = scope._replace(**{high_name: high if current_high is None else min(high, current_high)})
+    return scope, exact
+
+
+# -- readers -------------------------------------------------------------------------------------
+
+class _Reader(DataSourceReader):
+    """Plans slices on the driver; reads one slice per task."""
+
+    columns: tuple = core.RECORD_COLUMNS
+
+    def __init__(self, options, schema) -> None:
+        self.paths = _paths(options)
+        self.split_bytes = _int_option(options, "splitBytes", core.DEFAULT_SPLIT_BYTES)
+        self.max_rows = _int_option(options, "maxRowsPerBatch", core.DEFAULT_MAX_ROWS)
+        self.max_bytes = _int_option(options, "maxBytesPerBatch", core.DEFAULT_MAX_BYTES)
+        self.encoding = options.get("json")
+        self.scope = core.Scope()
+        # A user-given .schema(...) with fewer columns selects them (no other pruning exists).
+        names = [f.name for f in schema.fields] if schema is not None else None
+        own = [name for name, _ in self.columns]
+        self.select = names if names and names != own else None
+        if self.select is not None and not set(self.select) <= set(own):
+            unknown = sorted(set(self.select) - set(own))
+            raise ValueError(f"{type(self).__name__}: unknown columns {unknown}; the columns are {own}")
+
+    def partitions(self):
+        return [SlicePartition(s) for s in core.plan(self.paths, self.split_bytes, self.scope)]
+
+    def read(self, partition):
+        if not isinstance(partition, SlicePartition):
+            return          # Spark's stand-in partition when the plan is empty
+        for batch in self._batches(partition.slice):
+            yield batch.select(self.select) if self.select is not None else batch
+
+    def _batches(self, sl: core.Slice):
+        raise NotImplementedError
+
+
+class _PushdownMixin:
+    handled_columns = ("topic", "partition", "offset")
+
+    def pushFilters(self, filters):  # noqa: N802 - Spark's name
+        for f in filters:
+            if f.attribute and f.attribute[0] in self.handled_columns:
+                scope, exact = _narrow(self.scope, f)
+                self.scope = scope
+                if exact:
+                    continue
+            yield f
+
+
+class RecordReader(_Reader):
+    def __init__(self, options, schema) -> None:
+        self.columns = core.JSON_COLUMNS if options.get("json") else core.RECORD_COLUMNS
+        super().__init__(options, schema)
+
+    def _batches(self, sl: core.Slice):
+        if self.encoding:
+            return core.json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes)
+        return core.record_batches(sl, self.scope, self.max_rows, self.max_bytes)
+
+
+class PushdownRecordReader(_PushdownMixin, RecordReader):
+    pass
+
+
+class BatchReader(_Reader):
+    columns = core.BATCH_COLUMNS
+
+    def _batches(self, sl: core.Slice):
+        return core.batch_rows(sl, self.scope, self.max_rows)
+
+
+class PushdownBatchReader(_PushdownMixin, BatchReader):
+    # Offsets are not pushed: a batch row stands for a range of offsets.
+    handled_columns = ("topic", "partition")
+
+
+def _pushdown(options) -> bool:
+    return str(options.get("pushdown", "true")).lower() != "false"
+
+
+class KafkaLogDataSource(DataSource):
+    """``spark.read.format("kafka-log")``: one row per record (see kdump.export.RECORD_COLUMNS)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return RECORDS_FORMAT
+
+    def schema(self) -> str:
+        return core.ddl(core.JSON_COLUMNS if self.options.get("json") else core.RECORD_COLUMNS)
+
+    def reader(self, schema):
+        return (PushdownRecordReader if _pushdown(self.options) else RecordReader)(self.options, schema)
+
+
+class KafkaLogBatchesDataSource(DataSource):
+    """``spark.read.format("kafka-log-batches")``: one row per batch header, for verification."""
+
+    @classmethod
+    def name(cls) -> str:
+        return BATCHES_FORMAT
+
+    def schema(self) -> str:
+        return core.ddl(core.BATCH_COLUMNS)
+
+    def reader(self, schema):
+        return (PushdownBatchReader if _pushdown(self.options) else BatchReader)(self.options, schema)
+
+
+def register(spark) -> None:
+    """Make both formats available in ``spark`` and turn on the pushdown they rely on."""
+    spark.dataSource.register(KafkaLogDataSource)
+    spark.dataSource.register(KafkaLogBatchesDataSource)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
