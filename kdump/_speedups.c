@@ -518,8 +518,7 @@ fail:
 /*
  * Zigzag varints exactly as kdump/format/varint.py read_varint: at most 5 bytes and the
  * raw value must fit in 32 bits (varint), at most 10 bytes (varlong). Reads stop at
- * ``end``. Return 0 on success, -1 where Python raises; -1 also for a varlong whose raw
- * value exceeds 64 bits, which Python accepts as a big int (the caller falls back).
+ * ``end``. Return 0 on success, -1 where Python raises.
  */
 static inline int
 read_varint32(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int32_t *out)
@@ -549,28 +548,35 @@ read_varint32(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int32_t *
     return -1;
 }
 
+/* Varlong: 0 on success; 1 when Python accepts it but the value lies outside int64 (a raw
+ * value of 64 bits or more: only the lowest bit of the tenth byte fits), ``*out`` then
+ * holding junk; -1 where Python raises. */
 static inline int
 read_varint64(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
 {
     Py_ssize_t p = *pos;
     if (p < end && d[p] < 0x80) {
         uint64_t r = d[p];
-        *out = (int64_t)((r >> 1) ^ (0u - (r & 1)));
+        *out = (int64_t)((r >> 1) ^ ((uint64_t)0 - (r & 1)));
         *pos = p + 1;
         return 0;
     }
     uint64_t r = 0;
+    int big = 0;
     for (int i = 0; i < 10; i++) {
         if (p + i >= end)
             return -1;
         unsigned b = d[p + i];
-        if (i == 9 && (b & 0x7F) > 1)
-            return -1;                        /* beyond 64 bits: Python's business */
-        r |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (i < 9) {
+            r |= (uint64_t)(b & 0x7F) << (7 * i);
+        } else {
+            r |= (uint64_t)(b & 1) << 63;
+            big = (b & 0x7E) != 0;
+        }
         if (b < 0x80) {
             *out = (int64_t)((r >> 1) ^ ((uint64_t)0 - (r & 1)));
             *pos = p + i + 1;
-            return 0;
+            return big;
         }
     }
     return -1;
@@ -615,8 +621,11 @@ decode_records(const unsigned char *d, Py_ssize_t end, int64_t base_offset, int6
             goto malformed;
         Py_ssize_t rend = p + length;
         p += 1;                                  /* attributes, unused */
-        if (read_varint64(d, &p, rend, &ts_delta) < 0 || read_varint32(d, &p, rend, &off_delta) < 0)
+        int ts_big = read_varint64(d, &p, rend, &ts_delta);
+        if (ts_big < 0 || read_varint32(d, &p, rend, &off_delta) < 0)
             goto malformed;
+        if (ts_big && log_append_ts == NULL)
+            goto malformed;         /* a timestamp delta beyond int64: Python's big ints */
         if (add_overflows(base_offset, off_delta, &offset))
             goto malformed;
         if (log_append_ts == NULL && add_overflows(base_ts, ts_delta, &ts))

@@ -67,7 +67,7 @@ BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
 
 # The NDJSON rows, as the Spark text writer needs them: partition columns and one line.
 JSON_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("line", "string"),
+    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("line", "string"), ("is_error", "boolean"),
 )
 
 PARTITION_COLUMNS = ("topic", "partition", "segment")
@@ -559,25 +559,28 @@ def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
 
 def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS,
                  max_bytes: int = DEFAULT_MAX_BYTES):
-    """``json_lines`` as Arrow batches (JSON_COLUMNS), for the Spark text writer."""
+    """``json_items`` as Arrow batches (JSON_COLUMNS), for the Spark text writer."""
     import pyarrow as pa
 
     schema = arrow_schema(JSON_COLUMNS)
     lines: list[str] = []
+    flags: list[bool] = []
     size = 0
 
     def flush():
         n = len(lines)
         return pa.RecordBatch.from_arrays([
             pa.repeat(pa.scalar(sl.topic, pa.string()), n), pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
-            pa.repeat(pa.scalar(sl.segment, pa.string()), n), pa.array(lines, pa.string())], schema=schema)
+            pa.repeat(pa.scalar(sl.segment, pa.string()), n), pa.array(lines, pa.string()),
+            pa.array(flags, pa.bool_())], schema=schema)
 
-    for line in json_lines(sl, encoding, scope):
+    for line, is_error in json_items(sl, encoding, scope):
         lines.append(line)
+        flags.append(is_error)
         size += len(line)
         if len(lines) >= max_rows or size >= max_bytes:
             yield flush()
-            lines, size = [], 0
+            lines, flags, size = [], [], 0
     if lines:
         yield flush()
 

@@ -107,7 +107,8 @@ INTACT_BEYOND = "intact_beyond"
 # A segment whose only damage is one of these at its end was cut short, not corrupted.
 TAIL_KINDS = frozenset({TORN_TAIL_KIND, TRAILING_BYTES, ZERO_TAIL})
 # Findings that describe a normal state (or what can be saved), not damage.
-INFO_KINDS = frozenset({INTACT_BEYOND, "leftover", "orphan_index", "index_missing", "snapshot_stale"})
+INFO_KINDS = frozenset({INTACT_BEYOND, "leftover", "orphan_index", "index_missing", "snapshot_stale",
+                        "leader_epoch_stale"})
 # Findings after which the verdict is "could not complete" rather than "damaged".
 INCOMPLETE_KINDS = frozenset({UNSUPPORTED_CODEC, "unreadable"})
 

@@ -45,7 +45,7 @@ def _header_field(value: bytes, pos: int, entity: str) -> tuple[int, int]:
     try:
         number, pos = read_uvarint(value, pos, entity)
     except SchemaError as e:
-        raise e.rewrap(f"Error while reading {entity}: {e.detail}", "value") from None
+        raise e.rewrap(e.detail, "value") from None
     if number > SHORT_MAX:
         raise DecodeError(f"Value for {entity} was too large.")
     return number, pos

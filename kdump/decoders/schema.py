@@ -61,8 +61,6 @@ _FIXED = {
 }
 _VARIABLE = ("string", "bytes", "records")
 PRIMITIVES = frozenset(_FIXED) | frozenset(_VARIABLE) | {"uuid"}
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
 
 
@@ -243,22 +241,10 @@ class Message:
         if not self.supports(version):
             raise SchemaError(f"Can't read version {version} of {self.name}")
         reader = _Reader(data, start, len(data) if end is None else end)
-        flexible = _within(self.flexible, version)
-        try:
-            out = reader.read_struct(self.root, version, flexible)
-        except RecursionError:  # pragma: no cover - schemas are shallow; belt and braces
-            raise SchemaError("structure nested too deeply", reader.pos) from None
+        out = reader.read_struct(self.root, version, _within(self.flexible, version))
         if exact and reader.pos != reader.end:
             raise SchemaError(f"Found {reader.end - reader.pos} byte(s) of garbage after {self.name}", reader.pos)
         return out
-
-    def consumed(self, data: bytes, version: int, start: int = 0) -> tuple[dict[str, Any], int]:
-        """Decode from ``start`` and also return where the message ended."""
-        if not self.supports(version):
-            raise SchemaError(f"Can't read version {version} of {self.name}")
-        reader = _Reader(data, start, len(data))
-        out = reader.read_struct(self.root, version, _within(self.flexible, version))
-        return out, reader.pos
 
 
 # -- the reader -----------------------------------------------------------------------------
@@ -446,7 +432,7 @@ class SchemaSet:
 @lru_cache(maxsize=None)
 def load(filename: str) -> SchemaSet:
     """Load ``decoders/schemas/<filename>`` (cached: each file is parsed once per process)."""
-    text = resources.files("kdump.decoders").joinpath("schemas", filename).read_text(encoding="utf-8")
+    text = resources.files("kdump.decoders").joinpath("schemas").joinpath(filename).read_text(encoding="utf-8")
     return SchemaSet(json.loads(text))
 
 
@@ -508,13 +494,3 @@ def strip_private(obj: Any) -> Any:
     if isinstance(obj, list):
         return [strip_private(v) for v in obj]
     return obj
-
-
-def encode_uvarint(value: int) -> bytes:
-    """For building test payloads and for callers that re-frame values."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

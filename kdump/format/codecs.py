@@ -54,26 +54,39 @@ def _too_big(codec: str, limit: int) -> DecompressionLimitError:
 
 # -- gzip -------------------------------------------------------------------------------------
 
+GZIP_WINDOW_MAX = 1 << 20
+
+
 def _gunzip(data: bytes, limit: int) -> bytes:
     out = []
     total = 0
-    rest = data
-    while rest:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            chunk = d.decompress(rest, limit + 1 - total)
-        except zlib.error as e:
-            raise CodecError(f"gzip payload does not decompress: {e}") from None
-        total += len(chunk)
-        out.append(chunk)
-        if total > limit or d.unconsumed_tail:
-            raise _too_big("gzip", limit)
-        if not d.eof:
-            raise CodecError("gzip payload is truncated")
-        rest = d.unused_data
+    pos, end = 0, len(data)
+    view = memoryview(data)
+    while pos < end:
         # Java stops at trailing zero padding too; anything else must be another member.
-        if rest and not rest.strip(b"\0"):
+        if data[pos] == 0 and data.count(0, pos) == end - pos:
             break
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        # Input goes in growing windows: ``unused_data`` copies what follows a member, so
+        # handing over the whole rest would make many tiny members quadratic.
+        window = 1024
+        while True:
+            piece = view[pos:pos + window]
+            try:
+                chunk = d.decompress(piece, limit + 1 - total)
+            except zlib.error as e:
+                raise CodecError(f"gzip payload does not decompress: {e}") from None
+            total += len(chunk)
+            out.append(chunk)
+            if total > limit or d.unconsumed_tail:
+                raise _too_big("gzip", limit)
+            if d.eof:
+                pos += len(piece) - len(d.unused_data)
+                break
+            pos += len(piece)
+            if pos >= end:
+                raise CodecError("gzip payload is truncated")
+            window = min(window * 2, GZIP_WINDOW_MAX)
     return b"".join(out)
 
 

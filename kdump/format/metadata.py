@@ -148,6 +148,10 @@ def _split_property(line: str, line_no: int) -> tuple[str, str]:
     return _unescape(key_raw, line_no), _unescape(rest, line_no)
 
 
+def _trailing_backslashes(text: str) -> int:
+    return len(text) - len(text.rstrip("\\"))
+
+
 def _logical_lines(text: str):
     """(line number, logical line) pairs: comments and blank lines dropped, continuations joined."""
     natural = _LINE_END.split(text)
@@ -158,13 +162,21 @@ def _logical_lines(text: str):
         i += 1
         if not line or line[0] in "#!":
             continue
-        # An odd run of trailing backslashes continues the line on the next one.
-        while (len(line) - len(line.rstrip("\\"))) % 2 == 1 and i < len(natural):
-            line = line[:-1] + natural[i].lstrip(_PROP_SPACE)
+        # An odd run of trailing backslashes continues the line on the next one. The run is
+        # tracked per piece and the pieces joined once: re-scanning the growing line made
+        # a file of many continued lines quadratic.
+        parts = [line]
+        trail = _trailing_backslashes(line)
+        while trail % 2 == 1 and i < len(natural):
+            parts[-1] = parts[-1][:-1]
+            piece = natural[i].lstrip(_PROP_SPACE)
             i += 1
-        if (len(line) - len(line.rstrip("\\"))) % 2 == 1:
-            line = line[:-1]
-        yield start + 1, line
+            run = _trailing_backslashes(piece)
+            trail = trail - 1 + run if run == len(piece) else run
+            parts.append(piece)
+        if trail % 2 == 1:
+            parts[-1] = parts[-1][:-1]
+        yield start + 1, "".join(parts)
 
 
 def parse_properties(data: bytes) -> dict[str, str]:

@@ -21,8 +21,10 @@ def read_varint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
         b = data[pos + i]
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            if max_bytes == 5 and result > 0xFFFFFFFF:
-                raise InvalidRecordError(f"varint at byte {pos} does not fit in 32 bits")
+            # The last byte may carry bits past the type's width: reject, never widen.
+            bits = 32 if max_bytes <= 5 else 64
+            if result >> bits:
+                raise InvalidRecordError(f"varint at byte {pos} does not fit in {bits} bits")
             return (result >> 1) ^ -(result & 1), pos + i + 1
         shift += 7
     raise InvalidRecordError(f"varint at byte {pos} is longer than {max_bytes} bytes")

@@ -86,9 +86,12 @@ class PayloadView:
             try:
                 return self._internal_mod.text(self._internal_mod.decode(r.key, r.value))
             except KdumpError as e:
+                # DumpLogSegments' wording: in the key for coordinator records, in the payload
+                # for metadata records (which have no key).
+                line = self._internal_mod.error_text(e, r.offset)
                 if self.internal == "cluster-metadata":
-                    return None, f"Error at {r.offset}, skipping. {e.message}"
-                return f"Error at offset {r.offset}, skipping. {e.message}", None
+                    return None, line
+                return line, None
         return self._one_text(r.key, self._key_fn), self._one_text(r.value, self._value_fn)
 
     def _one_text(self, data: bytes | None, fn) -> str | None:

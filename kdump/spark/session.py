@@ -159,6 +159,7 @@ def session_conf(master: str, conf: dict[str, str] | None = None, cores: int | N
     }
     if master_on_this_machine(master) and "PYSPARK_PYTHON" not in os.environ:
         # Workers on this machine run this interpreter, which has kdump and its codecs.
+        # (The driver-side planner workers read only the environment variable.)
         out["spark.pyspark.python"] = sys.executable
     out.update(conf)
     return out
@@ -203,8 +204,11 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None):
     master = master or os.environ.get("KDUMP_SPARK_MASTER") or DEFAULT_MASTER
     # Read by the JVM launcher and by every Spark process it starts: loopback only.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    settings = session_conf(master, conf)
+    if "spark.pyspark.python" in settings:
+        os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
     builder = SparkSession.builder
-    for key, value in session_conf(master, conf).items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()

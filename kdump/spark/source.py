@@ -64,8 +64,10 @@ def _int_option(options, name: str, default: int) -> int:
 
 def _narrow(scope: core.Scope, f) -> tuple[core.Scope, bool]:
     """The scope with filter ``f`` applied, and whether the result is exact for that filter."""
+    if not isinstance(f, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)):
+        return scope, False
     column = f.attribute[0] if len(f.attribute) == 1 else None
-    value = getattr(f, "value", None)
+    value = f.value
     if column == "topic":
         if isinstance(f, EqualTo) and isinstance(value, str):
             return _topics(scope, {value}), True
@@ -160,13 +162,14 @@ class _PushdownMixin:
     handled_columns = ("topic", "partition", "offset")
 
     def pushFilters(self, filters):  # noqa: N802 - Spark's name
+        unhandled = []
         for f in filters:
             if f.attribute and f.attribute[0] in self.handled_columns:
-                scope, exact = _narrow(self.scope, f)
-                self.scope = scope
+                self.scope, exact = _narrow(self.scope, f)
                 if exact:
                     continue
-            yield f
+            unhandled.append(f)
+        return unhandled
 
 
 class RecordReader(_Reader):

@@ -89,11 +89,11 @@ def test_dls15_bogus_record_is_an_error():
 
 
 @pytest.mark.parametrize("value, message", [
-    (b"", "Error while reading frame version"),
+    (b"", "Error reading frame version"),
     (uvarint(0) + uvarint(2) + uvarint(0), "frame version 0"),
     (uvarint(40000), "Value for frame version was too large."),
     (uvarint(1) + uvarint(40000), "Value for type was too large."),
-    (uvarint(1) + uvarint(2), "Error while reading version"),
+    (uvarint(1) + uvarint(2), "Error reading version"),
     (frame(99, 0, b""), "Unknown metadata id 99"),
     (frame(2, 1, string("foo", F) + uuid(TOPIC_ID) + tags()), "Can't read version 1 of TopicRecord"),
     (frame(2, 0, string("foo", F) + uuid(TOPIC_ID) + tags() + b"\x00\x00"),

@@ -148,3 +148,12 @@ def test_registry():
     for module in INTERNAL_DECODERS.values():
         mod = importlib.import_module(module)
         assert callable(mod.decode) and callable(mod.text)
+
+
+def test_dls22_style_null_array_message():
+    # DumpLogSegmentsTest #22 (share-group state) reports "non-nullable field stateBatches was serialized as null".
+    m = message([{"name": "stateBatches", "type": "[]StateBatch", "fields": [{"name": "firstOffset", "type": "int64"}]}],
+                versions="0", flexible="0+")
+    with pytest.raises(SchemaError) as err:
+        m.decode(count(None, True) + tags(), 0)
+    assert err.value.detail == "non-nullable field stateBatches was serialized as null"

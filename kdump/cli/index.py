@@ -1,0 +1,350 @@
+"""``kdump index`` and ``kdump timeindex``: list, verify, sanity-check or rebuild segment indexes.
+
+Read-only unless ``--rebuild`` is given: index files are opened through read-only maps
+and a missing one is reported, never created (DumpLogSegments creates it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import NamedTuple
+
+import click
+
+from ..errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
+from ..logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
+from .options import Output, output_options, paths_argument
+
+DEFAULT_INTERVAL = 4096
+EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
+MISSING_TEXT = {
+    INDEX: "no offset index for segment {log} (a broker rebuilds a missing .index at startup)",
+    TIMEINDEX: "no time index for segment {log} (a broker creates it empty and rebuilds it at startup)",
+}
+
+
+class Item(NamedTuple):
+    """One index file to work on (it may be missing) and the segment it belongs to."""
+
+    kind: str
+    path: str
+    log: str | None          # the .log it indexes; None for a .txnindex listing
+    base_offset: int
+    explicit: bool
+
+
+# -- which files ----------------------------------------------------------------------------------
+
+def _stem(f: LogFile) -> tuple[str, str]:
+    """(directory, name without extension and leftover suffix)."""
+    directory, name = os.path.split(f.path)
+    if f.leftover:
+        name = name[: -len(f.leftover)]
+    return directory, os.path.splitext(name)[0]
+
+
+def _sibling(f: LogFile, kind: str) -> str:
+    directory, stem = _stem(f)
+    return os.path.join(directory, stem + EXT[kind] + (f.leftover or ""))
+
+
+def _log_of(f: LogFile) -> str:
+    """The .log an index belongs to; a cleaner leftover may sit beside a .log.swap or .log.cleaned."""
+    first = _sibling(f, LOG)
+    if f.leftover in (".cleaned", ".swap") and not os.path.exists(first):
+        directory, stem = _stem(f)
+        for other in (".swap", ".cleaned"):
+            candidate = os.path.join(directory, stem + ".log" + other)
+            if os.path.exists(candidate):
+                return candidate
+    return first
+
+
+def _item(f: LogFile, kind: str, explicit: bool) -> Item:
+    base = f.base_offset if f.base_offset is not None else 0
+    if kind == TXNINDEX:
+        return Item(kind, f.path, _log_of(f), base, explicit)
+    if f.kind == LOG:
+        return Item(kind, _sibling(f, kind), f.path, base, explicit)
+    return Item(kind, f.path, _log_of(f), base, explicit)
+
+
+def items_for(path: str, kind: str) -> list[Item]:
+    """The index files of ``kind`` a PATH stands for (txnindex too for ``kdump index``)."""
+    files = expand(path)
+    if not os.path.isdir(path):
+        f = files[0]
+        if f.kind in (kind, LOG):
+            return [_item(f, kind, True)]
+        if f.kind == TXNINDEX and kind == INDEX:
+            return [_item(f, TXNINDEX, True)]
+        other = "kdump timeindex" if f.kind == TIMEINDEX else "kdump index" if f.kind in (INDEX, TXNINDEX) else None
+        hint = f"use {other} for it" if other else None
+        raise UnknownFileKindError(f"kdump {kind} does not read {f.kind.replace('_', ' ')} files", file=path,
+                                   hint=hint)
+    out: list[Item] = []
+    seen: set[str] = set()
+    for f in files:
+        item = None
+        if f.kind == LOG:
+            sibling = _sibling(f, kind)
+            if f.leftover is None or os.path.exists(sibling):
+                item = _item(f, kind, False)
+        elif f.kind == kind or (f.kind == TXNINDEX and kind == INDEX):
+            item = _item(f, f.kind, False)
+        if item is not None and item.path not in seen:
+            seen.add(item.path)
+            out.append(item)
+    if not out:
+        raise NothingToDoError(f"no log segments or {EXT[kind]} files found here", file=path)
+    return out
+
+
+def segments_for(path: str) -> list[str]:
+    """The live ``.log`` files a PATH stands for (what --rebuild works on)."""
+    from ..indexcheck import segment_log_path
+
+    files = expand(path)
+    if not os.path.isdir(path):
+        f = files[0]
+        if f.kind not in (LOG, INDEX, TIMEINDEX, TXNINDEX):
+            raise UnknownFileKindError(f"cannot rebuild indexes from a {f.kind.replace('_', ' ')} file", file=path)
+        return [segment_log_path(f.path)]
+    logs = [f.path for f in files if f.kind == LOG and f.leftover is None]
+    if not logs:
+        raise NothingToDoError("no live log segments found here", file=path)
+    return logs
+
+
+# -- the commands ---------------------------------------------------------------------------------
+
+def index_options(f: Callable) -> Callable:
+    f = click.option("--no-backup", is_flag=True, help="With --rebuild: do not keep the old files as .bak.")(f)
+    f = click.option("--time-offset", type=click.Choice(["last", "record"]),
+                     help="With --rebuild: which offset a time index entry holds, the last offset of the batch "
+                          "with the max timestamp (recovery, followers) or the record carrying it (a leader's "
+                          "append path). Default: the convention of the existing .timeindex, else last.")(f)
+    f = click.option("--interval-bytes", type=click.IntRange(min=0), metavar="N",
+                     help=f"index.interval.bytes. --rebuild: the interval to index at [default: {DEFAULT_INTERVAL}]. "
+                          "--verify: entries closer than N are faults (default: infer the range that fits).")(f)
+    f = click.option("--rebuild", is_flag=True,
+                     help="Write fresh .index and .timeindex files from the log, as a broker's recovery does "
+                          "(atomically; old files kept as .bak).")(f)
+    f = click.option("--sanity", "--index-sanity-check", "sanity", is_flag=True,
+                     help="Run Kafka's own OffsetIndex/TimeIndex sanityCheck (its conditions and messages).")(f)
+    f = click.option("--verify-index-only", is_flag=True, help="Verify against the log without listing entries.")(f)
+    f = click.option("--verify", is_flag=True, help="Check every entry against the log in one pass.")(f)
+    return f
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@paths_argument
+@index_options
+@output_options
+def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, json_flag, fmt,
+          color, quiet):
+    """List, verify, sanity-check or rebuild offset indexes (.index).
+
+    PATHS are .index files, their segments (.log), partition directories or log
+    directories. A directory also lists its .txnindex files. Nothing is written unless
+    --rebuild is given; a missing .index is reported, never created.
+    """
+    return run(INDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet))
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@paths_argument
+@index_options
+@output_options
+def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, json_flag,
+              fmt, color, quiet):
+    """List, verify, sanity-check or rebuild time indexes (.timeindex).
+
+    PATHS are .timeindex files, their segments (.log), partition directories or log
+    directories. Nothing is written unless --rebuild is given; a missing .timeindex is
+    reported, never created.
+    """
+    return run(TIMEINDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet))
+
+
+def _renderer(out: Output):
+    from ..render import index as r
+
+    if out.format == "json":
+        return r.JsonIndex(out.stream)
+    if out.format == "table":
+        return r.TableIndex(out.console())
+    return r.TextIndex(out.stream)
+
+
+def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild: bool, interval_bytes: int | None,
+        time_offset: str | None, no_backup: bool, out: Output) -> int:
+    if rebuild and (verify or sanity):
+        raise UsageError("--rebuild cannot be combined with --verify, --verify-index-only or --sanity")
+    if not rebuild and (no_backup or time_offset):
+        raise UsageError("--no-backup and --time-offset apply only with --rebuild")
+    renderer = _renderer(out)
+    status = ExitStatus.OK
+    try:
+        if rebuild:
+            return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer))
+        for path in paths:
+            try:
+                items = items_for(path, kind)
+            except KdumpError as e:
+                renderer.finish()
+                _error(e)
+                status = max(status, e.exit_code)
+                continue
+            for item in items:
+                status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+    finally:
+        renderer.finish()
+    return int(status)
+
+
+def _one(item: Item, verify: bool, verify_only: bool, sanity: bool, interval_bytes: int | None, renderer) -> int:
+    from ..render.index import FileReport
+
+    rep = FileReport(item.path, item.kind, item.log if item.kind != TXNINDEX else None)
+    if not os.path.exists(item.path):
+        rep.status = "missing"
+        rep.message = MISSING_TEXT.get(item.kind, "no such file").format(log=item.log)
+        renderer.missing(rep)
+        return ExitStatus.OK
+    try:
+        if item.kind == TXNINDEX:
+            return _txnindex(item, rep, verify, verify_only, sanity, renderer)
+        return _index(item, rep, verify, verify_only, sanity, interval_bytes, renderer)
+    except KdumpError as e:
+        renderer.finish()
+        _error(e.located(item.path))
+        return e.exit_code
+
+
+def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, interval_bytes: int | None,
+           renderer) -> int:
+    from ..indexcheck import file_findings, live_entries, read_index_file, sanity_findings
+
+    parsed = read_index_file(item.path, item.kind, item.base_offset)
+    entries, tail = live_entries(parsed)
+    rep.size, rep.slots, rep.entries = parsed.size, parsed.slots, len(entries)
+    if tail is not None:
+        end = parsed.nonzero_after_tail if parsed.nonzero_after_tail is not None else parsed.slots
+        rep.zero_tail = (tail, end - tail)
+    renderer.begin(rep)
+    status = ExitStatus.OK
+    if sanity:
+        if item.kind == INDEX and parsed.slots == 0:
+            rep.empty = True            # DumpLogSegments stops here, before the check
+        else:
+            found = sanity_findings(parsed, os.path.abspath(item.path))
+            rep.sanity = "failed" if found else "passed"
+            rep.findings += found
+            if found and item.kind == TIMEINDEX and tail is not None:
+                rep.notes.append("Kafka's check reads the last slot, here a zero of the preallocated tail: a known "
+                                 "false positive on an active segment")
+    elif not verify_only:
+        renderer.entries(rep, entries)
+        rep.empty = parsed.slots == 0
+    if verify:
+        if not item.log or not os.path.exists(item.log):
+            rep.findings += file_findings(parsed)
+            rep.status = "unverified"
+            rep.message = f"cannot verify: the segment {item.log} is missing"
+            _finish(rep, renderer)
+            _error(InputError(rep.message, file=item.path))
+            return ExitStatus.INCOMPLETE
+        from ..indexcheck import verify_indexes
+        from ..segment import MappedFile
+
+        with MappedFile(item.log) as mf:
+            mf.advise_sequential()
+            if item.kind == INDEX:
+                check = verify_indexes(mf.buf, item.base_offset, index=parsed, interval_bytes=interval_bytes)[0]
+            else:
+                check = verify_indexes(mf.buf, item.base_offset, timeindex=parsed)[1]
+        rep.check = check
+        rep.findings += check.findings
+        rep.notes += check.notes
+    elif not sanity:
+        rep.findings += file_findings(parsed)
+    if rep.findings:
+        rep.status = "damaged"
+        status = ExitStatus.DAMAGE
+    _finish(rep, renderer)
+    return status
+
+
+def _txnindex(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, renderer) -> int:
+    from ..format.txnindex import CURRENT_VERSION, kafka_version, parse_txnindex, sanity_check_txnindex, version_errors
+    from ..model import Finding
+    from ..segment import MappedFile
+
+    with MappedFile(item.path) as mf:
+        parsed = parse_txnindex(mf.buf)
+    rep.size, rep.slots, rep.entries = parsed.size, len(parsed.entries), len(parsed.entries)
+    renderer.begin(rep)
+    if not (verify_only or sanity):
+        renderer.entries(rep, parsed.entries)
+        rep.empty = parsed.size == 0
+    if parsed.partial_bytes:
+        rep.findings.append(Finding("txnindex_partial_entry", parsed.size - parsed.partial_bytes, None,
+                                    f"file size {parsed.size} is not a multiple of 34: the last "
+                                    f"{parsed.partial_bytes} bytes are a truncated entry (Kafka skips them)"))
+    for i, t in enumerate(parsed.entries):
+        if kafka_version(t) > CURRENT_VERSION:
+            rep.findings.append(Finding("txnindex_version", i * 34, t.last_offset,
+                                        version_errors([t], os.path.abspath(item.path))[0]))
+    if sanity:
+        found = sanity_check_txnindex(parsed.entries, item.base_offset, os.path.abspath(item.path))
+        rep.sanity = "failed" if found else "passed"
+        rep.findings += [Finding("txnindex_sanity", None, None, m) for m in found]
+    if verify:
+        rep.notes.append("aborted transactions are checked against the log's control markers by kdump verify")
+    if rep.findings:
+        rep.status = "damaged"
+    _finish(rep, renderer)
+    return ExitStatus.DAMAGE if rep.findings else ExitStatus.OK
+
+
+def _finish(rep, renderer) -> None:
+    renderer.end(rep)
+    if rep.findings:
+        renderer.finish()
+        for f in rep.findings:
+            _error(KdumpError(f.message, file=rep.path, position=f.position))
+
+
+def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer) -> int:
+    from ..indexcheck import rebuild_indexes
+
+    status = ExitStatus.OK
+    interval = DEFAULT_INTERVAL if interval_bytes is None else interval_bytes
+    for path in paths:
+        try:
+            logs = segments_for(path)
+        except KdumpError as e:
+            renderer.finish()
+            _error(e)
+            status = max(status, e.exit_code)
+            continue
+        for log in logs:
+            try:
+                result = rebuild_indexes(log, interval, time_offset, backup)
+            except KdumpError as e:
+                renderer.finish()
+                _error(e.located(log))
+                status = max(status, e.exit_code)
+                continue
+            renderer.rebuilt(result)
+    return status
+
+
+def _error(e: KdumpError) -> None:
+    from . import error_line
+
+    click.echo(error_line(e), err=True)

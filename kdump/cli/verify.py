@@ -1,0 +1,121 @@
+"""``kdump verify``: is it intact? Read-only unless ``--truncate`` is given."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import click
+
+from ..errors import ExitStatus, KdumpError, UsageError
+from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from .options import Output, output_options, paths_argument
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@paths_argument
+@click.option("--deep", is_flag=True, help="Also decode every record (decompression, sizes, record offsets).")
+@click.option("--max-message-size", type=click.IntRange(min=61), default=DEFAULT_MAX_MESSAGE_SIZE,
+              show_default=True,
+              help="Largest plausible batch, in bytes (Kafka's message.max.bytes default). A larger batch with a "
+                   "valid CRC is reported but kept, as the broker keeps it.")
+@click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
+              show_default=True, help="The topic's index.interval.bytes, used to follow the broker's recovery.")
+@click.option("--truncate", is_flag=True,
+              help="Cut each damaged segment where a broker's recovery would, saving the cut bytes beside it as "
+                   "<segment>.corrupt-<position>, and rebuild indexes that disagree with their log. No prompt: "
+                   "the flag is the consent.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="Run here, or as a Spark job (needs the 'spark' extra).")
+@click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
+@output_options
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, engine, master, json_flag, fmt, color,
+           quiet):
+    """Check segments, indexes and side files for damage.
+
+    PATHS are files, partition directories or log directories. Every segment is walked
+    batch by batch (framing, size, magic, CRC, offsets; records too with --deep) and
+    checked against its neighbours: offsets across segments, .index/.timeindex,
+    .txnindex against the transaction markers, producer snapshot CRCs and the
+    leader-epoch-checkpoint. Leftover .cleaned/.swap/.deleted files and orphan indexes
+    are noted, not counted as damage: the broker finishes them at startup.
+
+    Each file gets a line (or with --json one object: file, kind, status, size,
+    valid_bytes, batches, records, first_offset, last_offset, findings); valid_bytes is
+    where a broker's recovery would cut the segment. A summary goes to stderr.
+
+    \b
+    Exit status: 0 clean, 1 damage found (also when --truncate repaired it),
+    3 could not complete (unreadable file, codec library missing).
+    """
+    out = Output(json_flag, fmt, color, quiet)
+    if engine == "spark":
+        if truncate:
+            raise UsageError("--truncate runs locally only; drop --engine spark to repair")
+        return _spark(paths, deep, max_message_size, master, out)
+    if master:
+        raise UsageError("--master is for --engine spark")
+    return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
+                      index_interval_bytes=index_interval_bytes, truncate=truncate)
+
+
+def _spark(paths, deep, max_message_size, master, out) -> int:
+    if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
+        raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
+    from ..spark.verify import run_verify as spark_verify
+
+    return spark_verify(paths=list(paths), master=master, deep=deep, max_message_size=max_message_size, out=out)
+
+
+def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False) -> int:
+    from ..crosscheck import VerifyOptions, summarize, verify_files
+    from ..logdir import resolve
+    from ..render.verify import change_line, summary_line, verify_renderer
+    from . import error_line
+
+    opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
+    status = ExitStatus.OK
+    files = []
+    for path in paths:
+        try:
+            files.extend(resolve([path]))
+        except KdumpError as e:
+            click.echo(error_line(e), err=True)
+            status = max(status, e.exit_code)
+    renderer = verify_renderer(out)
+    reports = []
+    try:
+        for r in verify_files(files, opts):
+            renderer.file(r)
+            reports.append(_light(r))
+            status = max(status, _status(r.status))
+    finally:
+        renderer.finish()
+    changes = None
+    if truncate:
+        from ..repair import repair_reports
+
+        try:
+            changes = repair_reports(reports, opts)
+        except KdumpError as e:
+            click.echo(error_line(e), err=True)
+            status = max(status, e.exit_code)
+            changes = []
+        for c in changes:
+            out.note(change_line(c))
+        if any(c.action == "skipped" for c in changes):
+            status = max(status, ExitStatus.DAMAGE)
+    out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
+    return int(status)
+
+
+def _status(s: str) -> ExitStatus:
+    return {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+
+
+def _light(r):
+    """Keep what the summary and the repair need, not the per-segment transaction lists."""
+    if r.scan is not None:
+        r.scan.txn_events = []
+        r.scan.epochs = []
+    return r

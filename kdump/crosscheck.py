@@ -1,0 +1,549 @@
+"""``verify``'s checks across the files of a partition directory, and the verify run itself.
+
+The scanner (``kdump.scan``) judges one segment alone. Here each file of a directory gets
+a ``FileReport``: segments their scan plus the checks that need a neighbour, the side
+files their consistency with the segments:
+
+- offsets continue across segments: gaps are normal (compaction), overlaps are not;
+- ``.index`` / ``.timeindex`` against the log: every offset-index entry must point at the
+  start of a kept batch holding its offset, and no entry may point past the kept bytes;
+  time-index timestamps increase and name offsets and timestamps the segment has
+  (kdump.indexcheck, written for ``kdump index --verify``, was not available when this
+  was written: these are the minimal checks verify needs);
+- ``.txnindex`` entries against the COMMIT/ABORT markers, replaying each producer's open
+  transaction across segments;
+- producer ``.snapshot`` CRC and structure;
+- ``leader-epoch-checkpoint`` against the leader epochs stamped on the batches;
+- leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
+  finishes or deletes at startup: informational, not damage.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import logdir as K
+from .errors import KdumpError
+from .format.codecs import DEFAULT_LIMITS, Limits
+from .format.control import ABORT, COMMIT
+from .format.walk import Walker, decode_records
+from .logdir import LogFile
+from .model import Finding
+from .scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, INFO_KINDS as _INFO, ScanReport, scan_file, \
+    status_of
+from .segment import MappedFile, read_small
+
+SIDE_FILE_LIMIT = 256 << 20
+
+LEFTOVER_NOTES = {
+    ".deleted": "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
+    ".cleaned": "output of an interrupted log-cleaner run: the broker deletes it at startup",
+    ".swap": "a cleaned or split segment not yet swapped in: the broker completes the swap at startup",
+}
+
+
+@dataclass
+class VerifyOptions:
+    deep: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    limits: Limits = DEFAULT_LIMITS
+
+    def scan(self, f: LogFile) -> ScanReport:
+        base = f.base_offset if f.kind == K.LOG else None
+        return scan_file(f.path, base_offset=base, deep=self.deep, max_message_size=self.max_message_size,
+                         index_interval_bytes=self.index_interval_bytes, limits=self.limits)
+
+
+@dataclass
+class FileReport:
+    """One object of ``verify --json``."""
+
+    file: str
+    kind: str
+    size: int | None
+    findings: list[Finding] = field(default_factory=list)
+    scan: ScanReport | None = None
+    log: LogFile | None = None
+
+    @property
+    def status(self) -> str:
+        return status_of(self.findings)
+
+    @property
+    def valid_bytes(self) -> int | None:
+        if self.scan is not None:
+            return self.scan.valid_bytes
+        if self.size is None:
+            return None
+        # A side file: the bytes before its first damaged entry.
+        positions = [f.position for f in self.findings if f.kind not in _INFO and f.position is not None]
+        return min([self.size, *positions]) if positions else (self.size if self.status == "ok" else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.scan
+        return {"file": self.file, "kind": self.kind, "status": self.status, "size": self.size,
+                "valid_bytes": self.valid_bytes,
+                "batches": s.batches if s else None, "records": s.records if s else None,
+                "first_offset": s.first_offset if s else None, "last_offset": s.last_offset if s else None,
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
+    return FileReport(f.path, f.kind, _size(f.path), [Finding("unreadable", e.position, e.offset, e.message)], log=f)
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+def verify_files(files: list[LogFile], opts: VerifyOptions) -> Iterator[FileReport]:
+    """Reports for ``files`` (in their order), a directory at a time so memory stays small."""
+    group: list[LogFile] = []
+    current = None
+    for f in files:
+        d = os.path.dirname(f.path)
+        if group and d != current:
+            yield from check_directory(current, group, opts)
+            group = []
+        current = d
+        group.append(f)
+    if group:
+        yield from check_directory(current, group, opts)
+
+
+def check_directory(directory: str, requested: list[LogFile], opts: VerifyOptions) -> list[FileReport]:
+    """Reports for the ``requested`` files of one directory, checked against their neighbours."""
+    try:
+        context = K.partition_files(directory) if directory else []
+    except KdumpError:
+        context = []
+    known = {f.path for f in context}
+    context += [f for f in requested if f.path not in known]
+    part = _Partition(directory, context, opts)
+    wanted = {f.path for f in requested}
+    # Scan the segments asked for, and those whose side files were asked for.
+    for f in context:
+        if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
+            if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted)):
+                part.scan(f)
+    return [part.report(f) for f in requested]
+
+
+class _Partition:
+    def __init__(self, directory: str, files: list[LogFile], opts: VerifyOptions) -> None:
+        self.dir = directory
+        self.files = files
+        self.opts = opts
+        self.scans: dict[str, ScanReport] = {}
+        self.errors: dict[str, KdumpError] = {}
+        self.logs = {f.base_offset: f for f in files
+                     if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
+        self.names = {os.path.basename(f.path) for f in files}
+        self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
+
+    def siblings_wanted(self, log: LogFile, wanted: set[str]) -> bool:
+        return any(f.base_offset == log.base_offset and f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX)
+                   and f.path in wanted for f in self.files) or any(
+            f.path in wanted for f in self.files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH))
+
+    def scan(self, f: LogFile) -> None:
+        try:
+            self.scans[f.path] = self.opts.scan(f)
+        except KdumpError as e:
+            self.errors[f.path] = e
+
+    def live_scans(self) -> list[tuple[LogFile, ScanReport]]:
+        return [(f, self.scans[f.path]) for _, f in sorted(self.logs.items()) if f.path in self.scans]
+
+    def log_end_offset(self) -> int | None:
+        leo = None
+        for _, s in self.live_scans():
+            if s.next_offset is not None:
+                leo = s.next_offset
+        return leo
+
+    # -- one report per file ------------------------------------------------------------------
+
+    def report(self, f: LogFile) -> FileReport:
+        if f.path in self.errors:
+            return _unreadable(f, self.errors[f.path])
+        try:
+            return self._report(f)
+        except KdumpError as e:
+            return _unreadable(f, e)
+
+    def _report(self, f: LogFile) -> FileReport:
+        size = _size(f.path)
+        if size is None:
+            return FileReport(f.path, f.kind, None, [Finding("unreadable", None, None, "cannot read: no such file")],
+                              log=f)
+        findings: list[Finding] = []
+        if f.leftover is not None:
+            findings.append(Finding("leftover", None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
+            if f.leftover != ".swap" or f.kind not in K.BATCH_KINDS:
+                return FileReport(f.path, f.kind, size, findings, log=f)
+        if f.kind in K.BATCH_KINDS:
+            scan = self.scans.get(f.path)
+            if scan is None:
+                self.scan(f)
+                if f.path in self.errors:
+                    return _unreadable(f, self.errors[f.path])
+                scan = self.scans[f.path]
+            findings.extend(scan.findings)
+            if f.kind == K.LOG and f.leftover is None:
+                findings.extend(self._segment_checks(f, scan))
+            return FileReport(f.path, f.kind, size, findings, scan, log=f)
+        if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
+            log = self.logs.get(f.base_offset)
+            if log is None:
+                findings.append(Finding("orphan_index", None, f.base_offset,
+                                        "no segment has this base offset: the broker deletes orphan indexes at "
+                                        "startup"))
+            elif log.path in self.errors:
+                pass
+            else:
+                scan = self.scans.get(log.path)
+                if scan is None:
+                    self.scan(log)
+                    scan = self.scans.get(log.path)
+                if scan is not None:
+                    data = read_small(f.path, SIDE_FILE_LIMIT)
+                    findings.extend(side_index_findings(f.kind, data, log, scan, self.opts,
+                                                        self.txn_expected() if f.kind == K.TXNINDEX else None))
+        elif f.kind == K.PRODUCER_SNAPSHOT:
+            findings.extend(self._snapshot(f))
+        elif f.kind == K.LEADER_EPOCH:
+            findings.extend(self._leader_epochs(f))
+        else:
+            findings.extend(_side_file(f))
+        return FileReport(f.path, f.kind, size, findings, log=f)
+
+    # -- segments ---------------------------------------------------------------------------
+
+    def _segment_checks(self, f: LogFile, scan: ScanReport) -> list[Finding]:
+        out = []
+        prev = None
+        for g, s in self.live_scans():
+            if g.path == f.path:
+                break
+            if s.last_offset is not None:
+                prev = (g, s)
+        if prev is not None and f.base_offset is not None:
+            g, s = prev
+            first = scan.first_offset if scan.first_offset is not None else f.base_offset
+            if min(f.base_offset, first) <= s.last_offset:
+                out.append(Finding("offset_overlap", 0, first,
+                                   f"segment overlaps the previous one: it starts at offset {min(f.base_offset, first)}"
+                                   f" but {os.path.basename(g.path)} ends at {s.last_offset}"))
+        if scan.valid_bytes > 0 and f.base_offset is not None:
+            for ext in (".index", ".timeindex"):
+                name = f"{f.base_offset:020d}{ext}"
+                if name not in self.names:
+                    out.append(Finding("index_missing", None, f.base_offset,
+                                       f"{name} is missing: the broker rebuilds it at startup"))
+        expected = self.txn_expected().get(f.base_offset or 0, {})
+        if expected and f"{f.base_offset:020d}.txnindex" not in self.names:
+            (pid, last), first = next(iter(expected.items()))
+            out.append(Finding("txnindex_missing", None, last,
+                               f"{len(expected)} aborted transaction(s) end in this segment (e.g. producer {pid} at "
+                               f"offset {last}) but it has no .txnindex: read_committed consumers would see "
+                               f"aborted records"))
+        return out
+
+    # -- transactions -----------------------------------------------------------------------
+
+    def txn_expected(self) -> dict[int, dict[tuple[int, int], int | None]]:
+        """Per segment base: {(producer id, ABORT marker offset): first offset of the transaction}.
+
+        The first offset is None when the transaction began before the first scanned
+        segment. Markers with no open transaction are not expected in the index (the
+        coordinator also writes them to partitions that got no data).
+        """
+        if self._txn_expected is not None:
+            return self._txn_expected
+        out: dict[int, dict[tuple[int, int], int | None]] = {}
+        open_txns: dict[int, int | None] = {}
+        scans = self.live_scans()
+        if any(s.txn_events for _, s in scans):
+            for f, s in scans:
+                if not s.txn_events:
+                    continue
+                per = out.setdefault(f.base_offset, {})
+                markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], self.opts.limits)
+                for first, pid, batch in s.txn_events:
+                    if batch is None:
+                        open_txns.setdefault(pid, first)
+                        continue
+                    mtype = markers.get(batch.position)
+                    if mtype == ABORT and pid in open_txns:
+                        per[(pid, batch.last_offset)] = open_txns[pid]
+                    if mtype in (ABORT, COMMIT):
+                        open_txns.pop(pid, None)
+        self._txn_expected = out
+        return out
+
+    # -- side files -------------------------------------------------------------------------
+
+    def _snapshot(self, f: LogFile) -> list[Finding]:
+        from .format.snapshot import parse_snapshot
+
+        try:
+            snap = parse_snapshot(read_small(f.path, SIDE_FILE_LIMIT))
+        except KdumpError as e:
+            return [Finding("snapshot_invalid", e.position, f.base_offset, e.message)]
+        out = []
+        if not snap.crc_valid:
+            out.append(Finding("snapshot_crc", 2, f.base_offset, snap.crc_error or "CRC mismatch"))
+        leo = self.log_end_offset() if self.logs and len(self.scans) >= len(self.logs) else None
+        if leo is not None and f.base_offset is not None and f.base_offset > leo:
+            out.append(Finding("snapshot_stale", None, f.base_offset,
+                               f"snapshot of offset {f.base_offset} is past the log end offset {leo}: the broker "
+                               f"deletes it at startup"))
+        return out
+
+    def _leader_epochs(self, f: LogFile) -> list[Finding]:
+        from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
+
+        try:
+            entries = parse_checkpoint(read_small(f.path), LEADER_EPOCH, f.path)
+        except KdumpError as e:
+            return [Finding("leader_epoch", e.position, None, e.message)]
+        out = []
+        for a, b in zip(entries, entries[1:]):
+            if b.epoch <= a.epoch or b.start_offset < a.start_offset:
+                out.append(Finding("leader_epoch", None, b.start_offset,
+                                   f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by epoch "
+                                   f"{b.epoch} at {b.start_offset}"))
+        if not entries:
+            return out
+        for log in self.logs.values():
+            if log.path not in self.scans and log.path not in self.errors:
+                self.scan(log)
+        scans = self.live_scans()
+        log_epochs: list[tuple[int, int]] = []
+        for _, s in scans:
+            for epoch, start in s.epochs:
+                if not log_epochs or epoch > log_epochs[-1][0]:
+                    log_epochs.append((epoch, start))
+        by_epoch = {e.epoch: e.start_offset for e in entries}
+        first_epoch = entries[0].epoch
+        for epoch, start in log_epochs:
+            ck = by_epoch.get(epoch)
+            if ck is not None and start < ck and epoch != first_epoch:
+                out.append(Finding("leader_epoch", None, start,
+                                   f"batches of leader epoch {epoch} start at offset {start}, before the checkpoint's "
+                                   f"start offset {ck} for that epoch"))
+            elif ck is None and epoch < entries[-1].epoch:
+                out.append(Finding("leader_epoch", None, start,
+                                   f"leader epoch {epoch} (from offset {start}) is in the log but not in the "
+                                   f"checkpoint"))
+        leo = self.log_end_offset()
+        if leo is not None and scans and len(scans) == len(self.logs):
+            late = [e for e in entries if e.start_offset > leo]
+            if late:
+                out.append(Finding("leader_epoch_stale", None, late[0].start_offset,
+                                   f"{len(late)} entr{'ies' if len(late) > 1 else 'y'} start past the log end offset "
+                                   f"{leo}: the broker drops them at startup"))
+        return out
+
+
+def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
+    """Control type of each control batch (by position), decoding only those batches."""
+    out: dict[int, int] = {}
+    if not batches:
+        return out
+    with MappedFile(path) as m:
+        for b in batches:
+            try:
+                records = decode_records(m.buf, b, limits)
+            except KdumpError:
+                continue
+            if records and records[0].control is not None:
+                out[b.position] = records[0].control.type
+    return out
+
+
+def _side_file(f: LogFile) -> list[Finding]:
+    from .sidefiles import describe
+
+    try:
+        desc = describe(f)
+    except KdumpError as e:
+        return [Finding("invalid_file", e.position, None, e.message)]
+    return [Finding("invalid_file", pos, None, msg) for msg, pos in desc.problems]
+
+
+# -- index files against their segment -----------------------------------------------------------
+
+def side_index_findings(kind: str, data: bytes, log: LogFile, scan: ScanReport, opts: VerifyOptions,
+                        txn_expected: dict | None = None) -> list[Finding]:
+    base = log.base_offset or 0
+    if kind == K.INDEX:
+        return offset_index_findings(data, base, log.path, scan, opts.limits)
+    if kind == K.TIMEINDEX:
+        return time_index_findings(data, base, scan)
+    return txn_index_findings(data, base, scan, (txn_expected or {}).get(base, {}))
+
+
+def offset_index_findings(data: bytes, base: int, log_path: str, scan: ScanReport,
+                          limits: Limits = DEFAULT_LIMITS) -> list[Finding]:
+    from .format.index import ENTRY_SIZE, parse_index
+
+    idx = parse_index(data, base)
+    out = []
+    if idx.partial_bytes:
+        out.append(Finding("index_size", idx.size - idx.partial_bytes, None,
+                           f"Index file is corrupt, found {idx.size} bytes which is not a multiple of {ENTRY_SIZE}"))
+    if idx.nonzero_after_tail is not None:
+        out.append(Finding("index_entry", idx.nonzero_after_tail * ENTRY_SIZE, None,
+                           f"non-zero slot {idx.nonzero_after_tail} after the zero-filled tail that starts at slot "
+                           f"{idx.zero_tail_start}"))
+    entries = list(idx.entries)
+    # An all-zero first slot before a zero tail is an empty preallocated index, not an entry.
+    if len(entries) == 1 and data[:ENTRY_SIZE] == bytes(ENTRY_SIZE):
+        entries = []
+    prev = None
+    probes = []
+    for i, e in enumerate(entries):
+        at = i * ENTRY_SIZE
+        if e.offset < base:
+            out.append(Finding("index_offset", at, e.offset, f"entry {i}: offset {e.offset} is below the base {base}"))
+            continue
+        if prev is not None and (e.offset <= prev.offset or e.position <= prev.position):
+            out.append(Finding("index_order", at, e.offset,
+                               f"entry {i} ({e.offset} at byte {e.position}) does not follow entry {i - 1} "
+                               f"({prev.offset} at byte {prev.position})"))
+        prev = e
+        if e.position >= scan.valid_bytes:
+            where = "past the end of the log" if e.position >= scan.size else "into the bytes recovery cuts"
+            out.append(Finding("index_past_end", at, e.offset,
+                               f"entry {i} points at byte {e.position}, {where} (valid bytes: {scan.valid_bytes})"))
+            continue
+        probes.append((i, at, e))
+    if probes:
+        with MappedFile(log_path) as m:
+            for i, at, e in probes:
+                w = Walker(m.buf, e.position, scan.valid_bytes, limits)
+                batch = next(iter(w), None)
+                if batch is None or not batch.crc_valid:
+                    out.append(Finding("index_position", at, e.offset,
+                                       f"entry {i}: byte {e.position} of the log is not the start of a batch"))
+                    continue
+                first = batch.base_offset if batch.base_offset is not None else batch.last_offset
+                if not first <= e.offset <= batch.last_offset:
+                    out.append(Finding("index_offset", at, e.offset,
+                                       f"entry {i}: offset {e.offset} is not in the batch at byte {e.position} "
+                                       f"(offsets {first}..{batch.last_offset})"))
+    return out
+
+
+def time_index_findings(data: bytes, base: int, scan: ScanReport) -> list[Finding]:
+    from .format.timeindex import ENTRY_SIZE, parse_timeindex
+
+    tidx = parse_timeindex(data, base)
+    out = []
+    if tidx.partial_bytes:
+        out.append(Finding("timeindex_size", tidx.size - tidx.partial_bytes, None,
+                           f"Time index file is corrupt, found {tidx.size} bytes which is not a multiple of "
+                           f"{ENTRY_SIZE}"))
+    if tidx.nonzero_after_tail is not None:
+        out.append(Finding("timeindex_entry", tidx.nonzero_after_tail * ENTRY_SIZE, None,
+                           f"non-zero slot {tidx.nonzero_after_tail} after the zero-filled tail that starts at slot "
+                           f"{tidx.zero_tail_start}"))
+    entries = list(tidx.entries)
+    # An all-zero first slot before a zero tail is an empty preallocated index, not an entry.
+    if len(entries) == 1 and data[:ENTRY_SIZE] == bytes(ENTRY_SIZE):
+        entries = []
+    prev = None
+    for i, e in enumerate(entries):
+        at = i * ENTRY_SIZE
+        if prev is not None and (e.timestamp <= prev.timestamp or e.offset < prev.offset):
+            out.append(Finding("timeindex_order", at, e.offset,
+                               f"entry {i} ({e.timestamp}, offset {e.offset}) does not follow entry {i - 1} "
+                               f"({prev.timestamp}, offset {prev.offset})"))
+        prev = e
+        if e.offset < base:
+            out.append(Finding("timeindex_offset", at, e.offset, f"entry {i}: offset {e.offset} is below the base "
+                                                                 f"{base}"))
+        elif scan.last_offset is None or e.offset > scan.last_offset:
+            out.append(Finding("timeindex_past_end", at, e.offset,
+                               f"entry {i}: offset {e.offset} is past the last offset kept "
+                               f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
+        elif e.timestamp > scan.max_timestamp:
+            out.append(Finding("timeindex_timestamp", at, e.offset,
+                               f"entry {i}: timestamp {e.timestamp} is above every batch's max timestamp "
+                               f"({scan.max_timestamp})"))
+    return out
+
+
+def txn_index_findings(data: bytes, base: int, scan: ScanReport,
+                       expected: dict[tuple[int, int], int | None]) -> list[Finding]:
+    from .format.txnindex import ENTRY_SIZE, parse_txnindex
+
+    t = parse_txnindex(data)
+    out = []
+    if t.partial_bytes:
+        out.append(Finding("txnindex_size", t.size - t.partial_bytes, None,
+                           f"{t.partial_bytes} bytes of a partial entry at the end"))
+    prev = None
+    seen = set()
+    for i, e in enumerate(t.entries):
+        at = i * ENTRY_SIZE
+        seen.add((e.producer_id, e.last_offset))
+        if e.last_offset < base or e.first_offset > e.last_offset:
+            out.append(Finding("txnindex_offset", at, e.last_offset,
+                               f"entry {i}: aborted transaction {e.first_offset}..{e.last_offset} of producer "
+                               f"{e.producer_id} does not fit the segment (base {base})"))
+        elif prev is not None and e.last_offset <= prev.last_offset:
+            out.append(Finding("txnindex_order", at, e.last_offset,
+                               f"entry {i}: last offset {e.last_offset} does not follow {prev.last_offset}"))
+        elif scan.last_offset is None or e.last_offset > scan.last_offset:
+            out.append(Finding("txnindex_past_end", at, e.last_offset,
+                               f"entry {i}: the ABORT marker at offset {e.last_offset} is past the last offset kept "
+                               f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
+        elif (e.producer_id, e.last_offset) not in expected:
+            out.append(Finding("txnindex_marker", at, e.last_offset,
+                               f"entry {i}: no ABORT marker of producer {e.producer_id} closing an open transaction "
+                               f"at offset {e.last_offset}"))
+        else:
+            first = expected[(e.producer_id, e.last_offset)]
+            if first is not None and first != e.first_offset:
+                out.append(Finding("txnindex_marker", at, e.last_offset,
+                                   f"entry {i}: the transaction of producer {e.producer_id} aborted at "
+                                   f"{e.last_offset} began at offset {first}, not {e.first_offset}"))
+        prev = e
+    for (pid, last), _ in sorted(expected.items(), key=lambda kv: kv[0][1]):
+        if (pid, last) not in seen:
+            out.append(Finding("txnindex_marker", None, last,
+                               f"the ABORT marker of producer {pid} at offset {last} has no entry"))
+    return out
+
+
+def index_damage(report: FileReport) -> bool:
+    """Does this index/timeindex/txnindex report show something a rebuild or trim fixes?"""
+    return any(f.kind.startswith(("index_", "timeindex_", "txnindex_")) and f.kind not in _INFO
+               and f.kind != "txnindex_missing" for f in report.findings)
+
+
+def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
+    counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
+              "cut_bytes": 0, "cut_segments": 0}
+    for r in reports:
+        counts["files"] += 1
+        counts[r.status] += 1
+        if r.scan is not None:
+            counts["segments"] += 1
+            counts["bytes"] += r.scan.size
+            if r.scan.cut is not None:
+                counts["cut_segments"] += 1
+                counts["cut_bytes"] += r.scan.cut_bytes
+    return counts

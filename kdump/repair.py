@@ -1,0 +1,385 @@
+"""Writing repairs safely: cut a segment where the broker would, keep what is cut, fix indexes.
+
+Every step is atomic on its own and is chosen again from what is on disk, so a run
+killed at any moment leaves either the old or the new state of each file, and running
+the same command again finishes the job:
+
+1. the bytes to cut are copied to ``<segment>.corrupt-<position>`` (temporary file in the
+   same directory, fsync, ``os.replace``, fsync of the directory). A rerun finds the same
+   damage at the same position, sees an identical copy already there and keeps it;
+2. the segment is cut with ``ftruncate`` + fsync, as the broker's own recovery does
+   (``FileRecords.truncateTo``): copying a 1 GiB segment to drop a torn tail would cost
+   more than it protects, and a truncate is all-or-nothing;
+3. only then are the indexes checked against the shortened log; those that disagree are
+   rebuilt with the broker's recovery rule (``format.rebuild.build_indexes``) and
+   replaced atomically, and ``.txnindex`` entries past the new end are dropped
+   (``TransactionIndex.truncateTo``). An index that still agrees is left as it is, so an
+   interrupted run and an uninterrupted one end with the same bytes.
+
+Files are never written through a symlink, and new files take the owner and mode of the
+file they stand beside (kdump often runs as root on a broker's directory).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from .errors import KdumpError, WriteError
+from .format.codecs import DEFAULT_LIMITS, Limits
+
+TEMP_SUFFIX = ".kdump-tmp"
+CORRUPT_INFIX = ".corrupt-"
+COPY_CHUNK = 1 << 20
+
+
+class Change(NamedTuple):
+    """One thing a repair did (or, for ``skipped``, could not do)."""
+
+    action: str      # saved | truncated | rebuilt | trimmed | moved | renamed | wrote | removed_temp | skipped
+    path: str
+    detail: str
+
+    def to_dict(self) -> dict:
+        return self._asdict()
+
+
+# -- low-level safe writes --------------------------------------------------------------------
+
+def _wrap(path: str, what: str, e: OSError) -> WriteError:
+    return WriteError(f"cannot {what}: {e.strerror or e}", file=path)
+
+
+def refuse_symlink(path: str) -> None:
+    """Writes go to the file named, never through a link to somewhere else."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise _wrap(path, "inspect", e) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise WriteError("is a symbolic link; kdump does not write through links", file=path)
+
+
+def fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _like(fd: int, like: str | None) -> None:
+    """Give a new file the mode and (when we may) the owner of the file it stands for."""
+    if like is None:
+        return
+    try:
+        st = os.stat(like)
+    except OSError:
+        return
+    try:
+        os.fchmod(fd, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            os.fchown(fd, st.st_uid, st.st_gid)
+    except OSError:
+        pass
+
+
+def _open_temp(path: str, like: str | None) -> tuple[str, int]:
+    tmp = path + TEMP_SUFFIX
+    refuse_symlink(tmp)
+    try:
+        os.unlink(tmp)          # a leftover of an interrupted run
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise _wrap(tmp, "remove the stale temporary file", e) from None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o644)
+    except OSError as e:
+        raise _wrap(tmp, "create", e) from None
+    _like(fd, like)
+    return tmp, fd
+
+
+def _write_all(fd: int, data) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _commit(tmp: str, fd: int, path: str) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    refuse_symlink(path)
+    try:
+        os.replace(tmp, path)
+    except OSError as e:
+        raise _wrap(path, "replace", e) from None
+    fsync_dir(os.path.dirname(path))
+
+
+def atomic_write(path: str, chunks: Iterable[bytes] | bytes, like: str | None = None) -> None:
+    """Write ``path`` through a temporary file in its directory: old or new, never half."""
+    if isinstance(chunks, (bytes, bytearray, memoryview)):
+        chunks = [chunks]
+    tmp, fd = _open_temp(path, like if like is not None else (path if os.path.exists(path) else None))
+    try:
+        for chunk in chunks:
+            _write_all(fd, chunk)
+    except OSError as e:
+        os.close(fd)
+        _discard(tmp)
+        raise _wrap(path, "write", e) from None
+    except BaseException:
+        os.close(fd)
+        _discard(tmp)
+        raise
+    _commit(tmp, fd, path)
+
+
+def _discard(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
+    """Bytes [start, end) of a file, in chunks (never the whole range in memory)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        pos = start
+        while pos < end:
+            chunk = os.pread(fd, min(COPY_CHUNK, end - pos), pos)
+            if not chunk:
+                break
+            yield chunk
+            pos += len(chunk)
+    finally:
+        os.close(fd)
+
+
+def same_content(path: str, chunks: Iterable[bytes]) -> bool:
+    """Does ``path`` hold exactly these bytes? (Compared chunk by chunk.)"""
+    try:
+        f = open(path, "rb")  # noqa: SIM115
+    except OSError:
+        return False
+    with f:
+        for chunk in chunks:
+            if f.read(len(chunk)) != chunk:
+                return False
+        return f.read(1) == b""
+
+
+def remove_stale_temps(directory: str) -> list[Change]:
+    """Remove temporary files an interrupted kdump run left in ``directory`` (only kdump's own)."""
+    out = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return out
+    for name in names:
+        if name.endswith(TEMP_SUFFIX):
+            p = os.path.join(directory, name)
+            if os.path.isfile(p) and not os.path.islink(p):
+                _discard(p)
+                out.append(Change("removed_temp", p, "temporary file of an interrupted kdump run"))
+    return out
+
+
+# -- cutting a segment ------------------------------------------------------------------------
+
+def corrupt_name(log_path: str, position: int) -> str:
+    return f"{log_path}{CORRUPT_INFIX}{position}"
+
+
+def save_cut_bytes(log_path: str, position: int, size: int) -> tuple[str, bool]:
+    """Copy bytes [position, size) of the segment beside it; (path, newly written).
+
+    An existing ``.corrupt-<position>`` with the same bytes is the copy an interrupted
+    run already made; one with other bytes is kept, and the new copy gets a ``-N`` suffix.
+    """
+    base = corrupt_name(log_path, position)
+    n = 1
+    target = base
+    while os.path.lexists(target):
+        if os.path.isfile(target) and not os.path.islink(target) and \
+                same_content(target, read_range(log_path, position, size)):
+            return target, False
+        n += 1
+        target = f"{base}-{n}"
+    atomic_write(target, read_range(log_path, position, size), like=log_path)
+    return target, True
+
+
+def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Change]:
+    """Save the cut bytes, then cut the segment to ``valid_bytes``."""
+    refuse_symlink(log_path)
+    try:
+        size = os.path.getsize(log_path)
+    except OSError as e:
+        raise _wrap(log_path, "inspect", e) from None
+    if size != expected_size:
+        raise WriteError(f"the file changed since it was scanned ({expected_size} bytes then, {size} now); "
+                         f"not truncated", file=log_path)
+    if valid_bytes >= size:
+        return []
+    changes = []
+    saved, new = save_cut_bytes(log_path, valid_bytes, size)
+    changes.append(Change("saved", saved, f"{size - valid_bytes} bytes cut from {os.path.basename(log_path)} at "
+                                          f"byte {valid_bytes}" + ("" if new else " (already saved by an earlier run)")))
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(log_path, flags)
+    except OSError as e:
+        raise _wrap(log_path, "open for truncation", e) from None
+    try:
+        if os.fstat(fd).st_size != size:
+            raise WriteError("the file changed while it was being repaired; not truncated", file=log_path)
+        os.ftruncate(fd, valid_bytes)
+        os.fsync(fd)
+    except OSError as e:
+        raise _wrap(log_path, "truncate", e) from None
+    finally:
+        os.close(fd)
+    changes.append(Change("truncated", log_path, f"cut to {valid_bytes} bytes (was {size})"))
+    return changes
+
+
+# -- indexes ----------------------------------------------------------------------------------
+
+def index_bytes(log_path: str, base_offset: int, interval_bytes: int = 4096,
+                limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
+    """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""
+    from .format.index import encode_index
+    from .format.rebuild import build_indexes
+    from .format.timeindex import encode_timeindex
+    from .segment import MappedFile
+
+    with MappedFile(log_path) as m:
+        offsets, times, _ = build_indexes(m.buf, base_offset, interval_bytes, "last", limits)
+    return encode_index(offsets, base_offset), encode_timeindex(times, base_offset)
+
+
+def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
+                    interval_bytes: int = 4096, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
+    """Rewrite the named index files of a segment from its log (``which``: extensions)."""
+    stem = log_path[: -len(".log")] if log_path.endswith(".log") else log_path
+    try:
+        index, timeindex = index_bytes(log_path, base_offset, interval_bytes, limits)
+    except KdumpError as e:
+        return [Change("skipped", log_path, f"indexes not rebuilt: {e.message}")]
+    out = []
+    for ext in which:
+        data = index if ext == ".index" else timeindex
+        path = stem + ext
+        atomic_write(path, data, like=path if os.path.exists(path) else log_path)
+        n = len(data) // (8 if ext == ".index" else 12)
+        out.append(Change("rebuilt", path, f"{n} entr{'y' if n == 1 else 'ies'} from the log"))
+    return out
+
+
+def trim_txnindex(path: str, next_offset: int | None) -> Change | None:
+    """Drop aborted transactions ending at or after ``next_offset`` (TransactionIndex.truncateTo)."""
+    from .format.txnindex import encode_txnindex, parse_txnindex
+    from .segment import read_small
+
+    t = parse_txnindex(read_small(path, 256 << 20))
+    limit = next_offset if next_offset is not None else -1
+    keep = [e for e in t.entries if e.last_offset < limit]
+    if len(keep) == len(t.entries) and not t.partial_bytes:
+        return None
+    atomic_write(path, encode_txnindex(keep))
+    return Change("trimmed", path, f"kept {len(keep)} of {len(t.entries)} aborted transactions "
+                                   f"(those ending before offset {limit})")
+
+
+def is_cross_device(e: OSError) -> bool:
+    return e.errno == errno.EXDEV
+
+
+# -- verify --truncate --------------------------------------------------------------------------
+
+def repair_reports(reports, opts) -> list[Change]:
+    """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s.
+
+    Each damaged live segment is cut at its ``valid_bytes``; then, against the logs as
+    they are now, the indexes of the segments named (and the index files named) are
+    checked again and those that disagree are rebuilt or trimmed.
+    """
+    by_dir: dict[str, list] = {}
+    for r in reports:
+        by_dir.setdefault(os.path.dirname(r.file), []).append(r)
+    changes: list[Change] = []
+    for directory, reps in by_dir.items():
+        touched = False
+        for r in reps:
+            f, s = r.log, r.scan
+            if f is None or f.kind != "log" or f.leftover is not None or s is None:
+                continue
+            if s.cut is not None and s.valid_bytes < s.size:
+                if not touched:
+                    changes += remove_stale_temps(directory)
+                    touched = True
+                changes += truncate_log(r.file, s.valid_bytes, s.size)
+        changes += fix_indexes(directory, reps, opts, clean_temps=not touched)
+    return changes
+
+
+def fix_indexes(directory: str, reps, opts, clean_temps: bool = True) -> list[Change]:
+    """Rebuild or trim the index files of ``directory`` that disagree with their logs now."""
+    from . import logdir as K
+    from .crosscheck import check_directory, index_damage
+
+    try:
+        files = K.partition_files(directory)
+    except KdumpError:
+        return []
+    bases = {r.log.base_offset for r in reps if r.log is not None and r.log.kind == K.LOG
+             and r.log.leftover is None}
+    named = {r.file for r in reps}
+    targets = [f for f in files if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX) and f.leftover is None
+               and (f.base_offset in bases or f.path in named)]
+    if not targets:
+        return []
+    fresh = check_directory(directory, targets, opts)
+    rebuild: dict[int, list[str]] = {}
+    logs = {f.base_offset: f for f in files if f.kind == K.LOG and f.leftover is None}
+    changes: list[Change] = []
+    for target, fr in zip(targets, fresh):
+        log = logs.get(target.base_offset)
+        if log is None or not index_damage(fr):
+            continue
+        if target.kind == K.TXNINDEX:
+            if any(x.kind == "txnindex_past_end" for x in fr.findings):
+                scan = opts.scan(log)
+                if clean_temps:
+                    changes += remove_stale_temps(directory)
+                    clean_temps = False
+                ch = trim_txnindex(target.path, scan.next_offset)
+                if ch is not None:
+                    changes.append(ch)
+            continue
+        rebuild.setdefault(target.base_offset, []).append(".index" if target.kind == K.INDEX else ".timeindex")
+    for base, exts in sorted(rebuild.items()):
+        if clean_temps:
+            changes += remove_stale_temps(directory)
+            clean_temps = False
+        changes += rebuild_indexes(logs[base].path, base, exts, opts.index_interval_bytes, opts.limits)
+    return changes
