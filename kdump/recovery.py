@@ -1,0 +1,576 @@
+"""``kdump recover``: the broker's startup recovery (``LogLoader.load``) as a plan, then carried out.
+
+``plan_partition`` reads a partition directory and lists, in the order a broker works,
+what its startup would do (kafka-reference.md section 5.2):
+
+1. temp files: ``*.swap`` at or above the lowest ``*.cleaned`` offset (an unfinished
+   split), then every ``*.cleaned``, then every ``*.deleted`` go away;
+2. the remaining ``*.log.swap`` files cover [lowest base, highest next offset): every
+   other file named with an offset in that range is an original the swap replaces and
+   goes away; then the ``.swap`` suffixes are dropped;
+3. index files without a ``.log`` are orphans and go away; a segment without its
+   ``.index`` is recovered at load;
+4. from the segment holding the recovery point onward (all of them with ``full``, none
+   after a clean shutdown), each segment goes through ``LogSegment.recover``: the first
+   one with damage is cut at ``ScanReport.valid_bytes`` and every later segment goes away;
+5. indexes of recovered segments that disagree with their log are rebuilt, ``.txnindex``
+   entries past the cut dropped, leader-epoch entries past the new log end dropped, and
+   producer snapshots past it go away. The new recovery point is min(checkpoint, LEO).
+
+Where the broker deletes, kdump moves the file into a quarantine directory: nothing is
+deleted. ``apply_plan`` performs the steps in an order chosen so that a run killed at any
+point and then run again (planning afresh from the disk) reaches the same final state:
+decisions that depend on a file are taken before that file is touched (unfinished swaps
+before the ``.cleaned`` files that reveal them, later segments before the cut that makes
+them "later", the ``.log.swap`` last among the swap renames).
+
+``salvage`` copies every intact batch found past the damage (and in the segments that
+would go away) into new valid segments with indexes, so the data can be replayed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from . import logdir as K
+from .errors import KdumpError, UsageError, WriteError
+from .format.walk import Walker
+from .logdir import LogFile
+from .repair import (Change, TEMP_SUFFIX, atomic_write, fsync_dir, is_cross_device, read_range, rebuild_indexes,
+                     refuse_symlink, remove_stale_temps, same_content, trim_txnindex, truncate_log)
+from .scan import ScanReport
+from .segment import MappedFile, read_small
+
+QUARANTINE_PREFIX = "kdump-quarantine-"
+
+# Step actions.
+QUARANTINE, RENAME, TRUNCATE, REBUILD, TRIM_TXN, TRIM_EPOCHS, NOTE = (
+    "quarantine", "rename", "truncate", "rebuild_index", "trim_txnindex", "trim_epochs", "note")
+
+
+class Step(NamedTuple):
+    action: str
+    path: str                 # the file acted on ("" for notes)
+    target: str | None        # new name (rename), saved cut bytes (truncate)
+    position: int | None
+    offset: int | None
+    reason: str
+    phase: int                # apply order (see apply_plan)
+
+    def to_dict(self, directory: str) -> dict[str, Any]:
+        return {"partition": directory, "action": self.action, "file": self.path or None, "target": self.target,
+                "position": self.position, "offset": self.offset, "reason": self.reason}
+
+
+@dataclass
+class LogDirState:
+    """What a partition's recovery reads from its log dir."""
+
+    recovery_points: dict[tuple[str, int], int] = field(default_factory=dict)
+    log_start_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    clean_shutdown: bool = False
+
+    @classmethod
+    def read(cls, logdir: str | None) -> LogDirState:
+        from .format.checkpoint import parse_checkpoint
+
+        state = cls()
+        if not logdir:
+            return state
+        for name, attr in (("recovery-point-offset-checkpoint", "recovery_points"),
+                           ("log-start-offset-checkpoint", "log_start_offsets")):
+            p = os.path.join(logdir, name)
+            if os.path.isfile(p):
+                try:
+                    entries = parse_checkpoint(read_small(p), name, p)
+                except KdumpError:
+                    continue        # the broker would fall back to recovering everything
+                getattr(state, attr).update({(e.topic, e.partition): e.offset for e in entries})
+        state.clean_shutdown = os.path.isfile(os.path.join(logdir, ".kafka_cleanshutdown"))
+        return state
+
+
+@dataclass
+class PartitionPlan:
+    directory: str
+    steps: list[Step] = field(default_factory=list)
+    recovery_point: int | None = None
+    new_recovery_point: int | None = None
+    log_end_offset: int | None = None
+    damaged: bool = False                   # a segment is cut or dropped because of damage
+    incomplete: bool = False
+    salvage_sources: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
+
+    @property
+    def actions(self) -> list[Step]:
+        return [s for s in self.steps if s.action != NOTE]
+
+    def summary_dict(self) -> dict[str, Any]:
+        return {"partition": self.directory, "action": "summary", "log_end_offset": self.log_end_offset,
+                "recovery_point": self.recovery_point, "new_recovery_point": self.new_recovery_point,
+                "steps": len(self.actions), "damaged": self.damaged}
+
+
+@dataclass
+class RecoverOptions:
+    full: bool = False
+    max_message_size: int = 1048588
+    index_interval_bytes: int = 4096
+
+    def verify_options(self):
+        from .crosscheck import VerifyOptions
+
+        return VerifyOptions(max_message_size=self.max_message_size, index_interval_bytes=self.index_interval_bytes)
+
+
+# -- finding the partitions -------------------------------------------------------------------
+
+def partition_dirs(path: str) -> list[tuple[str, str | None]]:
+    """(partition dir, its log dir) for a PATH that is a partition dir or a log dir."""
+    if not os.path.isdir(path):
+        raise UsageError("recover works on directories (a partition or a log dir)", file=path)
+    name = os.path.basename(os.path.normpath(path))
+    parent = os.path.dirname(os.path.abspath(path))
+    if K.parse_partition_dir(name) is not None or any(
+            n.endswith(".log") and n[:-4].isdigit() for n in os.listdir(path)):
+        return [(path, parent)]
+    out = []
+    for e in sorted(os.scandir(path), key=lambda e: e.name):
+        if e.is_dir(follow_symlinks=False) and K.parse_partition_dir(e.name) is not None:
+            out.append((e.path, path))
+    if not out:
+        raise UsageError("no partition directories found here", file=path)
+    out.sort(key=lambda d: (K.parse_partition_dir(os.path.basename(d[0])) or ("", 0, None))[:2])
+    return out
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+def _raw_offset_files(directory: str) -> list[str]:
+    """Every regular file whose name starts with digits then a dot (Kafka's offsetFromFile)."""
+    out = []
+    for e in os.scandir(directory):
+        if not e.is_file(follow_symlinks=False):
+            continue
+        head = e.name.split(".", 1)[0]
+        if head.isdigit() and "." in e.name and not e.name.endswith(TEMP_SUFFIX):
+            out.append(e.name)
+    return sorted(out)
+
+
+def _next_offset(path: str, base: int) -> int:
+    """``LogSegment.readNextOffset`` of a swap segment: last batch's offset + 1, or its base."""
+    nxt = base
+    with MappedFile(path) as m:
+        for b in Walker(m.buf):
+            nxt = b.last_offset + 1
+    return nxt
+
+
+def plan_partition(directory: str, state: LogDirState | None = None,
+                   opts: RecoverOptions | None = None) -> PartitionPlan:
+    opts = opts or RecoverOptions()
+    state = state or LogDirState()
+    plan = PartitionPlan(directory)
+    parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+    tp = (parsed[0], parsed[1]) if parsed else None
+    if parsed and parsed[2] == "delete":
+        plan.steps.append(Step(NOTE, "", None, None, None, "partition marked for deletion: the broker deletes it "
+                                                          "without recovering", 0))
+        return plan
+    files = K.partition_files(directory)
+    gone: set[str] = set()                    # names the plan moves away
+    renamed: dict[str, str] = {}              # swap name -> live name
+
+    def quarantine(name: str, reason: str, phase: int, offset: int | None = None) -> None:
+        if name not in gone:
+            gone.add(name)
+            plan.steps.append(Step(QUARANTINE, os.path.join(directory, name), None, None, offset, reason, phase))
+
+    # 1. temporary files (LogLoader.removeTempFilesAndCollectSwapFiles)
+    cleaned = [f for f in files if f.leftover == ".cleaned"]
+    min_cleaned = min((f.base_offset for f in cleaned if f.base_offset is not None), default=None)
+    swaps = [f for f in files if f.leftover == ".swap"]
+    for f in swaps:
+        if min_cleaned is not None and f.base_offset is not None and f.base_offset >= min_cleaned:
+            quarantine(f.name, f"swap file of an unfinished split (at or above the .cleaned offset {min_cleaned})", 1,
+                       f.base_offset)
+    for f in cleaned:
+        quarantine(f.name, "output of an interrupted log-cleaner run", 2, f.base_offset)
+    for f in files:
+        if f.leftover == ".deleted" and not f.name.endswith(".checkpoint.deleted"):
+            quarantine(f.name, "file awaiting asynchronous deletion", 2, f.base_offset)
+    good_swaps = [f for f in swaps if f.name not in gone]
+    # 2. swap range: originals the swap replaces, then the renames (.log.swap last).
+    log_swaps = [f for f in good_swaps if f.kind == K.LOG and f.base_offset is not None]
+    if log_swaps:
+        lo = min(f.base_offset for f in log_swaps)
+        hi = max(_next_offset(f.path, f.base_offset) for f in log_swaps)
+        for name in _raw_offset_files(directory):
+            if name.endswith(".swap") or name in gone:
+                continue
+            off = int(name.split(".", 1)[0])
+            if lo <= off < hi:
+                quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
+    for f in sorted(good_swaps, key=lambda f: (f.kind == K.LOG, f.name)):
+        live = f.name[: -len(".swap")]
+        renamed[f.name] = live
+        plan.steps.append(Step(RENAME, f.path, live, None, f.base_offset, "finish the interrupted swap", 4))
+
+    # The directory as the broker sees it after steps 1-2.
+    present = {f.name for f in files if f.name not in gone and f.leftover is None} | set(renamed.values())
+    source = {f.name: f.path for f in files if f.leftover is None}
+    source.update({live: os.path.join(directory, swap) for swap, live in renamed.items()})
+    logs = sorted((int(n[:-4]), n) for n in present if n.endswith(".log") and n[:-4].isdigit())
+    log_bases = {b for b, _ in logs}
+    # 3. orphan indexes
+    for n in sorted(present):
+        stem, ext = os.path.splitext(n)
+        if ext in (".index", ".timeindex", ".txnindex") and stem.isdigit() and int(stem) not in log_bases:
+            quarantine(n, "index without a segment (orphan)", 5, int(stem))
+    vopts = opts.verify_options()
+    scans: dict[int, ScanReport] = {}
+    for base, n in logs:
+        try:
+            scans[base] = vopts.scan(LogFile(source[n], K.LOG, None, None, base, None))
+        except KdumpError as e:
+            plan.incomplete = True
+            plan.steps.append(Step(NOTE, source[n], None, None, base, f"cannot read: {e.message}", 0))
+    load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present}
+    # 4. recoverLog
+    rp = (state.recovery_points.get(tp) if tp else None) or 0     # a missing checkpoint means 0
+    plan.recovery_point = rp
+    start_from = 0 if opts.full else rp
+    skip_log = state.clean_shutdown and not opts.full
+    if skip_log:
+        plan.steps.append(Step(NOTE, "", None, None, None, "clean shutdown marker present: the broker skips segment "
+                                                          "recovery (use --full to recover anyway)", 0))
+    bases = [b for b, _ in logs]
+    first_recovered = 0
+    for i, b in enumerate(bases):
+        if b <= start_from:
+            first_recovered = i
+    recovered = set() if skip_log else set(bases[first_recovered:])
+    truncated_at: int | None = None
+    cut_segments: set[int] = set()
+    for b in bases:
+        s = scans.get(b)
+        if s is None or s.cut is None or s.valid_bytes >= s.size:
+            continue
+        if b in recovered and truncated_at is None:
+            truncated_at = b
+            cut_segments.add(b)
+        elif b in load_recover and (truncated_at is None or b < truncated_at):
+            cut_segments.add(b)
+        elif truncated_at is None or b < truncated_at:
+            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, s.valid_bytes, b,
+                                   f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but before the recovery point "
+                                   f"{rp}: a broker would not recover it (use --full, or kdump verify --truncate)", 0))
+    if truncated_at is not None:
+        # Later segments go first (phase 6) so that a rerun after the cut still sees them as later.
+        for b in bases:
+            if b > truncated_at:
+                s = scans.get(b)
+                if s is not None:
+                    regions = [(0, s.valid_bytes)] if s.valid_bytes > 0 else []
+                    regions += [(a, e) for a, e, *_ in s.intact_beyond]
+                    if regions:
+                        plan.salvage_sources.append((source[f"{b:020d}.log"], regions))
+                for ext in (".log", ".index", ".timeindex", ".txnindex"):
+                    n = f"{b:020d}{ext}"
+                    if n in present:
+                        quarantine(n, f"segment after the corruption in {truncated_at:020d}.log: the broker deletes "
+                                      f"it", 6, b)
+                present.discard(f"{b:020d}.log")
+        bases = [b for b in bases if b <= truncated_at]
+    for b in sorted(cut_segments):
+        s = scans[b]
+        name = f"{b:020d}.log"
+        plan.damaged = True
+        plan.steps.append(Step(TRUNCATE, source[name], f"{name}.corrupt-{s.valid_bytes}", s.valid_bytes,
+                               s.cut.offset, f"{s.cut.kind}: {s.cut.message}; {s.cut_bytes} bytes cut and saved", 7))
+        if s.intact_beyond:
+            plan.salvage_sources.insert(0, (source[name], [(a, e) for a, e, *_ in s.intact_beyond]))
+    if truncated_at is not None:
+        plan.damaged = True
+    # 5. indexes, txnindex, epochs, snapshots, recovery point
+    leo = None
+    for b in bases:
+        s = scans.get(b)
+        if s is None:
+            continue
+        leo = s.next_offset if s.next_offset is not None else b     # an empty segment ends at its base
+    plan.log_end_offset = leo
+    _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered | load_recover, vopts)
+    if leo is not None:
+        _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine)
+        plan.new_recovery_point = leo if state.clean_shutdown else min(rp, leo)
+    return plan
+
+
+def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
+    from .crosscheck import offset_index_findings, time_index_findings
+
+    for b in bases:
+        if b not in recovered and b not in cut_segments:
+            continue
+        s = scans.get(b)
+        if s is None:
+            continue
+        log = source[f"{b:020d}.log"]
+        for ext, check in ((".index", offset_index_findings), (".timeindex", time_index_findings)):
+            n = f"{b:020d}{ext}"
+            path = os.path.join(directory, n)
+            if n not in present:
+                if s.size > 0 or ext == ".index":
+                    plan.steps.append(Step(REBUILD, path, None, None, b, f"{ext} is missing: rebuilt from the log", 8))
+                continue
+            if b in cut_segments:
+                plan.steps.append(Step(REBUILD, path, None, None, b, "rebuilt after the cut if it points past it", 8))
+                continue
+            data = read_small(source.get(n, path), 256 << 20)
+            bad = (check(data, b, log, s, vopts.limits) if ext == ".index" else check(data, b, s))
+            if bad:
+                plan.steps.append(Step(REBUILD, path, None, None, b, f"disagrees with the log: {bad[0].message}", 8))
+        txn = f"{b:020d}.txnindex"
+        if txn in present:
+            from .format.txnindex import parse_txnindex
+
+            nxt = s.next_offset if s.next_offset is not None else b
+            late = [e for e in parse_txnindex(read_small(source.get(txn, os.path.join(directory, txn)),
+                                                         256 << 20)).entries if e.last_offset >= nxt]
+            if late:
+                plan.steps.append(Step(TRIM_TXN, os.path.join(directory, txn), None, None, nxt,
+                                       f"drop {len(late)} aborted transaction(s) ending past the kept data", 9))
+
+
+def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine) -> None:
+    from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
+
+    p = os.path.join(directory, LEADER_EPOCH)
+    if LEADER_EPOCH in present and os.path.isfile(p):
+        try:
+            entries = parse_checkpoint(read_small(p), LEADER_EPOCH, p)
+        except KdumpError:
+            entries = []
+        # Kafka drops entries starting at or after the LEO at every start; kdump only those
+        # strictly past it (data that is gone), leaving the harmless == LEO case to the broker.
+        late = [e for e in entries if e.start_offset > leo]
+        if late:
+            plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo,
+                                   f"drop {len(late)} leader epoch entr{'ies' if len(late) > 1 else 'y'} starting "
+                                   f"past the new log end offset {leo} (the old file is kept in quarantine)", 10))
+    for n in sorted(present):
+        if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
+            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, int(n[:-9]))
+
+
+# -- applying ---------------------------------------------------------------------------------
+
+def default_quarantine(directory: str, stamp: str) -> str:
+    """Inside the partition directory: LogLoader ignores subdirectories there, whereas any
+    extra directory in a log dir stops the broker ("... is not in the form of topic-partition")."""
+    return os.path.join(directory, QUARANTINE_PREFIX + stamp)
+
+
+def timestamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def check_quarantine_root(root: str, logdirs: set[str]) -> None:
+    parent = os.path.dirname(os.path.abspath(root))
+    if any(os.path.abspath(d) == parent for d in logdirs if d):
+        raise UsageError("a quarantine directory directly inside a log dir would stop the broker from starting "
+                         "(it is not a topic-partition directory); choose another place", file=root)
+
+
+def _ensure_dir(path: str, like: str) -> None:
+    if os.path.islink(path):
+        raise WriteError("is a symbolic link; kdump does not write through links", file=path)
+    if not os.path.isdir(path):
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as e:
+            raise WriteError(f"cannot create: {e.strerror}", file=path) from None
+        try:
+            st = os.stat(like)
+            if os.geteuid() == 0:
+                os.chown(path, st.st_uid, st.st_gid)
+        except OSError:
+            pass
+        fsync_dir(os.path.dirname(path))
+
+
+def move_to(src: str, dest_dir: str) -> str:
+    """Move a file into ``dest_dir`` under a free name; across filesystems copy then unlink."""
+    refuse_symlink(src)
+    _ensure_dir(dest_dir, os.path.dirname(src))
+    name = os.path.basename(src)
+    target = os.path.join(dest_dir, name)
+    n = 1
+    while os.path.lexists(target):
+        if same_content(target, read_range(src, 0, os.path.getsize(src))):
+            os.unlink(src)              # an interrupted cross-device move already copied it
+            fsync_dir(os.path.dirname(src))
+            return target
+        n += 1
+        target = os.path.join(dest_dir, f"{name}.{n}")
+    try:
+        os.rename(src, target)
+    except OSError as e:
+        if not is_cross_device(e):
+            raise WriteError(f"cannot move to {target}: {e.strerror}", file=src) from None
+        atomic_write(target, read_range(src, 0, os.path.getsize(src)), like=src)
+        os.unlink(src)
+    fsync_dir(dest_dir)
+    fsync_dir(os.path.dirname(src))
+    return target
+
+
+def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | None = None) -> list[Change]:
+    """Carry out the plan's steps in phase order; see the module docstring for why this order."""
+    opts = opts or RecoverOptions()
+    d = plan.directory
+    changes = remove_stale_temps(d)
+    for step in sorted(plan.actions, key=lambda s: s.phase):
+        if step.action == QUARANTINE:
+            if os.path.lexists(step.path):
+                target = move_to(step.path, quarantine_dir)
+                changes.append(Change("moved", step.path, f"to {target}: {step.reason}"))
+        elif step.action == RENAME:
+            dest = os.path.join(d, step.target)
+            refuse_symlink(step.path)
+            if os.path.lexists(dest):
+                # The original the swap replaces is moved in phase 3; anything else is kept too.
+                moved = move_to(dest, quarantine_dir)
+                changes.append(Change("moved", dest, f"to {moved}: replaced by {os.path.basename(step.path)}"))
+            os.rename(step.path, dest)
+            fsync_dir(d)
+            changes.append(Change("renamed", step.path, f"to {step.target}"))
+        elif step.action == TRUNCATE:
+            size = os.path.getsize(step.path)
+            changes += truncate_log(step.path, step.position, size)
+    # Indexes and the rest are chosen again from the disk as it is now.
+    changes += _finish_indexes(plan, opts)
+    for step in plan.actions:
+        if step.action == TRIM_TXN and os.path.exists(step.path):
+            ch = trim_txnindex(step.path, plan.log_end_offset if step.offset is None else step.offset)
+            if ch is not None:
+                changes.append(ch)
+        elif step.action == TRIM_EPOCHS:
+            changes += _trim_epochs(step.path, plan.log_end_offset, quarantine_dir)
+    return changes
+
+
+def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions) -> list[Change]:
+    from .crosscheck import offset_index_findings, time_index_findings
+
+    vopts = opts.verify_options()
+    changes = []
+    for step in plan.actions:
+        if step.action != REBUILD:
+            continue
+        base = step.offset
+        log = os.path.join(plan.directory, f"{base:020d}.log")
+        if not os.path.isfile(log):
+            continue
+        ext = ".index" if step.path.endswith(".index") else ".timeindex"
+        if os.path.exists(step.path):
+            s = vopts.scan(LogFile(log, K.LOG, None, None, base, None))
+            data = read_small(step.path, 256 << 20)
+            bad = (offset_index_findings(data, base, log, s, vopts.limits) if ext == ".index"
+                   else time_index_findings(data, base, s))
+            if not bad:
+                continue
+        changes += rebuild_indexes(log, base, [ext], opts.index_interval_bytes, vopts.limits)
+    return changes
+
+
+def _trim_epochs(path: str, leo: int | None, quarantine_dir: str) -> list[Change]:
+    from .format.checkpoint import LEADER_EPOCH, encode_leader_epochs, parse_checkpoint
+
+    if leo is None or not os.path.isfile(path):
+        return []
+    data = read_small(path)
+    entries = parse_checkpoint(data, LEADER_EPOCH, path)
+    keep = [e for e in entries if e.start_offset <= leo]
+    if len(keep) == len(entries):
+        return []
+    _ensure_dir(quarantine_dir, os.path.dirname(path))
+    copy = os.path.join(quarantine_dir, os.path.basename(path))
+    n = 1
+    while os.path.lexists(copy) and not same_content(copy, [data]):
+        n += 1
+        copy = os.path.join(quarantine_dir, f"{os.path.basename(path)}.{n}")
+    if not os.path.lexists(copy):
+        atomic_write(copy, data, like=path)
+    atomic_write(path, encode_leader_epochs(keep))
+    return [Change("wrote", path, f"kept {len(keep)} of {len(entries)} leader epochs (starting at or before "
+                                  f"offset {leo}); the old file is in {copy}")]
+
+
+# -- salvage ----------------------------------------------------------------------------------
+
+def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = None) -> list[Change]:
+    """Copy the intact batches past the damage into new segments under ``out_root/<partition>/``.
+
+    A new segment starts wherever offsets would not increase (or would overflow the
+    segment's int32 range), so every file written is a valid segment with its indexes.
+    Rerunning writes nothing new: a file with the same bytes is left as it is.
+    """
+    from .format.index import INT32_MAX
+
+    opts = opts or RecoverOptions()
+    out_dir = os.path.join(out_root, os.path.basename(os.path.normpath(plan.directory)))
+    segments: list[list[tuple[str, int, int, int, int]]] = []   # (path, position, size, first, last)
+    current: list = []
+    for path, regions in plan.salvage_sources:
+        with MappedFile(path) as m:
+            for start, end in regions:
+                for b in Walker(m.buf, start, end):
+                    if not b.crc_valid:
+                        break
+                    first = b.base_offset if b.base_offset is not None else b.last_offset
+                    if current and (first <= current[-1][4] or b.last_offset - current[0][3] > INT32_MAX):
+                        segments.append(current)
+                        current = []
+                    current.append((path, b.position, b.size, first, b.last_offset))
+    if current:
+        segments.append(current)
+    changes = []
+    for seg in segments:
+        base = seg[0][3]
+        if base < 0:
+            continue
+        data = b"".join(b"".join(read_range(p, pos, pos + size)) for p, pos, size, _, _ in seg)
+        target_dir = out_dir
+        k = 1
+        name = f"{base:020d}.log"
+        while os.path.exists(os.path.join(target_dir, name)) and \
+                not same_content(os.path.join(target_dir, name), [data]):
+            k += 1
+            target_dir = os.path.join(out_dir, f"run-{k}")
+        log = os.path.join(target_dir, name)
+        if os.path.exists(log):
+            continue
+        _ensure_dir(target_dir, plan.directory)
+        # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
+        from .repair import index_bytes
+
+        tmp_log = log + ".salvage"
+        atomic_write(tmp_log, data)
+        index, timeindex = index_bytes(tmp_log, base, opts.index_interval_bytes)
+        atomic_write(os.path.join(target_dir, f"{base:020d}.index"), index)
+        atomic_write(os.path.join(target_dir, f"{base:020d}.timeindex"), timeindex)
+        os.replace(tmp_log, log)
+        fsync_dir(target_dir)
+        changes.append(Change("wrote", log, f"{len(seg)} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
+                                            f"{len(data)} bytes, with .index and .timeindex"))
+    return changes
+
+
+__all__ = ["PartitionPlan", "Step", "LogDirState", "RecoverOptions", "plan_partition", "apply_plan", "salvage",
+           "partition_dirs", "default_quarantine", "check_quarantine_root", "timestamp", "TEMP_SUFFIX"]

@@ -1,0 +1,111 @@
+"""Internal topics through ``kdump dump``: auto-selected decoders, per-record errors, KRaft snapshots.
+
+Ports DumpLogSegmentsTest #15-#17 at the command-line level (the decoders' own scenarios,
+#20-#22, are in tests/decoders/).
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import REAL, run_kdump, write_segment
+
+from kdump.format import build
+from kdump.format.control import KRAFT_VERSION, SNAPSHOT_FOOTER, SNAPSHOT_HEADER
+
+NOW = 1_700_000_000_000
+MANNY = REAL / "Manny-97__end-to-end-streaming-system" / "kafka" / "data" / "__cluster_metadata-0"
+
+
+def uvarint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    return bytes(out + bytes([v]))
+
+
+def topic_record(name: str) -> bytes:
+    body = uvarint(len(name) + 1) + name.encode() + bytes(range(16)) + b"\x00"
+    return uvarint(1) + uvarint(2) + uvarint(0) + body
+
+
+def test_every_internal_record_in_the_fixture_tree_decodes():
+    r = run_kdump("dump", REAL, "--data", "--json")
+    assert r.code == 0, r.err[:500]
+    decoded = errors = 0
+    for line in r.out.splitlines():
+        obj = json.loads(line)
+        for rec in obj.get("records") or []:
+            if "decode_error" in rec:
+                errors += 1
+            if "decoded" in rec:
+                decoded += 1
+            if rec.get("control"):
+                assert "error" not in rec["control"], rec
+    assert errors == 0
+    assert decoded > 34_000
+
+
+def test_bogus_metadata_record_is_skipped_not_fatal(tmp_path):
+    """#15: a bogus record among valid ones: the types still print, and 'skipping' appears."""
+    good = [(0, NOW, None, topic_record("orders")), (1, NOW, None, topic_record("payments"))]
+    bogus = [(0, NOW, None, uvarint(10000) + uvarint(10000))]
+    seg = write_segment(tmp_path / "__cluster_metadata-0", [
+        build.build_v2_batch(good, base_offset=0),
+        build.build_v2_batch(bogus, base_offset=2),
+        build.build_v2_batch([(0, NOW, None, topic_record("after"))], base_offset=3)])
+    r = run_kdump("dump", seg, "--data")            # decoder chosen from the directory name
+    assert r.code == 0
+    assert r.out.count("TOPIC_RECORD") == 3 and "skipping" in r.out
+    r = run_kdump("dump", seg, "--cluster-metadata-decoder", "--skip-record-metadata")
+    assert r.out.count("TOPIC_RECORD") == 3
+    js = [json.loads(x) for x in run_kdump("dump", seg, "--data", "--json").out.splitlines()]
+    assert "decode_error" in js[1]["records"][0] and js[2]["records"][0]["decoded"]["value"]["name"] == "after"
+
+
+def test_control_records_are_described(tmp_path):
+    """#16: COMMIT marker and KRaft control records each print their DumpLogSegments form."""
+    batches = [
+        build.build_end_txn_marker(True, base_offset=0, producer_id=1, producer_epoch=0, coordinator_epoch=5),
+        build.build_control_batch(SNAPSHOT_HEADER, b"\x00\x00" + (10000).to_bytes(8, "big") + b"\x00",
+                                  base_offset=1),
+        build.build_control_batch(KRAFT_VERSION, b"\x00\x00\x00\x01\x00", base_offset=2),
+        build.build_control_batch(SNAPSHOT_FOOTER, b"\x00\x00\x00", base_offset=3),
+    ]
+    seg = write_segment(tmp_path / "__cluster_metadata-0", batches)
+    r = run_kdump("dump", seg, "--cluster-metadata-decoder")
+    assert r.code == 0, r.err
+    assert "endTxnMarker: COMMIT coordinatorEpoch: 5" in r.out
+    assert 'SnapshotHeader {"version":0,"lastContainedLogTimestamp":10000}' in r.out
+    assert 'KRaftVersion {"version":0,"kRaftVersion":1}' in r.out
+    assert 'SnapshotFooter {"version":0}' in r.out
+
+
+def test_kraft_snapshot_file():
+    """#17: a real <offset>-<epoch>.checkpoint: snapshot line, record types, header/footer."""
+    snap = MANNY / "00000000000000006342-0000000001.checkpoint"
+    r = run_kdump("dump", snap, "--data")
+    assert r.code == 0
+    assert "Snapshot end offset: 6342, epoch: 1" in r.out
+    for word in ("FEATURE_LEVEL_RECORD", "REGISTER_BROKER_RECORD", "SnapshotHeader", "SnapshotFooter",
+                 '"lastContainedLogTimestamp":'):
+        assert word in r.out, word
+    r = run_kdump("dump", snap, "--data", "--skip-record-metadata")
+    assert "Snapshot end offset: 6342, epoch: 1" in r.out and "REGISTER_BROKER_RECORD" in r.out
+    assert "SnapshotHeader" not in r.out and "SnapshotFooter" not in r.out
+    r = run_kdump("dump", MANNY.parent / "bootstrap.checkpoint", "--data")
+    assert r.code == 0 and "KRaft bootstrap snapshot" in r.out
+
+
+def test_offsets_decoder_text_and_json():
+    part = REAL / "William0423__kafka" / "kafka-logs" / "__consumer_offsets-28"
+    r = run_kdump("dump", part, "--data")
+    line = next(x for x in r.out.splitlines() if '"type":"1"' in x)
+    assert ' key: {"type":"1","data":{"group":' in line and ' payload: {"version":' in line
+    objs = [json.loads(x) for x in run_kdump("dump", part, "--data", "--json").out.splitlines()]
+    rec = objs[1]["records"][0]
+    assert rec["decoded"]["type"] == "OFFSET_COMMIT" and rec["decoded"]["key"]["group"] == "debug-consumer-group"
+    # --no-auto-decode gives the raw view
+    raw = run_kdump("dump", part, "--data", "--no-auto-decode").out
+    assert '"type":"1"' not in raw
