@@ -11,7 +11,7 @@ API (``kdump index``/``kdump timeindex`` and ``kdump verify`` call these):
   ``base_offset``: the segment's base offset (from its name); ``index``/``timeindex``: the
   parsed file (``format.index.parse_index`` / ``format.timeindex.parse_timeindex``).
 - ``IndexCheck.findings``: ``model.Finding(kind, position, offset, message)``. ``kind`` is
-  one of the ``INDEX_*``/``TIMEINDEX_*`` names below (prefixed ``index_``/``timeindex_``);
+  one of the ``INDEX_*``/``TIME_*`` constants below (values prefixed ``index_``/``timeindex_``);
   ``position`` is the byte position *in the index file* of the slot at fault (None for
   whole-file findings); ``offset`` is the entry's offset. Log positions are in the message.
 - ``IndexCheck.convention``: which offset the entries hold. Offset index: "last" (the
@@ -19,6 +19,8 @@ API (``kdump index``/``kdump timeindex`` and ``kdump verify`` call these):
   entry tells them apart), "mixed", "other" or None (no entries). Time index: "last" (the
   batch's last offset), "record" (the record carrying the max timestamp, a leader's append
   path), "either", "mixed" or None.
+- ``IndexCheck.interval``: (lo, hi) index.interval.bytes values the gaps fit (hi None: no
+  upper bound), None when no single value does (a note then says why that can be normal).
 - Cost: O(log size + entries); records are decoded only for batches that time index
   entries point at (and only to tell the two time-index conventions apart).
 
@@ -43,7 +45,7 @@ from .format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile, encode_index, par
 from .format.rebuild import build_indexes
 from .format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, encode_timeindex, parse_timeindex
 from .format.walk import Walker, decode_records
-from .model import LOG_APPEND_TIME, Batch, Finding, IndexEntry, TimeIndexEntry
+from .model import LOG_APPEND_TIME, Batch, Finding, IndexEntry
 from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset
 
 # -- finding kinds --------------------------------------------------------------------------------
@@ -70,6 +72,8 @@ TIME_NO_FINAL = "timeindex_missing_final_entry"  # trimmed file without the roll
 TIME_SANITY = "timeindex_sanity"                # TimeIndex.sanityCheck failed
 
 INF = float("inf")
+# Batch fields read by index in the hot loops (a NamedTuple's attribute access costs more).
+_POS, _LAST, _SIZE, _MAGIC, _MAX_TS = 0, 2, 4, 5, 11
 NO_TIMESTAMP = -1
 AMBIGUOUS_DECODE_BUDGET = 64     # "last" entries decoded only to tell conventions apart
 
@@ -155,7 +159,6 @@ class _OffsetCheck:
         targets = []
         prev = None
         for i, e in enumerate(self.entries):
-            at = i * INDEX_SLOT
             if e.offset < base_offset or e.position < 0:
                 what = (f"offset {e.offset} is below the segment base offset {base_offset}" if e.offset < base_offset
                         else f"position {e.position} is negative")
@@ -189,7 +192,31 @@ class _OffsetCheck:
     def _fault(self, kind: str, slot: int, offset: int | None, message: str) -> None:
         self.findings.append(Finding(kind, slot * INDEX_SLOT, offset, message))
 
+    def run(self, batches) -> None:
+        """Feed batches in log order. The hot loop keeps its state in locals; a batch that an
+        entry points into (or that may hold a pending offset) goes to ``_visit``."""
+        next_pos, pending = self.next_pos, self.pending
+        last_entry_at, max_skip, prev_last = self.last_entry_at, self.max_skip, self.prev_last
+        b = None
+        for b in batches:
+            s = b[_POS]
+            if pending or next_pos < s + b[_SIZE]:
+                self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
+                self._visit(b)
+                next_pos, pending = self.next_pos, self.pending
+                last_entry_at, max_skip = self.last_entry_at, self.max_skip
+            elif s > 0 and s - last_entry_at > max_skip:
+                max_skip = s - last_entry_at
+                self.max_skip_at = (last_entry_at, s)
+            prev_last = b[_LAST]
+        self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
+        if b is not None:
+            self.log_last = b[_LAST]
+
     def on_batch(self, b: Batch) -> None:
+        self.run((b,))
+
+    def _visit(self, b: Batch) -> None:
         s = b.position
         end = s + b.size
         last = b.last_offset
@@ -227,8 +254,6 @@ class _OffsetCheck:
             skip = s - self.last_entry_at
             if skip > self.max_skip:
                 self.max_skip, self.max_skip_at = skip, (self.last_entry_at, s)
-        self.prev_last = last
-        self.log_last = last
 
     def _low(self, b: Batch) -> int:
         return b.base_offset if b.base_offset is not None else self.prev_last + 1
@@ -387,29 +412,46 @@ class _TimeCheck:
         self.prev_last = base_offset - 1
         self.log_last: int | None = None
         self.counts = {"last": 0, "record": 0, "either": 0}
+        self.any_v2 = False
         self.last_distinct = False
         self.budget = AMBIGUOUS_DECODE_BUDGET
 
     def _fault(self, kind: str, slot: int, offset: int | None, message: str) -> None:
         self.findings.append(Finding(kind, slot * TIME_SLOT, offset, message))
 
+    def run(self, batches) -> None:
+        """Feed batches in log order: the running max in locals, entries checked as their batch passes."""
+        max_ts, next_off, prev_last = self.max_ts, self.next_off, self.prev_last
+        b = None
+        for b in batches:
+            mt = b[_MAX_TS]
+            if mt > max_ts:
+                max_ts = self.max_ts = mt
+                self.max_at = (b[_LAST], b[_POS])
+                if b[_MAGIC] >= 2:
+                    self.any_v2 = True
+            if next_off <= b[_LAST]:
+                self.prev_last = prev_last
+                self._entries_in(b)
+                next_off = self.next_off
+            prev_last = b[_LAST]
+        self.prev_last = prev_last
+        if b is not None:
+            self.log_last = b[_LAST]
+
     def on_batch(self, b: Batch) -> None:
-        mt = b.max_timestamp
-        if mt > self.max_ts:
-            self.max_ts = mt
-            self.max_at = (b.last_offset, b.position)
+        self.run((b,))
+
+    def _entries_in(self, b: Batch) -> None:
         last = b.last_offset
-        if self.next_off <= last:
-            targets = self.targets
-            t = self.t
-            while t < len(targets) and targets[t][0] <= last:
-                o, i = targets[t]
-                self._check(i, o, b)
-                t += 1
-            self.t = t
-            self.next_off = targets[t][0] if t < len(targets) else INF
-        self.prev_last = last
-        self.log_last = last
+        targets = self.targets
+        t = self.t
+        while t < len(targets) and targets[t][0] <= last:
+            o, i = targets[t]
+            self._check(i, o, b)
+            t += 1
+        self.t = t
+        self.next_off = targets[t][0] if t < len(targets) else INF
 
     def _check(self, i: int, o: int, b: Batch) -> None:
         ts = self.entries[i].timestamp
@@ -436,7 +478,7 @@ class _TimeCheck:
                         f"{b.max_timestamp}; timestamp {ts} is that of the batch at position {m_pos} "
                         f"(last offset {m_off})")
             return
-        single = (b.count == 1 and b.magic >= 2) or (b.magic < 2 and b.base_offset == b.last_offset)
+        single = b.base_offset == b.last_offset
         if o == b.last_offset:
             if single or self.last_distinct or self.budget <= 0:
                 self.counts["either" if single or not self.last_distinct else "last"] += 1
@@ -472,7 +514,11 @@ class _TimeCheck:
             notes.append(f"the log is readable only up to byte {walker.stop_position} of {log_size} "
                          f"({walker.stop.message})")
         last_ts = max((e.timestamp for e in self.entries), default=NO_TIMESTAMP)
-        if self.trimmed and self.max_ts > NO_TIMESTAMP and last_ts < self.max_ts:
+        if self.trimmed and not self.entries and not self.any_v2 and self.max_ts > NO_TIMESTAMP:
+            # Kafka 0.10.0 wrote v1 timestamps without time indexes; an upgraded broker created them empty.
+            notes.append(f"empty time index for magic 1 data (largest timestamp {self.max_ts}): as a broker "
+                         f"before 0.10.1, or one upgraded from it, leaves it")
+        elif self.trimmed and self.max_ts > NO_TIMESTAMP and last_ts < self.max_ts:
             m_off, m_pos = self.max_at
             n = len(self.entries)
             self.findings.append(Finding(
@@ -516,9 +562,7 @@ def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, ti
             feed_o(b)
             feed_t(b)
     elif oc is not None or tc is not None:
-        feed = (oc or tc).on_batch
-        for b in walker:
-            feed(b)
+        (oc or tc).run(walker)
     size = len(log_buf)
     return (oc.finish(walker, size) if oc else None, tc.finish(walker, size) if tc else None)
 
@@ -531,7 +575,7 @@ def verify_offset_index(log_buf, base_offset: int, index: IndexFile, *, interval
     return verify_indexes(log_buf, base_offset, index, None, interval_bytes=interval_bytes, limits=limits)[0]
 
 
-def verify_time_index(log_buf, base_offset: int, timeindex: TimeIndexFile,
+def verify_time_index(log_buf, base_offset: int, timeindex: TimeIndexFile, *,
                       limits: Limits = DEFAULT_LIMITS) -> IndexCheck:
     """Check a parsed ``.timeindex`` against its log: timestamps never going back, each the
     largest one up to its offset and carried by the batch (or record) the offset names,
@@ -667,7 +711,7 @@ def existing_time_convention(log_buf, base_offset: int, timeindex_path: str,
             tix = parse_timeindex(mf.buf, base_offset)
     except KdumpError:
         return None
-    check = verify_time_index(log_buf, base_offset, tix, limits)
+    check = verify_time_index(log_buf, base_offset, tix, limits=limits)
     return check.convention if check.convention in ("last", "record") else None
 
 

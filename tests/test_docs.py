@@ -6,7 +6,7 @@ import re
 import shlex
 
 import pytest
-from conftest import ROOT, run_kdump
+from kdumptest import ROOT, run_kdump
 
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```sh\n(.*?)```", README, re.S)

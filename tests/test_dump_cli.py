@@ -12,7 +12,7 @@ import os
 import re
 
 import pytest
-from conftest import GENERATED, REAL, run_kdump, write_segment
+from kdumptest import GENERATED, REAL, run_kdump, write_segment
 
 from kdump.format import build
 from kdump.format.codecs import GZIP, NONE

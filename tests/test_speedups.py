@@ -86,13 +86,16 @@ def run(buf, start: int = 0, end: int | None = None, *, decode: bool = True):
     """Everything observable about walking (and decoding) ``buf``."""
     walker = Walker(buf, start, end)
     steps, decoded = [], []
-    for batch in walker:
-        steps.append((strict(batch), walker.stop_position))
-        if decode:
-            try:
-                decoded.append(strict(decode_records(buf, batch)))
-            except Exception as e:  # noqa: BLE001 - the exact error is part of the contract
-                decoded.append(_error(e))
+    try:
+        for batch in walker:
+            steps.append((strict(batch), walker.stop_position))
+            if decode:
+                try:
+                    decoded.append(strict(decode_records(buf, batch)))
+                except Exception as e:  # noqa: BLE001 - the exact error is part of the contract
+                    decoded.append(_error(e))
+    except Exception as e:  # noqa: BLE001 - e.g. a negative start: the walker itself raises
+        steps.append(_error(e))
     return steps, strict(walker.stop), walker.stop_position, walker.trailing_bytes, decoded
 
 
@@ -165,20 +168,20 @@ def test_fixture_segment_identical(rel):
         both(mm)
 
 
-def _sample_segments(n: int) -> list[bytes]:
-    """Some non-empty fixture segments of different shapes (small enough to mutate often)."""
+def _sample_segments(n: int, limit: int = 24 << 10) -> list[bytes]:
+    """Heads of some non-empty fixture segments (short, so that they can be mutated often)."""
     rnd = random.Random(11)
-    paths = [os.path.join(FIXTURES, p) for p in LOGS]
-    paths = [p for p in paths if 0 < os.path.getsize(p) <= 1 << 20]
+    paths = sorted(os.path.join(FIXTURES, p) for p in LOGS)
+    paths = [p for p in paths if os.path.getsize(p) > 0]
     rnd.shuffle(paths)
     out = []
     for p in paths[:n]:
         with open(p, "rb") as f:
-            out.append(f.read())
+            out.append(f.read(limit))
     return out
 
 
-SAMPLES = _sample_segments(60)
+SAMPLES = _sample_segments(40)
 
 
 def _entry_positions(buf: bytes) -> list[int]:
@@ -191,13 +194,15 @@ def test_fixture_cut_everywhere_near_the_batch_edges(index):
     buf = SAMPLES[index]
     positions = _entry_positions(buf) + [len(buf)]
     cuts = set()
-    for p in positions[:40]:
+    for p in positions[:6] + positions[-2:]:
         for d in (-62, -61, -18, -17, -16, -1, 0, 1, 12, 16, 17, 18, 21, 60, 61, 62, 70):
             if 0 <= p + d <= len(buf):
                 cuts.add(p + d)
-    for cut in sorted(cuts):
-        both(buf[:cut])
-        both(buf, 0, cut)
+    for i, cut in enumerate(sorted(cuts)):
+        if i % 2:
+            both(buf[:cut])
+        else:
+            both(buf, 0, cut)
 
 
 # -- hostile edits ----------------------------------------------------------------------------
@@ -256,7 +261,7 @@ def mutations(draw, buf: bytes):
     return bytes(data)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.data_too_large])
 @given(st.data())
 def test_mutated_fixtures_identical(data):
@@ -335,14 +340,14 @@ def segments(draw):
     return b"".join(parts)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.data_too_large])
 @given(segments())
 def test_generated_segments_identical(buf):
     both(buf)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.data_too_large])
 @given(st.data())
 def test_generated_segments_mutated_identical(data):
@@ -418,7 +423,7 @@ def ref_scan(buf, pos: int, end: int, max_batches: int):
     return out, pos
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.data_too_large])
 @given(st.data())
 def test_scan_v2_matches_its_definition(data):
@@ -538,7 +543,7 @@ def record_fields(draw):
     return _zigzag(length) + bytes(body)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(record_fields(), max_size=5), st.sampled_from([0, 0, 1, -1, 2]), _ints64, _ints64, st.booleans(),
        st.sampled_from([-1, 0, 1, (1 << 31) - 1, INT64[1] - 3]), st.binary(max_size=3))
 def test_decode_hostile_records(recs, count_shift, base_offset, base_ts, log_append, base_seq, tail):
@@ -547,7 +552,7 @@ def test_decode_hostile_records(recs, count_shift, base_offset, base_ts, log_app
                  base_offset, base_ts, log_append, base_seq)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(-1 << 40, 1 << 40), st.integers(-(1 << 31), (1 << 31) - 1), _small_bytes,
                           _small_bytes, _headers), max_size=10),
        st.booleans(), st.sampled_from([-1, 0, (1 << 31) - 2]))

@@ -348,3 +348,5 @@ def _error(e: KdumpError) -> None:
     from . import error_line
 
     click.echo(error_line(e), err=True)
+    if e.hint:
+        click.echo(f"kdump: hint: {e.hint}", err=True)

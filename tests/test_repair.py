@@ -1,0 +1,262 @@
+"""``verify --truncate`` and the repair primitives: atomic, idempotent, nothing lost.
+
+Crash safety is shown twice: in forked children killed (``os._exit``, no cleanup runs) at
+every single file-system call a repair makes, and with real subprocesses killed by
+SIGKILL at random moments. In both, running the command again must reach exactly the
+state an uninterrupted run reaches, and the segment plus its saved ``.corrupt-*`` bytes
+must still hold every byte of the damaged original.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, garbage, run_kdump,  # noqa: E402
+                        tree_bytes, truncate_at)
+
+from kdump.errors import WriteError  # noqa: E402
+from kdump.repair import (TEMP_SUFFIX, atomic_write, remove_stale_temps, save_cut_bytes,  # noqa: E402
+                          truncate_log)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _damaged_dir(tmp_path: Path, name: str = "mixed-codecs-v2-0") -> tuple[Path, Path, bytes]:
+    """A copy of a generated partition whose segment has a bad CRC in the middle (indexes point past it)."""
+    d = copy_tree(FIXTURES / "generated" / name, tmp_path / "src")
+    log = d / "00000000000000000000.log"
+    bs = batches(log)
+    b = bs[len(bs) // 2]
+    flip_bit(log, b.position + b.size - 1, 2)
+    return d, log, log.read_bytes()
+
+
+def _corrupt_files(d: Path) -> list[Path]:
+    return sorted(p for p in d.iterdir() if ".corrupt-" in p.name)
+
+
+def _nothing_lost(log: Path, original: bytes) -> None:
+    kept = log.read_bytes()
+    assert original.startswith(kept)
+    saved = [p.read_bytes() for p in _corrupt_files(log.parent)]
+    assert saved and saved[0] == original[len(kept):] or kept == original
+
+
+# -- primitives ----------------------------------------------------------------------------------
+
+def test_truncate_saves_first_and_a_rerun_reuses_the_copy(tmp_path):
+    d, log, original = _damaged_dir(tmp_path)
+    size = len(original)
+    changes = truncate_log(str(log), 1000, size)
+    assert [c.action for c in changes] == ["saved", "truncated"]
+    assert log.read_bytes() == original[:1000]
+    assert (d / f"{log.name}.corrupt-1000").read_bytes() == original[1000:]
+    # Put the bytes back as an interrupted run would have left them: the copy is reused.
+    with open(log, "ab") as f:
+        f.write(original[1000:])
+    changes = truncate_log(str(log), 1000, size)
+    assert "already saved" in changes[0].detail
+    assert len(_corrupt_files(d)) == 1
+    # Different bytes at the same position get their own file.
+    with open(log, "ab") as f:
+        f.write(b"x" * 50)
+    truncate_log(str(log), 1000, 1050)
+    assert [p.name for p in _corrupt_files(d)] == [f"{log.name}.corrupt-1000", f"{log.name}.corrupt-1000-2"]
+    assert not list(d.glob(f"*{TEMP_SUFFIX}"))
+
+
+def test_truncate_refuses_a_file_that_changed(tmp_path):
+    d, log, original = _damaged_dir(tmp_path)
+    with pytest.raises(WriteError):
+        truncate_log(str(log), 100, len(original) + 1)
+    assert log.read_bytes() == original and not _corrupt_files(d)
+
+
+def test_no_writes_through_symlinks(tmp_path):
+    d, log, original = _damaged_dir(tmp_path)
+    elsewhere = tmp_path / "elsewhere.log"
+    elsewhere.write_bytes(original)
+    link = d / "00000000000000000500.log"
+    link.symlink_to(elsewhere)
+    with pytest.raises(WriteError):
+        truncate_log(str(link), 10, len(original))
+    with pytest.raises(WriteError):
+        atomic_write(str(link), b"new")
+    assert elsewhere.read_bytes() == original
+
+
+def test_atomic_write_keeps_the_mode_and_leaves_no_temp(tmp_path):
+    p = tmp_path / "f.index"
+    p.write_bytes(b"old")
+    os.chmod(p, 0o640)
+    atomic_write(str(p), [b"ne", b"w"])
+    assert p.read_bytes() == b"new" and stat.S_IMODE(p.stat().st_mode) == 0o640
+    (tmp_path / f"g.index{TEMP_SUFFIX}").write_bytes(b"stale")
+    assert [c.action for c in remove_stale_temps(str(tmp_path))] == ["removed_temp"]
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["f.index"]
+
+
+def test_save_cut_bytes_streams_large_ranges(tmp_path):
+    log = tmp_path / "00000000000000000000.log"
+    data = garbage(3 << 20, 3)
+    log.write_bytes(data)
+    path, new = save_cut_bytes(str(log), 100, len(data))
+    assert new and Path(path).read_bytes() == data[100:]
+
+
+# -- verify --truncate ---------------------------------------------------------------------------
+
+def test_truncate_rebuilds_indexes_that_point_past_the_cut(tmp_path):
+    d, log, original = _damaged_dir(tmp_path)
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 1 and '"index_past_end"' in r.out
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 1
+    assert "kdump: truncated" in r.err and "kdump: rebuilt" in r.err
+    _nothing_lost(log, original)
+    assert run_kdump("verify", "--deep", d).code == 0
+    # Idempotent: a second --truncate has nothing to do and changes nothing.
+    before = tree_bytes(d)
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 0 and "kdump: truncated" not in r.err
+    assert tree_bytes(d) == before
+
+
+def test_truncate_only_touches_damaged_segments(tmp_path):
+    d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path)
+    first = d / "00000000000000000000.log"
+    truncate_at(first, first.stat().st_size - 3)        # a torn tail in the first of two segments
+    second = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000012.*")}
+    assert run_kdump("verify", "--truncate", d).code == 1
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000012.*")} == second
+    assert run_kdump("verify", d).code == 0
+
+
+def test_truncate_on_a_single_named_segment(tmp_path):
+    d, log, original = _damaged_dir(tmp_path)
+    assert run_kdump("verify", "--truncate", log).code == 1
+    _nothing_lost(log, original)
+    assert run_kdump("verify", d).code == 0
+
+
+# -- crashes -------------------------------------------------------------------------------------
+
+# The calls after which another process could see a different directory (fsync and chmod
+# change nothing a restarted run can observe after a kill, as opposed to a power loss).
+MUTATING = ("write", "replace", "rename", "ftruncate", "truncate", "unlink", "mkdir", "makedirs")
+
+
+def _run_killed_at(n: int, args: list[str]) -> int:
+    """Run ``kdump ARGS`` in a forked child that dies (os._exit, no cleanup) at its n-th
+    file-system change; returns the child's exit code (99 = killed)."""
+    pid = os.fork()
+    if pid == 0:     # pragma: no cover - the child
+        try:
+            count = [0]
+
+            def wrap(orig):
+                def call(*a, **k):
+                    count[0] += 1
+                    if count[0] == n:
+                        os._exit(99)
+                    return orig(*a, **k)
+                return call
+
+            import builtins
+            for name in MUTATING:
+                if hasattr(os, name):
+                    setattr(os, name, wrap(getattr(os, name)))
+            real_os_open = os.open
+
+            def os_open(path, flags, *a, **k):
+                if flags & os.O_CREAT:
+                    count[0] += 1
+                    if count[0] == n:
+                        os._exit(99)
+                return real_os_open(path, flags, *a, **k)
+            os.open = os_open
+            real_open = builtins.open
+
+            def guarded_open(file, mode="r", *a, **k):
+                if any(c in mode for c in "wax+"):
+                    count[0] += 1
+                    if count[0] == n:
+                        os._exit(99)
+                return real_open(file, mode, *a, **k)
+            builtins.open = guarded_open
+            code = run_kdump(*args).code
+        except BaseException:
+            os._exit(98)
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _state(d: Path) -> dict[str, bytes]:
+    return tree_bytes(d)
+
+
+def test_killed_at_every_step_of_truncate_then_rerun(tmp_path):
+    d0, log0, original = _damaged_dir(tmp_path)
+    ref = copy_tree(d0, tmp_path / "ref")
+    assert run_kdump("verify", "--truncate", ref).code == 1
+    reference = _state(ref)
+    n = 1
+    while True:
+        d = copy_tree(d0, tmp_path / f"k{n}")
+        code = _run_killed_at(n, ["verify", "--truncate", str(d)])
+        assert code in (99, 1), code
+        run_kdump("verify", "--truncate", d)
+        assert _state(d) == reference, f"killed at step {n}"
+        _nothing_lost(d / log0.name, original)
+        if code != 99:
+            break
+        n += 1
+    assert n > 5          # the run really had several steps to interrupt
+
+
+def _subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_sigkill_at_random_moments_then_rerun(tmp_path):
+    d0 = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path / "src")
+    log = d0 / "00000000000000000012.log"
+    original_size = log.stat().st_size
+    # A large damaged tail makes the copy of the cut bytes take a while.
+    append_garbage(log, 8 << 20, 5)
+    original = log.read_bytes()
+    cmd = [sys.executable, "-m", "kdump", "verify", "--truncate", "-q"]
+    env = _subprocess_env()
+    ref = copy_tree(d0, tmp_path / "ref")
+    t = time.monotonic()
+    assert subprocess.run(cmd + [str(ref)], env=env, capture_output=True).returncode == 1
+    elapsed = time.monotonic() - t
+    reference = _state(ref)
+    assert (ref / log.name).stat().st_size == original_size
+    rng = random.Random(20240607)
+    killed = 0
+    for i in range(4):
+        d = copy_tree(d0, tmp_path / f"k{i}")
+        p = subprocess.Popen(cmd + [str(d)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.2, 1.0) * elapsed)
+        p.send_signal(signal.SIGKILL)
+        killed += p.wait() == -signal.SIGKILL
+        rerun = subprocess.run(cmd + [str(d)], env=env, capture_output=True)
+        assert rerun.returncode in (0, 1), rerun.stderr
+        assert _state(d) == reference, f"run {i}"
+        _nothing_lost(d / log.name, original)
+    assert killed >= 1

@@ -1,0 +1,355 @@
+"""``kdump verify`` end to end: the corruption matrix through the CLI, cross-file checks, output, exit status.
+
+For every damage: verify names the kind at the right position, exits 1 and changes
+nothing (bytes, mtimes, no new file); ``verify --truncate`` leaves exactly the valid
+prefix, keeps the cut bytes beside the segment, leaves indexes consistent, and a second
+verify exits 0. Damage the broker keeps (its recovery does not cut it) is reported the
+same way, and ``--truncate`` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corruption import (FIXTURES, append_garbage, append_zeros, batches, copy_tree, duplicate_last_batch,  # noqa: E402
+                        flip_bit, run_kdump, set_base_offset, set_length, tree_state, truncate_at, write_at)
+
+from kdump.format.crc import crc32c  # noqa: E402
+
+DIRS = {
+    "gen-v2-zstd": ("generated/zstd-v2-0", "00000000000000000000.log"),
+    "gen-v2-mixed": ("generated/mixed-codecs-v2-0", "00000000000000000000.log"),
+    "gen-v1-gzip": ("generated/gzip-v1-0", "00000000000000000010.log"),
+    "gen-v0-lz4": ("generated/lz4-v0-0", "00000000000000000000.log"),
+    "real-v2-snappy": ("real/seanorth__kafka-server/kafka-logs/some-topic-0", "00000000000000000000.log"),
+    "real-v2-indexes": ("real/pinterest__tiered-storage/ts-segment-uploader/src/test/resources/log_segments/"
+                        "test_topic_a-0", None),
+}
+
+
+def _objects(out: str) -> dict[str, dict]:
+    return {os.path.basename(o["file"]): o for o in (json.loads(line) for line in out.splitlines() if line)}
+
+
+# Each corruption: (function(path, batches) -> (kind or None, position), broker cuts?)
+def _torn(p, bs):
+    last = bs[-1]
+    truncate_at(p, last.position + last.size // 2)
+    return "torn_tail", last.position, True
+
+
+def _crc(p, bs):
+    b = bs[len(bs) // 2]
+    flip_bit(p, b.position + b.size - 2, 5)
+    return "crc_mismatch", b.position, True
+
+
+def _len3(p, bs):
+    b = bs[len(bs) // 2]
+    set_length(p, b.position, 3)
+    return "invalid_size", b.position, True
+
+
+def _len_max(p, bs):
+    b = bs[-1]
+    set_length(p, b.position, 2**31 - 1)
+    return "oversize", b.position, True
+
+
+def _zeros(p, bs):
+    return "zero_tail", append_zeros(p, 4096), True
+
+
+def _garbage(p, bs):
+    return None, append_garbage(p, 300, 11), True
+
+
+def _dup(p, bs):
+    return "offset_regression", duplicate_last_batch(p), False
+
+
+def _backwards(p, bs):
+    b = bs[len(bs) // 2] if len(bs) > 1 else None
+    if b is None or b.position == 0:
+        pytest.skip("needs two batches")
+    set_base_offset(p, b.position, bs[0].last_offset)
+    return "offset_regression", b.position, False
+
+
+CORRUPTIONS = {"torn": _torn, "crc": _crc, "len3": _len3, "len_max": _len_max, "zeros": _zeros,
+               "garbage": _garbage, "dup": _dup, "backwards": _backwards}
+
+
+def _setup(tmp_path, key):
+    rel, log = DIRS[key]
+    d = copy_tree(FIXTURES / rel, tmp_path)
+    if log is None:
+        log = sorted(n for n in os.listdir(d) if n.endswith(".log"))[-1]
+    return d, d / log
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+@pytest.mark.parametrize("key", list(DIRS))
+def test_corruption_matrix_through_the_cli(tmp_path, key, corruption):
+    d, log = _setup(tmp_path, key)
+    bs = batches(log)
+    kind, position, cuts = CORRUPTIONS[corruption](log, bs)
+    damaged = log.read_bytes()
+    before = tree_state(d)
+
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 1, r.err
+    assert "Traceback" not in r.err
+    found = _objects(r.out)
+    obj = found[log.name]
+    assert obj["status"] in ("damaged", "torn_tail")
+    at = [f for f in obj["findings"] if f["position"] == position]
+    assert at, obj["findings"]
+    if kind is not None:
+        assert kind in {f["kind"] for f in at}
+    assert tree_state(d) == before, "verify without --truncate changed something"
+    valid = obj["valid_bytes"]
+    assert valid == (position if cuts else len(damaged))
+
+    r = run_kdump("verify", "--truncate", "--json", d)
+    assert r.code == 1, r.err
+    assert log.read_bytes() == damaged[:valid]
+    corrupt = log.with_name(f"{log.name}.corrupt-{valid}")
+    if cuts:
+        assert corrupt.read_bytes() == damaged[valid:]
+        r = run_kdump("verify", "--json", d)
+        assert r.code == 0, r.out
+        assert all(o["status"] == "ok" for o in _objects(r.out).values())
+    else:
+        assert not corrupt.exists()
+        # Only index files verify had found inconsistent may have been rebuilt.
+        after = tree_state(d)
+        changed = {k for k in after if after[k][0] != before.get(k, (None,))[0]}
+        assert set(after) == set(before)
+        assert all(found[k]["findings"] for k in changed), changed
+        r = run_kdump("verify", "--json", d)
+        assert r.code == 1
+        assert kind in {f["kind"] for f in _objects(r.out)[log.name]["findings"]}
+    assert not [n for n in os.listdir(d) if n.endswith(".kdump-tmp")]
+
+
+def test_undecompressable_payload_needs_deep(tmp_path):
+    d, log = _setup(tmp_path, "gen-v2-zstd")
+    b = [x for x in batches(log) if x.attributes & 7][0]
+    data = bytearray(log.read_bytes())
+    data[b.position + 61:b.position + b.size] = bytes(b.size - 61)
+    struct.pack_into(">I", data, b.position + 17, crc32c(bytes(data[b.position + 21:b.position + b.size])))
+    log.write_bytes(bytes(data))
+    assert run_kdump("verify", d).code == 0          # the CRC matches; records are not opened
+    r = run_kdump("verify", "--deep", "--json", d)
+    assert r.code == 1
+    assert {"codec"} <= {f["kind"] for f in _objects(r.out)[log.name]["findings"]}
+    before = log.read_bytes()
+    assert run_kdump("verify", "--deep", "--truncate", d).code == 1
+    assert log.read_bytes() == before                 # the broker keeps it: nothing to cut
+
+
+# -- no false alarms ---------------------------------------------------------------------------
+
+def test_every_real_fixture_verifies_clean():
+    r = run_kdump("verify", "--json", FIXTURES / "real")
+    assert r.code == 0, [line for line in r.out.splitlines() if '"ok"' not in line][:5]
+    objs = [json.loads(line) for line in r.out.splitlines()]
+    assert len(objs) > 1000
+    kinds = {f["kind"] for o in objs for f in o["findings"]}
+    assert kinds <= {"leftover", "orphan_index", "index_missing"}
+    leftovers = [o for o in objs if any(f["kind"] == "leftover" for f in o["findings"])]
+    assert {os.path.basename(o["file"]) for o in leftovers} >= {"00000000000000000000.log.swap",
+                                                                "00000000000000000000.timeindex.cleaned"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(FIXTURES / "generated") if not n.startswith("torn")))
+def test_generated_fixtures_verify_clean_with_deep(name):
+    r = run_kdump("verify", "--deep", "--json", FIXTURES / "generated" / name)
+    assert r.code == 0, r.out
+
+
+def test_compacted_real_topics_with_offset_gaps_verify_clean():
+    r = run_kdump("verify", "--deep", FIXTURES / "real" / "DonaldY__kafka-2.7.1")
+    assert r.code == 0
+
+
+def test_torn_tail_fixture():
+    r = run_kdump("verify", "--json", FIXTURES / "generated" / "torn-tail-0")
+    assert r.code == 1
+    (obj,) = [json.loads(line) for line in r.out.splitlines()]
+    assert (obj["status"], obj["valid_bytes"], obj["size"]) == ("torn_tail", 667, 780)
+    assert obj["findings"][0] == {"kind": "torn_tail", "position": 667, "offset": 6,
+                                  "message": obj["findings"][0]["message"]}
+
+
+# -- output contract ---------------------------------------------------------------------------
+
+def test_json_object_per_file_and_summary_on_stderr():
+    r = run_kdump("verify", "--json", FIXTURES / "generated" / "transactions-0")
+    assert r.code == 0
+    objs = [json.loads(line) for line in r.out.splitlines()]
+    assert [list(o) for o in objs][0] == ["file", "kind", "status", "size", "valid_bytes", "batches", "records",
+                                          "first_offset", "last_offset", "findings"]
+    assert {o["kind"] for o in objs} == {"log", "index", "timeindex", "txnindex", "leader_epoch_checkpoint"}
+    seg = objs[0]
+    assert (seg["batches"], seg["first_offset"], seg["last_offset"], seg["valid_bytes"]) == (11, 0, 18, seg["size"])
+    assert r.err.startswith("kdump: verified 9 files (2 segments")
+
+
+def test_text_and_table_output(tmp_path):
+    d, log = _setup(tmp_path, "gen-v2-zstd")
+    _crc(log, batches(log))
+    r = run_kdump("verify", d)
+    assert r.code == 1
+    assert f"{log}: damaged" in r.out and "  crc_mismatch at byte" in r.out
+    r = run_kdump("verify", "--format", "table", d)
+    assert r.code == 1 and "crc_mismatch" in r.out and "damaged" in r.out
+    r = run_kdump("verify", "-q", d)
+    assert r.err == ""
+
+
+def test_missing_path_exits_3_and_garbage_never_tracebacks(tmp_path):
+    r = run_kdump("verify", tmp_path / "nope")
+    assert r.code == 3 and "Traceback" not in r.err
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(os.urandom(5000))
+    r = run_kdump("verify", "--deep", junk)
+    assert r.code == 1 and "Traceback" not in r.err
+
+
+def test_spark_engine_without_the_extra(monkeypatch):
+    import importlib.util
+
+    import kdump.cli.verify as v
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(v.importlib.util, "find_spec",
+                        lambda name, *a: None if "spark" in name else real(name, *a))
+    r = run_kdump("verify", "--engine", "spark", FIXTURES / "generated" / "zstd-v2-0")
+    assert r.code == 2
+    assert "the Spark engine needs the 'spark' extra" in r.err
+
+
+# -- cross-file checks -------------------------------------------------------------------------
+
+def _kinds(out: str, name: str) -> set[str]:
+    return {f["kind"] for f in _objects(out)[name]["findings"]}
+
+
+def test_index_pointing_past_the_end_is_found_and_rebuilt(tmp_path):
+    d, log = _setup(tmp_path, "gen-v2-mixed")
+    idx = d / "00000000000000000000.index"
+    assert idx.stat().st_size >= 8
+    data = bytearray(idx.read_bytes())
+    struct.pack_into(">ii", data, len(data) - 8, 500, log.stat().st_size + 100)
+    idx.write_bytes(bytes(data))
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 1 and "index_past_end" in _kinds(r.out, idx.name)
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 1 and "rebuilt" in r.err
+    assert run_kdump("verify", d).code == 0
+
+
+def test_index_entry_not_at_a_batch_start(tmp_path):
+    d, log = _setup(tmp_path, "gen-v2-mixed")
+    idx = d / "00000000000000000000.index"
+    data = bytearray(idx.read_bytes())
+    rel, pos = struct.unpack_from(">ii", data, 0)
+    struct.pack_into(">ii", data, 0, rel, pos + 3)
+    idx.write_bytes(bytes(data))
+    r = run_kdump("verify", "--json", d)
+    assert "index_mid_batch" in _kinds(r.out, idx.name)
+
+
+def test_time_index_past_the_end_after_a_truncation_is_rebuilt(tmp_path):
+    d, log = _setup(tmp_path, "gen-v2-zstd")
+    bs = batches(log)
+    truncate_at(log, bs[-1].position + 5)
+    r = run_kdump("verify", "--json", d)
+    assert "timeindex_past_end" in _kinds(r.out, "00000000000000000000.timeindex")
+    assert run_kdump("verify", "--truncate", d).code == 1
+    assert run_kdump("verify", d).code == 0
+
+
+def test_overlapping_segments(tmp_path):
+    d, _ = _setup(tmp_path, "gen-v2-zstd")
+    os.rename(d / "00000000000000000012.log", d / "00000000000000000011.log")
+    for ext in (".index", ".timeindex"):
+        os.rename(d / f"00000000000000000012{ext}", d / f"00000000000000000011{ext}")
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 1
+    assert "offset_overlap" in _kinds(r.out, "00000000000000000011.log")
+
+
+def test_offset_gaps_across_segments_are_fine():
+    r = run_kdump("verify", FIXTURES / "generated" / "compacted-0")     # 0..27 then 100..
+    assert r.code == 0
+
+
+def test_txnindex_against_the_markers(tmp_path):
+    d = copy_tree(FIXTURES / "generated" / "transactions-0", tmp_path)
+    txn = d / "00000000000000000000.txnindex"
+    txn.write_bytes(txn.read_bytes()[:34])            # drop the second aborted transaction
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 1
+    assert "txnindex_marker" in _kinds(r.out, txn.name)
+    os.unlink(txn)
+    r = run_kdump("verify", "--json", d)
+    assert "txnindex_missing" in _kinds(r.out, "00000000000000000000.log")
+    other = d / "00000000000000000019.txnindex"
+    data = bytearray(other.read_bytes())
+    struct.pack_into(">q", data, 2 + 8 + 8, 21)       # last offset no longer at the ABORT marker
+    other.write_bytes(bytes(data))
+    r = run_kdump("verify", "--json", d)
+    assert "txnindex_marker" in _kinds(r.out, other.name)
+
+
+def test_producer_snapshot_crc(tmp_path):
+    src = FIXTURES / "real" / "pinterest__tiered-storage" / "ts-segment-uploader" / "src" / "test" / "resources" / \
+        "log_segments" / "test_topic_a-0"
+    d = copy_tree(src, tmp_path)
+    snap = sorted(d.glob("*.snapshot"))[-1]
+    assert run_kdump("verify", snap).code == 0
+    flip_bit(snap, 3, 0)                              # inside the stored CRC
+    r = run_kdump("verify", "--json", snap)
+    assert r.code == 1 and "snapshot_crc" in _kinds(r.out, snap.name)
+
+
+def test_leader_epoch_checkpoint_against_the_batches(tmp_path):
+    d = copy_tree(FIXTURES / "generated" / "idempotent-0", tmp_path)
+    ck = d / "leader-epoch-checkpoint"
+    assert run_kdump("verify", d).code == 0
+    ck.write_text("0\n2\n0 0\n1 20\n")                # epoch 1 really starts at offset 14
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 1 and "leader_epoch" in _kinds(r.out, ck.name)
+    ck.write_text("0\n2\n0 0\nbad line\n")
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 1 and "leader_epoch" in _kinds(r.out, ck.name)
+
+
+def test_leftovers_and_orphans_are_noted_not_damage(tmp_path):
+    d, log = _setup(tmp_path, "gen-v2-zstd")
+    (d / "00000000000000000000.log.deleted").write_bytes(log.read_bytes())
+    (d / "00000000000000000050.index").write_bytes(b"")
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 0
+    assert "leftover" in _kinds(r.out, "00000000000000000000.log.deleted")
+    assert "orphan_index" in _kinds(r.out, "00000000000000000050.index")
+
+
+def test_a_named_index_file_is_checked_against_its_log(tmp_path):
+    d, log = _setup(tmp_path, "gen-v2-mixed")
+    idx = d / "00000000000000000000.index"
+    assert run_kdump("verify", idx).code == 0
+    write_at(idx, 4, struct.pack(">i", 99999))
+    r = run_kdump("verify", "--json", idx)
+    assert r.code == 1 and list(_objects(r.out)) == [idx.name]
