@@ -59,8 +59,14 @@ def main(argv: list[str] | None = None) -> None:
         code = rv if isinstance(rv, int) else ExitStatus.OK
     except click.exceptions.Exit as e:
         code = e.exit_code
+    except click.UsageError as e:
+        # The same one-line style as every other error, with the way to more help.
+        print(f"kdump: error: {e.format_message()}", file=sys.stderr)
+        if e.ctx is not None:
+            print(f"kdump: hint: try '{e.ctx.command_path} --help'", file=sys.stderr)
+        code = ExitStatus.USAGE
     except click.ClickException as e:
-        e.show()
+        print(f"kdump: error: {e.format_message()}", file=sys.stderr)
         code = e.exit_code
     except click.exceptions.Abort:
         print("kdump: aborted", file=sys.stderr)
@@ -74,6 +80,13 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
     except BrokenPipeError:
         code = _quiet_broken_pipe()
+    except SystemExit as e:
+        # Click turns EPIPE into exit(1) after wrapping stdout; for kdump the reader going
+        # away (`kdump dump x | head`) is not damage: stay quiet and exit 0.
+        if e.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            code = _quiet_broken_pipe()
+        else:
+            raise
     except KeyboardInterrupt:
         print("kdump: interrupted", file=sys.stderr)
         code = ExitStatus.INTERRUPTED

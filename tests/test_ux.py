@@ -1,0 +1,128 @@
+"""What a person sees: tables, colour, progress, error lines, broken pipes, completion."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+from kdumptest import GENERATED, ROOT, run_kdump
+
+from kdump.errors import CorruptDataError, ExitStatus, InputError, UsageError
+
+ANSI = "\x1b["
+
+
+def test_table_view_exact_text(monkeypatch):
+    """The Rich table on a fixed-width terminal, compared with a golden file."""
+    monkeypatch.setenv("COLUMNS", "132")
+    r = run_kdump("dump", GENERATED / "headers-0", "--format", "table", "--data", "--color", "never")
+    assert r.code == 0
+    text = r.out.replace(str(GENERATED), "GENERATED")
+    golden = ROOT / "tests" / "golden" / "table-headers.txt"
+    if os.environ.get("KDUMP_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+    assert ANSI not in text
+
+
+def test_colour_always_and_no_color(monkeypatch):
+    args = ("dump", GENERATED / "torn-tail-0", "--format", "table")
+    assert ANSI in run_kdump(*args, "--color", "always").out
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert ANSI not in run_kdump(*args).out
+    assert ANSI not in run_kdump(*args, "--color", "never").out
+
+
+def test_progress_is_off_when_stderr_is_not_a_terminal():
+    r = run_kdump("dump", GENERATED, "--records", "--json")
+    assert r.err.strip().splitlines() == [line for line in r.err.strip().splitlines() if line.startswith("kdump:")]
+
+
+def test_progress_appears_only_for_slow_work_on_a_terminal(monkeypatch):
+    from kdump.cli import progress as p
+    from kdump.cli.options import Output
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    fake_err = Tty()
+    monkeypatch.setattr(sys, "stderr", fake_err)
+    out = Output(False, "json", stream=io.StringIO())
+    bar = p.Progress.for_output(out, 1000, "dump")
+    assert bar.enabled
+    bar.update(10)
+    assert bar._bar is None                       # not shown before a second has passed
+    monkeypatch.setattr(p, "SHOW_AFTER", 0.0)
+    bar.update(500)
+    assert bar._bar is not None
+    bar.close()
+    assert not p.Progress.for_output(Output(False, "json", quiet=True, stream=io.StringIO()), 1, "x").enabled
+    assert not p.Progress.for_output(Output(False, "table", stream=Tty()), 1, "x").enabled
+
+
+def test_error_line_per_class(tmp_path):
+    # could not complete (3): a missing file
+    r = run_kdump("dump", tmp_path / "missing.log")
+    assert (r.code, r.err) == (3, f"kdump: error: {tmp_path / 'missing.log'}: cannot read: no such file or directory\n")
+    # usage (2): a bad option, and a path with nothing to read
+    r = run_kdump("dump", "--bogus")
+    assert r.code == 2 and r.err.startswith("kdump: error: No such option") and "kdump: hint: try" in r.err
+    # damage (1): located to the byte
+    r = run_kdump("dump", GENERATED / "torn-tail-0")
+    assert r.code == 1 and r.err.startswith(f"kdump: error: {GENERATED / 'torn-tail-0'}/00000000000000000000.log:667: ")
+    # the classes themselves carry the exit status of the table
+    assert (CorruptDataError.exit_code, UsageError.exit_code, InputError.exit_code) == (1, 2, 3)
+    assert str(CorruptDataError("bad", file="f.log", position=7)) == "f.log:7: bad"
+
+
+def test_internal_error_has_no_traceback(monkeypatch):
+    import kdump.cli.dump as d
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(d, "run_dump", boom)
+    r = run_kdump("dump", GENERATED / "zstd-v2-0")
+    assert r.code == ExitStatus.INCOMPLETE
+    assert r.err == "kdump: internal error: RuntimeError: kaboom (rerun with --debug for a traceback)\n"
+
+
+def _big_partition(tmp_path):
+    from kdump.format import build
+
+    d = tmp_path / "big-0"
+    d.mkdir()
+    batches = [build.build_v2_batch([(0, 1_700_000_000_000 + i, b"k", b"v" * 100)], base_offset=i)
+               for i in range(20000)]
+    (d / "00000000000000000000.log").write_bytes(b"".join(batches))
+    return d
+
+
+def test_broken_pipe_is_quiet(tmp_path):
+    d = _big_partition(tmp_path)
+    p = subprocess.Popen([sys.executable, "-m", "kdump", "dump", str(d), "--records"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 0
+    assert err == ""
+
+
+def test_bash_completion_script():
+    env = {**os.environ, "_KDUMP_COMPLETE": "bash_source"}
+    out = subprocess.run([sys.executable, "-m", "kdump"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "_kdump_completion" in out.stdout
+    env = {**os.environ, "_KDUMP_COMPLETE": "bash_complete", "COMP_WORDS": "kdump du", "COMP_CWORD": "1"}
+    out = subprocess.run([sys.executable, "-m", "kdump"], env=env, capture_output=True, text=True, timeout=60)
+    assert "dump" in out.stdout
+
+
+def test_version_does_not_import_click():
+    code = "import sys; from kdump.cli import main\ntry: main(['--version'])\nexcept SystemExit: pass\n" \
+           "print('click' in sys.modules, 'rich' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().endswith("False False"), out.stdout
