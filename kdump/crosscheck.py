@@ -5,17 +5,32 @@ a ``FileReport``: segments their scan plus the checks that need a neighbour, the
 files their consistency with the segments:
 
 - offsets continue across segments: gaps are normal (compaction), overlaps are not;
-- ``.index`` / ``.timeindex`` against the log: every offset-index entry must point at the
-  start of a kept batch holding its offset, and no entry may point past the kept bytes;
-  time-index timestamps increase and name offsets and timestamps the segment has
-  (kdump.indexcheck, written for ``kdump index --verify``, was not available when this
-  was written: these are the minimal checks verify needs);
+- ``.index`` / ``.timeindex`` against the log, with ``kdump.indexcheck`` (the checks of
+  ``kdump index --verify``) run over the part of the log the broker keeps, so an entry
+  pointing into bytes recovery would cut counts as past the end;
 - ``.txnindex`` entries against the COMMIT/ABORT markers, replaying each producer's open
   transaction across segments;
 - producer ``.snapshot`` CRC and structure;
 - ``leader-epoch-checkpoint`` against the leader epochs stamped on the batches;
 - leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
   finishes or deletes at startup: informational, not damage.
+
+Finding kinds added here (informational ones do not make a file damaged):
+
+======================================  =================================================================
+offset_overlap                          a segment starts at or below the previous segment's last offset
+index_* / timeindex_*                   from ``kdump.indexcheck`` (index_past_end, index_mid_batch,
+                                        index_offset_mismatch, index_not_increasing, timeindex_past_end, ...)
+txnindex_size, _offset, _order,         a torn entry; an entry outside the segment; entries out of order;
+txnindex_past_end, txnindex_marker      an ABORT marker past the kept data; no matching marker / no entry
+txnindex_missing                        ABORT markers of open transactions but no ``.txnindex`` at all
+snapshot_crc, snapshot_invalid          producer snapshot CRC-32C mismatch; structure does not parse
+leader_epoch                            checkpoint malformed or out of order, or contradicting the batches
+invalid_file                            another side file (checkpoint, metadata) does not parse
+unreadable                              the file could not be read (exit status 3)
+leftover, orphan_index, index_missing,  informational: the broker handles them at startup
+snapshot_stale, leader_epoch_stale
+======================================  =================================================================
 """
 
 from __future__ import annotations
@@ -29,11 +44,11 @@ from . import logdir as K
 from .errors import KdumpError
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.control import ABORT, COMMIT
-from .format.walk import Walker, decode_records
+from .format.walk import decode_records
 from .logdir import LogFile
 from .model import Finding
-from .scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, INFO_KINDS as _INFO, ScanReport, scan_file, \
-    status_of
+from .scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport, scan_file, status_of
+from .scan import INFO_KINDS as _INFO
 from .segment import MappedFile, read_small
 
 SIDE_FILE_LIMIT = 256 << 20
@@ -51,6 +66,7 @@ class VerifyOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     limits: Limits = DEFAULT_LIMITS
+    broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
 
     def scan(self, f: LogFile) -> ScanReport:
         base = f.base_offset if f.kind == K.LOG else None
@@ -86,7 +102,7 @@ class FileReport:
     def to_dict(self) -> dict[str, Any]:
         s = self.scan
         return {"file": self.file, "kind": self.kind, "status": self.status, "size": self.size,
-                "valid_bytes": self.valid_bytes,
+                "valid_bytes": self.valid_bytes, "intact_bytes": s.intact_bytes if s else None,
                 "batches": s.batches if s else None, "records": s.records if s else None,
                 "first_offset": s.first_offset if s else None, "last_offset": s.last_offset if s else None,
                 "findings": [f.to_dict() for f in self.findings]}
@@ -149,6 +165,7 @@ class _Partition:
                      if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
         self.names = {os.path.basename(f.path) for f in files}
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
+        self._index_checks: dict[str, tuple[list[Finding], list[Finding]]] = {}
 
     def siblings_wanted(self, log: LogFile, wanted: set[str]) -> bool:
         return any(f.base_offset == log.base_offset and f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX)
@@ -215,10 +232,12 @@ class _Partition:
                 if scan is None:
                     self.scan(log)
                     scan = self.scans.get(log.path)
-                if scan is not None:
+                if scan is not None and f.kind == K.TXNINDEX:
                     data = read_small(f.path, SIDE_FILE_LIMIT)
-                    findings.extend(side_index_findings(f.kind, data, log, scan, self.opts,
-                                                        self.txn_expected() if f.kind == K.TXNINDEX else None))
+                    findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
+                                                       self.txn_expected().get(f.base_offset or 0, {})))
+                elif scan is not None:
+                    findings.extend(self.index_checks(log, scan)[0 if f.kind == K.INDEX else 1])
         elif f.kind == K.PRODUCER_SNAPSHOT:
             findings.extend(self._snapshot(f))
         elif f.kind == K.LEADER_EPOCH:
@@ -226,6 +245,17 @@ class _Partition:
         else:
             findings.extend(_side_file(f))
         return FileReport(f.path, f.kind, size, findings, log=f)
+
+    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[list[Finding], list[Finding]]:
+        """Both index files of a segment, checked in one walk (cached: each is reported apart)."""
+        got = self._index_checks.get(log.path)
+        if got is None:
+            stem = log.path[:-len(".log")]
+            data = [read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None
+                    for p in (stem + ".index", stem + ".timeindex")]
+            got = self._index_checks[log.path] = index_findings(log.path, log.base_offset or 0, scan, *data,
+                                                                limits=self.opts.limits)
+        return got
 
     # -- segments ---------------------------------------------------------------------------
 
@@ -316,9 +346,9 @@ class _Partition:
         try:
             entries = parse_checkpoint(read_small(f.path), LEADER_EPOCH, f.path)
         except KdumpError as e:
-            return [Finding("leader_epoch", e.position, None, e.message)]
+            return [Finding("leader_epoch", None, None, _at_line(e))]
         out = []
-        for a, b in zip(entries, entries[1:]):
+        for a, b in zip(entries, entries[1:], strict=False):
             if b.epoch <= a.epoch or b.start_offset < a.start_offset:
                 out.append(Finding("leader_epoch", None, b.start_offset,
                                    f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by epoch "
@@ -372,14 +402,25 @@ def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
     return out
 
 
+_TEXT_KINDS = (K.LEADER_EPOCH, K.OFFSET_CHECKPOINT, K.PARTITION_METADATA, K.META_PROPERTIES, K.QUORUM_STATE,
+               K.CLEAN_SHUTDOWN)
+
+
+def _at_line(e: KdumpError) -> str:
+    """Text files report a line number, not a byte position: it goes into the message."""
+    return e.message if e.position is None else f"{e.message} (line {e.position})"
+
+
 def _side_file(f: LogFile) -> list[Finding]:
     from .sidefiles import describe
 
+    text = f.kind in _TEXT_KINDS
     try:
         desc = describe(f)
     except KdumpError as e:
-        return [Finding("invalid_file", e.position, None, e.message)]
-    return [Finding("invalid_file", pos, None, msg) for msg, pos in desc.problems]
+        return [Finding("invalid_file", None, None, _at_line(e)) if text
+                else Finding("invalid_file", e.position, None, e.message)]
+    return [Finding("invalid_file", None if text else pos, None, msg) for msg, pos in desc.problems]
 
 
 # -- index files against their segment -----------------------------------------------------------
@@ -388,101 +429,41 @@ def side_index_findings(kind: str, data: bytes, log: LogFile, scan: ScanReport, 
                         txn_expected: dict | None = None) -> list[Finding]:
     base = log.base_offset or 0
     if kind == K.INDEX:
-        return offset_index_findings(data, base, log.path, scan, opts.limits)
+        return index_findings(log.path, base, scan, index=data, limits=opts.limits)[0]
     if kind == K.TIMEINDEX:
-        return time_index_findings(data, base, scan)
+        return index_findings(log.path, base, scan, timeindex=data, limits=opts.limits)[1]
     return txn_index_findings(data, base, scan, (txn_expected or {}).get(base, {}))
 
 
-def offset_index_findings(data: bytes, base: int, log_path: str, scan: ScanReport,
-                          limits: Limits = DEFAULT_LIMITS) -> list[Finding]:
-    from .format.index import ENTRY_SIZE, parse_index
+def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | None = None,
+                   timeindex: bytes | None = None, limits: Limits = DEFAULT_LIMITS) -> tuple[list[Finding],
+                                                                                            list[Finding]]:
+    """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
 
-    idx = parse_index(data, base)
-    out = []
-    if idx.partial_bytes:
-        out.append(Finding("index_size", idx.size - idx.partial_bytes, None,
-                           f"Index file is corrupt, found {idx.size} bytes which is not a multiple of {ENTRY_SIZE}"))
-    if idx.nonzero_after_tail is not None:
-        out.append(Finding("index_entry", idx.nonzero_after_tail * ENTRY_SIZE, None,
-                           f"non-zero slot {idx.nonzero_after_tail} after the zero-filled tail that starts at slot "
-                           f"{idx.zero_tail_start}"))
-    entries = list(idx.entries)
-    # An all-zero first slot before a zero tail is an empty preallocated index, not an entry.
-    if len(entries) == 1 and data[:ENTRY_SIZE] == bytes(ENTRY_SIZE):
-        entries = []
-    prev = None
-    probes = []
-    for i, e in enumerate(entries):
-        at = i * ENTRY_SIZE
-        if e.offset < base:
-            out.append(Finding("index_offset", at, e.offset, f"entry {i}: offset {e.offset} is below the base {base}"))
-            continue
-        if prev is not None and (e.offset <= prev.offset or e.position <= prev.position):
-            out.append(Finding("index_order", at, e.offset,
-                               f"entry {i} ({e.offset} at byte {e.position}) does not follow entry {i - 1} "
-                               f"({prev.offset} at byte {prev.position})"))
-        prev = e
-        if e.position >= scan.valid_bytes:
-            where = "past the end of the log" if e.position >= scan.size else "into the bytes recovery cuts"
-            out.append(Finding("index_past_end", at, e.offset,
-                               f"entry {i} points at byte {e.position}, {where} (valid bytes: {scan.valid_bytes})"))
-            continue
-        probes.append((i, at, e))
-    if probes:
-        with MappedFile(log_path) as m:
-            for i, at, e in probes:
-                w = Walker(m.buf, e.position, scan.valid_bytes, limits)
-                batch = next(iter(w), None)
-                if batch is None or not batch.crc_valid:
-                    out.append(Finding("index_position", at, e.offset,
-                                       f"entry {i}: byte {e.position} of the log is not the start of a batch"))
-                    continue
-                first = batch.base_offset if batch.base_offset is not None else batch.last_offset
-                if not first <= e.offset <= batch.last_offset:
-                    out.append(Finding("index_offset", at, e.offset,
-                                       f"entry {i}: offset {e.offset} is not in the batch at byte {e.position} "
-                                       f"(offsets {first}..{batch.last_offset})"))
-    return out
+    ``kdump.indexcheck`` (the checks of ``kdump index --verify``) does the work, in one
+    walk, over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the
+    broker's recovery would cut is an ``index_past_end`` like one past the end of the file.
+    """
+    from .format.index import parse_index
+    from .format.timeindex import parse_timeindex
+    from .indexcheck import verify_indexes
 
-
-def time_index_findings(data: bytes, base: int, scan: ScanReport) -> list[Finding]:
-    from .format.timeindex import ENTRY_SIZE, parse_timeindex
-
-    tidx = parse_timeindex(data, base)
-    out = []
-    if tidx.partial_bytes:
-        out.append(Finding("timeindex_size", tidx.size - tidx.partial_bytes, None,
-                           f"Time index file is corrupt, found {tidx.size} bytes which is not a multiple of "
-                           f"{ENTRY_SIZE}"))
-    if tidx.nonzero_after_tail is not None:
-        out.append(Finding("timeindex_entry", tidx.nonzero_after_tail * ENTRY_SIZE, None,
-                           f"non-zero slot {tidx.nonzero_after_tail} after the zero-filled tail that starts at slot "
-                           f"{tidx.zero_tail_start}"))
-    entries = list(tidx.entries)
-    # An all-zero first slot before a zero tail is an empty preallocated index, not an entry.
-    if len(entries) == 1 and data[:ENTRY_SIZE] == bytes(ENTRY_SIZE):
-        entries = []
-    prev = None
-    for i, e in enumerate(entries):
-        at = i * ENTRY_SIZE
-        if prev is not None and (e.timestamp <= prev.timestamp or e.offset < prev.offset):
-            out.append(Finding("timeindex_order", at, e.offset,
-                               f"entry {i} ({e.timestamp}, offset {e.offset}) does not follow entry {i - 1} "
-                               f"({prev.timestamp}, offset {prev.offset})"))
-        prev = e
-        if e.offset < base:
-            out.append(Finding("timeindex_offset", at, e.offset, f"entry {i}: offset {e.offset} is below the base "
-                                                                 f"{base}"))
-        elif scan.last_offset is None or e.offset > scan.last_offset:
-            out.append(Finding("timeindex_past_end", at, e.offset,
-                               f"entry {i}: offset {e.offset} is past the last offset kept "
-                               f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
-        elif e.timestamp > scan.max_timestamp:
-            out.append(Finding("timeindex_timestamp", at, e.offset,
-                               f"entry {i}: timestamp {e.timestamp} is above every batch's max timestamp "
-                               f"({scan.max_timestamp})"))
-    return out
+    idx = parse_index(index, base) if index is not None else None
+    tix = parse_timeindex(timeindex, base) if timeindex is not None else None
+    if idx is None and tix is None:
+        return [], []
+    with MappedFile(log_path) as m:
+        whole = memoryview(m.buf)
+        kept = whole[:scan.valid_bytes]
+        try:
+            a, b = verify_indexes(kept, base, idx, tix, limits=limits)
+        finally:
+            for v in (kept, whole):
+                try:
+                    v.release()
+                except BufferError:      # pragma: no cover - a view still in use; the GC releases it
+                    pass
+    return (a.findings if a else []), (b.findings if b else [])
 
 
 def txn_index_findings(data: bytes, base: int, scan: ScanReport,

@@ -22,7 +22,7 @@ deleted. ``apply_plan`` performs the steps in an order chosen so that a run kill
 point and then run again (planning afresh from the disk) reaches the same final state:
 decisions that depend on a file are taken before that file is touched (unfinished swaps
 before the ``.cleaned`` files that reveal them, later segments before the cut that makes
-them "later", the ``.log.swap`` last among the swap renames).
+them "later", the ``.log.swap`` first among the swap renames).
 
 ``salvage`` copies every intact batch found past the damage (and in the segments that
 would go away) into new valid segments with indexes, so the data can be replayed.
@@ -36,11 +36,23 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import logdir as K
-from .errors import KdumpError, UsageError, WriteError
+from .errors import InputError, KdumpError, UsageError, WriteError
 from .format.walk import Walker
 from .logdir import LogFile
-from .repair import (Change, TEMP_SUFFIX, atomic_write, fsync_dir, is_cross_device, read_range, rebuild_indexes,
-                     refuse_symlink, remove_stale_temps, same_content, trim_txnindex, truncate_log)
+from .repair import (
+    TEMP_SUFFIX,
+    Change,
+    atomic_write,
+    fsync_dir,
+    is_cross_device,
+    read_range,
+    rebuild_indexes,
+    refuse_symlink,
+    remove_stale_temps,
+    same_content,
+    trim_txnindex,
+    truncate_log,
+)
 from .scan import ScanReport
 from .segment import MappedFile, read_small
 
@@ -100,7 +112,7 @@ class PartitionPlan:
     recovery_point: int | None = None
     new_recovery_point: int | None = None
     log_end_offset: int | None = None
-    damaged: bool = False                   # a segment is cut or dropped because of damage
+    damaged: bool = False                   # damage found (cut, or noted where a broker would not look)
     incomplete: bool = False
     salvage_sources: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
 
@@ -130,6 +142,8 @@ class RecoverOptions:
 
 def partition_dirs(path: str) -> list[tuple[str, str | None]]:
     """(partition dir, its log dir) for a PATH that is a partition dir or a log dir."""
+    if not os.path.exists(path):
+        raise InputError("cannot read: no such file or directory", file=path)
     if not os.path.isdir(path):
         raise UsageError("recover works on directories (a partition or a log dir)", file=path)
     name = os.path.basename(os.path.normpath(path))
@@ -204,7 +218,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         if f.leftover == ".deleted" and not f.name.endswith(".checkpoint.deleted"):
             quarantine(f.name, "file awaiting asynchronous deletion", 2, f.base_offset)
     good_swaps = [f for f in swaps if f.name not in gone]
-    # 2. swap range: originals the swap replaces, then the renames (.log.swap last).
+    # 2. swap range: originals the swap replaces, then the renames.
     log_swaps = [f for f in good_swaps if f.kind == K.LOG and f.base_offset is not None]
     if log_swaps:
         lo = min(f.base_offset for f in log_swaps)
@@ -215,7 +229,9 @@ def plan_partition(directory: str, state: LogDirState | None = None,
             off = int(name.split(".", 1)[0])
             if lo <= off < hi:
                 quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
-    for f in sorted(good_swaps, key=lambda f: (f.kind == K.LOG, f.name)):
+    # The .log.swap first: once it is renamed no range is computed from it again, so a rerun
+    # after an interruption never takes an already-renamed index for an original to replace.
+    for f in sorted(good_swaps, key=lambda f: (f.kind != K.LOG, f.name)):
         live = f.name[: -len(".swap")]
         renamed[f.name] = live
         plan.steps.append(Step(RENAME, f.path, live, None, f.base_offset, "finish the interrupted swap", 4))
@@ -256,6 +272,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
     recovered = set() if skip_log else set(bases[first_recovered:])
     truncated_at: int | None = None
     cut_segments: set[int] = set()
+    later_sources: list[tuple[str, list[tuple[int, int]]]] = []
     for b in bases:
         s = scans.get(b)
         if s is None or s.cut is None or s.valid_bytes >= s.size:
@@ -266,9 +283,11 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         elif b in load_recover and (truncated_at is None or b < truncated_at):
             cut_segments.add(b)
         elif truncated_at is None or b < truncated_at:
+            plan.damaged = True
+            why = "after a clean shutdown" if skip_log else f"before the recovery point {rp}"
             plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, s.valid_bytes, b,
-                                   f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but before the recovery point "
-                                   f"{rp}: a broker would not recover it (use --full, or kdump verify --truncate)", 0))
+                                   f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but a broker would not recover it "
+                                   f"{why} (use --full, or kdump verify --truncate)", 0))
     if truncated_at is not None:
         # Later segments go first (phase 6) so that a rerun after the cut still sees them as later.
         for b in bases:
@@ -278,7 +297,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
                     regions = [(0, s.valid_bytes)] if s.valid_bytes > 0 else []
                     regions += [(a, e) for a, e, *_ in s.intact_beyond]
                     if regions:
-                        plan.salvage_sources.append((source[f"{b:020d}.log"], regions))
+                        later_sources.append((source[f"{b:020d}.log"], regions))
                 for ext in (".log", ".index", ".timeindex", ".txnindex"):
                     n = f"{b:020d}{ext}"
                     if n in present:
@@ -290,12 +309,20 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         s = scans[b]
         name = f"{b:020d}.log"
         plan.damaged = True
-        plan.steps.append(Step(TRUNCATE, source[name], f"{name}.corrupt-{s.valid_bytes}", s.valid_bytes,
-                               s.cut.offset, f"{s.cut.kind}: {s.cut.message}; {s.cut_bytes} bytes cut and saved", 7))
+        plan.steps.append(Step(TRUNCATE, os.path.join(directory, name), f"{name}.corrupt-{s.valid_bytes}",
+                               s.valid_bytes, s.cut.offset,
+                               f"{s.cut.kind}: {s.cut.message}; {s.cut_bytes} bytes cut and saved", 7))
         if s.intact_beyond:
-            plan.salvage_sources.insert(0, (source[name], [(a, e) for a, e, *_ in s.intact_beyond]))
+            plan.salvage_sources.append((source[name], [(a, e) for a, e, *_ in s.intact_beyond]))
+    plan.salvage_sources += later_sources
     if truncated_at is not None:
         plan.damaged = True
+    for b in bases:
+        s = scans.get(b)
+        if s is not None and any(f.kind == "offset_overflow" for f in s.findings):
+            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, None, b,
+                                   "offsets do not fit an int32 above the base: the broker would split this segment "
+                                   "(LogSegmentOffsetOverflowException); kdump does not split", 0))
     # 5. indexes, txnindex, epochs, snapshots, recovery point
     leo = None
     for b in bases:
@@ -312,7 +339,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
 
 
 def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
-    from .crosscheck import offset_index_findings, time_index_findings
+    from .crosscheck import index_findings
 
     for b in bases:
         if b not in recovered and b not in cut_segments:
@@ -321,18 +348,18 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
         if s is None:
             continue
         log = source[f"{b:020d}.log"]
-        for ext, check in ((".index", offset_index_findings), (".timeindex", time_index_findings)):
+        for i, ext in enumerate((".index", ".timeindex")):
             n = f"{b:020d}{ext}"
             path = os.path.join(directory, n)
             if n not in present:
-                if s.size > 0 or ext == ".index":
+                if s.valid_bytes > 0:      # an empty segment's indexes are empty: the broker makes them
                     plan.steps.append(Step(REBUILD, path, None, None, b, f"{ext} is missing: rebuilt from the log", 8))
                 continue
             if b in cut_segments:
                 plan.steps.append(Step(REBUILD, path, None, None, b, "rebuilt after the cut if it points past it", 8))
                 continue
             data = read_small(source.get(n, path), 256 << 20)
-            bad = (check(data, b, log, s, vopts.limits) if ext == ".index" else check(data, b, s))
+            bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
             if bad:
                 plan.steps.append(Step(REBUILD, path, None, None, b, f"disagrees with the log: {bad[0].message}", 8))
         txn = f"{b:020d}.txnindex"
@@ -383,8 +410,8 @@ def timestamp() -> str:
 def check_quarantine_root(root: str, logdirs: set[str]) -> None:
     parent = os.path.dirname(os.path.abspath(root))
     if any(os.path.abspath(d) == parent for d in logdirs if d):
-        raise UsageError("a quarantine directory directly inside a log dir would stop the broker from starting "
-                         "(it is not a topic-partition directory); choose another place", file=root)
+        raise UsageError("a directory directly inside a log dir would stop the broker from starting (it is not "
+                         "a topic-partition directory); choose another place", file=root)
 
 
 def _ensure_dir(path: str, like: str) -> None:
@@ -442,6 +469,8 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
                 changes.append(Change("moved", step.path, f"to {target}: {step.reason}"))
         elif step.action == RENAME:
             dest = os.path.join(d, step.target)
+            if not os.path.lexists(step.path):
+                continue
             refuse_symlink(step.path)
             if os.path.lexists(dest):
                 # The original the swap replaces is moved in phase 3; anything else is kept too.
@@ -454,9 +483,10 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
             size = os.path.getsize(step.path)
             changes += truncate_log(step.path, step.position, size)
     # Indexes and the rest are chosen again from the disk as it is now.
-    changes += _finish_indexes(plan, opts)
+    changes += _finish_indexes(plan, opts, quarantine_dir)
     for step in plan.actions:
         if step.action == TRIM_TXN and os.path.exists(step.path):
+            keep_copy(step.path, quarantine_dir)
             ch = trim_txnindex(step.path, plan.log_end_offset if step.offset is None else step.offset)
             if ch is not None:
                 changes.append(ch)
@@ -465,8 +495,8 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
     return changes
 
 
-def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions) -> list[Change]:
-    from .crosscheck import offset_index_findings, time_index_findings
+def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: str) -> list[Change]:
+    from .crosscheck import index_findings
 
     vopts = opts.verify_options()
     changes = []
@@ -481,12 +511,27 @@ def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions) -> list[Change]:
         if os.path.exists(step.path):
             s = vopts.scan(LogFile(log, K.LOG, None, None, base, None))
             data = read_small(step.path, 256 << 20)
-            bad = (offset_index_findings(data, base, log, s, vopts.limits) if ext == ".index"
-                   else time_index_findings(data, base, s))
+            bad = index_findings(log, base, s, **{ext[1:]: data}, limits=vopts.limits)[0 if ext == ".index" else 1]
             if not bad:
                 continue
+            keep_copy(step.path, quarantine_dir)       # derived data, but nothing is thrown away
         changes += rebuild_indexes(log, base, [ext], opts.index_interval_bytes, vopts.limits)
     return changes
+
+
+def keep_copy(path: str, quarantine_dir: str) -> str:
+    """Copy a file about to be rewritten into the quarantine (once: a rerun finds the same copy)."""
+    data = read_small(path, 256 << 20)
+    _ensure_dir(quarantine_dir, os.path.dirname(path))
+    name = os.path.basename(path)
+    copy = os.path.join(quarantine_dir, name)
+    n = 1
+    while os.path.lexists(copy) and not same_content(copy, [data]):
+        n += 1
+        copy = os.path.join(quarantine_dir, f"{name}.{n}")
+    if not os.path.lexists(copy):
+        atomic_write(copy, data, like=path)
+    return copy
 
 
 def _trim_epochs(path: str, leo: int | None, quarantine_dir: str) -> list[Change]:
@@ -499,14 +544,7 @@ def _trim_epochs(path: str, leo: int | None, quarantine_dir: str) -> list[Change
     keep = [e for e in entries if e.start_offset <= leo]
     if len(keep) == len(entries):
         return []
-    _ensure_dir(quarantine_dir, os.path.dirname(path))
-    copy = os.path.join(quarantine_dir, os.path.basename(path))
-    n = 1
-    while os.path.lexists(copy) and not same_content(copy, [data]):
-        n += 1
-        copy = os.path.join(quarantine_dir, f"{os.path.basename(path)}.{n}")
-    if not os.path.lexists(copy):
-        atomic_write(copy, data, like=path)
+    copy = keep_copy(path, quarantine_dir)
     atomic_write(path, encode_leader_epochs(keep))
     return [Change("wrote", path, f"kept {len(keep)} of {len(entries)} leader epochs (starting at or before "
                                   f"offset {leo}); the old file is in {copy}")]
@@ -573,4 +611,4 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
 
 
 __all__ = ["PartitionPlan", "Step", "LogDirState", "RecoverOptions", "plan_partition", "apply_plan", "salvage",
-           "partition_dirs", "default_quarantine", "check_quarantine_root", "timestamp", "TEMP_SUFFIX"]
+           "partition_dirs", "default_quarantine", "check_quarantine_root", "timestamp"]

@@ -242,8 +242,9 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
         return []
     changes = []
     saved, new = save_cut_bytes(log_path, valid_bytes, size)
+    again = "" if new else " (already saved by an earlier run)"
     changes.append(Change("saved", saved, f"{size - valid_bytes} bytes cut from {os.path.basename(log_path)} at "
-                                          f"byte {valid_bytes}" + ("" if new else " (already saved by an earlier run)")))
+                                          f"byte {valid_bytes}{again}"))
     flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(log_path, flags)
@@ -319,7 +320,8 @@ def is_cross_device(e: OSError) -> bool:
 def repair_reports(reports, opts) -> list[Change]:
     """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s.
 
-    Each damaged live segment is cut at its ``valid_bytes``; then, against the logs as
+    Each damaged live segment is cut at its first damaged batch (``intact_bytes``; with
+    ``opts.broker_cut`` exactly where the broker would, ``valid_bytes``); then, against the logs as
     they are now, the indexes of the segments named (and the index files named) are
     checked again and those that disagree are rebuilt or trimmed.
     """
@@ -333,11 +335,12 @@ def repair_reports(reports, opts) -> list[Change]:
             f, s = r.log, r.scan
             if f is None or f.kind != "log" or f.leftover is not None or s is None:
                 continue
-            if s.cut is not None and s.valid_bytes < s.size:
+            cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
+            if cut_at < s.size:
                 if not touched:
                     changes += remove_stale_temps(directory)
                     touched = True
-                changes += truncate_log(r.file, s.valid_bytes, s.size)
+                changes += truncate_log(r.file, cut_at, s.size)
         changes += fix_indexes(directory, reps, opts, clean_temps=not touched)
     return changes
 
@@ -362,7 +365,7 @@ def fix_indexes(directory: str, reps, opts, clean_temps: bool = True) -> list[Ch
     rebuild: dict[int, list[str]] = {}
     logs = {f.base_offset: f for f in files if f.kind == K.LOG and f.leftover is None}
     changes: list[Change] = []
-    for target, fr in zip(targets, fresh):
+    for target, fr in zip(targets, fresh, strict=True):
         log = logs.get(target.base_offset)
         if log is None or not index_damage(fr):
             continue

@@ -24,14 +24,16 @@ Two positions matter and are kept apart:
 Finding kinds (``Finding.kind``). Those marked * decide ``valid_bytes`` when they are
 the first: they are where the broker stops (``ScanReport.cut`` is that finding). The
 others are kdump's own checks, reported but never moving the cut, because the broker
-keeps those batches:
+keeps those batches. Findings placed after ``valid_bytes`` describe the part that is cut
+(what the resync found there):
 
 =====================  ======================================================================
 torn_tail *            the last entry runs past the end of the file (a write cut short)
-trailing_bytes *       17 bytes or fewer after the last entry: too few for a header
+trailing_bytes *       17 bytes or fewer after the last entry (not all zero): too few for a header
 zero_tail *            everything from here on is zero bytes (a preallocated file after a crash)
 invalid_size *         length below the minimum for its magic (14, 22, 61), or a length running
-                       past the end although intact batches follow it (a corrupt length)
+                       past the end although intact batches follow it (a corrupt length);
+                       (without *) a v1 message of 14..21 bytes whose CRC-32 is valid
 oversize *             length above the maximum message size and past the end or failing the CRC;
                        (without *) a CRC-valid batch larger than the maximum: the broker keeps it
 invalid_magic *        magic not 0, 1 or 2 and the CRC fails; (without *) magic 3..127 with a
@@ -40,7 +42,7 @@ invalid_magic *        magic not 0, 1 or 2 and the CRC fails; (without *) magic 
 crc_mismatch *         the stored CRC does not match (CRC-32C for v2, CRC-32 for v0/v1)
 invalid_offset *       rebuilding the index would append a non-increasing offset; the broker's
                        recovery then empties the segment from its first batch
-invalid_batch          a CRC-valid legacy message whose key/value framing does not parse
+invalid_batch          a CRC-valid legacy message whose key/value framing does not parse (kept)
 offset_regression      a batch's first offset is not above the previous batch's last offset
 offset_overflow        last offset - segment base does not fit an int32 (the broker splits the
                        segment instead of truncating; kdump does not split)
@@ -68,12 +70,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CodecError, KdumpError, UnsupportedCodecError
-from .format.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
+from .format.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from .format.codecs import DEFAULT_LIMITS, Limits
-from .format.crc import crc32
+from .format.crc import crc32, crc32c
 from .format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from .format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, \
-    decode_records
+from .format.walk import (
+    ENTRY_HEAD,
+    INVALID_BATCH,
+    INVALID_MAGIC,
+    INVALID_SIZE,
+    TORN_TAIL,
+    TRAILING,
+    Walker,
+    decode_records,
+)
 from .model import Batch, Finding
 
 # message.max.bytes' default since Kafka 0.11: 1 MiB plus the 12-byte log overhead. A
@@ -81,6 +91,7 @@ from .model import Batch, Finding
 DEFAULT_MAX_MESSAGE_SIZE = 1048588
 DEFAULT_INDEX_INTERVAL_BYTES = 4096       # index.interval.bytes: where recovery appends index entries
 INT32_MAX = 0x7FFFFFFF
+INT64_MAX = (1 << 63) - 1
 HEADER_SIZE_UP_TO_MAGIC = 17
 MAX_FINDINGS_PER_KIND = 50
 
@@ -109,6 +120,11 @@ TAIL_KINDS = frozenset({TORN_TAIL_KIND, TRAILING_BYTES, ZERO_TAIL})
 # Findings that describe a normal state (or what can be saved), not damage.
 INFO_KINDS = frozenset({INTACT_BEYOND, "leftover", "orphan_index", "index_missing", "snapshot_stale",
                         "leader_epoch_stale"})
+# kdump's own findings that mark a batch as damaged although the broker would keep it.
+# ``verify --truncate`` cuts at the first of these too (unless --broker-cut), so that what
+# remains verifies clean; the broker's cut (valid_bytes) is never later than that.
+KDUMP_CUT_KINDS = frozenset({"offset_regression", "base_offset_mismatch", "last_offset_delta", "codec",
+                             "record_decode", "invalid_batch", "invalid_magic", "invalid_size"})
 # Findings after which the verdict is "could not complete" rather than "damaged".
 INCOMPLETE_KINDS = frozenset({UNSUPPORTED_CODEC, "unreadable"})
 
@@ -145,6 +161,15 @@ class ScanReport:
         return self.size - self.valid_bytes
 
     @property
+    def intact_bytes(self) -> int:
+        """Bytes before the first damaged batch: ``valid_bytes``, or earlier where kdump's own
+        checks (offsets, record decoding, magic) find damage the broker would keep."""
+        first = min((f.position for f in self.findings
+                     if f.kind in KDUMP_CUT_KINDS and f.position is not None and f.position < self.valid_bytes),
+                    default=self.valid_bytes)
+        return first
+
+    @property
     def next_offset(self) -> int | None:
         """The offset the next batch would get (``readNextOffset``), None if the kept part is empty."""
         return None if self.last_offset is None else self.last_offset + 1
@@ -163,7 +188,8 @@ class ScanReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "kind": "log", "status": self.status, "size": self.size,
-                "valid_bytes": self.valid_bytes, "batches": self.batches, "records": self.records,
+                "valid_bytes": self.valid_bytes, "intact_bytes": self.intact_bytes,
+                "batches": self.batches, "records": self.records,
                 "first_offset": self.first_offset, "last_offset": self.last_offset,
                 "findings": [f.to_dict() for f in self.findings]}
 
@@ -223,26 +249,37 @@ def broker_keeps(buf, pos: int, end: int) -> Batch | None:
                  -1, -1, -1)
 
 
-def _crc_fails(buf, pos: int, end: int) -> bool:
-    """For an entry the Walker refused: does Kafka's CRC check fail on it too?"""
-    return broker_keeps(buf, pos, end) is None
+def computed_crc(buf, b: Batch) -> int:
+    """The CRC the stored one should have been (for the message, as Kafka prints both)."""
+    view = memoryview(buf)
+    try:
+        if b.magic >= 2:
+            return crc32c(view[b.position + ATTRIBUTES_OFFSET:b.position + b.size])
+        return crc32(view[b.position + 16:b.position + b.size])
+    finally:
+        view.release()
 
 
-def next_candidate(buf, start: int, end: int, max_size: int) -> int | None:
+def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: int = INT64_MAX) -> int | None:
     """The first position >= ``start`` holding a plausible batch: magic 0..2, a length in
-    [minimum, bytes left] and not above ``max_size``, a non-negative offset and a valid CRC.
+    [minimum, bytes left] and not above ``max_size``, an offset field in [lo, hi] and a
+    valid CRC.
 
-    A regular expression finds candidates (the length's high byte and the magic) in C;
-    runs of zeros are skipped whole, so a large preallocated tail costs one search.
+    A legacy message must also be followed by another valid entry, the end of the file or
+    only zeros: compressed v0/v1 wrappers carry their inner messages, CRC and all, and
+    snappy or lz4 literals can leave those verbatim in the payload. A regular expression
+    finds candidates (the length's high byte and the magic) in C; runs of zeros are
+    skipped whole, so a large preallocated tail costs one search.
     """
-    hi = min(max_size >> 24, 0x7F)
-    pattern = _candidate_pattern(hi)
+    top = min(max_size >> 24, 0x7F)
+    pattern = _candidate_pattern(top)
     pos = start
     while pos < end - HEADER_SIZE_UP_TO_MAGIC:
-        m = pattern.search(buf, pos, end)
+        # The pattern starts at the length field (a leading byte class lets re skip fast).
+        m = pattern.search(buf, pos + 8, end)
         if m is None:
             return None
-        c = m.start()
+        c = m.start() - 8
         offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, c)
         if size == 0:
             # Probably inside a run of zeros: no entry can start before the next non-zero
@@ -252,14 +289,19 @@ def next_candidate(buf, start: int, end: int, max_size: int) -> int | None:
                 return None
             pos = max(c + 1, nz.start() - 11)
             continue
-        if (_MIN_SIZE[magic] <= size <= max_size and offset >= 0 and c + LOG_OVERHEAD + size <= end):
-            w = Walker(buf, c, c + LOG_OVERHEAD + size)
-            for b in w:
-                if b.crc_valid:
-                    return c
-                break
+        nxt = c + LOG_OVERHEAD + size
+        if _MIN_SIZE[magic] <= size <= max_size and lo <= offset <= hi and nxt <= end and _crc_ok(buf, c, nxt):
+            if magic == 2 or nxt == end or _rest_is_zero(buf, nxt, end) or _crc_ok(buf, nxt, end):
+                return c
         pos = c + 1
     return None
+
+
+def _crc_ok(buf, pos: int, end: int) -> bool:
+    """Is there a whole entry with a valid CRC at ``pos``?"""
+    for b in Walker(buf, pos, end):
+        return b.crc_valid
+    return False
 
 
 _PATTERNS: dict[int, re.Pattern] = {}
@@ -268,7 +310,7 @@ _PATTERNS: dict[int, re.Pattern] = {}
 def _candidate_pattern(hi: int) -> re.Pattern:
     p = _PATTERNS.get(hi)
     if p is None:
-        p = _PATTERNS[hi] = re.compile(rb"(?s).{8}[\x00-" + bytes([hi]) + rb"].{7}[\x00-\x02]")
+        p = _PATTERNS[hi] = re.compile(rb"(?s)[\x00-" + bytes([hi]) + rb"].{7}[\x00-\x02]")
     return p
 
 
@@ -317,10 +359,7 @@ class _Scan:
         cut: Finding | None = None
         while cut is None:
             w = Walker(self.buf, pos, self.end, self.limits)
-            for b in w:
-                cut = self.batch(b)
-                if cut is not None:
-                    break
+            cut = self.walk(w)
             if cut is not None or w.stop is None:
                 break
             kept = None
@@ -342,6 +381,78 @@ class _Scan:
         if cut is not None:
             self.beyond(cut)
 
+    def walk(self, batches) -> Finding | None:
+        """The hot loop. A plain batch (v2, valid CRC, offsets above the previous ones and in
+        range, nothing transactional, a regular index step) is taken inline; any other goes
+        through ``batch``, which does every check. Both keep the same state."""
+        if self.deep:
+            for b in batches:
+                cut = self.batch(b)
+                if cut is not None:
+                    return cut
+            return None
+        r = self.r
+        max_size, interval, epochs = self.max_size, self.interval, r.epochs
+        valid, last_entry_at = self.valid, self.last_entry_at
+        prev_last, prev_epoch = self.prev_last, self.prev_epoch
+        max_ts, max_ts_offset = self.max_ts, self.max_ts_offset
+        n, records = r.batches, r.records
+        lo = hi = None
+        cut = None
+        index_last, time_last = self.index_last, self.time_last
+        for b in batches:
+            _, first, last, count, size, magic, _, crc_valid, attributes, epoch, _, mts, _, _, _ = b
+            if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size
+                    and not attributes & 0x30 and (attributes & 7) <= 4 and 0 <= count <= last - first + 1
+                    and epoch >= prev_epoch):
+                m_ts, m_offset = (mts, last) if mts > max_ts else (max_ts, max_ts_offset)
+                due = valid - last_entry_at > interval
+                # The index step of LogSegment.recover inline; its irregular cases take the slow path.
+                if not due or not ((index_last is not None and last <= index_last)
+                                   or (time_last is not None and m_offset < time_last[1])):
+                    max_ts, max_ts_offset = m_ts, m_offset
+                    if due:
+                        index_last = last
+                        if max_ts > (time_last[0] if time_last is not None else -1):
+                            time_last = (max_ts, max_ts_offset)
+                        last_entry_at = valid
+                    if epoch > prev_epoch:
+                        if not epochs or epoch > epochs[-1][0]:
+                            epochs.append((epoch, first))
+                        prev_epoch = epoch
+                    valid += size
+                    n += 1
+                    records += count
+                    prev_last = lo = last
+                    continue
+            self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
+                       time_last)
+            cut = self.batch(b)
+            if cut is not None:
+                return cut
+            valid, last_entry_at = self.valid, self.last_entry_at
+            prev_last, prev_epoch = self.prev_last, self.prev_epoch
+            max_ts, max_ts_offset = self.max_ts, self.max_ts_offset
+            n, records = r.batches, r.records
+            index_last, time_last = self.index_last, self.time_last
+            if self.reach_base_at is not None and prev_last is not None:
+                # From here the plain path may run: above the last offset, within the segment's range.
+                lo, hi = max(prev_last, self.base - 1), self.base + INT32_MAX
+        self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
+                   time_last)
+        return None
+
+    def _sync(self, valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
+              time_last) -> None:
+        """Hand the hot loop's local state back to the object (before the slow path runs)."""
+        self.valid, self.last_entry_at, self.prev_last, self.prev_epoch = valid, last_entry_at, prev_last, prev_epoch
+        self.max_ts, self.max_ts_offset = max_ts, max_ts_offset
+        self.index_last, self.time_last = index_last, time_last
+        r = self.r
+        r.batches, r.records = n, records
+        if prev_last is not None:
+            r.last_offset = prev_last
+
     def batch(self, b: Batch) -> Finding | None:
         """Check one batch in order; returns the cut finding if the broker stops here."""
         pos = b.position
@@ -349,12 +460,12 @@ class _Scan:
         last = b.last_offset
         if not b.crc_valid:
             extra = f"; its length {b.size} also exceeds the maximum message size" if b.size > self.max_size else ""
-            return self.add(CRC_MISMATCH, pos, first,
-                            f"Record is corrupt (stored crc = {b.crc}, computed crc differs){extra}")
+            return self.add(CRC_MISMATCH, pos, first, f"Record is corrupt (stored crc = {b.crc}, computed crc = "
+                                                      f"{computed_crc(self.buf, b)}){extra}")
         base = self.base
         if base is None:
             base = self.base = first
-        # LogSegment.recover, step by step: offset range, max timestamp, index appends.
+        # LogSegment.recover, step by step: offset range, then (below) max timestamp and index appends.
         if not 0 <= last - base <= INT32_MAX:
             self.add(OFFSET_OVERFLOW, pos, last,
                      f"last offset {last} is not within an int32 of the segment base {base}: the broker would "
@@ -364,15 +475,8 @@ class _Scan:
             self.reach_base_at = pos
             self.kept_before = (r.batches, r.records, r.first_offset, r.last_offset, len(r.epochs),
                                 len(r.txn_events))
-        if b.max_timestamp > self.max_ts:
-            self.max_ts, self.max_ts_offset = b.max_timestamp, last
-        if self.valid - self.last_entry_at > self.interval:
-            bad = self.index_append(last)
-            if bad is not None:
-                return bad
-            self.last_entry_at = self.valid
-        self.valid += b.size
-        # kdump's checks: the broker keeps the batch whatever they say.
+        # kdump's checks (before the index step, so they are reported even where the broker
+        # stops): the broker keeps the batch whatever they say.
         r = self.r
         if b.size > self.max_size:
             self.add(OVERSIZE, pos, first, f"batch of {b.size} bytes exceeds the maximum message size "
@@ -412,6 +516,14 @@ class _Scan:
                 elif pid not in self.open_txns:
                     self.open_txns.add(pid)
                     r.txn_events.append((first, pid, None))
+        if b.max_timestamp > self.max_ts:
+            self.max_ts, self.max_ts_offset = b.max_timestamp, last
+        if self.valid - self.last_entry_at > self.interval:
+            bad = self.index_append(last)
+            if bad is not None:
+                return bad
+            self.last_entry_at = self.valid
+        self.valid += b.size
         count = b.count if b.count is not None and b.count > 0 else 0
         if self.deep:
             count = self.decode(b, first, last, count)
@@ -492,7 +604,7 @@ class _Scan:
             if size > self.max_size:
                 return self.add(OVERSIZE, pos, f.offset, f"entry length {size} exceeds the maximum message size "
                                                          f"{self.max_size} and runs past the end of the file")
-            if self.resync and next_candidate(buf, pos + 1, end, self.max_size) is not None:
+            if self.resync and next_candidate(buf, pos + 1, end, self.max_size, *self.window(f.offset)) is not None:
                 return self.add(INVALID_SIZE, pos, f.offset,
                                 f"entry length {size} runs past the end of the file ({end - pos} bytes left) "
                                 f"although intact batches follow: the length field is corrupt")
@@ -503,13 +615,26 @@ class _Scan:
 
     # -- phase 2: what lies beyond the cut --------------------------------------------------------
 
+    def window(self, offset_field: int | None, after: int | None = None) -> tuple[int, int]:
+        """Offsets a batch found by resyncing may have: past what came before (the last kept
+        batch, or the damaged entry's own offset when that is plausible), within the segment."""
+        base = self.base if self.base is not None else 0
+        hi = base + INT32_MAX if self.base is not None else INT64_MAX
+        lo = (after if after is not None else self.r.last_offset if self.r.last_offset is not None else base - 1) + 1
+        if offset_field is not None and lo <= offset_field <= hi:
+            lo = offset_field + 1
+        return max(lo, 0), hi
+
     def beyond(self, cut: Finding) -> None:
         if not self.resync or cut.kind in (ZERO_TAIL, TRAILING_BYTES):
             return
         buf, end = self.buf, self.end
-        search = cut.position if cut.kind == INVALID_OFFSET else cut.position + 1
+        if cut.kind == INVALID_OFFSET:
+            search, (lo, hi) = cut.position, self.window(None, self.base - 1)
+        else:
+            search, (lo, hi) = cut.position + 1, self.window(cut.offset)
         while True:
-            start = next_candidate(buf, search, end, self.max_size)
+            start = next_candidate(buf, search, end, self.max_size, lo, hi)
             if start is None:
                 return
             n, first, last, stop_at = 0, None, None, start
@@ -539,6 +664,7 @@ class _Scan:
                                                                                                 end)):
                 self.add(bad.kind, bad.position, bad.offset, bad.message)
             search = stop_at + 1 if bad is not None else end
+            lo, hi = self.window(bad.offset if bad is not None else None, last)
             if search >= end:
                 return
 

@@ -402,3 +402,49 @@ def test_scan_file_reads_without_writing(tmp_path):
     assert r.cut.kind == "zero_tail"
     assert (p.read_bytes(), p.stat().st_mtime_ns) == before
     assert sorted(x.name for x in tmp_path.iterdir()) == [p.name]
+
+
+# -- the inline fast path agrees with the full per-batch checks ----------------------------------
+
+def _slow_walk(self, batches):
+    for b in batches:
+        cut = self.batch(b)
+        if cut is not None:
+            return cut
+    return None
+
+
+def _fields(r):
+    return (r.valid_bytes, r.cut, r.batches, r.records, r.first_offset, r.last_offset, r.max_timestamp, r.findings,
+            r.epochs, r.intact_beyond, [(o, p, b is None) for o, p, b in r.txn_events])
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_fast_path_equals_the_per_batch_checks(name, monkeypatch):
+    import kdump.scan as scan_module
+
+    s = seg(name)
+    cases = [s.full, s.data + s.data[s.last.position:], bytes(set_base_offset(bytearray(s.data), s.mid.position, 0)),
+             s.data + bytes(100)]
+    for interval in (4096, 100, 0):
+        fast = [_fields(scan_segment(c, base_offset=s.base, index_interval_bytes=interval)) for c in cases]
+        with monkeypatch.context() as m:
+            m.setattr(scan_module._Scan, "walk", _slow_walk)
+            slow = [_fields(scan_segment(c, base_offset=s.base, index_interval_bytes=interval)) for c in cases]
+        assert fast == slow
+
+
+def test_fast_path_with_epochs_transactions_and_index_regressions(monkeypatch):
+    import kdump.scan as scan_module
+
+    parts = [_v2(3 * i, size=400, partition_leader_epoch=i // 4) for i in range(30)]
+    parts[12] = _v2(20, size=400, partition_leader_epoch=2)
+    parts[20] = _v2(60, size=400, partition_leader_epoch=1)
+    data, _ = _segment(*parts)
+    txn = FIXTURES.joinpath("generated/transactions-0/00000000000000000000.log").read_bytes()
+    for buf, base in ((data, 0), (txn, 0)):
+        for interval in (4096, 1000, 0):
+            fast = _fields(scan_segment(buf, base_offset=base, index_interval_bytes=interval))
+            with monkeypatch.context() as m:
+                m.setattr(scan_module._Scan, "walk", _slow_walk)
+                assert _fields(scan_segment(buf, base_offset=base, index_interval_bytes=interval)) == fast

@@ -4,7 +4,8 @@ For every damage: verify names the kind at the right position, exits 1 and chang
 nothing (bytes, mtimes, no new file); ``verify --truncate`` leaves exactly the valid
 prefix, keeps the cut bytes beside the segment, leaves indexes consistent, and a second
 verify exits 0. Damage the broker keeps (its recovery does not cut it) is reported the
-same way, and ``--truncate`` leaves it alone.
+same way; ``--truncate`` cuts it too (at the first damaged batch) and ``--broker-cut``
+leaves it alone, as the broker would.
 """
 
 from __future__ import annotations
@@ -118,18 +119,14 @@ def test_corruption_matrix_through_the_cli(tmp_path, key, corruption):
     assert tree_state(d) == before, "verify without --truncate changed something"
     valid = obj["valid_bytes"]
     assert valid == (position if cuts else len(damaged))
+    assert obj["intact_bytes"] == position
 
-    r = run_kdump("verify", "--truncate", "--json", d)
-    assert r.code == 1, r.err
-    assert log.read_bytes() == damaged[:valid]
-    corrupt = log.with_name(f"{log.name}.corrupt-{valid}")
-    if cuts:
-        assert corrupt.read_bytes() == damaged[valid:]
-        r = run_kdump("verify", "--json", d)
-        assert r.code == 0, r.out
-        assert all(o["status"] == "ok" for o in _objects(r.out).values())
-    else:
-        assert not corrupt.exists()
+    if not cuts:
+        # --broker-cut: exactly the broker's recovery, which keeps this damage.
+        r = run_kdump("verify", "--truncate", "--broker-cut", "--json", d)
+        assert r.code == 1, r.err
+        assert log.read_bytes() == damaged
+        assert not log.with_name(f"{log.name}.corrupt-{position}").exists()
         # Only index files verify had found inconsistent may have been rebuilt.
         after = tree_state(d)
         changed = {k for k in after if after[k][0] != before.get(k, (None,))[0]}
@@ -138,6 +135,15 @@ def test_corruption_matrix_through_the_cli(tmp_path, key, corruption):
         r = run_kdump("verify", "--json", d)
         assert r.code == 1
         assert kind in {f["kind"] for f in _objects(r.out)[log.name]["findings"]}
+
+    r = run_kdump("verify", "--truncate", "--json", d)
+    assert r.code == 1, r.err
+    assert log.read_bytes() == damaged[:position]
+    corrupt = log.with_name(f"{log.name}.corrupt-{position}")
+    assert corrupt.read_bytes() == damaged[position:]
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 0, r.out
+    assert all(o["status"] == "ok" for o in _objects(r.out).values())
     assert not [n for n in os.listdir(d) if n.endswith(".kdump-tmp")]
 
 
@@ -153,8 +159,11 @@ def test_undecompressable_payload_needs_deep(tmp_path):
     assert r.code == 1
     assert {"codec"} <= {f["kind"] for f in _objects(r.out)[log.name]["findings"]}
     before = log.read_bytes()
-    assert run_kdump("verify", "--deep", "--truncate", d).code == 1
+    assert run_kdump("verify", "--deep", "--truncate", "--broker-cut", d).code == 1
     assert log.read_bytes() == before                 # the broker keeps it: nothing to cut
+    assert run_kdump("verify", "--deep", "--truncate", d).code == 1
+    assert log.read_bytes() == before[:b.position]    # kdump cuts at the damaged batch
+    assert run_kdump("verify", "--deep", d).code == 0
 
 
 # -- no false alarms ---------------------------------------------------------------------------
@@ -197,7 +206,8 @@ def test_json_object_per_file_and_summary_on_stderr():
     r = run_kdump("verify", "--json", FIXTURES / "generated" / "transactions-0")
     assert r.code == 0
     objs = [json.loads(line) for line in r.out.splitlines()]
-    assert [list(o) for o in objs][0] == ["file", "kind", "status", "size", "valid_bytes", "batches", "records",
+    assert [list(o) for o in objs][0] == ["file", "kind", "status", "size", "valid_bytes", "intact_bytes",
+                                          "batches", "records",
                                           "first_offset", "last_offset", "findings"]
     assert {o["kind"] for o in objs} == {"log", "index", "timeindex", "txnindex", "leader_epoch_checkpoint"}
     seg = objs[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import click
 
@@ -21,14 +22,18 @@ from .options import Output, output_options, paths_argument
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="The topic's index.interval.bytes, used to follow the broker's recovery.")
 @click.option("--truncate", is_flag=True,
-              help="Cut each damaged segment where a broker's recovery would, saving the cut bytes beside it as "
+              help="Cut each damaged segment at its last good batch (where a broker's recovery would, or earlier "
+                   "where kdump finds damage the broker does not check), saving the cut bytes beside it as "
                    "<segment>.corrupt-<position>, and rebuild indexes that disagree with their log. No prompt: "
                    "the flag is the consent.")
+@click.option("--broker-cut", is_flag=True,
+              help="With --truncate: cut only where a broker's recovery would, keeping damage it does not detect "
+                   "(offset regressions, undecodable records with a valid CRC).")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, engine, master, json_flag, fmt, color,
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, json_flag, fmt, color,
            quiet):
     """Check segments, indexes and side files for damage.
 
@@ -51,44 +56,59 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, engine
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
-        return _spark(paths, deep, max_message_size, master, out)
+        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out)
     if master:
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
-                      index_interval_bytes=index_interval_bytes, truncate=truncate)
+                      index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut)
 
 
-def _spark(paths, deep, max_message_size, master, out) -> int:
+def _spark(paths, deep, max_message_size, index_interval_bytes, master, out) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
     from ..spark.verify import run_verify as spark_verify
 
-    return spark_verify(paths=list(paths), master=master, deep=deep, max_message_size=max_message_size, out=out)
+    return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
+                        index_interval_bytes=index_interval_bytes)
 
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False) -> int:
+               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
+               broker_cut: bool = False) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
     from ..logdir import resolve
     from ..render.verify import change_line, summary_line, verify_renderer
     from . import error_line
 
-    opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
+    opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
+                         broker_cut=broker_cut)
     status = ExitStatus.OK
     files = []
+    seen: set[str] = set()
     for path in paths:
         try:
-            files.extend(resolve([path]))
+            found = resolve([path])
         except KdumpError as e:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
+            continue
+        for f in found:             # a file named twice is checked (and repaired) once
+            key = os.path.realpath(f.path)
+            if key not in seen:
+                seen.add(key)
+                files.append(f)
     renderer = verify_renderer(out)
     reports = []
+    from .progress import Progress
+
+    total = sum(r for r in (_size(f.path) for f in files))
     try:
-        for r in verify_files(files, opts):
-            renderer.file(r)
-            reports.append(_light(r))
-            status = max(status, _status(r.status))
+        with Progress.for_output(out, total, "verify") as progress:
+            for r in verify_files(files, opts):
+                renderer.file(r)
+                reports.append(_light(r))
+                status = max(status, _status(r.status))
+                progress.file_done(r.size or 0)
     finally:
         renderer.finish()
     changes = None
@@ -107,6 +127,13 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
             status = max(status, ExitStatus.DAMAGE)
     out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
     return int(status)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _status(s: str) -> ExitStatus:

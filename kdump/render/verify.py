@@ -37,7 +37,8 @@ def file_summary(r) -> str:
     d = r.to_dict()
     parts = [d["status"]]
     if d["batches"] is not None:
-        parts.append(f"{d['batches']} batches, {d['records']} records, offsets {_offsets(d['first_offset'], d['last_offset'])}")
+        offsets = _offsets(d["first_offset"], d["last_offset"])
+        parts.append(f"{d['batches']} batches, {d['records']} records, offsets {offsets}")
     if d["size"] is not None:
         if d["valid_bytes"] is not None and d["valid_bytes"] != d["size"]:
             parts.append(f"{d['valid_bytes']} of {d['size']} bytes valid")

@@ -1,0 +1,134 @@
+"""``kdump recover``: what a broker's startup recovery would do, as a plan; ``--apply`` does it."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..errors import ExitStatus, KdumpError
+from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from .options import Output, output_options
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--apply", "apply_", is_flag=True, help="Carry the plan out (asks first unless --yes).")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask before --apply.")
+@click.option("--salvage", "salvage_dir", metavar="OUT", type=click.Path(path_type=str),
+              help="Copy every intact batch found past the damage (and in segments the broker would delete) into "
+                   "new segments with indexes under OUT/<partition>/.")
+@click.option("--quarantine", "quarantine_dir", metavar="DIR", type=click.Path(path_type=str),
+              help="Where files the broker would delete are moved [default: <partition>/kdump-quarantine-<time>, "
+                   "which the broker ignores].")
+@click.option("--full", is_flag=True,
+              help="Recover every segment, ignoring the recovery point and a clean-shutdown marker.")
+@click.option("--max-message-size", type=click.IntRange(min=61), default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
+              help="Largest plausible batch, in bytes (used to classify damage and to resync past it).")
+@click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
+              show_default=True, help="The topic's index.interval.bytes (the broker's index rebuild rule).")
+@output_options
+def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, json_flag,
+            fmt, color, quiet):
+    """Plan (and with --apply carry out) a broker's startup recovery, offline.
+
+    DIRS are log directories or partition directories. For each partition the plan
+    lists what LogLoader would do: .cleaned/.swap/.deleted leftovers, orphan indexes,
+    the segment to cut and where (the cut bytes are saved beside it as
+    <segment>.corrupt-<position>), the later segments a broker would delete, indexes to
+    rebuild and the new recovery point. Where the broker deletes, kdump moves the file to
+    a quarantine directory: nothing is deleted. Every step is atomic and a rerun after
+    an interruption finishes the job.
+
+    \b
+    Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
+    3 could not complete.
+    """
+    from ..recovery import (
+        LogDirState,
+        RecoverOptions,
+        apply_plan,
+        check_quarantine_root,
+        default_quarantine,
+        partition_dirs,
+        plan_partition,
+        salvage,
+        timestamp,
+    )
+    from ..render.verify import change_line, plan_renderer
+    from . import error_line
+
+    out = Output(json_flag, fmt, color, quiet)
+    opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
+    status = ExitStatus.OK
+    targets: list[tuple[str, str | None]] = []
+    for d in dirs:
+        try:
+            targets.extend(partition_dirs(d))
+        except KdumpError as e:
+            click.echo(error_line(e), err=True)
+            status = max(status, e.exit_code)
+    for extra in (quarantine_dir, salvage_dir):
+        if extra:
+            check_quarantine_root(extra, {ld for _, ld in targets})
+    states: dict[str | None, LogDirState] = {}
+    renderer = plan_renderer(out)
+    plans = []
+    try:
+        for directory, logdir in targets:
+            if logdir not in states:
+                states[logdir] = LogDirState.read(logdir)
+            try:
+                plan = plan_partition(directory, states[logdir], opts)
+            except KdumpError as e:
+                click.echo(error_line(e.located(directory)), err=True)
+                status = max(status, e.exit_code)
+                continue
+            renderer.plan(plan)
+            plans.append(plan)
+            if plan.incomplete:
+                status = max(status, ExitStatus.INCOMPLETE)
+            elif plan.damaged:
+                status = max(status, ExitStatus.DAMAGE)
+    finally:
+        renderer.finish()
+    if salvage_dir:
+        for plan in plans:
+            try:
+                for c in salvage(plan, salvage_dir, opts):
+                    out.note(change_line(c))
+            except KdumpError as e:
+                click.echo(error_line(e), err=True)
+                status = max(status, e.exit_code)
+    todo = [p for p in plans if p.actions]
+    steps = sum(len(p.actions) for p in todo)
+    if not apply_:
+        if steps:
+            out.note(f"kdump: {steps} step{'s' if steps != 1 else ''} planned in {len(todo)} partition"
+                     f"{'s' if len(todo) != 1 else ''}; nothing changed (use --apply to carry them out)")
+        else:
+            out.note(f"kdump: {len(plans)} partition{'s' if len(plans) != 1 else ''}: nothing to do")
+        return int(status)
+    if not todo:
+        out.note("kdump: nothing to apply")
+        return int(status)
+    stamp = timestamp()
+    if not yes:
+        where = quarantine_dir or f"<partition>/kdump-quarantine-{stamp}"
+        if not click.confirm(f"Apply {steps} step(s) to {len(todo)} partition(s)? Files a broker would delete are "
+                             f"moved to {where}", err=True, default=False):
+            out.note("kdump: not applied; nothing changed")
+            return int(status)
+    for plan in todo:
+        q = (os.path.join(quarantine_dir, os.path.basename(os.path.normpath(plan.directory))) if quarantine_dir
+             else default_quarantine(plan.directory, stamp))
+        try:
+            for c in apply_plan(plan, q, opts):
+                out.note(change_line(c))
+        except KdumpError as e:
+            click.echo(error_line(e.located(plan.directory)), err=True)
+            status = max(status, e.exit_code)
+        except OSError as e:
+            click.echo(f"kdump: error: {plan.directory}: {e.strerror or e}", err=True)
+            status = max(status, ExitStatus.INCOMPLETE)
+    return int(status)
