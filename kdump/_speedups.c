@@ -22,7 +22,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+/* SSE4.2 CRC-32C on x86-64 with GCC or clang (checked at run time); -DKDUMP_NO_HW_CRC
+ * builds the portable table-driven code only, as on every other platform. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(KDUMP_NO_HW_CRC)
 #  define KD_HAVE_SSE42 1
 #  include <nmmintrin.h>
 #else
@@ -309,7 +311,7 @@ new_struct(PyTypeObject *tp, PyObject **items, Py_ssize_t n)
             return NULL;
         }
     }
-#if PY_VERSION_HEX >= 0x030F0000
+#if PY_VERSION_HEX >= 0x030F0000 || defined(KDUMP_GENERIC_TUPLES)
     /* Unknown future tuple layout: go through tuple.__new__ itself. */
     PyObject *plain = PyTuple_New(n);
     if (plain == NULL) {
@@ -360,15 +362,12 @@ kd_init(PyObject *self, PyObject *args)
             return NULL;
         }
         PyObject *fields = PyObject_GetAttrString(t, "_fields");
-        if (fields == NULL)
-            return NULL;
-        Py_ssize_t nf = PyObject_Length(fields);
-        Py_DECREF(fields);
-        if (nf < 0)
-            return NULL;
+        Py_ssize_t nf = fields == NULL ? -1 : PyObject_Length(fields);
+        Py_XDECREF(fields);
         if (nf != want[i]) {
-            PyErr_Format(PyExc_TypeError, "%s has %zd fields, kdump._speedups expects %zd",
-                         ((PyTypeObject *)t)->tp_name, nf, want[i]);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s is not a named tuple of %zd fields",
+                         ((PyTypeObject *)t)->tp_name, want[i]);
             return NULL;
         }
     }

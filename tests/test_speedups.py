@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 
 _speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
 
-from kdump.format import accel  # noqa: E402
-from kdump.format import records as records_mod  # noqa: E402
-from kdump.format.batch import parse_v2  # noqa: E402
-from kdump.format.build import build_legacy_message, build_v2_batch, encode_v2_record  # noqa: E402
-from kdump.format.walk import Walker, decode_records  # noqa: E402
-from kdump.model import Batch, Record  # noqa: E402
+from kdump.format import accel
+from kdump.format import records as records_mod
+from kdump.format.batch import parse_v2
+from kdump.format.build import build_legacy_message, build_v2_batch, encode_v2_record
+from kdump.format.walk import Walker, decode_records
+from kdump.model import Batch, Record
 
 _speedups.init(Batch, Record)
 
@@ -122,9 +122,9 @@ def test_crc32c_matches_the_package_on_every_length_and_alignment():
     rnd = random.Random(7)
     data = rnd.randbytes(3 * 8192 * 3 + 1000)
     view = memoryview(data)
-    lengths = list(range(0, 80)) + [767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 9, len(data) - 16]
+    lengths = list(range(80)) + [767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 9, len(data) - 16]
     for n in lengths:
-        for start in range(0, 9):
+        for start in range(9):
             chunk = view[start:start + n]
             seed = rnd.randrange(1 << 32)
             want = crc32c_pkg.crc32c(chunk, seed)
@@ -373,7 +373,7 @@ def test_kafka_python_built_segment_identical():
         struct.pack_into(">q", data, 0, offset)
         offset += n
         out += data
-    steps, stop, stop_position, trailing, decoded = both(bytes(out))
+    steps, stop, _, trailing, decoded = both(bytes(out))
     assert len(steps) == 300 and stop == strict(None) and trailing == 0
     assert all(d[0] == "list" for d in decoded)
 
@@ -387,8 +387,8 @@ def test_big_segment_spans_many_scan_chunks():
     for i in range(700):
         buf += struct.pack(">q", 2001 + i) + batch[8:]
     buf += b"\0" * 10
-    steps, stop, stop_position, trailing, _ = both(bytes(buf))
-    assert len(steps) == 2701 and trailing == 10
+    steps, stop, _, trailing, _ = both(bytes(buf))
+    assert len(steps) == 2701 and trailing == 10 and stop[0] == "Finding"
 
 
 def test_walker_stop_position_while_iterating():
@@ -558,14 +558,15 @@ def test_decode_hostile_records(recs, count_shift, base_offset, base_ts, log_app
        st.booleans(), st.sampled_from([-1, 0, (1 << 31) - 2]))
 def test_decode_well_formed_records(items, log_append, base_seq):
     payload = b"".join(encode_v2_record(off, ts, key, value, headers) for ts, off, key, value, headers in items)
-    fast, pure = check_decode(payload, len(items), 1 << 40, 1_700_000_000_000, log_append, base_seq)
+    fast, _ = check_decode(payload, len(items), 1 << 40, 1_700_000_000_000, log_append, base_seq)
     assert fast is not None
 
 
 def test_decode_shares_the_empty_headers_tuple():
     payload = encode_v2_record(0, 0, b"k", b"v") + encode_v2_record(1, 0, None, None)
     recs = _speedups.decode_v2_records(payload, 0, 0, None, -1, 2)
-    assert recs[0].headers is recs[1].headers is ()
+    assert recs[0].headers is recs[1].headers
+    assert recs[0].headers == ()
     assert recs[1].key is None and recs[1].value is None and recs[1].control is None and recs[1].magic == 2
 
 

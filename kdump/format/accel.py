@@ -21,18 +21,21 @@ scan_v2 = None
 decode_v2_records = None
 crc32c = None
 speedups = None
+unavailable: str | None = None     # why the extension is not in use (for diagnostics)
 
-if os.environ.get("KDUMP_NO_SPEEDUPS", "") in ("", "0"):
+if os.environ.get("KDUMP_NO_SPEEDUPS", "") not in ("", "0"):
+    unavailable = "disabled by KDUMP_NO_SPEEDUPS"
+else:
     try:
         from .. import _speedups
 
         _speedups.init(Batch, Record)
-    except Exception:  # noqa: BLE001 - not built, or built against another model: stay pure Python
-        pass
+    except Exception as e:  # noqa: BLE001 - not built, or built against another model: stay pure Python
+        unavailable = f"{type(e).__name__}: {e}"
     else:
         speedups = _speedups
         scan_v2 = _speedups.scan_v2
         decode_v2_records = _speedups.decode_v2_records
         crc32c = _speedups.crc32c
 
-__all__ = ["scan_v2", "decode_v2_records", "crc32c", "speedups"]
+__all__ = ["crc32c", "decode_v2_records", "scan_v2", "speedups", "unavailable"]

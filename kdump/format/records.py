@@ -69,7 +69,8 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
     base_seq = batch.base_sequence
     control = batch.attributes & 0x20
-    if not control and accel.decode_v2_records is not None:
+    if not control and accel.decode_v2_records is not None and type(data) is bytes:
+        # (only for bytes: the Python loop slices other buffer types into their own type)
         fast = accel.decode_v2_records(data, base_offset, base_ts, log_append_ts, base_seq, count)
         if fast is not None:
             return fast
