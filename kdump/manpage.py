@@ -53,8 +53,10 @@ problem with the file and byte position.""",
 magic, CRC, offsets within and across batches and segments, indexes against the log, the
 transaction index against the COMMIT/ABORT markers, producer snapshot CRCs and the leader
 epoch checkpoint. It reports exactly where a broker's recovery would truncate, and what lies
-beyond the damage. \\fB--truncate\\fR cuts each damaged segment at its last good batch, as the
-broker would, saving the cut bytes as \\fI<name>.corrupt-<position>\\fR.""",
+beyond the damage. \\fB--truncate\\fR cuts each damaged segment at its last good batch \\(em where
+the broker's recovery would, or earlier where kdump finds damage the broker does not check
+(\\fB--broker-cut\\fR keeps the broker's rule exactly) \\(em saving the cut bytes as
+\\fI<name>.corrupt-<position>\\fR, and rebuilds indexes that no longer match the log.""",
     "index": """Lists, verifies, sanity-checks or rebuilds offset indexes (.index). \\fB--verify\\fR checks
 every entry against the log in one forward pass and accepts both the 2.0+ (last offset) and
 pre-2.0 (base offset) conventions; the zero-filled preallocated tail of an active segment is
@@ -122,7 +124,8 @@ def _option_lines(cmd: click.Command, ctx: click.Context) -> list[str]:
 
 def render(name: str | None, cmd: click.Command, parent: click.Context | None = None) -> str:
     title = "kdump" if name is None else f"kdump-{name}"
-    ctx = click.Context(cmd, info_name="kdump" if name is None else name, parent=parent)
+    # The command's own context settings (-h/--help), as when the CLI runs.
+    ctx = click.Context(cmd, info_name="kdump" if name is None else name, parent=parent, **cmd.context_settings)
     summary = (cmd.get_short_help_str(limit=200) if name else "forensic toolkit for Kafka log directories")
     usage = " ".join(cmd.collect_usage_pieces(ctx))
     lines = [f'.TH {title.upper()} 1 "{DATE}" "kdump {__version__}" "kdump manual"',
@@ -156,7 +159,7 @@ def pages() -> dict[str, str]:
     """File name -> roff text, for the group and every command."""
     from .cli.app import cli
 
-    ctx = click.Context(cli, info_name="kdump")
+    ctx = click.Context(cli, info_name="kdump", **cli.context_settings)
     out = {"kdump.1": render(None, cli)}
     for name in cli.list_commands(ctx):
         out[f"kdump-{name}.1"] = render(name, cli.get_command(ctx, name), ctx)
