@@ -218,27 +218,6 @@ def kafka_recover(buf: bytes, base_offset: int, index_interval_bytes: int = 4096
     return valid
 
 
-# -- running the CLI in-process (own copy: tests/spark has a conftest of its own) ------------
+# -- running the CLI in-process: the suite's one helper ------------------------------------
 
-class Result:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-
-def run_kdump(*args) -> Result:
-    """``kdump ARGS`` in this process, through main() like the console script."""
-    import io
-    import sys as _sys
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from kdump.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    _sys.stdout.flush()
-    return Result(code, out.getvalue(), err.getvalue())
+from kdumptest import Result, run_kdump  # noqa: E402,F401
