@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
-import tempfile
 from typing import NamedTuple
 
 from .errors import InputError, KdumpError, UsageError, WriteError
@@ -627,19 +625,6 @@ def _write_target(path: str) -> str:
     return real
 
 
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _same_content(path: str, data: bytes) -> bool:
     try:
         if os.path.getsize(path) != len(data):
@@ -666,38 +651,23 @@ def _backup(path: str) -> str:
     return bak
 
 
-def atomic_write(path: str, data: bytes, backup: bool, mode: int = 0o644) -> tuple[str, str | None]:
-    """Write ``data`` to ``path`` via a fsynced temporary file in the same directory and a rename.
+def atomic_write(path: str, data: bytes, backup: bool, like: str | None = None) -> tuple[str, str | None]:
+    """Write ``data`` to ``path`` atomically (``repair.atomic_write``), keeping a ``.bak`` if asked.
 
     Returns (status, backup path). Unchanged content is left alone (no write, no backup).
     """
+    from .repair import atomic_write as write_atomically
+
     target = _write_target(path)
-    directory = os.path.dirname(os.path.abspath(target))
     existing = os.path.lexists(target)
     if existing and _same_content(target, data):
         return "unchanged", None
-    if existing:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".kdump-tmp", dir=directory)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
         bak = _backup(target) if existing and backup else None
-        os.replace(tmp, target)
-        tmp = None
-        _fsync_dir(directory)
     except OSError as e:
-        raise WriteError(f"could not write: {e.strerror or e}", file=path) from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        raise WriteError(f"could not keep a backup: {e.strerror or e}", file=path) from None
+    # A new index takes the mode and owner of ``like`` (its segment), as the broker's would.
+    write_atomically(target, data, like=None if existing else like)
     return ("replaced" if existing else "created"), bak
 
 
@@ -753,7 +723,6 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = 4096, time_offset: 
             notes.append(f"the existing .timeindex follows the '{found}' convention; writing '{conv}' as asked")
         offsets, times, valid = build_indexes(buf, base, interval_bytes, conv, limits)
         size = len(buf)
-        log_mode = stat.S_IMODE(os.stat(log).st_mode) & 0o666
     if valid < size:
         notes.append(f"the log has {size - valid} bytes after the last valid batch (byte {valid}); the new "
                      f"indexes cover only what a broker's recovery keeps")
@@ -761,7 +730,7 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = 4096, time_offset: 
     counts = {"index": len(offsets), "timeindex": len(times)}
     written = []
     for kind in kinds:
-        status, bak = atomic_write(paths[kind], data[kind], backup, log_mode or 0o644)
+        status, bak = atomic_write(paths[kind], data[kind], backup, like=log)
         written.append(WrittenFile(paths[kind], kind, counts[kind], status, bak))
     return RebuildResult(log, written, conv, source, interval_bytes, valid, size, notes)
 

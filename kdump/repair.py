@@ -124,10 +124,13 @@ def _commit(tmp: str, fd: int, path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    refuse_symlink(path)
     try:
+        refuse_symlink(path)
         os.replace(tmp, path)
-    except OSError as e:
+    except (OSError, WriteError) as e:
+        _discard(tmp)           # the old file stands; leave no temporary behind
+        if isinstance(e, WriteError):
+            raise
         raise _wrap(path, "replace", e) from None
     fsync_dir(os.path.dirname(path))
 
