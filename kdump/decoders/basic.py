@@ -40,6 +40,9 @@ def json_(data: bytes) -> Any:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError) as e:
         raise DecodeError(f"not JSON: {e}") from None
+    except RecursionError:
+        # json.loads recurses per nesting level; a hostile value must not end the dump.
+        raise DecodeError("not JSON kdump can show: nested too deeply") from None
 
 
 def int_(data: bytes) -> int:
