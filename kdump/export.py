@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from .errors import ExitStatus, KdumpError, UsageError
+from .errors import ExitStatus, KdumpError, UsageError, WriteError
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .logdir import BATCH_KINDS, LOG, LogFile, resolve
 from .model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
@@ -101,7 +101,8 @@ def arrow_schema(columns: tuple[tuple[str, str], ...] = RECORD_COLUMNS):
 # -- planning ------------------------------------------------------------------------------------
 
 class Scope(NamedTuple):
-    """What a query can touch: used to skip files and slices, never to drop single rows."""
+    """What a query asks for: files and slices outside it are skipped, and ``read_slice`` drops
+    the records outside the offset range (so a pushed-down filter is applied exactly)."""
 
     topics: frozenset | None = None           # None: any topic
     partitions: frozenset | None = None       # None: any partition
@@ -152,6 +153,7 @@ class Slice(NamedTuple):
     end: int | None
     low: int | None           # every record of the slice has an offset in [low, high] (if known)
     high: int | None
+    nbytes: int = 0           # bytes of the file the slice covers (for packing small slices into a task)
 
     @property
     def segment(self) -> str:
@@ -181,14 +183,47 @@ def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Sc
         if live and not scope.overlaps(low, high):
             continue
         path = os.path.abspath(f.path)
-        pieces = _split(f, split_bytes) if live and split_bytes > 0 else [(0, None, None, None)]
+        size = _file_size(path)
+        pieces = _split(f, size, split_bytes) if live and split_bytes > 0 else [(0, None, None, None)]
         for start, end, slow, shigh in pieces:
             s_low = low if slow is None else slow
             s_high = high if shigh is None else shigh
             if scope.overlaps(s_low, s_high):
                 out.append(Slice(path, f.kind, f.topic, f.partition, f.base_offset, f.leftover, start, end,
-                                 s_low, s_high))
+                                 s_low, s_high, (size if end is None else end) - start))
     return out
+
+
+def pack(slices: list[Slice], target_bytes: int, min_groups: int = 1) -> list[list[Slice]]:
+    """Group consecutive slices into tasks of about ``target_bytes``, at least ``min_groups`` of them.
+
+    A log dir holds many small segments (and empty active ones); a task each would cost
+    more in scheduling than in reading. Slices of split segments are already about
+    ``target_bytes`` and stay alone; a small tree is still spread over ``min_groups`` tasks.
+    """
+    if target_bytes <= 0:
+        return [[sl] for sl in slices]
+    weights = [max(sl.nbytes, 4096) for sl in slices]     # an empty file still costs an open and a walk
+    target = min(target_bytes, max(4096, -(-sum(weights) // max(1, min_groups))))
+    groups: list[list[Slice]] = []
+    current: list[Slice] = []
+    total = 0
+    for sl, weight in zip(slices, weights):
+        current.append(sl)
+        total += weight
+        if total >= target:
+            groups.append(current)
+            current, total = [], 0
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _segment_upper_bounds(files: list[LogFile]) -> dict[str, int]:
@@ -205,17 +240,13 @@ def _segment_upper_bounds(files: list[LogFile]) -> dict[str, int]:
     return out
 
 
-def _split(f: LogFile, split_bytes: int) -> list[tuple[int, int | None, int | None, int | None]]:
+def _split(f: LogFile, size: int, split_bytes: int) -> list[tuple[int, int | None, int | None, int | None]]:
     """(start, end, low, high) pieces of a segment cut at ``.index`` positions.
 
     A cut is used only where the index entry points at a batch that parses, has a valid
     CRC and holds the entry's offset: a lying index must not split a batch in two.
     ``low``/``high`` are offset bounds from neighbouring entries (None: the segment's own).
     """
-    try:
-        size = os.path.getsize(f.path)
-    except OSError:
-        return [(0, None, None, None)]
     if size <= split_bytes:
         return [(0, None, None, None)]
     entries = _sane_entries(f, size)
@@ -379,7 +410,7 @@ class RecordColumns:
         self.header_ends: list[int] = [0]
         self.header_keys: list[str] = []
         self.header_values: list[bytes | None] = []
-        # group level: one tuple per group, in GROUP_FIELDS order
+        # group level: one tuple per group, in _GROUP_TYPES order
         self.groups: list[tuple] = []
 
     # position, base_offset, timestamp_type, magic, compression, producer_id, producer_epoch,
@@ -539,8 +570,8 @@ def json_lines(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
 
 
 def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
-               limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[str, bool]]:
-    """``(line, is_error)`` pairs of ``json_lines``."""
+               limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[str, Damage | None]]:
+    """``(line, damage)`` pairs of ``json_lines``; damage is None on record lines."""
     from .render.jsonout import dumps, records_json
     from .render.payload import PayloadView
 
@@ -551,10 +582,10 @@ def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
         if isinstance(item, Damage):
             if _in_range(scope, item.offset):
                 yield (f'{prefix}"position":{dumps(item.position)},"offset":{dumps(item.offset)},'
-                       f'"error":{dumps(damage_message(item))}}}'), True
+                       f'"error":{dumps(damage_message(item))}}}'), item
             continue
         for r in item[1]:
-            yield prefix + records_json([r], view)[cut:-1], False
+            yield prefix + records_json([r], view)[cut:-1], None
 
 
 def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS,
@@ -574,9 +605,9 @@ def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), ma
             pa.repeat(pa.scalar(sl.segment, pa.string()), n), pa.array(lines, pa.string()),
             pa.array(flags, pa.bool_())], schema=schema)
 
-    for line, is_error in json_items(sl, encoding, scope):
+    for line, damage in json_items(sl, encoding, scope):
         lines.append(line)
-        flags.append(is_error)
+        flags.append(damage is not None)
         size += len(line)
         if len(lines) >= max_rows or size >= max_bytes:
             yield flush()
@@ -660,31 +691,121 @@ class _Tally:
             yield batch
 
 
-def _parquet_options():
-    import pyarrow.dataset as ds
+def json_error_summary(topic, partition, segment, position, message) -> str:
+    """How an NDJSON error line is reported (the line has no file path; both engines use this)."""
+    where = segment if topic is None else f"{topic}-{partition}/{segment}"
+    return f"{where}:{position}: {message}"
 
-    # zstd like the Spark engine; timestamps as TIMESTAMP(MILLIS, UTC) as Spark is told to write them.
-    return ds.ParquetFileFormat().make_write_options(compression="zstd", coerce_timestamps="ms",
-                                                     allow_truncated_timestamps=False)
+
+PARQUET_OPTIONS = {"compression": "zstd", "coerce_timestamps": "ms", "allow_truncated_timestamps": False}
+ROW_GROUP_ROWS = 1 << 20
+ROW_GROUP_BYTES = 128 << 20
+
+
+class ParquetSink:
+    """Parquet files, one per output directory, fed with record batches of single slices.
+
+    A slice lies in one topic/partition/segment, so each batch belongs to one hive
+    directory whole: no per-row partitioning is needed, only a writer per directory.
+    Batches are gathered into row groups (up to ROW_GROUP_ROWS / ROW_GROUP_BYTES) and, with
+    ``threads``, encoded and compressed by a background thread (pyarrow releases the GIL)
+    while the caller decodes the next ones.
+    """
+
+    def __init__(self, out: str, partition_by: tuple[str, ...], name: str = "part-00000.zstd.parquet",
+                 threads: bool = True) -> None:
+        import pyarrow as pa
+
+        schema = arrow_schema(RECORD_COLUMNS)
+        self.out, self.partition_by, self.name = out, partition_by, name
+        self.keep = [i for i, f in enumerate(schema) if f.name not in partition_by]
+        self.file_schema = pa.schema([schema.field(i) for i in self.keep])
+        self.writers: dict[str, Any] = {}
+        self.buffer: list = []
+        self.buffered_rows = self.buffered_bytes = 0
+        self.directory: str | None = None
+        self.error: BaseException | None = None
+        self.queue = None
+        if threads:
+            import queue
+            import threading
+
+            self.queue = queue.Queue(maxsize=2)       # bounded: decoding runs at most 2 row groups ahead
+            self.thread = threading.Thread(target=self._drain, name="kdump-parquet", daemon=True)
+            self.thread.start()
+
+    def write(self, sl: Slice, batch) -> None:
+        directory = _hive_dir(self.out, self.partition_by, sl)
+        if directory != self.directory:
+            self._flush()
+            self.directory = directory
+        self.buffer.append(batch.select(self.keep))
+        self.buffered_rows += batch.num_rows
+        self.buffered_bytes += batch.nbytes
+        if self.buffered_rows >= ROW_GROUP_ROWS or self.buffered_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def close(self) -> None:
+        try:
+            self._flush()
+        finally:
+            if self.queue is not None:
+                self.queue.put(None)
+                self.thread.join()
+            for w in self.writers.values():
+                w.close()
+        if self.error is not None:
+            raise self.error
+
+    def _flush(self) -> None:
+        if not self.buffer:
+            return
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(self.buffer, schema=self.file_schema)
+        self.buffer, self.buffered_rows, self.buffered_bytes = [], 0, 0
+        if self.queue is None:
+            self._write(self.directory, table)
+            return
+        if self.error is not None:
+            raise self.error
+        self.queue.put((self.directory, table))
+
+    def _drain(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            if self.error is None:
+                try:
+                    self._write(*item)
+                except BaseException as e:  # noqa: BLE001 - handed over to the caller's thread
+                    self.error = e
+
+    def _write(self, directory: str, table) -> None:
+        import pyarrow.parquet as pq
+
+        writer = self.writers.get(directory)
+        if writer is None:
+            os.makedirs(directory, exist_ok=True)
+            writer = self.writers[directory] = pq.ParquetWriter(os.path.join(directory, self.name),
+                                                                self.file_schema, **PARQUET_OPTIONS)
+        writer.write_table(table, row_group_size=table.num_rows)
 
 
 def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], scope: Scope = Scope(),
-                  tally: _Tally | None = None) -> _Tally:
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
+                  tally: _Tally | None = None, name: str = "part-00000.zstd.parquet",
+                  threads: bool = True) -> _Tally:
+    """Parquet files under ``out`` in hive directories by ``partition_by`` (zstd, ms timestamps)."""
     tally = tally or _Tally()
-    schema = arrow_schema(RECORD_COLUMNS)
-    stream = tally.batches(b for sl in slices for b in record_batches(sl, scope))
-    partitioning = None
-    if partition_by:
-        part_schema = pa.schema([schema.field(c) for c in partition_by])
-        partitioning = ds.HivePartitioning(part_schema, null_fallback=HIVE_NULL)
     os.makedirs(out, exist_ok=True)
-    ds.write_dataset(stream, out, schema=schema, format="parquet", partitioning=partitioning,
-                     file_options=_parquet_options(), basename_template="part-{i}.zstd.parquet",
-                     existing_data_behavior="overwrite_or_ignore", max_rows_per_group=1 << 20,
-                     min_rows_per_group=1 << 17, max_partitions=1 << 16, preserve_order=True)
+    sink = ParquetSink(out, partition_by, name, threads)
+    try:
+        for sl in slices:
+            for batch in tally.batches(record_batches(sl, scope)):
+                sink.write(sl, batch)
+    finally:
+        sink.close()
     return tally
 
 
@@ -697,11 +818,12 @@ def _hive_dir(out: str, partition_by: tuple[str, ...], sl: Slice) -> str:
 
 
 def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], encoding: str = "base64",
-                 scope: Scope = Scope(), tally: _Tally | None = None) -> _Tally:
-    """One ``part-00000.ndjson`` per output directory; slices arrive grouped, so one file is open."""
+                 scope: Scope = Scope(), tally: _Tally | None = None, name: str = "part-00000.ndjson") -> _Tally:
+    """One file called ``name`` per output directory; slices arrive grouped, so one file is open."""
     tally = tally or _Tally()
     os.makedirs(out, exist_ok=True)
     current, fh = None, None
+    opened: set[str] = set()
     try:
         for sl in slices:
             directory = _hive_dir(out, partition_by, sl)
@@ -709,38 +831,65 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
                 if fh is not None:
                     fh.close()
                 os.makedirs(directory, exist_ok=True)
-                fh = open(os.path.join(directory, "part-00000.ndjson"), "a", encoding="utf-8")
+                # "w" the first time: a retried Spark task rewrites its file instead of appending.
+                fh = open(os.path.join(directory, name), "a" if directory in opened else "w", encoding="utf-8")
+                opened.add(directory)
                 current = directory
             write = fh.write
-            for line, is_error in json_items(sl, encoding, scope):
+            for line, damage in json_items(sl, encoding, scope):
                 write(line)
                 write("\n")
                 tally.rows += 1
-                if is_error:
+                if damage is not None:
                     tally.error_rows += 1
                     if len(tally.errors) < MAX_REPORTED_ERRORS:
-                        tally.errors.append(f"{sl.path}: {line}")
+                        tally.errors.append(json_error_summary(sl.topic, sl.partition, sl.segment, damage.position,
+                                                               damage_message(damage)))
     finally:
         if fh is not None:
             fh.close()
     return tally
 
 
-def export_local(paths: list[str], out: str, fmt: str = "parquet", partition_by: tuple[str, ...] = ("topic", "partition"),
-                 encoding: str = "base64", split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False,
-                 scope: Scope = Scope()) -> ExportResult:
-    """Export in this process (no Spark): Parquet through pyarrow, or NDJSON."""
+def export_local(paths: list[str], out: str, fmt: str = "parquet",
+                 partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
+                 split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
+                 threads: bool = True) -> ExportResult:
+    """Export in this process (no Spark): Parquet through pyarrow, or NDJSON.
+
+    ``threads=False`` encodes Parquet in the decoding thread (one core), for comparisons.
+    """
     started = time.monotonic()
     slices = plan(paths, split_bytes, scope)
     prepare_out(out, overwrite, paths)
-    if fmt == "parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise KdumpError("Parquet export needs pyarrow", hint="pip install 'kdump[parquet]'") from None
-        tally = write_parquet(slices, out, partition_by, scope)
-    elif fmt == "ndjson":
-        tally = write_ndjson(slices, out, partition_by, encoding, scope)
-    else:
+    if fmt not in ("parquet", "ndjson"):
         raise UsageError(f"unknown export format {fmt!r}")
+    try:
+        if fmt == "parquet":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise KdumpError("Parquet export needs pyarrow", hint="pip install 'kdump[parquet]'") from None
+            tally = write_parquet(slices, out, partition_by, scope, threads=threads)
+        else:
+            tally = write_ndjson(slices, out, partition_by, encoding, scope)
+    except OSError as e:
+        raise WriteError(f"cannot write the export: {e.strerror or e}", file=out) from None
     return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors)
+
+
+def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by: tuple[str, ...],
+                encoding: str = "base64", scope: Scope = Scope(), threads: bool = False) -> tuple[int, int, list[str]]:
+    """One Spark task of ``export --engine spark``: write these slices under ``out`` with this
+    module's writers, into files named by the task number (so a retried task overwrites its
+    own files and two tasks never share one). Returns (rows, error rows, first errors).
+
+    A task is given one core (spark.task.cpus=1), so by default Parquet is encoded inline
+    rather than in a second thread.
+    """
+    if fmt == "parquet":
+        tally = write_parquet(slices, out, partition_by, scope, name=f"part-{task:05d}.zstd.parquet",
+                              threads=threads)
+    else:
+        tally = write_ndjson(slices, out, partition_by, encoding, scope, name=f"part-{task:05d}.ndjson")
+    return tally.rows, tally.error_rows, tally.errors

@@ -188,3 +188,54 @@ def test_export_modules_do_not_import_pyspark():
     code = ("import sys, kdump.export, kdump.spark, kdump.cli.export; "
             "sys.exit(1 if any(m.split('.')[0] == 'pyspark' for m in sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_threaded_and_inline_parquet_writers_agree(tmp_path):
+    _segment(tmp_path / "in" / "t-0", batches=120)
+    _segment(tmp_path / "in" / "u-1", batches=30)
+    a = core.export_local([str(tmp_path / "in")], str(tmp_path / "a"), threads=True, split_bytes=40_000)
+    b = core.export_local([str(tmp_path / "in")], str(tmp_path / "b"), threads=False)
+    assert a.rows == b.rows == 3000
+    ta, tb = read(str(tmp_path / "a")), read(str(tmp_path / "b"))
+    assert ta.equals(tb)
+    assert sorted(p.name for p in (tmp_path / "a").rglob("*.parquet")) == ["part-00000.zstd.parquet"] * 2
+
+
+def test_a_write_failure_is_raised_not_swallowed(tmp_path, monkeypatch):
+    import pyarrow.parquet
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pyarrow.parquet, "ParquetWriter", broken)
+    from kdump.errors import WriteError
+
+    with pytest.raises(WriteError, match="disk full"):
+        core.export_local([str(GENERATED / "zstd-v2-0")], str(tmp_path / "o"))
+
+
+def test_spark_engine_without_java_is_a_clear_error(tmp_path, monkeypatch, kdump):
+    pytest.importorskip("pyspark")
+    from kdump.spark import session
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    with pytest.raises(session.SparkUnavailableError, match="Java 17"):
+        session.check_requirements()
+    r = kdump("export", str(GENERATED / "zstd-v2-0"), "--out", str(tmp_path / "o"), "--engine", "spark")
+    assert r.code == 3 and "needs Java 17" in r.err and "hint:" in r.err
+
+
+def test_spark_session_defaults_stay_on_loopback_and_quiet():
+    from kdump.spark import session
+
+    conf = session.session_conf("local[2]", {"spark.sql.shuffle.partitions": "7"})
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert conf["spark.ui.enabled"] == "false" and conf["spark.ui.showConsoleProgress"] == "false"
+    assert conf["spark.sql.shuffle.partitions"] == "7"
+    assert conf["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MILLIS"
+    log4j = conf["spark.driver.extraJavaOptions"].split("file:")[1]
+    text = Path(log4j).read_text()
+    assert "rootLogger.level = error" in text and "logger.spark.level = error" in text
+    assert session.master_on_this_machine("spark://127.0.0.1:7077")
+    assert not session.master_on_this_machine("spark://10.0.0.5:7077")
+    assert session.java_major(sys.executable) is None

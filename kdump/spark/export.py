@@ -1,59 +1,112 @@
-"""``kdump export --engine spark``: the kafka-log source written out by Spark's writers.
+"""``kdump export --engine spark``: the export planned on the driver, run as Spark tasks.
 
-The rows are those of the local engine (same plan, same slices, same row builders); only
-the writer differs. Row and error counts come from an ``Observation`` on the written
-DataFrame, so they cost no second pass; the first error rows are read back only when
-there are any.
+Two writers, the same rows (the local engine's plan, slices and row builders):
+
+``arrow`` (default for a local or shared-filesystem ``--out``)
+    Each task decodes its slices and writes its own Parquet (pyarrow) or NDJSON files
+    into the hive directories, named by task number, exactly as the local engine would.
+    Rows never cross into the JVM: on a small machine Spark's own Parquet writer costs
+    more CPU than the decoding it parallelises (see bench/bench_export.py).
+``spark`` (used for ``scheme://`` outputs such as hdfs:// or s3a://)
+    The ``kafka-log`` source read into Spark's DataFrame writer: any Hadoop filesystem,
+    Spark's commit protocol. Row and error counts come from an ``Observation``, so they
+    cost no second pass; the first error rows are read back only when there are any.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from .. import export as core
 
+WRITERS = ("arrow", "spark")
+
+
+def is_uri(path: str) -> bool:
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) is not None and not path.startswith("file://")
+
 
 def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
-                 split_bytes: int = core.DEFAULT_SPLIT_BYTES, overwrite: bool = False) -> core.ExportResult:
+                 split_bytes: int = core.DEFAULT_SPLIT_BYTES, overwrite: bool = False,
+                 writer: str | None = None) -> core.ExportResult:
+    started = time.monotonic()
+    writer = writer or ("spark" if is_uri(out) else "arrow")
+    if writer not in WRITERS:
+        raise ValueError(f"writer must be one of {WRITERS}")
+    paths = [os.path.abspath(p) for p in paths]
+    slices = core.plan(paths, split_bytes)          # usage errors surface here, before any job
+    if not is_uri(out):
+        out = os.path.abspath(out)
+        core.prepare_out(out, overwrite, paths)
+    if writer == "arrow":
+        rows, errors, messages = _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes)
+    else:
+        rows, errors, messages = _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, overwrite)
+    return core.ExportResult(rows, errors, len(slices), time.monotonic() - started, messages)
+
+
+# -- writer "arrow": files written by the tasks ------------------------------------------------------
+
+def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes):
+    sc = spark.sparkContext
+    groups = core.pack(slices, split_bytes, sc.defaultParallelism)
+    os.makedirs(out, exist_ok=True)
+    rows = errors = 0
+    messages: list[str] = []
+    if groups:
+        def task(item):
+            number, group = item
+            return core.write_group(number, group, out, fmt, partition_by, encoding)
+
+        for r, e, m in sc.parallelize(list(enumerate(groups)), len(groups)).map(task).collect():
+            rows += r
+            errors += e
+            messages += m[:max(0, core.MAX_REPORTED_ERRORS - len(messages))]
+    # As Spark's committer does: readers may wait for this marker.
+    with open(os.path.join(out, "_SUCCESS"), "w"):
+        pass
+    return rows, errors, messages
+
+
+# -- writer "spark": Spark's DataFrame writer ------------------------------------------------------
+
+def _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, overwrite):
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     from .source import RECORDS_FORMAT, register
 
-    started = time.monotonic()
-    paths = [os.path.abspath(p) for p in paths]
-    out = os.path.abspath(out)
-    slices = core.plan(paths, split_bytes)          # usage errors surface here, before any job
-    core.prepare_out(out, overwrite, paths)
     register(spark)
-    reader = spark.read.format(RECORDS_FORMAT).option("splitBytes", str(split_bytes))
+    reader = (spark.read.format(RECORDS_FORMAT).option("splitBytes", str(split_bytes))
+              .option("minPartitions", str(spark.sparkContext.defaultParallelism)))
     observation = Observation("kdump_export")
+    mode = "overwrite" if overwrite or not is_uri(out) else "errorifexists"     # local: checked by prepare_out
     if fmt == "parquet":
         df = reader.load(paths)
         df = df.observe(observation, F.count(F.lit(1)).alias("rows"), F.count("error").alias("errors"))
-        writer = df.write.mode("overwrite").option("compression", "zstd")
+        writer = df.write.mode(mode).option("compression", "zstd")
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.parquet(out)
-    elif fmt == "ndjson":
+    else:
         df = reader.option("json", encoding).load(paths)
         df = df.observe(observation, F.count(F.lit(1)).alias("rows"),
                         F.count(F.when(F.col("is_error"), 1)).alias("errors"))
-        writer = df.select(*partition_by, "line").write.mode("overwrite")
+        writer = df.select(*partition_by, "line").write.mode(mode)
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.text(out)
-    else:
-        raise ValueError(fmt)
     metrics = observation.get
     rows, errors = int(metrics.get("rows", 0)), int(metrics.get("errors", 0))
-    messages = _first_errors(spark, out, fmt) if errors else []
-    return core.ExportResult(rows, errors, len(slices), time.monotonic() - started, messages)
+    return rows, errors, _first_errors(spark, out, fmt) if errors else []
 
 
 def _first_errors(spark, out: str, fmt: str) -> list[str]:
+    import json
+
     from pyspark.sql import functions as F
 
     if fmt == "parquet":
@@ -62,7 +115,12 @@ def _first_errors(spark, out: str, fmt: str) -> list[str]:
         return [f"{r['file']}:{r['position']}: {r['error']}" for r in rows]
     rows = (spark.read.text(out).where(F.instr("value", '"error":') > 0)
             .select("value").limit(core.MAX_REPORTED_ERRORS).collect())
-    return [r["value"] for r in rows]
+    out_lines = []
+    for r in rows:
+        d = json.loads(r["value"])
+        out_lines.append(core.json_error_summary(d.get("topic"), d.get("partition"), d.get("segment"),
+                                                 d.get("position"), d.get("error")))
+    return out_lines
 
 
 def run_export(paths: list[str], out: str, master: str | None = None, conf: dict[str, str] | None = None,

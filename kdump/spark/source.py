@@ -4,12 +4,14 @@
     spark.read.format("kafka-log").load(["topic-0", "topic-1"]).where("offset >= 1000")
 
 Each input partition is one slice of a segment (``kdump.export.plan``: segments split at
-``.index`` positions, ``splitBytes`` apiece); each task reads its slice with the same
+``.index`` positions, ``splitBytes`` apiece) or a run of small files packed up to that
+size (``kdump.export.pack``); each task reads its slices with the same
 reader and decoder as ``kdump dump`` and yields Arrow record batches whose schema is
 exactly pyspark's ``to_arrow_schema`` of ours, so the JVM takes them unconverted.
 
 Options (case-insensitive): ``path``/``paths`` (set by ``load``), ``splitBytes``
-(default 32 MiB; 0 = one task per file), ``maxRowsPerBatch``, ``maxBytesPerBatch``,
+(default 32 MiB; 0 = one task per file), ``minPartitions`` (default 2: small files are
+packed into at least this many tasks), ``maxRowsPerBatch``, ``maxBytesPerBatch``,
 ``json`` (kafka-log only: rows become NDJSON lines in this encoding: base64, hex, utf8),
 ``pushdown`` ("false" gives a reader without ``pushFilters``, for sessions where
 ``spark.sql.python.filterPushdown.enabled`` is off: Spark rejects a reader that
@@ -40,7 +42,9 @@ BATCHES_FORMAT = "kafka-log-batches"
 
 @dataclass
 class SlicePartition(InputPartition):
-    slice: core.Slice
+    """One task: a slice of a big segment, or several small files read one after another."""
+
+    slices: list[core.Slice]
 
 
 def _paths(options) -> list[str]:
@@ -135,6 +139,7 @@ class _Reader(DataSourceReader):
         self.split_bytes = _int_option(options, "splitBytes", core.DEFAULT_SPLIT_BYTES)
         self.max_rows = _int_option(options, "maxRowsPerBatch", core.DEFAULT_MAX_ROWS)
         self.max_bytes = _int_option(options, "maxBytesPerBatch", core.DEFAULT_MAX_BYTES)
+        self.min_partitions = _int_option(options, "minPartitions", 2)
         self.encoding = options.get("json")
         self.scope = core.Scope()
         # A user-given .schema(...) with fewer columns selects them (no other pruning exists).
@@ -146,13 +151,15 @@ class _Reader(DataSourceReader):
             raise ValueError(f"{type(self).__name__}: unknown columns {unknown}; the columns are {own}")
 
     def partitions(self):
-        return [SlicePartition(s) for s in core.plan(self.paths, self.split_bytes, self.scope)]
+        slices = core.plan(self.paths, self.split_bytes, self.scope)
+        return [SlicePartition(group) for group in core.pack(slices, self.split_bytes, self.min_partitions)]
 
     def read(self, partition):
         if not isinstance(partition, SlicePartition):
             return          # Spark's stand-in partition when the plan is empty
-        for batch in self._batches(partition.slice):
-            yield batch.select(self.select) if self.select is not None else batch
+        for sl in partition.slices:
+            for batch in self._batches(sl):
+                yield batch.select(self.select) if self.select is not None else batch
 
     def _batches(self, sl: core.Slice):
         raise NotImplementedError

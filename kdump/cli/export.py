@@ -1,0 +1,91 @@
+"""``kdump export``: records to Parquet or NDJSON, in this process or on Spark."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import ExitStatus, UsageError
+from .options import paths_argument
+
+
+def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
+    conf = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--conf")
+        conf[key.strip()] = value
+    return conf
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@paths_argument
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="Output directory (must be empty or absent, unless --overwrite).")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "ndjson"]), default="parquet", show_default=True,
+              help="Parquet (zstd, millisecond UTC timestamps) or NDJSON (dump --json's record objects).")
+@click.option("--partition-by", default="topic,partition", show_default=True,
+              help="Hive-style output directories by these columns (topic, partition, segment; '' for none).")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="local: this process with pyarrow; spark: a Spark job (pyspark and Java 17 needed).")
+@click.option("--master", help="Spark master URL for --engine spark [default: local[*]].")
+@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="Spark setting (repeatable).")
+@click.option("--writer", type=click.Choice(["arrow", "spark"]),
+              help="--engine spark: 'arrow' (tasks write the files with pyarrow; --out must be a path every "
+                   "executor can write) or 'spark' (Spark's DataFrame writer, any Hadoop filesystem URI) "
+                   "[default: spark for scheme:// outputs, else arrow].")
+@click.option("--encoding", type=click.Choice(["base64", "hex", "utf8"]), default="base64", show_default=True,
+              help="NDJSON: how keys, values and header values are written (utf8 replaces invalid bytes).")
+@click.option("--split-bytes", type=click.IntRange(min=0), default=32 << 20, show_default=True,
+              help="Split segments larger than this at .index positions (0: one task per segment).")
+@click.option("--overwrite", is_flag=True, help="Replace the output directory if it is not empty.")
+@click.option("--json", "json_flag", is_flag=True, help="Print a JSON summary object on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
+def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, overwrite, json_flag,
+           quiet):
+    """Export the records under PATHS to Parquet or NDJSON files in --out.
+
+    One row per record: topic, partition, segment, file, position, base_offset, offset,
+    timestamp, timestamp_type, key, value, headers, magic, compression, producer_id,
+    producer_epoch, sequence, is_transactional, is_control, partition_leader_epoch,
+    crc_valid and error. Damaged data becomes rows with an error message, never a failed
+    export; the exit status is then 1.
+    """
+    from ..export import parse_partition_by
+
+    conf_map = parse_conf(conf)
+    if engine == "local" and (master or conf_map or writer):
+        raise UsageError("--master, --conf and --writer apply to --engine spark only")
+    columns = parse_partition_by(partition_by)
+    options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
+               "overwrite": overwrite}
+    if engine == "spark":
+        from ..spark.session import check_requirements
+
+        check_requirements()
+        from ..spark.export import run_export
+
+        result = run_export(list(paths), out, master, conf_map, writer=writer, **options)
+    else:
+        from ..export import export_local
+
+        result = export_local(list(paths), out, **options)
+    _report(result, out, fmt, engine, json_flag, quiet)
+    return int(result.status if result.status else ExitStatus.OK)
+
+
+def _report(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: bool) -> None:
+    if json_flag:
+        from ..render.jsonout import dumps
+
+        click.echo(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}))
+    if quiet:
+        return
+    for message in result.errors:
+        click.echo(f"kdump: damage: {message}", err=True)
+    if result.error_rows > len(result.errors):
+        click.echo(f"kdump: ... {result.error_rows - len(result.errors)} more error rows", err=True)
+    rate = result.rows / result.seconds if result.seconds > 0 else 0.0
+    click.echo(f"kdump: exported {result.rows} rows ({result.error_rows} error rows) from {result.slices} "
+               f"slices to {out} as {fmt} with the {engine} engine in {result.seconds:.1f}s ({rate:,.0f} rows/s)",
+               err=True)

@@ -1,0 +1,218 @@
+"""``kdump verify --engine spark``: the local verify's findings, with the segment scans and
+the offset-continuity check run on Spark.
+
+Three steps:
+
+1. Every segment the local run would scan is scanned by ``kdump.scan`` in a Spark task
+   (one task per segment: the broker-recovery rules need one ordered pass per file).
+   This is where the time goes, most of all with ``--deep``.
+2. Offset continuity across segments is a window over the scan results in Spark SQL:
+   per partition directory, ordered by base offset, the last earlier segment that has
+   offsets; a segment that starts at or below that segment's last offset overlaps it.
+3. The per-directory cross-file checks (indexes, .txnindex, snapshots, leader epochs)
+   run on the driver through ``kdump.crosscheck`` with the scans from step 1 (they read
+   side files and a few batches only). Its own overlap finding is replaced by the one
+   from step 2, in the same place, so the reports equal the local ones.
+
+Rendering, summary line and exit status are the local verify's.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass, field
+
+from .. import logdir as K
+from ..crosscheck import FileReport, VerifyOptions, check_directory, summarize
+from ..errors import ExitStatus, KdumpError
+from ..logdir import LogFile, resolve
+from ..model import Finding
+from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport
+
+OVERLAP = "offset_overlap"
+
+
+def overlap_finding(base_offset: int, first_offset: int | None, prev_name: str, prev_last: int) -> Finding | None:
+    """The overlap check of one segment against the previous one that has offsets."""
+    first = first_offset if first_offset is not None else base_offset
+    start = min(base_offset, first)
+    if start > prev_last:
+        return None
+    return Finding(OVERLAP, 0, first, f"segment overlaps the previous one: it starts at offset {start} but "
+                                      f"{prev_name} ends at {prev_last}")
+
+
+@dataclass
+class PrecomputedOptions(VerifyOptions):
+    """VerifyOptions whose ``scan`` returns the Spark task's result (scanning here only as a fallback)."""
+
+    results: dict = field(default_factory=dict)     # path -> ScanReport | KdumpError | Exception
+
+    def scan(self, f: LogFile) -> ScanReport:
+        result = self.results.get(f.path)
+        if result is None:
+            return super().scan(f)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+# -- step 1: which segments, scanned where ---------------------------------------------------------
+
+def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
+    """Consecutive files of one directory, as ``crosscheck.verify_files`` groups them."""
+    groups: list[tuple[str, list[LogFile]]] = []
+    for f in files:
+        d = os.path.dirname(f.path)
+        if groups and groups[-1][0] == d:
+            groups[-1][1].append(f)
+        else:
+            groups.append((d, [f]))
+    return groups
+
+
+def segments_to_scan(directory: str, requested: list[LogFile]) -> list[LogFile]:
+    """The segments ``check_directory`` scans up front for these requested files."""
+    try:
+        context = K.partition_files(directory) if directory else []
+    except KdumpError:
+        context = []
+    known = {f.path for f in context}
+    context += [f for f in requested if f.path not in known]
+    wanted = {f.path for f in requested}
+    every_log = any(f.path in wanted for f in context if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH))
+    indexed = {f.base_offset for f in context
+               if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX) and f.path in wanted}
+    out = []
+    for f in context:
+        if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
+            sibling = f.leftover is None and (every_log or f.base_offset in indexed)
+            if f.path in wanted or sibling:
+                out.append(f)
+    return out
+
+
+def _scan_task(opts: VerifyOptions, item: tuple) -> tuple:
+    """Runs on an executor: one segment's scan, pickled, with the fields the window needs."""
+    directory, f = item
+    absolute = f._replace(path=os.path.abspath(f.path)) if not os.path.isabs(f.path) else f
+    try:
+        report: ScanReport | BaseException = opts.scan(absolute)
+    except Exception as e:  # noqa: BLE001 - re-raised on the driver where the local run would raise it
+        report = e
+    ok = isinstance(report, ScanReport)
+    if ok:
+        report.file = f.path
+    live = f.kind == K.LOG and f.leftover is None and f.base_offset is not None
+    return (directory, f.path, os.path.basename(f.path), live and ok, f.base_offset,
+            report.first_offset if ok else None, report.last_offset if ok else None,
+            pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+SCAN_SCHEMA = ("dir string, path string, name string, live boolean, base_offset bigint, first_offset bigint, "
+               "last_offset bigint, report binary")
+
+
+# -- step 2: offsets across segments, in Spark ---------------------------------------------------
+
+def scan_and_link(spark, items: list[tuple[str, LogFile]], opts: VerifyOptions):
+    """Scan ``items`` in Spark; return ({path: report or exception}, {path: overlap Finding})."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if not items:
+        return {}, {}
+    sc = spark.sparkContext
+    task_opts = VerifyOptions(deep=opts.deep, max_message_size=opts.max_message_size,
+                              index_interval_bytes=opts.index_interval_bytes, limits=opts.limits)
+    rdd = sc.parallelize(items, min(len(items), 10_000)).map(lambda item: _scan_task(task_opts, item))
+    scans = spark.createDataFrame(rdd, SCAN_SCHEMA)
+    # The last earlier live segment (by base offset, per directory) that holds offsets.
+    earlier = Window.partitionBy("dir").orderBy("base_offset").rowsBetween(Window.unboundedPreceding, -1)
+    prev = F.last(F.when(F.col("live") & F.col("last_offset").isNotNull(),
+                         F.struct(F.col("name"), F.col("last_offset"))), ignorenulls=True).over(earlier)
+    start = F.least(F.col("base_offset"), F.coalesce(F.col("first_offset"), F.col("base_offset")))
+    linked = (scans.where("live").withColumn("prev", prev)
+              .withColumn("overlaps", F.col("prev").isNotNull() & (start <= F.col("prev.last_offset")))
+              .select("path", "overlaps", "base_offset", "first_offset", "prev"))
+    overlaps: dict[str, Finding] = {}
+    for row in linked.where("overlaps").collect():
+        finding = overlap_finding(row["base_offset"], row["first_offset"], row["prev"]["name"],
+                                  row["prev"]["last_offset"])
+        if finding is not None:
+            overlaps[row["path"]] = finding
+    results = {row["path"]: pickle.loads(row["report"]) for row in scans.select("path", "report").collect()}
+    return results, overlaps
+
+
+def _with_spark_overlap(report: FileReport, overlap: Finding | None) -> FileReport:
+    """Put step 2's overlap finding where crosscheck puts its own: right after the scan's findings."""
+    if report.scan is None or report.log is None or report.log.kind != K.LOG or report.log.leftover is not None:
+        return report
+    kept = [f for f in report.findings if f.kind != OVERLAP]
+    if overlap is not None:
+        at = min(len(report.scan.findings), len(kept))
+        kept.insert(at, overlap)
+    report.findings = kept
+    return report
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def _status(s: str) -> ExitStatus:
+    return {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+
+
+def verify_spark(spark, paths, out, opts: VerifyOptions) -> int:
+    import click
+
+    from ..cli import error_line
+    from ..render.verify import summary_line, verify_renderer
+
+    status = ExitStatus.OK
+    files: list[LogFile] = []
+    for path in paths:
+        try:
+            files.extend(resolve([path]))
+        except KdumpError as e:
+            click.echo(error_line(e), err=True)
+            status = max(status, e.exit_code)
+    groups = directory_groups(files)
+    items = [(directory, f) for directory, requested in groups for f in segments_to_scan(directory, requested)]
+    results, overlaps = scan_and_link(spark, items, opts)
+    local_opts = PrecomputedOptions(deep=opts.deep, max_message_size=opts.max_message_size,
+                                    index_interval_bytes=opts.index_interval_bytes, limits=opts.limits,
+                                    results=results)
+    renderer = verify_renderer(out)
+    reports = []
+    try:
+        for directory, requested in groups:
+            for r in check_directory(directory, requested, local_opts):
+                r = _with_spark_overlap(r, overlaps.get(r.file))
+                renderer.file(r)
+                reports.append(r)
+                status = max(status, _status(r.status))
+    finally:
+        renderer.finish()
+    out.note(summary_line(summarize(reports), None))
+    return int(status)
+
+
+def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = None, *, out=None,
+               deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> int:
+    """``kdump verify --engine spark``: returns the exit status; output goes through ``out``."""
+    from ..cli.options import Output
+    from .session import check_requirements, get_session, owns_session
+
+    out = out if out is not None else Output(False, None)
+    check_requirements()
+    owned = owns_session()
+    spark = get_session(master, conf)
+    try:
+        opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
+        return verify_spark(spark, list(paths), out, opts)
+    finally:
+        if owned:
+            spark.stop()

@@ -1,0 +1,59 @@
+"""``kdump verify --engine spark`` gives the local verify's findings and exit status."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from sparkkit import FIXTURES, GENERATED, run_cli
+
+pytestmark = pytest.mark.spark
+
+REAL = FIXTURES / "real"
+
+
+def both(*args):
+    local = run_cli("verify", "--json", *args)
+    spark = run_cli("verify", "--json", "--engine", "spark", "--master", "local[2]", *args)
+    return local, spark
+
+
+def _damaged_tree(tmp_path):
+    """zstd-v2 with the second segment renamed below the first one's end (an overlap), and a
+    corrupted copy of gzip-v2 (one flipped byte inside the first batch)."""
+    root = tmp_path / "logs"
+    a = root / "zstd-v2-0"
+    shutil.copytree(GENERATED / "zstd-v2-0", a)
+    for ext in (".log", ".index", ".timeindex"):
+        (a / f"00000000000000000012{ext}").rename(a / f"00000000000000000010{ext}")
+    b = root / "gzip-v2-0"
+    shutil.copytree(GENERATED / "gzip-v2-0", b)
+    data = bytearray((b / "00000000000000000000.log").read_bytes())
+    data[80] ^= 0x55
+    (b / "00000000000000000000.log").write_bytes(bytes(data))
+    return root
+
+
+def test_same_findings_and_status_as_local(spark, tmp_path):
+    damaged = _damaged_tree(tmp_path)
+    paths = [str(GENERATED), str(REAL / "DonaldY__kafka-2.7.1" / "kafka-logs"),
+             str(REAL / "getachew015__kafka-broker" / "data" / "kafka"), str(damaged)]
+    (lcode, lout, lerr), (scode, sout, serr) = both(*paths)
+    assert scode == lcode == 1
+    assert sout == lout
+    assert serr.splitlines()[-1] == lerr.splitlines()[-1]
+    assert '"kind":"offset_overlap"' in sout
+
+
+def test_deep_and_single_files(spark, tmp_path):
+    damaged = _damaged_tree(tmp_path)
+    args = ["--deep", str(GENERATED / "transactions-0"), str(damaged / "zstd-v2-0" / "00000000000000000010.log"),
+            str(damaged / "zstd-v2-0" / "00000000000000000000.index")]
+    (lcode, lout, _), (scode, sout, _) = both(*args)
+    assert (scode, sout) == (lcode, lout)
+
+
+def test_a_missing_path_is_reported_like_local(spark, tmp_path):
+    (lcode, lout, lerr), (scode, sout, serr) = both(str(tmp_path / "nope"), str(GENERATED / "zstd-v2-0"))
+    assert (scode, sout) == (lcode, lout) and lcode == 3
+    assert "nope" in serr.splitlines()[0]
