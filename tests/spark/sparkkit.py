@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import json
 import os
 import random
 import re
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from kdump.format.build import build_v2_batch
