@@ -32,6 +32,9 @@ INVALID_BATCH = "invalid_batch"  # a legacy message whose framing does not parse
 # Batches per call of the C scanner (accel.scan_v2): 4 at first, so that a caller wanting
 # only the first batch or two does not pay for CRC-checking hundreds, then up to 256.
 SCAN_FIRST, SCAN_CHUNK = 4, 256
+# Bytes one C call may cover: the call holds the GIL and touches every page it crosses, so
+# a bound keeps memory (and the caller's chances to react) flat on segments of huge batches.
+SCAN_SPAN = 32 << 20
 
 
 class Walker:
@@ -62,12 +65,13 @@ class Walker:
                 if scan is not None:
                     # The C scanner takes the run of well-formed v2 batches from here and
                     # stops before the first entry that needs judging, handled below.
-                    batches, pos = scan(buf, pos, end, chunk)
+                    span_end = min(end, pos + SCAN_SPAN)
+                    batches, pos = scan(buf, pos, span_end, chunk)
                     if batches:
                         for batch in batches:
                             self.stop_position = batch[0] + batch[4]    # position + size
                             yield batch
-                        if len(batches) == chunk or pos >= last_head:
+                        if len(batches) == chunk or pos >= last_head or span_end < end:
                             chunk = min(chunk * 4, SCAN_CHUNK)
                             continue
                 offset, size, _, magic = unpack_head(buf, pos)

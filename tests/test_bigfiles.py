@@ -1,0 +1,165 @@
+"""Big segments: a 4 GiB segment (over Kafka's 2 GiB limit) decoded end to end in bounded memory.
+
+The segment is made of real batches: 64 MiB are written once and doubled in the kernel
+with ``copy_file_range``, then each batch gets its own base offset (the base offset is
+outside the CRC, so patching it keeps every batch valid). ``dump`` and ``verify`` run as
+child processes whose peak RSS (``RUSAGE_CHILDREN`` of a probe process) must stay under
+200 MB. Needs 10 GB of free space in the temporary directory; skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kdump.format import accel
+from kdump.format.build import build_v2_batch
+
+pytestmark = pytest.mark.slow
+
+MiB, GiB = 1 << 20, 1 << 30
+SEGMENT = 4 * GiB
+BATCH = 128 << 10                    # a large producer batch (max.message.bytes is ~1 MiB)
+RECORDS_PER_BATCH = 2
+RSS_LIMIT = 200 * MiB
+T0 = 1_700_000_000_000
+
+
+def one_batch(size: int) -> bytes:
+    """A valid uncompressed v2 batch of exactly ``size`` bytes holding two records."""
+    def build(pads: list[int]) -> bytes:
+        return build_v2_batch([(i, T0 + i, b"key-%d" % i, b"v" * pad) for i, pad in enumerate(pads)])
+    pads = [(size - 200) // RECORDS_PER_BATCH] * RECORDS_PER_BATCH
+    for _ in range(6):                          # varint widths settle after a step or two
+        data = build(pads)
+        if len(data) == size:
+            return data
+        pads[-1] += size - len(data)
+    raise AssertionError(f"cannot make a batch of {size} bytes")
+
+
+def make_segment(path: str, size: int, batch_size: int) -> int:
+    """Write ``size`` bytes of valid batches to ``path``; return the number of batches."""
+    batch = one_batch(batch_size)
+    seed = 64 * MiB
+    with open(path, "wb") as f:
+        f.write(batch * (seed // batch_size))
+    fd = os.open(path, os.O_RDWR)
+    try:
+        done = seed
+        while done < size:
+            n = min(done, size - done)
+            copied = 0
+            while copied < n:
+                copied += os.copy_file_range(fd, fd, n - copied, copied, done + copied)
+            done += n
+        count = size // batch_size
+        for i in range(count):
+            os.pwrite(fd, struct.pack(">q", i * RECORDS_PER_BATCH), i * batch_size)
+    finally:
+        os.close(fd)
+    return count
+
+
+@pytest.fixture(scope="module")
+def big_segment(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("big") / "big-0"
+    directory.mkdir()
+    free = shutil.disk_usage(directory).free
+    if free < 10 * GiB:
+        pytest.skip(f"needs 10 GB free in {directory}, only {free / GiB:.1f} GB")
+    if not hasattr(os, "copy_file_range"):
+        pytest.skip("os.copy_file_range is not available")
+    path = str(directory / "00000000000000000000.log")
+    count = make_segment(path, SEGMENT, BATCH)
+    yield path, count
+    os.unlink(path)                  # 4 GiB: never leave it to pytest's tmp retention
+
+
+PROBE = textwrap.dedent("""
+    import json, resource, subprocess, sys
+    # Run kdump, count its output lines, keep the last one; report its peak RSS.
+    p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines, last = 0, b""
+    for line in p.stdout:
+        lines += 1
+        last = line
+    err = p.stderr.read()
+    code = p.wait()
+    print(json.dumps({"code": code, "lines": lines, "last": last.decode("utf-8", "replace"),
+                      "err": err[-4000:].decode("utf-8", "replace"),
+                      "rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+""")
+
+
+def run_measured(*args: str) -> dict:
+    kdump = os.path.join(os.path.dirname(sys.executable), "kdump")
+    out = subprocess.run([sys.executable, "-c", PROBE, kdump, *args], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    print(f"kdump {' '.join(args[:-1])}: exit {result['code']}, {result['lines']} lines, "
+          f"peak RSS {result['rss'] / MiB:.0f} MiB")
+    return result
+
+
+def test_dump_lists_every_batch_of_a_4_gib_segment(big_segment):
+    path, count = big_segment
+    r = run_measured("dump", "--json", path)
+    assert r["code"] == 0, r["err"]
+    assert r["lines"] == count
+    last = json.loads(r["last"])
+    assert last["position"] == SEGMENT - BATCH > 2 * GiB        # positions past Kafka's limit
+    assert last["base_offset"] == (count - 1) * RECORDS_PER_BATCH and last["crc_valid"]
+    assert r["rss"] < RSS_LIMIT, f"peak RSS {r['rss'] / MiB:.0f} MiB"
+
+
+def test_dump_records_of_a_4_gib_segment(big_segment):
+    path, count = big_segment
+    r = run_measured("dump", "--records", "--json", path)
+    assert r["code"] == 0, r["err"]
+    assert r["lines"] == count
+    last = json.loads(r["last"])
+    assert [rec["offset"] for rec in last["records"]] == \
+           [(count - 1) * RECORDS_PER_BATCH + i for i in range(RECORDS_PER_BATCH)]
+    assert r["rss"] < RSS_LIMIT, f"peak RSS {r['rss'] / MiB:.0f} MiB"
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["verify", "verify-deep"])
+def test_verify_a_4_gib_segment(big_segment, deep):
+    path, count = big_segment
+    r = run_measured("verify", "--json", *(["--deep"] if deep else []), path)
+    assert r["code"] in (0, 1), r["err"]
+    report = json.loads(r["last"])
+    assert report["batches"] == count and report["records"] == count * RECORDS_PER_BATCH
+    assert report["valid_bytes"] == SEGMENT
+    # The only findings allowed are about the absent index files.
+    assert all(f["kind"] == "index_missing" for f in report["findings"]), report["findings"][:5]
+    assert r["rss"] < RSS_LIMIT, f"peak RSS {r['rss'] / MiB:.0f} MiB"
+
+
+def test_the_c_scanner_is_called_on_bounded_spans(tmp_path, monkeypatch):
+    if accel.scan_v2 is None:
+        pytest.skip("C accelerator not built")
+    from kdump.format.walk import Walker
+    from kdump.segment import MappedFile
+
+    path = str(tmp_path / "00000000000000000000.log")
+    make_segment(path, 320 * MiB, MiB)
+    spans = []
+    scan = accel.scan_v2
+
+    def recording(buf, pos, end, max_batches):
+        batches, new_pos = scan(buf, pos, end, max_batches)
+        spans.append(new_pos - pos)
+        return batches, new_pos
+
+    monkeypatch.setattr(accel, "scan_v2", recording)
+    with MappedFile(path) as m:
+        assert sum(1 for _ in Walker(m.buf)) == 320
+    assert max(spans) <= 64 * MiB, f"one call scanned {max(spans) / MiB:.0f} MiB"
