@@ -83,6 +83,11 @@ def _read_bytes(data, pos: int, end: int, what: str) -> tuple[bytes | None, int]
     return bytes(data[pos:pos + n]), pos + n
 
 
+# The walker opens a wrapper to count it and the record decoder needs the same messages
+# right after: keep the last one so each wrapper is decompressed once.
+_last_inner: tuple[int, int, bytes | None, list[Record]] | None = None
+
+
 def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
     """The shallow message at ``pos`` as a Batch; compressed wrappers are opened to count them.
 
@@ -94,9 +99,11 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
     base_offset: int | None = offset
     count: int | None = 1
     if msg.codec != 0:
+        global _last_inner
         try:
             inner = _inner_messages(msg, offset, limits)
             base_offset, count = inner[0].offset, len(inner)
+            _last_inner = (id(buf), pos, msg.value, inner)
         except KdumpError:
             base_offset = count = None
     ts = msg.timestamp
@@ -113,6 +120,9 @@ def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Re
         if msg.codec == 0:
             return [Record(offset, msg.timestamp, msg.timestamp_type, msg.key, msg.value, (), -1, None,
                            msg.magic, msg.crc, msg.crc_valid)]
+        cached = _last_inner
+        if cached is not None and cached[1] == pos and cached[0] == id(buf) and cached[2] == msg.value:
+            return list(cached[3])
         return _inner_messages(msg, offset, limits)
     except KdumpError as e:
         raise e.located(position=pos) from None
