@@ -16,7 +16,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402
 
-from kdump.decoders import basic, cluster_metadata, consumer_offsets, kraft_control, schema, transaction_state  # noqa: E402
+from kdump.decoders import (  # noqa: E402
+    basic, cluster_metadata, consumer_offsets, kraft_control, schema, transaction_state,
+)
 from kdump.errors import KdumpError  # noqa: E402
 
 NULL_VALUE = 0x80

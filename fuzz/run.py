@@ -44,14 +44,14 @@ def ensure_seeds() -> None:
     subprocess.run([sys.executable, os.path.join(HERE, "seeds.py")], check=True)
 
 
-def command(target: str, seconds: int, extra: list[str]) -> list[str]:
+def command(target: str, seconds: int, extra: list[str], timeout: int = 20) -> list[str]:
     artifacts = os.path.join(HERE, "artifacts", target)
     os.makedirs(artifacts, exist_ok=True)
     dirs = [corpus_dir(target)]
     if os.path.isdir(regressions_dir(target)):
         dirs.append(regressions_dir(target))
     return [sys.executable, os.path.join(HERE, f"fuzz_{target}.py"), *dirs,
-            f"-max_total_time={seconds}", "-timeout=20", "-rss_limit_mb=2048", f"-max_len={MAX_LEN[target]}",
+            f"-max_total_time={seconds}", f"-timeout={timeout}", "-rss_limit_mb=2048", f"-max_len={MAX_LEN[target]}",
             f"-artifact_prefix={artifacts}{os.sep}", "-print_final_stats=1", *extra]
 
 
@@ -63,7 +63,7 @@ def parse_stats(log: str) -> tuple[int | None, int | None]:
     return (int(runs[-1]) if runs else None), (int(cov[-1]) if cov else None)
 
 
-def run_targets(targets: list[str], seconds: int, parallel: int, extra: list[str]) -> int:
+def run_targets(targets: list[str], seconds: int, parallel: int, extra: list[str], timeout: int = 20) -> int:
     ensure_seeds()
     logs_dir = os.path.join(HERE, "logs")
     os.makedirs(logs_dir, exist_ok=True)
@@ -75,7 +75,7 @@ def run_targets(targets: list[str], seconds: int, parallel: int, extra: list[str
             target = pending.pop(0)
             log = os.path.join(logs_dir, f"{target}-{time.strftime('%Y%m%dT%H%M%S')}.log")
             with open(log, "wb") as out:
-                proc = subprocess.Popen(command(target, seconds, extra), stdout=out, stderr=subprocess.STDOUT,
+                proc = subprocess.Popen(command(target, seconds, extra, timeout), stdout=out, stderr=subprocess.STDOUT,
                                         cwd=HERE)
             running.append((target, proc, log, time.monotonic()))
         time.sleep(0.5)
@@ -153,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("targets", nargs="*", help=f"targets to run (default: all of {', '.join(TARGETS)})")
     parser.add_argument("--seconds", type=int, default=60, help="time budget per target (default 60)")
     parser.add_argument("--parallel", type=int, default=1, help="targets run at the same time (default 1)")
+    parser.add_argument("--timeout", type=int, default=20,
+                        help="seconds one input may take before it counts as a hang (default 20; raise it "
+                             "on a loaded machine, where a stalled process looks like a hang)")
     parser.add_argument("--replay", action="store_true", help="replay corpora through check() without atheris")
     parser.add_argument("--stats", action="store_true", help="print the executions and time recorded so far")
     args = parser.parse_args(argv)
@@ -164,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         return totals()
     if args.replay:
         return replay(targets)
-    return run_targets(targets, args.seconds, args.parallel, extra)
+    return run_targets(targets, args.seconds, args.parallel, extra, args.timeout)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 /*
- * kdump._speedups: optional C versions of kdump's three hot loops.
+ * kdump._speedups: optional C versions of kdump's hot loops.
  *
  *   scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos)
  *   decode_v2_records(data, base_offset, base_timestamp, log_append_time,
  *                     base_sequence, count) -> list[Record] | None
  *   crc32c(data, value=0) -> int
+ *   scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state)
+ *       -> (new_pos, state) | None
+ *   json_batch_line(file_json, batch, records, encoding) -> str | None
  *   init(Batch, Record)
  *
  * The pure-Python code in kdump/format/ is the reference: these functions must produce
@@ -78,6 +81,20 @@ add_overflows(int64_t a, int64_t b, int64_t *out)
     if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
         return 1;
     *out = a + b;
+    return 0;
+#endif
+}
+
+/* a - b in int64; returns nonzero on overflow. */
+static inline int
+sub_overflows(int64_t a, int64_t b, int64_t *out)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_sub_overflow(a, b, out);
+#else
+    if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b))
+        return 1;
+    *out = a - b;
     return 0;
 #endif
 }
@@ -349,6 +366,7 @@ new_struct(PyTypeObject *tp, PyObject **items, Py_ssize_t n)
 static PyObject *
 kd_init(PyObject *self, PyObject *args)
 {
+    (void)self;
     PyObject *batch, *record;
     if (!PyArg_ParseTuple(args, "OO:init", &batch, &record))
         return NULL;
@@ -390,6 +408,7 @@ kd_init(PyObject *self, PyObject *args)
 static PyObject *
 kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    (void)self;
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "scan_v2(buf, pos, end, max_batches)");
         return NULL;
@@ -547,9 +566,9 @@ read_varint32(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int32_t *
     return -1;
 }
 
-/* Varlong: 0 on success; 1 when Python accepts it but the value lies outside int64 (a raw
- * value of 64 bits or more: only the lowest bit of the tenth byte fits), ``*out`` then
- * holding junk; -1 where Python raises. */
+/* Varlong: 0 on success; 1 when the raw value needs more than 64 bits (only the lowest bit
+ * of the tenth byte fits), ``*out`` then holding junk, which varint.py rejects too; -1
+ * where Python raises. */
 static inline int
 read_varint64(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
 {
@@ -620,11 +639,9 @@ decode_records(const unsigned char *d, Py_ssize_t end, int64_t base_offset, int6
             goto malformed;
         Py_ssize_t rend = p + length;
         p += 1;                                  /* attributes, unused */
-        int ts_big = read_varint64(d, &p, rend, &ts_delta);
-        if (ts_big < 0 || read_varint32(d, &p, rend, &off_delta) < 0)
+        /* nonzero: malformed, a raw value beyond 64 bits included (varint.py rejects it) */
+        if (read_varint64(d, &p, rend, &ts_delta) != 0 || read_varint32(d, &p, rend, &off_delta) < 0)
             goto malformed;
-        if (ts_big && log_append_ts == NULL)
-            goto malformed;         /* a timestamp delta beyond int64: Python's big ints */
         if (add_overflows(base_offset, off_delta, &offset))
             goto malformed;
         if (log_append_ts == NULL && add_overflows(base_ts, ts_delta, &ts))
@@ -742,6 +759,7 @@ error:
 static PyObject *
 kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    (void)self;
     if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError,
                         "decode_v2_records(data, base_offset, base_timestamp, log_append_time, "
@@ -790,6 +808,7 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 kd_crc32c(PyObject *self, PyObject *args)
 {
+    (void)self;
     Py_buffer view;
     PyObject *value_obj = NULL;
     if (!PyArg_ParseTuple(args, "y*|O:crc32c", &view, &value_obj))
@@ -823,6 +842,7 @@ kd_crc32c(PyObject *self, PyObject *args)
 static PyObject *
 kd_crc32c_sw(PyObject *self, PyObject *args)
 {
+    (void)self;
     Py_buffer view;
     unsigned int value = 0;
     if (!PyArg_ParseTuple(args, "y*|I:_crc32c_sw", &view, &value))
@@ -830,6 +850,723 @@ kd_crc32c_sw(PyObject *self, PyObject *args)
     uint32_t crc = ~crc_sw(~(uint32_t)value, (const unsigned char *)view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* scan_plain_run                                                                        */
+/* ------------------------------------------------------------------------------------ */
+
+/*
+ * The recovery scanner's fast path (kdump/scan.py, _Scan.walk) over a run of "plain" v2
+ * batches, straight from the buffer: no Batch object per batch. The conditions and the
+ * state updates are those of the Python fast path, line for line; the run stops, without
+ * consuming, at the first entry that is not plain or whose index step is irregular, and
+ * Python (Walker + the fast or slow path) takes over there. Anything that does not fit
+ * in an int64 makes it consume nothing at all.
+ */
+
+#define PLAIN_STATE_FIELDS 10
+
+/* An int64 from a Python int: 0 if it fits, +1 / -1 if it is above / below the int64
+ * range, -2 if not an int. No exception is left set. */
+static int
+int64_or_overflow(PyObject *o, int64_t *out)
+{
+    if (!PyLong_Check(o))
+        return -2;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -2;
+    }
+    if (overflow) {
+        *out = overflow > 0 ? INT64_MAX : INT64_MIN;
+        return overflow;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* A bound only ever compared with int64 values: clamping it keeps every comparison exact. */
+static int
+int64_clamped(PyObject *o, int64_t *out)
+{
+    return int64_or_overflow(o, out) == -2 ? -1 : 0;
+}
+
+static PyObject *
+kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError,
+                        "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state)");
+        return NULL;
+    }
+    PyObject *epochs = args[7], *state = args[8];
+    if (!PyList_Check(epochs) || !PyTuple_Check(state) || PyTuple_GET_SIZE(state) != PLAIN_STATE_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "scan_plain_run: epochs must be a list and state a tuple of 10");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t max_batches = PyLong_AsSsize_t(args[3]);
+    if (max_batches == -1 && PyErr_Occurred())
+        return NULL;
+
+    /* The state; any value outside int64 leaves everything to Python. */
+    int64_t hi, max_size, interval, valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_off, nb, records;
+    int64_t index_last = 0, time_ts = 0, time_off = 0, last_epoch = 0;
+    int has_index = 0, has_time = 0, has_epoch = 0, time_changed = 0;
+    PyObject *const *s = &PyTuple_GET_ITEM(state, 0);
+    int hi_state = int64_or_overflow(args[4], &hi);
+    if (hi_state == -2 || hi_state == -1)      /* above int64 clamps exactly; below: no batch fits */
+        Py_RETURN_NONE;
+    if (int64_clamped(args[5], &max_size) < 0 || int64_clamped(args[6], &interval) < 0)
+        Py_RETURN_NONE;
+    if (int64_or_overflow(s[0], &valid) || int64_or_overflow(s[1], &last_entry_at) ||
+        int64_or_overflow(s[2], &lo) || int64_or_overflow(s[3], &prev_epoch) ||
+        int64_or_overflow(s[4], &max_ts) || int64_or_overflow(s[5], &max_ts_off) ||
+        int64_or_overflow(s[6], &nb) || int64_or_overflow(s[7], &records))
+        Py_RETURN_NONE;
+    if (s[8] != Py_None) {
+        if (int64_or_overflow(s[8], &index_last))
+            Py_RETURN_NONE;
+        has_index = 1;
+    }
+    if (s[9] != Py_None) {
+        if (!PyTuple_Check(s[9]) || PyTuple_GET_SIZE(s[9]) != 2 ||
+            int64_or_overflow(PyTuple_GET_ITEM(s[9], 0), &time_ts) ||
+            int64_or_overflow(PyTuple_GET_ITEM(s[9], 1), &time_off))
+            Py_RETURN_NONE;
+        has_time = 1;
+    }
+    Py_ssize_t n_epochs = PyList_GET_SIZE(epochs);
+    if (n_epochs > 0) {
+        PyObject *e = PyList_GET_ITEM(epochs, n_epochs - 1);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 1 || int64_or_overflow(PyTuple_GET_ITEM(e, 0), &last_epoch))
+            Py_RETURN_NONE;
+        has_epoch = 1;
+    }
+
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    if (end > view.len)
+        end = view.len;
+    const Py_ssize_t start = pos;
+
+    /* Once the run is long, the GIL is let go for the rest of it (the loop touches no
+     * Python object but the epochs list, for which it is taken back): the mapping's
+     * trimmer thread (kdump/segment.py) keeps running meanwhile. The buffer export keeps
+     * the memory valid. Short runs keep it, as most calls in a transactional segment stop
+     * at once. */
+    PyThreadState *released = NULL;
+    Py_ssize_t done = 0;
+    while (done < max_batches && pos >= 0 && end - pos > HEADER_UP_TO_MAGIC) {
+        if (released == NULL && pos - start >= KD_NOGIL_BYTES)
+            released = PyEval_SaveThread();
+        /* Framing exactly as scan_v2 (and so the Walker) accepts a v2 entry. */
+        const unsigned char *h = buf + pos;
+        if (h[16] != 2)
+            break;
+        int32_t length = (int32_t)be32(h + 8);
+        if ((int64_t)length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD ||
+            (int64_t)length + LOG_OVERHEAD > (int64_t)(end - pos))
+            break;
+        int64_t size = (int64_t)length + LOG_OVERHEAD;
+        /* Plain: lo < first <= last <= hi, size <= max, neither transactional nor control,
+         * a known codec, 0 <= count <= last - first + 1, epoch not going down. */
+        int64_t first = (int64_t)be64(h), last;
+        int32_t last_delta = (int32_t)be32(h + 23);
+        if (add_overflows(first, last_delta, &last))
+            break;
+        if (!(lo < first && first <= last && last <= hi) || size > max_size)
+            break;
+        int16_t attributes = be16s(h + 21);
+        if ((attributes & 0x30) || (attributes & 7) > 4)
+            break;
+        int32_t count = (int32_t)be32(h + 57);
+        if (count < 0 || (int64_t)count > (int64_t)last_delta + 1)
+            break;
+        int32_t epoch = (int32_t)be32(h + 12);
+        if (epoch < prev_epoch)
+            break;
+        /* The index step of LogSegment.recover; its irregular cases are Python's. */
+        int64_t mts = (int64_t)be64(h + 35);
+        int64_t m_ts = max_ts, m_off = max_ts_off, gap, new_valid, new_records;
+        if (mts > max_ts) {
+            m_ts = mts;
+            m_off = last;
+        }
+        if (sub_overflows(valid, last_entry_at, &gap) || add_overflows(valid, size, &new_valid) ||
+            add_overflows(records, count, &new_records) || nb == INT64_MAX)
+            break;
+        int due = gap > interval;
+        if (due && ((has_index && last <= index_last) || (has_time && m_off < time_off)))
+            break;
+        /* The CRC last: it is the one expensive check. */
+        const unsigned char *crc_start = h + ATTRIBUTES_OFFSET;
+        size_t crc_len = (size_t)(size - ATTRIBUTES_OFFSET);
+        uint32_t computed;
+        if (released == NULL && (Py_ssize_t)crc_len >= KD_NOGIL_BYTES) {
+            Py_BEGIN_ALLOW_THREADS
+            computed = crc32c_value(0, crc_start, crc_len);
+            Py_END_ALLOW_THREADS
+        } else {
+            computed = crc32c_value(0, crc_start, crc_len);
+        }
+        if (computed != be32(h + 17))
+            break;
+        /* Taken: the state moves as in Python. */
+        max_ts = m_ts;
+        max_ts_off = m_off;
+        if (due) {
+            has_index = 1;
+            index_last = last;
+            if (max_ts > (has_time ? time_ts : -1)) {
+                has_time = time_changed = 1;
+                time_ts = max_ts;
+                time_off = max_ts_off;
+            }
+            last_entry_at = valid;
+        }
+        if (epoch > prev_epoch) {
+            if (!has_epoch || epoch > last_epoch) {
+                if (released != NULL)
+                    PyEval_RestoreThread(released);
+                released = NULL;
+                PyObject *pair = Py_BuildValue("(iL)", (int)epoch, (long long)first);
+                if (pair == NULL || PyList_Append(epochs, pair) < 0) {
+                    Py_XDECREF(pair);
+                    PyBuffer_Release(&view);
+                    return NULL;
+                }
+                Py_DECREF(pair);
+                has_epoch = 1;
+                last_epoch = epoch;
+            }
+            prev_epoch = epoch;
+        }
+        valid = new_valid;
+        nb += 1;
+        records = new_records;
+        lo = last;
+        pos += (Py_ssize_t)size;
+        done++;
+    }
+    if (released != NULL)
+        PyEval_RestoreThread(released);
+    PyBuffer_Release(&view);
+    if (pos == start)
+        Py_RETURN_NONE;
+
+    PyObject *time_last;
+    if (!has_time)
+        time_last = Py_NewRef(Py_None);
+    else if (!time_changed)
+        time_last = Py_NewRef(s[9]);
+    else
+        time_last = Py_BuildValue("(LL)", (long long)time_ts, (long long)time_off);
+    if (time_last == NULL)
+        return NULL;
+    PyObject *index_obj = has_index ? PyLong_FromLongLong(index_last) : Py_NewRef(Py_None);
+    if (index_obj == NULL) {
+        Py_DECREF(time_last);
+        return NULL;
+    }
+    return Py_BuildValue("n(LLLLLLLLNN)", pos, (long long)valid, (long long)last_entry_at, (long long)lo,
+                         (long long)prev_epoch, (long long)max_ts, (long long)max_ts_off, (long long)nb,
+                         (long long)records, index_obj, time_last);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* json_batch_line                                                                       */
+/* ------------------------------------------------------------------------------------ */
+
+/*
+ * The NDJSON line of kdump/render/jsonout.py batch_line for the plain case (no decoders,
+ * no records_error): a v2 batch and its non-control v2 records, payloads in base64, hex
+ * or utf8. It returns None for anything else (legacy batches or records, control
+ * records, values that are not exact ints or bytes, ints beyond int64), and jsonout's
+ * Python code, the reference, writes that line instead.
+ */
+
+enum { ENC_BASE64 = 0, ENC_HEX = 1, ENC_UTF8 = 2 };
+
+/* One output buffer, kept between calls (the GIL serialises them); a huge one is freed. */
+static char *out_mem = NULL;
+static Py_ssize_t out_cap = 0;
+#define OUT_KEEP ((Py_ssize_t)4 << 20)
+
+typedef struct {
+    char *p;
+    Py_ssize_t len;
+} outbuf;
+
+/* Room for ``extra`` more bytes; -1 with MemoryError set on failure. */
+static int
+out_reserve(outbuf *o, Py_ssize_t extra)
+{
+    if (extra <= out_cap - o->len)
+        return 0;
+    if (extra > PY_SSIZE_T_MAX / 2 - o->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t cap = out_cap < 4096 ? 4096 : out_cap;
+    while (cap - o->len < extra)
+        cap *= 2;
+    char *p = PyMem_Realloc(out_mem, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out_mem = o->p = p;
+    out_cap = cap;
+    return 0;
+}
+
+/* Callers reserve first: the put_* functions below write without checking. */
+static inline void
+put_raw(outbuf *o, const char *s, Py_ssize_t n)
+{
+    memcpy(o->p + o->len, s, (size_t)n);
+    o->len += n;
+}
+
+#define PUT_LIT(o, s) put_raw((o), (s), (Py_ssize_t)(sizeof(s) - 1))
+#define INT_CHARS 21     /* "-9223372036854775808" and one to spare */
+
+static inline void
+put_i64(outbuf *o, int64_t v)
+{
+    char tmp[20];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    char *w = o->p + o->len;
+    if (v < 0)
+        *w++ = '-';
+    do {
+        tmp[k++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (k)
+        *w++ = tmp[--k];
+    o->len = w - o->p;
+}
+
+static const char hex_digits[] = "0123456789abcdef";
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static inline char *
+put_u_escape(char *w, unsigned c)
+{
+    w[0] = '\\';
+    w[1] = 'u';
+    w[2] = hex_digits[(c >> 12) & 0xF];
+    w[3] = hex_digits[(c >> 8) & 0xF];
+    w[4] = hex_digits[(c >> 4) & 0xF];
+    w[5] = hex_digits[c & 0xF];
+    return w + 6;
+}
+
+/*
+ * json.encoder.encode_basestring_ascii(data.decode("utf-8", "replace")), quotes included.
+ * CPython's decoder replaces each maximal invalid subpart (Unicode's recommended
+ * practice) by one U+FFFD: a lead byte with the continuation bytes that are valid for it
+ * so far, or a lone byte that cannot start a sequence. Non-ASCII characters come out as
+ * \uXXXX, astral ones as a surrogate pair; " \ \b \f \n \r \t get their short escapes;
+ * other controls and DEL \u00XX.
+ */
+static int
+put_utf8_json(outbuf *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (n > (PY_SSIZE_T_MAX - 2) / 6 || out_reserve(o, 6 * n + 2) < 0) {   /* \ufffd per byte at worst */
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    char *w = o->p + o->len;
+    *w++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7F) {
+                *w++ = (char)c;
+                continue;
+            }
+            char e = 0;
+            switch (c) {
+            case '"': e = '"'; break;
+            case '\\': e = '\\'; break;
+            case '\b': e = 'b'; break;
+            case '\f': e = 'f'; break;
+            case '\n': e = 'n'; break;
+            case '\r': e = 'r'; break;
+            case '\t': e = 't'; break;
+            default: break;
+            }
+            if (e) {
+                *w++ = '\\';
+                *w++ = e;
+            } else {
+                w = put_u_escape(w, c);
+            }
+            continue;
+        }
+        /* A multi-byte sequence: ``take`` bytes form a valid prefix so far. */
+        Py_ssize_t left = n - i;
+        uint32_t cp = 0;
+        int need, take = 1;
+        unsigned lo2 = 0x80, hi2 = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 2;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 3;
+            cp = c & 0x0F;
+            if (c == 0xE0)
+                lo2 = 0xA0;       /* no overlong forms */
+            else if (c == 0xED)
+                hi2 = 0x9F;       /* no surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 4;
+            cp = c & 0x07;
+            if (c == 0xF0)
+                lo2 = 0x90;       /* no overlong forms */
+            else if (c == 0xF4)
+                hi2 = 0x8F;       /* nothing above U+10FFFF */
+        } else {
+            need = 1;             /* 80..C1, F5..FF never start a sequence */
+        }
+        if (need > 1) {
+            while (take < need && take < left) {
+                unsigned b = s[i + take];
+                if (take == 1 ? (b < lo2 || b > hi2) : (b & 0xC0) != 0x80)
+                    break;
+                cp = (cp << 6) | (b & 0x3F);
+                take++;
+            }
+        }
+        if (take < need || need == 1) {
+            w = put_u_escape(w, 0xFFFD);
+        } else if (cp >= 0x10000) {
+            cp -= 0x10000;
+            w = put_u_escape(w, 0xD800 | (cp >> 10));
+            w = put_u_escape(w, 0xDC00 | (cp & 0x3FF));
+        } else {
+            w = put_u_escape(w, cp);
+        }
+        i += take;
+    }
+    *w++ = '"';
+    o->len = w - o->p;
+    return 0;
+}
+
+/* A JSON literal for a key, value or header value: null, or a string in the encoding. */
+static int
+put_payload(outbuf *o, PyObject *d, int encoding)
+{
+    if (d == Py_None) {
+        if (out_reserve(o, 4) < 0)
+            return -1;
+        PUT_LIT(o, "null");
+        return 0;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(d);
+    Py_ssize_t n = PyBytes_GET_SIZE(d);
+    if (encoding == ENC_UTF8)
+        return put_utf8_json(o, s, n);
+    Py_ssize_t need = encoding == ENC_HEX ? 2 * n + 2 : (n + 2) / 3 * 4 + 2;
+    if (n > PY_SSIZE_T_MAX / 4 || out_reserve(o, need) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    char *w = o->p + o->len;
+    *w++ = '"';
+    if (encoding == ENC_HEX) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            *w++ = hex_digits[s[i] >> 4];
+            *w++ = hex_digits[s[i] & 0xF];
+        }
+    } else {
+        Py_ssize_t i = 0;
+        for (; i + 3 <= n; i += 3) {
+            uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+            *w++ = b64_alphabet[v >> 18];
+            *w++ = b64_alphabet[(v >> 12) & 0x3F];
+            *w++ = b64_alphabet[(v >> 6) & 0x3F];
+            *w++ = b64_alphabet[v & 0x3F];
+        }
+        if (n - i == 1) {
+            uint32_t v = (uint32_t)s[i] << 16;
+            *w++ = b64_alphabet[v >> 18];
+            *w++ = b64_alphabet[(v >> 12) & 0x3F];
+            *w++ = '=';
+            *w++ = '=';
+        } else if (n - i == 2) {
+            uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+            *w++ = b64_alphabet[v >> 18];
+            *w++ = b64_alphabet[(v >> 12) & 0x3F];
+            *w++ = b64_alphabet[(v >> 6) & 0x3F];
+            *w++ = '=';
+        }
+    }
+    *w++ = '"';
+    o->len = w - o->p;
+    return 0;
+}
+
+/* An exact int within int64 (bool and other subclasses print differently): 0, else -1. */
+static inline int
+exact_i64(PyObject *x, int64_t *out)
+{
+    if (!PyLong_CheckExact(x))
+        return -1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+static const char *const codec_names[8] = {"none", "gzip", "snappy", "lz4", "zstd",
+                                           "unknown(5)", "unknown(6)", "unknown(7)"};
+
+/* The fields of a batch as batch_prefix writes them (file first, then these). */
+static const char *const batch_keys[] = {
+    ",\"position\":", ",\"base_offset\":", ",\"last_offset\":", ",\"count\":", ",\"size\":",
+    ",\"magic\":", ",\"crc\":",
+};
+
+/* 1 written, 0 not ours (fall back to Python), -1 error set. */
+static int
+put_batch(outbuf *o, PyObject *batch)
+{
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
+        return 0;
+    PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
+    int64_t v[BATCH_FIELDS];
+    for (int i = 0; i < BATCH_FIELDS; i++) {
+        if (i == 7)
+            continue;                             /* crc_valid, a bool */
+        if (exact_i64(f[i], &v[i]) < 0)
+            return 0;
+    }
+    if (v[5] != 2 || (f[7] != Py_True && f[7] != Py_False))
+        return 0;
+    int64_t attributes = v[8];
+    if (out_reserve(o, 1024) < 0)                 /* the fixed text plus 12 numbers */
+        return -1;
+    for (int i = 0; i < 7; i++) {
+        put_raw(o, batch_keys[i], (Py_ssize_t)strlen(batch_keys[i]));
+        put_i64(o, v[i]);
+    }
+    if (f[7] == Py_True)
+        PUT_LIT(o, ",\"crc_valid\":true");
+    else
+        PUT_LIT(o, ",\"crc_valid\":false");
+    PUT_LIT(o, ",\"compression\":\"");
+    const char *codec = codec_names[attributes & 7];
+    put_raw(o, codec, (Py_ssize_t)strlen(codec));
+    if (attributes & 0x08)
+        PUT_LIT(o, "\",\"timestamp_type\":\"LogAppendTime\"");
+    else
+        PUT_LIT(o, "\",\"timestamp_type\":\"CreateTime\"");
+    PUT_LIT(o, ",\"base_timestamp\":");
+    put_i64(o, v[10]);
+    PUT_LIT(o, ",\"max_timestamp\":");
+    put_i64(o, v[11]);
+    PUT_LIT(o, ",\"partition_leader_epoch\":");
+    put_i64(o, v[9]);
+    PUT_LIT(o, ",\"producer_id\":");
+    put_i64(o, v[12]);
+    PUT_LIT(o, ",\"producer_epoch\":");
+    put_i64(o, v[13]);
+    PUT_LIT(o, ",\"base_sequence\":");
+    put_i64(o, v[14]);
+    if (attributes & 0x10)
+        PUT_LIT(o, ",\"is_transactional\":true");
+    else
+        PUT_LIT(o, ",\"is_transactional\":false");
+    if (attributes & 0x20)
+        PUT_LIT(o, ",\"is_control\":true");
+    else
+        PUT_LIT(o, ",\"is_control\":false");
+    PUT_LIT(o, ",\"delete_horizon_ms\":");
+    if (attributes & 0x40)
+        put_i64(o, v[10]);
+    else
+        PUT_LIT(o, "null");
+    return 1;
+}
+
+/* One record object; same return convention as put_batch. */
+static int
+put_record(outbuf *o, PyObject *rec, int encoding)
+{
+    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != RECORD_FIELDS)
+        return 0;
+    PyObject *const *f = &PyTuple_GET_ITEM(rec, 0);
+    int64_t offset, timestamp, sequence, magic;
+    PyObject *key = f[3], *value = f[4], *headers = f[5];
+    if (exact_i64(f[0], &offset) < 0 || exact_i64(f[1], &timestamp) < 0 || exact_i64(f[6], &sequence) < 0 ||
+        exact_i64(f[8], &magic) < 0 || magic < 2 || f[7] != Py_None)
+        return 0;
+    if ((key != Py_None && !PyBytes_CheckExact(key)) || (value != Py_None && !PyBytes_CheckExact(value)))
+        return 0;
+    if (!PyTuple_Check(headers) && !PyList_Check(headers))
+        return 0;
+    Py_ssize_t nh = PySequence_Fast_GET_SIZE(headers);
+    PyObject **hs = PySequence_Fast_ITEMS(headers);
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        PyObject *h = hs[i];
+        if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(h, 0)))
+            return 0;
+        PyObject *hv = PyTuple_GET_ITEM(h, 1);
+        if (hv != Py_None && !PyBytes_CheckExact(hv))
+            return 0;
+    }
+    if (out_reserve(o, 128 + 5 * INT_CHARS) < 0)
+        return -1;
+    PUT_LIT(o, "{\"offset\":");
+    put_i64(o, offset);
+    PUT_LIT(o, ",\"timestamp\":");
+    put_i64(o, timestamp);
+    PUT_LIT(o, ",\"key_size\":");
+    put_i64(o, key == Py_None ? -1 : (int64_t)PyBytes_GET_SIZE(key));
+    PUT_LIT(o, ",\"value_size\":");
+    put_i64(o, value == Py_None ? -1 : (int64_t)PyBytes_GET_SIZE(value));
+    PUT_LIT(o, ",\"sequence\":");
+    put_i64(o, sequence);
+    PUT_LIT(o, ",\"key\":");
+    if (put_payload(o, key, encoding) < 0 || out_reserve(o, 16) < 0)
+        return -1;
+    PUT_LIT(o, ",\"value\":");
+    if (put_payload(o, value, encoding) < 0 || out_reserve(o, 16) < 0)
+        return -1;
+    PUT_LIT(o, ",\"headers\":[");
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        PyObject *hk = PyTuple_GET_ITEM(hs[i], 0);
+        if (out_reserve(o, 16) < 0)
+            return -1;
+        if (i)
+            PUT_LIT(o, ",");
+        PUT_LIT(o, "{\"key\":");
+        /* header keys are text whatever the encoding */
+        if (put_utf8_json(o, (const unsigned char *)PyBytes_AS_STRING(hk), PyBytes_GET_SIZE(hk)) < 0 ||
+            out_reserve(o, 16) < 0)
+            return -1;
+        PUT_LIT(o, ",\"value\":");
+        if (put_payload(o, PyTuple_GET_ITEM(hs[i], 1), encoding) < 0 || out_reserve(o, 4) < 0)
+            return -1;
+        PUT_LIT(o, "}");
+    }
+    if (out_reserve(o, 2) < 0)
+        return -1;
+    PUT_LIT(o, "]}");
+    return 1;
+}
+
+static PyObject *
+kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "json_batch_line(file_json, batch, records, encoding)");
+        return NULL;
+    }
+    PyObject *file_json = args[0], *batch = args[1], *records = args[2];
+    long encoding = PyLong_AsLong(args[3]);
+    if (encoding == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyUnicode_CheckExact(file_json) || (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8))
+        Py_RETURN_NONE;
+    if (records != Py_None && !PyList_Check(records) && !PyTuple_Check(records))
+        Py_RETURN_NONE;
+    PyObject *result = NULL;
+    outbuf o = {out_mem, 0};
+    Py_ssize_t head;
+    int rc = -1;
+    /* An ASCII file name goes straight into the buffer; any other is joined at the end. */
+    int ascii_file = PyUnicode_IS_ASCII(file_json);
+    if (out_reserve(&o, 16) < 0)
+        goto done;
+    PUT_LIT(&o, "{\"file\":");
+    if (ascii_file) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(file_json);
+        if (out_reserve(&o, n) < 0)
+            goto done;
+        put_raw(&o, (const char *)PyUnicode_DATA(file_json), n);
+    }
+    head = o.len;
+    rc = put_batch(&o, batch);
+    if (rc <= 0)
+        goto done;
+    rc = -1;
+    if (records != Py_None) {
+        Py_ssize_t nr = PySequence_Fast_GET_SIZE(records);
+        PyObject **rs = PySequence_Fast_ITEMS(records);
+        if (out_reserve(&o, 16) < 0)
+            goto done;
+        PUT_LIT(&o, ",\"records\":[");
+        for (Py_ssize_t i = 0; i < nr; i++) {
+            if (i) {
+                if (out_reserve(&o, 1) < 0)
+                    goto done;
+                PUT_LIT(&o, ",");
+            }
+            rc = put_record(&o, rs[i], (int)encoding);
+            if (rc <= 0)
+                goto done;
+        }
+        rc = -1;
+        if (out_reserve(&o, 1) < 0)
+            goto done;
+        PUT_LIT(&o, "]");
+    }
+    if (out_reserve(&o, 1) < 0)
+        goto done;
+    PUT_LIT(&o, "}");
+    rc = 1;
+    if (ascii_file) {
+        result = PyUnicode_New(o.len, 127);
+        if (result != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(result), o.p, (size_t)o.len);
+    } else {
+        PyObject *start = PyUnicode_FromStringAndSize(o.p, head);
+        PyObject *rest = PyUnicode_FromStringAndSize(o.p + head, o.len - head);
+        PyObject *part = (start && rest) ? PyUnicode_Concat(start, file_json) : NULL;
+        result = part ? PyUnicode_Concat(part, rest) : NULL;
+        Py_XDECREF(start);
+        Py_XDECREF(rest);
+        Py_XDECREF(part);
+    }
+done:
+    if (out_cap > OUT_KEEP) {
+        PyMem_Free(out_mem);
+        out_mem = NULL;
+        out_cap = 0;
+    }
+    if (rc == 0)
+        Py_RETURN_NONE;     /* not ours: the Python writer does this line */
+    return result;          /* NULL with an exception set when rc < 0 */
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -845,6 +1582,14 @@ static PyMethodDef kd_methods[] = {
     {"decode_v2_records", (PyCFunction)(void (*)(void))kd_decode_v2_records, METH_FASTCALL,
      "decode_v2_records(data, base_offset, base_timestamp, log_append_time, base_sequence, count) "
      "-> list of Record, or None if the data is malformed in any way."},
+    {"scan_plain_run", (PyCFunction)(void (*)(void))kd_scan_plain_run, METH_FASTCALL,
+     "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state) -> None | "
+     "(new_pos, state): the recovery scanner's fast path over the plain v2 batches from pos on; "
+     "state = (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, batches, records, "
+     "index_last, time_last); epochs is appended to in place. None: nothing consumed."},
+    {"json_batch_line", (PyCFunction)(void (*)(void))kd_json_batch_line, METH_FASTCALL,
+     "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
+     "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
     {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
     {"_crc32c_sw", kd_crc32c_sw, METH_VARARGS, "crc32c without hardware acceleration (for tests)."},
     {NULL, NULL, 0, NULL}
@@ -853,7 +1598,7 @@ static PyMethodDef kd_methods[] = {
 static struct PyModuleDef kd_module = {
     PyModuleDef_HEAD_INIT, "kdump._speedups",
     "Optional C accelerators for kdump's hot loops (the pure-Python code is the reference).",
-    -1, kd_methods,
+    -1, kd_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from .errors import KdumpError
+from .format import accel
+from .format.batch import RECORD_BATCH_OVERHEAD
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.walk import ENTRY_HEAD, Walker, decode_records
 from .logdir import LogFile
@@ -61,6 +63,9 @@ class Item(NamedTuple):
     error: KdumpError | None
 
 
+_item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
+
+
 class SegmentReader:
     """Iterate the (filtered) batches of one ``.log``/KRaft ``.checkpoint`` file.
 
@@ -94,6 +99,11 @@ class SegmentReader:
             flt = self.filters
             check_offsets = flt.start_offset is not None or flt.end_offset is not None
             check_times = flt.start_time is not None or flt.end_time is not None
+            want_records, limits = self.want_records, self.limits
+            # Uncompressed non-control v2 batches go straight to the C record decoder (what
+            # decode_records -> decode_v2 would call); its None means "malformed", and then
+            # decode_records reruns in Python for the precise error.
+            fast = accel.decode_v2_records
             for batch in walker:
                 if check_offsets and not flt.batch_offsets_overlap(batch):
                     if flt.end_offset is not None and batch.base_offset is not None \
@@ -102,19 +112,26 @@ class SegmentReader:
                     continue
                 if check_times and not flt.batch_times_overlap(batch):
                     continue
-                if not self.want_records:
-                    yield Item(batch, None, None)
+                if not want_records:
+                    yield _item(Item, (batch, None, None))
                     continue
-                try:
-                    records = decode_records(buf, batch, self.limits)
-                except KdumpError as e:
-                    yield Item(batch, None, e.located(self.file.path, batch.position))
-                    continue
+                (position, base_offset, _, count, size, magic, _, _, attributes, _, base_ts, max_ts,
+                 _, _, base_seq) = batch
+                records = None
+                if fast is not None and magic == 2 and not attributes & 0x27:
+                    records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset, base_ts,
+                                   max_ts if attributes & 0x08 else None, base_seq, count)
+                if records is None:
+                    try:
+                        records = decode_records(buf, batch, limits)
+                    except KdumpError as e:
+                        yield _item(Item, (batch, None, e.located(self.file.path, position)))
+                        continue
                 if check_offsets or check_times:
                     records = [r for r in records if flt.keep_record(r)]
                     if not records:
                         continue
-                yield Item(batch, records, None)
+                yield _item(Item, (batch, records, None))
             else:
                 self.stop = walker.stop
                 # --max-bytes cuts the file on purpose: what lies past the cut is not "invalid".

@@ -84,7 +84,15 @@ from .format.walk import (
     Walker,
     decode_records,
 )
+from .format import accel
 from .model import Batch, Finding
+
+# The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
+scan_plain_run = getattr(accel.speedups, "scan_plain_run", None)
+# Per call: at most this many batches and bytes (a batch crossing the byte bound is left
+# to the next call, or to Python if it alone is larger), so that a call stays short.
+PLAIN_RUN_CHUNK = 1 << 16
+PLAIN_RUN_BYTES = 32 << 20
 
 # message.max.bytes' default since Kafka 0.11: 1 MiB plus the 12-byte log overhead. A
 # topic may raise it, so a larger batch with a valid CRC is only reported, never cut.
@@ -381,12 +389,17 @@ class _Scan:
         if cut is not None:
             self.beyond(cut)
 
-    def walk(self, batches) -> Finding | None:
+    def walk(self, w: Walker) -> Finding | None:
         """The hot loop. A plain batch (v2, valid CRC, offsets above the previous ones and in
         range, nothing transactional, a regular index step) is taken inline; any other goes
-        through ``batch``, which does every check. Both keep the same state."""
+        through ``batch``, which does every check. Both keep the same state.
+
+        With the C accelerator, each run of plain batches after one taken here goes to
+        ``scan_plain_run`` (the same conditions and updates, straight from the buffer); the
+        walk resumes with a fresh Walker where it stopped, and ``w`` gets that Walker's stop
+        and stop position at the end, as if it had walked the whole way itself."""
         if self.deep:
-            for b in batches:
+            for b in w:
                 cut = self.batch(b)
                 if cut is not None:
                     return cut
@@ -398,46 +411,70 @@ class _Scan:
         max_ts, max_ts_offset = self.max_ts, self.max_ts_offset
         n, records = r.batches, r.records
         lo = hi = None
-        cut = None
         index_last, time_last = self.index_last, self.time_last
-        for b in batches:
-            _, first, last, count, size, magic, _, crc_valid, attributes, epoch, _, mts, _, _, _ = b
-            if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size
-                    and not attributes & 0x30 and (attributes & 7) <= 4 and 0 <= count <= last - first + 1
-                    and epoch >= prev_epoch):
-                m_ts, m_offset = (mts, last) if mts > max_ts else (max_ts, max_ts_offset)
-                due = valid - last_entry_at > interval
-                # The index step of LogSegment.recover inline; its irregular cases take the slow path.
-                if not due or not ((index_last is not None and last <= index_last)
-                                   or (time_last is not None and m_offset < time_last[1])):
-                    max_ts, max_ts_offset = m_ts, m_offset
-                    if due:
-                        index_last = last
-                        if max_ts > (time_last[0] if time_last is not None else -1):
-                            time_last = (max_ts, max_ts_offset)
-                        last_entry_at = valid
-                    if epoch > prev_epoch:
-                        if not epochs or epoch > epochs[-1][0]:
-                            epochs.append((epoch, first))
-                        prev_epoch = epoch
-                    valid += size
-                    n += 1
-                    records += count
-                    prev_last = lo = last
-                    continue
-            self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
-                       time_last)
-            cut = self.batch(b)
-            if cut is not None:
-                return cut
-            valid, last_entry_at = self.valid, self.last_entry_at
-            prev_last, prev_epoch = self.prev_last, self.prev_epoch
-            max_ts, max_ts_offset = self.max_ts, self.max_ts_offset
-            n, records = r.batches, r.records
-            index_last, time_last = self.index_last, self.time_last
-            if self.reach_base_at is not None and prev_last is not None:
-                # From here the plain path may run: above the last offset, within the segment's range.
-                lo, hi = max(prev_last, self.base - 1), self.base + INT32_MAX
+        plain_run = scan_plain_run
+        buf, end = self.buf, self.end
+        batches = w
+        while batches is not None:
+            walker, batches = batches, None
+            for b in walker:
+                _, first, last, count, size, magic, _, crc_valid, attributes, epoch, _, mts, _, _, _ = b
+                taken = False
+                if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size
+                        and not attributes & 0x30 and (attributes & 7) <= 4 and 0 <= count <= last - first + 1
+                        and epoch >= prev_epoch):
+                    m_ts, m_offset = (mts, last) if mts > max_ts else (max_ts, max_ts_offset)
+                    due = valid - last_entry_at > interval
+                    # The index step of LogSegment.recover inline; its irregular cases take the slow path.
+                    if not due or not ((index_last is not None and last <= index_last)
+                                       or (time_last is not None and m_offset < time_last[1])):
+                        max_ts, max_ts_offset = m_ts, m_offset
+                        if due:
+                            index_last = last
+                            if max_ts > (time_last[0] if time_last is not None else -1):
+                                time_last = (max_ts, max_ts_offset)
+                            last_entry_at = valid
+                        if epoch > prev_epoch:
+                            if not epochs or epoch > epochs[-1][0]:
+                                epochs.append((epoch, first))
+                            prev_epoch = epoch
+                        valid += size
+                        n += 1
+                        records += count
+                        prev_last = lo = last
+                        taken = True
+                if not taken:
+                    self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records,
+                               index_last, time_last)
+                    cut = self.batch(b)
+                    if cut is not None:
+                        return cut
+                    valid, last_entry_at = self.valid, self.last_entry_at
+                    prev_last, prev_epoch = self.prev_last, self.prev_epoch
+                    max_ts, max_ts_offset = self.max_ts, self.max_ts_offset
+                    n, records = r.batches, r.records
+                    index_last, time_last = self.index_last, self.time_last
+                    if self.reach_base_at is not None and prev_last is not None:
+                        # From here the plain path may run: above the last offset, within the segment's range.
+                        lo, hi = max(prev_last, self.base - 1), self.base + INT32_MAX
+                if plain_run is not None and lo is not None:
+                    # Hand the plain batches that follow to C, in chunks; None: it took none.
+                    at = start = b[0] + size
+                    while True:
+                        run = plain_run(buf, at, min(end, at + PLAIN_RUN_BYTES), PLAIN_RUN_CHUNK, hi, max_size,
+                                        interval, epochs,
+                                        (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, n, records,
+                                         index_last, time_last))
+                        if run is None:
+                            break
+                        at, (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
+                             time_last) = run
+                        prev_last = lo
+                    if at != start:
+                        batches = Walker(buf, at, end, self.limits)
+                        break
+            if walker is not w:
+                w.stop, w.stop_position = walker.stop, walker.stop_position
         self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
                    time_last)
         return None

@@ -27,7 +27,7 @@ from kdump.format.batch import parse_v2
 from kdump.format.build import (
     build_control_batch, build_end_txn_marker, build_legacy_message, build_legacy_wrapper, build_v2_batch,
 )
-from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, Limits
+from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, Limits, compress, decompress
 from kdump.format.control import ABORT, COMMIT
 from kdump.format.records import decode_v2_payload
 from kdump.format.walk import Walker, decode_records
@@ -261,15 +261,15 @@ def test_legacy_build_parse_round_trip(magic, codec, xerial, ts_type, messages, 
         assert (wrapper.base_offset, wrapper.last_offset, wrapper.count) == (first, items[-1][0], len(items))
 
 
-@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4])
-@pytest.mark.parametrize("magic", [0, 1])
-def test_nested_compression_in_legacy_wrapper_is_rejected(magic, codec):
-    inner = build_legacy_wrapper([(0, T0, None, b"x")], magic=magic, codec=GZIP)
-    data = build_legacy_wrapper([inner], magic=magic, codec=codec, wrapper_offset=0)
-    (batch,) = list(Walker(data))
-    assert batch.count is None          # the wrapper is listed; its contents are a finding
-    with pytest.raises(InvalidRecordError, match="must not be compressed"):
-        decode_records(data, batch, LIMITS)
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY], ids=["gzip-members", "xerial-streams"])
+@PER_COMBO
+@given(parts=st.lists(st.binary(max_size=3000), min_size=1, max_size=3), padding=st.integers(0, 3))
+@example(parts=[bytes(range(256)) * 300, b"", b"x" * 70_000], padding=2)     # several xerial chunks
+def test_concatenated_streams_decode(codec, parts, padding):
+    # Java reads every gzip member (and zero padding after the last); newer snappy-java
+    # reads concatenated xerial streams, header and all.
+    data = b"".join(compress(codec, p) for p in parts) + (bytes(padding) if codec == GZIP else b"")
+    assert decompress(codec, data) == b"".join(parts)
 
 
 # -- arbitrary bytes --------------------------------------------------------------------------

@@ -55,6 +55,7 @@ def _too_big(codec: str, limit: int) -> DecompressionLimitError:
 # -- gzip -------------------------------------------------------------------------------------
 
 GZIP_WINDOW_MAX = 1 << 20
+OUTPUT_CHUNK = 1 << 20    # output per call, so a bomb costs the limit, not twice it
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:
@@ -70,23 +71,29 @@ def _gunzip(data: bytes, limit: int) -> bytes:
         # Input goes in growing windows: ``unused_data`` copies what follows a member, so
         # handing over the whole rest would make many tiny members quadratic.
         window = 1024
+        piece = view[pos:pos + window]
+        pos += len(piece)
         while True:
-            piece = view[pos:pos + window]
             try:
-                chunk = d.decompress(piece, limit + 1 - total)
+                chunk = d.decompress(piece, min(limit + 1 - total, OUTPUT_CHUNK))
             except zlib.error as e:
                 raise CodecError(f"gzip payload does not decompress: {e}") from None
             total += len(chunk)
             out.append(chunk)
-            if total > limit or d.unconsumed_tail:
+            if total > limit:
+                out.clear()         # the traceback keeps this frame alive: drop the output now
                 raise _too_big("gzip", limit)
             if d.eof:
-                pos += len(piece) - len(d.unused_data)
+                pos -= len(d.unused_data)
                 break
-            pos += len(piece)
+            if d.unconsumed_tail:          # more output is due from this piece
+                piece = d.unconsumed_tail
+                continue
             if pos >= end:
                 raise CodecError("gzip payload is truncated")
             window = min(window * 2, GZIP_WINDOW_MAX)
+            piece = view[pos:pos + window]
+            pos += len(piece)
     return b"".join(out)
 
 
@@ -124,9 +131,19 @@ def _raw_snappy_length(block: bytes | memoryview) -> int:
     raise CodecError("snappy block has no valid length preamble")
 
 
+# A snappy element expands at most 64 bytes from 3 (a copy with a 2-byte offset), so a
+# block cannot honestly declare more than ~22x its size; checking this before
+# decompressing keeps the declared length from sizing an allocation.
+SNAPPY_MAX_EXPANSION = 24
+
+
 def _unsnappy_block(snappy, block, limit: int) -> bytes:
-    if _raw_snappy_length(block) > limit:
+    declared = _raw_snappy_length(block)
+    if declared > limit:
         raise _too_big("snappy", limit)
+    if declared > SNAPPY_MAX_EXPANSION * len(block) + 16:
+        raise CodecError(f"snappy block of {len(block)} bytes declares {declared} uncompressed bytes, "
+                         f"more than it can hold")
     try:
         return bytes(snappy.decompress_raw(bytes(block)))
     except Exception as e:  # cramjam raises its own DecompressionError
@@ -144,16 +161,19 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
     pos = XERIAL_HEADER.size
     end = len(data)
     while pos < end:
+        # A concatenated stream repeats the header; newer snappy-java accepts that. (Checked
+        # first: the magic read as a chunk length is negative.)
+        if data.startswith(XERIAL_MAGIC, pos):
+            if end - pos < XERIAL_HEADER.size:
+                raise CodecError(f"snappy (xerial) header at payload byte {pos} is truncated")
+            pos += XERIAL_HEADER.size
+            continue
         if end - pos < 4:
             raise CodecError(f"snappy (xerial) chunk length is truncated at payload byte {pos}")
         (n,) = _CHUNK_LEN.unpack_from(data, pos)
         pos += 4
         if n < 0 or n > end - pos:
             raise CodecError(f"snappy (xerial) chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
-        # A concatenated stream repeats the header; newer snappy-java accepts that.
-        if data.startswith(XERIAL_MAGIC, pos - 4):
-            pos += XERIAL_HEADER.size - 4
-            continue
         block = _unsnappy_block(snappy, memoryview(data)[pos:pos + n], limit - total)
         total += len(block)
         out.append(block)
@@ -221,20 +241,38 @@ def lz4_break_legacy_header(data: bytes) -> bytes:
     return data[:hc] + bytes((bad,)) + data[hc + 1:]
 
 
+LZ4_CHUNK = 1 << 20       # output per call: max_length is allocated up front by python-lz4
+LZ4_WINDOW = 64 << 10     # input per call: python-lz4 copies what a call leaves unconsumed
+
+
 def _unlz4(data: bytes, limit: int, magic: int) -> bytes:
     frame = _lz4()
     if magic == 0:
         data = lz4_fix_legacy_header(data)
     d = frame.LZ4FrameDecompressor()
+    out = []
+    total = 0
+    pos, end = 0, len(data)
     try:
-        out = d.decompress(data, max_length=limit + 1)
+        while not d.eof:
+            if d.needs_input:
+                if pos >= end:
+                    break
+                piece = data[pos:pos + LZ4_WINDOW]
+                pos += len(piece)
+            else:
+                piece = b""          # more output is due from input already given
+            chunk = d.decompress(piece, max_length=min(limit + 1 - total, LZ4_CHUNK))
+            total += len(chunk)
+            out.append(chunk)
+            if total > limit:
+                out.clear()         # the traceback keeps this frame alive: drop the output now
+                raise _too_big("lz4", limit)
     except RuntimeError as e:
         raise CodecError(f"lz4 payload does not decompress: {e}") from None
-    if len(out) > limit:
-        raise _too_big("lz4", limit)
     if not d.eof:
         raise CodecError("lz4 payload is truncated (no end mark)")
-    return out
+    return b"".join(out)
 
 
 def _lz4_compress(data: bytes, magic: int = 2) -> bytes:
@@ -268,12 +306,13 @@ def _unzstd(data: bytes, limit: int) -> bytes:
     try:
         while pos < end and not d.eof:
             # Feed only as much input as can not overshoot the limit in one call.
-            step = max(1024, (limit - total) // ZSTD_MAX_EXPANSION)
+            step = max(64, (limit - total) // ZSTD_MAX_EXPANSION)
             chunk = d.decompress(view[pos:pos + step])
             pos += step
             total += len(chunk)
             out.append(chunk)
             if total > limit:
+                out.clear()         # the traceback keeps this frame alive: drop the output now
                 raise _too_big("zstd", limit)
     except zstandard.ZstdError as e:
         raise CodecError(f"zstd payload does not decompress: {e}") from None

@@ -97,14 +97,35 @@ class JsonDump:
         self.out = _Lines(stream)
         self.view = view
         self._file_json = "null"
+        self._c_line = None
+        self._c_encoding = -1
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
         self._file_json = jsonout.dumps(f.path)
+        # The C line writer, when this view lets it write lines (jsonout.batch_line's own test,
+        # taken once per file instead of once per batch).
+        encoding = jsonout.C_ENCODINGS.get(view.encoding)
+        usable = jsonout.c_batch_line is not None and view.plain and encoding is not None
+        self._c_line = jsonout.c_batch_line if usable else None
+        self._c_encoding = encoding
 
     def item(self, f: LogFile, it: Item) -> None:
-        err = None if it.error is None else it.error.message
-        self.out.add(jsonout.batch_line(self._file_json, it.batch, it.records, self.view, err))
+        batch, records, error = it
+        line = None
+        if error is None:
+            if self._c_line is not None:
+                line = self._c_line(self._file_json, batch, records, self._c_encoding)
+            if line is None:
+                line = jsonout.py_batch_line(self._file_json, batch, records, self.view)
+        else:
+            line = jsonout.batch_line(self._file_json, batch, records, self.view, error.message)
+        # _Lines.add, inline: this runs once per batch
+        out = self.out
+        out.buf.append(line)
+        out.chars += len(line)
+        if len(out.buf) >= FLUSH_LINES or out.chars >= FLUSH_CHARS:
+            out.write()
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for row in rows:

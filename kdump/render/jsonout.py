@@ -12,8 +12,15 @@ from binascii import b2a_base64
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+from ..format import accel
 from ..model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
 from .payload import PayloadView
+
+# The C writer of whole lines for a plain view (kdump/_speedups.c), or None; it answers
+# None for what it does not write (legacy or control records, ...), and the Python code
+# below, the reference, writes those.
+c_batch_line = getattr(accel.speedups, "json_batch_line", None)
+C_ENCODINGS = {"base64": 0, "hex": 1, "utf8": 2}
 
 _B = ("false", "true")
 
@@ -105,6 +112,16 @@ def records_json(records: list[Record], view: PayloadView) -> str:
 
 def batch_line(file_json: str, b: Batch, records: list[Record] | None, view: PayloadView,
                error: str | None = None) -> str:
+    if error is None and c_batch_line is not None and view.plain:
+        line = c_batch_line(file_json, b, records, C_ENCODINGS.get(view.encoding, -1))
+        if line is not None:
+            return line
+    return py_batch_line(file_json, b, records, view, error)
+
+
+def py_batch_line(file_json: str, b: Batch, records: list[Record] | None, view: PayloadView,
+                  error: str | None = None) -> str:
+    """``batch_line`` in Python only: the reference the C writer is tested against."""
     s = batch_prefix(file_json, b)
     if records is not None:
         s += "," + records_json(records, view)

@@ -1,0 +1,280 @@
+"""``_speedups.json_batch_line`` (the C NDJSON writer) against jsonout's Python writer.
+
+For a plain view (no decoders) the C function must return exactly the line
+``jsonout.py_batch_line`` writes, for base64, hex and utf8, or None when it leaves the
+line to Python (legacy batches or records, control records, anything not an exact int
+within int64 or exact bytes). Inputs: every batch of every fixture segment, hypothesis
+records with arbitrary keys, values and headers, every short UTF-8 sequence (valid or
+not), and whole ``kdump dump --json`` runs with and without the C writer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from json.encoder import encode_basestring_ascii
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+_speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corruption import FIXTURES, run_kdump  # noqa: E402
+
+from kdump.errors import KdumpError  # noqa: E402
+from kdump.format import accel  # noqa: E402
+from kdump.format.walk import Walker, decode_records  # noqa: E402
+from kdump.model import Batch, Control, Record  # noqa: E402
+from kdump.render import jsonout  # noqa: E402
+from kdump.render.payload import PayloadView  # noqa: E402
+
+_speedups.init(Batch, Record)
+
+ENCODINGS = {"base64": 0, "hex": 1, "utf8": 2}
+VIEWS = {name: PayloadView(name) for name in ENCODINGS}
+INT64 = (-(1 << 63), (1 << 63) - 1)
+FILE_JSONS = [jsonout.dumps("fixtures/x/00000000000000000000.log"), jsonout.dumps("/tmp/ünï cödé/日本/0.log"),
+              jsonout.dumps('a "quoted" \\ path\n\x01'), "null"]
+
+
+def _fixture_logs() -> list[str]:
+    out = []
+    for root, dirs, files in os.walk(FIXTURES):
+        dirs.sort()
+        out.extend(os.path.relpath(os.path.join(root, n), FIXTURES) for n in sorted(files) if n.endswith(".log"))
+    return out
+
+
+LOGS = _fixture_logs()
+
+
+def _int64(x) -> bool:
+    return type(x) is int and INT64[0] <= x <= INT64[1]
+
+
+def c_writes(batch, records) -> bool:
+    """Whether the C writer must take this line (else it must answer None)."""
+    if not all(_int64(v) for i, v in enumerate(batch) if i != 7) or batch[5] != 2 or type(batch[7]) is not bool:
+        return False
+    for r in records or ():
+        if not (_int64(r.offset) and _int64(r.timestamp) and _int64(r.sequence) and _int64(r.magic)
+                and r.magic >= 2 and r.control is None):
+            return False
+        if any(type(x) is not bytes for x in (r.key, r.value) if x is not None):
+            return False
+        for h in r.headers:
+            if type(h) is not tuple or len(h) != 2 or type(h[0]) is not bytes \
+                    or (h[1] is not None and type(h[1]) is not bytes):
+                return False
+    return True
+
+
+def check(file_json, batch, records, encoding: str, expect_c: bool | None = None) -> str:
+    want = jsonout.py_batch_line(file_json, batch, records, VIEWS[encoding])
+    got = _speedups.json_batch_line(file_json, batch, records, ENCODINGS[encoding])
+    if expect_c is None:
+        expect_c = c_writes(batch, records)
+    if expect_c:
+        assert got == want
+        assert type(got) is str
+    else:
+        assert got is None
+    return want
+
+
+# -- every fixture batch -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", LOGS)
+def test_fixture_lines_are_identical(name):
+    buf = (FIXTURES / name).read_bytes()
+    file_json = jsonout.dumps(str(FIXTURES / name))
+    for batch in Walker(buf):
+        try:
+            records = decode_records(buf, batch)
+        except KdumpError:
+            records = None
+        for encoding in ENCODINGS:
+            line = check(file_json, batch, records, encoding)
+            if batch.magic == 2 and all(r.control is None for r in records or ()):
+                assert _speedups.json_batch_line(file_json, batch, records, ENCODINGS[encoding]) is not None
+            json.loads(line)
+        check(file_json, batch, None, "base64")
+    # The other spellings of the file member, on the first few batches.
+    for batch in list(Walker(buf))[:3]:
+        try:
+            records = decode_records(buf, batch)
+        except KdumpError:
+            records = None
+        for fj in FILE_JSONS:
+            check(fj, batch, records, "utf8")
+
+
+def test_the_c_writer_takes_most_fixture_lines():
+    taken = total = 0
+    for name in LOGS:
+        buf = (FIXTURES / name).read_bytes()
+        for batch in Walker(buf):
+            total += 1
+            try:
+                records = decode_records(buf, batch)
+            except KdumpError:
+                records = None
+            taken += _speedups.json_batch_line("null", batch, records, 0) is not None
+    assert taken > total // 2, (taken, total)
+
+
+def test_legacy_and_control_lines_are_left_to_python():
+    legacy = Batch(0, 5, 5, 1, 40, 1, 123, True, 0, -1, 7, 7, -1, -1, -1)
+    assert _speedups.json_batch_line("null", legacy, None, 0) is None
+    v2 = Batch(0, 5, 5, 1, 80, 2, 123, True, 0x20, 3, 7, 7, 9, 1, -1)
+    ctl = Record(5, 7, 0, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x01", (), -1, Control(1, 0, 1))
+    assert _speedups.json_batch_line("null", v2, [ctl], 0) is None
+    old = Record(5, 7, 0, b"k", b"v", (), -1, None, 1, 99, True)
+    assert _speedups.json_batch_line("null", v2, [old], 0) is None
+    assert _speedups.json_batch_line("null", v2, None, 0) is not None
+
+
+def test_unusual_values_are_left_to_python():
+    good = Batch(0, 5, 5, 1, 80, 2, 123, True, 0, 3, 7, 7, 9, 1, -1)
+    rec = Record(5, 7, 0, b"k", b"v", ((b"h", b"x"),), 3)
+    assert _speedups.json_batch_line("null", good, [rec], 0) == check("null", good, [rec], "base64", True)
+    for i, bad in ((1, 1 << 63), (3, True), (9, -(1 << 64)), (5, 3), (7, 1), (12, 2.5), (1, None)):
+        fields = list(good)
+        fields[i] = bad
+        assert _speedups.json_batch_line("null", Batch(*fields), [rec], 0) is None, (i, bad)
+    for r in (rec._replace(key=bytearray(b"k")), rec._replace(value=memoryview(b"v")),
+              rec._replace(headers=((b"h", b"x", b"y"),)), rec._replace(headers=[[b"h", b"x"]]),
+              rec._replace(headers=((b"h", "x"),)), rec._replace(headers=(("h", b"x"),)),
+              rec._replace(offset=1 << 64), rec._replace(sequence=False), rec._replace(magic=0)):
+        assert _speedups.json_batch_line("null", good, [r], 0) is None, r
+        assert _speedups.json_batch_line("null", good, [rec, r], 2) is None, r
+    # Headers as a list, records as a tuple: written as Python writes them.
+    check("null", good, (rec._replace(headers=[(b"a", None), (b"b", b"")]),), "hex", True)
+    assert _speedups.json_batch_line("null", good, "not records", 0) is None
+    assert _speedups.json_batch_line(b"null", good, None, 0) is None
+    assert _speedups.json_batch_line("null", good, None, 3) is None
+    assert _speedups.json_batch_line("null", good, None, -1) is None
+    assert _speedups.json_batch_line("null", tuple(good)[:14], None, 0) is None
+    with pytest.raises(TypeError):
+        _speedups.json_batch_line("null", good, None)
+    with pytest.raises(TypeError):
+        _speedups.json_batch_line("null", good, None, "base64")
+
+
+# -- hypothesis records ------------------------------------------------------------------------
+
+_payload = st.one_of(st.none(), st.binary(max_size=40),
+                     st.text(max_size=12).map(lambda s: s.encode("utf-8", "surrogatepass")),
+                     st.sampled_from([b"", b"\x00", b'"\\', b"\x7f\x80\xff", b"\xed\xa0\x80", b"\xf0\x9f\x98\x80",
+                                      b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xc0\xaf", b"\t\n\r\x08\x0c\x1f"]))
+_i64 = st.one_of(st.integers(*INT64), st.sampled_from([0, -1, INT64[0], INT64[1]]))
+_record = st.builds(
+    lambda offset, ts, key, value, headers, seq: Record(offset, ts, 0, key, value, tuple(headers), seq),
+    _i64, _i64, _payload, _payload,
+    st.lists(st.tuples(_payload.map(lambda b: b if b is not None else b"k"), _payload), max_size=4), _i64)
+_batch = st.builds(
+    lambda pos, base, delta, count, size, crc, ok, attributes, epoch, bts, mts, pid, pepoch, seq:
+        Batch(pos, base, base + delta, count, size, 2, crc, ok, attributes, epoch, bts, mts, pid, pepoch, seq),
+    st.integers(0, 1 << 40), st.integers(-(1 << 62), 1 << 62), st.integers(-(1 << 31), (1 << 31) - 1),
+    st.integers(-(1 << 31), (1 << 31) - 1), st.integers(61, 1 << 31), st.integers(0, (1 << 32) - 1), st.booleans(),
+    st.integers(-(1 << 15), (1 << 15) - 1), st.integers(-(1 << 31), (1 << 31) - 1), _i64, _i64, _i64,
+    st.integers(-(1 << 15), (1 << 15) - 1), st.integers(-(1 << 31), (1 << 31) - 1))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_batch, st.one_of(st.none(), st.lists(_record, max_size=5)), st.sampled_from(list(ENCODINGS)),
+       st.sampled_from(FILE_JSONS))
+def test_generated_lines_are_identical(batch, records, encoding, file_json):
+    line = check(file_json, batch, records, encoding, True)
+    obj = json.loads(line)
+    assert obj["position"] == batch.position and len(obj.get("records", ())) == len(records or ())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_utf8_matches_python_on_any_bytes(data):
+    rec = Record(0, 0, 0, data, data + b"A", ((data, data),), -1)
+    batch = Batch(0, 0, 0, 1, 80, 2, 0, True, 0, 0, 0, 0, -1, -1, -1)
+    line = check("null", batch, [rec], "utf8", True)
+    assert json.loads(line)["records"][0]["key"] == data.decode("utf-8", "replace")
+
+
+def _utf8_samples():
+    """Every 1- and 2-byte sequence, and 3/4-byte ones around every boundary of UTF-8."""
+    edge = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xED, 0xEF,
+            0xF0, 0xF4, 0xF5, 0xFF]
+    out = [bytes([a]) for a in range(256)]
+    out += [bytes([a, b]) for a in range(256) for b in range(256)]
+    out += [bytes([a, b, c]) for a in range(0xC0, 0x100) for b in range(256) for c in edge]
+    out += [bytes([a, b, c, d]) for a in range(0xF0, 0xF8) for b in edge + [0x81, 0xA5] for c in edge for d in edge]
+    return out
+
+
+def test_utf8_every_short_sequence():
+    batch = Batch(0, 0, 0, 1, 80, 2, 0, True, 0, 0, 0, 0, -1, -1, -1)
+    samples = _utf8_samples()
+    for i in range(0, len(samples), 2000):
+        chunk = samples[i:i + 2000]
+        # each sample as its own header key (decoded alone) and, followed by "A", as a value
+        rec = Record(0, 0, 0, None, None, tuple((s, s + b"A") for s in chunk), -1)
+        got = _speedups.json_batch_line("null", batch, [rec], 2)
+        assert got == jsonout.py_batch_line("null", batch, [rec], VIEWS["utf8"])
+    for s in samples[::97]:
+        assert _speedups.json_batch_line("null", batch, [Record(0, 0, 0, s, None, (), -1)], 2) == \
+            jsonout.py_batch_line("null", batch, [Record(0, 0, 0, s, None, (), -1)], VIEWS["utf8"])
+        k = json.loads(_speedups.json_batch_line("null", batch, [Record(0, 0, 0, s, None, (), -1)], 2))
+        assert encode_basestring_ascii(k["records"][0]["key"]) == encode_basestring_ascii(s.decode("utf-8", "replace"))
+
+
+def test_large_payloads_and_many_records():
+    batch = Batch(0, 0, 999, 1000, 80, 2, 0, False, 0, 0, 0, 0, -1, -1, -1)
+    big = bytes(range(256)) * 40_000      # ~10 MB: the buffer grows, then is let go
+    recs = [Record(i, i, 0, b"k%d" % i, big if i == 3 else b"v" * (i % 50), (), i) for i in range(1000)]
+    for encoding in ENCODINGS:
+        check("null", batch, recs, encoding, True)
+    check("null", batch, recs[:2], "hex", True)
+
+
+# -- whole dumps -----------------------------------------------------------------------------
+
+class _Writer:
+    """jsonout's C writer (and the walker's C functions) switched in or out."""
+
+    def __init__(self, use_c: bool) -> None:
+        self.use_c = use_c
+
+    def __enter__(self):
+        self.saved = jsonout.c_batch_line, accel.scan_v2, accel.decode_v2_records
+        if self.use_c:
+            jsonout.c_batch_line = _speedups.json_batch_line
+            accel.scan_v2, accel.decode_v2_records = _speedups.scan_v2, _speedups.decode_v2_records
+        else:
+            jsonout.c_batch_line = accel.scan_v2 = accel.decode_v2_records = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        jsonout.c_batch_line, accel.scan_v2, accel.decode_v2_records = self.saved
+
+
+@pytest.mark.parametrize("args", [
+    ["--records", "--data", "--encoding", "base64"],
+    ["--records", "--data", "--encoding", "hex"],
+    ["--records", "--data", "--encoding", "utf8"],
+    ["--records", "--data", "--encoding", "utf8", "--no-auto-decode"],
+    [],
+    ["--records", "--data", "--value-decoder", "json"],
+    ["--records", "--start-offset", "3", "--end-offset", "40"],
+])
+def test_dump_json_identical_with_and_without_c(args):
+    cmd = ["dump", str(FIXTURES), "--json", *args]
+    with _Writer(use_c=False):
+        pure = run_kdump(*cmd)
+    with _Writer(use_c=True):
+        fast = run_kdump(*cmd)
+    assert (fast.code, fast.out, fast.err) == (pure.code, pure.out, pure.err)
+    assert fast.out.count("\n") > 100
