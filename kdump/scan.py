@@ -268,7 +268,8 @@ def computed_crc(buf, b: Batch) -> int:
         view.release()
 
 
-def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: int = INT64_MAX) -> int | None:
+def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: int = INT64_MAX,
+                   budget: list[int] | None = None) -> int | None:
     """The first position >= ``start`` holding a plausible batch: magic 0..2, a length in
     [minimum, bytes left] and not above ``max_size``, an offset field in [lo, hi] and a
     valid CRC.
@@ -278,6 +279,11 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
     snappy or lz4 literals can leave those verbatim in the payload. A regular expression
     finds candidates (the length's high byte and the magic) in C; runs of zeros are
     skipped whole, so a large preallocated tail costs one search.
+
+    ``budget`` (a one-item list, shared by every call of one scan) caps the bytes whose CRC
+    is checked: crafted data full of plausible headers would otherwise cost bytes x length.
+    When it runs out the search gives up (returns None), which only shortens the report of
+    what lies beyond the damage.
     """
     top = min(max_size >> 24, 0x7F)
     pattern = _candidate_pattern(top)
@@ -298,7 +304,12 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
             pos = max(c + 1, nz.start() - 11)
             continue
         nxt = c + LOG_OVERHEAD + size
-        if _MIN_SIZE[magic] <= size <= max_size and lo <= offset <= hi and nxt <= end and _crc_ok(buf, c, nxt):
+        plausible = _MIN_SIZE[magic] <= size <= max_size and lo <= offset <= hi and nxt <= end
+        if plausible and budget is not None:
+            budget[0] -= nxt - c
+            if budget[0] < 0:
+                return None
+        if plausible and _crc_ok(buf, c, nxt):
             if magic == 2 or nxt == end or _rest_is_zero(buf, nxt, end) or _crc_ok(buf, nxt, end):
                 return c
         pos = c + 1
@@ -331,6 +342,8 @@ class _Scan:
         self.interval, self.resync, self.limits = interval, resync, limits
         self.end = len(buf)
         self.base = report.base_offset
+        # CRC bytes the resync may check in all: linear in the file, whatever it holds.
+        self.crc_budget = [8 * self.end + (64 << 20)]
         # Kafka's recovery state: bytes kept, index-append bookkeeping (LogSegment.recover).
         self.valid = 0
         self.last_entry_at = 0
@@ -641,7 +654,8 @@ class _Scan:
             if size > self.max_size:
                 return self.add(OVERSIZE, pos, f.offset, f"entry length {size} exceeds the maximum message size "
                                                          f"{self.max_size} and runs past the end of the file")
-            if self.resync and next_candidate(buf, pos + 1, end, self.max_size, *self.window(f.offset)) is not None:
+            if self.resync and next_candidate(buf, pos + 1, end, self.max_size, *self.window(f.offset),
+                                              budget=self.crc_budget) is not None:
                 return self.add(INVALID_SIZE, pos, f.offset,
                                 f"entry length {size} runs past the end of the file ({end - pos} bytes left) "
                                 f"although intact batches follow: the length field is corrupt")
@@ -671,7 +685,7 @@ class _Scan:
         else:
             search, (lo, hi) = cut.position + 1, self.window(cut.offset)
         while True:
-            start = next_candidate(buf, search, end, self.max_size, lo, hi)
+            start = next_candidate(buf, search, end, self.max_size, lo, hi, budget=self.crc_budget)
             if start is None:
                 return
             n, first, last, stop_at = 0, None, None, start

@@ -315,10 +315,6 @@ def _resync_bait(n: int) -> bytes:
     return good + torn + bait * (n // 16)
 
 
-@pytest.mark.xfail(strict=True, reason="kdump/scan.py:271 next_candidate() checks the CRC of every plausible "
-                                       "candidate over its whole declared length before moving on by one "
-                                       "byte, so resync after damage costs O(bytes x max message size): "
-                                       "`kdump verify` on a crafted 2 MiB file runs for minutes")
 def test_resync_after_damage_is_linear(monkeypatch):
     from kdump import scan
 
