@@ -136,14 +136,19 @@ def verify_files(files: list[LogFile], opts: VerifyOptions) -> Iterator[FileRepo
         yield from check_directory(current, group, opts)
 
 
-def check_directory(directory: str, requested: list[LogFile], opts: VerifyOptions) -> list[FileReport]:
-    """Reports for the ``requested`` files of one directory, checked against their neighbours."""
+def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]:
+    """Every file of ``directory`` plus the requested ones it does not list (e.g. leftovers)."""
     try:
         context = K.partition_files(directory) if directory else []
     except KdumpError:
         context = []
     known = {f.path for f in context}
-    context += [f for f in requested if f.path not in known]
+    return context + [f for f in requested if f.path not in known]
+
+
+def check_directory(directory: str, requested: list[LogFile], opts: VerifyOptions) -> list[FileReport]:
+    """Reports for the ``requested`` files of one directory, checked against their neighbours."""
+    context = directory_context(directory, requested)
     part = _Partition(directory, context, opts)
     wanted = {f.path for f in requested}
     # Scan the segments asked for, and those whose side files were asked for.

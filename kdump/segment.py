@@ -149,6 +149,14 @@ def open_mapped(path: str) -> Iterator[MappedFile]:
         f.close()
 
 
+def file_size(path: str) -> int:
+    """Size of a file, 0 if it cannot be read (for progress totals and summaries)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def read_small(path: str, limit: int = 64 << 20) -> bytes:
     """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
     try:

@@ -8,9 +8,10 @@ import click
 
 from ..decoders import basic
 from ..errors import ExitStatus, KdumpError, UsageError
-from ..logdir import BATCH_KINDS, LogFile, expand, parse_partition_dir
+from ..logdir import BATCH_KINDS, LogFile, expand
 from ..reader import Filters, SegmentReader
 from ..render.payload import PayloadView
+from ..segment import file_size
 from .options import Output, output_options, paths_argument
 
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -140,12 +141,12 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
     renderer = _renderer(out, view, records, data, skip_metadata)
     from .progress import Progress
 
-    total = sum(_size(f.path) for f, _ in files)
+    total = sum(file_size(f.path) for f, _ in files)
     with Progress.for_output(out, total, "dump") as progress:
         try:
             for f, explicit in files:
                 if not explicit and _outside_range(f, next_base.get(f.path), filters):
-                    progress.file_done(_size(f.path))
+                    progress.file_done(file_size(f.path))
                     continue
                 try:
                     if f.kind in BATCH_KINDS:
@@ -157,17 +158,10 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                     renderer.finish()
                     _error(out, e.located(f.path))
                     status = max(status, e.exit_code)
-                progress.file_done(_size(f.path))
+                progress.file_done(file_size(f.path))
         finally:
             renderer.finish()
     return int(status)
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:

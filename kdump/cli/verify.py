@@ -9,6 +9,7 @@ import click
 
 from ..errors import ExitStatus, KdumpError, UsageError
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from ..segment import file_size
 from .options import Output, output_options, paths_argument
 
 
@@ -101,7 +102,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     reports = []
     from .progress import Progress
 
-    total = sum(r for r in (_size(f.path) for f in files))
+    total = sum(r for r in (file_size(f.path) for f in files))
     try:
         with Progress.for_output(out, total, "verify") as progress:
             for r in verify_files(files, opts):
@@ -127,13 +128,6 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
             status = max(status, ExitStatus.DAMAGE)
     out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
     return int(status)
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _status(s: str) -> ExitStatus:

@@ -74,12 +74,9 @@ def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
 
 def segments_to_scan(directory: str, requested: list[LogFile]) -> list[LogFile]:
     """The segments ``check_directory`` scans up front for these requested files."""
-    try:
-        context = K.partition_files(directory) if directory else []
-    except KdumpError:
-        context = []
-    known = {f.path for f in context}
-    context += [f for f in requested if f.path not in known]
+    from ..crosscheck import directory_context
+
+    context = directory_context(directory, requested)
     wanted = {f.path for f in requested}
     every_log = any(f.path in wanted for f in context if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH))
     indexed = {f.base_offset for f in context
