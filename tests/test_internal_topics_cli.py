@@ -109,3 +109,42 @@ def test_offsets_decoder_text_and_json():
     # --no-auto-decode gives the raw view
     raw = run_kdump("dump", part, "--data", "--no-auto-decode").out
     assert '"type":"1"' not in raw
+
+
+def _share_key(type_id: int) -> bytes:
+    topic_id = bytes(range(16))
+    return type_id.to_bytes(2, "big") + (3).to_bytes(2, "big") + b"gs1" + topic_id + (0).to_bytes(4, "big")
+
+
+def _share_update(start: int) -> bytes:
+    batch = start.to_bytes(8, "big") + (start + 4).to_bytes(8, "big") + b"\x02" + (1).to_bytes(2, "big") + b"\x00"
+    return (b"\x00\x00" + (0).to_bytes(4, "big") + (5).to_bytes(4, "big") + start.to_bytes(8, "big")
+            + b"\x02" + batch + b"\x00")
+
+
+def test_share_group_state_dump(tmp_path):
+    """#22 at the command line: auto-selected for __share_group_state-N, per-record errors, JSON."""
+    recs = [(0, NOW, _share_key(1), _share_update(0)), (1, NOW, _share_key(1), _share_update(5)),
+            (2, NOW, _share_key(0), None), (3, NOW, _share_key(1), b"\x00\x00\x00"),
+            (4, NOW, (0x7FFF).to_bytes(2, "big"), b"\x00\x00")]
+    seg = write_segment(tmp_path / "__share_group_state-3", [build.build_v2_batch(recs)])
+    r = run_kdump("dump", seg, "--data")
+    assert r.code == 0, r.err
+    lines = [x for x in r.out.splitlines() if x.startswith("| offset:")]
+    assert len(lines) == 5
+    assert lines[0].endswith(' key: {"type":"1","data":{"groupId":"gs1","topicId":"AAECAwQFBgcICQoLDA0ODw",'
+                             '"partition":0}} payload: {"version":"0","data":{"snapshotEpoch":0,"leaderEpoch":5,'
+                             '"startOffset":0,"stateBatches":[{"firstOffset":0,"lastOffset":4,"deliveryState":2,'
+                             '"deliveryCount":1}]}}')
+    assert lines[2].endswith(' payload: <DELETE>')
+    assert " key: Error at offset 3, skipping. Could not read record with version 0 from value's buffer" in lines[3]
+    assert lines[4].endswith(" key: Unknown record type 32767 at offset 4, skipping.")
+    # the flag selects it anywhere; without it a plain directory shows raw bytes
+    plain = write_segment(tmp_path / "elsewhere-0", [build.build_v2_batch(recs)])
+    assert '"type":"1"' not in run_kdump("dump", plain, "--data").out
+    assert run_kdump("dump", plain, "--share-group-state-decoder").out.count('"groupId":"gs1"') == 3
+    js = json.loads(run_kdump("dump", seg, "--json", "--data").out.splitlines()[0])
+    first, bad = js["records"][0], js["records"][3]
+    assert first["decoded"]["type"] == "SHARE_UPDATE"
+    assert first["decoded"]["value"]["stateBatches"][0]["deliveryStateName"] == "Acknowledged"
+    assert "decode_error" in bad and "decoded" not in bad

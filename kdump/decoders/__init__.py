@@ -11,12 +11,14 @@ INTERNAL_DECODERS = {
     "offsets": "kdump.decoders.consumer_offsets",
     "transaction-log": "kdump.decoders.transaction_state",
     "cluster-metadata": "kdump.decoders.cluster_metadata",
+    "share-group-state": "kdump.decoders.share_group_state",
 }
 
 _TOPIC_DECODERS = {
     "__consumer_offsets": "offsets",
     "__transaction_state": "transaction-log",
     "__cluster_metadata": "cluster-metadata",
+    "__share_group_state": "share-group-state",
 }
 
 

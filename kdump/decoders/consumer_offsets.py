@@ -25,14 +25,8 @@ GROUP_METADATA = 2
 CONSUMER_PROTOCOL = "consumer"
 _VERSION = struct.Struct(">h")
 
-_table: coordinator.RecordTable | None = None
-
-
 def table() -> coordinator.RecordTable:
-    global _table
-    if _table is None:
-        _table = coordinator.RecordTable(SCHEMA_FILE)
-    return _table
+    return coordinator.record_table(SCHEMA_FILE)
 
 
 def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:

@@ -10,6 +10,7 @@ the topic's schema file.
 from __future__ import annotations
 
 import struct
+from functools import cache
 from typing import Any, NamedTuple
 
 from ..errors import DecodeError
@@ -57,6 +58,12 @@ class RecordTable:
             raise UnknownRecordTypeError(type_id) from None
 
 
+@cache
+def record_table(filename: str) -> RecordTable:
+    """The table of one schema file, loaded on first use and kept."""
+    return RecordTable(filename)
+
+
 def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """Decode one coordinator record; raises DecodeError (or a subclass) on anything malformed."""
     if key is None:
@@ -68,7 +75,7 @@ def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[s
     try:
         key_data = rtype.key.decode(key, 0, start=PREFIX.size)
     except SchemaError as e:
-        raise e.rewrap(f"Could not read record with version 0 from key's buffer due to: {e.detail}", "key") from None
+        raise e.rewrap(f"Could not read record with version 0 from key's buffer due to: {e.detail}.", "key") from None
     out: dict[str, Any] = {"type": rtype.name, "type_id": type_id, "version": None, "key": key_data, "value": None}
     if value is None:
         return out
@@ -78,10 +85,25 @@ def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[s
     try:
         out["value"] = rtype.value.decode(value, version, start=PREFIX.size)
     except SchemaError as e:
-        raise e.rewrap(f"Could not read record with version {version} from value's buffer due to: {e.detail}",
+        raise e.rewrap(f"Could not read record with version {version} from value's buffer due to: {e.detail}.",
                        "value") from None
     out["version"] = version
     return out
+
+
+def insert_after(fields: dict[str, Any], after: str, name: str, value: Any) -> dict[str, Any]:
+    """A copy of ``fields`` with ``name: value`` placed right after ``after`` (kdump's
+    readable names sit next to the code they explain)."""
+    out: dict[str, Any] = {}
+    for k, v in fields.items():
+        out[k] = v
+        if k == after:
+            out[name] = value
+    return out
+
+
+def without(fields: dict[str, Any], name: str) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k != name}
 
 
 def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -274,7 +274,7 @@ class _Reader:
 
     def take(self, n: int, what: str) -> bytes:
         if n > self.end - self.pos:
-            raise self.fail(f"Error reading {what} of {n} byte(s): only {self.end - self.pos} byte(s) available.")
+            raise self.fail(f"Error reading {what} of {n} byte(s): only {self.end - self.pos} byte(s) available")
         raw = bytes(self.data[self.pos:self.pos + n])
         self.pos += n
         return raw
@@ -282,7 +282,7 @@ class _Reader:
     def fixed(self, kind: str) -> Any:
         fmt, size = _FIXED[kind]
         if size > self.end - self.pos:
-            raise self.fail(f"Error reading {kind}: need {size} byte(s), only {self.end - self.pos} available.")
+            raise self.fail(f"Error reading {kind}: need {size} byte(s), only {self.end - self.pos} available")
         value = fmt.unpack_from(self.data, self.pos)[0]
         self.pos += size
         return value
@@ -343,7 +343,7 @@ class _Reader:
             size = self.uvarint("tagged field size")
             if size > self.remaining():
                 raise self.fail(f"Error reading byte array of {size} byte(s): only {self.remaining()} "
-                                f"byte(s) available.", size_at)
+                                f"byte(s) available", size_at)
             start, stop = self.pos, self.pos + size
             f = known.get(tag)
             if f is None:

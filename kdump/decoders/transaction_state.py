@@ -12,16 +12,12 @@ from typing import Any
 from . import coordinator
 
 SCHEMA_FILE = "transaction_state.json"
+STATUS = "transactionStatus"
 STATUS_NAME = "transactionStatusName"
-
-_table: coordinator.RecordTable | None = None
 
 
 def table() -> coordinator.RecordTable:
-    global _table
-    if _table is None:
-        _table = coordinator.RecordTable(SCHEMA_FILE)
-    return _table
+    return coordinator.record_table(SCHEMA_FILE)
 
 
 def status_name(status: int) -> str:
@@ -31,20 +27,15 @@ def status_name(status: int) -> str:
 def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     decoded = coordinator.decode(table(), key, value)
     txn = decoded["value"]
-    if txn is not None and "transactionStatus" in txn:
-        named: dict[str, Any] = {}
-        for name, field_value in txn.items():
-            named[name] = field_value
-            if name == "transactionStatus":
-                named[STATUS_NAME] = status_name(field_value)
-        decoded["value"] = named
+    if txn is not None and STATUS in txn:
+        decoded["value"] = coordinator.insert_after(txn, STATUS, STATUS_NAME, status_name(txn[STATUS]))
     return decoded
 
 
 def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
     txn = decoded["value"]
     if txn is not None and STATUS_NAME in txn:
-        decoded = {**decoded, "value": {k: v for k, v in txn.items() if k != STATUS_NAME}}
+        decoded = {**decoded, "value": coordinator.without(txn, STATUS_NAME)}
     return coordinator.text(decoded)
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kdump.decoders import cluster_metadata, consumer_offsets, transaction_state
+from kdump.decoders import cluster_metadata, consumer_offsets, share_group_state, transaction_state
 from kdump.decoders.kraft_control import decode_control_value
 from kdump.decoders.schema import load
 from kdump.errors import DecodeError
@@ -73,7 +73,7 @@ def _drop_default_tags(struct, version, flexible, data):
 
 def _all_messages():
     for filename in ("consumer_offsets.json", "transaction_state.json", "cluster_metadata.json",
-                     "kraft_control.json"):
+                     "kraft_control.json", "share_group_state.json"):
         for name, message in load(filename).messages.items():
             for version in range(message.lowest, message.highest + 1):
                 yield pytest.param(message, version, id=f"{name}-v{version}")
@@ -128,6 +128,17 @@ def test_transactions_random_bytes(key, value, version, body):
                                   kafka_wire.i16(version) + body)
     if decoded is not None:
         transaction_state.text(decoded)
+
+
+@SETTINGS
+@given(key=MAYBE_BYTES, value=MAYBE_BYTES, type_id=st.integers(-1, 2), key_body=st.binary(max_size=40),
+       body=st.binary(max_size=120))
+def test_share_state_random_bytes(key, value, type_id, key_body, body):
+    _only_decode_errors(share_group_state.decode, key, value)
+    decoded = _only_decode_errors(share_group_state.decode, kafka_wire.i16(type_id) + key_body,
+                                  kafka_wire.i16(0) + body)
+    if decoded is not None:
+        share_group_state.text(decoded)
 
 
 @SETTINGS

@@ -132,17 +132,20 @@ def test_bytes_render_as_standard_base64():
 
 
 def test_schema_files_load_and_are_cached():
-    for name in ("consumer_offsets.json", "transaction_state.json", "cluster_metadata.json", "kraft_control.json"):
+    for name in ("consumer_offsets.json", "transaction_state.json", "cluster_metadata.json", "kraft_control.json",
+                 "share_group_state.json"):
         assert load(name) is load(name) and load(name).messages
 
 
 def test_registry():
     assert INTERNAL_DECODERS == {"offsets": "kdump.decoders.consumer_offsets",
                                  "transaction-log": "kdump.decoders.transaction_state",
-                                 "cluster-metadata": "kdump.decoders.cluster_metadata"}
+                                 "cluster-metadata": "kdump.decoders.cluster_metadata",
+                                 "share-group-state": "kdump.decoders.share_group_state"}
     assert for_topic("__consumer_offsets") == "offsets"
     assert for_topic("__transaction_state") == "transaction-log"
     assert for_topic("__cluster_metadata") == "cluster-metadata"
+    assert for_topic("__share_group_state") == "share-group-state"
     assert for_topic("orders") is None
     import importlib
     for module in INTERNAL_DECODERS.values():
