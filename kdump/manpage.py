@@ -45,7 +45,8 @@ for it keep working; control characters inside keys and values are escaped so ea
 on one line. \\fB--json\\fR writes one object per batch (records inside) with exact bytes.
 .PP
 Internal topics are decoded automatically from the partition directory name
-(__consumer_offsets, __transaction_state, __cluster_metadata) or with the decoder flags.
+(__consumer_offsets, __transaction_state, __cluster_metadata, __remote_log_metadata,
+__share_group_state) or with the decoder flags.
 Offset and time filters seek with the .index and .timeindex when they pass a sanity check.
 Damage does not stop the dump: everything that decodes is shown, then one error line per
 problem with the file and byte position.""",

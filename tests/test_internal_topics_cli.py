@@ -148,3 +148,95 @@ def test_share_group_state_dump(tmp_path):
     assert first["decoded"]["type"] == "SHARE_UPDATE"
     assert first["decoded"]["value"]["stateBatches"][0]["deliveryStateName"] == "Acknowledged"
     assert "decode_error" in bad and "decoded" not in bad
+
+
+# -- __remote_log_metadata (KIP-405 tiered storage) ------------------------------------------
+
+TOPIC_ID = bytes(range(16))             # AAECAwQFBgcICQoLDA0ODw
+SEGMENT_ID = bytes(range(16, 32))       # EBESExQVFhcYGRobHB0eHw
+TIP_TEXT = '{"name":"foo","id":"AAECAwQFBgcICQoLDA0ODw","partition":0}'
+
+
+def _remote_frame(api_key: int, body: bytes) -> bytes:
+    return uvarint(1) + uvarint(api_key) + uvarint(0) + body
+
+
+def _topic_id_partition() -> bytes:
+    return uvarint(4) + b"foo" + TOPIC_ID + (0).to_bytes(4, "big") + b"\x00"
+
+
+def _partition_delete() -> bytes:
+    """RemotePartitionDeleteMetadata v0: foo-0, brokerId 0, eventTimestampMs 0, DELETE_PARTITION_MARKED."""
+    return _remote_frame(2, _topic_id_partition() + (0).to_bytes(4, "big") + (0).to_bytes(8, "big") + b"\x00\x00")
+
+
+def _segment_update() -> bytes:
+    """RemoteLogSegmentMetadataUpdate v0 with custom metadata 00 01 02 03, COPY_SEGMENT_FINISHED."""
+    body = (_topic_id_partition() + SEGMENT_ID + b"\x00" + (0).to_bytes(4, "big") + (0).to_bytes(8, "big")
+            + uvarint(5) + bytes([0, 1, 2, 3]) + b"\x01" + b"\x00")
+    return _remote_frame(1, body)
+
+
+DELETE_TEXT = ('{"type":"REMOTE_PARTITION_DELETE_METADATA_RECORD","version":0,"data":{"topicIdPartition":%s,'
+               '"brokerId":0,"eventTimestampMs":0,"remotePartitionDeleteState":0}}' % TIP_TEXT)
+
+
+def test_remote_log_metadata_dump(tmp_path):
+    """DumpLogSegmentsTest's --remote-log-metadata-decoder cases: records in one and in several
+    batches, a corrupted value among them (an error line, and the dump goes on)."""
+    seg = write_segment(tmp_path / "__remote_log_metadata-0", [
+        build.build_v2_batch([(0, NOW, None, _segment_update()), (1, NOW, None, _partition_delete())]),
+        build.build_v2_batch([(0, NOW, None, b"corrupted")], base_offset=2),
+        build.build_v2_batch([(0, NOW, None, _partition_delete())], base_offset=3)])
+    r = run_kdump("dump", seg, "--data")                  # decoder chosen from the directory name
+    assert r.code == 0, r.err
+    assert "Log starting offset: 0" in r.out
+    assert r.out.count("baseOffset:") == 3
+    lines = [x for x in r.out.splitlines() if x.startswith("| offset:")]
+    assert len(lines) == 4
+    assert lines[0].endswith(
+        ' payload: {"type":"REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD","version":0,"data":{"remoteLogSegmentId":'
+        '{"topicIdPartition":%s,"id":"EBESExQVFhcYGRobHB0eHw"},"brokerId":0,"eventTimestampMs":0,'
+        '"customMetadata":"AAECAw==","remoteLogSegmentState":1}}' % TIP_TEXT)
+    assert lines[1].endswith(" payload: " + DELETE_TEXT) and lines[3].endswith(" payload: " + DELETE_TEXT)
+    # no key: the error is the payload, worded "Error at offset N" as DumpLogSegments does for this topic
+    assert lines[2].endswith(" payload: Error at offset 2, skipping. Could not deserialize metadata record due to "
+                             "unknown frame version 99 (only frame version 1 is supported)")
+    assert " key:" not in r.out
+    js = [json.loads(x) for x in run_kdump("dump", seg, "--data", "--json").out.splitlines()]
+    update, delete = js[0]["records"]
+    assert update["decoded"]["type"] == "REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD"
+    assert update["decoded"]["value"]["remoteLogSegmentStateName"] == "COPY_SEGMENT_FINISHED"
+    assert update["decoded"]["value"]["customMetadata"] == "AAECAw=="
+    assert delete["decoded"]["value"]["remotePartitionDeleteStateName"] == "DELETE_PARTITION_MARKED"
+    bad = js[1]["records"][0]
+    assert "decoded" not in bad and "unknown frame version 99" in bad["decode_error"]
+    assert js[2]["records"][0]["decoded"]["type_id"] == 2
+    r = run_kdump("dump", seg, "--remote-log-metadata-decoder", "--skip-record-metadata")
+    assert r.out.count("REMOTE_PARTITION_DELETE_METADATA_RECORD") == 2 and "skipping" in r.out
+
+
+def test_remote_log_metadata_flag_and_precedence(tmp_path):
+    plain = write_segment(tmp_path / "elsewhere-0", [build.build_v2_batch([(0, NOW, None, _partition_delete())])])
+    assert "REMOTE_PARTITION" not in run_kdump("dump", plain, "--data").out
+    r = run_kdump("dump", plain, "--remote-log-metadata-decoder")      # implies --data
+    assert r.code == 0 and r.out.rstrip().endswith(" payload: " + DELETE_TEXT)
+    # DumpLogSegments' order: offsets > transaction-log > cluster-metadata > remote-log-metadata > share-group-state
+    both = run_kdump("dump", plain, "--remote-log-metadata-decoder", "--share-group-state-decoder").out
+    assert both.rstrip().endswith(" payload: " + DELETE_TEXT)
+    cm = run_kdump("dump", plain, "--cluster-metadata-decoder", "--remote-log-metadata-decoder").out
+    assert " payload: Error at 0, skipping. Failed to deserialize record with type 2" in cm
+
+
+def test_remote_log_metadata_non_zero_starting_offset_and_empty(tmp_path):
+    """DumpLogSegmentsTest: testDumpRemoteLogMetadataNonZeroStartingOffset and ...Empty."""
+    part = tmp_path / "__remote_log_metadata-7"
+    write_segment(part, [], base_offset=0)
+    second = write_segment(part, [build.build_v2_batch([(0, NOW, None, _partition_delete())], base_offset=1)],
+                           base_offset=1)
+    r = run_kdump("dump", second, "--remote-log-metadata-decoder")
+    assert r.code == 0 and "Log starting offset: 1" in r.out
+    assert r.out.count("baseOffset:") == 1 and r.out.count("payload:") == 1 and DELETE_TEXT in r.out
+    empty = run_kdump("dump", part / f"{0:020d}.log", "--remote-log-metadata-decoder")
+    assert empty.code == 0 and "Log starting offset: 0" in empty.out
+    assert "baseOffset:" not in empty.out and "payload:" not in empty.out

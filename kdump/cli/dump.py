@@ -14,8 +14,11 @@ from ..render.payload import PayloadView
 from ..segment import file_size
 from .options import Output, output_options, paths_argument
 
+# DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
-                  ("cluster_metadata_decoder", "cluster-metadata"), ("share_group_state_decoder", "share-group-state"))
+                  ("cluster_metadata_decoder", "cluster-metadata"),
+                  ("remote_log_metadata_decoder", "remote-log-metadata"),
+                  ("share_group_state_decoder", "share-group-state"))
 
 
 def parse_time(value: str | None) -> int | None:
@@ -50,6 +53,8 @@ def parse_time(value: str | None) -> int | None:
 @click.option("--offsets-decoder", is_flag=True, help="Decode records as __consumer_offsets records.")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode records as __transaction_state records.")
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode records as KRaft metadata records.")
+@click.option("--remote-log-metadata-decoder", is_flag=True,
+              help="Decode records as __remote_log_metadata (tiered storage) records.")
 @click.option("--share-group-state-decoder", is_flag=True, help="Decode records as __share_group_state records.")
 @click.option("--no-auto-decode", is_flag=True,
               help="Do not pick internal-topic decoders from the partition directory name.")
@@ -62,8 +67,8 @@ def parse_time(value: str | None) -> int | None:
               help="Read only the first N bytes of each file (whole batches only).")
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
-         cluster_metadata_decoder, share_group_state_decoder, no_auto_decode, skip_record_metadata, start_offset, end_offset, start_time,
-         end_time, max_bytes, json_flag, fmt, color, quiet):
+         cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
+         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, json_flag, fmt, color, quiet):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -72,7 +77,9 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     --json writes one JSON object per batch.
     """
     flags = {"offsets_decoder": offsets_decoder, "transaction_log_decoder": transaction_log_decoder,
-             "cluster_metadata_decoder": cluster_metadata_decoder, "share_group_state_decoder": share_group_state_decoder}
+             "cluster_metadata_decoder": cluster_metadata_decoder,
+             "remote_log_metadata_decoder": remote_log_metadata_decoder,
+             "share_group_state_decoder": share_group_state_decoder}
     internal = next((name for flag, name in INTERNAL_FLAGS if flags[flag]), None)
     if internal or key_decoder or value_decoder:
         data = True

@@ -11,6 +11,7 @@ INTERNAL_DECODERS = {
     "offsets": "kdump.decoders.consumer_offsets",
     "transaction-log": "kdump.decoders.transaction_state",
     "cluster-metadata": "kdump.decoders.cluster_metadata",
+    "remote-log-metadata": "kdump.decoders.remote_log_metadata",
     "share-group-state": "kdump.decoders.share_group_state",
 }
 
@@ -18,6 +19,7 @@ _TOPIC_DECODERS = {
     "__consumer_offsets": "offsets",
     "__transaction_state": "transaction-log",
     "__cluster_metadata": "cluster-metadata",
+    "__remote_log_metadata": "remote-log-metadata",
     "__share_group_state": "share-group-state",
 }
 

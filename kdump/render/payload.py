@@ -87,9 +87,9 @@ class PayloadView:
                 return self._internal_mod.text(self._internal_mod.decode(r.key, r.value))
             except KdumpError as e:
                 # DumpLogSegments' wording: in the key for coordinator records, in the payload
-                # for metadata records (which have no key).
+                # for keyless metadata-style records (the module says ERROR_IN_PAYLOAD).
                 line = self._internal_mod.error_text(e, r.offset)
-                if self.internal == "cluster-metadata":
+                if getattr(self._internal_mod, "ERROR_IN_PAYLOAD", False):
                     return None, line
                 return line, None
         return self._one_text(r.key, self._key_fn), self._one_text(r.value, self._value_fn)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kdump.decoders import cluster_metadata, consumer_offsets, share_group_state, transaction_state
+from kdump.decoders import cluster_metadata, consumer_offsets, remote_log_metadata, share_group_state, transaction_state
 from kdump.decoders.kraft_control import decode_control_value
 from kdump.decoders.schema import load
 from kdump.errors import DecodeError
@@ -73,7 +73,7 @@ def _drop_default_tags(struct, version, flexible, data):
 
 def _all_messages():
     for filename in ("consumer_offsets.json", "transaction_state.json", "cluster_metadata.json",
-                     "kraft_control.json", "share_group_state.json"):
+                     "kraft_control.json", "share_group_state.json", "remote_log_metadata.json"):
         for name, message in load(filename).messages.items():
             for version in range(message.lowest, message.highest + 1):
                 yield pytest.param(message, version, id=f"{name}-v{version}")
@@ -149,6 +149,36 @@ def test_metadata_random_bytes(value, api_key, version, body):
     decoded = _only_decode_errors(cluster_metadata.decode, None, framed)
     if decoded is not None:
         cluster_metadata.text(decoded)
+
+
+@SETTINGS
+@given(value=MAYBE_BYTES, api_key=st.integers(0, 5), version=st.integers(0, 2), body=st.binary(max_size=160))
+def test_remote_log_metadata_random_bytes(value, api_key, version, body):
+    _only_decode_errors(remote_log_metadata.decode, None, value)
+    framed = kafka_wire.uvarint(1) + kafka_wire.uvarint(api_key) + kafka_wire.uvarint(version) + body
+    decoded = _only_decode_errors(remote_log_metadata.decode, None, framed)
+    if decoded is not None:
+        remote_log_metadata.text(decoded)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), api_key=st.integers(0, 3), version=st.integers(0, 1))
+def test_remote_log_metadata_mutated_records(data, api_key, version):
+    """A valid remote-log record of each type, flipped, cut or extended: still only DecodeError."""
+    rtype = remote_log_metadata.types()[api_key]
+    value = data.draw(_struct_value(rtype.message.root, version, True))
+    raw = bytearray(kafka_wire.uvarint(1) + kafka_wire.uvarint(api_key) + kafka_wire.uvarint(version)
+                    + kafka_wire.encode(rtype.message, version, value))
+    action = data.draw(st.sampled_from(["flip", "cut", "extend"]))
+    if action == "flip":
+        raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+    elif action == "cut":
+        del raw[data.draw(st.integers(0, len(raw) - 1)):]
+    else:
+        raw += data.draw(st.binary(min_size=1, max_size=8))
+    decoded = _only_decode_errors(remote_log_metadata.decode, None, bytes(raw))
+    if decoded is not None:
+        remote_log_metadata.text(decoded)
 
 
 @SETTINGS

@@ -133,7 +133,7 @@ def test_bytes_render_as_standard_base64():
 
 def test_schema_files_load_and_are_cached():
     for name in ("consumer_offsets.json", "transaction_state.json", "cluster_metadata.json", "kraft_control.json",
-                 "share_group_state.json"):
+                 "share_group_state.json", "remote_log_metadata.json"):
         assert load(name) is load(name) and load(name).messages
 
 
@@ -141,16 +141,18 @@ def test_registry():
     assert INTERNAL_DECODERS == {"offsets": "kdump.decoders.consumer_offsets",
                                  "transaction-log": "kdump.decoders.transaction_state",
                                  "cluster-metadata": "kdump.decoders.cluster_metadata",
+                                 "remote-log-metadata": "kdump.decoders.remote_log_metadata",
                                  "share-group-state": "kdump.decoders.share_group_state"}
     assert for_topic("__consumer_offsets") == "offsets"
     assert for_topic("__transaction_state") == "transaction-log"
     assert for_topic("__cluster_metadata") == "cluster-metadata"
     assert for_topic("__share_group_state") == "share-group-state"
+    assert for_topic("__remote_log_metadata") == "remote-log-metadata"
     assert for_topic("orders") is None
     import importlib
     for module in INTERNAL_DECODERS.values():
         mod = importlib.import_module(module)
-        assert callable(mod.decode) and callable(mod.text)
+        assert callable(mod.decode) and callable(mod.text) and callable(mod.error_text)
 
 
 def test_dls22_style_null_array_message():
