@@ -4,6 +4,7 @@
  *   scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos)
  *   decode_v2_records(data, base_offset, base_timestamp, log_append_time,
  *                     base_sequence, count) -> list[Record] | None
+ *   decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time) -> list[Record] | None
  *   crc32c(data, value=0) -> int
  *   scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state)
  *       -> (new_pos, state) | None
@@ -110,47 +111,72 @@ sub_overflows(int64_t a, int64_t b, int64_t *out)
 /* ------------------------------------------------------------------------------------ */
 
 #define CRC32C_POLY 0x82F63B78u
+#define CRC32_POLY 0xEDB88320u     /* IEEE CRC-32 (zlib's), for legacy v0/v1 messages */
 
-static uint32_t crc_tab[8][256];
+typedef uint32_t crc_table[8][256];
+
+static crc_table crc_tab;          /* CRC-32C */
+static crc_table crc32_tab;        /* CRC-32 */
 
 static void
-crc_tables_init(void)
+crc_tables_fill(crc_table tab, uint32_t poly)
 {
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
         for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
-        crc_tab[0][n] = c;
+            c = (c & 1) ? (c >> 1) ^ poly : c >> 1;
+        tab[0][n] = c;
     }
     for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = crc_tab[0][n];
+        uint32_t c = tab[0][n];
         for (int t = 1; t < 8; t++) {
-            c = crc_tab[0][c & 0xFF] ^ (c >> 8);
-            crc_tab[t][n] = c;
+            c = tab[0][c & 0xFF] ^ (c >> 8);
+            tab[t][n] = c;
         }
     }
 }
 
-static uint32_t
-crc_sw(uint32_t crc, const unsigned char *p, size_t n)
+static void
+crc_tables_init(void)
+{
+    crc_tables_fill(crc_tab, CRC32C_POLY);
+    crc_tables_fill(crc32_tab, CRC32_POLY);
+}
+
+/* Slicing-by-8 over either table (raw register in and out). */
+static inline uint32_t
+crc_slice8(const crc_table tab, uint32_t crc, const unsigned char *p, size_t n)
 {
     while (n && ((uintptr_t)p & 7)) {
-        crc = crc_tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+        crc = tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
         n--;
     }
     while (n >= 8) {
         uint64_t w = le64(p) ^ (uint64_t)crc;
         uint32_t lo = (uint32_t)w, hi = (uint32_t)(w >> 32);
-        crc = crc_tab[7][lo & 0xFF] ^ crc_tab[6][(lo >> 8) & 0xFF] ^
-              crc_tab[5][(lo >> 16) & 0xFF] ^ crc_tab[4][lo >> 24] ^
-              crc_tab[3][hi & 0xFF] ^ crc_tab[2][(hi >> 8) & 0xFF] ^
-              crc_tab[1][(hi >> 16) & 0xFF] ^ crc_tab[0][hi >> 24];
+        crc = tab[7][lo & 0xFF] ^ tab[6][(lo >> 8) & 0xFF] ^
+              tab[5][(lo >> 16) & 0xFF] ^ tab[4][lo >> 24] ^
+              tab[3][hi & 0xFF] ^ tab[2][(hi >> 8) & 0xFF] ^
+              tab[1][(hi >> 16) & 0xFF] ^ tab[0][hi >> 24];
         p += 8;
         n -= 8;
     }
     while (n--)
-        crc = crc_tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+        crc = tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
     return crc;
+}
+
+static uint32_t
+crc_sw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    return crc_slice8(crc_tab, crc, p, n);
+}
+
+/* The IEEE CRC-32 of p[0:n], finished (what zlib.crc32(data) returns). */
+static inline uint32_t
+crc32_ieee(const unsigned char *p, size_t n)
+{
+    return ~crc_slice8(crc32_tab, 0xFFFFFFFFu, p, n);
 }
 
 #if KD_HAVE_SSE42
@@ -802,6 +828,173 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* decode_legacy_set                                                                     */
+/* ------------------------------------------------------------------------------------ */
+
+/*
+ * The inner message set of a decompressed v0/v1 wrapper as Records: legacy.py's
+ * _inner_messages after its decompress() call, check for check. Any malformation, and
+ * anything Python would turn into a big int, gives NULL with no exception set, and the
+ * Python code reruns to raise its precise error. A bad inner CRC is not a malformation:
+ * it is reported in the record's crc_valid, as Python does.
+ */
+
+#define LEGACY_OVERHEAD_V0 14
+#define LEGACY_OVERHEAD_V1 22
+
+static PyObject *
+decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
+              PyObject *log_append_ts)
+{
+    /* pass 1: framing, and the last inner offset (v1 offsets are relative to it) */
+    Py_ssize_t p = 0, n = 0;
+    int64_t last_inner = 0;
+    while (p < end) {
+        if (end - p < LOG_OVERHEAD)
+            return NULL;
+        int64_t size = (int32_t)be32(d + p + 8);
+        if (size < LEGACY_OVERHEAD_V0 || size > end - p - LOG_OVERHEAD)
+            return NULL;
+        last_inner = (int64_t)be64(d + p);
+        p += LOG_OVERHEAD + (Py_ssize_t)size;
+        n++;
+    }
+    if (n == 0)
+        return NULL;
+    int64_t base = 0;                  /* v0 inner offsets are absolute */
+    if (wrapper_magic >= 1 && wrapper_offset != 0) {    /* librdkafka's 0 means base 0 */
+        if (wrapper_offset < last_inner)
+            return NULL;
+        base = wrapper_offset - last_inner;
+    }
+    PyObject *list = PyList_New(n);
+    if (list == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *ts_types[3] = {NULL, NULL, NULL};       /* -1, 0, 1 */
+    for (int i = 0; i < 3; i++) {
+        ts_types[i] = PyLong_FromLong(i - 1);
+        if (ts_types[i] == NULL)
+            goto error;
+    }
+    p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t inner_offset = (int64_t)be64(d + p), offset;
+        Py_ssize_t mstart = p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + p + 8);
+        p = mend;
+        const unsigned char *m = d + mstart;
+        uint32_t crc = be32(m);
+        int magic = (int8_t)m[4], attributes = (int8_t)m[5];
+        if (magic != 0 && magic != 1)
+            goto malformed;
+        if (magic == 1 && mend - mstart < LEGACY_OVERHEAD_V1)
+            goto malformed;
+        if (attributes & 0x07)           /* inner messages must not be compressed */
+            goto malformed;
+        Py_ssize_t q = mstart + 6;
+        int64_t ts = -1;
+        int ts_type = -1;
+        if (magic == 1) {
+            ts = (int64_t)be64(d + q);
+            ts_type = (attributes & 0x08) ? 1 : 0;
+            q += 8;
+        }
+        int32_t klen, vlen;
+        if (mend - q < 4)
+            goto malformed;
+        klen = (int32_t)be32(d + q);
+        q += 4;
+        if (klen < -1 || (klen >= 0 && klen > mend - q))
+            goto malformed;
+        Py_ssize_t kstart = q;
+        if (klen > 0)
+            q += klen;
+        if (mend - q < 4)
+            goto malformed;
+        vlen = (int32_t)be32(d + q);
+        q += 4;
+        if (vlen < -1 || (vlen >= 0 && vlen > mend - q))
+            goto malformed;
+        Py_ssize_t vstart = q;
+        if (vlen > 0)
+            q += vlen;
+        if (q != mend)
+            goto malformed;
+        if (add_overflows(base, inner_offset, &offset))
+            goto malformed;
+        int crc_ok = crc32_ieee(m + 4, (size_t)(mend - mstart - 4)) == crc;
+        PyObject *items[RECORD_FIELDS];
+        items[0] = PyLong_FromLongLong(offset);
+        if (log_append_ts != NULL) {
+            items[1] = Py_NewRef(log_append_ts);
+            items[2] = Py_NewRef(ts_types[2]);
+        } else {
+            items[1] = PyLong_FromLongLong(ts);
+            items[2] = Py_NewRef(ts_types[ts_type + 1]);
+        }
+        items[3] = klen >= 0 ? PyBytes_FromStringAndSize((const char *)d + kstart, klen) : Py_NewRef(Py_None);
+        items[4] = vlen >= 0 ? PyBytes_FromStringAndSize((const char *)d + vstart, vlen) : Py_NewRef(Py_None);
+        items[5] = Py_NewRef(empty_tuple);
+        items[6] = PyLong_FromLong(-1);
+        items[7] = Py_NewRef(Py_None);
+        items[8] = PyLong_FromLong(magic);
+        items[9] = PyLong_FromUnsignedLong(crc);
+        items[10] = Py_NewRef(crc_ok ? Py_True : Py_False);
+        PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
+        if (rec == NULL)
+            goto error;
+        PyList_SET_ITEM(list, i, rec);
+    }
+    for (int i = 0; i < 3; i++)
+        Py_DECREF(ts_types[i]);
+    return list;
+
+malformed:
+error:
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(ts_types[i]);
+    Py_DECREF(list);
+    PyErr_Clear();          /* memory errors included: the Python decoder reruns */
+    return NULL;
+}
+
+static PyObject *
+kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time)");
+        return NULL;
+    }
+    if (RecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+        return NULL;
+    }
+    int64_t wrapper_offset, wrapper_magic;
+    PyObject *lat = args[3];
+    if (as_int64(args[1], &wrapper_offset) < 0 || as_int64(args[2], &wrapper_magic) < 0 ||
+        wrapper_magic < 0 || wrapper_magic > 1)
+        Py_RETURN_NONE;
+    if (lat == Py_None)
+        lat = NULL;
+    else if (!PyLong_Check(lat))
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *result = decode_legacy((const unsigned char *)view.buf, view.len, wrapper_offset,
+                                     (int)wrapper_magic, lat);
+    PyBuffer_Release(&view);
+    if (result == NULL)
+        Py_RETURN_NONE;
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* crc32c                                                                                */
 /* ------------------------------------------------------------------------------------ */
 
@@ -1094,9 +1287,10 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 /*
  * The NDJSON line of kdump/render/jsonout.py batch_line for the plain case (no decoders,
- * no records_error): a v2 batch and its non-control v2 records, payloads in base64, hex
- * or utf8. It returns None for anything else (legacy batches or records, control
- * records, values that are not exact ints or bytes, ints beyond int64), and jsonout's
+ * no records_error): a batch (v0, v1 or v2) and its non-control records, payloads in
+ * base64, hex or utf8. It returns None for anything else (control records, a wrapper
+ * whose base offset is unknown, values that are not exact ints or bytes, ints beyond
+ * int64), and jsonout's
  * Python code, the reference, writes that line instead.
  */
 
@@ -1369,8 +1563,9 @@ put_batch(outbuf *o, PyObject *batch)
         if (exact_i64(f[i], &v[i]) < 0)
             return 0;
     }
-    if (v[5] != 2 || (f[7] != Py_True && f[7] != Py_False))
+    if (v[5] < 0 || v[5] > 2 || (f[7] != Py_True && f[7] != Py_False))
         return 0;
+    int v2 = v[5] == 2;
     int64_t attributes = v[8];
     if (out_reserve(o, 1024) < 0)                 /* the fixed text plus 12 numbers */
         return -1;
@@ -1385,7 +1580,9 @@ put_batch(outbuf *o, PyObject *batch)
     PUT_LIT(o, ",\"compression\":\"");
     const char *codec = codec_names[attributes & 7];
     put_raw(o, codec, (Py_ssize_t)strlen(codec));
-    if (attributes & 0x08)
+    if (v[5] == 0)
+        PUT_LIT(o, "\",\"timestamp_type\":\"NoTimestampType\"");
+    else if (attributes & 0x08)
         PUT_LIT(o, "\",\"timestamp_type\":\"LogAppendTime\"");
     else
         PUT_LIT(o, "\",\"timestamp_type\":\"CreateTime\"");
@@ -1401,16 +1598,17 @@ put_batch(outbuf *o, PyObject *batch)
     put_i64(o, v[13]);
     PUT_LIT(o, ",\"base_sequence\":");
     put_i64(o, v[14]);
-    if (attributes & 0x10)
+    /* legacy messages have none of the v2 flags, whatever their attribute bits say */
+    if (v2 && (attributes & 0x10))
         PUT_LIT(o, ",\"is_transactional\":true");
     else
         PUT_LIT(o, ",\"is_transactional\":false");
-    if (attributes & 0x20)
+    if (v2 && (attributes & 0x20))
         PUT_LIT(o, ",\"is_control\":true");
     else
         PUT_LIT(o, ",\"is_control\":false");
     PUT_LIT(o, ",\"delete_horizon_ms\":");
-    if (attributes & 0x40)
+    if (v2 && (attributes & 0x40))
         put_i64(o, v[10]);
     else
         PUT_LIT(o, "null");
@@ -1424,10 +1622,13 @@ put_record(outbuf *o, PyObject *rec, int encoding)
     if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != RECORD_FIELDS)
         return 0;
     PyObject *const *f = &PyTuple_GET_ITEM(rec, 0);
-    int64_t offset, timestamp, sequence, magic;
+    int64_t offset, timestamp, sequence, magic, crc = 0;
     PyObject *key = f[3], *value = f[4], *headers = f[5];
     if (exact_i64(f[0], &offset) < 0 || exact_i64(f[1], &timestamp) < 0 || exact_i64(f[6], &sequence) < 0 ||
-        exact_i64(f[8], &magic) < 0 || magic < 2 || f[7] != Py_None)
+        exact_i64(f[8], &magic) < 0 || magic < 0 || magic > 2 || f[7] != Py_None)
+        return 0;
+    /* a legacy record also carries its own crc and crc_valid */
+    if (magic < 2 && (exact_i64(f[9], &crc) < 0 || (f[10] != Py_True && f[10] != Py_False)))
         return 0;
     if ((key != Py_None && !PyBytes_CheckExact(key)) || (value != Py_None && !PyBytes_CheckExact(value)))
         return 0;
@@ -1478,9 +1679,18 @@ put_record(outbuf *o, PyObject *rec, int encoding)
             return -1;
         PUT_LIT(o, "}");
     }
-    if (out_reserve(o, 2) < 0)
+    if (out_reserve(o, 48 + INT_CHARS) < 0)
         return -1;
-    PUT_LIT(o, "]}");
+    PUT_LIT(o, "]");
+    if (magic < 2) {
+        PUT_LIT(o, ",\"crc\":");
+        put_i64(o, crc);
+        if (f[10] == Py_True)
+            PUT_LIT(o, ",\"crc_valid\":true");
+        else
+            PUT_LIT(o, ",\"crc_valid\":false");
+    }
+    PUT_LIT(o, "}");
     return 1;
 }
 
@@ -1582,6 +1792,9 @@ static PyMethodDef kd_methods[] = {
     {"decode_v2_records", (PyCFunction)(void (*)(void))kd_decode_v2_records, METH_FASTCALL,
      "decode_v2_records(data, base_offset, base_timestamp, log_append_time, base_sequence, count) "
      "-> list of Record, or None if the data is malformed in any way."},
+    {"decode_legacy_set", (PyCFunction)(void (*)(void))kd_decode_legacy_set, METH_FASTCALL,
+     "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time) -> list of Record, or None "
+     "if the decompressed inner message set is malformed in any way."},
     {"scan_plain_run", (PyCFunction)(void (*)(void))kd_scan_plain_run, METH_FASTCALL,
      "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state) -> None | "
      "(new_pos, state): the recovery scanner's fast path over the plain v2 batches from pos on; "

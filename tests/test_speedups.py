@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 _speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
 
-from kdump.format import accel
+from kdump.format import accel, legacy
 from kdump.format import records as records_mod
 from kdump.format.batch import parse_v2
-from kdump.format.build import build_legacy_message, build_v2_batch, encode_v2_record
+from kdump.format.build import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record
 
@@ -59,15 +59,16 @@ class _Path:
         self.use_c = use_c
 
     def __enter__(self):
-        self.saved = accel.scan_v2, accel.decode_v2_records
+        self.saved = accel.scan_v2, accel.decode_v2_records, legacy._c_decode_set
         if self.use_c:
             accel.scan_v2, accel.decode_v2_records = _speedups.scan_v2, _speedups.decode_v2_records
+            legacy._c_decode_set = _speedups.decode_legacy_set
         else:
-            accel.scan_v2 = accel.decode_v2_records = None
+            accel.scan_v2 = accel.decode_v2_records = legacy._c_decode_set = None
         return self
 
     def __exit__(self, *exc) -> None:
-        accel.scan_v2, accel.decode_v2_records = self.saved
+        accel.scan_v2, accel.decode_v2_records, legacy._c_decode_set = self.saved
 
 
 def strict(x):
@@ -593,3 +594,57 @@ def test_init_checks_its_classes():
     with pytest.raises(TypeError):
         _speedups.init(Batch, dict)
     _speedups.init(Batch, Record)
+
+
+# -- decode_legacy_set: the inner message sets of v0/v1 wrappers --------------------------------
+
+@st.composite
+def legacy_wrappers(draw):
+    """A gzip wrapper whose inner set is well-formed, then perhaps damaged before compression."""
+    magic = draw(st.integers(0, 1))
+    n = draw(st.integers(1, 5))
+    first = draw(st.sampled_from([0, 7, 1 << 40, (1 << 63) - 10]))
+    inner = []
+    for i in range(n):
+        stored = first + i if magic == 0 else i * draw(st.sampled_from([1, 1, 2]))
+        inner_magic = draw(st.sampled_from([magic, magic, magic, 1 - magic]))
+        inner.append(build_legacy_message(stored, draw(_small_bytes), draw(_small_bytes), magic=inner_magic,
+                                          timestamp=draw(st.sampled_from([-1, 0, 5, (1 << 63) - 1])),
+                                          timestamp_type=draw(st.integers(0, 1)),
+                                          codec=draw(st.sampled_from([0, 0, 0, 0, 1]))))
+    data = bytearray(b"".join(inner))
+    for _ in range(draw(st.integers(0, 3))):
+        what = draw(st.sampled_from(["flip", "cut", "junk", "size"]))
+        if what == "flip" and data:
+            i = draw(st.integers(0, len(data) - 1))
+            data[i] ^= 1 << draw(st.integers(0, 7))
+        elif what == "cut":
+            del data[draw(st.integers(0, len(data))):]
+        elif what == "junk":
+            data += draw(st.binary(max_size=20))
+        elif what == "size" and len(data) >= 12:
+            data[8:12] = struct.pack(">i", draw(st.sampled_from([-1, 0, 13, 14, 22, 1 << 30])))
+    wrapper_offset = draw(st.sampled_from([0, 3, first + n - 1, (1 << 63) - 1]))
+    return build_legacy_wrapper([bytes(data)], magic=magic, codec=1, wrapper_offset=wrapper_offset,
+                                timestamp=draw(st.sampled_from([-1, 99])), timestamp_type=draw(st.integers(0, 1)))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(legacy_wrappers())
+def test_legacy_inner_sets_identical(buf):
+    both(buf)
+
+
+def test_legacy_inner_set_is_decoded_in_c():
+    inner = [(10 + i, 1000 + i, b"k%d" % i, None if i == 2 else b"v" * i) for i in range(4)]
+    buf = build_legacy_wrapper(inner, magic=1, codec=1)
+    data = legacy.decompress(1, legacy.Message(buf, 12, len(buf)).value, 1)
+    got = _speedups.decode_legacy_set(data, 13, 1, None)
+    assert strict(got) == both(buf)[4][0] and [r.offset for r in got] == [10, 11, 12, 13]
+    assert [type(r) for r in got] == [Record] * 4 and got[2].value is None
+    assert [r.timestamp_type for r in _speedups.decode_legacy_set(data, 13, 1, 77)] == [1] * 4
+    assert _speedups.decode_legacy_set(data, 2, 1, None) is None       # wrapper offset below the last relative
+    assert _speedups.decode_legacy_set(data[:-1], 13, 1, None) is None
+    assert _speedups.decode_legacy_set(b"", 13, 1, None) is None
+    assert _speedups.decode_legacy_set(data, 13, 2, None) is None
+    assert _speedups.decode_legacy_set(data, 1 << 64, 1, None) is None

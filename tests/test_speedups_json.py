@@ -2,7 +2,7 @@
 
 For a plain view (no decoders) the C function must return exactly the line
 ``jsonout.py_batch_line`` writes, for base64, hex and utf8, or None when it leaves the
-line to Python (legacy batches or records, control records, anything not an exact int
+line to Python (control records, a batch without a base offset, anything not an exact int
 within int64 or exact bytes). Inputs: every batch of every fixture segment, hypothesis
 records with arbitrary keys, values and headers, every short UTF-8 sequence (valid or
 not), and whole ``kdump dump --json`` runs with and without the C writer.
@@ -59,11 +59,14 @@ def _int64(x) -> bool:
 
 def c_writes(batch, records) -> bool:
     """Whether the C writer must take this line (else it must answer None)."""
-    if not all(_int64(v) for i, v in enumerate(batch) if i != 7) or batch[5] != 2 or type(batch[7]) is not bool:
+    if not all(_int64(v) for i, v in enumerate(batch) if i != 7) or batch[5] not in (0, 1, 2) \
+            or type(batch[7]) is not bool:
         return False
     for r in records or ():
         if not (_int64(r.offset) and _int64(r.timestamp) and _int64(r.sequence) and _int64(r.magic)
-                and r.magic >= 2 and r.control is None):
+                and 0 <= r.magic <= 2 and r.control is None):
+            return False
+        if r.magic < 2 and not (_int64(r.crc) and type(r.crc_valid) is bool):
             return False
         if any(type(x) is not bytes for x in (r.key, r.value) if x is not None):
             return False
@@ -100,7 +103,7 @@ def test_fixture_lines_are_identical(name):
             records = None
         for encoding in ENCODINGS:
             line = check(file_json, batch, records, encoding)
-            if batch.magic == 2 and all(r.control is None for r in records or ()):
+            if batch.base_offset is not None and all(r.control is None for r in records or ()):
                 assert _speedups.json_batch_line(file_json, batch, records, ENCODINGS[encoding]) is not None
             json.loads(line)
         check(file_json, batch, None, "base64")
@@ -128,14 +131,23 @@ def test_the_c_writer_takes_most_fixture_lines():
     assert taken > total // 2, (taken, total)
 
 
-def test_legacy_and_control_lines_are_left_to_python():
-    legacy = Batch(0, 5, 5, 1, 40, 1, 123, True, 0, -1, 7, 7, -1, -1, -1)
-    assert _speedups.json_batch_line("null", legacy, None, 0) is None
+def test_legacy_lines_are_written_in_c_control_lines_left_to_python():
+    for magic, attributes in ((0, 0), (1, 0), (1, 0x08), (1, 0x7F), (0, 0x7A)):
+        legacy = Batch(0, 5, 5, 1, 40, magic, 123, True, attributes, -1, 7, 7, -1, -1, -1)
+        old = Record(5, 7, 0, b"k", b"v", (), -1, None, magic, 99, False)
+        check("null", legacy, None, "base64", True)
+        check("null", legacy, [old, old._replace(crc_valid=True)], "hex", True)
+    # a wrapper whose inner set could not be read has no base offset: Python writes it
+    assert _speedups.json_batch_line("null", Batch(0, None, 5, None, 40, 1, 1, True, 1, -1, 7, 7, -1, -1, -1),
+                                     None, 0) is None
     v2 = Batch(0, 5, 5, 1, 80, 2, 123, True, 0x20, 3, 7, 7, 9, 1, -1)
     ctl = Record(5, 7, 0, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x01", (), -1, Control(1, 0, 1))
     assert _speedups.json_batch_line("null", v2, [ctl], 0) is None
     old = Record(5, 7, 0, b"k", b"v", (), -1, None, 1, 99, True)
-    assert _speedups.json_batch_line("null", v2, [old], 0) is None
+    for bad in (old._replace(crc=None), old._replace(crc=1 << 64), old._replace(crc_valid=1),
+                old._replace(magic=3), old._replace(magic=-1)):
+        assert _speedups.json_batch_line("null", v2, [bad], 0) is None, bad
+    check("null", v2, [old], "utf8", True)
     assert _speedups.json_batch_line("null", v2, None, 0) is not None
 
 
@@ -150,7 +162,8 @@ def test_unusual_values_are_left_to_python():
     for r in (rec._replace(key=bytearray(b"k")), rec._replace(value=memoryview(b"v")),
               rec._replace(headers=((b"h", b"x", b"y"),)), rec._replace(headers=[[b"h", b"x"]]),
               rec._replace(headers=((b"h", "x"),)), rec._replace(headers=(("h", b"x"),)),
-              rec._replace(offset=1 << 64), rec._replace(sequence=False), rec._replace(magic=0)):
+              rec._replace(offset=1 << 64), rec._replace(sequence=False), rec._replace(magic=0),
+              rec._replace(magic=3)):
         assert _speedups.json_batch_line("null", good, [r], 0) is None, r
         assert _speedups.json_batch_line("null", good, [rec, r], 2) is None, r
     # Headers as a list, records as a tuple: written as Python writes them.
@@ -173,15 +186,19 @@ _payload = st.one_of(st.none(), st.binary(max_size=40),
                      st.sampled_from([b"", b"\x00", b'"\\', b"\x7f\x80\xff", b"\xed\xa0\x80", b"\xf0\x9f\x98\x80",
                                       b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xc0\xaf", b"\t\n\r\x08\x0c\x1f"]))
 _i64 = st.one_of(st.integers(*INT64), st.sampled_from([0, -1, INT64[0], INT64[1]]))
-_record = st.builds(
+_record = st.one_of(st.builds(
     lambda offset, ts, key, value, headers, seq: Record(offset, ts, 0, key, value, tuple(headers), seq),
     _i64, _i64, _payload, _payload,
-    st.lists(st.tuples(_payload.map(lambda b: b if b is not None else b"k"), _payload), max_size=4), _i64)
+    st.lists(st.tuples(_payload.map(lambda b: b if b is not None else b"k"), _payload), max_size=4), _i64),
+    st.builds(lambda offset, ts, key, value, magic, crc, ok: Record(offset, ts, magic - 1, key, value, (), -1, None,
+                                                                    magic, crc, ok),
+              _i64, _i64, _payload, _payload, st.integers(0, 1), st.integers(0, (1 << 32) - 1), st.booleans()))
 _batch = st.builds(
-    lambda pos, base, delta, count, size, crc, ok, attributes, epoch, bts, mts, pid, pepoch, seq:
-        Batch(pos, base, base + delta, count, size, 2, crc, ok, attributes, epoch, bts, mts, pid, pepoch, seq),
+    lambda pos, base, delta, count, size, magic, crc, ok, attributes, epoch, bts, mts, pid, pepoch, seq:
+        Batch(pos, base, base + delta, count, size, magic, crc, ok, attributes, epoch, bts, mts, pid, pepoch, seq),
     st.integers(0, 1 << 40), st.integers(-(1 << 62), 1 << 62), st.integers(-(1 << 31), (1 << 31) - 1),
-    st.integers(-(1 << 31), (1 << 31) - 1), st.integers(61, 1 << 31), st.integers(0, (1 << 32) - 1), st.booleans(),
+    st.integers(-(1 << 31), (1 << 31) - 1), st.integers(26, 1 << 31), st.sampled_from([2, 2, 1, 0]),
+    st.integers(0, (1 << 32) - 1), st.booleans(),
     st.integers(-(1 << 15), (1 << 15) - 1), st.integers(-(1 << 31), (1 << 31) - 1), _i64, _i64, _i64,
     st.integers(-(1 << 15), (1 << 15) - 1), st.integers(-(1 << 31), (1 << 31) - 1))
 

@@ -13,6 +13,7 @@ import struct
 
 from ..errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
 from ..model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
+from . import accel
 from .codecs import DEFAULT_LIMITS, Limits, decompress
 from .crc import crc32
 
@@ -24,6 +25,9 @@ RECORD_OVERHEAD_V0 = 14                       # crc + magic + attributes + key l
 RECORD_OVERHEAD_V1 = 22
 CRC_SIZE = 4
 _batch_new = tuple.__new__
+# The C version of the inner-message loop below (None without the accelerator); it answers
+# None for anything malformed and this code, the reference, then raises the precise error.
+_c_decode_set = getattr(accel.speedups, "decode_legacy_set", None)
 
 
 def min_size(magic: int) -> int:
@@ -136,6 +140,11 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
     except CodecError as e:
         e.message = f"message at offset {wrapper_offset}: {e.message}"
         raise
+    log_append = wrapper.magic >= 1 and wrapper.timestamp_type == LOG_APPEND_TIME
+    if _c_decode_set is not None:
+        records = _c_decode_set(data, wrapper_offset, wrapper.magic, wrapper.timestamp if log_append else None)
+        if records is not None:
+            return records
     entries = []
     pos, end = 0, len(data)
     while pos < end:
@@ -163,7 +172,6 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
             base = wrapper_offset - last_relative
     else:
         base = 0                     # v0 inner offsets are absolute
-    log_append = wrapper.magic >= 1 and wrapper.timestamp_type == LOG_APPEND_TIME
     records = []
     for inner_offset, msg in entries:
         if log_append:
