@@ -17,9 +17,11 @@ ANSI = "\x1b["
 def test_table_view_exact_text(monkeypatch):
     """The Rich table on a fixed-width terminal, compared with a golden file."""
     monkeypatch.setenv("COLUMNS", "132")
-    r = run_kdump("dump", GENERATED / "headers-0", "--format", "table", "--data", "--color", "never")
+    # A relative path: the title is centred, so its length must not depend on the checkout's.
+    monkeypatch.chdir(GENERATED)
+    r = run_kdump("dump", "headers-0", "--format", "table", "--data", "--color", "never")
     assert r.code == 0
-    text = r.out.replace(str(GENERATED), "GENERATED")
+    text = r.out
     golden = ROOT / "tests" / "golden" / "table-headers.txt"
     if os.environ.get("KDUMP_UPDATE_GOLDEN"):
         golden.write_text(text)
