@@ -427,6 +427,7 @@ class _Scan:
         index_last, time_last = self.index_last, self.time_last
         plain_run = scan_plain_run
         buf, end = self.buf, self.end
+        follow = getattr(buf, "follow", None)     # a large mapping drops pages behind the scan
         batches = w
         while batches is not None:
             walker, batches = batches, None
@@ -483,6 +484,8 @@ class _Scan:
                         at, (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
                              time_last) = run
                         prev_last = lo
+                        if follow is not None:
+                            follow(at)
                     if at != start:
                         batches = Walker(buf, at, end, self.limits)
                         break

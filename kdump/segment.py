@@ -3,7 +3,7 @@
 Segments are mapped with ``mmap`` (ACCESS_READ): nothing is read until it is touched, a
 segment larger than 2 GiB works, and nothing kdump opens this way can be changed or
 resized. Opening never creates a file. Mapped pages count as the process's memory once
-touched, so large mappings are trimmed as they are read (``_Trimmer``).
+touched, so large mappings drop their pages behind sequential readers (``_SegmentMap``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import errno
 import mmap
 import os
 import re
-import threading
-import weakref
 from contextlib import contextmanager
 from collections.abc import Iterator
 
@@ -49,37 +47,30 @@ def strip_leftover(name: str) -> tuple[str, str | None]:
     return name, None
 
 
-# Mappings larger than this have their resident pages dropped every few milliseconds.
-# Readers walk a segment once, front to back; a page needed again comes back from the page
-# cache. Without this, walking a 4 GiB segment leaves 4 GiB resident in the process.
+# Mapped pages count as the process's memory once touched: walking a 4 GiB segment would
+# leave 4 GiB resident. Mappings larger than TRIM_ABOVE are a _SegmentMap, which sequential
+# readers (the Walker, the scanner) tell where they are; pages more than FOLLOW_BEHIND
+# bytes behind that position are dropped (MADV_DONTNEED). A page needed again comes back
+# from the page cache with a minor fault, so this bounds memory without changing results.
 TRIM_ABOVE = 64 << 20
-TRIM_INTERVAL = 0.005
+FOLLOW_BEHIND = 16 << 20
 
 
-class _Trimmer(threading.Thread):
-    """Drops the resident pages of a read-only mapping (MADV_DONTNEED) until stopped.
+class _SegmentMap(mmap.mmap):
+    """A read-only mapping of a large file that drops its pages behind a sequential reader."""
 
-    For a shared, read-only file mapping this only costs a minor fault when a page is
-    touched again. ``mmap.madvise`` holds the GIL, and ``MappedFile.close`` joins this
-    thread before unmapping, so it never advises memory that is no longer the file.
-    """
+    _dropped = 0              # [0, _dropped) has been advised away
 
-    def __init__(self, owner: MappedFile) -> None:
-        super().__init__(name="kdump-mmap-trim", daemon=True)
-        self._owner = weakref.ref(owner)        # a leaked MappedFile still gets collected
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(TRIM_INTERVAL):
-            owner = self._owner()
-            mm = owner._mm if owner is not None else None
-            del owner
-            if mm is None:
-                return
-            try:
-                mm.madvise(mmap.MADV_DONTNEED)
-            except (ValueError, OSError):       # closed meanwhile, or not supported
-                return
+    def follow(self, position: int) -> None:
+        """A sequential reader has reached ``position``; drop what lies well behind it."""
+        cut = (position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE
+        if cut <= self._dropped:
+            return
+        try:
+            self.madvise(mmap.MADV_DONTNEED, self._dropped, cut - self._dropped)
+        except (ValueError, OSError):     # closed, or not supported: memory is not trimmed
+            return
+        self._dropped = cut
 
 
 def _input_error(path: str, e: OSError) -> InputError:
@@ -94,7 +85,6 @@ class MappedFile:
     def __init__(self, path: str) -> None:
         self.path = path
         self._mm: mmap.mmap | None = None
-        self._trimmer: _Trimmer | None = None
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError as e:
@@ -107,11 +97,9 @@ class MappedFile:
             if st.st_size == 0:
                 self.buf: bytes | mmap.mmap = b""
             else:
-                self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+                big = st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
+                self._mm = (_SegmentMap if big else mmap.mmap)(fd, 0, access=mmap.ACCESS_READ)
                 self.buf = self._mm
-                if st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED"):
-                    self._trimmer = _Trimmer(self)
-                    self._trimmer.start()
         except OSError as e:
             raise _input_error(path, e) from None
         finally:
@@ -122,10 +110,6 @@ class MappedFile:
             self._mm.madvise(mmap.MADV_SEQUENTIAL)
 
     def close(self) -> None:
-        if self._trimmer is not None:
-            self._trimmer.stopped.set()
-            self._trimmer.join()
-            self._trimmer = None
         if self._mm is not None:
             try:
                 self._mm.close()

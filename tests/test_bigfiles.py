@@ -163,3 +163,60 @@ def test_the_c_scanner_is_called_on_bounded_spans(tmp_path, monkeypatch):
     with MappedFile(path) as m:
         assert sum(1 for _ in Walker(m.buf)) == 320
     assert max(spans) <= 64 * MiB, f"one call scanned {max(spans) / MiB:.0f} MiB"
+
+
+def _resident(path: str) -> int:
+    """Bytes of this process's mappings of ``path`` that are resident (Rss in /proc/self/smaps)."""
+    total = 0
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and not parts[0].endswith(":"):
+                inside = parts[-1] == path
+            elif inside and parts[0] == "Rss:":
+                total += int(parts[1]) * 1024
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc")
+def test_pages_behind_a_sequential_reader_are_dropped(tmp_path):
+    """Deterministic: after the walk reaches position p, at most FOLLOW_BEHIND (+ one step and
+    one C span ahead) of the mapping is resident, whatever the timing."""
+    from kdump.format.walk import FOLLOW_STEP, SCAN_SPAN, Walker
+    from kdump.segment import FOLLOW_BEHIND, TRIM_ABOVE, MappedFile
+
+    path = str(tmp_path / "00000000000000000000.log")
+    make_segment(path, 160 * MiB, MiB)
+    with MappedFile(path) as m:
+        assert m.size > TRIM_ABOVE and hasattr(m.buf, "follow")
+        peak = 0
+        for _ in Walker(m.buf):
+            peak = max(peak, _resident(path))
+        assert peak <= FOLLOW_BEHIND + FOLLOW_STEP + SCAN_SPAN + MiB, f"{peak / MiB:.0f} MiB resident"
+        m.buf.follow(m.size)
+        assert 0 < _resident(path) <= FOLLOW_BEHIND + MiB
+        # A page read again after it was dropped reads the same bytes (it comes back from the page cache).
+        with open(path, "rb") as f:
+            assert m.buf[:4096] == f.read(4096)
+
+
+def test_walker_and_scanner_report_their_position(tmp_path):
+    from kdump.format.walk import FOLLOW_STEP, Walker
+    from kdump.scan import scan_segment
+
+    path = str(tmp_path / "00000000000000000000.log")
+    make_segment(path, 96 * MiB, MiB)
+
+    class Followed(bytes):
+        def follow(self, position):
+            self.seen.append(position)
+
+    buf = Followed(open(path, "rb").read())
+    buf.seen = []
+    assert sum(1 for _ in Walker(buf)) == 96
+    assert buf.seen and buf.seen == sorted(buf.seen) and buf.seen[-1] <= len(buf)
+    assert all(b - a >= FOLLOW_STEP for a, b in zip(buf.seen, buf.seen[1:]))
+    buf.seen = []
+    assert scan_segment(buf).valid_bytes == len(buf)
+    assert buf.seen, "the scanner never reported its position"

@@ -35,6 +35,9 @@ SCAN_FIRST, SCAN_CHUNK = 4, 256
 # Bytes one C call may cover: the call holds the GIL and touches every page it crosses, so
 # a bound keeps memory (and the caller's chances to react) flat on segments of huge batches.
 SCAN_SPAN = 32 << 20
+# A buffer with a ``follow(position)`` method (kdump.segment's mapping of a large file)
+# is told how far the walk has come, every FOLLOW_STEP bytes or so, to drop pages behind.
+FOLLOW_STEP = 8 << 20
 
 
 class Walker:
@@ -60,8 +63,13 @@ class Walker:
         pos = self.start
         scan = accel.scan_v2
         chunk = SCAN_FIRST
+        follow = getattr(buf, "follow", None)
+        next_follow = pos + FOLLOW_STEP
         try:
             while pos < last_head:
+                if follow is not None and pos >= next_follow:
+                    follow(pos)
+                    next_follow = pos + FOLLOW_STEP
                 if scan is not None:
                     # The C scanner takes the run of well-formed v2 batches from here and
                     # stops before the first entry that needs judging, handled below.
