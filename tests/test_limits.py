@@ -280,3 +280,55 @@ def test_bombs_through_the_cli_are_findings(bomb_segment, command):
     # 64 MiB): three 1/4-1 GiB bombs never add up, and nothing near a gigabyte is held.
     assert rss_kib < (largest_limit >> 10) + 64 * 1024, \
         f"peak RSS {rss_kib / 1024:.0f} MiB, largest limit {largest_limit / MiB:.0f} MiB"
+
+
+# -- the --max-decompressed option ---------------------------------------------------------------
+
+def _megabyte_batches(tmp_path, codec):
+    from kdump.format.build import build_v2_batch
+
+    part = tmp_path / "big-0"
+    part.mkdir()
+    recs = [(i, 1_700_000_000_000, None, b"\0" * 1_000_000) for i in range(8)]    # 8 MB, a few KiB compressed
+    (part / "00000000000000000000.log").write_bytes(build_v2_batch(recs, codec=codec))
+    return part
+
+
+@pytest.mark.parametrize("codec", [GZIP, LZ4, ZSTD, SNAPPY])
+def test_max_decompressed_option(tmp_path, codec):
+    from kdumptest import run_kdump
+
+    part = _megabyte_batches(tmp_path, codec)
+    seg = str(part / "00000000000000000000.log")
+    ok = run_kdump("dump", part, "--records")
+    assert ok.code == 0 and ok.out.count("valueSize: 1000000") == 8
+    r = run_kdump("dump", part, "--records", "--max-decompressed", "1M")
+    assert r.code == 1 and "valueSize" not in r.out
+    assert r.err.startswith(f"kdump: error: {seg}:0: batch at offset 0: ") and "beyond 1048576 bytes" in r.err
+    v = run_kdump("verify", part, "--deep", "--json", "--max-decompressed", "4MiB")
+    report = json.loads(v.out)
+    assert v.code == 1 and report["status"] == "damaged"
+    assert [f["kind"] for f in report["findings"] if f["kind"] == "codec"] == ["codec"]
+    assert json.loads(run_kdump("verify", part, "--deep", "--json", "--max-decompressed", "16M").out)["status"] == "ok"
+
+
+def test_max_decompressed_sizes():
+    from kdump.cli.options import ByteSize, make_limits
+    from kdump.format.codecs import DEFAULT_LIMITS
+
+    conv = ByteSize().convert
+    assert [conv(v, None, None) for v in ("1048576", "512K", "64MiB", "2G", "3gb", " 7kib ")] == [
+        1 << 20, 512 << 10, 64 << 20, 2 << 30, 3 << 30, 7 << 10]
+    for bad in ("", "M", "1.5G", "-1", "10Q", "1e6"):
+        with pytest.raises(Exception):
+            conv(bad, None, None)
+    assert make_limits(DEFAULT_LIMITS.cap) is DEFAULT_LIMITS
+    small = make_limits(1 << 20)
+    assert small.for_input(10) == 1 << 20 and small.for_input(1 << 30) == 1 << 20
+
+
+def test_max_decompressed_rejects_nonsense():
+    from kdumptest import run_kdump
+
+    r = run_kdump("verify", "fixtures", "--max-decompressed", "lots")
+    assert r.code == 2 and r.err.startswith("kdump: error: Invalid value for '--max-decompressed': 'lots' is not a size")

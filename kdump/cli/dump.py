@@ -8,11 +8,12 @@ import click
 
 from ..decoders import basic
 from ..errors import ExitStatus, KdumpError, UsageError
+from ..format.codecs import DEFAULT_LIMITS, Limits
 from ..logdir import BATCH_KINDS, LogFile, expand
 from ..reader import Filters, SegmentReader
 from ..render.payload import PayloadView
 from ..segment import file_size
-from .options import Output, output_options, paths_argument
+from .options import Output, limits_option, make_limits, output_options, paths_argument
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -65,10 +66,12 @@ def parse_time(value: str | None) -> int | None:
 @click.option("--end-time", help="Latest timestamp to show (inclusive).")
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
+@limits_option
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
-         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, json_flag, fmt, color, quiet):
+         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed, json_flag, fmt,
+         color, quiet):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -88,7 +91,8 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     filters = Filters(start_offset, end_offset, parse_time(start_time), parse_time(end_time), max_bytes)
     out = Output(json_flag, fmt, color, quiet)
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
-    return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode)
+    return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
+                    limits=make_limits(max_decompressed))
 
 
 def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool):
@@ -128,7 +132,7 @@ def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
 
 
 def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, filters: Filters,
-             skip_metadata: bool = False, auto_decode: bool = True) -> int:
+             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS) -> int:
     status = ExitStatus.OK
     files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
     for path in paths:
@@ -159,7 +163,7 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                 try:
                     if f.kind in BATCH_KINDS:
                         status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
-                                                           records, filters, out, progress))
+                                                           records, filters, out, progress, limits))
                     else:
                         status = max(status, _dump_side(f, renderer, view, out))
                 except KdumpError as e:
@@ -181,10 +185,10 @@ def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:
 
 
 def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filters: Filters, out: Output,
-                  progress=None) -> int:
+                  progress=None, limits: Limits = DEFAULT_LIMITS) -> int:
     status = ExitStatus.OK
     renderer.begin_file(f, view)
-    reader = SegmentReader(f, filters, records)
+    reader = SegmentReader(f, filters, records, limits)
     problems: list[KdumpError] = []
     n = 0
     for it in reader:

@@ -10,6 +10,42 @@ from typing import Any
 import click
 
 FORMATS = ("text", "table", "json")
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+class ByteSize(click.ParamType):
+    """A byte count: ``1048576``, ``512K``, ``64MiB``, ``2G`` (binary units)."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        digits = text.rstrip("kmgib")
+        unit = text[len(digits):]
+        if not digits.isdigit() or unit not in _SIZE_UNITS:
+            self.fail(f"{value!r} is not a size (e.g. 1048576, 512K, 64MiB, 2G)", param, ctx)
+        return int(digits) * _SIZE_UNITS[unit]
+
+
+def limits_option(f: Callable) -> Callable:
+    """--max-decompressed: how far one compressed payload may expand (decompression bombs)."""
+    from ..format.codecs import DEFAULT_CAP
+
+    return click.option("--max-decompressed", type=ByteSize(), default=DEFAULT_CAP, show_default="1GiB",
+                        help="Refuse to expand one compressed payload beyond this size (a finding, not a "
+                             "crash); a payload may also expand at most 255x its compressed size, or 64MiB.")(f)
+
+
+def make_limits(max_decompressed: int):
+    """The decompression limits for ``--max-decompressed`` (the other bounds keep their defaults)."""
+    from ..format.codecs import DEFAULT_FLOOR, DEFAULT_LIMITS, DEFAULT_RATIO, Limits
+
+    if max_decompressed == DEFAULT_LIMITS.cap:
+        return DEFAULT_LIMITS
+    return Limits(ratio=DEFAULT_RATIO, floor=min(DEFAULT_FLOOR, max_decompressed), cap=max_decompressed)
 
 
 def output_options(f: Callable) -> Callable:

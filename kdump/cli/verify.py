@@ -10,7 +10,7 @@ import click
 from ..errors import ExitStatus, KdumpError, UsageError
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
-from .options import Output, output_options, paths_argument
+from .options import Output, limits_option, make_limits, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,9 +33,10 @@ from .options import Output, output_options, paths_argument
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
+@limits_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, json_flag, fmt, color,
-           quiet):
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, max_decompressed,
+           json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -54,28 +55,30 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     3 could not complete (unreadable file, codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
+    limits = make_limits(max_decompressed)
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
-        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out)
+        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits)
     if master:
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
-                      index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut)
+                      index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
+                      limits=limits)
 
 
-def _spark(paths, deep, max_message_size, index_interval_bytes, master, out) -> int:
+def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
     from ..spark.verify import run_verify as spark_verify
 
     return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
-                        index_interval_bytes=index_interval_bytes)
+                        index_interval_bytes=index_interval_bytes, limits=limits)
 
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False) -> int:
+               broker_cut: bool = False, limits=None) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
     from ..logdir import resolve
     from ..render.verify import change_line, summary_line, verify_renderer
@@ -83,6 +86,8 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut)
+    if limits is not None:
+        opts.limits = limits
     status = ExitStatus.OK
     files = []
     seen: set[str] = set()

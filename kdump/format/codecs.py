@@ -137,10 +137,11 @@ def _raw_snappy_length(block: bytes | memoryview) -> int:
 SNAPPY_MAX_EXPANSION = 24
 
 
-def _unsnappy_block(snappy, block, limit: int) -> bytes:
+def _unsnappy_block(snappy, block, limit: int, total_limit: int | None = None) -> bytes:
+    """One raw block, which may add at most ``limit`` bytes (of ``total_limit`` for the payload)."""
     declared = _raw_snappy_length(block)
     if declared > limit:
-        raise _too_big("snappy", limit)
+        raise _too_big("snappy", limit if total_limit is None else total_limit)
     if declared > SNAPPY_MAX_EXPANSION * len(block) + 16:
         raise CodecError(f"snappy block of {len(block)} bytes declares {declared} uncompressed bytes, "
                          f"more than it can hold")
@@ -174,7 +175,7 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
         pos += 4
         if n < 0 or n > end - pos:
             raise CodecError(f"snappy (xerial) chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
-        block = _unsnappy_block(snappy, memoryview(data)[pos:pos + n], limit - total)
+        block = _unsnappy_block(snappy, memoryview(data)[pos:pos + n], limit - total, limit)
         total += len(block)
         out.append(block)
         pos += n

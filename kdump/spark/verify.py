@@ -198,7 +198,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions) -> int:
 
 def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = None, *, out=None,
                deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> int:
+               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits=None) -> int:
     """``kdump verify --engine spark``: returns the exit status; output goes through ``out``."""
     from ..cli.options import Output
     from .session import check_requirements, get_session, owns_session
@@ -209,6 +209,8 @@ def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = N
     spark = get_session(master, conf)
     try:
         opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
+        if limits is not None:
+            opts.limits = limits
         return verify_spark(spark, list(paths), out, opts)
     finally:
         if owned:
