@@ -325,6 +325,18 @@ def test_max_decompressed_sizes():
     assert make_limits(DEFAULT_LIMITS.cap) is DEFAULT_LIMITS
     small = make_limits(1 << 20)
     assert small.for_input(10) == 1 << 20 and small.for_input(1 << 30) == 1 << 20
+    tight = make_limits(DEFAULT_LIMITS.cap, 2)
+    assert tight.for_input(100 << 20) == 200 << 20 and tight.for_input(1 << 20) == 64 << 20   # the floor
+    assert make_limits(DEFAULT_LIMITS.cap, DEFAULT_LIMITS.ratio) is DEFAULT_LIMITS
+
+
+def test_max_expansion_option(tmp_path):
+    from kdumptest import run_kdump
+
+    part = _megabyte_batches(tmp_path, GZIP)
+    assert run_kdump("verify", part, "--deep", "--max-expansion", "2", "-q").code == 0     # under the 64 MiB floor
+    r = run_kdump("dump", part, "--max-expansion", "0")
+    assert r.code == 2 and "--max-expansion" in r.err
 
 
 def test_max_decompressed_rejects_nonsense():

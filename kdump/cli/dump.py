@@ -70,8 +70,8 @@ def parse_time(value: str | None) -> int | None:
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
-         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed, json_flag, fmt,
-         color, quiet):
+         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
+         max_expansion, json_flag, fmt, color, quiet):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -92,7 +92,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     out = Output(json_flag, fmt, color, quiet)
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
-                    limits=make_limits(max_decompressed))
+                    limits=make_limits(max_decompressed, max_expansion))
 
 
 def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool):

@@ -31,21 +31,27 @@ class ByteSize(click.ParamType):
 
 
 def limits_option(f: Callable) -> Callable:
-    """--max-decompressed: how far one compressed payload may expand (decompression bombs)."""
-    from ..format.codecs import DEFAULT_CAP
+    """--max-decompressed / --max-expansion: how far one compressed payload may expand."""
+    from ..format.codecs import DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_RATIO
 
-    return click.option("--max-decompressed", type=ByteSize(), default=DEFAULT_CAP, show_default="1GiB",
-                        help="Refuse to expand one compressed payload beyond this size (a finding, not a "
-                             "crash); a payload may also expand at most 255x its compressed size, or 64MiB.")(f)
+    f = click.option("--max-expansion", type=click.IntRange(min=1), default=DEFAULT_RATIO, show_default=True,
+                     metavar="RATIO",
+                     help=f"Refuse a compressed payload that expands more than RATIO times its size (payloads "
+                          f"up to {DEFAULT_FLOOR >> 20}MiB, or --max-decompressed if lower, are always allowed).")(f)
+    f = click.option("--max-decompressed", type=ByteSize(), default=DEFAULT_CAP, show_default="1GiB",
+                     help="Refuse to expand one compressed payload beyond this size. Either limit gives a finding "
+                          "on the batch, never an allocation of that size.")(f)
+    return f
 
 
-def make_limits(max_decompressed: int):
-    """The decompression limits for ``--max-decompressed`` (the other bounds keep their defaults)."""
+def make_limits(max_decompressed: int, max_expansion: int | None = None):
+    """The decompression limits for --max-decompressed and --max-expansion."""
     from ..format.codecs import DEFAULT_FLOOR, DEFAULT_LIMITS, DEFAULT_RATIO, Limits
 
-    if max_decompressed == DEFAULT_LIMITS.cap:
+    ratio = DEFAULT_RATIO if max_expansion is None else max_expansion
+    if max_decompressed == DEFAULT_LIMITS.cap and ratio == DEFAULT_LIMITS.ratio:
         return DEFAULT_LIMITS
-    return Limits(ratio=DEFAULT_RATIO, floor=min(DEFAULT_FLOOR, max_decompressed), cap=max_decompressed)
+    return Limits(ratio=ratio, floor=min(DEFAULT_FLOOR, max_decompressed), cap=max_decompressed)
 
 
 def output_options(f: Callable) -> Callable:

@@ -36,7 +36,7 @@ from .options import Output, limits_option, make_limits, output_options, paths_a
 @limits_option
 @output_options
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, max_decompressed,
-           json_flag, fmt, color, quiet):
+           max_expansion, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -55,7 +55,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     3 could not complete (unreadable file, codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
-    limits = make_limits(max_decompressed)
+    limits = make_limits(max_decompressed, max_expansion)
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
