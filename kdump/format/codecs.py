@@ -68,9 +68,10 @@ def _gunzip(data: bytes, limit: int) -> bytes:
         if data[pos] == 0 and data.count(0, pos) == end - pos:
             break
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        # Input goes in growing windows: ``unused_data`` copies what follows a member, so
-        # handing over the whole rest would make many tiny members quadratic.
-        window = 1024
+        # The first member (usually the only one) gets all the input in one call; later ones
+        # get growing windows: ``unused_data`` copies what follows a member, so handing the
+        # whole rest to each of many tiny members would be quadratic.
+        window = end if pos == 0 else 1024
         piece = view[pos:pos + window]
         pos += len(piece)
         while True:

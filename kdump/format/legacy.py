@@ -89,7 +89,8 @@ def _read_bytes(data, pos: int, end: int, what: str) -> tuple[bytes | None, int]
 
 # The walker opens a wrapper to count it and the record decoder needs the same messages
 # right after: keep the last one so each wrapper is decompressed once.
-_last_inner: tuple[int, int, bytes | None, list[Record]] | None = None
+# The buffer itself is kept (not its id, which a later buffer could reuse).
+_last_inner: tuple[object, int, int, list[Record]] | None = None
 
 
 def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
@@ -107,7 +108,7 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
         try:
             inner = _inner_messages(msg, offset, limits)
             base_offset, count = inner[0].offset, len(inner)
-            _last_inner = (id(buf), pos, msg.value, inner)
+            _last_inner = (buf, pos, msg.crc, inner)
         except KdumpError:
             base_offset = count = None
     ts = msg.timestamp
@@ -118,15 +119,17 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
 def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """The message(s) of a legacy batch: itself, or the inner messages of a wrapper."""
     pos = batch.position
+    cached = _last_inner
+    # The walker has just opened this wrapper: same buffer, same place, same stored CRC.
+    if cached is not None and cached[0] is buf and cached[1] == pos and cached[2] == batch.crc \
+            and batch.attributes & 0x07:
+        return list(cached[3])
     try:
         offset, size = ENTRY_HEAD.unpack_from(buf, pos)
         msg = Message(buf, pos + 12, pos + 12 + size)
         if msg.codec == 0:
             return [Record(offset, msg.timestamp, msg.timestamp_type, msg.key, msg.value, (), -1, None,
                            msg.magic, msg.crc, msg.crc_valid)]
-        cached = _last_inner
-        if cached is not None and cached[1] == pos and cached[0] == id(buf) and cached[2] == msg.value:
-            return list(cached[3])
         return _inner_messages(msg, offset, limits)
     except KdumpError as e:
         raise e.located(position=pos) from None
