@@ -33,21 +33,41 @@ def start_line(path: str) -> str | None:
     return f"Log starting offset: {int(digits)}" if digits.isdigit() else None
 
 
+_V2_PARTS: dict[int, tuple[str, str, str]] = {}
+
+
+def _v2_parts(attributes: int) -> tuple[str, str, str]:
+    """The pieces of a v2 batch line fixed by its attributes, built once per value."""
+    parts = _V2_PARTS.get(attributes)
+    if parts is None:
+        flags = (f" isTransactional: {_BOOL[bool(attributes & 0x10)]} "
+                 f"isControl: {_BOOL[bool(attributes & 0x20)]} deleteHorizonMs: ")
+        ts_name = TIMESTAMP_TYPE_NAMES[1 if attributes & 0x08 else 0]
+        parts = _V2_PARTS[attributes] = (flags, f" {ts_name}: ", f" magic: 2 compresscodec: "
+                                         f"{compression_name(attributes & 7)} crc: ")
+    return parts
+
+
 def batch_line(b: Batch) -> str:
+    """The batch line (the hot path of a plain listing: the tuple is unpacked once)."""
+    (position, base_offset, last_offset, count, size, magic, crc, crc_valid, attributes, epoch,
+     base_ts, max_ts, producer_id, producer_epoch, base_sequence) = b
+    valid = _BOOL[crc_valid]
+    if magic >= 2:
+        flags, ts_part, codec_part = _v2_parts(attributes)
+        horizon_text = f"OptionalLong[{base_ts}]" if attributes & 0x40 else "OptionalLong.empty"
+        if base_sequence < 0 or base_offset is None:
+            last_sequence = -1
+        else:
+            last_sequence = (base_sequence + (last_offset - base_offset)) & 0x7FFFFFFF
+        return (f"baseOffset: {base_offset} lastOffset: {last_offset} count: {count} "
+                f"baseSequence: {base_sequence} lastSequence: {last_sequence} producerId: {producer_id} "
+                f"producerEpoch: {producer_epoch} partitionLeaderEpoch: {epoch}{flags}{horizon_text} "
+                f"position: {position}{ts_part}{max_ts} size: {size}{codec_part}{crc} isvalid: {valid}")
     ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
-    codec = compression_name(b.attributes & 7)
-    valid = _BOOL[b.crc_valid]
-    if b.magic >= 2:
-        horizon = b.delete_horizon_ms
-        horizon_text = "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]"
-        return (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.count} "
-                f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
-                f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
-                f"isTransactional: {_BOOL[b.is_transactional]} isControl: {_BOOL[b.is_control]} "
-                f"deleteHorizonMs: {horizon_text} position: {b.position} {ts_name}: {b.max_timestamp} "
-                f"size: {b.size} magic: {b.magic} compresscodec: {codec} crc: {b.crc} isvalid: {valid}")
-    return (f"offset: {b.last_offset} position: {b.position} {ts_name}: {b.max_timestamp} size: {b.size} "
-            f"magic: {b.magic} compresscodec: {codec} crc: {b.crc} isvalid: {valid}")
+    codec = compression_name(attributes & 7)
+    return (f"offset: {last_offset} position: {position} {ts_name}: {max_ts} size: {size} "
+            f"magic: {magic} compresscodec: {codec} crc: {crc} isvalid: {valid}")
 
 
 def control_text(c: Control) -> str:
