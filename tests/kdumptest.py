@@ -19,6 +19,15 @@ REAL = FIXTURES / "real"
 GENERATED = FIXTURES / "generated"
 
 
+def fixture_logs() -> list[str]:
+    """Every ``.log`` under fixtures/, as paths relative to it, in a stable order."""
+    out = []
+    for root, dirs, files in os.walk(FIXTURES):
+        dirs.sort()
+        out.extend(os.path.relpath(os.path.join(root, n), FIXTURES) for n in sorted(files) if n.endswith(".log"))
+    return out
+
+
 class Result(NamedTuple):
     code: int
     out: str

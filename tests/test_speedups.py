@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 _speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
 
+from kdumptest import fixture_logs
+
 from kdump.format import accel, legacy
 from kdump.format import records as records_mod
 from kdump.format.batch import parse_v2
@@ -36,17 +38,9 @@ FIXTURES = os.path.join(ROOT, "fixtures")
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def _fixture_logs() -> list[str]:
-    out = []
-    for root, dirs, files in os.walk(FIXTURES):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith(".log"):
-                out.append(os.path.relpath(os.path.join(root, name), FIXTURES))
-    return out
 
 
-LOGS = _fixture_logs()
+LOGS = fixture_logs()
 REAL_LOGS = [p for p in LOGS if p.startswith("real" + os.sep)]
 
 

@@ -11,7 +11,6 @@ not), and whole ``kdump dump --json`` runs with and without the C writer.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
@@ -25,6 +24,7 @@ _speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import FIXTURES, run_kdump  # noqa: E402
+from kdumptest import fixture_logs  # noqa: E402
 
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format import accel  # noqa: E402
@@ -42,15 +42,9 @@ FILE_JSONS = [jsonout.dumps("fixtures/x/00000000000000000000.log"), jsonout.dump
               jsonout.dumps('a "quoted" \\ path\n\x01'), "null"]
 
 
-def _fixture_logs() -> list[str]:
-    out = []
-    for root, dirs, files in os.walk(FIXTURES):
-        dirs.sort()
-        out.extend(os.path.relpath(os.path.join(root, n), FIXTURES) for n in sorted(files) if n.endswith(".log"))
-    return out
 
 
-LOGS = _fixture_logs()
+LOGS = fixture_logs()
 
 
 def _int64(x) -> bool:

@@ -26,6 +26,7 @@ _speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from kdumptest import fixture_logs  # noqa: E402
 from corruption import (FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset,  # noqa: E402
                         set_length, write_at)
 
@@ -47,15 +48,9 @@ INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
 
 
-def _fixture_logs() -> list[str]:
-    out = []
-    for root, dirs, files in os.walk(FIXTURES):
-        dirs.sort()
-        out.extend(os.path.relpath(os.path.join(root, n), FIXTURES) for n in sorted(files) if n.endswith(".log"))
-    return out
 
 
-LOGS = _fixture_logs()
+LOGS = fixture_logs()
 
 
 # -- running both paths -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ import os
 import click
 
 from ..errors import ExitStatus, KdumpError, UsageError
+from ..format.codecs import DEFAULT_LIMITS
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
 from .options import Output, limits_option, make_limits, output_options, paths_argument
@@ -85,9 +86,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     from . import error_line
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
-                         broker_cut=broker_cut)
-    if limits is not None:
-        opts.limits = limits
+                         broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
     status = ExitStatus.OK
     files = []
     seen: set[str] = set()

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from .. import logdir as K
 from ..crosscheck import FileReport, VerifyOptions, check_directory, summarize
 from ..errors import ExitStatus, KdumpError
+from ..format.codecs import DEFAULT_LIMITS
 from ..logdir import LogFile, resolve
 from ..model import Finding
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport
@@ -208,9 +209,8 @@ def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = N
     owned = owns_session()
     spark = get_session(master, conf)
     try:
-        opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
-        if limits is not None:
-            opts.limits = limits
+        opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
+                             limits=limits or DEFAULT_LIMITS)
         return verify_spark(spark, list(paths), out, opts)
     finally:
         if owned:
