@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import compileall
 import json
 import os
 import random
@@ -172,6 +173,9 @@ def main() -> None:
         print("kdump C accelerator:", "on" if accel.scan_v2 else "off")
     except ImportError:
         print("kdump C accelerator: not built")
+    # Start-up as from the second run on: where PYTHONDONTWRITEBYTECODE is set (some
+    # sandboxes set it), an editable install would otherwise compile kdump on every command.
+    compileall.compile_dir(str(ROOT / "kdump"), quiet=1)
     rows = []
     for name in names:
         seg = generate(args.data, name, args.quick)
