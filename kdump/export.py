@@ -589,7 +589,7 @@ def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
 
 
 def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS,
-                 max_bytes: int = DEFAULT_MAX_BYTES):
+                 max_bytes: int = DEFAULT_MAX_BYTES, limits: Limits = DEFAULT_LIMITS):
     """``json_items`` as Arrow batches (JSON_COLUMNS), for the Spark text writer."""
     import pyarrow as pa
 
@@ -605,7 +605,7 @@ def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), ma
             pa.repeat(pa.scalar(sl.segment, pa.string()), n), pa.array(lines, pa.string()),
             pa.array(flags, pa.bool_())], schema=schema)
 
-    for line, damage in json_items(sl, encoding, scope):
+    for line, damage in json_items(sl, encoding, scope, limits):
         lines.append(line)
         flags.append(damage is not None)
         size += len(line)
@@ -795,14 +795,14 @@ class ParquetSink:
 
 def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], scope: Scope = Scope(),
                   tally: _Tally | None = None, name: str = "part-00000.zstd.parquet",
-                  threads: bool = True) -> _Tally:
+                  threads: bool = True, limits: Limits = DEFAULT_LIMITS) -> _Tally:
     """Parquet files under ``out`` in hive directories by ``partition_by`` (zstd, ms timestamps)."""
     tally = tally or _Tally()
     os.makedirs(out, exist_ok=True)
     sink = ParquetSink(out, partition_by, name, threads)
     try:
         for sl in slices:
-            for batch in tally.batches(record_batches(sl, scope)):
+            for batch in tally.batches(record_batches(sl, scope, limits=limits)):
                 sink.write(sl, batch)
     finally:
         sink.close()
@@ -818,7 +818,8 @@ def _hive_dir(out: str, partition_by: tuple[str, ...], sl: Slice) -> str:
 
 
 def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], encoding: str = "base64",
-                 scope: Scope = Scope(), tally: _Tally | None = None, name: str = "part-00000.ndjson") -> _Tally:
+                 scope: Scope = Scope(), tally: _Tally | None = None, name: str = "part-00000.ndjson",
+                 limits: Limits = DEFAULT_LIMITS) -> _Tally:
     """One file called ``name`` per output directory; slices arrive grouped, so one file is open."""
     tally = tally or _Tally()
     os.makedirs(out, exist_ok=True)
@@ -836,7 +837,7 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
                 opened.add(directory)
                 current = directory
             write = fh.write
-            for line, damage in json_items(sl, encoding, scope):
+            for line, damage in json_items(sl, encoding, scope, limits):
                 write(line)
                 write("\n")
                 tally.rows += 1
@@ -854,10 +855,11 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
 def export_local(paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
-                 threads: bool = True) -> ExportResult:
+                 threads: bool = True, limits: Limits = DEFAULT_LIMITS) -> ExportResult:
     """Export in this process (no Spark): Parquet through pyarrow, or NDJSON.
 
     ``threads=False`` encodes Parquet in the decoding thread (one core), for comparisons.
+    ``limits`` bound decompression as in ``dump``: a payload beyond them is an error row.
     """
     started = time.monotonic()
     slices = plan(paths, split_bytes, scope)
@@ -870,16 +872,17 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
                 import pyarrow  # noqa: F401
             except ImportError:
                 raise KdumpError("Parquet export needs pyarrow", hint="pip install 'kdump[parquet]'") from None
-            tally = write_parquet(slices, out, partition_by, scope, threads=threads)
+            tally = write_parquet(slices, out, partition_by, scope, threads=threads, limits=limits)
         else:
-            tally = write_ndjson(slices, out, partition_by, encoding, scope)
+            tally = write_ndjson(slices, out, partition_by, encoding, scope, limits=limits)
     except OSError as e:
         raise WriteError(f"cannot write the export: {e.strerror or e}", file=out) from None
     return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors)
 
 
 def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by: tuple[str, ...],
-                encoding: str = "base64", scope: Scope = Scope(), threads: bool = False) -> tuple[int, int, list[str]]:
+                encoding: str = "base64", scope: Scope = Scope(), threads: bool = False,
+                limits: Limits = DEFAULT_LIMITS) -> tuple[int, int, list[str]]:
     """One Spark task of ``export --engine spark``: write these slices under ``out`` with this
     module's writers, into files named by the task number (so a retried task overwrites its
     own files and two tasks never share one). Returns (rows, error rows, first errors).
@@ -889,7 +892,8 @@ def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by
     """
     if fmt == "parquet":
         tally = write_parquet(slices, out, partition_by, scope, name=f"part-{task:05d}.zstd.parquet",
-                              threads=threads)
+                              threads=threads, limits=limits)
     else:
-        tally = write_ndjson(slices, out, partition_by, encoding, scope, name=f"part-{task:05d}.ndjson")
+        tally = write_ndjson(slices, out, partition_by, encoding, scope, name=f"part-{task:05d}.ndjson",
+                             limits=limits)
     return tally.rows, tally.error_rows, tally.errors

@@ -344,3 +344,17 @@ def test_max_decompressed_rejects_nonsense():
 
     r = run_kdump("verify", "fixtures", "--max-decompressed", "lots")
     assert r.code == 2 and r.err.startswith("kdump: error: Invalid value for '--max-decompressed': 'lots' is not a size")
+
+
+@pytest.mark.parametrize("fmt", ["ndjson", "parquet"])
+def test_export_max_decompressed_gives_error_rows(tmp_path, fmt):
+    from kdumptest import run_kdump
+
+    part = _megabyte_batches(tmp_path, ZSTD)
+    ok = run_kdump("export", part, "--out", tmp_path / "ok", "--format", fmt, "--json")
+    assert ok.code == 0 and json.loads(ok.out)["rows"] == 8 and json.loads(ok.out)["error_rows"] == 0
+    r = run_kdump("export", part, "--out", tmp_path / "cut", "--format", fmt, "--json", "--max-decompressed", "1M")
+    summary = json.loads(r.out)
+    assert r.code == 1 and summary["rows"] == 1 and summary["error_rows"] == 1
+    assert "beyond 1048576 bytes" in r.err and "valueSize" not in r.out
+    assert run_kdump("export", part, "--out", tmp_path / "x", "--max-expansion", "0").code == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import ExitStatus, UsageError
-from .options import paths_argument
+from .options import limits_option, make_limits, paths_argument
 
 
 def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
@@ -38,18 +38,20 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
               help="NDJSON: how keys, values and header values are written (utf8 replaces invalid bytes).")
 @click.option("--split-bytes", type=click.IntRange(min=0), default=32 << 20, show_default=True,
               help="Split segments larger than this at .index positions (0: one task per segment).")
+@limits_option
 @click.option("--overwrite", is_flag=True, help="Replace the output directory if it is not empty.")
 @click.option("--json", "json_flag", is_flag=True, help="Print a JSON summary object on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
-def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, overwrite, json_flag,
-           quiet):
+def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, max_decompressed,
+           max_expansion, overwrite, json_flag, quiet):
     """Export the records under PATHS to Parquet or NDJSON files in --out.
 
     One row per record: topic, partition, segment, file, position, base_offset, offset,
     timestamp, timestamp_type, key, value, headers, magic, compression, producer_id,
     producer_epoch, sequence, is_transactional, is_control, partition_leader_epoch,
     crc_valid and error. Damaged data becomes rows with an error message, never a failed
-    export; the exit status is then 1.
+    export; the exit status is then 1. So does a payload past --max-decompressed or
+    --max-expansion.
     """
     from ..export import parse_partition_by
 
@@ -58,7 +60,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         raise UsageError("--master, --conf and --writer apply to --engine spark only")
     columns = parse_partition_by(partition_by)
     options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
-               "overwrite": overwrite}
+               "overwrite": overwrite, "limits": make_limits(max_decompressed, max_expansion)}
     if engine == "spark":
         from ..spark.session import check_requirements
 

@@ -46,12 +46,9 @@ def limits_option(f: Callable) -> Callable:
 
 def make_limits(max_decompressed: int, max_expansion: int | None = None):
     """The decompression limits for --max-decompressed and --max-expansion."""
-    from ..format.codecs import DEFAULT_FLOOR, DEFAULT_LIMITS, DEFAULT_RATIO, Limits
+    from ..format.codecs import limits_for
 
-    ratio = DEFAULT_RATIO if max_expansion is None else max_expansion
-    if max_decompressed == DEFAULT_LIMITS.cap and ratio == DEFAULT_LIMITS.ratio:
-        return DEFAULT_LIMITS
-    return Limits(ratio=ratio, floor=min(DEFAULT_FLOOR, max_decompressed), cap=max_decompressed)
+    return limits_for(max_decompressed, max_expansion)
 
 
 def output_options(f: Callable) -> Callable:

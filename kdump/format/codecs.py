@@ -43,6 +43,16 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+def limits_for(max_decompressed: int = DEFAULT_CAP, max_expansion: int | None = None) -> Limits:
+    """The limits a user asked for (--max-decompressed / --max-expansion): at most
+    ``max_decompressed`` bytes and ``max_expansion`` times the compressed size, any payload
+    up to the floor (or ``max_decompressed`` if lower) allowed."""
+    ratio = DEFAULT_RATIO if max_expansion is None else max_expansion
+    if max_decompressed == DEFAULT_LIMITS.cap and ratio == DEFAULT_LIMITS.ratio:
+        return DEFAULT_LIMITS
+    return Limits(ratio=ratio, floor=min(DEFAULT_FLOOR, max_decompressed), cap=max_decompressed)
+
+
 def _missing(codec: str, package: str) -> UnsupportedCodecError:
     return UnsupportedCodecError(f"{codec} data needs the Python package '{package}', which is not installed",
                                  hint=f"pip install {package}")

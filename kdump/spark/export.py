@@ -20,6 +20,7 @@ import re
 import time
 
 from .. import export as core
+from ..format.codecs import DEFAULT_LIMITS, Limits
 
 WRITERS = ("arrow", "spark")
 
@@ -31,7 +32,7 @@ def is_uri(path: str) -> bool:
 def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = core.DEFAULT_SPLIT_BYTES, overwrite: bool = False,
-                 writer: str | None = None) -> core.ExportResult:
+                 writer: str | None = None, limits: Limits = DEFAULT_LIMITS) -> core.ExportResult:
     started = time.monotonic()
     writer = writer or ("spark" if is_uri(out) else "arrow")
     if writer not in WRITERS:
@@ -42,15 +43,16 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
         out = os.path.abspath(out)
         core.prepare_out(out, overwrite, paths)
     if writer == "arrow":
-        rows, errors, messages = _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes)
+        rows, errors, messages = _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, limits)
     else:
-        rows, errors, messages = _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, overwrite)
+        rows, errors, messages = _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, overwrite,
+                                               limits)
     return core.ExportResult(rows, errors, len(slices), time.monotonic() - started, messages)
 
 
 # -- writer "arrow": files written by the tasks ------------------------------------------------------
 
-def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes):
+def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, limits):
     sc = spark.sparkContext
     groups = core.pack(slices, split_bytes, sc.defaultParallelism)
     os.makedirs(out, exist_ok=True)
@@ -59,7 +61,7 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes):
     if groups:
         def task(item):
             number, group = item
-            return core.write_group(number, group, out, fmt, partition_by, encoding)
+            return core.write_group(number, group, out, fmt, partition_by, encoding, limits=limits)
 
         for r, e, m in sc.parallelize(list(enumerate(groups)), len(groups)).map(task).collect():
             rows += r
@@ -73,7 +75,7 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes):
 
 # -- writer "spark": Spark's DataFrame writer ------------------------------------------------------
 
-def _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, overwrite):
+def _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, overwrite, limits):
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -81,7 +83,8 @@ def _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, o
 
     register(spark)
     reader = (spark.read.format(RECORDS_FORMAT).option("splitBytes", str(split_bytes))
-              .option("minPartitions", str(spark.sparkContext.defaultParallelism)))
+              .option("minPartitions", str(spark.sparkContext.defaultParallelism))
+              .option("maxDecompressed", str(limits.cap)).option("maxExpansion", str(limits.ratio)))
     observation = Observation("kdump_export")
     mode = "overwrite" if overwrite or not is_uri(out) else "errorifexists"     # local: checked by prepare_out
     if fmt == "parquet":

@@ -13,6 +13,8 @@ Options (case-insensitive): ``path``/``paths`` (set by ``load``), ``splitBytes``
 (default 32 MiB; 0 = one task per file), ``minPartitions`` (default 2: small files are
 packed into at least this many tasks), ``maxRowsPerBatch``, ``maxBytesPerBatch``,
 ``json`` (kafka-log only: rows become NDJSON lines in this encoding: base64, hex, utf8),
+``maxDecompressed`` / ``maxExpansion`` (bytes / ratio: the decompression bounds of ``kdump
+dump --max-decompressed / --max-expansion``; a payload beyond them is an error row),
 ``pushdown`` ("false" gives a reader without ``pushFilters``, for sessions where
 ``spark.sql.python.filterPushdown.enabled`` is off: Spark rejects a reader that
 implements it then).
@@ -35,6 +37,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Great
                                     InputPartition, LessThan, LessThanOrEqual)
 
 from .. import export as core
+from ..format.codecs import DEFAULT_CAP, DEFAULT_RATIO, limits_for
 
 RECORDS_FORMAT = "kafka-log"
 BATCHES_FORMAT = "kafka-log-batches"
@@ -140,6 +143,8 @@ class _Reader(DataSourceReader):
         self.max_rows = _int_option(options, "maxRowsPerBatch", core.DEFAULT_MAX_ROWS)
         self.max_bytes = _int_option(options, "maxBytesPerBatch", core.DEFAULT_MAX_BYTES)
         self.min_partitions = _int_option(options, "minPartitions", 2)
+        self.limits = limits_for(_int_option(options, "maxDecompressed", DEFAULT_CAP),
+                                 _int_option(options, "maxExpansion", DEFAULT_RATIO))
         self.encoding = options.get("json")
         self.scope = core.Scope()
         # A user-given .schema(...) with fewer columns selects them (no other pruning exists).
@@ -186,8 +191,8 @@ class RecordReader(_Reader):
 
     def _batches(self, sl: core.Slice):
         if self.encoding:
-            return core.json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes)
-        return core.record_batches(sl, self.scope, self.max_rows, self.max_bytes)
+            return core.json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes, self.limits)
+        return core.record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits)
 
 
 class PushdownRecordReader(_PushdownMixin, RecordReader):

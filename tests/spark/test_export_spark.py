@@ -95,3 +95,25 @@ def test_cli_export_with_the_spark_engine(spark, tmp_path, big_dir):
     # A second run into the same directory is refused; --overwrite replaces it.
     code, _, err = run_cli("export", str(big_dir), "--out", str(tmp_path / "o"), "--engine", "spark")
     assert code == 2 and "not empty" in err
+
+
+def test_limits_reach_every_spark_writer(spark, tmp_path):
+    from kdump.format.build import build_v2_batch
+    from kdump.format.codecs import ZSTD, limits_for
+    from kdump.spark.export import export_spark
+
+    part = tmp_path / "big-0"
+    part.mkdir()
+    recs = [(i, 1_700_000_000_000, None, b"\0" * 1_000_000) for i in range(8)]      # 8 MB, a few KiB of zstd
+    (part / "00000000000000000000.log").write_bytes(build_v2_batch(recs, codec=ZSTD))
+    limits = limits_for(1 << 20)
+    local = core.export_local([str(part)], str(tmp_path / "local"), fmt="ndjson", limits=limits)
+    assert (local.rows, local.error_rows) == (1, 1) and "beyond 1048576 bytes" in local.errors[0]
+    for writer in ("arrow", "spark"):
+        for fmt in ("ndjson", "parquet"):
+            out = str(tmp_path / f"{writer}-{fmt}")
+            remote = export_spark(spark, [str(part)], out, fmt=fmt, writer=writer, limits=limits)
+            assert (remote.rows, remote.error_rows) == (1, 1), (writer, fmt)
+            assert "beyond 1048576 bytes" in remote.errors[0], (writer, fmt)
+    unlimited = export_spark(spark, [str(part)], str(tmp_path / "all"), fmt="ndjson", writer="spark")
+    assert (unlimited.rows, unlimited.error_rows) == (8, 0)
