@@ -17,7 +17,7 @@ def test_readme_starts_with_the_two_fresh_machine_commands():
     first = BLOCKS[0].strip().splitlines()
     assert len(first) == 2
     install_run, install_test = first
-    assert "pip install ." in install_run and "kdump dump fixtures/" in install_run
+    assert "pip install -e ." in install_run and "kdump dump fixtures/" in install_run
     assert "pip install -e '.[test" in install_test and "pytest" in install_test
     ci = (ROOT / ".ci" / "run").read_text()
     test_command = install_test.split("&&")[-1].strip().replace(".venv/bin/", "")
