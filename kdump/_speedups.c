@@ -431,6 +431,19 @@ kd_init(PyObject *self, PyObject *args)
 #define RECORD_BATCH_OVERHEAD 61
 #define ATTRIBUTES_OFFSET 21
 
+/* args[1..3] of the walking functions: pos, end, max_batches; -1 with an exception set. */
+static int
+span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches)
+{
+    Py_ssize_t *out[3] = {pos, end, max_batches};
+    for (int i = 0; i < 3; i++) {
+        *out[i] = PyLong_AsSsize_t(args[i + 1]);
+        if (*out[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -443,14 +456,8 @@ kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
         return NULL;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
-    if (end == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t max_batches = PyLong_AsSsize_t(args[3]);
-    if (max_batches == -1 && PyErr_Occurred())
+    Py_ssize_t pos, end, max_batches;
+    if (span_args(args, &pos, &end, &max_batches) < 0)
         return NULL;
 
     PyObject *list = PyList_New(0);
@@ -1102,14 +1109,8 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan_plain_run: epochs must be a list and state a tuple of 10");
         return NULL;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
-    if (end == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t max_batches = PyLong_AsSsize_t(args[3]);
-    if (max_batches == -1 && PyErr_Occurred())
+    Py_ssize_t pos, end, max_batches;
+    if (span_args(args, &pos, &end, &max_batches) < 0)
         return NULL;
 
     /* The state; any value outside int64 leaves everything to Python. */

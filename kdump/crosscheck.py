@@ -430,16 +430,6 @@ def _side_file(f: LogFile) -> list[Finding]:
 
 # -- index files against their segment -----------------------------------------------------------
 
-def side_index_findings(kind: str, data: bytes, log: LogFile, scan: ScanReport, opts: VerifyOptions,
-                        txn_expected: dict | None = None) -> list[Finding]:
-    base = log.base_offset or 0
-    if kind == K.INDEX:
-        return index_findings(log.path, base, scan, index=data, limits=opts.limits)[0]
-    if kind == K.TIMEINDEX:
-        return index_findings(log.path, base, scan, timeindex=data, limits=opts.limits)[1]
-    return txn_index_findings(data, base, scan, (txn_expected or {}).get(base, {}))
-
-
 def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | None = None,
                    timeindex: bytes | None = None, limits: Limits = DEFAULT_LIMITS) -> tuple[list[Finding],
                                                                                             list[Finding]]:

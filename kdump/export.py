@@ -29,7 +29,7 @@ from .format.codecs import DEFAULT_LIMITS, Limits
 from .logdir import BATCH_KINDS, LOG, LogFile, resolve
 from .model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
 from .reader import Filters, SegmentReader
-from .segment import MappedFile
+from .segment import MappedFile, file_size
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # slice size: ~1-2 s of decoding per task
 DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
@@ -183,7 +183,7 @@ def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Sc
         if live and not scope.overlaps(low, high):
             continue
         path = os.path.abspath(f.path)
-        size = _file_size(path)
+        size = file_size(path)
         pieces = _split(f, size, split_bytes) if live and split_bytes > 0 else [(0, None, None, None)]
         for start, end, slow, shigh in pieces:
             s_low = low if slow is None else slow
@@ -217,13 +217,6 @@ def pack(slices: list[Slice], target_bytes: int, min_groups: int = 1) -> list[li
     if current:
         groups.append(current)
     return groups
-
-
-def _file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _segment_upper_bounds(files: list[LogFile]) -> dict[str, int]:

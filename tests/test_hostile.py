@@ -144,33 +144,32 @@ def numbered_batches(n: int) -> bytes:
     return bytes(data)
 
 
-def test_cli_dump_records_is_linear_in_batches(tmp_path):
+def numbered_segment_maker(tmp_path):
+    """make(n): a partition directory's first segment of ``numbered_batches(n)``."""
     def make(n):
         path = tmp_path / f"p{n}" / "00000000000000000000.log"
         path.parent.mkdir()
         path.write_bytes(numbered_batches(n))
         return path
 
+    return make
+
+
+def test_cli_dump_records_is_linear_in_batches(tmp_path):
     def run(path):
         result = run_kdump("dump", "--records", "--data", "--json", str(path))
         assert result.code == 0, result.err
 
-    assert_linear(make, run, 16000, min_time=0.1)
+    assert_linear(numbered_segment_maker(tmp_path), run, 16000, min_time=0.1)
 
 
 def test_cli_verify_deep_is_linear_in_batches(tmp_path):
-    def make(n):
-        path = tmp_path / f"p{n}" / "00000000000000000000.log"
-        path.parent.mkdir()
-        path.write_bytes(numbered_batches(n))
-        return path
-
     def run(path):
         result = run_kdump("verify", "--deep", "--json", str(path))
         assert result.code in (0, 1) and "internal error" not in result.err, result.err
         assert json.loads(result.out)["records"] > 0
 
-    assert_linear(make, run, 64000, min_time=0.1)
+    assert_linear(numbered_segment_maker(tmp_path), run, 64000, min_time=0.1)
 
 
 # -- records ----------------------------------------------------------------------------------

@@ -313,8 +313,8 @@ def test_max_decompressed_option(tmp_path, codec):
 
 
 def test_max_decompressed_sizes():
-    from kdump.cli.options import ByteSize, make_limits
-    from kdump.format.codecs import DEFAULT_LIMITS
+    from kdump.cli.options import ByteSize
+    from kdump.format.codecs import DEFAULT_LIMITS, limits_for
 
     conv = ByteSize().convert
     assert [conv(v, None, None) for v in ("1048576", "512K", "64MiB", "2G", "3gb", " 7kib ")] == [
@@ -322,12 +322,12 @@ def test_max_decompressed_sizes():
     for bad in ("", "M", "1.5G", "-1", "10Q", "1e6"):
         with pytest.raises(Exception):
             conv(bad, None, None)
-    assert make_limits(DEFAULT_LIMITS.cap) is DEFAULT_LIMITS
-    small = make_limits(1 << 20)
+    assert limits_for(DEFAULT_LIMITS.cap) is DEFAULT_LIMITS
+    small = limits_for(1 << 20)
     assert small.for_input(10) == 1 << 20 and small.for_input(1 << 30) == 1 << 20
-    tight = make_limits(DEFAULT_LIMITS.cap, 2)
+    tight = limits_for(DEFAULT_LIMITS.cap, 2)
     assert tight.for_input(100 << 20) == 200 << 20 and tight.for_input(1 << 20) == 64 << 20   # the floor
-    assert make_limits(DEFAULT_LIMITS.cap, DEFAULT_LIMITS.ratio) is DEFAULT_LIMITS
+    assert limits_for(DEFAULT_LIMITS.cap, DEFAULT_LIMITS.ratio) is DEFAULT_LIMITS
 
 
 def test_max_expansion_option(tmp_path):

@@ -8,12 +8,12 @@ import click
 
 from ..decoders import basic
 from ..errors import ExitStatus, KdumpError, UsageError
-from ..format.codecs import DEFAULT_LIMITS, Limits
+from ..format.codecs import DEFAULT_LIMITS, Limits, limits_for
 from ..logdir import BATCH_KINDS, LogFile, expand
 from ..reader import Filters, SegmentReader
 from ..render.payload import PayloadView
 from ..segment import file_size
-from .options import Output, limits_option, make_limits, output_options, paths_argument
+from .options import Output, limits_option, output_options, paths_argument
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -92,7 +92,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     out = Output(json_flag, fmt, color, quiet)
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
-                    limits=make_limits(max_decompressed, max_expansion))
+                    limits=limits_for(max_decompressed, max_expansion))
 
 
 def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool):

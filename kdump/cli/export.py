@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from ..errors import ExitStatus, UsageError
-from .options import limits_option, make_limits, paths_argument
+from ..format.codecs import limits_for
+from .options import limits_option, paths_argument
 
 
 def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
@@ -60,7 +61,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         raise UsageError("--master, --conf and --writer apply to --engine spark only")
     columns = parse_partition_by(partition_by)
     options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
-               "overwrite": overwrite, "limits": make_limits(max_decompressed, max_expansion)}
+               "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion)}
     if engine == "spark":
         from ..spark.session import check_requirements
 

@@ -44,13 +44,6 @@ def limits_option(f: Callable) -> Callable:
     return f
 
 
-def make_limits(max_decompressed: int, max_expansion: int | None = None):
-    """The decompression limits for --max-decompressed and --max-expansion."""
-    from ..format.codecs import limits_for
-
-    return limits_for(max_decompressed, max_expansion)
-
-
 def output_options(f: Callable) -> Callable:
     """--json / --format / --color / --quiet, the same on every command."""
     f = click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")(f)

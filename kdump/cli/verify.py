@@ -8,10 +8,10 @@ import os
 import click
 
 from ..errors import ExitStatus, KdumpError, UsageError
-from ..format.codecs import DEFAULT_LIMITS
+from ..format.codecs import DEFAULT_LIMITS, limits_for
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
-from .options import Output, limits_option, make_limits, output_options, paths_argument
+from .options import Output, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,7 +56,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     3 could not complete (unreadable file, codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
-    limits = make_limits(max_decompressed, max_expansion)
+    limits = limits_for(max_decompressed, max_expansion)
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
@@ -81,38 +81,21 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
                broker_cut: bool = False, limits=None) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
-    from ..logdir import resolve
     from ..render.verify import change_line, summary_line, verify_renderer
     from . import error_line
+    from .progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
-    status = ExitStatus.OK
-    files = []
-    seen: set[str] = set()
-    for path in paths:
-        try:
-            found = resolve([path])
-        except KdumpError as e:
-            click.echo(error_line(e), err=True)
-            status = max(status, e.exit_code)
-            continue
-        for f in found:             # a file named twice is checked (and repaired) once
-            key = os.path.realpath(f.path)
-            if key not in seen:
-                seen.add(key)
-                files.append(f)
+    files, status = resolve_paths(paths)
     renderer = verify_renderer(out)
     reports = []
-    from .progress import Progress
-
-    total = sum(r for r in (file_size(f.path) for f in files))
     try:
-        with Progress.for_output(out, total, "verify") as progress:
+        with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
             for r in verify_files(files, opts):
                 renderer.file(r)
                 reports.append(_light(r))
-                status = max(status, _status(r.status))
+                status = max(status, report_status(r.status))
                 progress.file_done(r.size or 0)
     finally:
         renderer.finish()
@@ -134,7 +117,32 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     return int(status)
 
 
-def _status(s: str) -> ExitStatus:
+def resolve_paths(paths) -> tuple[list, ExitStatus]:
+    """The files under PATHS, each once (by real path: a file named twice is checked and
+    repaired once), and the exit status so far; a PATH that cannot be read is reported."""
+    from ..logdir import resolve
+    from . import error_line
+
+    status = ExitStatus.OK
+    files = []
+    seen: set[str] = set()
+    for path in paths:
+        try:
+            found = resolve([path])
+        except KdumpError as e:
+            click.echo(error_line(e), err=True)
+            status = max(status, e.exit_code)
+            continue
+        for f in found:
+            key = os.path.realpath(f.path)
+            if key not in seen:
+                seen.add(key)
+                files.append(f)
+    return files, status
+
+
+def report_status(s: str) -> ExitStatus:
+    """The exit status a file report's status gives."""
     return {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
 
 

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 
 from .. import logdir as K
 from ..crosscheck import FileReport, VerifyOptions, check_directory, summarize
-from ..errors import ExitStatus, KdumpError
 from ..format.codecs import DEFAULT_LIMITS
-from ..logdir import LogFile, resolve
+from ..logdir import LogFile
 from ..model import Finding
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport
 
@@ -158,24 +157,11 @@ def _with_spark_overlap(report: FileReport, overlap: Finding | None) -> FileRepo
 
 # -- the command ---------------------------------------------------------------------------------
 
-def _status(s: str) -> ExitStatus:
-    return {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
-
-
 def verify_spark(spark, paths, out, opts: VerifyOptions) -> int:
-    import click
-
-    from ..cli import error_line
+    from ..cli.verify import report_status, resolve_paths
     from ..render.verify import summary_line, verify_renderer
 
-    status = ExitStatus.OK
-    files: list[LogFile] = []
-    for path in paths:
-        try:
-            files.extend(resolve([path]))
-        except KdumpError as e:
-            click.echo(error_line(e), err=True)
-            status = max(status, e.exit_code)
+    files, status = resolve_paths(paths)
     groups = directory_groups(files)
     items = [(directory, f) for directory, requested in groups for f in segments_to_scan(directory, requested)]
     results, overlaps = scan_and_link(spark, items, opts)
@@ -190,7 +176,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions) -> int:
                 r = _with_spark_overlap(r, overlaps.get(r.file))
                 renderer.file(r)
                 reports.append(r)
-                status = max(status, _status(r.status))
+                status = max(status, report_status(r.status))
     finally:
         renderer.finish()
     out.note(summary_line(summarize(reports), None))

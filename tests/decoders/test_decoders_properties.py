@@ -141,24 +141,25 @@ def test_share_state_random_bytes(key, value, type_id, key_body, body):
         share_group_state.text(decoded)
 
 
+def _framed_random_bytes(module, value, api_key, version, body) -> None:
+    """Random bytes, then a valid frame (frame version, api key, version) around random ones."""
+    _only_decode_errors(module.decode, None, value)
+    framed = kafka_wire.uvarint(1) + kafka_wire.uvarint(api_key) + kafka_wire.uvarint(version) + body
+    decoded = _only_decode_errors(module.decode, None, framed)
+    if decoded is not None:
+        module.text(decoded)
+
+
 @SETTINGS
 @given(value=MAYBE_BYTES, api_key=st.integers(0, 31), version=st.integers(0, 4), body=st.binary(max_size=120))
 def test_metadata_random_bytes(value, api_key, version, body):
-    _only_decode_errors(cluster_metadata.decode, None, value)
-    framed = kafka_wire.uvarint(1) + kafka_wire.uvarint(api_key) + kafka_wire.uvarint(version) + body
-    decoded = _only_decode_errors(cluster_metadata.decode, None, framed)
-    if decoded is not None:
-        cluster_metadata.text(decoded)
+    _framed_random_bytes(cluster_metadata, value, api_key, version, body)
 
 
 @SETTINGS
 @given(value=MAYBE_BYTES, api_key=st.integers(0, 5), version=st.integers(0, 2), body=st.binary(max_size=160))
 def test_remote_log_metadata_random_bytes(value, api_key, version, body):
-    _only_decode_errors(remote_log_metadata.decode, None, value)
-    framed = kafka_wire.uvarint(1) + kafka_wire.uvarint(api_key) + kafka_wire.uvarint(version) + body
-    decoded = _only_decode_errors(remote_log_metadata.decode, None, framed)
-    if decoded is not None:
-        remote_log_metadata.text(decoded)
+    _framed_random_bytes(remote_log_metadata, value, api_key, version, body)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -57,3 +57,10 @@ def test_a_missing_path_is_reported_like_local(spark, tmp_path):
     (lcode, lout, lerr), (scode, sout, serr) = both(str(tmp_path / "nope"), str(GENERATED / "zstd-v2-0"))
     assert (scode, sout) == (lcode, lout) and lcode == 3
     assert "nope" in serr.splitlines()[0]
+
+
+def test_a_file_named_twice_is_checked_once_like_local(spark):
+    seg = str(GENERATED / "zstd-v2-0" / "00000000000000000000.log")
+    (lcode, lout, _), (scode, sout, _) = both(seg, str(GENERATED / "zstd-v2-0"), seg)
+    assert (scode, sout) == (lcode, lout) and lcode == 0
+    assert sum(f'"file":"{seg}"' in line for line in sout.splitlines()) == 1
