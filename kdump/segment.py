@@ -12,6 +12,7 @@ import errno
 import mmap
 import os
 import re
+import stat
 from contextlib import contextmanager
 from collections.abc import Iterator
 
@@ -79,20 +80,65 @@ def _input_error(path: str, e: OSError) -> InputError:
     return InputError(f"cannot read: {reason}", file=path)
 
 
+# A file truncated by another process while mapped (a broker truncating a follower's log)
+# makes a read past its new end raise SIGBUS. The CLI calls exit_on_sigbus(); from then
+# on every mapping is registered with the C accelerator, whose handler names the file
+# and the byte in one error line and exits with status 3 instead of "Bus error".
+_sigbus = {"wanted": False, "installed": False}
+
+
+def exit_on_sigbus() -> None:
+    """For the command line: a truncated mapped file ends the run with one located error line."""
+    _sigbus["wanted"] = True
+
+
+def _watch(mm: mmap.mmap, path: str) -> int | None:
+    if not _sigbus["wanted"]:
+        return None
+    from .format.accel import speedups
+
+    if speedups is None:
+        return None
+    if not _sigbus["installed"]:
+        _sigbus["installed"] = speedups.catch_sigbus()
+    return speedups.watch_mapping(mm, path)
+
+
+def _unwatch(slot: int | None) -> None:
+    if slot is not None:
+        from .format.accel import speedups
+
+        speedups.unwatch_mapping(slot)
+
+
+def open_regular(path: str) -> int:
+    """A read-only descriptor of ``path``, which must be a regular file. Opened without
+    blocking, then checked on the descriptor: opening a FIFO (or a tape, or a terminal)
+    named like a segment must not wait forever for a writer."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise _input_error(path, e) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError("not a regular file", file=path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class MappedFile:
     """A read-only view of a whole file: ``.buf`` supports slicing, ``len`` and buffer access."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._mm: mmap.mmap | None = None
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError as e:
-            raise _input_error(path, e) from None
+        self._watch_slot: int | None = None
+        fd = open_regular(path)
         try:
             st = os.fstat(fd)
-            if not os.path.isfile(path):
-                raise InputError("not a regular file", file=path)
             self.size = st.st_size
             if st.st_size == 0:
                 self.buf: bytes | mmap.mmap = b""
@@ -100,6 +146,7 @@ class MappedFile:
                 big = st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
                 self._mm = (_SegmentMap if big else mmap.mmap)(fd, 0, access=mmap.ACCESS_READ)
                 self.buf = self._mm
+                self._watch_slot = _watch(self._mm, path)
         except OSError as e:
             raise _input_error(path, e) from None
         finally:
@@ -111,6 +158,8 @@ class MappedFile:
 
     def close(self) -> None:
         if self._mm is not None:
+            _unwatch(self._watch_slot)
+            self._watch_slot = None
             try:
                 self._mm.close()
             except BufferError:     # a caller still holds a view; the GC closes it later
@@ -143,8 +192,9 @@ def file_size(path: str) -> int:
 
 def read_small(path: str, limit: int = 64 << 20) -> bytes:
     """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
+    fd = open_regular(path)
     try:
-        with open(path, "rb") as f:
+        with open(fd, "rb") as f:
             data = f.read(limit + 1)
     except OSError as e:
         raise _input_error(path, e) from None

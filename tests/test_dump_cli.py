@@ -10,6 +10,8 @@ import base64
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 from kdumptest import GENERATED, REAL, run_kdump, write_segment
@@ -182,6 +184,61 @@ def test_unreadable_file_exit_3(tmp_path):
     seg.chmod(0o200)
     r = run_kdump("dump", seg)
     assert r.code == 3 and "permission denied" in r.err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("argv", [
+    ("dump", "00000000000000000000.log"),
+    ("verify", "00000000000000000000.log"),
+    ("dump", "leader-epoch-checkpoint"),
+    ("dump", "00000000000000000000.index"),
+    ("index", "00000000000000000000.index"),
+    ("timeindex", "00000000000000000000.timeindex"),
+])
+def test_a_fifo_named_like_a_kafka_file_is_refused_without_waiting(tmp_path, argv):
+    # Opening a FIFO for reading waits for a writer: kdump must not hang on one.
+    command, name = argv
+    fifo = tmp_path / "t-0" / name
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "kdump", command, str(fifo)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert f"kdump: error: {fifo}: not a regular file" in r.stderr or "unreadable: not a regular file" in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+_TRUNCATE_AFTER_MAPPING = """
+import os, sys
+import kdump.segment as segment
+from kdump.cli import main
+
+mapped = segment.MappedFile.__init__
+
+def map_then_lose_the_tail(self, path):
+    mapped(self, path)
+    if path.endswith(".log"):
+        os.truncate(path, 100)   # another process truncates the segment under the mapping
+
+segment.MappedFile.__init__ = map_then_lose_the_tail
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="SIGBUS is POSIX")
+@pytest.mark.parametrize("argv", [("dump", "--records", "--data"), ("verify",), ("dump", "--json")])
+def test_a_segment_truncated_while_mapped_ends_in_one_located_line(tmp_path, argv):
+    pytest.importorskip("kdump._speedups", reason="the SIGBUS handler is in the C accelerator")
+    big = [build.build_v2_batch([(i, NOW, b"k", b"v" * 4000) for i in range(64)], base_offset=64 * n)
+           for n in range(64)]
+    seg = write_segment(tmp_path / "live-0", big)
+    r = subprocess.run([sys.executable, "-c", _TRUNCATE_AFTER_MAPPING, *argv, str(seg)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 3, (r.returncode, r.stderr[-500:])
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert re.fullmatch(rf"kdump: error: {re.escape(str(seg))}:\d+: the file was truncated by another process "
+                        r"while kdump read it \(it now has 100 bytes\); run again once it is stable", lines[0])
 
 
 # -- bad input: everything before the damage is shown, then one located line --------------------

@@ -52,7 +52,10 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args or bool(os.environ.get("KDUMP_DEBUG"))
     import click
 
+    from ..segment import exit_on_sigbus
     from .app import cli
+
+    exit_on_sigbus()
 
     try:
         rv = cli.main(args=args, prog_name="kdump", standalone_mode=False)
