@@ -9,6 +9,7 @@
  *   scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state)
  *       -> (new_pos, state) | None
  *   json_batch_line(file_json, batch, records, encoding) -> str | None
+ *   find_candidate(buf, pos, end, top) -> int
  *   watch_mapping(mapping, path) -> slot | None, unwatch_mapping(slot), catch_sigbus() -> bool
  *   init(Batch, Record)
  *
@@ -1782,6 +1783,64 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------ */
+/* find_candidate                                                                        */
+/* ------------------------------------------------------------------------------------ */
+
+/*
+ * The resync's search (kdump/scan.py next_candidate): the first position p >= pos with
+ * p + 8 < end where buf[p] <= top (the high byte of a plausible length) and buf[p + 8] <= 2
+ * (a magic), the match of the regular expression [\x00-top].{7}[\x00-\x02] that Python
+ * uses without the accelerator; -1 if there is none. Random bytes are read at memchr
+ * speed when top is 0 (a maximum size below 16 MiB), byte by byte otherwise.
+ */
+static PyObject *
+kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "find_candidate(buf, pos, end, top)");
+        return NULL;
+    }
+    Py_ssize_t pos, end, top;
+    if (span_args(args, &pos, &end, &top) < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *b = (const unsigned char *)view.buf;
+    if (end > view.len)
+        end = view.len;
+    if (pos < 0)
+        pos = 0;
+    Py_ssize_t found = -1;
+    if (top >= 0 && end - pos > 8) {
+        const Py_ssize_t last = end - 9;       /* the last p with p + 8 < end */
+        unsigned char hi = top > 255 ? 255 : (unsigned char)top;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t p = pos;
+        while (p <= last) {
+            if (hi == 0) {
+                const unsigned char *z = memchr(b + p, 0, (size_t)(last - p + 1));
+                if (z == NULL)
+                    break;
+                p = z - b;
+            } else if (b[p] > hi) {
+                p++;
+                continue;
+            }
+            if (b[p + 8] <= 2) {
+                found = p;
+                break;
+            }
+            p++;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(found);
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* A file truncated under a mapping                                                      */
 /* ------------------------------------------------------------------------------------ */
 
@@ -1948,6 +2007,8 @@ static PyMethodDef kd_methods[] = {
      "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
      "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
     {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
+    {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
+     "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},
     {"watch_mapping", kd_watch_mapping, METH_VARARGS,
      "watch_mapping(mapping, path) -> slot | None: name the file if a read of the mapping raises SIGBUS."},
     {"unwatch_mapping", kd_unwatch_mapping, METH_O, "unwatch_mapping(slot): the mapping is about to close."},

@@ -89,6 +89,7 @@ from .model import Batch, Finding
 
 # The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
 scan_plain_run = getattr(accel.speedups, "scan_plain_run", None)
+find_candidate = getattr(accel.speedups, "find_candidate", None)
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
 PLAIN_RUN_CHUNK = 1 << 16
@@ -137,7 +138,6 @@ KDUMP_CUT_KINDS = frozenset({"offset_regression", "base_offset_mismatch", "last_
 INCOMPLETE_KINDS = frozenset({UNSUPPORTED_CODEC, "unreadable"})
 
 _MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}
-_NONZERO = re.compile(rb"[^\x00]")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 
@@ -214,8 +214,34 @@ def status_of(findings: list[Finding]) -> str:
     return "damaged"
 
 
+_ZERO_CHUNK = 1 << 20
+_ZEROS = bytes(_ZERO_CHUNK)
+
+
+def first_nonzero(buf, pos: int, end: int) -> int | None:
+    """Where the first byte in [pos, end) that is not zero is, or None. A chunk at a time
+    against zeros (memcmp speed: a preallocated 1 GiB tail is a common sight after a crash);
+    a large mapping that knows the file's holes (``data_from``) skips them unread, and one
+    that trims (``follow``) is told how far the check has gone."""
+    holes = getattr(buf, "data_from", None)
+    follow = getattr(buf, "follow", None)
+    while pos < end:
+        if holes is not None:
+            pos = holes(pos, end)
+            if pos >= end:
+                return None
+        n = min(_ZERO_CHUNK, end - pos)
+        chunk = bytes(buf[pos:pos + n])
+        if chunk != (_ZEROS if n == _ZERO_CHUNK else _ZEROS[:n]):
+            return pos + n - len(chunk.lstrip(b"\x00"))
+        pos += n
+        if follow is not None:
+            follow(pos)
+    return None
+
+
 def _rest_is_zero(buf, pos: int, end: int) -> bool:
-    return _NONZERO.search(buf, pos, end) is None
+    return first_nonzero(buf, pos, end) is None
 
 
 def _head(buf, pos: int, end: int) -> tuple[int, int, int] | None:
@@ -278,7 +304,7 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
     only zeros: compressed v0/v1 wrappers carry their inner messages, CRC and all, and
     snappy or lz4 literals can leave those verbatim in the payload. A regular expression
     finds candidates (the length's high byte and the magic) in C; runs of zeros are
-    skipped whole, so a large preallocated tail costs one search.
+    skipped whole with ``first_nonzero``.
 
     ``budget`` (a one-item list, shared by every call of one scan) caps the bytes whose CRC
     is checked: crafted data full of plausible headers would otherwise cost bytes x length.
@@ -287,21 +313,30 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
     """
     top = min(max_size >> 24, 0x7F)
     pattern = _candidate_pattern(top)
+    follow = getattr(buf, "follow", None)     # a large mapping drops the pages left behind
     pos = start
     while pos < end - HEADER_SIZE_UP_TO_MAGIC:
-        # The pattern starts at the length field (a leading byte class lets re skip fast).
-        m = pattern.search(buf, pos + 8, end)
-        if m is None:
-            return None
-        c = m.start() - 8
+        # The search starts at the length field (a leading byte class lets re skip fast).
+        if find_candidate is not None:
+            at = find_candidate(buf, pos + 8, end, top)
+            if at < 0:
+                return None
+        else:
+            m = pattern.search(buf, pos + 8, end)
+            if m is None:
+                return None
+            at = m.start()
+        c = at - 8
+        if follow is not None:
+            follow(c)
         offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, c)
         if size == 0:
             # Probably inside a run of zeros: no entry can start before the next non-zero
             # byte could be part of its length field.
-            nz = _NONZERO.search(buf, c + 8, end)
+            nz = first_nonzero(buf, c + 8, end)
             if nz is None:
                 return None
-            pos = max(c + 1, nz.start() - 11)
+            pos = max(c + 1, nz - 11)
             continue
         nxt = c + LOG_OVERHEAD + size
         plausible = _MIN_SIZE[magic] <= size <= max_size and lo <= offset <= hi and nxt <= end

@@ -58,9 +58,29 @@ FOLLOW_BEHIND = 16 << 20
 
 
 class _SegmentMap(mmap.mmap):
-    """A read-only mapping of a large file that drops its pages behind a sequential reader."""
+    """A read-only mapping of a large file that drops its pages behind a sequential reader
+    and knows where the file's holes are."""
 
     _dropped = 0              # [0, _dropped) has been advised away
+    path: str | None = None
+
+    def data_from(self, position: int, end: int) -> int:
+        """The first position >= ``position`` (and <= ``end``) that is not in a hole of the
+        file: a preallocated segment (Kafka's ``preallocate``, a sparse file) reads as zeros
+        there, and mapping its holes would fill memory with zero pages for nothing."""
+        seek_data = getattr(os, "SEEK_DATA", None)
+        if seek_data is None or self.path is None:
+            return position
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return position
+        try:
+            return min(os.lseek(fd, position, seek_data), end)
+        except OSError as e:      # ENXIO: only holes from here to the end of the file
+            return end if e.errno == errno.ENXIO else position
+        finally:
+            os.close(fd)
 
     def follow(self, position: int) -> None:
         """A sequential reader has reached ``position``; drop what lies well behind it."""
@@ -145,6 +165,8 @@ class MappedFile:
             else:
                 big = st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
                 self._mm = (_SegmentMap if big else mmap.mmap)(fd, 0, access=mmap.ACCESS_READ)
+                if big:
+                    self._mm.path = path
                 self.buf = self._mm
                 self._watch_slot = _watch(self._mm, path)
         except OSError as e:

@@ -220,3 +220,46 @@ def test_walker_and_scanner_report_their_position(tmp_path):
     buf.seen = []
     assert scan_segment(buf).valid_bytes == len(buf)
     assert buf.seen, "the scanner never reported its position"
+
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc")
+def test_a_preallocated_segment_is_checked_without_reading_its_hole(tmp_path):
+    """Kafka's ``preallocate`` leaves a sparse segment: a few batches, then a hole to the full
+    size. Its zero tail is found from the file's holes (SEEK_DATA), not by mapping 8 GiB."""
+    from kdump.scan import scan_file
+    from kdump.segment import MappedFile
+
+    path = str(tmp_path / "00000000000000000000.log")
+    data = b"".join(build_v2_batch([(0, T0, b"k", b"v")], base_offset=i) for i in range(3))
+    with open(path, "wb") as f:
+        f.write(data)
+        f.truncate(8 * GiB)
+    with MappedFile(path) as m:
+        if m.buf.data_from(64 * 1024, m.size) != m.size:
+            pytest.skip("this file system does not report holes (SEEK_DATA)")
+    r = scan_file(path, base_offset=0)
+    assert (r.cut.kind, r.cut.position, r.valid_bytes, r.batches) == ("zero_tail", len(data), len(data), 3)
+    result = run_measured("verify", "--json", path)
+    assert result["code"] == 1 and json.loads(result["last"])["valid_bytes"] == len(data)
+    assert result["rss"] < RSS_LIMIT
+
+
+def test_resync_through_a_large_garbage_region_stays_in_bounded_memory(tmp_path):
+    """After damage the scanner searches what lies beyond for intact batches; through
+    256 MiB of random bytes it drops the pages it has passed, as the walk does."""
+    import random
+
+    path = str(tmp_path / "00000000000000000000.log")
+    good = b"".join(build_v2_batch([(0, T0, b"k", b"v")], base_offset=i) for i in range(3))
+    with open(path, "wb") as f:
+        f.write(good)
+        f.write(b"\x7f" * 64)                          # a length far past the end: damage
+        for i in range(256):
+            f.write(random.Random(i).randbytes(MiB))
+        f.write(build_v2_batch([(0, T0, b"k", b"v")], base_offset=100))
+    result = run_measured("verify", "--json", path)
+    report = json.loads(result["last"])
+    assert result["code"] == 1 and report["valid_bytes"] == len(good)
+    assert [f["offset"] for f in report["findings"] if f["kind"] == "intact_beyond"] == [100]
+    assert result["rss"] < RSS_LIMIT

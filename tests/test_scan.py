@@ -394,6 +394,21 @@ def test_large_zero_tail_and_garbage_are_scanned_quickly():
     assert r.intact_beyond and r.intact_beyond[0][2] == 1
 
 
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_first_nonzero_finds_the_first_non_zero_byte(kind):
+    from kdump.scan import _ZERO_CHUNK, first_nonzero
+
+    size = 2 * _ZERO_CHUNK + 100
+    for where in (0, 1, _ZERO_CHUNK - 1, _ZERO_CHUNK, _ZERO_CHUNK + 7, size - 1, None):
+        data = bytearray(size)
+        if where is not None:
+            data[where] = 0x80
+        buf = kind(data)
+        for start, end in ((0, size), (5, size), (_ZERO_CHUNK + 8, size), (0, _ZERO_CHUNK), (9, 9)):
+            want = where if where is not None and start <= where < end else None
+            assert first_nonzero(buf, start, end) == want, (where, start, end)
+
+
 def test_scan_file_reads_without_writing(tmp_path):
     p = tmp_path / "00000000000000000000.log"
     p.write_bytes(_v2(0) + b"\x00" * 30)

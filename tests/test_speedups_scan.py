@@ -75,12 +75,13 @@ class _Mode:
 
     def __enter__(self):
         self.saved = (accel.scan_v2, accel.decode_v2_records, scan_mod.scan_plain_run, scan_mod.PLAIN_RUN_CHUNK,
-                      scan_mod.PLAIN_RUN_BYTES)
+                      scan_mod.PLAIN_RUN_BYTES, scan_mod.find_candidate)
         if self.use_c:
             accel.scan_v2, accel.decode_v2_records = _speedups.scan_v2, _speedups.decode_v2_records
             scan_mod.scan_plain_run = Counter()
+            scan_mod.find_candidate = _speedups.find_candidate
         else:
-            accel.scan_v2 = accel.decode_v2_records = scan_mod.scan_plain_run = None
+            accel.scan_v2 = accel.decode_v2_records = scan_mod.scan_plain_run = scan_mod.find_candidate = None
         if self.chunk is not None:
             scan_mod.PLAIN_RUN_CHUNK = self.chunk
         if self.chunk_bytes is not None:
@@ -89,7 +90,7 @@ class _Mode:
 
     def __exit__(self, *exc) -> None:
         (accel.scan_v2, accel.decode_v2_records, scan_mod.scan_plain_run, scan_mod.PLAIN_RUN_CHUNK,
-         scan_mod.PLAIN_RUN_BYTES) = self.saved
+         scan_mod.PLAIN_RUN_BYTES, scan_mod.find_candidate) = self.saved
 
 
 def strict(x):
@@ -494,3 +495,28 @@ def test_long_runs_with_epoch_changes():
     with _Mode(use_c=True):
         r = scan_segment(small, base_offset=0)
     assert Counter.taken == 3999 and r.epochs == [(i, i * 250) for i in range(16)]
+
+
+# -- the resync's candidate search -------------------------------------------------------------
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.lists(st.sampled_from([0, 1, 2, 3, 0x7F, 0x80, 0xFF]), max_size=400).map(bytes),
+       top=st.integers(0, 0x7F),
+       pos=st.integers(-3, 420), end=st.integers(-3, 420))
+def test_find_candidate_is_the_regular_expression(data, top, pos, end):
+    """The C search and the pattern Python falls back on find the same position."""
+    m = scan_mod._candidate_pattern(top).search(data, max(pos, 0), max(min(end, len(data)), 0))
+    want = -1 if m is None else m.start()
+    assert _speedups.find_candidate(data, pos, end, top) == want
+
+
+def test_find_candidate_on_random_bytes_and_zeros():
+    rnd = random.Random(7)
+    data = rnd.randbytes(1 << 16) + bytes(4096) + rnd.randbytes(1 << 12)
+    for top in (0, 1, 0x7F):
+        for pos in range(0, len(data), 997):
+            m = scan_mod._candidate_pattern(top).search(data, pos, len(data))
+            assert _speedups.find_candidate(data, pos, len(data), top) == (-1 if m is None else m.start())
+    assert _speedups.find_candidate(memoryview(data)[:100], 0, 1 << 30, 0) >= -1    # end is clamped to the buffer
+    with pytest.raises(TypeError):
+        _speedups.find_candidate("text", 0, 10, 0)
