@@ -34,6 +34,10 @@ from .format.codecs import DEFAULT_LIMITS, Limits
 TEMP_SUFFIX = ".kdump-tmp"
 CORRUPT_INFIX = ".corrupt-"
 COPY_CHUNK = 1 << 20
+# What read_range yields for a whole chunk of a file's hole, and atomic_write leaves a hole
+# for: a preallocated segment's zero tail (1 GiB by default) is copied without being read
+# or written, and its copy takes no disk space either.
+ZERO_CHUNK = bytes(COPY_CHUNK)
 
 
 class Change(NamedTuple):
@@ -119,6 +123,13 @@ def _write_all(fd: int, data) -> None:
         view = view[n:]
 
 
+def _is_zero(chunk) -> bool:
+    """A chunk of zeros, to leave as a hole (memcmp stops at the first byte that differs)."""
+    if chunk is ZERO_CHUNK:
+        return True
+    return type(chunk) is bytes and chunk == (ZERO_CHUNK if len(chunk) == COPY_CHUNK else bytes(len(chunk)))
+
+
 def _commit(tmp: str, fd: int, path: str) -> None:
     try:
         os.fsync(fd)
@@ -141,8 +152,17 @@ def atomic_write(path: str, chunks: Iterable[bytes] | bytes, like: str | None = 
         chunks = [chunks]
     tmp, fd = _open_temp(path, like if like is not None else (path if os.path.exists(path) else None))
     try:
+        size = written = 0
         for chunk in chunks:
+            if _is_zero(chunk):             # left as a hole: reads back as zeros
+                size += len(chunk)
+                continue
+            if written != size:
+                os.lseek(fd, size, os.SEEK_SET)
             _write_all(fd, chunk)
+            size = written = size + len(chunk)
+        if written != size:
+            os.ftruncate(fd, size)
     except OSError as e:
         os.close(fd)
         _discard(tmp)
@@ -161,13 +181,31 @@ def _discard(path: str) -> None:
         pass
 
 
+def _data_at(fd: int, pos: int, end: int) -> int:
+    """The first position in [pos, end] that is not in a hole of the file (SEEK_DATA)."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return min(os.lseek(fd, pos, seek_data), end)
+    except OSError as e:        # ENXIO: holes only, up to the end of the file
+        return min(end, os.fstat(fd).st_size) if e.errno == errno.ENXIO else pos
+
+
 def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
-    """Bytes [start, end) of a file, in chunks (never the whole range in memory)."""
+    """Bytes [start, end) of a file, in chunks (never the whole range in memory); the holes
+    of a sparse file are not read: their whole chunks come as ZERO_CHUNK."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
         pos = start
         while pos < end:
+            data = _data_at(fd, pos, end)
+            if data > pos:
+                n = min(COPY_CHUNK, data - pos)
+                yield ZERO_CHUNK if n == COPY_CHUNK else bytes(n)
+                pos += n
+                continue
             chunk = os.pread(fd, min(COPY_CHUNK, end - pos), pos)
             if not chunk:
                 break
@@ -178,16 +216,25 @@ def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
 
 
 def same_content(path: str, chunks: Iterable[bytes]) -> bool:
-    """Does ``path`` hold exactly these bytes? (Compared chunk by chunk.)"""
+    """Does ``path`` hold exactly these bytes? (Compared chunk by chunk; a hole of the file
+    where a chunk is ZERO_CHUNK is equal without being read.)"""
     try:
-        f = open(path, "rb")  # noqa: SIM115
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return False
-    with f:
+    try:
+        pos = 0
         for chunk in chunks:
-            if f.read(len(chunk)) != chunk:
+            n = len(chunk)
+            if not (chunk is ZERO_CHUNK and _data_at(fd, pos, pos + n) == pos + n) and \
+                    os.pread(fd, n, pos) != chunk:
                 return False
-        return f.read(1) == b""
+            pos += n
+        return os.fstat(fd).st_size == pos
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def remove_stale_temps(directory: str) -> list[Change]:

@@ -260,3 +260,61 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path):
         assert _state(d) == reference, f"run {i}"
         _nothing_lost(d / log.name, original)
     assert killed >= 1
+
+
+# -- sparse files: a preallocated segment's zero tail is neither read nor written ---------------
+
+def _holes_supported(directory: Path) -> bool:
+    probe = directory / "probe"
+    with open(probe, "wb") as f:
+        f.truncate(8 << 20)
+    sparse = os.stat(probe).st_blocks * 512 < (1 << 20) and hasattr(os, "SEEK_DATA")
+    probe.unlink()
+    return sparse
+
+
+def test_atomic_write_leaves_zero_chunks_as_holes(tmp_path):
+    from kdump.repair import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
+
+    chunks = [b"head", ZERO_CHUNK, bytes(COPY_CHUNK), b"\x00\x00\x01", ZERO_CHUNK, bytes(10)]
+    want = b"".join(chunks)
+    target = tmp_path / "copy"
+    atomic_write(str(target), iter(chunks))
+    assert target.read_bytes() == want
+    assert b"".join(read_range(str(target), 0, len(want))) == want
+    assert b"".join(read_range(str(target), 3, len(want) - 5)) == want[3:-5]
+    assert same_content(str(target), read_range(str(target), 0, len(want)))
+    assert not same_content(str(target), [want[:-1] + b"\x01"])
+    assert not same_content(str(target), [want, b"\x00"])
+    if _holes_supported(tmp_path):
+        assert target.stat().st_blocks * 512 < COPY_CHUNK      # 3 MiB of zeros took no space
+
+
+def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
+    if not _holes_supported(tmp_path):
+        pytest.skip("this file system has no holes")
+    from kdump.format.build import build_v2_batch
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    data = b"".join(build_v2_batch([(0, 1_700_000_000_000, b"k", b"v")], base_offset=i) for i in range(3))
+    with open(log, "wb") as f:
+        f.write(data)
+        f.truncate(2 << 30)                    # Kafka's preallocate: the rest of the segment is a hole
+    r = run_kdump("verify", "--truncate", str(part))
+    assert r.code == 1, r.err
+    cut = part / f"00000000000000000000.log.corrupt-{len(data)}"
+    assert log.read_bytes() == data
+    assert cut.stat().st_size == (2 << 30) - len(data) and cut.stat().st_blocks * 512 < (1 << 20)
+    with open(cut, "rb") as f:
+        f.seek(1 << 30)
+        assert f.read(4096) == bytes(4096)
+    assert run_kdump("verify", str(part)).code == 0
+    # As after a crash between the copy and the cut: the rerun finds the copy it made (the
+    # same bytes, holes compared unread) and cuts without another copy.
+    with open(log, "r+b") as f:
+        f.truncate(2 << 30)
+    assert run_kdump("verify", "--truncate", str(part)).code == 1
+    assert log.read_bytes() == data
+    assert sorted(p.name for p in part.iterdir() if ".corrupt-" in p.name) == [cut.name]
