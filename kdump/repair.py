@@ -192,6 +192,18 @@ def _data_at(fd: int, pos: int, end: int) -> int:
         return min(end, os.fstat(fd).st_size) if e.errno == errno.ENXIO else pos
 
 
+def _hole_at(fd: int, pos: int, end: int) -> int:
+    """Where the data run holding ``pos`` ends (SEEK_HOLE; the end of the file counts), at most ``end``."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return end
+    try:
+        hole = os.lseek(fd, pos, seek_hole)
+    except OSError:
+        return end
+    return min(hole, end) if hole > pos else end
+
+
 def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
     """Bytes [start, end) of a file, in chunks (never the whole range in memory); the holes
     of a sparse file are not read: their whole chunks come as ZERO_CHUNK."""
@@ -206,7 +218,7 @@ def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
                 yield ZERO_CHUNK if n == COPY_CHUNK else bytes(n)
                 pos += n
                 continue
-            chunk = os.pread(fd, min(COPY_CHUNK, end - pos), pos)
+            chunk = os.pread(fd, min(COPY_CHUNK, _hole_at(fd, pos, end) - pos), pos)
             if not chunk:
                 break
             yield chunk

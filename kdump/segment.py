@@ -217,9 +217,13 @@ def read_small(path: str, limit: int = 64 << 20) -> bytes:
     fd = open_regular(path)
     try:
         with open(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:        # refused unread: it may be a sparse file of any size
+                raise InputError(f"{size} bytes is more than kdump reads of this kind of file ({limit})",
+                                 file=path)
             data = f.read(limit + 1)
     except OSError as e:
         raise _input_error(path, e) from None
     if len(data) > limit:
-        raise InputError(f"file is larger than {limit} bytes; not a metadata file", file=path)
+        raise InputError(f"more than {limit} bytes: more than kdump reads of this kind of file", file=path)
     return data

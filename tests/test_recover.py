@@ -339,3 +339,21 @@ def test_plan_partition_api(tmp_path):
     d = make_partition(tmp_path)
     plan = plan_partition(str(d), LogDirState())
     assert plan.actions == [] and plan.log_end_offset == 27 and not plan.damaged
+
+
+def test_an_index_too_large_to_read_is_planned_for_rebuild(tmp_path):
+    """A sparse 10 GiB .index (no broker writes one; a bad disk or a bad copy can) is not
+    read: the plan rebuilds it from the log, and the rest of the partition is planned as usual."""
+    d = make_partition(tmp_path)
+    index = d / f"{9:020d}.index"
+    with open(index, "r+b") as f:
+        f.truncate(10 << 30)
+    r = run_kdump("recover", "--json", d)
+    assert r.code == 0, r.err
+    rebuild = [row for row in _plan_json(r.out)[:-1] if row["action"] == "rebuild_index"]
+    assert [os.path.basename(row["file"]) for row in rebuild] == [index.name]
+    assert "more than kdump reads of this kind of file" in rebuild[0]["reason"]
+    r = run_kdump("recover", "--apply", "--yes", d)
+    assert r.code == 0, r.err
+    assert index.stat().st_size < 1 << 20
+    assert run_kdump("verify", d).code == 0

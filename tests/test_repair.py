@@ -318,3 +318,24 @@ def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
     assert run_kdump("verify", "--truncate", str(part)).code == 1
     assert log.read_bytes() == data
     assert sorted(p.name for p in part.iterdir() if ".corrupt-" in p.name) == [cut.name]
+
+
+def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
+    from kdump.repair import ZERO_CHUNK, read_range
+
+    p = tmp_path / "sparse"
+    with open(p, "wb") as f:
+        f.write(b"x" * 5000)
+        f.truncate(50 << 20)
+        f.seek(30 << 20)
+        f.write(b"y" * 10)
+    want = p.read_bytes()
+    for a, b in ((0, len(want)), (1, 100), (4096, 8000), (30 << 20, (30 << 20) + 5),
+                 ((30 << 20) - 3, (30 << 20) + 20), (len(want) - 1, len(want) + 10)):
+        assert b"".join(read_range(str(p), a, b)) == want[a:b], (a, b)
+    copy = tmp_path / "copy"
+    atomic_write(str(copy), read_range(str(p), 0, len(want)))
+    assert copy.read_bytes() == want
+    if _holes_supported(tmp_path):
+        assert sum(c is ZERO_CHUNK for c in read_range(str(p), 0, len(want))) >= 40
+        assert copy.stat().st_blocks * 512 < 1 << 20
