@@ -1878,7 +1878,7 @@ kd_watch_mapping(PyObject *self, PyObject *args)
     Py_buffer view;
     const char *path;
     Py_ssize_t path_len;
-    if (!PyArg_ParseTuple(args, "y*s#:watch_mapping", &view, &path, &path_len))
+    if (!PyArg_ParseTuple(args, "y*y#:watch_mapping", &view, &path, &path_len))
         return NULL;
     const char *base = (const char *)view.buf;
     size_t len = (size_t)view.len;
@@ -2010,7 +2010,7 @@ static PyMethodDef kd_methods[] = {
     {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
      "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},
     {"watch_mapping", kd_watch_mapping, METH_VARARGS,
-     "watch_mapping(mapping, path) -> slot | None: name the file if a read of the mapping raises SIGBUS."},
+     "watch_mapping(mapping, path_bytes) -> slot | None: name the file if a read of the mapping raises SIGBUS."},
     {"unwatch_mapping", kd_unwatch_mapping, METH_O, "unwatch_mapping(slot): the mapping is about to close."},
     {"catch_sigbus", kd_catch_sigbus, METH_NOARGS,
      "catch_sigbus() -> bool: on SIGBUS, write one located error line and exit with status 3."},

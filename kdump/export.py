@@ -36,6 +36,15 @@ DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
 DEFAULT_MAX_BYTES = 16 << 20         # ... and key/value/header bytes (binary offsets are int32)
 MAX_TIMESTAMP_MS = 253402300799999   # 9999-12-31T23:59:59.999Z: the end of Spark's range
 
+def text(name: str | None) -> str | None:
+    """A file or topic name as Arrow and JSON can hold it. A name that is not valid UTF-8
+    reaches Python with surrogates (\\udcXX); those are written as that escape, in letters,
+    instead of failing the export."""
+    if name is None or name.isascii():
+        return name
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 # -- row layouts ---------------------------------------------------------------------------------
 # One list each, in column order: (name, Spark DDL type). The Arrow types follow from
 # ``arrow_type`` and equal pyspark's to_arrow_schema(..., timezone="UTC") for the DDL
@@ -483,10 +492,10 @@ class RecordColumns:
         headers = pa.ListArray.from_arrays(pa.array(self.header_ends, pa.int32()), header_struct,
                                            type=arrow_type(HEADER_DDL))
         arrays = [
-            pa.repeat(pa.scalar(sl.topic, pa.string()), n),
+            pa.repeat(pa.scalar(text(sl.topic), pa.string()), n),
             pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
-            pa.repeat(pa.scalar(sl.segment, pa.string()), n),
-            pa.repeat(pa.scalar(sl.path, pa.string()), n),
+            pa.repeat(pa.scalar(text(sl.segment), pa.string()), n),
+            pa.repeat(pa.scalar(text(sl.path), pa.string()), n),
             position, base_offset,
             pa.array(self.offset, pa.int64()),
             _timestamps(self.timestamp),
@@ -524,7 +533,7 @@ def batch_rows(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_RO
     import pyarrow as pa
 
     rows: list[tuple] = []
-    head = (sl.topic, sl.partition, sl.segment, sl.path)
+    head = (text(sl.topic), sl.partition, text(sl.segment), text(sl.path))
     schema = arrow_schema(BATCH_COLUMNS)
 
     def flush():
@@ -569,7 +578,7 @@ def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
     from .render.payload import PayloadView
 
     view = PayloadView(encoding)
-    prefix = f'{{"topic":{dumps(sl.topic)},"partition":{dumps(sl.partition)},"segment":{dumps(sl.segment)},'
+    prefix = f'{{"topic":{dumps(text(sl.topic))},"partition":{dumps(sl.partition)},"segment":{dumps(text(sl.segment))},'
     cut = len('"records":[{')
     for item in read_slice(sl, scope, True, limits):
         if isinstance(item, Damage):
@@ -594,8 +603,8 @@ def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), ma
     def flush():
         n = len(lines)
         return pa.RecordBatch.from_arrays([
-            pa.repeat(pa.scalar(sl.topic, pa.string()), n), pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
-            pa.repeat(pa.scalar(sl.segment, pa.string()), n), pa.array(lines, pa.string()),
+            pa.repeat(pa.scalar(text(sl.topic), pa.string()), n), pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
+            pa.repeat(pa.scalar(text(sl.segment), pa.string()), n), pa.array(lines, pa.string()),
             pa.array(flags, pa.bool_())], schema=schema)
 
     for line, damage in json_items(sl, encoding, scope, limits):
@@ -806,7 +815,7 @@ def _hive_dir(out: str, partition_by: tuple[str, ...], sl: Slice) -> str:
     parts = []
     for c in partition_by:
         v = getattr(sl, c)
-        parts.append(f"{c}={HIVE_NULL if v is None else v}")
+        parts.append(f"{c}={HIVE_NULL if v is None else text(v) if isinstance(v, str) else v}")
     return os.path.join(out, *parts)
 
 
@@ -837,7 +846,7 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
                 if damage is not None:
                     tally.error_rows += 1
                     if len(tally.errors) < MAX_REPORTED_ERRORS:
-                        tally.errors.append(json_error_summary(sl.topic, sl.partition, sl.segment, damage.position,
+                        tally.errors.append(json_error_summary(text(sl.topic), sl.partition, text(sl.segment), damage.position,
                                                                damage_message(damage)))
     finally:
         if fh is not None:

@@ -121,7 +121,7 @@ def _watch(mm: mmap.mmap, path: str) -> int | None:
         return None
     if not _sigbus["installed"]:
         _sigbus["installed"] = speedups.catch_sigbus()
-    return speedups.watch_mapping(mm, path)
+    return speedups.watch_mapping(mm, os.fsencode(path))
 
 
 def _unwatch(slot: int | None) -> None:

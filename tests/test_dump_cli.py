@@ -458,3 +458,51 @@ def test_table_view_draws_on_a_terminal():
 def test_no_codec_means_no_decompression(tmp_path):
     seg = write_segment(tmp_path / "n-0", [build.build_v2_batch([(0, NOW, None, b"x")], codec=NONE)])
     assert run_kdump("dump", seg, "--records").code == 0
+
+
+def _copy_into(directory, fixture_dir_name: str = "snappy-v1-0"):
+    import shutil
+
+    directory.mkdir(parents=True)
+    src = GENERATED / fixture_dir_name
+    for name in os.listdir(src):
+        if name.endswith(".log"):
+            shutil.copy(src / name, directory / name)
+    return directory
+
+
+def test_file_names_that_are_not_utf8_are_printed_not_fatal(tmp_path):
+    # Python hands such names over as surrogates; every output escapes them as \udcXX, and a
+    # --json consumer gets the name's bytes back with os.fsencode().
+    root = os.fsencode(str(tmp_path))
+    try:
+        os.mkdir(root + b"/logs")
+        part = tmp_path / os.fsdecode(b"logs/t\xff-0")
+        _copy_into(part)
+    except (OSError, UnicodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+    logs = tmp_path / "logs"
+    for argv in (("verify",), ("dump",), ("dump", "--records", "--json"), ("info",), ("info", "--json"),
+                 ("recover",), ("verify", "--format", "table"), ("index",)):
+        # A child process: the escaping happens where text meets the real stdout's encoder.
+        r = subprocess.run([sys.executable, "-m", "kdump", *argv, str(logs)], capture_output=True, timeout=120)
+        assert r.returncode == 0 and b"internal error" not in r.stderr, (argv, r.stderr)
+        assert b"t\\udcff-0" in r.stdout or "table" in argv, (argv, r.stdout[:300])   # a table cell may cut it
+    r = subprocess.run([sys.executable, "-m", "kdump", "verify", "--json", str(logs)], capture_output=True,
+                       timeout=120)
+    report = json.loads(r.stdout.splitlines()[0])
+    assert os.fsencode(report["file"]).startswith(root + b"/logs/t\xff-0/")
+    for fmt in ("ndjson", "parquet"):
+        r = run_kdump("export", logs, "--out", tmp_path / f"out-{fmt}", "--format", fmt)
+        assert r.code == 0, (fmt, r.err)
+        assert os.path.isdir(tmp_path / f"out-{fmt}" / "topic=t\\udcff")
+
+
+def test_rich_markup_in_a_file_name_is_text(tmp_path):
+    part = _copy_into(tmp_path / "t[red]x[bold]-0")
+    for argv in (("verify", "--format", "table"), ("dump", "--format", "table"), ("info", "--format", "table"),
+                 ("dump", "--records", "--format", "table")):
+        r = run_kdump(*argv, part)
+        assert r.code == 0, (argv, r.err)
+        # (a narrow table cell may wrap the name; markup would have eaten "[red]" and "[/red]")
+        assert "t[red]x[" in r.out and "tx-0" not in r.out, (argv, r.out[:400])

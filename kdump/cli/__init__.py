@@ -50,6 +50,15 @@ def main(argv: list[str] | None = None) -> None:
         print(f"kdump, version {__version__}")
         sys.exit(0)
     debug = "--debug" in args or bool(os.environ.get("KDUMP_DEBUG"))
+    # A file name that is not valid UTF-8 (kept by Python as surrogates) is printed as a
+    # \udcXX escape rather than failing the run: in --json output it stays valid JSON, and
+    # os.fsencode() of the decoded string gives back the name's bytes.
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):
+            pass
     import click
 
     from ..segment import exit_on_sigbus

@@ -76,6 +76,7 @@ def _text(s: PartitionSummary) -> str:
 
 def _table(out: Output, summaries: list[PartitionSummary]) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(title="kdump info", title_justify="left")
     for name, just in (("partition", "left"), ("segments", "right"), ("bytes", "right"), ("batches", "right"),
@@ -91,7 +92,7 @@ def _table(out: Output, summaries: list[PartitionSummary]) -> None:
                   f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
                   ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),
                   f"{d['transactional_share']:.0%}/{d['control_share']:.0%}", _hist(s),
-                  "[green]ok[/]" if ok else "[red]damaged[/]")
+                  Text("ok", style="green") if ok else Text("damaged", style="red"))
     out.console().print(t)
 
 

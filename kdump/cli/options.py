@@ -90,9 +90,11 @@ class Output:
                                                        and _isatty(stream))
         # A table asked for on a pipe gets a fixed width instead of Rich's default 80.
         width = None if _isatty(stream) else int(os.environ.get("COLUMNS", "160"))
+        # No markup: file names, keys and values are printed as they are (a "[red]" in a path
+        # is text, not a style); the renderers style with Text and style= instead.
         return Console(file=stream, no_color=not color, color_system="auto" if color else None,
                        force_terminal=True if self.color == "always" else None, highlight=False,
-                       soft_wrap=False, width=width)
+                       markup=False, soft_wrap=False, width=width)
 
     def note(self, message: str) -> None:
         """A diagnostic line on stderr (suppressed by --quiet)."""

@@ -151,6 +151,7 @@ class TableDump:
         self.rows: list[tuple] = []
         self._first_chunk = True
         self._title = ""
+        self._ok, self._bad_crc = _styled("✓", "green"), _styled("✗ crc", "bold red")
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
@@ -190,21 +191,21 @@ class TableDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         b = it.batch
-        ok = "[green]✓[/]" if b.crc_valid else "[bold red]✗ crc[/]"
+        ok = self._ok if b.crc_valid else self._bad_crc
         if self.records:
             if it.records is None:
-                self.rows.append(("", "", "", f"[red]{it.error.message if it.error else ''}[/]", "", str(b.position),
-                                  ok))
+                self.rows.append(("", "", "", _styled(it.error.message if it.error else "", "red"), "",
+                                  str(b.position), ok))
             for r in it.records or ():
                 if r.control is not None:
-                    value = f"[magenta]{r.control.type_name}[/]"
+                    value = _styled(r.control.type_name, "magenta")
                     key = ""
                 else:
-                    key = _escape(self.view.short(r.key, 24))
-                    value = _escape(self.view.short(r.value, 60))
+                    key = self.view.short(r.key, 24)
+                    value = self.view.short(r.value, 60)
                 headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
                                     for k, v in r.headers)
-                self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, _escape(headers),
+                self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, headers,
                                   str(b.position), ok))
         else:
             flags = " ".join(x for x, on in (("txn", b.is_transactional), ("control", b.is_control),
@@ -219,11 +220,11 @@ class TableDump:
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         if not rows:
-            self.console.print(f"[bold]{f.path}[/]: (empty)")
+            self.console.print(_styled(f.path, "bold") + ": (empty)")
             return
         self._side_cols = list(rows[0].keys())
         for row in rows:
-            self.rows.append(tuple(_escape(_cell(row.get(c))) for c in self._side_cols))
+            self.rows.append(tuple(_cell(row.get(c)) for c in self._side_cols))
             if len(self.rows) >= self.CHUNK:
                 self._flush()
         self._flush()
@@ -232,7 +233,7 @@ class TableDump:
     def end_file(self, f: LogFile, trailing: int) -> None:
         self._flush()
         if trailing > 0:
-            self.console.print(f"[yellow]{trailing} invalid bytes at the end of {f.name}[/]")
+            self.console.print(f"{trailing} invalid bytes at the end of {f.name}", style="yellow")
 
     def finish(self) -> None:
         self._flush()
@@ -246,10 +247,11 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _escape(s: str) -> str:
-    from rich.markup import escape
+def _styled(s: str, style: str):
+    """Rich text in one style (the table console prints no markup: data is never read as styles)."""
+    from rich.text import Text
 
-    return escape(s)
+    return Text(s, style=style)
 
 
 def _ts(ms: int, ts_type: int) -> str:

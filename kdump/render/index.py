@@ -247,9 +247,7 @@ class TableIndex:
         self.console = console
 
     def begin(self, rep: FileReport) -> None:
-        from rich.markup import escape
-
-        self.console.print(escape(rep.path), style="bold")
+        self.console.print(rep.path, style="bold")
 
     def _table(self, rep: FileReport, title: bool):
         from rich.table import Table
@@ -285,22 +283,16 @@ class TableIndex:
         self.console.print(t)
 
     def end(self, rep: FileReport) -> None:
-        from rich.markup import escape
-
         for line in report_lines(rep):
             style = "bold red" if line.startswith("fault") else "yellow" if line.startswith("note") else None
-            self.console.print(escape(line), style=style)
+            self.console.print(line, style=style)
 
     def missing(self, rep: FileReport) -> None:
-        from rich.markup import escape
-
-        self.console.print(escape(f"{rep.path}: {rep.status}: {rep.message}"), style="yellow")
+        self.console.print(f"{rep.path}: {rep.status}: {rep.message}", style="yellow")
 
     def rebuilt(self, result) -> None:
-        from rich.markup import escape
-
         for line in rebuild_lines(result):
-            self.console.print(escape(line), style="yellow" if line.startswith("note") else None)
+            self.console.print(line, style="yellow" if line.startswith("note") else None)
 
     def finish(self) -> None:
         pass
