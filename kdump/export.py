@@ -36,6 +36,7 @@ DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
 DEFAULT_MAX_BYTES = 16 << 20         # ... and key/value/header bytes (binary offsets are int32)
 MAX_TIMESTAMP_MS = 253402300799999   # 9999-12-31T23:59:59.999Z: the end of Spark's range
 
+
 def text(name: str | None) -> str | None:
     """A file or topic name as Arrow and JSON can hold it. A name that is not valid UTF-8
     reaches Python with surrogates (\\udcXX); those are written as that escape, in letters,
