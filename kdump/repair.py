@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from .errors import KdumpError, WriteError
 from .format.codecs import DEFAULT_LIMITS, Limits
+from .segment import data_at, hole_at
 
 TEMP_SUFFIX = ".kdump-tmp"
 CORRUPT_INFIX = ".corrupt-"
@@ -181,29 +182,6 @@ def _discard(path: str) -> None:
         pass
 
 
-def _data_at(fd: int, pos: int, end: int) -> int:
-    """The first position in [pos, end] that is not in a hole of the file (SEEK_DATA)."""
-    seek_data = getattr(os, "SEEK_DATA", None)
-    if seek_data is None:
-        return pos
-    try:
-        return min(os.lseek(fd, pos, seek_data), end)
-    except OSError as e:        # ENXIO: holes only, up to the end of the file
-        return min(end, os.fstat(fd).st_size) if e.errno == errno.ENXIO else pos
-
-
-def _hole_at(fd: int, pos: int, end: int) -> int:
-    """Where the data run holding ``pos`` ends (SEEK_HOLE; the end of the file counts), at most ``end``."""
-    seek_hole = getattr(os, "SEEK_HOLE", None)
-    if seek_hole is None:
-        return end
-    try:
-        hole = os.lseek(fd, pos, seek_hole)
-    except OSError:
-        return end
-    return min(hole, end) if hole > pos else end
-
-
 def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
     """Bytes [start, end) of a file, in chunks (never the whole range in memory); the holes
     of a sparse file are not read: their whole chunks come as ZERO_CHUNK."""
@@ -212,13 +190,13 @@ def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
     try:
         pos = start
         while pos < end:
-            data = _data_at(fd, pos, end)
+            data = data_at(fd, pos, end)
             if data > pos:
                 n = min(COPY_CHUNK, data - pos)
                 yield ZERO_CHUNK if n == COPY_CHUNK else bytes(n)
                 pos += n
                 continue
-            chunk = os.pread(fd, min(COPY_CHUNK, _hole_at(fd, pos, end) - pos), pos)
+            chunk = os.pread(fd, min(COPY_CHUNK, hole_at(fd, pos, end) - pos), pos)
             if not chunk:
                 break
             yield chunk
@@ -238,7 +216,7 @@ def same_content(path: str, chunks: Iterable[bytes]) -> bool:
         pos = 0
         for chunk in chunks:
             n = len(chunk)
-            if not (chunk is ZERO_CHUNK and _data_at(fd, pos, pos + n) == pos + n) and \
+            if not (chunk is ZERO_CHUNK and data_at(fd, pos, pos + n) == pos + n) and \
                     os.pread(fd, n, pos) != chunk:
                 return False
             pos += n

@@ -68,17 +68,14 @@ class _SegmentMap(mmap.mmap):
         """The first position >= ``position`` (and <= ``end``) that is not in a hole of the
         file: a preallocated segment (Kafka's ``preallocate``, a sparse file) reads as zeros
         there, and mapping its holes would fill memory with zero pages for nothing."""
-        seek_data = getattr(os, "SEEK_DATA", None)
-        if seek_data is None or self.path is None:
+        if self.path is None:
             return position
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
         except OSError:
             return position
         try:
-            return min(os.lseek(fd, position, seek_data), end)
-        except OSError as e:      # ENXIO: only holes from here to the end of the file
-            return end if e.errno == errno.ENXIO else position
+            return data_at(fd, position, end)
         finally:
             os.close(fd)
 
@@ -92,6 +89,30 @@ class _SegmentMap(mmap.mmap):
         except (ValueError, OSError):     # closed, or not supported: memory is not trimmed
             return
         self._dropped = cut
+
+
+def data_at(fd: int, pos: int, end: int) -> int:
+    """The first position in [pos, end] that is not in a hole of the file (SEEK_DATA; ``pos``
+    where holes cannot be asked about)."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return min(os.lseek(fd, pos, seek_data), end)
+    except OSError as e:        # ENXIO: holes only, up to the end of the file
+        return min(end, os.fstat(fd).st_size) if e.errno == errno.ENXIO else pos
+
+
+def hole_at(fd: int, pos: int, end: int) -> int:
+    """Where the data run holding ``pos`` ends (SEEK_HOLE; the end of the file counts), at most ``end``."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return end
+    try:
+        hole = os.lseek(fd, pos, seek_hole)
+    except OSError:
+        return end
+    return min(hole, end) if hole > pos else end
 
 
 def _input_error(path: str, e: OSError) -> InputError:
