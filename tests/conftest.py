@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Kafka's own jars and broker; tests/kafka is no package (`kafka` is kafka-python's name).
+sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
 from kdumptest import run_kdump  # noqa: E402
 
