@@ -191,16 +191,26 @@ def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild
     try:
         if rebuild:
             return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer))
+        found: list[list[Item] | KdumpError] = []
         for path in paths:
             try:
-                items = items_for(path, kind)
+                found.append(items_for(path, kind))
             except KdumpError as e:
-                renderer.finish()
-                _error(e)
-                status = max(status, e.exit_code)
-                continue
-            for item in items:
-                status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+                found.append(e)
+        from .progress import Progress
+
+        logs = {i.log for items in found if isinstance(items, list) for i in items if i.log} if verify else set()
+        with Progress.for_paths(out, [p for p in logs if os.path.isfile(p)], f"{kind} --verify") as progress:
+            for items in found:
+                if isinstance(items, KdumpError):
+                    renderer.finish()
+                    _error(items)
+                    status = max(status, items.exit_code)
+                    continue
+                for item in items:
+                    status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+                    if item.log in logs:
+                        progress.done(item.log)
     finally:
         renderer.finish()
     return int(status)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
 from ..errors import ExitStatus, KdumpError
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from .options import Output, output_options
+from .options import Output, _isatty, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,6 +59,10 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     from ..render.verify import change_line, plan_renderer
     from . import error_line
 
+    if apply_ and not yes and not _isatty(sys.stdin):
+        # Nobody can answer the prompt: say how to consent instead of looking interrupted.
+        raise click.UsageError("--apply asks before changing anything and there is no terminal to answer: "
+                               "add --yes to apply without asking")
     out = Output(json_flag, fmt, color, quiet)
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     status = ExitStatus.OK

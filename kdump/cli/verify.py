@@ -82,7 +82,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
                broker_cut: bool = False, limits=None) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
     from ..render.verify import change_line, summary_line, verify_renderer
-    from . import error_line
+    from . import error_line, output_cut
     from .progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
@@ -93,12 +93,13 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     try:
         with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
             for r in verify_files(files, opts):
+                status = max(status, report_status(r.status))
                 renderer.file(r)
                 reports.append(_light(r))
-                status = max(status, report_status(r.status))
-                progress.file_done(r.size or 0)
-    finally:
+                progress.done(r.file, r.size or 0)
         renderer.finish()
+    except BrokenPipeError:
+        return output_cut(status)         # nothing repaired: the run stopped here
     changes = None
     if truncate:
         from ..repair import repair_reports
@@ -133,6 +134,12 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
             continue
+        if os.path.isdir(path):
+            from ..logless import logless_dirs
+
+            for e in logless_dirs(found):
+                click.echo(error_line(e), err=True)
+                status = max(status, e.exit_code)
         for f in found:
             key = os.path.realpath(f.path)
             if key not in seen:

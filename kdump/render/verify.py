@@ -140,7 +140,9 @@ def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
 
 
 def change_line(c) -> str:
-    return f"kdump: {c.action} {c.path}: {c.detail}"
+    # "moved X to Y: why", "renamed X to Y"; other details follow a colon.
+    sep = " " if c.detail.startswith("to ") else ": "
+    return f"kdump: {c.action} {c.path}{sep}{c.detail}"
 
 
 # -- recover plans ------------------------------------------------------------------------------
