@@ -325,8 +325,12 @@ def _finish(rep, renderer) -> None:
     renderer.end(rep)
     if rep.findings:
         renderer.finish()
-        for f in rep.findings:
-            _error(KdumpError(f.message, file=rep.path, position=f.position))
+        from ..render.collapse import more_like_it, runs
+
+        for run in runs(rep.findings):      # a run of one kind: one line (the JSON lists each)
+            message = run[0].message if len(run) == 1 else f"{len(run)} {run[0].kind} faults from here: " \
+                                                            f"{more_like_it(run)}"
+            _error(KdumpError(message, file=rep.path, position=run[0].position))
 
 
 def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer) -> int:
