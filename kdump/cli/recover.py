@@ -58,6 +58,7 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     )
     from ..render.verify import change_line, plan_renderer
     from . import error_line
+    from .progress import Progress
 
     if apply_ and not yes and not _isatty(sys.stdin):
         # Nobody can answer the prompt: say how to consent instead of looking interrupted.
@@ -80,21 +81,22 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     renderer = plan_renderer(out)
     plans = []
     try:
-        for directory, logdir in targets:
-            if logdir not in states:
-                states[logdir] = LogDirState.read(logdir)
-            try:
-                plan = plan_partition(directory, states[logdir], opts)
-            except KdumpError as e:
-                click.echo(error_line(e.located(directory)), err=True)
-                status = max(status, e.exit_code)
-                continue
-            renderer.plan(plan)
-            plans.append(plan)
-            if plan.incomplete:
-                status = max(status, ExitStatus.INCOMPLETE)
-            elif plan.damaged:
-                status = max(status, ExitStatus.DAMAGE)
+        with Progress.for_paths(out, _segments(targets), "recover"):
+            for directory, logdir in targets:
+                if logdir not in states:
+                    states[logdir] = LogDirState.read(logdir)
+                try:
+                    plan = plan_partition(directory, states[logdir], opts)
+                except KdumpError as e:
+                    click.echo(error_line(e.located(directory)), err=True)
+                    status = max(status, e.exit_code)
+                    continue
+                renderer.plan(plan)
+                plans.append(plan)
+                if plan.incomplete:
+                    status = max(status, ExitStatus.INCOMPLETE)
+                elif plan.damaged:
+                    status = max(status, ExitStatus.DAMAGE)
     finally:
         renderer.finish()
     if salvage_dir:
@@ -137,3 +139,16 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
             click.echo(f"kdump: error: {plan.directory}: {e.strerror or e}", err=True)
             status = max(status, ExitStatus.INCOMPLETE)
     return int(status)
+
+
+def _segments(targets: list[tuple[str, str | None]]) -> list[str]:
+    """The segments a plan reads, for the progress bar's total."""
+    from ..logdir import LOG, partition_files
+
+    out = []
+    for directory, _ in targets:
+        try:
+            out += [f.path for f in partition_files(directory) if f.kind == LOG]
+        except (OSError, KdumpError):
+            pass
+    return out
