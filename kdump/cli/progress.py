@@ -68,9 +68,9 @@ class Progress:
 
         console = Console(file=sys.stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
         # Output to the same terminal is routed through the bar so it scrolls above it.
-        self._bar = RichProgress(TextColumn("kdump {task.description}"), BarColumn(), DownloadColumn(binary_units=True),
+        self._bar = RichProgress(TextColumn("kdump {task.description}"), BarColumn(), DownloadColumn(),
                                  TransferSpeedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
-                                 transient=True, redirect_stdout=self.stdout_tty, redirect_stderr=False)
+                                 transient=True, redirect_stdout=self.stdout_tty, redirect_stderr=True)
         self._task = self._bar.add_task(self.label, total=self.total)
         self._bar.start()
 
