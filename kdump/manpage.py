@@ -23,8 +23,8 @@ EXIT_STATUS = [
     ("1", "Damage found (also when it was repaired): corrupt, torn or inconsistent data."),
     ("2", "Usage error: a bad option, or a PATH that names nothing kdump reads."),
     ("3", "Could not complete: missing file, permission, I/O error, a codec library is missing, a path that "
-          "is not a regular file (a FIFO is refused, never waited on), or a file truncated by another process "
-          "while kdump read it."),
+          "is not a regular file (a FIFO is refused, never waited on), a file truncated by another process "
+          "while kdump read it, or verify's output cut off (| head) before any damage was seen."),
     ("130", "Interrupted."),
 ]
 
