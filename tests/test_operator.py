@@ -10,7 +10,6 @@ import struct
 import subprocess
 import sys
 import zlib
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -25,18 +24,9 @@ class Tty(io.StringIO):
         return True
 
 
-def run_on_terminal(*args, stdout_tty: bool = False, monkeypatch=None) -> tuple[int, str, str]:
+def run_on_terminal(*args, stdout_tty: bool = False) -> tuple[int, str, str]:
     """Run kdump in-process with stderr (and optionally stdout) looking like a terminal."""
-    from kdump.cli import main
-
-    out, err = (Tty() if stdout_tty else io.StringIO()), Tty()
-    code = 0
-    with redirect_stdout(out), redirect_stderr(err):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    return code, out.getvalue(), err.getvalue()
+    return tuple(run_kdump(*args, out=Tty() if stdout_tty else None, err=Tty()))
 
 
 @pytest.fixture
