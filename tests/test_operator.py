@@ -236,6 +236,8 @@ def test_a_bad_crc_finding_quotes_no_offset_from_the_bad_batch(tmp_path):
     assert objs[0]["findings"][0] == {"kind": "crc_mismatch", "position": 910, "offset": None,
                                       "message": "Record is corrupt (stored crc = 2765771479, computed crc = "
                                                  "4029701860)"}
+    r = run_kdump("dump", d / f"{SEG0}.log")
+    assert f"kdump: error: {d / SEG0}.log:910: batch has an invalid CRC (stored 2765771479)\n" in r.err
 
 
 def test_a_partition_with_indexes_but_no_log_is_the_same_damage_for_dump_and_verify(tmp_path):

@@ -105,7 +105,8 @@ def _table(out: Output, summaries: list[PartitionSummary]) -> None:
     for s, log_dir in zip(summaries, log_dirs):
         d = s.to_dict()
         ok = not (s.problems or s.invalid_batches or s.trailing_bytes)
-        t.add_row(*([log_dir] if several else []), f"{s.topic}-{s.partition}" if s.topic else s.path, str(s.segments), f"{s.bytes:,}",
+        name = f"{s.topic}-{s.partition}" if s.topic else s.path
+        t.add_row(*([log_dir] if several else []), name, str(s.segments), f"{s.bytes:,}",
                   f"{s.batches:,}", f"{s.records:,}", _offsets(s, "–"),
                   f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
                   ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),
