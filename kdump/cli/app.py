@@ -15,6 +15,7 @@ COMMANDS = {
     "recover": "kdump.cli.recover:recover",
     "export": "kdump.cli.export:export",
     "info": "kdump.cli.info:info",
+    "help": "kdump.cli.help:help",
 }
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
 from ..errors import ExitStatus, KdumpError
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from .options import Output, output_options
+from .options import Output, _isatty, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,7 +58,12 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     )
     from ..render.verify import change_line, plan_renderer
     from . import error_line
+    from .progress import Progress
 
+    if apply_ and not yes and not _isatty(sys.stdin):
+        # Nobody can answer the prompt: say how to consent instead of looking interrupted.
+        raise click.UsageError("--apply asks before changing anything and there is no terminal to answer: "
+                               "add --yes to apply without asking")
     out = Output(json_flag, fmt, color, quiet)
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     status = ExitStatus.OK
@@ -75,21 +81,22 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     renderer = plan_renderer(out)
     plans = []
     try:
-        for directory, logdir in targets:
-            if logdir not in states:
-                states[logdir] = LogDirState.read(logdir)
-            try:
-                plan = plan_partition(directory, states[logdir], opts)
-            except KdumpError as e:
-                click.echo(error_line(e.located(directory)), err=True)
-                status = max(status, e.exit_code)
-                continue
-            renderer.plan(plan)
-            plans.append(plan)
-            if plan.incomplete:
-                status = max(status, ExitStatus.INCOMPLETE)
-            elif plan.damaged:
-                status = max(status, ExitStatus.DAMAGE)
+        with Progress.for_paths(out, _segments(targets), "recover"):
+            for directory, logdir in targets:
+                if logdir not in states:
+                    states[logdir] = LogDirState.read(logdir)
+                try:
+                    plan = plan_partition(directory, states[logdir], opts)
+                except KdumpError as e:
+                    click.echo(error_line(e.located(directory)), err=True)
+                    status = max(status, e.exit_code)
+                    continue
+                renderer.plan(plan)
+                plans.append(plan)
+                if plan.incomplete:
+                    status = max(status, ExitStatus.INCOMPLETE)
+                elif plan.damaged:
+                    status = max(status, ExitStatus.DAMAGE)
     finally:
         renderer.finish()
     if salvage_dir:
@@ -132,3 +139,16 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
             click.echo(f"kdump: error: {plan.directory}: {e.strerror or e}", err=True)
             status = max(status, ExitStatus.INCOMPLETE)
     return int(status)
+
+
+def _segments(targets: list[tuple[str, str | None]]) -> list[str]:
+    """The segments a plan reads, for the progress bar's total."""
+    from ..logdir import LOG, partition_files
+
+    out = []
+    for directory, _ in targets:
+        try:
+            out += [f.path for f in partition_files(directory) if f.kind == LOG]
+        except (OSError, KdumpError):
+            pass
+    return out

@@ -34,10 +34,12 @@ from .options import Output, limits_option, output_options, paths_argument
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
+@click.option("--problems", is_flag=True,
+              help="List only the files with findings (the summary on stderr still counts every file).")
 @limits_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, max_decompressed,
-           max_expansion, json_flag, fmt, color, quiet):
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, problems,
+           max_decompressed, max_expansion, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -49,13 +51,17 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
     Each file gets a line (or with --json one object: file, kind, status, size,
     valid_bytes, batches, records, first_offset, last_offset, findings); valid_bytes is
-    where a broker's recovery would cut the segment. A summary goes to stderr.
+    where a broker's recovery would cut the segment. A summary goes to stderr. The
+    text and table views show a run of findings of one kind in one file as one line
+    (count, byte and offset ranges); --json lists each. On a terminal the table lists
+    the files with findings and sums up the rest; --problems lists only those anywhere.
 
     \b
     Exit status: 0 clean, 1 damage found (also when --truncate repaired it),
     3 could not complete (unreadable file, codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
+    out.problems_only = problems
     limits = limits_for(max_decompressed, max_expansion)
     if engine == "spark":
         if truncate:
@@ -82,7 +88,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
                broker_cut: bool = False, limits=None) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
     from ..render.verify import change_line, summary_line, verify_renderer
-    from . import error_line
+    from . import error_line, output_cut
     from .progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
@@ -93,12 +99,13 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     try:
         with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
             for r in verify_files(files, opts):
+                status = max(status, report_status(r.status))
                 renderer.file(r)
                 reports.append(_light(r))
-                status = max(status, report_status(r.status))
-                progress.file_done(r.size or 0)
-    finally:
+                progress.done(r.file, r.size or 0)
         renderer.finish()
+    except BrokenPipeError:
+        return output_cut(status)         # nothing repaired: the run stopped here
     changes = None
     if truncate:
         from ..repair import repair_reports
@@ -133,6 +140,12 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
             continue
+        if os.path.isdir(path):
+            from ..logless import logless_dirs
+
+            for e in logless_dirs(found):
+                click.echo(error_line(e), err=True)
+                status = max(status, e.exit_code)
         for f in found:
             key = os.path.realpath(f.path)
             if key not in seen:
