@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..decoders import cluster_metadata
-from ..errors import KdumpError
+from ..errors import KdumpError, NothingToDoError
 from ..logdir import KRAFT_SNAPSHOT
 from .source import CLUSTER_METADATA, LogDirs, LogReader, Stop, segments, side_files
 
@@ -286,7 +286,7 @@ def _snapshot_time(f) -> int | None:
 def load(dirs: LogDirs, point: Point = Point()) -> Image:
     p = dirs.get(CLUSTER_METADATA, 0)
     if p is None:
-        raise KdumpError("no __cluster_metadata-0 partition here", file=", ".join(sorted({q.path for q in dirs.all()}))[:200])
+        raise NothingToDoError("no __cluster_metadata-0 partition here", file=" ".join(dirs.roots))
     img = Image()
     start = 0
     snaps = sorted((f for f in side_files(p, KRAFT_SNAPSHOT) if f.base_offset is not None),
@@ -347,7 +347,7 @@ def _flatten(value: Any, path: str, out: dict[str, Any]) -> None:
     if isinstance(value, dict) and value:
         for k, v in value.items():
             _flatten(v, f"{path}/{k}" if path else str(k), out)
-    else:
+    elif path.count("/") >= 1 or not isinstance(value, dict):     # an empty section is no entry
         out[path] = value
 
 

@@ -40,6 +40,7 @@ class LogDirs:
     def __init__(self, paths) -> None:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.notes: list[str] = []
+        self.roots = list(paths)
         for path in paths:
             if not os.path.exists(path):
                 raise InputError("cannot read: no such file or directory", file=path)
