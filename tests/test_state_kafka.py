@@ -135,6 +135,8 @@ def recorded(tmp_path_factory):
     broker = KafkaBroker(logs, work_dir=root / "work", config={
         "offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "2"})
     try:
+        # A fixed id: a random one may start with '-', which kafka-storage takes for an option.
+        broker.format(cluster_id="MkU3OEVBNTcwNTJENDM2Qk")
         broker.start()
         seen = _scenario_phase1(broker.bootstrap)
         broker.stop()
