@@ -13,7 +13,6 @@ registers the 50 topics and their 5,000 partitions. Each command runs as a user 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import struct
 import subprocess

@@ -58,6 +58,22 @@ def _hang(bootstrap: str, tid: str, topic: str, partition: int, n: int) -> None:
                    timeout=120)
 
 
+def _transaction(bs: str, tid: str, partitions: list[int], *, commit: bool) -> None:
+    from kafka import KafkaProducer
+
+    t = KafkaProducer(bootstrap_servers=bs, transactional_id=tid)
+    t.init_transactions()
+    t.begin_transaction()
+    for i, partition in enumerate(partitions):
+        t.send("orders", value=b"%s-%d" % (tid.encode(), i), partition=partition)
+    t.flush()
+    if commit:
+        t.commit_transaction()
+    else:
+        t.abort_transaction()
+    t.close()
+
+
 def _scenario_phase1(bs: str) -> dict:
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -73,21 +89,8 @@ def _scenario_phase1(bs: str) -> dict:
         p.send("orders", key=b"o%d" % i, value=b"plain-%d" % i, partition=i % 3)
     p.flush()
     p.close()
-    t = KafkaProducer(bootstrap_servers=bs, transactional_id="t-commit")
-    t.init_transactions()
-    t.begin_transaction()
-    for i in range(5):
-        t.send("orders", value=b"c%d" % i, partition=i % 2)
-    t.commit_transaction()
-    t.close()
-    t = KafkaProducer(bootstrap_servers=bs, transactional_id="t-abort")
-    t.init_transactions()
-    t.begin_transaction()
-    for i in range(3):
-        t.send("orders", value=b"a%d" % i, partition=0)
-    t.flush()
-    t.abort_transaction()
-    t.close()
+    _transaction(bs, "t-commit", [i % 2 for i in range(5)], commit=True)
+    _transaction(bs, "t-abort", [0, 0, 0], commit=False)
     _hang(bs, "t-hang", "payments", 0, 2)
     c = KafkaConsumer("orders", bootstrap_servers=bs, group_id="g-classic", auto_offset_reset="earliest",
                       enable_auto_commit=False, consumer_timeout_ms=4000)

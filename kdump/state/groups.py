@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..decoders import consumer_offsets
-from ..errors import KdumpError
 from ..format.control import COMMIT
 from .metadata import load as load_metadata
-from .source import CLUSTER_METADATA, CONSUMER_OFFSETS, LogDirs, LogReader, log_end_offset, segments
+from .source import (CLUSTER_METADATA, CONSUMER_OFFSETS, LogDirs, LogReader, decode_records_of, log_end_offset,
+                     segments)
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000      # offsets.retention.minutes = 10080
 _PROTOCOL_OF = {"CONSUMER_GROUP": "consumer", "SHARE_GROUP": "share", "STREAMS_GROUP": "streams"}
@@ -91,13 +91,7 @@ class Groups:
                     for part, d in pending:
                         self.apply(part, d)
                 continue
-            for r in records or ():
-                try:
-                    d = consumer_offsets.decode(r.key, r.value)
-                except KdumpError as e:
-                    self.errors.append(f"{f.path}: offset {r.offset}: {e.message}")
-                    continue
-                d["_offset"] = r.offset
+            for _, d in decode_records_of(f, records, consumer_offsets.decode, self.errors):
                 if b.is_transactional:
                     self._pending.setdefault(b.producer_id, []).append((p.partition, d))
                 else:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..decoders import cluster_metadata
-from ..errors import KdumpError, NothingToDoError
+from ..errors import NothingToDoError
 from ..logdir import KRAFT_SNAPSHOT
-from .source import CLUSTER_METADATA, LogDirs, LogReader, Stop, segments, side_files
+from .source import CLUSTER_METADATA, LogDirs, LogReader, Stop, decode_records_of, segments, side_files
 
 RESOURCE_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
 NO_LEADER_CHANGE = -2
@@ -256,15 +256,9 @@ def _replay(img: Image, files, point: Point, start_offset: int = 0) -> bool:
             continue
         if not point.before(b.last_offset, b.max_timestamp):
             return False
-        for r in records or ():
-            if r.offset < start_offset:
-                continue
-            try:
-                d = cluster_metadata.decode(r.key, r.value)
-            except KdumpError as e:
-                img.errors.append(f"{f.path}: offset {r.offset}: {e.message}")
-                continue
-            img.apply(d["type"], d["value"])
+        for r, d in decode_records_of(f, records, cluster_metadata.decode, img.errors):
+            if r.offset >= start_offset:
+                img.apply(d["type"], d["value"])
         img.last_offset = b.last_offset
         img.last_timestamp = b.max_timestamp
     img.stop = reader.stop

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ..errors import InputError, KdumpError, NothingToDoError
 from ..format.walk import Walker, decode_records
-from ..logdir import KRAFT_SNAPSHOT, LOG, MAX_DEPTH, LogFile, parse_partition_dir, partition_files
+from ..logdir import LOG, MAX_DEPTH, LogFile, parse_partition_dir, partition_files
 from ..model import Batch, Record
 from ..segment import MappedFile
 
@@ -160,6 +160,20 @@ class LogReader:
                     return
             finally:
                 mapped.close()
+
+
+def decode_records_of(f: LogFile, records, decode, errors: list[str]) -> list[tuple[Record, dict]]:
+    """(record, decoded) for the data records of one batch of an internal topic; a record
+    that does not decode is named in ``errors`` and skipped, as DumpLogSegments skips it."""
+    out = []
+    for r in records or ():
+        if r.control is not None:
+            continue
+        try:
+            out.append((r, decode(r.key, r.value)))
+        except KdumpError as e:
+            errors.append(f"{f.path}: offset {r.offset}: {e.message}")
+    return out
 
 
 def log_end_offset(p: Partition) -> int | None:

@@ -22,7 +22,8 @@ from ..logdir import PRODUCER_SNAPSHOT, TXNINDEX
 from ..model import Finding
 from ..segment import read_small
 from .producers import ProducerState
-from .source import CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, segments, side_files
+from .source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of, segments,
+                     side_files)
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
 DEFAULT_HANGING_AFTER_MS = 15 * 60 * 1000        # find-hanging's --max-transaction-timeout default
@@ -45,15 +46,8 @@ class Coordinator:
         for p in dirs.topic(TRANSACTION_STATE):
             self.present = True
             reader = LogReader(segments(p))
-            for f, b, records in reader.batches(True):
-                for r in records or ():
-                    if r.control is not None:
-                        continue
-                    try:
-                        d = transaction_state.decode(r.key, r.value)
-                    except KdumpError as e:
-                        self.errors.append(f"{f.path}: offset {r.offset}: {e.message}")
-                        continue
+            for f, _, records in reader.batches(True):
+                for r, d in decode_records_of(f, records, transaction_state.decode, self.errors):
                     tid = d["key"]["transactionalId"]
                     if d["value"] is None:
                         self.ids.pop(tid, None)
