@@ -289,3 +289,34 @@ def test_real_kraft_snapshot(kdump):
     (broker,) = [o for o in objs if o["object"] == "broker"]
     assert (broker["broker_id"], broker["fenced"]) == (0, True)
     assert broker["endpoints"] == ["EXTERNAL://localhost:9094", "PLAINTEXT://kafka:9092"]
+
+
+def test_metadata_at_a_time_uses_the_snapshot_only_when_it_is_older(kdump):
+    later = _json(kdump("metadata", METADATA, "--at", "2023-11-14T22:13:25Z", "--json"))[0]
+    assert later["snapshot"].endswith("00000000000000000005-0000000001.checkpoint")
+    # The snapshot contains records up to T0+1000 ms: a point before that replays the log.
+    early = _json(kdump("metadata", METADATA, "--at", "@1700000000500", "--json"))[0]
+    assert (early["snapshot"], early["last_offset"], early["last_timestamp"]) == (None, 3, 1700000000500)
+
+
+def test_several_log_dirs_are_one_broker(kdump, tmp_path):
+    """JBOD: partitions spread over log dirs; a -future replica is skipped with a note."""
+    (tmp_path / "d1").mkdir()
+    (tmp_path / "d2").mkdir()
+    shutil.copytree(TXN, tmp_path / "d1" / TXN.name)
+    shutil.copytree(METADATA, tmp_path / "d2" / METADATA.name)
+    shutil.copytree(TXN, tmp_path / "d2" / "transactions-0.0123456789abcdef0123456789abcdef-future")
+    r = kdump("txn", tmp_path / "d1", tmp_path / "d2", "--now", NOW)
+    assert (r.code, r.out) == (0, TXN_TEXT)
+    assert f"{tmp_path}/d2/transactions-0.0123456789abcdef0123456789abcdef-future: skipped (future replica)" in r.err
+    r = kdump("metadata", tmp_path / "d1", tmp_path / "d2")
+    assert r.code == 0 and "topic orders" in r.out
+    r = kdump("txn", tmp_path / "d1", tmp_path / "d1", "--now", NOW, "--json")
+    assert len(_json(r)) == 1 and "already read from" in r.err
+
+
+@pytest.mark.parametrize("args", [("txn", TXN, "--now", NOW), ("groups", WILLIAM), ("metadata", METADATA)])
+def test_tables(kdump, args):
+    r = kdump(*args, "--format", "table", "--color", "never")
+    assert r.code == 0 and "kdump" in r.out
+    assert {"txn": "transactions-0", "groups": "debug-consumer-group", "metadata": "orders"}[args[0]] in r.out

@@ -117,16 +117,16 @@ def groups_table(console, groups: list[dict[str, Any]]) -> None:
     t = Table(title="kdump groups", title_justify="left")
     for col, just in (("group", "left"), ("protocol", "left"), ("state", "left"), ("gen/epoch", "right"),
                       ("members", "right"), ("topic-partition", "left"), ("committed", "right"),
-                      ("log end", "right"), ("lag", "right"), ("commit time (UTC)", "left")):
-        t.add_column(col, justify=just)
+                      ("log end", "right"), ("lag", "right"), ("commit time (UTC)", "left"), ("expired", "left")):
+        t.add_column(col, justify=just, no_wrap=col in ("group", "commit time (UTC)", "topic-partition"))
     for g in groups:
         rows = g["offsets"] or [None]
         for i, o in enumerate(rows):
             head = (g["group_id"], g["protocol"], g["state"], _opt(g["generation"]), str(len(g["members"]))) \
                 if i == 0 else ("", "", "", "", "")
-            tail = ("-",) * 5 if o is None else (
+            tail = ("-",) * 6 if o is None else (
                 f"{o['topic']}-{o['partition']}", str(o["offset"]), _opt(o["log_end_offset"]), _opt(o["lag"]),
-                when(o["commit_timestamp"]) + (" expired" if o["expired"] else ""))
+                when(o["commit_timestamp"]), "yes" if o["expired"] else "")
             t.add_row(*head, *tail)
     console.print(t)
 

@@ -158,6 +158,10 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
         d = pr.to_dict()
         tid = by_pid.get(pr.producer_id)
         d["transactional_id"] = tid[0] if tid else None
+        if tid is not None and pr.producer_epoch > tid[1]["producerEpoch"]:
+            findings.append(Finding("txn_coordinator_mismatch", None, pr.last_offset,
+                                    f"producer {pr.producer_id} ({tid[0]}) writes with epoch {pr.producer_epoch}, newer "
+                                    f"than the coordinator's {tid[1]['producerEpoch']}"))
         if pr.current_txn_first_offset >= 0:
             age = now_ms - pr.last_timestamp
             named = tid is not None and tid[1]["transactionStatusName"] in ONGOING_STATES \
