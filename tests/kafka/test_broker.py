@@ -89,3 +89,26 @@ def test_kdump_reads_a_running_broker_dir(kafka_broker):
     batches = [json.loads(line) for line in dump.out.splitlines() if '"base_offset"' in line]
     assert sum(b["count"] for b in batches if b["file"].endswith(".log")) == sent
     assert {b["compression"] for b in batches} == {"none", "gzip", "snappy", "lz4", "zstd"}
+
+
+def test_a_broker_starts_on_a_copy_of_the_committed_fixture(make_broker, tmp_path):
+    """fixtures/broker/all-shapes is a log dir Kafka itself accepts (the base the recovery
+    tests damage): a broker started on a copy serves its topics and their committed records."""
+    from kafka import KafkaConsumer
+
+    from kdumptest import FIXTURES
+
+    copy = tmp_path / "all-shapes"
+    shutil.copytree(FIXTURES / "broker" / "all-shapes", copy)
+    broker = make_broker(copy)
+    consumer = KafkaConsumer("txn", bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
+                             isolation_level="read_committed", enable_auto_commit=False,
+                             consumer_timeout_ms=5000)
+    values = [record.value for record in consumer]
+    topics = consumer.topics()
+    consumer.close()
+    assert {"codec-zstd", "compacted", "log-append-time", "txn"} <= topics
+    assert b"java committed after abort" in values
+    assert not any(b"aborted" in v for v in values)
+    broker.stop()
+    assert not any(copy.rglob("*.deleted"))  # the cleaner's leftovers are gone after a start
