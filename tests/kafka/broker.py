@@ -53,9 +53,10 @@ DEFAULT_CONFIG: dict[str, str] = {
     "log.flush.offset.checkpoint.interval.ms": "1000",
     "log.flush.start.offset.checkpoint.interval.ms": "1000",
     "log.flush.recovery.point.checkpoint.interval.ms": "1000",
-    # KRaft metadata: snapshot (.checkpoint) after a few KB of records and a short while.
-    "metadata.log.max.record.bytes.between.snapshots": "4096",
-    "metadata.log.max.snapshot.interval.ms": "2000",
+    # KRaft metadata: a snapshot (.checkpoint) after 16 KB of records or 20 s, so a run of a
+    # minute or two leaves a few of them.
+    "metadata.log.max.record.bytes.between.snapshots": "16384",
+    "metadata.log.max.snapshot.interval.ms": "20000",
     "metadata.log.segment.bytes": str(8 * 1024 * 1024),
     "metadata.log.segment.ms": "60000",
     "metadata.max.idle.interval.ms": "500",
