@@ -320,3 +320,56 @@ def test_tables(kdump, args):
     r = kdump(*args, "--format", "table", "--color", "never")
     assert r.code == 0 and "kdump" in r.out
     assert {"txn": "transactions-0", "groups": "debug-consumer-group", "metadata": "orders"}[args[0]] in r.out
+
+
+# -- fixtures/broker: written by a real Kafka 4.3.1 broker -----------------------------------
+
+BROKER = GENERATED.parent / "broker" / "all-shapes"
+
+
+def test_broker_fixture_txn_agrees_with_the_brokers_own_side_files(kdump):
+    """The broker wrote the .txnindex and .snapshot files: the replay must agree with them
+    (no finding), and every aborted transaction has its .txnindex entry."""
+    from kdump.format.txnindex import parse_txnindex
+
+    r = kdump("txn", BROKER, "--json", "--now", "2026-11-24T02:00:00Z")
+    assert r.code == 0
+    objs = _json(r)
+    parts = {(o["topic"], o["partition"]): o for o in objs if o["object"] == "partition"}
+    assert all(o["findings"] == [] for o in parts.values())
+    for name in ("txn-0", "txn-other-0"):
+        entries = parse_txnindex((BROKER / name / "00000000000000000000.txnindex").read_bytes()).entries
+        obj = parts[(name[:-2], 0)]
+        aborted = [(t["producer_id"], t["first_offset"], t["last_offset"]) for t in obj["transactions"]
+                   if t["outcome"] == "ABORT"]
+        assert aborted == [(e.producer_id, e.first_offset, e.last_offset) for e in entries]
+        assert obj["last_stable_offset"] == obj["log_end_offset"]       # a clean shutdown: nothing open
+    ids = {o["transactional_id"]: o["state"] for o in objs if o["object"] == "transactional_id"}
+    assert ids == {"aiokafka-txn": "CompleteCommit", "java-txn-none": "CompleteCommit",
+                   "java-txn-zstd": "CompleteCommit", "kafka-python-txn": "CompleteAbort",
+                   "perf-txn": "CompleteCommit"}
+
+
+def test_broker_fixture_groups_of_every_protocol(kdump):
+    header, *groups = _json(kdump("groups", BROKER, "--json", "--quiet"))
+    assert (header["partitions"], header["partitions_from"]) == (1, "__cluster_metadata")
+    assert {g["group_id"]: g["protocol"] for g in groups} == {
+        "aiokafka-classic": "classic", "console-classic": "classic", "console-consumer": "consumer",
+        "console-read-committed": "consumer", "console-share": "share", "kafka-python-classic": "classic",
+        "txn-offsets-java": "classic", "txn-offsets-kafka-python": "classic"}
+    offsets = {(g["group_id"], o["topic"]): (o["offset"], o["metadata"]) for g in groups for o in g["offsets"]}
+    assert offsets[("aiokafka-classic", "codec-snappy")] == (50, "aiokafka")
+    # sendOffsetsToTransaction: the committed transaction's offsets count.
+    assert offsets[("txn-offsets-kafka-python", "txn")] == (3, "kp")
+    assert offsets[("txn-offsets-java", "txn")] == (5, "java txn offsets")
+
+
+def test_broker_fixture_metadata_names_every_partition_dir(kdump):
+    objs = _json(kdump("metadata", BROKER, "--json"))
+    topics = {o["name"]: o for o in objs if o["object"] == "topic"}
+    dirs = {d.name.rsplit("-", 1)[0] for d in BROKER.iterdir() if d.is_dir()} - {"__cluster_metadata"}
+    assert set(topics) == dirs
+    assert objs[0]["snapshot"].endswith(".checkpoint") and objs[0]["stopped"] is None
+    configs = {(o["resource_type"], o["resource_name"]): o["configs"] for o in objs if o["object"] == "config"}
+    assert configs[("topic", "log-append-time")] == {"message.timestamp.type": "LogAppendTime"}
+    assert configs[("group", "console-share")] == {"share.auto.offset.reset": "earliest"}

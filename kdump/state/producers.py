@@ -79,6 +79,14 @@ class ProducerState:
     log_end_offset: int | None = None
     at_offsets: dict[int, dict[int, ProducerEntry]] = field(default_factory=dict)
     anomalies: list[tuple[int, str]] = field(default_factory=list)     # (offset, what the broker would refuse)
+    # The first offset from which the log no longer holds every batch ever written: it
+    # does not start at 0 (retention, a deleted segment) or the cleaner removed records
+    # (an offset gap, or fewer records than a batch's offset span). Before it the replay
+    # is the whole history; from it on, files written earlier may rightly know more.
+    incomplete_from: int | None = None
+
+    def complete_before(self, offset: int) -> bool:
+        return self.incomplete_from is None or offset <= self.incomplete_from
 
     def open_transactions(self) -> list[Producer]:
         return sorted((p for p in self.producers.values() if p.current_txn_first_offset >= 0),
@@ -104,8 +112,14 @@ class ProducerState:
     def replay(self, reader: LogReader, snapshot_offsets: list[int] = ()) -> ProducerState:
         pending = sorted(snapshot_offsets)
         for f, b, records in reader.batches(_is_control):
+            first = b.base_offset if b.base_offset is not None else b.last_offset
             if self.log_start_offset is None:
-                self.log_start_offset = b.base_offset if b.base_offset is not None else b.last_offset
+                self.log_start_offset = first
+                if first != 0:
+                    self.incomplete_from = 0
+            elif self.incomplete_from is None and (first > self.log_end_offset or (
+                    b.magic >= 2 and b.count is not None and b.count < b.last_offset - first + 1)):
+                self.incomplete_from = min(first, self.log_end_offset)
             while pending and b.last_offset >= pending[0]:
                 self._capture(pending.pop(0))
             self.log_end_offset = b.last_offset + 1

@@ -83,6 +83,8 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
         replayed = state.at_offsets.get(f.base_offset)
         if replayed is None:
             continue                   # beyond the log end: the broker deletes such snapshots at load
+        if not state.complete_before(f.base_offset):
+            continue                   # the cleaner or retention removed batches the snapshot saw
         for e in snap.entries:
             mine = replayed.get(e.producer_id)
             if mine is None:
@@ -130,7 +132,7 @@ def _txnindex_findings(state: ProducerState, indexes) -> list[Finding]:
                                f"lastStableOffset {got[1].last_stable_offset} on disk, {want.first_offset} and "
                                f"{want.last_stable_offset} from the log"))
     for (pid, last), (name, e) in sorted(on_disk.items(), key=lambda kv: kv[0][1]):
-        if state.log_end_offset is not None and last < state.log_end_offset:
+        if state.log_end_offset is not None and last < state.log_end_offset and state.complete_before(last):
             out.append(Finding("txn_index_mismatch", None, last,
                                f"{name}: entry for producer {pid} ending at {last} matches no ABORT marker "
                                f"closing an open transaction in the log"))
@@ -185,16 +187,21 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
                                         f"{pr.current_txn_first_offset}; the coordinator says "
                                         f"{tid[1]['transactionStatusName']} without this partition"))
         producers.append(d)
-    totals = {}
-    for outcome in ("COMMIT", "ABORT"):
-        done = [c for c in state.completed if c.outcome == outcome]
-        totals["committed" if outcome == "COMMIT" else "aborted"] = {
-            "count": len(done), "records": sum(c.records for c in done), "bytes": sum(c.bytes for c in done)}
+    transactions = [c.to_dict() for c in state.completed]
     return {"object": "partition", "topic": p.topic, "partition": p.partition, "path": p.path,
             "log_start_offset": state.log_start_offset, "log_end_offset": state.log_end_offset,
             "last_stable_offset": state.last_stable_offset, "producers": producers,
-            "transactions": [c.to_dict() for c in state.completed], **totals,
-            "findings": [f.to_dict() for f in findings]}
+            "transactions": transactions, **totals(transactions), "findings": [f.to_dict() for f in findings]}
+
+
+def totals(transactions: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """``committed`` and ``aborted``: how many transactions, records and bytes."""
+    out = {}
+    for outcome, name in (("COMMIT", "committed"), ("ABORT", "aborted")):
+        done = [t for t in transactions if t["outcome"] == outcome]
+        out[name] = {"count": len(done), "records": sum(t["records"] for t in done),
+                     "bytes": sum(t["bytes"] for t in done)}
+    return out
 
 
 def run(paths, *, now_ms: int, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
@@ -222,6 +229,7 @@ def run(paths, *, now_ms: int, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
             if pids is not None:
                 obj["producers"] = [d for d in obj["producers"] if d["producer_id"] in pids]
                 obj["transactions"] = [t for t in obj["transactions"] if t["producer_id"] in pids]
+                obj.update(totals(obj["transactions"]))
                 if not obj["producers"] and not obj["transactions"]:
                     continue
             elif not obj["producers"] and not obj["findings"]:
