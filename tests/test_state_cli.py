@@ -373,3 +373,21 @@ def test_broker_fixture_metadata_names_every_partition_dir(kdump):
     configs = {(o["resource_type"], o["resource_name"]): o["configs"] for o in objs if o["object"] == "config"}
     assert configs[("topic", "log-append-time")] == {"message.timestamp.type": "LogAppendTime"}
     assert configs[("group", "console-share")] == {"share.auto.offset.reset": "earliest"}
+
+
+def test_group_tombstone_keeps_offsets_that_have_none(kdump, tmp_path):
+    """A group metadata tombstone ends the group's membership; offsets without their own
+    tombstone remain, as an offsets-only group."""
+    part = tmp_path / "__consumer_offsets-0"
+    part.mkdir()
+    T = 1_700_000_000_000
+    key = struct.pack(">hh", 2, 1) + b"g"
+    value = struct.pack(">hh", 3, 8) + b"consumer" + struct.pack(">ihhqi", 4, -1, -1, T, 0)   # GroupMetadataValue v3
+    batches = [build_v2_batch([(0, T, key, value), (1, T, *_offset_commit("g", "t", 0, 9, T))], base_offset=0),
+               build_v2_batch([(0, T, key, None)], base_offset=2)]
+    (part / "00000000000000000000.log").write_bytes(b"".join(batches))
+    _, g = _json(kdump("groups", tmp_path, "--json", "--now", "2023-11-15T00:00:00Z"))
+    assert (g["protocol_type"], g["generation"], [o["offset"] for o in g["offsets"]]) == (None, None, [9])
+    (part / "00000000000000000000.log").write_bytes(batches[0])
+    _, g = _json(kdump("groups", tmp_path, "--json", "--now", "2023-11-15T00:00:00Z"))
+    assert (g["protocol_type"], g["generation"], g["state"]) == ("consumer", 4, "Empty")

@@ -99,6 +99,17 @@ class Groups:
         if reader.stop is not None:
             self.stops.append(reader.stop.text())
 
+    def _forget(self, gid: str) -> None:
+        """A group tombstone removes the group's metadata; offsets it still has keep it
+        listed as an offsets-only group (each offset has its own tombstone)."""
+        g = self.groups.get(gid)
+        if g is None:
+            return
+        if g.offsets:
+            _forget_metadata(g)
+        else:
+            del self.groups[gid]
+
     def apply(self, partition: int, d: dict[str, Any]) -> None:
         rtype, key, v = d["type"], d["key"], d["value"]
         if rtype in ("OFFSET_COMMIT", "LEGACY_OFFSET_COMMIT"):
@@ -114,7 +125,7 @@ class Groups:
             return
         if rtype == "GROUP_METADATA":
             if v is None:
-                self.groups.pop(key["group"], None)
+                self._forget(key["group"])
                 return
             g = self.group(key["group"], partition)
             g.has_metadata, g.protocol = True, "classic"
@@ -130,7 +141,7 @@ class Groups:
             return
         if rtype.endswith("_GROUP_METADATA") and rtype.count("_") == 2:
             if v is None:
-                self.groups.pop(gid, None)
+                self._forget(gid)
                 return
             g = self.group(gid, partition)
             g.has_metadata, g.protocol, g.generation = True, family, v.get("epoch")
@@ -153,6 +164,12 @@ class Groups:
                 m["member_epoch"] = v.get("memberEpoch")
                 m["assignment"] = [f"{self.topic_names.get(t['topicId'], t['topicId'])}-{n}"
                                    for t in v.get("assignedPartitions") or () for n in t["partitions"]]
+
+
+def _forget_metadata(g: Group) -> None:
+    g.has_metadata, g.protocol, g.protocol_type, g.generation = False, "classic", None, None
+    g.assignor = g.leader = g.state_timestamp = None
+    g.members = {}
 
 
 def _classic_member(m: dict[str, Any]) -> dict[str, Any]:
