@@ -391,3 +391,14 @@ def test_group_tombstone_keeps_offsets_that_have_none(kdump, tmp_path):
     (part / "00000000000000000000.log").write_bytes(batches[0])
     _, g = _json(kdump("groups", tmp_path, "--json", "--now", "2023-11-15T00:00:00Z"))
     assert (g["protocol_type"], g["generation"], g["state"]) == ("consumer", 4, "Empty")
+
+
+def test_state_commands_change_nothing(kdump, tmp_path):
+    from kdumptest import snapshot_tree
+
+    copy = tmp_path / "all-shapes"
+    shutil.copytree(BROKER, copy)
+    before = snapshot_tree(copy)
+    for args in (("txn", copy), ("groups", copy, "--group", "console-share"), ("metadata", copy, "--diff", "0", "250")):
+        assert kdump(*args, "--json").code == 0
+    assert snapshot_tree(copy) == before
