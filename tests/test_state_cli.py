@@ -402,3 +402,23 @@ def test_state_commands_change_nothing(kdump, tmp_path):
     for args in (("txn", copy), ("groups", copy, "--group", "console-share"), ("metadata", copy, "--diff", "0", "250")):
         assert kdump(*args, "--json").code == 0
     assert snapshot_tree(copy) == before
+
+
+def test_hanging_needs_every_transaction_state_partition_to_blame_the_coordinator(kdump, tmp_path):
+    """With __transaction_state-1 of 2 missing (a disk not copied), a producer none of the
+    present partitions names is judged by age alone: its id may be in the missing one."""
+    part = _cut_before(tmp_path, TXN, 26)
+    (tmp_path / "__transaction_state-1").mkdir()
+    (tmp_path / "__transaction_state-1" / "00000000000000000000.log").write_bytes(b"")
+    r = kdump("txn", tmp_path, "--json", "--now", NOW, "--hanging-after", "0")
+    (obj,) = [o for o in _json(r) if o["object"] == "partition" and o["topic"] == "transactions"]
+    (p2000,) = [p for p in obj["producers"] if p["producer_id"] == 2000]
+    assert p2000["hanging"] and len(p2000["hanging_reasons"]) == 1 and obj["findings"] == []
+    assert "only 1 of the 2 __transaction_state partitions are here" in r.err
+    (tmp_path / "__transaction_state-0").mkdir()
+    (tmp_path / "__transaction_state-0" / "00000000000000000000.log").write_bytes(b"")
+    r = kdump("txn", tmp_path, "--json", "--now", NOW, "--hanging-after", "0")
+    (obj,) = [o for o in _json(r) if o["object"] == "partition" and o["topic"] == "transactions"]
+    (p2000,) = [p for p in obj["producers"] if p["producer_id"] == 2000]
+    assert p2000["hanging_reasons"][1] == "no transactional id with this producer id in __transaction_state"
+    assert [f["kind"] for f in obj["findings"]] == ["txn_coordinator_mismatch"] and r.code == 1

@@ -21,6 +21,7 @@ from ..format.txnindex import parse_txnindex
 from ..logdir import PRODUCER_SNAPSHOT, TXNINDEX
 from ..model import Finding
 from ..segment import read_small
+from .metadata import partition_count
 from .producers import ProducerState
 from .source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of, segments,
                      side_files)
@@ -35,6 +36,7 @@ class Coordinator:
     tombstone removes the id, as the coordinator's load does)."""
 
     present: bool = False
+    complete: bool = True             # every __transaction_state partition is here
     ids: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)
@@ -43,6 +45,14 @@ class Coordinator:
         return {v["producerId"]: (tid, v) for tid, v in self.ids.items()}
 
     def load(self, dirs: LogDirs) -> Coordinator:
+        found = [p.partition for p in dirs.topic(TRANSACTION_STATE)]
+        if found:
+            count = partition_count(dirs, TRANSACTION_STATE)
+            count = max(found) + 1 if count is None else count
+            self.complete = sorted(found) == list(range(count))
+            if not self.complete:
+                self.errors.append(f"only {len(found)} of the {count} __transaction_state partitions are here: an "
+                                   f"open transaction unknown to them is judged by its age alone")
         for p in dirs.topic(TRANSACTION_STATE):
             self.present = True
             reader = LogReader(segments(p))
@@ -168,20 +178,23 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
             age = now_ms - pr.last_timestamp
             named = tid is not None and tid[1]["transactionStatusName"] in ONGOING_STATES \
                 and (p.topic, p.partition) in txn_partitions(tid[1])
+            # The coordinator's word counts where it can speak: its record names this producer,
+            # or every __transaction_state partition is here (so none names it).
+            decisive = coord.present and (tid is not None or coord.complete)
             reasons = []
             if age > hanging_after_ms and not (coord.present and named):
                 reasons.append(f"open for {age // 60000} min")
-                if coord.present:
+                if decisive:
                     reasons.append("no transactional id with this producer id in __transaction_state" if tid is None
                                    else f"{tid[0]} is {tid[1]['transactionStatusName']} without this partition")
             d.update(open_txn={"first_offset": pr.current_txn_first_offset, "records": pr.txn_records,
                                "bytes": pr.txn_bytes, "age_ms": age},
                      hanging=bool(reasons), hanging_reasons=reasons)
-            if coord.present and tid is None:
+            if decisive and tid is None:
                 findings.append(Finding("txn_coordinator_mismatch", None, pr.current_txn_first_offset,
                                         f"producer {pr.producer_id} has a transaction open since offset "
                                         f"{pr.current_txn_first_offset}, unknown to __transaction_state"))
-            elif coord.present and not named:
+            elif decisive and not named:
                 findings.append(Finding("txn_coordinator_mismatch", None, pr.current_txn_first_offset,
                                         f"producer {pr.producer_id} ({tid[0]}) has a transaction open since offset "
                                         f"{pr.current_txn_first_offset}; the coordinator says "
