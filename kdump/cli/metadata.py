@@ -26,8 +26,9 @@ def _point(value: str | None):
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--at", "at", metavar="OFFSET|TIME",
-              help="The point to show: a metadata log offset (included), or a time as ISO-8601 or @epoch-ms "
-                   "[default: the end of the log].")
+              help="The point to show: a metadata log offset, or a time as ISO-8601 or @epoch-ms; the image "
+                   "includes every whole batch at or before it, as a broker applies them [default: the end of "
+                   "the log].")
 @click.option("--diff", nargs=2, metavar="A B", help="Show what changed between two points (each OFFSET or TIME).")
 @output_options
 def metadata(paths, at, diff, json_flag, fmt, color, quiet):
