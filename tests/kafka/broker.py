@@ -54,11 +54,11 @@ DEFAULT_CONFIG: dict[str, str] = {
     "log.flush.start.offset.checkpoint.interval.ms": "1000",
     "log.flush.recovery.point.checkpoint.interval.ms": "1000",
     # KRaft metadata: a snapshot (.checkpoint) after 16 KB of records or 20 s, so a run of a
-    # minute or two leaves a few of them.
+    # minute or two leaves a few of them and a few metadata segments.
     "metadata.log.max.record.bytes.between.snapshots": "16384",
     "metadata.log.max.snapshot.interval.ms": "20000",
     "metadata.log.segment.bytes": str(8 * 1024 * 1024),
-    "metadata.log.segment.ms": "60000",
+    "metadata.log.segment.ms": "15000",  # the metadata log rolls too
     "metadata.max.idle.interval.ms": "500",
 }
 
