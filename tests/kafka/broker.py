@@ -88,11 +88,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+try:  # looked up here, not in the forked child, where dlopen could wait on a lock forever
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _prctl = None
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the JVM dies with the Python process
 
 
 def _read_properties(path: Path) -> dict[str, str]:
@@ -219,7 +222,7 @@ class KafkaBroker:
             self.proc = subprocess.Popen(
                 self._java("kafka.Kafka", str(self.properties_file)), stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                preexec_fn=_die_with_parent if _prctl else None)
         _live.add(self)
         deadline = time.monotonic() + timeout
         while True:
