@@ -155,7 +155,8 @@ VERIFY_FALSE_ALARMS: set[str] = set()
 
 @pytest.mark.parametrize("path", [LOG_DIR, *PARTITIONS, *FILES], ids=lambda p: _rel(p))
 def test_dump_and_verify_read_everything(path):
-    for args in (("dump", str(path)), ("dump", str(path), "--data", "--json"), ("verify", str(path))):
+    for args in (("dump", str(path)), ("dump", str(path), "--data", "--json"), ("verify", str(path)),
+                 ("verify", str(path), "--deep")):
         result = run_kdump(*args)
         assert "Traceback" not in result.err and "internal error" not in result.err, result.err
         expected = 1 if args[0] == "verify" and _rel(path) in VERIFY_FALSE_ALARMS else 0
