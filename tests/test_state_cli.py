@@ -422,3 +422,12 @@ def test_hanging_needs_every_transaction_state_partition_to_blame_the_coordinato
     (p2000,) = [p for p in obj["producers"] if p["producer_id"] == 2000]
     assert p2000["hanging_reasons"][1] == "no transactional id with this producer id in __transaction_state"
     assert [f["kind"] for f in obj["findings"]] == ["txn_coordinator_mismatch"] and r.code == 1
+
+
+def test_a_log_dir_named_like_a_partition(kdump, tmp_path):
+    """/data/kafka-1 holding partitions is a log dir, not partition 1 of topic kafka."""
+    logdir = tmp_path / "kafka-1"
+    shutil.copytree(METADATA, logdir / METADATA.name)
+    (logdir / "meta.properties").write_text("node.id=1\n")
+    r = kdump("metadata", logdir)
+    assert r.code == 0 and "topic orders" in r.out

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ..errors import InputError, KdumpError, NothingToDoError
 from ..format.walk import Walker, decode_records
-from ..logdir import LOG, MAX_DEPTH, LogFile, parse_partition_dir, partition_files
+from ..logdir import LOG, MAX_DEPTH, LogFile, _is_partition_dir, parse_partition_dir, partition_files
 from ..model import Batch, Record
 from ..segment import MappedFile
 
@@ -51,30 +51,24 @@ class LogDirs:
             raise NothingToDoError("no partition directories found here", file=paths[0] if paths else None)
 
     def _add_dir(self, path: str, depth: int) -> None:
-        parsed = parse_partition_dir(os.path.basename(os.path.normpath(path)))
-        if parsed is not None and self._is_partition(path):
+        entries = self._entries(path)
+        name = os.path.basename(os.path.normpath(path))
+        parsed = parse_partition_dir(name)
+        # The name alone cannot decide: a log dir called kafka-1 looks like a partition.
+        if parsed is not None and _is_partition_dir(entries, name):
             self._add_partition(path, parsed)
             return
-        try:
-            entries = sorted(os.scandir(path), key=lambda e: e.name)
-        except OSError as e:
-            raise InputError(f"cannot list directory: {e.strerror}", file=path) from None
-        for e in entries:
-            if not e.is_dir(follow_symlinks=False):
-                continue
-            sub = os.path.join(path, e.name)
-            parsed = parse_partition_dir(e.name)
-            if parsed is not None:
-                self._add_partition(sub, parsed)
-            elif depth < MAX_DEPTH:
-                self._add_dir(sub, depth + 1)
+        for e in sorted(entries, key=lambda e: e.name):
+            if e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
+                self._add_dir(os.path.join(path, e.name), depth + 1)
 
     @staticmethod
-    def _is_partition(path: str) -> bool:
+    def _entries(path: str) -> list[os.DirEntry]:
         try:
-            return any(e.is_file() for e in os.scandir(path))
-        except OSError:
-            return False
+            with os.scandir(path) as it:
+                return list(it)
+        except OSError as e:
+            raise InputError(f"cannot list directory: {e.strerror}", file=path) from None
 
     def _add_partition(self, path: str, parsed: tuple[str, int, str | None]) -> None:
         topic, partition, state = parsed
