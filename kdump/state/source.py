@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 from ..errors import InputError, KdumpError, NothingToDoError
 from ..format.walk import Walker, decode_records
-from ..logdir import LOG, MAX_DEPTH, LogFile, _is_partition_dir, parse_partition_dir, partition_files
+from ..logdir import (LOG, MAX_DEPTH, LogFile, _is_partition_dir, _scandir, parse_partition_dir,
+                      partition_files)
 from ..model import Batch, Record
 from ..segment import MappedFile
 
@@ -51,7 +52,7 @@ class LogDirs:
             raise NothingToDoError("no partition directories found here", file=paths[0] if paths else None)
 
     def _add_dir(self, path: str, depth: int) -> None:
-        entries = self._entries(path)
+        entries = _scandir(path)
         name = os.path.basename(os.path.normpath(path))
         parsed = parse_partition_dir(name)
         # The name alone cannot decide: a log dir called kafka-1 looks like a partition.
@@ -61,14 +62,6 @@ class LogDirs:
         for e in sorted(entries, key=lambda e: e.name):
             if e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
                 self._add_dir(os.path.join(path, e.name), depth + 1)
-
-    @staticmethod
-    def _entries(path: str) -> list[os.DirEntry]:
-        try:
-            with os.scandir(path) as it:
-                return list(it)
-        except OSError as e:
-            raise InputError(f"cannot list directory: {e.strerror}", file=path) from None
 
     def _add_partition(self, path: str, parsed: tuple[str, int, str | None]) -> None:
         topic, partition, state = parsed
