@@ -16,6 +16,9 @@ COMMANDS = {
     "export": "kdump.cli.export:export",
     "info": "kdump.cli.info:info",
     "help": "kdump.cli.help:help",
+    "txn": "kdump.cli.txn:txn",
+    "groups": "kdump.cli.groups:groups",
+    "metadata": "kdump.cli.metadata:metadata",
 }
 
 

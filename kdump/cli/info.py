@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 
 import click
 
 from ..errors import ExitStatus, KdumpError
 from ..logdir import BATCH_KINDS, resolve
+from ..state.render import when as _time
 from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
 from .options import Output, output_options, paths_argument
 
@@ -45,15 +45,6 @@ def info(paths, json_flag, fmt, color, quiet):
     if summaries:
         _table(out, summaries)
     return int(status)
-
-
-def _time(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    try:
-        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
 
 
 def _or_dash(v) -> str:
