@@ -32,6 +32,9 @@ import kafka_jars
 # Small sizes so that a few hundred records roll segments, fill indexes and wake the cleaner;
 # every key can be overridden through `config`.
 DEFAULT_CONFIG: dict[str, str] = {
+    # Kafka 4.x refuses segments under 1 MiB; to roll after a few KB, give a topic a small
+    # `segment.index.bytes` (a segment rolls when its index is full).
+    "log.segment.bytes": str(1024 * 1024),
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
     "offsets.topic.replication.factor": "1",
