@@ -308,10 +308,14 @@ class KafkaBroker:
 
 
 def _random_cluster_id() -> str:
-    """A cluster id as Kafka makes them: a random UUID, URL-safe base64 without padding."""
+    """A cluster id as Kafka makes them: a random UUID, URL-safe base64 without padding, and
+    never starting with '-' (kafka-storage would take it for an option)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @atexit.register
