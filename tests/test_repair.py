@@ -26,8 +26,8 @@ from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, 
                         tree_bytes, truncate_at)
 
 from kdump.errors import WriteError  # noqa: E402
-from kdump.repair import (TEMP_SUFFIX, atomic_write, remove_stale_temps, save_cut_bytes,  # noqa: E402
-                          truncate_log)
+from kdump.repair import save_cut_bytes, truncate_log  # noqa: E402
+from kdump.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -274,7 +274,7 @@ def _holes_supported(directory: Path) -> bool:
 
 
 def test_atomic_write_leaves_zero_chunks_as_holes(tmp_path):
-    from kdump.repair import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
+    from kdump.safewrite import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
 
     chunks = [b"head", ZERO_CHUNK, bytes(COPY_CHUNK), b"\x00\x00\x01", ZERO_CHUNK, bytes(10)]
     want = b"".join(chunks)
@@ -321,7 +321,7 @@ def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
 
 
 def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
-    from kdump.repair import ZERO_CHUNK, read_range
+    from kdump.safewrite import ZERO_CHUNK, read_range
 
     p = tmp_path / "sparse"
     with open(p, "wb") as f:

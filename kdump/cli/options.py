@@ -44,6 +44,13 @@ def limits_option(f: Callable) -> Callable:
     return f
 
 
+def force_option(f: Callable) -> Callable:
+    """--force on the writing commands: write even while a broker holds the log dir's .lock."""
+    return click.option("--force", is_flag=True,
+                        help="Write even while a running Kafka broker holds the log dir's .lock (refused otherwise). "
+                             "Two kdump runs never write to the same partition at once, --force or not.")(f)
+
+
 def output_options(f: Callable) -> Callable:
     """--json / --format / --color / --quiet, the same on every command."""
     f = click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")(f)

@@ -6,9 +6,9 @@ import os
 
 import click
 
-from ..errors import ExitStatus, KdumpError
+from ..errors import ExitStatus, KdumpError, UsageError
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from .options import Output, output_options
+from .options import Output, force_option, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,9 +27,10 @@ from .options import Output, output_options
               help="Largest plausible batch, in bytes (used to classify damage and to resync past it).")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="The topic's index.interval.bytes (the broker's index rebuild rule).")
+@force_option
 @output_options
-def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, json_flag,
-            fmt, color, quiet):
+def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, force,
+            json_flag, fmt, color, quiet):
     """Plan (and with --apply carry out) a broker's startup recovery, offline.
 
     DIRS are log directories or partition directories. For each partition the plan
@@ -44,6 +45,20 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
     3 could not complete.
     """
+    from ..writelock import Locks
+
+    out = Output(json_flag, fmt, color, quiet)
+    if force and not (apply_ or salvage_dir):
+        raise UsageError("--force applies only with --apply or --salvage")
+    # Writing: each partition is locked before it is planned, until its plan is carried out.
+    locks = Locks(force)
+    with locks:
+        return _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes,
+                        out, locks if (apply_ or salvage_dir) else None)
+
+
+def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, out,
+             locks) -> int:
     from ..recovery import (
         LogDirState,
         RecoverOptions,
@@ -58,7 +73,6 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     from ..render.verify import change_line, plan_renderer
     from . import error_line
 
-    out = Output(json_flag, fmt, color, quiet)
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     status = ExitStatus.OK
     targets: list[tuple[str, str | None]] = []
@@ -79,11 +93,16 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
             if logdir not in states:
                 states[logdir] = LogDirState.read(logdir)
             try:
+                if locks is not None:
+                    for c in locks.take(directory):
+                        out.note(change_line(c))
                 plan = plan_partition(directory, states[logdir], opts)
             except KdumpError as e:
                 click.echo(error_line(e.located(directory)), err=True)
                 status = max(status, e.exit_code)
                 continue
+            if locks is not None and not plan.actions and not (salvage_dir and plan.salvage_sources):
+                locks.drop(directory)
             renderer.plan(plan)
             plans.append(plan)
             if plan.incomplete:

@@ -11,7 +11,7 @@ from ..errors import ExitStatus, KdumpError, UsageError
 from ..format.codecs import DEFAULT_LIMITS, limits_for
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
-from .options import Output, limits_option, output_options, paths_argument
+from .options import Output, force_option, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,13 +31,14 @@ from .options import Output, limits_option, output_options, paths_argument
 @click.option("--broker-cut", is_flag=True,
               help="With --truncate: cut only where a broker's recovery would, keeping damage it does not detect "
                    "(offset regressions, undecodable records with a valid CRC).")
+@force_option
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
 @limits_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, max_decompressed,
-           max_expansion, json_flag, fmt, color, quiet):
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, force, engine, master,
+           max_decompressed, max_expansion, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -57,6 +58,8 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     """
     out = Output(json_flag, fmt, color, quiet)
     limits = limits_for(max_decompressed, max_expansion)
+    if force and not truncate:
+        raise UsageError("--force applies only with --truncate")
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
@@ -65,7 +68,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      limits=limits)
+                      limits=limits, force=force)
 
 
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits) -> int:
@@ -79,9 +82,10 @@ def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, lim
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, limits=None) -> int:
+               broker_cut: bool = False, limits=None, force: bool = False) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
-    from ..render.verify import change_line, summary_line, verify_renderer
+    from ..render.verify import summary_line, verify_renderer
+    from ..writelock import Locks
     from . import error_line
     from .progress import Progress
 
@@ -90,31 +94,70 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     files, status = resolve_paths(paths)
     renderer = verify_renderer(out)
     reports = []
+    changes: list | None = [] if truncate else None
     try:
         with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
-            for r in verify_files(files, opts):
-                renderer.file(r)
-                reports.append(_light(r))
-                status = max(status, report_status(r.status))
-                progress.file_done(r.size or 0)
+            for directory, group in _by_directory(files):
+                # --truncate: the directory is locked before it is read, and until it is repaired.
+                with Locks(force) as locks:
+                    if truncate:
+                        try:
+                            changes += _notes(out, locks.take(directory))
+                        except KdumpError as e:
+                            click.echo(error_line(e), err=True)
+                            status = max(status, e.exit_code)
+                            continue
+                    done = []
+                    for r in verify_files(group, opts):
+                        renderer.file(r)
+                        done.append(_light(r))
+                        status = max(status, report_status(r.status))
+                        progress.file_done(r.size or 0)
+                    reports += done
+                    if truncate:
+                        status = max(status, _repair(done, opts, out, changes))
     finally:
         renderer.finish()
-    changes = None
-    if truncate:
-        from ..repair import repair_reports
-
-        try:
-            changes = repair_reports(reports, opts)
-        except KdumpError as e:
-            click.echo(error_line(e), err=True)
-            status = max(status, e.exit_code)
-            changes = []
-        for c in changes:
-            out.note(change_line(c))
-        if any(c.action == "skipped" for c in changes):
-            status = max(status, ExitStatus.DAMAGE)
     out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
     return int(status)
+
+
+def _by_directory(files):
+    """Runs of files in the same directory, in order (verify checks a directory at a time)."""
+    group: list = []
+    for f in files:
+        d = os.path.dirname(f.path)
+        if group and d != os.path.dirname(group[0].path):
+            yield os.path.dirname(group[0].path), group
+            group = []
+        group.append(f)
+    if group:
+        yield os.path.dirname(group[0].path), group
+
+
+def _notes(out: Output, changes: list) -> list:
+    from ..render.verify import change_line
+
+    for c in changes:
+        out.note(change_line(c))
+    return changes
+
+
+def _repair(reports, opts, out: Output, changes: list) -> ExitStatus:
+    from ..repair import repair_reports
+    from . import error_line
+
+    status = ExitStatus.OK
+    try:
+        done = repair_reports(reports, opts)
+    except KdumpError as e:
+        click.echo(error_line(e), err=True)
+        status = e.exit_code
+        done = []
+    changes += _notes(out, done)
+    if any(c.action == "skipped" for c in done):
+        status = max(status, ExitStatus.DAMAGE)
+    return status
 
 
 def resolve_paths(paths) -> tuple[list, ExitStatus]:
