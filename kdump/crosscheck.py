@@ -151,10 +151,11 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
     context = directory_context(directory, requested)
     part = _Partition(directory, context, opts)
     wanted = {f.path for f in requested}
+    whole = part.wants_all(wanted)
     # Scan the segments asked for, and those whose side files were asked for.
     for f in context:
         if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
-            if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted)):
+            if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f)
     return [part.report(f) for f in requested]
 
@@ -171,11 +172,21 @@ class _Partition:
         self.names = {os.path.basename(f.path) for f in files}
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
         self._index_checks: dict[str, tuple[list[Finding], list[Finding]]] = {}
+        self._live: tuple | None = None
+        # For siblings_wanted: the index files of each base offset, and the side files that
+        # need every segment.
+        self._indexed: dict[int | None, list[str]] = {}
+        for f in files:
+            if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
+                self._indexed.setdefault(f.base_offset, []).append(f.path)
+        self._whole = [f.path for f in files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH)]
 
-    def siblings_wanted(self, log: LogFile, wanted: set[str]) -> bool:
-        return any(f.base_offset == log.base_offset and f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX)
-                   and f.path in wanted for f in self.files) or any(
-            f.path in wanted for f in self.files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH))
+    def siblings_wanted(self, log: LogFile, wanted: set[str], whole: bool) -> bool:
+        """Is a file needing this segment's scan wanted? (``whole``: ``wants_all(wanted)``.)"""
+        return whole or any(p in wanted for p in self._indexed.get(log.base_offset, ()))
+
+    def wants_all(self, wanted: set[str]) -> bool:
+        return any(p in wanted for p in self._whole)
 
     def scan(self, f: LogFile) -> None:
         try:
@@ -184,14 +195,31 @@ class _Partition:
             self.errors[f.path] = e
 
     def live_scans(self) -> list[tuple[LogFile, ScanReport]]:
-        return [(f, self.scans[f.path]) for _, f in sorted(self.logs.items()) if f.path in self.scans]
+        """The scanned live segments in offset order (computed again only after a new scan:
+        verify asks once per segment, and a partition may hold 100,000 of them)."""
+        if self._live is None or self._live[0] != len(self.scans):
+            live = in_offset_order(self.logs, self.scans)
+            prev: dict[str, tuple[LogFile, ScanReport]] = {}
+            last = None
+            leo = None
+            for g, s in live:
+                if last is not None:
+                    prev[g.path] = last
+                if s.last_offset is not None:
+                    last = (g, s)
+                if s.next_offset is not None:
+                    leo = s.next_offset
+            self._live = (len(self.scans), live, prev, leo)
+        return self._live[1]
+
+    def previous(self, f: LogFile) -> tuple[LogFile, ScanReport] | None:
+        """The last scanned live segment before ``f`` that holds an offset."""
+        self.live_scans()
+        return self._live[2].get(f.path)
 
     def log_end_offset(self) -> int | None:
-        leo = None
-        for _, s in self.live_scans():
-            if s.next_offset is not None:
-                leo = s.next_offset
-        return leo
+        self.live_scans()
+        return self._live[3]
 
     # -- one report per file ------------------------------------------------------------------
 
@@ -266,12 +294,7 @@ class _Partition:
 
     def _segment_checks(self, f: LogFile, scan: ScanReport) -> list[Finding]:
         out = []
-        prev = None
-        for g, s in self.live_scans():
-            if g.path == f.path:
-                break
-            if s.last_offset is not None:
-                prev = (g, s)
+        prev = self.previous(f)
         if prev is not None and f.base_offset is not None:
             g, s = prev
             first = scan.first_offset if scan.first_offset is not None else f.base_offset
@@ -389,6 +412,11 @@ class _Partition:
                                    f"{len(late)} entr{'ies' if len(late) > 1 else 'y'} start past the log end offset "
                                    f"{leo}: the broker drops them at startup"))
         return out
+
+
+def in_offset_order(logs: dict[int, LogFile], scans: dict[str, ScanReport]) -> list[tuple[LogFile, ScanReport]]:
+    """The scanned segments of ``logs`` (by base offset) in offset order: the one sort."""
+    return [(f, scans[f.path]) for _, f in sorted(logs.items()) if f.path in scans]
 
 
 def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:

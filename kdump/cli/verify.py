@@ -169,6 +169,7 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
     status = ExitStatus.OK
     files = []
     seen: set[str] = set()
+    dirs: dict[str, str] = {}
     for path in paths:
         try:
             found = resolve([path])
@@ -177,11 +178,23 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             status = max(status, e.exit_code)
             continue
         for f in found:
-            key = os.path.realpath(f.path)
+            key = _real(f.path, dirs)
             if key not in seen:
                 seen.add(key)
                 files.append(f)
     return files, status
+
+
+def _real(path: str, dirs: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, resolving each directory once (a partition may hold
+    100,000 segments) and only a file that is itself a link in full."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    directory, name = os.path.split(path)
+    real = dirs.get(directory)
+    if real is None:
+        real = dirs[directory] = os.path.realpath(directory)
+    return os.path.join(real, name)
 
 
 def report_status(s: str) -> ExitStatus:
