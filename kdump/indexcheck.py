@@ -44,7 +44,7 @@ from .format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, encode_tim
 from .format.walk import Walker, decode_records
 from .model import LOG_APPEND_TIME, Batch, Finding, IndexEntry
 from .safewrite import refuse_symlink, write_file
-from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset
+from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset, open_regular
 
 # -- finding kinds --------------------------------------------------------------------------------
 INDEX_PARTIAL = "index_partial_entry"          # size not a multiple of 8: a torn last slot
@@ -649,8 +649,9 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = 4096, time_offset: 
     base = filename_offset(log)
     if base is None:
         raise UsageError("the segment's name does not start with its base offset", file=log)
-    if not os.path.isfile(log):
+    if not os.path.lexists(log):
         raise InputError("cannot rebuild: the segment's .log is missing", file=log)
+    os.close(open_regular(log))         # a link loop, a FIFO...: one located error
     stem = log[:-len(".log")]
     paths = {"index": stem + ".index", "timeindex": stem + ".timeindex"}
     for kind in kinds:

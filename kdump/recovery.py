@@ -252,7 +252,8 @@ def plan_partition(directory: str, state: LogDirState | None = None,
             scans[base] = vopts.scan(LogFile(source[n], K.LOG, None, None, base, None))
         except KdumpError as e:
             plan.incomplete = True
-            plan.steps.append(Step(NOTE, source[n], None, None, base, f"cannot read: {e.message}", 0))
+            why = e.message if e.message.startswith("cannot ") else f"cannot read: {e.message}"
+            plan.steps.append(Step(NOTE, source[n], None, None, base, why, 0))
     load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present}
     # 4. recoverLog
     rp = (state.recovery_points.get(tp) if tp else None) or 0     # a missing checkpoint means 0

@@ -67,3 +67,48 @@ def test_a_real_verify_of_many_empty_segments_reports_each_once(tmp_path):
     _empty_segments(d, 2_000)
     r = run_kdump("verify", "--json", d)
     assert r.code == 0 and len(r.out.splitlines()) == 2_000
+
+
+# -- fault 5: a symlink loop is one located error, and the rest is read ----------------------------
+
+def _looped(tmp_path: Path) -> tuple[Path, Path]:
+    d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path / "logs")
+    (d / "a").symlink_to("b")
+    (d / "b").symlink_to("a")
+    loop = d / "00000000000000000050.log"
+    loop.symlink_to(loop.name)
+    return d, loop
+
+
+LOOP = "cannot read: Too many levels of symbolic links"
+
+
+@pytest.mark.parametrize("args", [["verify"], ["verify", "--truncate"], ["dump"], ["info"], ["index"],
+                                  ["index", "--rebuild"], ["recover"], ["recover", "--apply", "--yes"]])
+def test_a_symlink_loop_is_one_located_error(tmp_path, args):
+    """Issue #19, fault 5: ``a -> b``, ``b -> a`` or ``X.log -> X.log`` ended every command
+    with ``internal error: OSError: [Errno 40]`` before any valid segment was shown."""
+    d, loop = _looped(tmp_path)
+    for target in (d, d.parent):
+        r = run_kdump(*args, "--json", target) if args[0] != "index" or "--rebuild" not in args \
+            else run_kdump(*args, target)
+        assert "internal error" not in r.err and "Traceback" not in r.err, r.err
+        # (info's exit status for an unreadable file is its own: issue #16)
+        assert r.code == {"index": 0, "info": r.code}.get(args[0] if "--rebuild" not in args else "", 3), r
+        errors = [line for line in r.err.splitlines() if LOOP in line]
+        assert len(errors) <= 1 and all(line == f"kdump: error: {loop}: {LOOP}" for line in errors), r.err
+        if args[0] != "index" or "--rebuild" in args:
+            assert errors or any(LOOP in line and str(loop) in line for line in r.out.splitlines()), r
+        # the valid segments are still read
+        assert any(x in r.out + r.err for x in ("00000000000000000012", '"segments":2', '"log_end_offset":20')), r
+
+
+def test_verify_reports_the_loop_alone(tmp_path):
+    import json
+
+    d, loop = _looped(tmp_path)
+    r = run_kdump("verify", "--json", d)
+    rows = {Path(o["file"]).name: o for o in map(json.loads, r.out.splitlines())}
+    assert r.code == 3 and len(rows) == 7
+    assert rows[loop.name]["status"] == "unreadable" and rows[loop.name]["findings"][0]["message"] == LOOP
+    assert {o["status"] for n, o in rows.items() if n != loop.name} == {"ok"}
