@@ -171,7 +171,7 @@ class _Partition:
                      if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
         self.names = {os.path.basename(f.path) for f in files}
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
-        self._index_checks: dict[str, tuple[list[Finding], list[Finding]]] = {}
+        self._index_checks: dict[str, tuple] = {}
         self._live: tuple | None = None
         # For siblings_wanted: the index files of each base offset, and the side files that
         # need every segment.
@@ -270,7 +270,11 @@ class _Partition:
                     findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
                                                        self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
-                    findings.extend(self.index_checks(log, scan)[0 if f.kind == K.INDEX else 1])
+                    i = 0 if f.kind == K.INDEX else 1
+                    found, errors = self.index_checks(log, scan)
+                    if errors[i] is not None:
+                        raise errors[i]
+                    findings.extend(found[i])
         elif f.kind == K.PRODUCER_SNAPSHOT:
             findings.extend(self._snapshot(f))
         elif f.kind == K.LEADER_EPOCH:
@@ -279,16 +283,27 @@ class _Partition:
             findings.extend(_side_file(f))
         return FileReport(f.path, f.kind, size, findings, log=f)
 
-    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[list[Finding], list[Finding]]:
-        """Both index files of a segment, checked in one walk (cached: each is reported apart)."""
+    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[tuple[list[Finding], list[Finding]],
+                                                                    list[KdumpError | None]]:
+        """Both index files of a segment, checked in one walk (cached: each is reported apart).
+        One that cannot be read (too large, say) raises for its own report only: the other
+        is checked alone."""
         got = self._index_checks.get(log.path)
         if got is None:
             stem = log.path[:-len(".log")]
-            data = [read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None
-                    for p in (stem + ".index", stem + ".timeindex")]
-            got = self._index_checks[log.path] = index_findings(log.path, log.base_offset or 0, scan, *data,
-                                                                limits=self.opts.limits)
-        return got
+            data: list[bytes | None] = []
+            errors: list[KdumpError | None] = []
+            for p in (stem + ".index", stem + ".timeindex"):
+                try:
+                    data.append(read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None)
+                    errors.append(None)
+                except KdumpError as e:
+                    data.append(None)
+                    errors.append(e)
+            found = index_findings(log.path, log.base_offset or 0, scan, *data, limits=self.opts.limits)
+            got = self._index_checks[log.path] = (found, errors)
+        found, errors = got
+        return found, errors
 
     # -- segments ---------------------------------------------------------------------------
 

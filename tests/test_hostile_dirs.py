@@ -112,3 +112,30 @@ def test_verify_reports_the_loop_alone(tmp_path):
     assert r.code == 3 and len(rows) == 7
     assert rows[loop.name]["status"] == "unreadable" and rows[loop.name]["findings"][0]["message"] == LOOP
     assert {o["status"] for n, o in rows.items() if n != loop.name} == {"ok"}
+
+
+# -- fault 6: an oversized index reports itself alone; the rest is checked and repaired -----------
+
+def test_an_oversized_index_does_not_drag_its_neighbours_down(tmp_path):
+    """Issue #19, fault 6: with a 300 MB ``.index`` verify called the 12-byte ``.timeindex``
+    beside it unreadable too, and ``verify --truncate`` then left that ``.timeindex`` pointing
+    past the new end of the log (``recover --apply`` did rebuild it)."""
+    import json
+
+    from test_recover import _damage_middle, make_partition
+
+    d = make_partition(tmp_path)
+    _damage_middle(d)
+    for base in (0, 9):
+        with open(d / f"{base:020d}.index", "r+b") as f:
+            f.truncate(300 << 20)               # sparse: no disk space
+    r = run_kdump("verify", "--json", d)
+    rows = {Path(o["file"]).name: o for o in map(json.loads, r.out.splitlines())}
+    unreadable = sorted(n for n, o in rows.items() if o["status"] == "unreadable")
+    assert unreadable == [f"{0:020d}.index", f"{9:020d}.index"]
+    assert rows[f"{0:020d}.timeindex"]["status"] == "ok"
+    assert {f["kind"] for f in rows[f"{9:020d}.timeindex"]["findings"]} == {"timeindex_past_end"}
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 3 and f"kdump: rebuilt {d / f'{9:020d}.timeindex'}: 1 entry from the log" in r.err, r.err
+    rows = {Path(o["file"]).name: o for o in map(json.loads, run_kdump("verify", "--json", d).out.splitlines())}
+    assert sorted(n for n, o in rows.items() if o["status"] != "ok") == unreadable
