@@ -139,3 +139,57 @@ def test_an_oversized_index_does_not_drag_its_neighbours_down(tmp_path):
     assert r.code == 3 and f"kdump: rebuilt {d / f'{9:020d}.timeindex'}: 1 entry from the log" in r.err, r.err
     rows = {Path(o["file"]).name: o for o in map(json.loads, run_kdump("verify", "--json", d).out.splitlines())}
     assert sorted(n for n, o in rows.items() if o["status"] != "ok") == unreadable
+
+
+# -- fault 9: a rerun removes every temporary file a killed run left, quarantine included ---------
+
+def _temps(root: Path) -> list[str]:
+    return sorted(os.path.join(dp, n) for dp, _, names in os.walk(root) for n in names if n.endswith(".kdump-tmp"))
+
+
+def _split_quarantine(d: Path) -> tuple[dict[str, bytes], set[tuple[str, bytes]]]:
+    """(files outside the quarantine directories, {(name, bytes)} of those inside any of them)."""
+    live, kept = {}, set()
+    for dp, dirs, names in os.walk(d):
+        rel = os.path.relpath(dp, d)
+        for n in names:
+            data = Path(dp, n).read_bytes()
+            if rel.startswith("kdump-quarantine-"):
+                kept.add((n.split(".kdump-tmp")[0], data))
+            else:
+                live[os.path.join(rel, n)] = data
+    return live, kept
+
+
+def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, monkeypatch):
+    """Issue #19, fault 9: a kill during the quarantine copy left ``kdump-quarantine-T1/…
+    .kdump-tmp``; the rerun made ``kdump-quarantine-T2`` and never removed it. Every step of
+    ``recover --apply`` is interrupted in turn; after a rerun no temporary file is left
+    anywhere and the partition is what an uninterrupted run leaves."""
+    from test_recover import _messy_partition
+    from test_repair import _run_killed_at
+
+    from kdump import recovery
+
+    src = _messy_partition(tmp_path / "src")
+    ref = copy_tree(src, tmp_path / "ref")
+    assert run_kdump("recover", "--apply", "--yes", ref).code == 1
+    reference = _split_quarantine(ref)
+    n, temp_in_quarantine = 1, 0
+    while True:
+        d = copy_tree(src, tmp_path / f"k{n}")
+        monkeypatch.setattr(recovery, "timestamp", lambda: "T1")       # the rerun's quarantine is another one
+        code = _run_killed_at(n, ["recover", "--apply", "--yes", str(d)])
+        assert code in (99, 1), code
+        temp_in_quarantine += any("kdump-quarantine-T1" in p for p in _temps(d))
+        monkeypatch.setattr(recovery, "timestamp", lambda: "T2")
+        r = run_kdump("recover", "--apply", "--yes", d)
+        assert r.code in (0, 1), r.err
+        assert _temps(d) == [], f"killed at step {n}"
+        assert [p.name for p in d.iterdir() if p.name.startswith("kdump-quarantine-") and not any(p.iterdir())] == []
+        live, kept = _split_quarantine(d)
+        assert live == reference[0] and kept >= reference[1], f"killed at step {n}"
+        if code != 99:
+            break
+        n += 1
+    assert temp_in_quarantine >= 2       # kills landed in quarantine copies, not only in the partition
