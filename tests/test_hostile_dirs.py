@@ -193,3 +193,19 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
             break
         n += 1
     assert temp_in_quarantine >= 2       # kills landed in quarantine copies, not only in the partition
+
+
+def test_recover_names_a_symlinked_index_not_its_quarantine_copy(tmp_path):
+    """Issue #19, minor: the error named the copy in the quarantine instead of the link."""
+    from test_recover import _damage_middle, make_partition
+
+    d = make_partition(tmp_path)
+    _damage_middle(d)
+    index = d / f"{9:020d}.index"
+    (d / "real.index").write_bytes(index.read_bytes())
+    index.unlink()
+    index.symlink_to("real.index")
+    before = (d / "real.index").read_bytes()
+    r = run_kdump("recover", "--apply", "--yes", "-q", d)
+    assert r.code == 3 and r.err == f"kdump: error: {index}: is a symbolic link; kdump does not write through links\n"
+    assert index.is_symlink() and (d / "real.index").read_bytes() == before
