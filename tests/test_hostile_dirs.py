@@ -209,3 +209,47 @@ def test_recover_names_a_symlinked_index_not_its_quarantine_copy(tmp_path):
     r = run_kdump("recover", "--apply", "--yes", "-q", d)
     assert r.code == 3 and r.err == f"kdump: error: {index}: is a symbolic link; kdump does not write through links\n"
     assert index.is_symlink() and (d / "real.index").read_bytes() == before
+
+
+# -- fault 8: control characters in names never split or colour a human-readable line -------------
+
+HOSTILE_NAME = "t\x1b[31m\r\n\x07\x9b-0"
+
+
+def _escaped(text: str) -> str:
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
+
+
+@pytest.mark.parametrize("args", [["verify", "--format", "text"], ["verify", "--format", "table"],
+                                  ["verify", "--truncate", "--format", "text"], ["dump", "--format", "text"],
+                                  ["index", "--format", "text"], ["index", "--format", "table"],
+                                  ["recover", "--format", "text"], ["recover", "--format", "table"],
+                                  ["recover", "--apply", "--yes", "--format", "text"], ["info", "--format", "text"]])
+def test_control_characters_are_escaped_in_every_human_readable_line(tmp_path, args):
+    """Issue #19, fault 8: a newline in a path split the one-line error; the same in verify's
+    report lines and the saved/truncated notes. Escaped as \\xNN; JSON keeps the name exact."""
+    import json
+
+    from corruption import append_garbage
+
+    d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path / "logs")
+    d = d.rename(d.parent / HOSTILE_NAME)
+    append_garbage(d / "00000000000000000012.log", 300, 3)
+    bad = d / "x\n\x1b]0;pwned\x07.txt"          # a name kdump does not read: one error line
+    bad.write_bytes(b"")
+    r = run_kdump(*args, bad, d)
+    assert "internal error" not in r.err and "Traceback" not in r.err, r.err
+    for line in (r.out + r.err).splitlines():
+        assert not any(c in line for c in "\x1b\r\x07\x9b"), repr(line)
+    errors = r.err.splitlines()
+    assert all(line.startswith("kdump: ") for line in errors), errors
+    why = ("recover works on directories (a partition or a log dir)" if args[0] == "recover" else
+           "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft .checkpoint, "
+           "checkpoint or metadata file, by name)")
+    assert errors[0] == f"kdump: error: {_escaped(str(bad))}: {why}"
+    assert _escaped(HOSTILE_NAME) in r.out + r.err
+    if "--truncate" in args or "--apply" in args:
+        assert any(line.startswith("kdump: truncated ") and _escaped(HOSTILE_NAME) in line for line in errors), errors
+    if args[0] == "verify":
+        rows = [json.loads(line) for line in run_kdump("verify", "--json", d).out.splitlines()]
+        assert {os.path.dirname(o["file"]) for o in rows} == {str(d)}

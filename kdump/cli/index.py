@@ -365,4 +365,6 @@ def _error(e: KdumpError) -> None:
 
     click.echo(error_line(e), err=True)
     if e.hint:
-        click.echo(f"kdump: hint: {e.hint}", err=True)
+        from ..render.escape import printable
+
+        click.echo(printable(f"kdump: hint: {e.hint}"), err=True)

@@ -9,6 +9,7 @@ import click
 from ..errors import ExitStatus, KdumpError
 from ..logdir import BATCH_KINDS, resolve
 from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
+from ..render.escape import printable
 from .options import Output, output_options, paths_argument
 
 
@@ -37,7 +38,7 @@ def info(paths, json_flag, fmt, color, quiet):
         else:
             summaries.append(s)
         for p in s.problems:
-            click.echo(f"kdump: error: {p}", err=True)
+            click.echo(printable(f"kdump: error: {p}"), err=True)
     if summaries:
         _table(out, summaries)
     return int(status)
@@ -61,8 +62,8 @@ def _hist(s: PartitionSummary) -> str:
 def _text(s: PartitionSummary) -> str:
     d = s.to_dict()
     lines = [
-        f"partition: {s.path}",
-        f"  topic: {s.topic} partition: {s.partition} segments: {s.segments} bytes: {s.bytes}",
+        printable(f"partition: {s.path}"),
+        printable(f"  topic: {s.topic}") + f" partition: {s.partition} segments: {s.segments} bytes: {s.bytes}",
         f"  batches: {s.batches} records: {s.records} offsets: {s.first_offset}-{s.last_offset}",
         f"  time: {_time(s.min_timestamp)} .. {_time(s.max_timestamp)}",
         f"  codecs: {', '.join(f'{k}={v}' for k, v in d['codecs'].items()) or '-'} "
@@ -87,7 +88,7 @@ def _table(out: Output, summaries: list[PartitionSummary]) -> None:
     for s in summaries:
         d = s.to_dict()
         ok = not (s.problems or s.invalid_batches or s.trailing_bytes)
-        t.add_row(f"{s.topic}-{s.partition}" if s.topic else s.path, str(s.segments), f"{s.bytes:,}",
+        t.add_row(printable(f"{s.topic}-{s.partition}" if s.topic else s.path), str(s.segments), f"{s.bytes:,}",
                   f"{s.batches:,}", f"{s.records:,}", f"{s.first_offset}–{s.last_offset}",
                   f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
                   ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),

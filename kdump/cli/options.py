@@ -104,9 +104,11 @@ class Output:
                        markup=False, soft_wrap=False, width=width)
 
     def note(self, message: str) -> None:
-        """A diagnostic line on stderr (suppressed by --quiet)."""
+        """A diagnostic line on stderr (suppressed by --quiet), control characters escaped."""
+        from ..render.escape import printable
+
         if not self.quiet:
-            click.echo(message, err=True)
+            click.echo(printable(message), err=True)
 
 
 def _isatty(stream: Any) -> bool:

@@ -70,6 +70,7 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
         salvage,
         timestamp,
     )
+    from ..render.escape import printable
     from ..render.verify import change_line, plan_renderer
     from . import error_line
 
@@ -148,6 +149,6 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
             click.echo(error_line(e.located(plan.directory)), err=True)
             status = max(status, e.exit_code)
         except OSError as e:
-            click.echo(f"kdump: error: {plan.directory}: {e.strerror or e}", err=True)
+            click.echo(printable(f"kdump: error: {plan.directory}: {e.strerror or e}"), err=True)
             status = max(status, ExitStatus.INCOMPLETE)
     return int(status)

@@ -13,6 +13,7 @@ from ..logdir import LogFile
 from ..model import TIMESTAMP_TYPE_NAMES, compression_name
 from ..reader import Item
 from . import jsonout, text
+from .escape import printable
 from .payload import PayloadView
 
 FLUSH_LINES = 2048
@@ -155,7 +156,7 @@ class TableDump:
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
-        self._title = f.path
+        self._title = printable(f.path)
         self._first_chunk = True
         self._side_cols: list[str] | None = None
 
@@ -220,7 +221,7 @@ class TableDump:
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         if not rows:
-            self.console.print(_styled(f.path, "bold") + ": (empty)")
+            self.console.print(_styled(printable(f.path), "bold") + ": (empty)")
             return
         self._side_cols = list(rows[0].keys())
         for row in rows:
@@ -233,7 +234,7 @@ class TableDump:
     def end_file(self, f: LogFile, trailing: int) -> None:
         self._flush()
         if trailing > 0:
-            self.console.print(f"{trailing} invalid bytes at the end of {f.name}", style="yellow")
+            self.console.print(f"{trailing} invalid bytes at the end of {printable(f.name)}", style="yellow")
 
     def finish(self) -> None:
         self._flush()

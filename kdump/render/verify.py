@@ -10,6 +10,8 @@ import json
 import os
 from typing import Any, TextIO
 
+from .escape import printable
+
 STATUS_STYLE = {"ok": "green", "torn_tail": "yellow", "damaged": "bold red", "unreadable": "magenta"}
 
 
@@ -54,8 +56,8 @@ class TextVerify:
         self.stream = stream
 
     def file(self, r) -> None:
-        lines = [f"{r.file}: {file_summary(r)}"]
-        lines += [f"  {finding_text(f)}" for f in r.findings]
+        lines = [f"{printable(r.file)}: {file_summary(r)}"]
+        lines += [f"  {printable(finding_text(f))}" for f in r.findings]
         self.stream.write("\n".join(lines) + "\n")
 
     def finish(self) -> None:
@@ -103,8 +105,8 @@ class TableVerify:
             t.add_column(name, justify=justify, overflow="fold")
         for r in self.rows:
             d = r.to_dict()
-            findings = "\n".join(finding_text(f) for f in r.findings)
-            t.add_row(d["file"], d["kind"], Text(d["status"], style=STATUS_STYLE.get(d["status"], "")),
+            findings = "\n".join(printable(finding_text(f)) for f in r.findings)
+            t.add_row(printable(d["file"]), d["kind"], Text(d["status"], style=STATUS_STYLE.get(d["status"], "")),
                       _n(d["size"]), _n(d["valid_bytes"]), _n(d["batches"]), _n(d["records"]),
                       _offsets(d["first_offset"], d["last_offset"]), Text(findings))
         self.console.print(t)
@@ -140,7 +142,7 @@ def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
 
 
 def change_line(c) -> str:
-    return f"kdump: {c.action} {c.path}: {c.detail}"
+    return printable(f"kdump: {c.action} {c.path}: {c.detail}")
 
 
 # -- recover plans ------------------------------------------------------------------------------
@@ -156,11 +158,11 @@ class TextPlan:
         self.stream = stream
 
     def plan(self, plan) -> None:
-        lines = [f"{plan.directory}:"]
+        lines = [f"{printable(plan.directory)}:"]
         for s in plan.steps:
             name = os.path.basename(s.path) if s.path else ""
             target = f" -> {s.target}" if s.target else ""
-            lines.append(f"  {s.action:<14} {name}{target}: {s.reason}")
+            lines.append(printable(f"  {s.action:<14} {name}{target}: {s.reason}"))
         d = plan.summary_dict()
         lines.append(f"  log end offset {_n(d['log_end_offset'])}, recovery point {_n(d['recovery_point'])} -> "
                      f"{_n(d['new_recovery_point'])}" + ("" if plan.steps else " (nothing to do)"))
@@ -189,12 +191,13 @@ class TablePlan:
         from rich.table import Table
 
         d = plan.summary_dict()
-        t = Table(title=f"{plan.directory}  (log end offset {_n(d['log_end_offset'])}, recovery point "
+        t = Table(title=f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
                         f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
         for name in ("action", "file", "target", "reason"):
             t.add_column(name, overflow="fold")
         for s in plan.steps:
-            t.add_row(s.action, os.path.basename(s.path) if s.path else "", s.target or "", s.reason)
+            t.add_row(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
+                      printable(s.reason))
         if not plan.steps:
             t.add_row("-", "", "", "nothing to do")
         self.console.print(t)
