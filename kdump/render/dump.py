@@ -113,6 +113,8 @@ class JsonDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
+        if records and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE:
+            return self._stream(f, it)
         line = None
         if error is None:
             if self._c_line is not None:
@@ -127,6 +129,16 @@ class JsonDump:
         out.chars += len(line)
         if len(out.buf) >= FLUSH_LINES or out.chars >= FLUSH_CHARS:
             out.write()
+
+    def _stream(self, f: LogFile, it: Item) -> None:
+        """A batch too large for one string: written in pieces, straight to the stream."""
+        batch, records, error = it
+        self.out.write()
+        write = self.out.stream.write
+        for piece in jsonout.batch_pieces(self._file_json, batch, records, self.view,
+                                          None if error is None else error.message):
+            write(piece)
+        write("\n")
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for row in rows:

@@ -1,0 +1,151 @@
+"""Memory after decompression stays a small multiple of the largest payload (issue #19, fault 3).
+
+A 4 MB lz4 segment whose one batch expands to 1000 MiB is within the default limits (ratio
+242 < 255, under the 1 GiB cap). ``dump --data --json`` used 13 GB and ended in ``internal
+error: MemoryError``. Now large values are written in pieces, and running out of memory is a
+located error. Peak memory is measured on a kdump subprocess (``RUSAGE_CHILDREN``); the bomb
+is generated at test time, streamed into the compressor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_repair import _subprocess_env  # noqa: E402
+
+from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER  # noqa: E402
+from kdump.format.crc import crc32c  # noqa: E402
+from kdump.format.varint import encode_varint  # noqa: E402
+from kdump.render import jsonout  # noqa: E402
+from kdump.render.payload import PayloadView  # noqa: E402
+
+MiB = 1 << 20
+LZ4, GZIP = 3, 1
+
+
+def write_bomb(path: Path, value_size: int, codec: int = LZ4, fill: bytes = b"a") -> int:
+    """A segment of one batch holding one record whose value is ``value_size`` bytes of
+    ``fill``, compressed in a stream (the value is never in memory whole). Returns its size."""
+    tail = encode_varint(0)                                         # no headers
+    body_len = 1 + 1 + 1 + 1 + len(encode_varint(value_size)) + value_size + len(tail)
+    head = (encode_varint(body_len) + b"\x00" + encode_varint(0) + encode_varint(0) + encode_varint(-1)
+            + encode_varint(value_size))
+    block = fill * (MiB // len(fill))
+    if codec == LZ4:
+        import lz4.frame
+
+        c = lz4.frame.LZ4FrameCompressor(block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
+        parts = [c.begin(), c.compress(head)]
+        compress, flush = c.compress, c.flush
+    else:
+        import zlib
+
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        parts = [z.compress(head)]
+        compress, flush = z.compress, z.flush
+    left = value_size
+    while left:
+        n = min(left, len(block))
+        parts.append(compress(block[:n]))
+        left -= n
+    parts += [compress(tail), flush()]
+    payload = b"".join(parts)
+    ts = 1700000000000
+    head = V2_HEADER.pack(0, V2_HEADER.size - 12 + len(payload), 0, 2, 0, codec, 0, ts, ts, -1, -1, -1, 1)
+    batch = bytearray(head + payload)
+    struct.pack_into(">I", batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
+    path.write_bytes(batch)
+    return len(batch)
+
+
+def _peak_rss_of(args: list[str]) -> tuple[int, subprocess.CompletedProcess]:
+    """(peak resident bytes, result) of ``kdump ARGS`` run alone in a fresh child."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+            "sys.stderr.buffer.write(p.stderr)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
+            "sys.exit(p.returncode)\n")
+    r = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "kdump", *args], env=_subprocess_env(),
+                       capture_output=True, text=True)
+    return int(r.stdout.strip().splitlines()[-1]), r
+
+
+@pytest.mark.skipif(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") < 8 << 30,
+                    reason="needs 8 GiB of memory to show the bound")
+def test_dump_json_of_a_1000_mib_lz4_bomb_stays_within_a_small_multiple(tmp_path):
+    d = tmp_path / "bomb-0"
+    d.mkdir()
+    seg = d / "00000000000000000000.log"
+    size = write_bomb(seg, 1000 * MiB)
+    assert (1000 * MiB) / size < 255          # within the default --max-expansion: it is decoded
+    peak, r = _peak_rss_of(["dump", "--data", "--json", str(seg)])
+    assert r.returncode == 0, r.stderr
+    assert peak < 3 * 1000 * MiB, f"peak RSS {peak >> 20} MiB for a 1000 MiB value"     # 2025 MiB here
+
+
+@pytest.mark.parametrize("encoding", ["utf8", "base64"])
+def test_dump_json_of_a_60_mib_gzip_value(tmp_path, encoding):
+    """Under the always-allowed 64 MiB: it used 1.16 GB (617 MiB here for this text; 137 MiB now)."""
+    seg = tmp_path / "00000000000000000000.log"
+    write_bomb(seg, 60 * MiB, GZIP, fill="ü€\x01".encode())
+    peak, r = _peak_rss_of(["dump", "--data", "--json", "--encoding", encoding, str(seg)])
+    assert r.returncode == 0, r.stderr
+    assert peak < 3 * 60 * MiB, f"peak RSS {peak >> 20} MiB for a 60 MiB value"
+
+
+def test_running_out_of_memory_is_a_located_error(tmp_path):
+    seg = tmp_path / "00000000000000000000.log"
+    write_bomb(seg, 200 * MiB)
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))\n"
+            "from kdump.cli import main\n"
+            "main(sys.argv[1:])\n")
+    r = subprocess.run([sys.executable, "-c", code, "dump", "--data", "--json", str(seg)], env=_subprocess_env(),
+                       capture_output=True, text=True)
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.splitlines()[0].startswith(f"kdump: error: {seg}:0: not enough memory to "), r.stderr
+
+
+@pytest.mark.parametrize("encoding", ["utf8", "base64", "hex"])
+def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
+    """The streamed path writes exactly what ``py_batch_line`` (and so the C writer) writes."""
+    from kdump.format.build import build_v2_batch
+    from kdump.format.walk import Walker, decode_records
+
+    monkeypatch.setattr(jsonout, "STREAM_CHUNK", 7)
+    values = [bytes(range(256)) * 3, "é€😀 \x00\x1f\"\\".encode() * 5, b"\xff\xfe\xc3" * 11, b"", None, b"x" * 7]
+    recs = [(i, 1700000000000 + i, b"k" * (3 * i), v, [("h", b"\x00" * 20), ("g", None)]) for i, v in
+            enumerate(values)]
+    buf = build_v2_batch(recs)
+    batch = next(iter(Walker(buf)))
+    records = decode_records(buf, batch)
+    view = PayloadView(encoding)
+    line = jsonout.py_batch_line('"f"', batch, records, view)
+    assert "".join(jsonout.batch_pieces('"f"', batch, records, view)) == line
+    assert "".join(jsonout.batch_pieces('"f"', batch, records, view, "oops")) == \
+        jsonout.py_batch_line('"f"', batch, records, view, "oops")
+    json.loads(line)
+
+
+def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path):
+    seg = tmp_path / "00000000000000000000.log"
+    write_bomb(seg, 3 * MiB + 5, fill="ü€".encode())
+    outs = []
+    for above in (jsonout.STREAM_ABOVE, 1 << 40):         # in pieces, then as one line
+        r = subprocess.run([sys.executable, "-c", f"from kdump.render import jsonout; jsonout.STREAM_ABOVE = "
+                            f"{above}; from kdump.cli import main; main(['dump', '--data', '--json', {str(seg)!r}])"],
+                           env=_subprocess_env(), capture_output=True)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1] and json.loads(outs[0])["records"][0]["value_size"] == 3 * MiB + 5
