@@ -367,10 +367,10 @@ class _Partition:
     # -- side files -------------------------------------------------------------------------
 
     def _snapshot(self, f: LogFile) -> list[Finding]:
-        from .format.snapshot import parse_snapshot
+        from .sidefiles import read_snapshot
 
         try:
-            snap = parse_snapshot(read_small(f.path, SIDE_FILE_LIMIT))
+            snap, _ = read_snapshot(f.path)      # streamed: a 2 M-entry snapshot is 92 MB
         except KdumpError as e:
             return [Finding("snapshot_invalid", e.position, f.base_offset, e.message)]
         out = []
@@ -384,19 +384,25 @@ class _Partition:
         return out
 
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
-        from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
+        """The checkpoint against the batches, streamed twice (never held whole: a 10 M-entry
+        file is 99 MB): its order, then the entries of the epochs the log holds."""
+        from .format.checkpoint import LEADER_EPOCH
+        from .sidefiles import checkpoint_entries
 
+        out = []
+        first = a = None
         try:
-            entries = parse_checkpoint(read_small(f.path), LEADER_EPOCH, f.path)
+            for b in checkpoint_entries(f.path, LEADER_EPOCH):
+                if a is None:
+                    first = b
+                elif b.epoch <= a.epoch or b.start_offset < a.start_offset:
+                    out.append(Finding("leader_epoch", None, b.start_offset,
+                                       f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by "
+                                       f"epoch {b.epoch} at {b.start_offset}"))
+                a = b
         except KdumpError as e:
             return [Finding("leader_epoch", None, None, _at_line(e))]
-        out = []
-        for a, b in zip(entries, entries[1:], strict=False):
-            if b.epoch <= a.epoch or b.start_offset < a.start_offset:
-                out.append(Finding("leader_epoch", None, b.start_offset,
-                                   f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by epoch "
-                                   f"{b.epoch} at {b.start_offset}"))
-        if not entries:
+        if first is None:
             return out
         for log in self.logs.values():
             if log.path not in self.scans and log.path not in self.errors:
@@ -407,25 +413,32 @@ class _Partition:
             for epoch, start in s.epochs:
                 if not log_epochs or epoch > log_epochs[-1][0]:
                     log_epochs.append((epoch, start))
-        by_epoch = {e.epoch: e.start_offset for e in entries}
-        first_epoch = entries[0].epoch
+        wanted = {epoch for epoch, _ in log_epochs}
+        leo = self.log_end_offset()
+        check_late = leo is not None and scans and len(scans) == len(self.logs)
+        by_epoch: dict[int, int] = {}
+        late, first_late = 0, None
+        for e in checkpoint_entries(f.path, LEADER_EPOCH):
+            if e.epoch in wanted:
+                by_epoch[e.epoch] = e.start_offset      # the last one of an epoch, as a dict of all would keep
+            if check_late and e.start_offset > leo:
+                late += 1
+                first_late = e.start_offset if first_late is None else first_late
+        first_epoch, last_epoch = first.epoch, a.epoch
         for epoch, start in log_epochs:
             ck = by_epoch.get(epoch)
             if ck is not None and start < ck and epoch != first_epoch:
                 out.append(Finding("leader_epoch", None, start,
                                    f"batches of leader epoch {epoch} start at offset {start}, before the checkpoint's "
                                    f"start offset {ck} for that epoch"))
-            elif ck is None and epoch < entries[-1].epoch:
+            elif ck is None and epoch < last_epoch:
                 out.append(Finding("leader_epoch", None, start,
                                    f"leader epoch {epoch} (from offset {start}) is in the log but not in the "
                                    f"checkpoint"))
-        leo = self.log_end_offset()
-        if leo is not None and scans and len(scans) == len(self.logs):
-            late = [e for e in entries if e.start_offset > leo]
-            if late:
-                out.append(Finding("leader_epoch_stale", None, late[0].start_offset,
-                                   f"{len(late)} entr{'ies' if len(late) > 1 else 'y'} start past the log end offset "
-                                   f"{leo}: the broker drops them at startup"))
+        if late:
+            out.append(Finding("leader_epoch_stale", None, first_late,
+                               f"{late} entr{'ies' if late > 1 else 'y'} start past the log end offset "
+                               f"{leo}: the broker drops them at startup"))
         return out
 
 

@@ -84,8 +84,10 @@ class LogDirState:
     clean_shutdown: bool = False
 
     @classmethod
-    def read(cls, logdir: str | None) -> LogDirState:
-        from .format.checkpoint import parse_checkpoint
+    def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None) -> LogDirState:
+        """The log dir's checkpoints, streamed; only the entries of ``partitions`` are kept
+        when it is given (a checkpoint may list millions)."""
+        from .sidefiles import checkpoint_entries
 
         state = cls()
         if not logdir:
@@ -94,11 +96,14 @@ class LogDirState:
                            ("log-start-offset-checkpoint", "log_start_offsets")):
             p = os.path.join(logdir, name)
             if os.path.isfile(p):
+                found = {}
                 try:
-                    entries = parse_checkpoint(read_small(p), name, p)
+                    for e in checkpoint_entries(p, name):
+                        if partitions is None or (e.topic, e.partition) in partitions:
+                            found[(e.topic, e.partition)] = e.offset
                 except KdumpError:
                     continue        # the broker would fall back to recovering everything
-                getattr(state, attr).update({(e.topic, e.partition): e.offset for e in entries})
+                getattr(state, attr).update(found)
         state.clean_shutdown = os.path.isfile(os.path.join(logdir, ".kafka_cleanshutdown"))
         return state
 
@@ -385,20 +390,20 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
 
 
 def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine) -> None:
-    from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
+    from .format.checkpoint import LEADER_EPOCH
+    from .sidefiles import checkpoint_entries
 
     p = os.path.join(directory, LEADER_EPOCH)
     if LEADER_EPOCH in present and os.path.isfile(p):
-        try:
-            entries = parse_checkpoint(read_small(p), LEADER_EPOCH, p)
-        except KdumpError:
-            entries = []
         # Kafka drops entries starting at or after the LEO at every start; kdump only those
         # strictly past it (data that is gone), leaving the harmless == LEO case to the broker.
-        late = [e for e in entries if e.start_offset > leo]
+        try:
+            late = sum(1 for e in checkpoint_entries(p, LEADER_EPOCH) if e.start_offset > leo)
+        except KdumpError:
+            late = 0
         if late:
             plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo,
-                                   f"drop {len(late)} leader epoch entr{'ies' if len(late) > 1 else 'y'} starting "
+                                   f"drop {late} leader epoch entr{'ies' if late > 1 else 'y'} starting "
                                    f"past the new log end offset {leo} (the old file is kept in quarantine)", 10))
     for n in sorted(present):
         if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
@@ -555,18 +560,21 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
 
 
 def _trim_epochs(path: str, leo: int | None, quarantine_dir: str) -> list[Change]:
-    from .format.checkpoint import LEADER_EPOCH, encode_leader_epochs, parse_checkpoint
+    from .format.checkpoint import LEADER_EPOCH, iter_encoded
+    from .sidefiles import checkpoint_entries
 
     if leo is None or not os.path.isfile(path):
         return []
-    data = read_small(path)
-    entries = parse_checkpoint(data, LEADER_EPOCH, path)
-    keep = [e for e in entries if e.start_offset <= leo]
-    if len(keep) == len(entries):
+    total = keep = 0
+    for e in checkpoint_entries(path, LEADER_EPOCH):        # streamed: counted, then written
+        total += 1
+        keep += e.start_offset <= leo
+    if keep == total:
         return []
     copy = keep_copy(path, quarantine_dir)
-    atomic_write(path, encode_leader_epochs(keep))
-    return [Change("wrote", path, f"kept {len(keep)} of {len(entries)} leader epochs (starting at or before "
+    kept = (e for e in checkpoint_entries(copy, LEADER_EPOCH) if e.start_offset <= leo)
+    atomic_write(path, iter_encoded(kept, keep))
+    return [Change("wrote", path, f"kept {keep} of {total} leader epochs (starting at or before "
                                   f"offset {leo}); the old file is in {copy}")]
 
 

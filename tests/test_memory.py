@@ -149,3 +149,66 @@ def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path):
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert outs[0] == outs[1] and json.loads(outs[0])["records"][0]["value_size"] == 3 * MiB + 5
+
+
+# -- faults 7 and 10: checkpoints and producer snapshots are streamed ------------------------------
+
+def _big_checkpoints(root: Path, n: int) -> tuple[Path, Path, Path]:
+    """A log dir whose recovery-point checkpoint lists ``n`` partitions, and a partition whose
+    leader-epoch-checkpoint has ``n`` entries and whose producer snapshot has ``n`` producers."""
+    from kdump.format.snapshot import encode_snapshot
+
+    logdir = root / "logs"
+    part = logdir / "t-0"
+    part.mkdir(parents=True)
+    with open(logdir / "recovery-point-offset-checkpoint", "w") as f:
+        f.write(f"0\n{n}\n")
+        f.writelines(f"topic-with-a-longish-name {i} {i * 1000}\n" for i in range(n))
+    with open(part / "leader-epoch-checkpoint", "w") as f:
+        f.write(f"0\n{n}\n")
+        f.writelines(f"{i} {i * 10}\n" for i in range(n))
+    snap = part / f"{0:020d}.snapshot"
+    snap.write_bytes(encode_snapshot((i, 1, 5, i * 10, 0, 1700000000000, -1, -1) for i in range(n)))
+    return logdir, part, snap
+
+
+N = 400_000         # 6 MB of checkpoint, 18 MB of snapshot: about 30 times that in memory before
+
+
+@pytest.mark.parametrize("what", ["verify", "dump-epochs", "dump-checkpoint", "dump-snapshot", "recover"])
+def test_checkpoints_and_snapshots_are_read_in_bounded_memory(tmp_path, what):
+    """Issue #19, faults 7 and 10: a 10 M-line checkpoint cost 4.5 GB in verify and 3.9 GB in
+    dump; a 2 M-entry snapshot 1.47 GB in dump. Peak memory no longer grows with the file."""
+    logdir, part, snap = _big_checkpoints(tmp_path, N)
+    args = {"verify": ["verify", "-q", str(logdir)],
+            "dump-epochs": ["dump", "--json", str(part / "leader-epoch-checkpoint")],
+            "dump-checkpoint": ["dump", str(logdir / "recovery-point-offset-checkpoint")],
+            "dump-snapshot": ["dump", "--json", str(snap)],
+            "recover": ["recover", "-q", str(part)]}[what]
+    peak, r = _peak_rss_of(args)
+    assert r.returncode in (0, 1), r.stderr
+    assert peak < 60 * MiB, f"peak RSS {peak >> 20} MiB"      # 16-24 MiB here (190-340 MiB before)
+
+
+def test_streamed_side_files_show_the_same_rows(tmp_path):
+    from kdump.cli import main  # noqa: F401 - the CLI in-process, as the other CLI tests
+
+    from corruption import run_kdump
+    from kdump.format.checkpoint import parse_checkpoint
+    from kdump.format.snapshot import parse_snapshot
+
+    logdir, part, snap = _big_checkpoints(tmp_path, 1000)
+    rows = [json.loads(line) for line in run_kdump("dump", "--json", snap).out.splitlines()]
+    assert [{k: v for k, v in row.items() if k != "file"} for row in rows] == \
+        [e.to_dict() for e in parse_snapshot(snap.read_bytes()).entries]
+    r = run_kdump("dump", "--format", "text", part / "leader-epoch-checkpoint")
+    assert r.out.splitlines()[1:] == [f"epoch: {e.epoch} startOffset: {e.start_offset}" for e in
+                                      parse_checkpoint((part / "leader-epoch-checkpoint").read_bytes(),
+                                                       "leader-epoch-checkpoint")]
+    # A malformed file still shows no rows, only its located error.
+    with open(part / "leader-epoch-checkpoint", "a") as f:
+        f.write("x y\n")
+    r = run_kdump("dump", "--json", part / "leader-epoch-checkpoint")
+    assert r.code == 1 and r.out == "" and r.err == (
+        f"kdump: error: {part / 'leader-epoch-checkpoint'}:1003: Malformed line in checkpoint file "
+        f"[{part / 'leader-epoch-checkpoint'}]: x y\n")

@@ -57,6 +57,18 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
                         out, locks if (apply_ or salvage_dir) else None)
 
 
+def _partitions(targets, logdir) -> set[tuple[str, int]]:
+    """The (topic, partition)s of the targets in ``logdir``: the checkpoint entries to keep."""
+    from ..logdir import parse_partition_dir
+
+    out = set()
+    for directory, ld in targets:
+        parsed = parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+        if ld == logdir and parsed is not None:
+            out.add(parsed[:2])
+    return out
+
+
 def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, out,
              locks) -> int:
     from ..recovery import (
@@ -92,7 +104,7 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
     try:
         for directory, logdir in targets:
             if logdir not in states:
-                states[logdir] = LogDirState.read(logdir)
+                states[logdir] = LogDirState.read(logdir, _partitions(targets, logdir))
             try:
                 if locks is not None:
                     for c in locks.take(directory):

@@ -6,6 +6,7 @@ rows of an index, checkpoint or metadata file) and ``end_file``; it only draws.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, TextIO
 
@@ -231,12 +232,14 @@ class TableDump:
         if len(self.rows) >= self.CHUNK:
             self._flush()
 
-    def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
-        if not rows:
+    def side(self, f: LogFile, rows, lines) -> None:
+        rows = iter(rows)               # an iterator for snapshots and checkpoints
+        first = next(rows, None)
+        if first is None:
             self.console.print(_styled(printable(f.path), "bold") + ": (empty)")
             return
-        self._side_cols = list(rows[0].keys())
-        for row in rows:
+        self._side_cols = list(first.keys())
+        for row in itertools.chain((first,), rows):
             self.rows.append(tuple(_cell(row.get(c)) for c in self._side_cols))
             if len(self.rows) >= self.CHUNK:
                 self._flush()
