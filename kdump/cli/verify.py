@@ -100,7 +100,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
             for directory, group in _by_directory(files):
                 # --truncate: the directory is locked before it is read, and until it is repaired.
                 with Locks(force) as locks:
-                    if truncate:
+                    if truncate and any(f.kind in WRITABLE for f in group):
                         try:
                             changes += _notes(out, locks.take(directory))
                         except KdumpError as e:
@@ -120,6 +120,11 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
         renderer.finish()
     out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
     return int(status)
+
+
+# What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
+# is read without taking its lock.
+WRITABLE = ("log", "index", "timeindex", "txnindex")
 
 
 def _by_directory(files):
