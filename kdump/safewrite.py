@@ -137,17 +137,18 @@ def _discard(path: str) -> None:
         pass
 
 
-def _fd_chunks(fd: int, size: int) -> Iterable[bytes]:
-    """A file's bytes through its descriptor, holes as ZERO_CHUNK (unread)."""
-    pos = 0
-    while pos < size:
-        data = data_at(fd, pos, size)
+def _fd_chunks(fd: int, start: int, end: int) -> Iterable[bytes]:
+    """Bytes [start, end) through a descriptor, in chunks; the holes of a sparse file are not
+    read: their whole chunks come as ZERO_CHUNK."""
+    pos = start
+    while pos < end:
+        data = data_at(fd, pos, end)
         if data > pos:
             n = min(COPY_CHUNK, data - pos)
             yield ZERO_CHUNK if n == COPY_CHUNK else bytes(n)
             pos += n
             continue
-        chunk = os.pread(fd, min(COPY_CHUNK, hole_at(fd, pos, size) - pos), pos)
+        chunk = os.pread(fd, min(COPY_CHUNK, hole_at(fd, pos, end) - pos), pos)
         if not chunk:
             return
         yield chunk
@@ -158,7 +159,7 @@ def _check_copy(fd: int, size: int, crc: int, path: str) -> None:
     """The temporary file holds ``size`` bytes with this CRC-32, read back from the disk."""
     got_size = os.fstat(fd).st_size
     got = 0
-    for chunk in _fd_chunks(fd, got_size):
+    for chunk in _fd_chunks(fd, 0, got_size):
         got = zlib.crc32(chunk, got)
     if got_size != size or got != crc:
         raise WriteError(f"the copy does not hold what was read ({got_size} bytes, CRC-32 {got:08x}; expected "
@@ -222,22 +223,9 @@ def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
             raise WriteError("is a symbolic link; kdump does not write through links", file=path) from None
         raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
     try:
-        pos = start
-        while pos < end:
-            data = data_at(fd, pos, end)
-            if data > pos:
-                n = min(COPY_CHUNK, data - pos)
-                yield ZERO_CHUNK if n == COPY_CHUNK else bytes(n)
-                pos += n
-                continue
-            try:
-                chunk = os.pread(fd, min(COPY_CHUNK, hole_at(fd, pos, end) - pos), pos)
-            except OSError as e:
-                raise InputError(f"cannot read: {e.strerror or e}", file=path, position=pos) from None
-            if not chunk:
-                break
-            yield chunk
-            pos += len(chunk)
+        yield from _fd_chunks(fd, start, end)
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
     finally:
         os.close(fd)
 
