@@ -24,8 +24,9 @@ EXIT_STATUS = [
     ("2", "Usage error: a bad option, or a PATH that names nothing kdump reads."),
     ("3", "Could not complete: missing file, permission, I/O error, a codec library is missing, a path that "
           "is not a regular file (a FIFO is refused, never waited on), a file truncated by another process "
-          "while kdump read it, not enough memory for a batch, a partition another kdump run is writing or "
-          "whose broker is running (see --force), or a symbolic link where kdump would write."),
+          "while kdump read it, verify's output cut off (| head) before any damage was seen, not enough memory "
+          "for a batch, a partition another kdump run is writing or whose broker is running (see --force), or a "
+          "symbolic link where kdump would write."),
     ("130", "Interrupted."),
 ]
 
@@ -79,6 +80,9 @@ would delete, indexes to rebuild, the new recovery point. \\fB--apply\\fR carrie
     "export": """Exports records to Parquet (zstd, millisecond timestamps, partitioned by topic and
 partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,
 \\fB--master\\fR).""",
+    "help": """Shows the manual page of kdump, or of one command, with \\fBman -l\\fR; the page is generated
+from the installed commands, so it is there whatever way kdump was installed (an editable
+install puts nothing under share/man). Without man(1) the page is printed as plain text.""",
     "info": """Summarises each partition from batch headers: segments, bytes, batches, records, offset
 and time ranges, codecs, producers, transactional and control share, and a histogram of
 batch sizes.""",
@@ -105,6 +109,7 @@ EXAMPLES = {
     "export": [("Parquet, locally", "kdump export /var/lib/kafka/data --out /tmp/export"),
                ("On a Spark cluster", "kdump export /data --out /data/parquet --engine spark --master spark://host:7077")],
     "info": [("Summaries as NDJSON", "kdump info /var/lib/kafka/data --json")],
+    "help": [("The manual page of dump", "kdump help dump")],
 }
 
 

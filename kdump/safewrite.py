@@ -300,7 +300,7 @@ def write_file(path: str, data: bytes, keep_backup: bool = False, like: str | No
 def remove_stale_temps(directory: str) -> list[Change]:
     """Remove the temporary files interrupted kdump runs left in ``directory`` and in its
     quarantine directories (only kdump's own; call it holding the partition's lock, when
-    no other run can be writing them). A quarantine directory left empty goes too."""
+    no other run can be writing them). An empty quarantine directory goes too."""
     out: list[Change] = []
     try:
         with os.scandir(directory) as it:
@@ -312,13 +312,13 @@ def remove_stale_temps(directory: str) -> list[Change]:
             _discard(e.path)
             out.append(Change("removed_temp", e.path, "temporary file of an interrupted kdump run"))
         elif e.name.startswith(QUARANTINE_PREFIX) and e.is_dir(follow_symlinks=False):
-            inner = remove_stale_temps(e.path)
-            out += inner
-            if inner:
-                try:
-                    os.rmdir(e.path)        # only if nothing else is in it
-                except OSError:
-                    pass
+            out += remove_stale_temps(e.path)
+            try:
+                os.rmdir(e.path)            # only if nothing else is in it
+            except OSError:
+                pass
+            else:
+                out.append(Change("removed_temp", e.path, "empty quarantine directory of an interrupted kdump run"))
     if out:
         fsync_dir(directory)
     return out

@@ -173,9 +173,15 @@ def _metadata(f: LogFile, data: bytes) -> Description:
              kinds.QUORUM_STATE: metadata.parse_quorum_state,
              kinds.CLEAN_SHUTDOWN: metadata.parse_clean_shutdown}[f.kind]
     values = parse(data, f.name)
-    lines = [f"{k}: {v if isinstance(v, (str, int, float)) or v is None else json.dumps(v, sort_keys=True)}"
-             for k, v in values.items()]
+    lines = [f"{k}: {_shown(v)}" for k, v in values.items()]
     return Description([values], lines, [])
+
+
+def _shown(v) -> str:
+    """A value for a person: an absent one (JSON null) is "(not set)", not Python's None."""
+    if v is None:
+        return "(not set)"
+    return str(v) if isinstance(v, (str, int, float)) else json.dumps(v, sort_keys=True)
 
 
 _HANDLERS = {kinds.INDEX: _index, kinds.TIMEINDEX: _timeindex, kinds.TXNINDEX: _txnindex,

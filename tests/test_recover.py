@@ -248,11 +248,15 @@ def test_apply_asks_first(tmp_path, monkeypatch):
     d = make_partition(tmp_path)
     _damage_middle(d)
     before = tree_state(d)
-    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
     r = run_kdump("recover", "--apply", d)
     assert "Apply" in r.err and "not applied" in r.err
     assert tree_state(d) == before
-    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
     r = run_kdump("recover", "--apply", d)
     assert "kdump: truncated" in r.err
 

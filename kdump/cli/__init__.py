@@ -54,11 +54,28 @@ def _quiet_broken_pipe() -> int:
     return ExitStatus.OK
 
 
+def _debug_first(args: list[str]) -> list[str]:
+    """``--debug`` is the group's option; accept it after the subcommand too (before ``--``)."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args
+    return ["--debug"] + [a for a in args[:end] if a != "--debug"] + args[end:]
+
+
+def output_cut(status: int) -> int:
+    """The reader of stdout went away (``kdump verify DIR | head -1``) before everything was
+    checked: keep the status of what was checked if it found something, else 3 (could not
+    complete): a cut verdict is never "clean"."""
+    _quiet_broken_pipe()
+    return int(status) if status else ExitStatus.INCOMPLETE
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(argv if argv is not None else sys.argv[1:])
     if args in (["--version"], ["-V"]):
         print(f"kdump, version {__version__}")
         sys.exit(0)
+    args = _debug_first(args)
     debug = "--debug" in args or bool(os.environ.get("KDUMP_DEBUG"))
     # A file name that is not valid UTF-8 (kept by Python as surrogates) is printed as a
     # \udcXX escape rather than failing the run: in --json output it stays valid JSON, and
@@ -121,5 +138,6 @@ def main(argv: list[str] | None = None) -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        code = _quiet_broken_pipe()
+        # Everything was checked; only the last of the output was not read: keep the verdict.
+        _quiet_broken_pipe()
     sys.exit(int(code))

@@ -192,16 +192,26 @@ def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild
     try:
         if rebuild:
             return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer, force))
+        found: list[list[Item] | KdumpError] = []
         for path in paths:
             try:
-                items = items_for(path, kind)
+                found.append(items_for(path, kind))
             except KdumpError as e:
-                renderer.finish()
-                _error(e)
-                status = max(status, e.exit_code)
-                continue
-            for item in items:
-                status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+                found.append(e)
+        from .progress import Progress
+
+        logs = {i.log for items in found if isinstance(items, list) for i in items if i.log} if verify else set()
+        with Progress.for_paths(out, [p for p in logs if os.path.isfile(p)], f"{kind} --verify") as progress:
+            for items in found:
+                if isinstance(items, KdumpError):
+                    renderer.finish()
+                    _error(items)
+                    status = max(status, items.exit_code)
+                    continue
+                for item in items:
+                    status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+                    if item.log in logs:
+                        progress.done(item.log)
     finally:
         renderer.finish()
     return int(status)
@@ -316,8 +326,12 @@ def _finish(rep, renderer) -> None:
     renderer.end(rep)
     if rep.findings:
         renderer.finish()
-        for f in rep.findings:
-            _error(KdumpError(f.message, file=rep.path, position=f.position))
+        from ..render.collapse import more_like_it, runs
+
+        for run in runs(rep.findings):      # a run of one kind: one line (the JSON lists each)
+            message = run[0].message if len(run) == 1 else f"{len(run)} {run[0].kind} faults from here: " \
+                                                            f"{more_like_it(run)}"
+            _error(KdumpError(message, file=rep.path, position=run[0].position))
 
 
 def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer,

@@ -71,8 +71,14 @@ class Output:
 
     def __init__(self, json_flag: bool, fmt: str | None, color: str = "auto", quiet: bool = False,
                  stream: Any = None) -> None:
-        self.stream = stream if stream is not None else sys.stdout
+        if stream is None:
+            # On a terminal, write to whatever sys.stdout is at the time: a progress bar on
+            # the same terminal redirects it so the output scrolls above the bar.
+            stream = _CurrentStdout() if _isatty(sys.stdout) else sys.stdout
+        self.stream = stream
         if json_flag:
+            if fmt not in (None, "json"):
+                raise click.UsageError(f"--json and --format {fmt} contradict each other: give one")
             fmt = "json"
         if fmt is None:
             fmt = "table" if _isatty(self.stream) else "text"
@@ -116,3 +122,13 @@ def _isatty(stream: Any) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+class _CurrentStdout:
+    """sys.stdout, looked up at each call."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
 from ..errors import ExitStatus, KdumpError, UsageError
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from .options import Output, force_option, output_options
+from .options import Output, _isatty, force_option, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,12 +48,15 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     """
     from ..writelock import Locks
 
+    if apply_ and not yes and not _isatty(sys.stdin):
+        # Nobody can answer the prompt: say how to consent instead of looking interrupted.
+        raise click.UsageError("--apply asks before changing anything and there is no terminal to answer: "
+                               "add --yes to apply without asking")
     out = Output(json_flag, fmt, color, quiet)
     if force and not (apply_ or salvage_dir):
         raise UsageError("--force applies only with --apply or --salvage")
     # Writing: each partition is locked before it is planned, until its plan is carried out.
-    locks = Locks(force)
-    with locks:
+    with Locks(force) as locks:
         return _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes,
                         out, locks if (apply_ or salvage_dir) else None)
 
@@ -85,6 +89,7 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
     from ..render.escape import printable
     from ..render.verify import change_line, plan_renderer
     from . import error_line
+    from .progress import Progress
 
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     status = ExitStatus.OK
@@ -102,26 +107,27 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
     renderer = plan_renderer(out)
     plans = []
     try:
-        for directory, logdir in targets:
-            if logdir not in states:
-                states[logdir] = LogDirState.read(logdir, _partitions(targets, logdir))
-            try:
-                if locks is not None:
-                    for c in locks.take(directory):
-                        out.note(change_line(c))
-                plan = plan_partition(directory, states[logdir], opts)
-            except KdumpError as e:
-                click.echo(error_line(e.located(directory)), err=True)
-                status = max(status, e.exit_code)
-                continue
-            if locks is not None and not plan.actions and not (salvage_dir and plan.salvage_sources):
-                locks.drop(directory)
-            renderer.plan(plan)
-            plans.append(plan)
-            if plan.incomplete:
-                status = max(status, ExitStatus.INCOMPLETE)
-            elif plan.damaged:
-                status = max(status, ExitStatus.DAMAGE)
+        with Progress.for_paths(out, _segments(targets), "recover"):
+            for directory, logdir in targets:
+                if logdir not in states:
+                    states[logdir] = LogDirState.read(logdir, _partitions(targets, logdir))
+                try:
+                    if locks is not None:
+                        for c in locks.take(directory):
+                            out.note(change_line(c))
+                    plan = plan_partition(directory, states[logdir], opts)
+                except KdumpError as e:
+                    click.echo(error_line(e.located(directory)), err=True)
+                    status = max(status, e.exit_code)
+                    continue
+                if locks is not None and not plan.actions and not (salvage_dir and plan.salvage_sources):
+                    locks.drop(directory)
+                renderer.plan(plan)
+                plans.append(plan)
+                if plan.incomplete:
+                    status = max(status, ExitStatus.INCOMPLETE)
+                elif plan.damaged:
+                    status = max(status, ExitStatus.DAMAGE)
     finally:
         renderer.finish()
     if salvage_dir:
@@ -164,3 +170,16 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
             click.echo(printable(f"kdump: error: {plan.directory}: {e.strerror or e}"), err=True)
             status = max(status, ExitStatus.INCOMPLETE)
     return int(status)
+
+
+def _segments(targets: list[tuple[str, str | None]]) -> list[str]:
+    """The segments a plan reads, for the progress bar's total."""
+    from ..logdir import LOG, partition_files
+
+    out = []
+    for directory, _ in targets:
+        try:
+            out += [f.path for f in partition_files(directory) if f.kind == LOG]
+        except (OSError, KdumpError):
+            pass
+    return out

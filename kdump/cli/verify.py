@@ -35,9 +35,11 @@ from .options import Output, force_option, limits_option, output_options, paths_
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
+@click.option("--problems", is_flag=True,
+              help="List only the files with findings (the summary on stderr still counts every file).")
 @limits_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, force, engine, master,
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, force, engine, master, problems,
            max_decompressed, max_expansion, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
@@ -50,13 +52,17 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
     Each file gets a line (or with --json one object: file, kind, status, size,
     valid_bytes, batches, records, first_offset, last_offset, findings); valid_bytes is
-    where a broker's recovery would cut the segment. A summary goes to stderr.
+    where a broker's recovery would cut the segment. A summary goes to stderr. The
+    text and table views show a run of findings of one kind in one file as one line
+    (count, byte and offset ranges); --json lists each. On a terminal the table lists
+    the files with findings and sums up the rest; --problems lists only those anywhere.
 
     \b
     Exit status: 0 clean, 1 damage found (also when --truncate repaired it),
     3 could not complete (unreadable file, codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
+    out.problems_only = problems
     limits = limits_for(max_decompressed, max_expansion)
     if force and not truncate:
         raise UsageError("--force applies only with --truncate")
@@ -86,7 +92,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     from ..crosscheck import VerifyOptions, summarize, verify_files
     from ..render.verify import summary_line, verify_renderer
     from ..writelock import Locks
-    from . import error_line
+    from . import error_line, output_cut
     from .progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
@@ -109,15 +115,16 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
                             continue
                     done = []
                     for r in verify_files(group, opts):
+                        status = max(status, report_status(r.status))
                         renderer.file(r)
                         done.append(_light(r))
-                        status = max(status, report_status(r.status))
-                        progress.file_done(r.size or 0)
+                        progress.done(r.file, r.size or 0)
                     reports += done
                     if truncate:
                         status = max(status, _repair(done, opts, out, changes))
-    finally:
         renderer.finish()
+    except BrokenPipeError:
+        return output_cut(status)         # nothing more repaired: the run stopped here
     out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
     return int(status)
 
@@ -182,6 +189,12 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
             continue
+        if os.path.isdir(path):
+            from ..logless import logless_dirs
+
+            for e in logless_dirs(found):
+                click.echo(error_line(e), err=True)
+                status = max(status, e.exit_code)
         for f in found:
             key = _real(f.path, dirs)
             if key not in seen:

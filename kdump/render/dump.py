@@ -183,12 +183,15 @@ class TableDump:
                 t.add_column(c)
             return t
         if self.records:
-            for name, just in (("offset", "right"), ("time", "left"), ("key", "left"), ("value", "left"),
-                               ("headers", "left"), ("batch", "right"), ("ok", "center")):
+            # Without --data only sizes, as DumpLogSegments' --deep-iteration shows.
+            payload = (("key", "left"), ("value", "left"), ("headers", "left")) if self.data else (
+                ("key size", "right"), ("value size", "right"), ("headers", "right"))
+            for name, just in (("offset", "right"), ("time (UTC)", "left"), *payload, ("batch", "right"),
+                               ("ok", "center")):
                 t.add_column(name, justify=just, overflow="fold" if name == "value" else "ellipsis")
         else:
             for name, just in (("position", "right"), ("offsets", "right"), ("count", "right"),
-                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time", "left"),
+                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time (UTC)", "left"),
                                ("producer", "right"), ("flags", "left"), ("crc", "center")):
                 t.add_column(name, justify=just)
         return t
@@ -214,11 +217,15 @@ class TableDump:
                 if r.control is not None:
                     value = _styled(r.control.type_name, "magenta")
                     key = ""
+                    headers = ""
+                elif not self.data:
+                    key, value, headers = _size(r.key), _size(r.value), str(len(r.headers))
                 else:
                     key = self.view.short(r.key, 24)
                     value = self.view.short(r.value, 60)
-                headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
-                                    for k, v in r.headers)
+                if self.data:
+                    headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
+                                        for k, v in r.headers)
                 self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, headers,
                                   str(b.position), ok))
         else:
@@ -253,6 +260,10 @@ class TableDump:
 
     def finish(self) -> None:
         self._flush()
+
+
+def _size(data: bytes | None) -> str:
+    return "∅" if data is None else str(len(data))
 
 
 def _cell(v: Any) -> str:

@@ -113,7 +113,10 @@ def report_lines(rep: FileReport) -> list[str]:
             lines.append(f"gaps between entries fit index.interval.bytes {span}")
     elif rep.findings:
         lines.append(f"{len(rep.findings)} fault{'s' if len(rep.findings) > 1 else ''}")
-    lines += [finding_text(f) for f in rep.findings]
+    from .collapse import collapsed, more_like_it, where
+
+    lines += collapsed(rep.findings, finding_text,
+                       lambda run: f"{len(run)} faults at {where(run)}: {more_like_it(run)} [{run[0].kind}]")
     lines += [f"note: {n}" for n in rep.notes]
     return [printable(line) for line in lines]
 
