@@ -30,7 +30,7 @@ from kdump.render import jsonout  # noqa: E402
 from kdump.render.payload import PayloadView  # noqa: E402
 
 MiB = 1 << 20
-LZ4, GZIP = 3, 1
+NONE, GZIP, LZ4 = 0, 1, 3
 
 
 def write_bomb(path: Path, value_size: int, codec: int = LZ4, fill: bytes = b"a") -> int:
@@ -47,6 +47,9 @@ def write_bomb(path: Path, value_size: int, codec: int = LZ4, fill: bytes = b"a"
         c = lz4.frame.LZ4FrameCompressor(block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
         parts = [c.begin(), c.compress(head)]
         compress, flush = c.compress, c.flush
+    elif codec == NONE:
+        parts = [head]
+        compress, flush = bytes, bytes
     else:
         import zlib
 
@@ -138,9 +141,16 @@ def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
     json.loads(line)
 
 
-def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path):
+@pytest.mark.parametrize("codec", [NONE, LZ4, GZIP])
+def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path, codec):
     seg = tmp_path / "00000000000000000000.log"
-    write_bomb(seg, 3 * MiB + 5, fill="ü€".encode())
+    write_bomb(seg, 3 * MiB + 5, codec, fill="ü€".encode())
+    from kdump.format.walk import Walker, decode_records
+
+    data = seg.read_bytes()
+    batch = next(iter(Walker(data)))
+    records = decode_records(data, batch)
+    assert jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE
     outs = []
     for above in (jsonout.STREAM_ABOVE, 1 << 40):         # in pieces, then as one line
         r = subprocess.run([sys.executable, "-c", f"from kdump.render import jsonout; jsonout.STREAM_ABOVE = "

@@ -114,7 +114,7 @@ class JsonDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
-        if records and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE:
+        if records and jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE:
             return self._stream(f, it)
         line = None
         if error is None:

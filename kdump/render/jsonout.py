@@ -16,6 +16,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..format import accel
+from ..format.records import LargeRecords
 from ..model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
 from .payload import PayloadView
 
@@ -126,6 +127,16 @@ def records_json(records: list[Record], view: PayloadView) -> str:
 STREAM_ABOVE = 1 << 20
 STREAM_CHUNK = 1 << 20
 _KEY, _VALUE, _HEADERS = itemgetter(3), itemgetter(4), itemgetter(5)
+
+
+def maybe_large(b: Batch, records: list[Record]) -> bool:
+    """May these records hold more than STREAM_ABOVE bytes? Decided from the batch without
+    measuring its records (every batch asks): its size when uncompressed, the decoder's
+    LargeRecords mark for a v2 compressed one; a legacy compressed wrapper is measured."""
+    compressed = b[8] & 7
+    if not compressed:
+        return b[4] > STREAM_ABOVE
+    return type(records) is LargeRecords or b[5] < 2
 
 
 def payload_bytes(records: list[Record]) -> int:
