@@ -17,6 +17,7 @@ from .errors import InputError, KdumpError
 from .format import accel
 from .format.batch import RECORD_BATCH_OVERHEAD
 from .format.codecs import DEFAULT_LIMITS, Limits
+from .format.records import LargeRecords
 from .format.walk import ENTRY_HEAD, Walker, decode_records
 from .logdir import LogFile
 from .model import Batch, Finding, Record
@@ -137,7 +138,8 @@ class SegmentReader:
                     yield _item(Item, (batch, None, out_of_memory(self.file.path, batch, "decode")))
                     continue
                 if check_offsets or check_times:
-                    records = [r for r in records if flt.keep_record(r)]
+                    kept = [r for r in records if flt.keep_record(r)]
+                    records = LargeRecords(kept) if type(records) is LargeRecords else kept
                     if not records:
                         continue
                 yield _item(Item, (batch, records, None))
