@@ -108,7 +108,7 @@ def read_snapshot(path: str) -> tuple[ProducerSnapshot, Callable[[], Iterator[Pr
 
     size = os.path.getsize(path)
     head = b"".join(_chunks(path, 0, min(size, HEADER.size)))
-    version, crc, count, end = snapshot_header(head, size)
+    version, crc, _, end = snapshot_header(head, size)
     computed = 0
     for chunk in _chunks(path, CRC_START, size):
         computed = crc32c(chunk, computed)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import struct
 import subprocess
 import sys
@@ -201,13 +200,12 @@ def test_checkpoints_and_snapshots_are_read_in_bounded_memory(tmp_path, what):
 
 
 def test_streamed_side_files_show_the_same_rows(tmp_path):
-    from kdump.cli import main  # noqa: F401 - the CLI in-process, as the other CLI tests
-
     from corruption import run_kdump
+
     from kdump.format.checkpoint import parse_checkpoint
     from kdump.format.snapshot import parse_snapshot
 
-    logdir, part, snap = _big_checkpoints(tmp_path, 1000)
+    _, part, snap = _big_checkpoints(tmp_path, 1000)
     rows = [json.loads(line) for line in run_kdump("dump", "--json", snap).out.splitlines()]
     assert [{k: v for k, v in row.items() if k != "file"} for row in rows] == \
         [e.to_dict() for e in parse_snapshot(snap.read_bytes()).entries]

@@ -9,7 +9,6 @@ names are unique, and the saved copy is checked before the cut.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import random
 import shutil
@@ -27,8 +26,8 @@ from test_recover import _damage_middle, _final, make_partition  # noqa: E402
 from test_repair import _nothing_lost, _subprocess_env  # noqa: E402
 
 from kdump import logdir  # noqa: E402
-from kdump.writelock import LOCK_NAME, PartitionLock  # noqa: E402
 from kdump.errors import WriteError  # noqa: E402
+from kdump.writelock import LOCK_NAME, PartitionLock  # noqa: E402
 
 BUSY = "another kdump run is writing to this partition"
 CHANGES = ("saved", "truncated", "rebuilt", "trimmed", "moved", "renamed", "wrote", "removed_temp")

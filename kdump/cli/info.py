@@ -8,9 +8,9 @@ import click
 
 from ..errors import ExitStatus, KdumpError
 from ..logdir import BATCH_KINDS, resolve
+from ..render.escape import printable
 from ..state.render import when as _time
 from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
-from ..render.escape import printable
 from .options import Output, output_options, paths_argument
 
 

@@ -97,7 +97,7 @@ def parse_snapshot(data, *, strict: bool = False) -> ProducerSnapshot:
     """
     data = bytes(data)
     size = len(data)
-    version, crc, count, end = snapshot_header(data, size)
+    version, crc, _, end = snapshot_header(data, size)
     computed = crc32c(data[CRC_START:])
     snap = ProducerSnapshot(version, crc, computed, crc == computed, entries_of(data[HEADER.size:end]), size - end)
     if strict and not snap.crc_valid:
