@@ -24,7 +24,9 @@ EXIT_STATUS = [
     ("2", "Usage error: a bad option, or a PATH that names nothing kdump reads."),
     ("3", "Could not complete: missing file, permission, I/O error, a codec library is missing, a path that "
           "is not a regular file (a FIFO is refused, never waited on), a file truncated by another process "
-          "while kdump read it, or verify's output cut off (| head) before any damage was seen."),
+          "while kdump read it, verify's output cut off (| head) before any damage was seen, not enough memory "
+          "for a batch, a partition another kdump run is writing or whose broker is running (see --force), or a "
+          "symbolic link where kdump would write."),
     ("130", "Interrupted."),
 ]
 
@@ -35,7 +37,11 @@ snapshots, checkpoints, KRaft snapshots and metadata files \\(em and shows, chec
 them. Every PATH may be a file, a partition directory or a whole log directory.
 .PP
 Nothing is ever modified unless a command is asked to (\\fB--truncate\\fR, \\fB--rebuild\\fR,
-\\fB--apply\\fR); then writes are atomic and what is cut is kept beside the file.
+\\fB--apply\\fR, \\fB--salvage\\fR); then writes are atomic and what is cut is kept beside the file.
+A writing command locks each partition directory it writes (\\fI.kdump.lock\\fR): a second run
+on the same partition refuses at once (exit status 3), and so does a run while a broker holds
+the log dir's \\fI.lock\\fR unless \\fB--force\\fR is given. A symbolic link is never written
+through. Temporary files (\\fI*.kdump-tmp\\fR) of a killed run are removed by the next one.
 .PP
 Output is a Rich table on a terminal, kafka-dump-log.sh-compatible text when piped, and
 NDJSON with \\fB--json\\fR. Diagnostics and progress go to standard error.""",

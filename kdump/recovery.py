@@ -39,24 +39,22 @@ from . import logdir as K
 from .errors import InputError, KdumpError, UsageError, WriteError
 from .format.walk import Walker
 from .logdir import LogFile
-from .repair import (
+from .repair import rebuild_indexes, trim_txnindex, truncate_log
+from .safewrite import (
+    QUARANTINE_PREFIX,
     TEMP_SUFFIX,
     Change,
     atomic_write,
+    copy_file,
     fsync_dir,
     is_cross_device,
     read_range,
-    rebuild_indexes,
     refuse_symlink,
     remove_stale_temps,
     same_content,
-    trim_txnindex,
-    truncate_log,
 )
 from .scan import ScanReport
 from .segment import MappedFile, read_small
-
-QUARANTINE_PREFIX = "kdump-quarantine-"
 
 # Step actions.
 QUARANTINE, RENAME, TRUNCATE, REBUILD, TRIM_TXN, TRIM_EPOCHS, NOTE = (
@@ -86,8 +84,10 @@ class LogDirState:
     clean_shutdown: bool = False
 
     @classmethod
-    def read(cls, logdir: str | None) -> LogDirState:
-        from .format.checkpoint import parse_checkpoint
+    def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None) -> LogDirState:
+        """The log dir's checkpoints, streamed; only the entries of ``partitions`` are kept
+        when it is given (a checkpoint may list millions)."""
+        from .sidefiles import checkpoint_entries
 
         state = cls()
         if not logdir:
@@ -96,11 +96,14 @@ class LogDirState:
                            ("log-start-offset-checkpoint", "log_start_offsets")):
             p = os.path.join(logdir, name)
             if os.path.isfile(p):
+                found = {}
                 try:
-                    entries = parse_checkpoint(read_small(p), name, p)
+                    for e in checkpoint_entries(p, name):
+                        if partitions is None or (e.topic, e.partition) in partitions:
+                            found[(e.topic, e.partition)] = e.offset
                 except KdumpError:
                     continue        # the broker would fall back to recovering everything
-                getattr(state, attr).update({(e.topic, e.partition): e.offset for e in entries})
+                getattr(state, attr).update(found)
         state.clean_shutdown = os.path.isfile(os.path.join(logdir, ".kafka_cleanshutdown"))
         return state
 
@@ -254,7 +257,8 @@ def plan_partition(directory: str, state: LogDirState | None = None,
             scans[base] = vopts.scan(LogFile(source[n], K.LOG, None, None, base, None))
         except KdumpError as e:
             plan.incomplete = True
-            plan.steps.append(Step(NOTE, source[n], None, None, base, f"cannot read: {e.message}", 0))
+            why = e.message if e.message.startswith("cannot ") else f"cannot read: {e.message}"
+            plan.steps.append(Step(NOTE, source[n], None, None, base, why, 0))
     load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present}
     # 4. recoverLog
     rp = (state.recovery_points.get(tp) if tp else None) or 0     # a missing checkpoint means 0
@@ -386,20 +390,20 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
 
 
 def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine) -> None:
-    from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
+    from .format.checkpoint import LEADER_EPOCH
+    from .sidefiles import checkpoint_entries
 
     p = os.path.join(directory, LEADER_EPOCH)
     if LEADER_EPOCH in present and os.path.isfile(p):
-        try:
-            entries = parse_checkpoint(read_small(p), LEADER_EPOCH, p)
-        except KdumpError:
-            entries = []
         # Kafka drops entries starting at or after the LEO at every start; kdump only those
         # strictly past it (data that is gone), leaving the harmless == LEO case to the broker.
-        late = [e for e in entries if e.start_offset > leo]
+        try:
+            late = sum(1 for e in checkpoint_entries(p, LEADER_EPOCH) if e.start_offset > leo)
+        except KdumpError:
+            late = 0
         if late:
             plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo,
-                                   f"drop {len(late)} leader epoch entr{'ies' if len(late) > 1 else 'y'} starting "
+                                   f"drop {late} leader epoch entr{'ies' if late > 1 else 'y'} starting "
                                    f"past the new log end offset {leo} (the old file is kept in quarantine)", 10))
     for n in sorted(present):
         if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
@@ -461,7 +465,7 @@ def move_to(src: str, dest_dir: str) -> str:
     except OSError as e:
         if not is_cross_device(e):
             raise WriteError(f"cannot move to {target}: {e.strerror}", file=src) from None
-        atomic_write(target, read_range(src, 0, os.path.getsize(src)), like=src)
+        copy_file(src, target)
         os.unlink(src)
     fsync_dir(dest_dir)
     fsync_dir(os.path.dirname(src))
@@ -469,10 +473,15 @@ def move_to(src: str, dest_dir: str) -> str:
 
 
 def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | None = None) -> list[Change]:
-    """Carry out the plan's steps in phase order; see the module docstring for why this order."""
+    """Carry out the plan's steps in phase order; see the module docstring for why this order.
+
+    The caller holds the partition's lock (``writelock``), whose taking removed the temporary
+    files of interrupted runs from the partition and the quarantine directories inside it;
+    those of a quarantine directory elsewhere (``--quarantine``) are removed here."""
     opts = opts or RecoverOptions()
     d = plan.directory
-    changes = remove_stale_temps(d)
+    changes = [] if os.path.dirname(os.path.abspath(quarantine_dir)) == os.path.abspath(d) \
+        else remove_stale_temps(quarantine_dir)
     for step in sorted(plan.actions, key=lambda s: s.phase):
         if step.action == QUARANTINE:
             if os.path.lexists(step.path):
@@ -536,6 +545,7 @@ def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: s
 def keep_copy(path: str, quarantine_dir: str) -> str:
     """Copy a file about to be rewritten into the quarantine (once: a rerun finds the same copy).
     Streamed, holes and all: a sparse file stays sparse."""
+    refuse_symlink(path)        # it is about to be rewritten: named as itself, not as its copy
     size = os.path.getsize(path)
     _ensure_dir(quarantine_dir, os.path.dirname(path))
     name = os.path.basename(path)
@@ -545,23 +555,26 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
         n += 1
         copy = os.path.join(quarantine_dir, f"{name}.{n}")
     if not os.path.lexists(copy):
-        atomic_write(copy, read_range(path, 0, size), like=path)
+        atomic_write(copy, read_range(path, 0, size), like=path, verify=True)
     return copy
 
 
 def _trim_epochs(path: str, leo: int | None, quarantine_dir: str) -> list[Change]:
-    from .format.checkpoint import LEADER_EPOCH, encode_leader_epochs, parse_checkpoint
+    from .format.checkpoint import LEADER_EPOCH, iter_encoded
+    from .sidefiles import checkpoint_entries
 
     if leo is None or not os.path.isfile(path):
         return []
-    data = read_small(path)
-    entries = parse_checkpoint(data, LEADER_EPOCH, path)
-    keep = [e for e in entries if e.start_offset <= leo]
-    if len(keep) == len(entries):
+    total = keep = 0
+    for e in checkpoint_entries(path, LEADER_EPOCH):        # streamed: counted, then written
+        total += 1
+        keep += e.start_offset <= leo
+    if keep == total:
         return []
     copy = keep_copy(path, quarantine_dir)
-    atomic_write(path, encode_leader_epochs(keep))
-    return [Change("wrote", path, f"kept {len(keep)} of {len(entries)} leader epochs (starting at or before "
+    kept = (e for e in checkpoint_entries(copy, LEADER_EPOCH) if e.start_offset <= leo)
+    atomic_write(path, iter_encoded(kept, keep))
+    return [Change("wrote", path, f"kept {keep} of {total} leader epochs (starting at or before "
                                   f"offset {leo}); the old file is in {copy}")]
 
 
@@ -610,16 +623,14 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         if os.path.exists(log):
             continue
         _ensure_dir(target_dir, plan.directory)
+        remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
-        from .repair import index_bytes
+        from .repair import encode_indexes
 
-        tmp_log = log + ".salvage"
-        atomic_write(tmp_log, data)
-        index, timeindex = index_bytes(tmp_log, base, opts.index_interval_bytes)
+        index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
         atomic_write(os.path.join(target_dir, f"{base:020d}.index"), index)
         atomic_write(os.path.join(target_dir, f"{base:020d}.timeindex"), timeindex)
-        os.replace(tmp_log, log)
-        fsync_dir(target_dir)
+        atomic_write(log, data)
         changes.append(Change("wrote", log, f"{len(seg)} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
                                             f"{len(data)} bytes, with .index and .timeindex"))
     return changes

@@ -25,13 +25,23 @@ def __getattr__(name: str):
 
 
 def error_line(e: KdumpError) -> str:
-    return f"kdump: error: {e}"
+    from ..render.escape import printable
+
+    return printable(f"kdump: error: {e}")
 
 
 def _report(e: KdumpError) -> None:
+    from ..render.escape import printable
+
     print(error_line(e), file=sys.stderr)
     if e.hint:
-        print(f"kdump: hint: {e.hint}", file=sys.stderr)
+        print(printable(f"kdump: hint: {e.hint}"), file=sys.stderr)
+
+
+def _printable(text: str) -> str:
+    from ..render.escape import printable
+
+    return printable(text)
 
 
 def _quiet_broken_pipe() -> int:
@@ -90,12 +100,12 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
     except click.UsageError as e:
         # The same one-line style as every other error, with the way to more help.
-        print(f"kdump: error: {e.format_message()}", file=sys.stderr)
+        print(_printable(f"kdump: error: {e.format_message()}"), file=sys.stderr)
         if e.ctx is not None:
             print(f"kdump: hint: try '{e.ctx.command_path} --help'", file=sys.stderr)
         code = ExitStatus.USAGE
     except click.ClickException as e:
-        print(f"kdump: error: {e.format_message()}", file=sys.stderr)
+        print(_printable(f"kdump: error: {e.format_message()}"), file=sys.stderr)
         code = e.exit_code
     except click.exceptions.Abort:
         print("kdump: aborted", file=sys.stderr)
@@ -122,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # noqa: BLE001 - the last line of defence: never a bare traceback
         if debug:
             raise
-        print(f"kdump: internal error: {type(e).__name__}: {e} (rerun with --debug for a traceback)",
+        print(_printable(f"kdump: internal error: {type(e).__name__}: {e} (rerun with --debug for a traceback)"),
               file=sys.stderr)
         code = ExitStatus.INCOMPLETE
     try:

@@ -7,10 +7,10 @@ import os
 import click
 
 from ..decoders import basic
-from ..errors import ExitStatus, KdumpError, UsageError
+from ..errors import ExitStatus, InputError, KdumpError, UsageError
 from ..format.codecs import DEFAULT_LIMITS, Limits, limits_for
 from ..logdir import BATCH_KINDS, LogFile, expand
-from ..reader import Filters, SegmentReader
+from ..reader import Filters, SegmentReader, out_of_memory
 from ..render.payload import PayloadView
 from ..segment import file_size
 from .options import Output, limits_option, output_options, paths_argument
@@ -213,7 +213,10 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
     problems: list[KdumpError] = []
     n = 0
     for it in reader:
-        renderer.item(f, it)
+        try:
+            renderer.item(f, it)
+        except MemoryError:
+            raise out_of_memory(f.path, it.batch, "write") from None
         n += 1
         if progress is not None and not n & 0x7FF:
             progress.advance(f.path, it.batch.position)
@@ -232,7 +235,8 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         renderer.finish()
         for e in problems:
             _error(out, e)
-        status = ExitStatus.DAMAGE
+        # damage; a batch that could not be read at all (out of memory) did not complete
+        status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status
 
 

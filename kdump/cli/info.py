@@ -8,6 +8,7 @@ import click
 
 from ..errors import ExitStatus, KdumpError
 from ..logdir import BATCH_KINDS, resolve
+from ..render.escape import printable
 from ..state.render import when as _time
 from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
 from .options import Output, output_options, paths_argument
@@ -41,7 +42,7 @@ def info(paths, json_flag, fmt, color, quiet):
             else:
                 summaries.append(s)
             for p in s.problems:
-                click.echo(f"kdump: error: {p}", err=True)
+                click.echo(printable(f"kdump: error: {p}"), err=True)
     if summaries:
         _table(out, summaries)
     return int(status)
@@ -65,8 +66,9 @@ def _hist(s: PartitionSummary) -> str:
 def _text(s: PartitionSummary) -> str:
     d = s.to_dict()
     lines = [
-        f"partition: {s.path}",
-        f"  topic: {_or_dash(s.topic)} partition: {_or_dash(s.partition)} segments: {s.segments} bytes: {s.bytes}",
+        printable(f"partition: {s.path}"),
+        printable(f"  topic: {_or_dash(s.topic)}") + f" partition: {_or_dash(s.partition)} segments: {s.segments} "
+                                                     f"bytes: {s.bytes}",
         f"  batches: {s.batches} records: {s.records} offsets: {_offsets(s, '-')}",
         f"  time: {_time(s.min_timestamp)} .. {_time(s.max_timestamp)}",
         f"  codecs: {', '.join(f'{k}={v}' for k, v in d['codecs'].items()) or '-'} "
@@ -96,8 +98,8 @@ def _table(out: Output, summaries: list[PartitionSummary]) -> None:
     for s, log_dir in zip(summaries, log_dirs):
         d = s.to_dict()
         ok = not (s.problems or s.invalid_batches or s.trailing_bytes)
-        name = f"{s.topic}-{s.partition}" if s.topic else s.path
-        t.add_row(*([log_dir] if several else []), name, str(s.segments), f"{s.bytes:,}",
+        name = printable(f"{s.topic}-{s.partition}" if s.topic else s.path)
+        t.add_row(*([printable(log_dir)] if several else []), name, str(s.segments), f"{s.bytes:,}",
                   f"{s.batches:,}", f"{s.records:,}", _offsets(s, "–"),
                   f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
                   ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),

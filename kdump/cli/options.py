@@ -44,6 +44,13 @@ def limits_option(f: Callable) -> Callable:
     return f
 
 
+def force_option(f: Callable) -> Callable:
+    """--force on the writing commands: write even while a broker holds the log dir's .lock."""
+    return click.option("--force", is_flag=True,
+                        help="Write even while a running Kafka broker holds the log dir's .lock (refused otherwise). "
+                             "Two kdump runs never write to the same partition at once, --force or not.")(f)
+
+
 def output_options(f: Callable) -> Callable:
     """--json / --format / --color / --quiet, the same on every command."""
     f = click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")(f)
@@ -103,9 +110,11 @@ class Output:
                        markup=False, soft_wrap=False, width=width)
 
     def note(self, message: str) -> None:
-        """A diagnostic line on stderr (suppressed by --quiet)."""
+        """A diagnostic line on stderr (suppressed by --quiet), control characters escaped."""
+        from ..render.escape import printable
+
         if not self.quiet:
-            click.echo(message, err=True)
+            click.echo(printable(message), err=True)
 
 
 def _isatty(stream: Any) -> bool:

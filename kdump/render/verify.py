@@ -10,6 +10,8 @@ import json
 import os
 from typing import Any, TextIO
 
+from .escape import printable
+
 STATUS_STYLE = {"ok": "green", "torn_tail": "yellow", "damaged": "bold red", "unreadable": "magenta"}
 
 
@@ -62,8 +64,8 @@ class TextVerify:
         self.stream = stream
 
     def file(self, r) -> None:
-        lines = [f"{r.file}: {file_summary(r)}"]
-        lines += [f"  {line}" for line in finding_lines(r.findings)]
+        lines = [f"{printable(r.file)}: {file_summary(r)}"]
+        lines += [f"  {printable(line)}" for line in finding_lines(r.findings)]
         self.stream.write("\n".join(lines) + "\n")
 
     def finish(self) -> None:
@@ -117,7 +119,7 @@ class TableVerify:
         from rich.table import Table
         from rich.text import Text
 
-        t = Table(title=None if self.titled else (self.directory or "."), title_justify="left",
+        t = Table(title=None if self.titled else printable(self.directory or "."), title_justify="left",
                   show_header=not self.titled, show_lines=True, expand=False)
         # Two columns so that a narrow terminal still has room: the file and what it holds
         # (one short line each, never wrapped), and its findings (folded).
@@ -125,12 +127,12 @@ class TableVerify:
         t.add_column("findings", overflow="fold", ratio=1)
         for r in self.rows:
             d = r.to_dict()
-            cell = Text(os.path.basename(d["file"]), style="bold")
+            cell = Text(printable(os.path.basename(d["file"])), style="bold")
             cell.append("\n")
             cell.append(d["status"], style=STATUS_STYLE.get(d["status"], ""))
             for line in _facts(d):
                 cell.append("\n" + line)
-            t.add_row(cell, Text("\n".join(finding_lines(r.findings))))
+            t.add_row(cell, Text("\n".join(printable(line) for line in finding_lines(r.findings))))
         self.console.print(t)
         self.rows = []
         self.titled = True
@@ -140,7 +142,7 @@ class TableVerify:
         n = sum(self.ok_kinds.values())
         if n:
             kinds = ", ".join(f"{v} {k}" for k, v in sorted(self.ok_kinds.items(), key=lambda kv: -kv[1]))
-            where = f" in {next(iter(self.ok_dirs)) or '.'}" if len(self.ok_dirs) == 1 else ""
+            where = f" in {printable(next(iter(self.ok_dirs)) or '.')}" if len(self.ok_dirs) == 1 else ""
             self.console.print(f"{n} ok file{'s' if n != 1 else ''}{where} not listed ({kinds}); "
                                f"--format text lists every file", style="green")
             self.ok_kinds = {}
@@ -201,7 +203,7 @@ def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
 def change_line(c) -> str:
     # "moved X to Y: why", "renamed X to Y"; other details follow a colon.
     sep = " " if c.detail.startswith("to ") else ": "
-    return f"kdump: {c.action} {c.path}{sep}{c.detail}"
+    return printable(f"kdump: {c.action} {c.path}{sep}{c.detail}")
 
 
 # -- recover plans ------------------------------------------------------------------------------
@@ -217,11 +219,11 @@ class TextPlan:
         self.stream = stream
 
     def plan(self, plan) -> None:
-        lines = [f"{plan.directory}:"]
+        lines = [f"{printable(plan.directory)}:"]
         for s in plan.steps:
             name = os.path.basename(s.path) if s.path else ""
             target = f" -> {s.target}" if s.target else ""
-            lines.append(f"  {s.action:<14} {name}{target}: {s.reason}")
+            lines.append(printable(f"  {s.action:<14} {name}{target}: {s.reason}"))
         d = plan.summary_dict()
         lines.append(f"  log end offset {_n(d['log_end_offset'])}, recovery point {_n(d['recovery_point'])} -> "
                      f"{_n(d['new_recovery_point'])}" + ("" if plan.steps else " (nothing to do)"))
@@ -250,12 +252,13 @@ class TablePlan:
         from rich.table import Table
 
         d = plan.summary_dict()
-        t = Table(title=f"{plan.directory}  (log end offset {_n(d['log_end_offset'])}, recovery point "
+        t = Table(title=f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
                         f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
         for name in ("action", "file", "target", "reason"):
             t.add_column(name, overflow="fold")
         for s in plan.steps:
-            t.add_row(s.action, os.path.basename(s.path) if s.path else "", s.target or "", s.reason)
+            t.add_row(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
+                      printable(s.reason))
         if not plan.steps:
             t.add_row("-", "", "", "nothing to do")
         self.console.print(t)

@@ -16,11 +16,11 @@ from typing import Any
 
 from ..decoders import transaction_state
 from ..errors import KdumpError
-from ..format.snapshot import parse_snapshot
 from ..format.txnindex import parse_txnindex
 from ..logdir import PRODUCER_SNAPSHOT, TXNINDEX
 from ..model import Finding
 from ..segment import read_small
+from ..sidefiles import read_snapshot
 from .metadata import partition_count
 from .producers import ProducerState
 from .source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of, segments,
@@ -86,7 +86,7 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
     out = []
     for f in snaps:
         try:
-            snap = parse_snapshot(read_small(f.path))
+            _, entries = read_snapshot(f.path)      # streamed: a snapshot may hold millions of producers
         except KdumpError as e:
             out.append(Finding("txn_snapshot_unreadable", e.position, f.base_offset, f"{f.name}: {e.message}"))
             continue
@@ -95,7 +95,9 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
             continue                   # beyond the log end: the broker deletes such snapshots at load
         if not state.complete_before(f.base_offset):
             continue                   # the cleaner or retention removed batches the snapshot saw
-        for e in snap.entries:
+        in_snap = set()
+        for e in entries():
+            in_snap.add(e.producer_id)
             mine = replayed.get(e.producer_id)
             if mine is None:
                 out.append(Finding("txn_snapshot_mismatch", None, f.base_offset,
@@ -109,7 +111,6 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
             if diffs:
                 out.append(Finding("txn_snapshot_mismatch", None, f.base_offset,
                                    f"{f.name}: producer {e.producer_id}: " + "; ".join(diffs)))
-        in_snap = {e.producer_id for e in snap.entries}
         for pid, mine in replayed.items():
             # Expiry drops idle producers from snapshots, never one with an open transaction.
             if pid not in in_snap and mine.current_txn_first_offset >= 0:
