@@ -1,7 +1,7 @@
 """Views of key, value and header bytes: ``--encoding`` and ``--key-decoder/--value-decoder``.
 
 An *encoding* is lossless or replacing text for any bytes (utf8 replaces invalid bytes
-with U+FFFD, as Java's ``new String(bytes, UTF_8)`` does; hex and base64 are lossless).
+with U+FFFD exactly as Java's ``new String(bytes, UTF_8)`` does; hex and base64 are lossless).
 A *decoder* interprets the bytes (json, int, long as Kafka's IntegerDecoder and
 LongDecoder: big-endian) and may fail on bytes that are not what it expects, which the
 caller reports per record.
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import DecodeError
+from ..format.javautf8 import java_utf8
 
 ENCODINGS = ("utf8", "hex", "base64")
 DECODERS = ("utf8", "hex", "base64", "json", "int", "long")
@@ -23,8 +24,7 @@ _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 
 
-def utf8(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
+utf8 = java_utf8
 
 
 def hex_(data: bytes) -> str:
