@@ -100,8 +100,9 @@ class PayloadView:
         if fn is not None:
             try:
                 return basic.as_text(fn(data)).translate(_CONTROL_ESCAPES)
-            except KdumpError:
-                pass        # fall back to the encoding; the JSON view carries the error
+            except KdumpError as e:
+                # kafka-dump-log.sh dies here (BufferUnderflowException); say so and go on.
+                return f"<decode failed: {e.message}>"
         return self.encode(data).translate(_CONTROL_ESCAPES)
 
     def short(self, data: bytes | None, width: int = 40) -> str:

@@ -118,5 +118,18 @@ def record_line(r: Record, key_text: str | None = None, payload_text: str | None
     return "".join(parts)
 
 
+def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, list[str]]:
+    """DumpLogSegments' --deep-iteration report of offsets that do not follow one another.
+
+    Kafka reports every gap, the first record of a segment not at offset 0 included
+    (``-1 is followed by <base>``), whatever made it: compaction, a deleted batch.
+    """
+    from ..dlsindex import NON_CONSECUTIVE, absolute
+
+    pairs = dict(gaps)         # Kafka keeps one per previous offset, in offset order
+    return NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [
+        f"  {prev} is followed by {pairs[prev]}" for prev in sorted(pairs)]
+
+
 def trailing_line(path: str, count: int) -> str:
     return f"Found {count} invalid bytes at the end of {os.path.basename(path)}"
