@@ -1,12 +1,10 @@
 """Kafka's DumpLogSegments (kafka-dump-log.sh) run as an oracle, many files per JVM.
 
-A JVM costs about half a second and the fixtures hold thousands of files, so files are
-passed in batches through one ``--files a,b,c`` argument and the output is cut back into
-one ``Dumped`` per file: DumpLogSegments prints ``Dumping <file>`` before each file, and
-its closing summaries on stderr (index mismatches, non-consecutive offsets) name the
-file's absolute path. When DumpLogSegments dies on a file (an exception ends the JVM and
-loses the summaries of the whole batch), that file keeps the exception and the files
-around it are run again without it.
+A JVM costs about half a second and the fixtures hold thousands of files, so
+``DlsBatch.java`` (ours, compiled once into tests/kafka/target) calls DumpLogSegments.main once
+per file inside one JVM, as ``kafka-dump-log.sh OPTIONS --files FILE`` would, and frames
+each file's stdout and stderr. A file on which Kafka throws keeps the exception and the
+others are unaffected. Results are cached per (files, options) for the session.
 
 DumpLogSegments may write: it creates a missing ``.index`` next to a ``.timeindex``. Run it
 on a copy (``copy_tree``), never on the checkout.
@@ -17,22 +15,27 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import kafka_jars
 
-MAIN = "org.apache.kafka.tools.DumpLogSegments"
+HERE = Path(__file__).resolve().parent
+BATCH_SOURCE = HERE / "DlsBatch.java"
+BATCH_CLASSES = HERE / "target" / "dls-batch"
 # The suffixes DumpLogSegments dumps (after the last dot); it ignores any other file.
 SUFFIXES = (".log", ".checkpoint", ".index", ".timeindex", ".snapshot", ".txnindex")
-# One argv string may not exceed 128 KiB (Linux MAX_ARG_STRLEN); stay well below.
+# One argv string may not exceed 128 KiB (Linux MAX_ARG_STRLEN): kdump's --files is cut below it.
 MAX_FILES_ARG = 100_000
 # stderr lines that name the file they are about (DumpLogSegments' closing summaries).
 _SUMMARY = re.compile(r"^(Mismatches in :|Found timestamp mismatch in :|Found out of order timestamp in :"
                       r"|The following indexed offsets are not found in :|Non-consecutive offsets in )(.*)$")
-_NOISE = re.compile(r"^(SLF4J: |NOTE: Picked up JDK_JAVA_OPTIONS)")
+_NOISE = re.compile(r"^(SLF4J\(?\w*\)?: |NOTE: Picked up JDK_JAVA_OPTIONS)")
+_FRAME = re.compile(rb"@@dls (\d+) (\d+) ([01])\n")
 # Java prints in the locale's charset unless told; values are UTF-8 text.
 _ENV = {**os.environ, "JDK_JAVA_OPTIONS": "-Dstdout.encoding=UTF-8 -Dstderr.encoding=UTF-8"}
+_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, Dumped]] = {}
 
 
 @dataclass
@@ -40,8 +43,9 @@ class Dumped:
     """What DumpLogSegments printed for one file."""
 
     stdout: list[str] = field(default_factory=list)       # from its "Dumping" line on
-    stderr: list[str] = field(default_factory=list)       # summary blocks naming this file, in order
-    crash: str | None = None                               # the exception that ended the JVM here
+    stderr: list[str] = field(default_factory=list)       # its closing report (summary blocks)
+    crash: str | None = None                               # the exception that ended it
+    messages: list[str] = field(default_factory=list)     # other stderr lines (a corrupt snapshot's)
 
 
 def accepted(path: str) -> bool:
@@ -55,55 +59,61 @@ def copy_tree(src: Path, dst: Path) -> Path:
     return dst
 
 
-def _batches(files: list[str]) -> list[list[str]]:
-    out: list[list[str]] = [[]]
-    size = 0
-    for f in files:
-        if out[-1] and size + len(f) + 1 > MAX_FILES_ARG:
-            out.append([])
-            size = 0
-        out[-1].append(f)
-        size += len(f) + 1
-    return [b for b in out if b]
-
-
 def run(files: list[str], options: tuple[str, ...] = ()) -> dict[str, Dumped]:
-    """Dump ``files`` (absolute paths DumpLogSegments accepts) with ``options``; one Dumped each."""
+    """Dump each of ``files`` (paths DumpLogSegments accepts) with ``options``; one Dumped each."""
+    key = (tuple(files), tuple(options))
+    if key not in _cache:
+        _cache[key] = _run(list(files), tuple(options))
+    return _cache[key]
+
+
+def _run(files: list[str], options: tuple[str, ...]) -> dict[str, Dumped]:
+    if not files:
+        return {}
+    classes = _compiled()
+    proc = subprocess.run(["java", "-cp", f"{classes}{os.pathsep}{kafka_jars.classpath()}", "DlsBatch", *options],
+                          input="".join(f + "\n" for f in files).encode(), capture_output=True, env=_ENV)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
     result: dict[str, Dumped] = {}
-    for batch in _batches(list(files)):
-        _run_batch(batch, tuple(options), result)
+    data, pos = proc.stdout, 0
+    for f in files:
+        m = _FRAME.match(data, pos)
+        assert m, f"DlsBatch.java wrote no frame for {f}"
+        n_out, n_err = int(m.group(1)), int(m.group(2))
+        out = data[m.end():m.end() + n_out].decode("utf-8", "surrogateescape")
+        err = data[m.end() + n_out:m.end() + n_out + n_err].decode("utf-8", "replace")
+        pos = m.end() + n_out + n_err
+        result[f] = _dumped(out, err, m.group(3) == b"1")
     return result
 
 
-def _run_batch(files: list[str], options: tuple[str, ...], result: dict[str, Dumped]) -> None:
-    if not files:
-        return
-    proc = kafka_jars.java(MAIN, *options, "--files", ",".join(files), text=False, env=_ENV)
-    # Bytes, split on "\n" only: a value may hold "\r" or other line separators.
-    per_file = _split_stdout(files, proc.stdout.decode("utf-8", "surrogateescape"))
-    errors = [line for line in proc.stderr.decode("utf-8", "replace").split("\n")
-              if line and not _NOISE.match(line)]
-    if proc.returncode != 0:
-        # The JVM died in the last file it announced; the others lost their summaries.
-        k = max(len(per_file) - 1, 0)
-        result[files[k]] = Dumped(per_file[k] if per_file else [], [], "\n".join(errors))
-        _run_batch(files[:k], options, result)
-        _run_batch(files[k + 1:], options, result)
-        return
-    by_path, loose = _split_stderr(errors)
-    if loose and len(files) > 1:
-        # Lines that name no file (a corrupt producer snapshot's message): halve until each
-        # batch holds one file, so every line is attributed to the file that printed it.
-        half = len(files) // 2
-        _run_batch(files[:half], options, result)
-        _run_batch(files[half:], options, result)
-        return
-    for i, f in enumerate(files):
-        stderr = by_path.get(os.path.abspath(f), []) + (loose if len(files) == 1 else [])
-        result[f] = Dumped(per_file[i] if i < len(per_file) else [], stderr)
+def _compiled() -> Path:
+    """DlsBatch.java compiled once (javac takes seconds; the source launcher would pay it per run)."""
+    stamp = BATCH_CLASSES / "DlsBatch.class"
+    if not stamp.exists() or stamp.stat().st_mtime < BATCH_SOURCE.stat().st_mtime:
+        if not shutil.which("javac"):
+            kafka_jars._missing("no javac on PATH")
+        BATCH_CLASSES.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["javac", "-d", str(BATCH_CLASSES), "-cp", kafka_jars.classpath(), str(BATCH_SOURCE)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    return BATCH_CLASSES
 
 
-def _split_stdout(files: list[str], stdout: str) -> list[list[str]]:
+def _dumped(out: str, err: str, crashed: bool) -> Dumped:
+    # Split on "\n" only: a value may hold "\r" or other line separators.
+    lines = out.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    errors = [x for x in err.split("\n") if x and not _NOISE.match(x)]
+    crash = None
+    if crashed:
+        crash = errors.pop()
+    summary, loose = split_stderr(errors)
+    return Dumped(lines, [x for block in summary.values() for x in block], crash, loose)
+
+
+def split_stdout(files: list[str], stdout: str) -> list[list[str]]:
     """The lines of each file in turn, cut at the expected ``Dumping <file>`` headers."""
     out: list[list[str]] = []
     nxt = 0
@@ -119,7 +129,7 @@ def _split_stdout(files: list[str], stdout: str) -> list[list[str]]:
     return out
 
 
-def _split_stderr(lines: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+def split_stderr(lines: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     """Summary blocks by the absolute path they name, and the lines that name none."""
     by_path: dict[str, list[str]] = {}
     loose: list[str] = []
@@ -135,3 +145,16 @@ def _split_stderr(lines: list[str]) -> tuple[dict[str, list[str]], list[str]]:
             current = None
             loose.append(line)
     return by_path, loose
+
+
+def batches(files: list[str]) -> list[list[str]]:
+    """``files`` cut into lists whose comma-joined form fits one argv string."""
+    out: list[list[str]] = [[]]
+    size = 0
+    for f in files:
+        if out[-1] and size + len(f) + 1 > MAX_FILES_ARG:
+            out.append([])
+            size = 0
+        out[-1].append(f)
+        size += len(f) + 1
+    return [b for b in out if b]
