@@ -250,7 +250,8 @@ def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out: Output, opts: 
         renderer.finish()
         _error(out, result.error.located(f.path))
         return max(ExitStatus.DAMAGE, result.error.exit_code)
-    return ExitStatus.OK
+    # Entries that disagree with the segment are damage (reported in Kafka's words, after all files).
+    return ExitStatus.DAMAGE if result.summary else ExitStatus.OK
 
 
 def _dump_side(f: LogFile, renderer, view: PayloadView, out: Output) -> int:
