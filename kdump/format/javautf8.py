@@ -4,11 +4,42 @@ Valid UTF-8 decodes the same everywhere. Invalid bytes do not: Python replaces e
 maximal invalid subpart with U+FFFD, while Java's decoder judges a multi-byte sequence by
 its lead byte and the bytes it expects, so ``ED B9 5E`` is one U+FFFD in Java and two in
 Python. kafka-dump-log.sh prints values with Java's rule; the text view follows it.
+
+The two rules differ only where ED is followed by A0-BF (an encoded surrogate: Java takes
+the lead and what follows as one sequence); ED is never a continuation byte, so the bytes
+between such places decode with Python's own (C-speed) replacement. ``java_utf8_reference``
+is Java's rule byte by byte, kept as the definition the fast path is tested against.
 """
 
 from __future__ import annotations
 
+import re
+
 REPLACEMENT = "\ufffd"
+_SURROGATE_LEAD = re.compile(rb"\xed[\xa0-\xbf]")
+
+
+def java_utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    parts: list[str] = []
+    pos = 0
+    n = len(data)
+    for m in _SURROGATE_LEAD.finditer(data, 0):
+        at = m.start()
+        if at < pos:
+            continue
+        parts.append(data[pos:at].decode("utf-8", "replace"))
+        parts.append(REPLACEMENT)
+        if at + 2 >= n:          # a truncated sequence at the end: Java stops there
+            pos = n
+            break
+        # ED xx then a continuation byte: one (surrogate) character; else ED xx is one error.
+        pos = at + 3 if _cont(data[at + 2]) else at + 2
+    parts.append(data[pos:].decode("utf-8", "replace"))
+    return "".join(parts)
 
 
 def _cont(b: int) -> bool:
@@ -26,11 +57,7 @@ def _bad_4_2(b1: int, b2: int) -> bool:
             or not _cont(b2))
 
 
-def java_utf8(data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
+def java_utf8_reference(data: bytes) -> str:
     out: list[str] = []
     i, n = 0, len(data)
     while i < n:
