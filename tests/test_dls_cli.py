@@ -135,3 +135,9 @@ def test_index_without_its_segment_is_an_error_not_a_crash(tmp_path):
     assert r.out.splitlines() == [f"Dumping {idx}"]
     assert r.err == f"kdump: error: {tmp_path}/00000000000000000000.log: its segment is missing\n"
     assert not os.path.exists(tmp_path / "00000000000000000000.log")
+
+
+def test_no_file_named_is_a_usage_error():
+    r = run_kdump("dump", "--deep-iteration")
+    assert r.code == 2
+    assert "name at least one file or directory (PATHS or --files)" in r.err
