@@ -28,7 +28,7 @@ from .format.index import ENTRY as INDEX_ENTRY
 from .format.index import parse_index
 from .format.timeindex import ENTRY as TIME_ENTRY
 from .format.timeindex import parse_timeindex
-from .format.walk import INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, decode_records
+from .format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, decode_records
 from .indexcheck import read_index_file
 from .segment import MappedFile
 
@@ -86,9 +86,11 @@ def offset_index(path: str, opts: IndexOptions = IndexOptions()) -> IndexView:
         if opts.sanity_only:
             return _sanity(path, parse_index(ix.buf, base), lines)
         with MappedFile(log_path) as log:
+            behind = _Follower(log.buf)
             for i, (rel, position) in enumerate(INDEX_ENTRY.iter_unpack(ix.buf[:slots * INDEX_ENTRY.size])):
                 if rel == 0 and i > 0:
                     break
+                behind.reached(position)
                 offset = base + rel
                 batch = _first_batch(log.buf, log.size, position, opts.max_message_size, offset)
                 if isinstance(batch, KdumpError):
@@ -146,8 +148,11 @@ def time_index(path: str, opts: IndexOptions = IndexOptions(), limits: Limits = 
     out_of_order: list[str] = []
     not_found: list[str] = []
     error = None
-    with MappedFile(log_path) as log:
-        batches = _Batches(log.buf, log.size, limits)
+    # Two mappings: the first walk drops its pages behind it to the end, and a mapping
+    # drops pages only forward, so the records read afterwards get a mapping of their own.
+    with MappedFile(log_path) as log, MappedFile(log_path) as records:
+        batches = _Batches(log.buf, log.size, limits, records.buf)
+        behind = _Follower(records.buf)
         prev = NO_TIMESTAMP
         for i, (timestamp, rel) in enumerate(slots):
             if rel == 0 and i > 0:
@@ -164,6 +169,7 @@ def time_index(path: str, opts: IndexOptions = IndexOptions(), limits: Limits = 
             elif found.last_offset != offset:
                 not_found.append(f"Indexed offset: {offset}, found log offset: {found.last_offset}")
             else:
+                behind.reached(found.position)
                 largest = batches.max_record_timestamp(found)
                 if isinstance(largest, KdumpError):
                     error = largest.located(log_path, found.position)
@@ -186,11 +192,26 @@ def time_index(path: str, opts: IndexOptions = IndexOptions(), limits: Limits = 
     return IndexView(lines, summary, error)
 
 
+class _Follower:
+    """Lets a large segment's mapping drop the pages behind entries already checked (memory stays
+    flat), as a sequential walk does; entries come in position order."""
+
+    def __init__(self, buf) -> None:
+        self.follow = getattr(buf, "follow", None)
+        self.next = FOLLOW_STEP
+
+    def reached(self, position: int) -> None:
+        if self.follow is not None and position >= self.next:
+            self.follow(position)
+            self.next = position + FOLLOW_STEP
+
+
 class _Batches:
     """The segment's batches, walked once, looked up by position and offset."""
 
-    def __init__(self, buf, size: int, limits: Limits) -> None:
+    def __init__(self, buf, size: int, limits: Limits, records_buf) -> None:
         self.buf = buf
+        self.records_buf = records_buf
         self.size = size
         self.limits = limits
         self._walker = Walker(buf, 0, size, limits)
@@ -215,7 +236,7 @@ class _Batches:
 
     def max_record_timestamp(self, batch):
         try:
-            records = decode_records(self.buf, batch, self.limits)
+            records = decode_records(self.records_buf, batch, self.limits)
         except KdumpError as e:
             return e
         return max([NO_TIMESTAMP, *(r.timestamp for r in records)])
