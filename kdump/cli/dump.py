@@ -181,7 +181,8 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                     if f.kind in BATCH_KINDS:
                         status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
                                                            records, filters, out, progress, limits))
-                    elif out.format == "text" and f.kind in (INDEX, TIMEINDEX):
+                    elif out.format == "text" and f.kind in (INDEX, TIMEINDEX) and f.leftover is None \
+                            and f.base_offset is not None:
                         status = max(status, _dump_dls_index(f, renderer, view, out, index_opts, limits))
                     else:
                         status = max(status, _dump_side(f, renderer, view, out))
