@@ -40,15 +40,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import findings as F
 from . import logdir as K
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from .errors import KdumpError
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.control import ABORT, COMMIT
 from .format.walk import decode_records
 from .logdir import LogFile
 from .model import Finding
-from .scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport, scan_file, status_of
-from .scan import INFO_KINDS as _INFO
+from .scan import ScanReport, scan_file, status_of
 from .segment import MappedFile, read_small
 
 SIDE_FILE_LIMIT = 256 << 20
@@ -96,7 +97,7 @@ class FileReport:
         if self.size is None:
             return None
         # A side file: the bytes before its first damaged entry.
-        positions = [f.position for f in self.findings if f.kind not in _INFO and f.position is not None]
+        positions = [f.position for f in self.findings if f.cls == F.DAMAGE and f.position is not None]
         return min([self.size, *positions]) if positions else (self.size if self.status == "ok" else None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,7 +110,7 @@ class FileReport:
 
 
 def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
-    return FileReport(f.path, f.kind, _size(f.path), [Finding("unreadable", e.position, e.offset, e.message)], log=f)
+    return FileReport(f.path, f.kind, _size(f.path), [Finding(F.UNREADABLE, e.position, e.offset, e.message)], log=f)
 
 
 def _size(path: str) -> int | None:
@@ -206,11 +207,11 @@ class _Partition:
     def _report(self, f: LogFile) -> FileReport:
         size = _size(f.path)
         if size is None:
-            return FileReport(f.path, f.kind, None, [Finding("unreadable", None, None, "cannot read: no such file")],
+            return FileReport(f.path, f.kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
         findings: list[Finding] = []
         if f.leftover is not None:
-            findings.append(Finding("leftover", None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
+            findings.append(Finding(F.LEFTOVER, None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
             if f.leftover != ".swap" or f.kind not in K.BATCH_KINDS:
                 return FileReport(f.path, f.kind, size, findings, log=f)
         if f.kind in K.BATCH_KINDS:
@@ -227,7 +228,7 @@ class _Partition:
         if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
             log = self.logs.get(f.base_offset)
             if log is None:
-                findings.append(Finding("orphan_index", None, f.base_offset,
+                findings.append(Finding(F.ORPHAN_INDEX, None, f.base_offset,
                                         "no segment has this base offset: the broker deletes orphan indexes at "
                                         "startup"))
             elif log.path in self.errors:
@@ -276,19 +277,19 @@ class _Partition:
             g, s = prev
             first = scan.first_offset if scan.first_offset is not None else f.base_offset
             if min(f.base_offset, first) <= s.last_offset:
-                out.append(Finding("offset_overlap", 0, first,
+                out.append(Finding(F.OFFSET_OVERLAP, 0, first,
                                    f"segment overlaps the previous one: it starts at offset {min(f.base_offset, first)}"
                                    f" but {os.path.basename(g.path)} ends at {s.last_offset}"))
         if scan.valid_bytes > 0 and f.base_offset is not None:
             for ext in (".index", ".timeindex"):
                 name = f"{f.base_offset:020d}{ext}"
                 if name not in self.names:
-                    out.append(Finding("index_missing", None, f.base_offset,
+                    out.append(Finding(F.INDEX_MISSING, None, f.base_offset,
                                        f"{name} is missing: the broker rebuilds it at startup"))
         expected = self.txn_expected().get(f.base_offset or 0, {})
         if expected and f"{f.base_offset:020d}.txnindex" not in self.names:
             (pid, last), first = next(iter(expected.items()))
-            out.append(Finding("txnindex_missing", None, last,
+            out.append(Finding(F.TXNINDEX_MISSING, None, last,
                                f"{len(expected)} aborted transaction(s) end in this segment (e.g. producer {pid} at "
                                f"offset {last}) but it has no .txnindex: read_committed consumers would see "
                                f"aborted records"))
@@ -334,13 +335,13 @@ class _Partition:
         try:
             snap = parse_snapshot(read_small(f.path, SIDE_FILE_LIMIT))
         except KdumpError as e:
-            return [Finding("snapshot_invalid", e.position, f.base_offset, e.message)]
+            return [Finding(F.SNAPSHOT_INVALID, e.position, f.base_offset, e.message)]
         out = []
         if not snap.crc_valid:
-            out.append(Finding("snapshot_crc", 2, f.base_offset, snap.crc_error or "CRC mismatch"))
+            out.append(Finding(F.SNAPSHOT_CRC, 2, f.base_offset, snap.crc_error or "CRC mismatch"))
         leo = self.log_end_offset() if self.logs and len(self.scans) >= len(self.logs) else None
         if leo is not None and f.base_offset is not None and f.base_offset > leo:
-            out.append(Finding("snapshot_stale", None, f.base_offset,
+            out.append(Finding(F.SNAPSHOT_STALE, None, f.base_offset,
                                f"snapshot of offset {f.base_offset} is past the log end offset {leo}: the broker "
                                f"deletes it at startup"))
         return out
@@ -351,11 +352,11 @@ class _Partition:
         try:
             entries = parse_checkpoint(read_small(f.path), LEADER_EPOCH, f.path)
         except KdumpError as e:
-            return [Finding("leader_epoch", None, None, _at_line(e))]
+            return [Finding(F.LEADER_EPOCH_INVALID, None, None, _at_line(e))]
         out = []
         for a, b in zip(entries, entries[1:], strict=False):
             if b.epoch <= a.epoch or b.start_offset < a.start_offset:
-                out.append(Finding("leader_epoch", None, b.start_offset,
+                out.append(Finding(F.LEADER_EPOCH_ORDER, None, b.start_offset,
                                    f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by epoch "
                                    f"{b.epoch} at {b.start_offset}"))
         if not entries:
@@ -374,18 +375,18 @@ class _Partition:
         for epoch, start in log_epochs:
             ck = by_epoch.get(epoch)
             if ck is not None and start < ck and epoch != first_epoch:
-                out.append(Finding("leader_epoch", None, start,
+                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"batches of leader epoch {epoch} start at offset {start}, before the checkpoint's "
                                    f"start offset {ck} for that epoch"))
             elif ck is None and epoch < entries[-1].epoch:
-                out.append(Finding("leader_epoch", None, start,
+                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"leader epoch {epoch} (from offset {start}) is in the log but not in the "
                                    f"checkpoint"))
         leo = self.log_end_offset()
         if leo is not None and scans and len(scans) == len(self.logs):
             late = [e for e in entries if e.start_offset > leo]
             if late:
-                out.append(Finding("leader_epoch_stale", None, late[0].start_offset,
+                out.append(Finding(F.LEADER_EPOCH_STALE, None, late[0].start_offset,
                                    f"{len(late)} entr{'ies' if len(late) > 1 else 'y'} start past the log end offset "
                                    f"{leo}: the broker drops them at startup"))
         return out
@@ -423,9 +424,9 @@ def _side_file(f: LogFile) -> list[Finding]:
     try:
         desc = describe(f)
     except KdumpError as e:
-        return [Finding("invalid_file", None, None, _at_line(e)) if text
-                else Finding("invalid_file", e.position, None, e.message)]
-    return [Finding("invalid_file", None if text else pos, None, msg) for msg, pos in desc.problems]
+        return [Finding(F.INVALID_FILE, None, None, _at_line(e)) if text
+                else Finding(F.INVALID_FILE, e.position, None, e.message)]
+    return [Finding(F.INVALID_FILE, None if text else pos, None, msg) for msg, pos in desc.problems]
 
 
 # -- index files against their segment -----------------------------------------------------------
@@ -468,7 +469,7 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
     t = parse_txnindex(data)
     out = []
     if t.partial_bytes:
-        out.append(Finding("txnindex_size", t.size - t.partial_bytes, None,
+        out.append(Finding(F.TXNINDEX_SIZE, t.size - t.partial_bytes, None,
                            f"{t.partial_bytes} bytes of a partial entry at the end"))
     prev = None
     seen = set()
@@ -476,46 +477,47 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
         at = i * ENTRY_SIZE
         seen.add((e.producer_id, e.last_offset))
         if e.last_offset < base or e.first_offset > e.last_offset:
-            out.append(Finding("txnindex_offset", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_OFFSET, at, e.last_offset,
                                f"entry {i}: aborted transaction {e.first_offset}..{e.last_offset} of producer "
                                f"{e.producer_id} does not fit the segment (base {base})"))
         elif prev is not None and e.last_offset <= prev.last_offset:
-            out.append(Finding("txnindex_order", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_ORDER, at, e.last_offset,
                                f"entry {i}: last offset {e.last_offset} does not follow {prev.last_offset}"))
         elif scan.last_offset is None or e.last_offset > scan.last_offset:
-            out.append(Finding("txnindex_past_end", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_PAST_END, at, e.last_offset,
                                f"entry {i}: the ABORT marker at offset {e.last_offset} is past the last offset kept "
                                f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
         elif (e.producer_id, e.last_offset) not in expected:
-            out.append(Finding("txnindex_marker", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
                                f"entry {i}: no ABORT marker of producer {e.producer_id} closing an open transaction "
                                f"at offset {e.last_offset}"))
         else:
             first = expected[(e.producer_id, e.last_offset)]
             if first is not None and first != e.first_offset:
-                out.append(Finding("txnindex_marker", at, e.last_offset,
+                out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
                                    f"entry {i}: the transaction of producer {e.producer_id} aborted at "
                                    f"{e.last_offset} began at offset {first}, not {e.first_offset}"))
         prev = e
     for (pid, last), _ in sorted(expected.items(), key=lambda kv: kv[0][1]):
         if (pid, last) not in seen:
-            out.append(Finding("txnindex_marker", None, last,
+            out.append(Finding(F.TXNINDEX_MARKER, None, last,
                                f"the ABORT marker of producer {pid} at offset {last} has no entry"))
     return out
 
 
 def index_damage(report: FileReport) -> bool:
     """Does this index/timeindex/txnindex report show something a rebuild or trim fixes?"""
-    return any(f.kind.startswith(("index_", "timeindex_", "txnindex_")) and f.kind not in _INFO
-               and f.kind != "txnindex_missing" for f in report.findings)
+    return any(f.kind.startswith(("index_", "timeindex_", "txnindex_")) and f.cls == F.DAMAGE
+               and f.kind != F.TXNINDEX_MISSING for f in report.findings)
 
 
 def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
     counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
-              "cut_bytes": 0, "cut_segments": 0}
+              "cut_bytes": 0, "cut_segments": 0, "anomalies": 0}
     for r in reports:
         counts["files"] += 1
         counts[r.status] += 1
+        counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
         if r.scan is not None:
             counts["segments"] += 1
             counts["bytes"] += r.scan.size

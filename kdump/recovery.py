@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import logdir as K
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from .errors import InputError, KdumpError, UsageError, WriteError
 from .format.walk import Walker
 from .logdir import LogFile
@@ -129,8 +130,8 @@ class PartitionPlan:
 @dataclass
 class RecoverOptions:
     full: bool = False
-    max_message_size: int = 1048588
-    index_interval_bytes: int = 4096
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 
     def verify_options(self):
         from .crosscheck import VerifyOptions

@@ -11,7 +11,7 @@ the same command again finishes the job:
    (``FileRecords.truncateTo``): copying a 1 GiB segment to drop a torn tail would cost
    more than it protects, and a truncate is all-or-nothing;
 3. only then are the indexes checked against the shortened log; those that disagree are
-   rebuilt with the broker's recovery rule (``format.rebuild.build_indexes``) and
+   rebuilt with the broker's recovery rule (``check.broker_rule.build_indexes``) and
    replaced atomically, and ``.txnindex`` entries past the new end are dropped
    (``TransactionIndex.truncateTo``). An index that still agrees is left as it is, so an
    interrupted run and an uninterrupted one end with the same bytes.
@@ -28,6 +28,7 @@ import stat
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from .errors import KdumpError, WriteError
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .segment import data_at, hole_at
@@ -305,11 +306,11 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
 
 # -- indexes ----------------------------------------------------------------------------------
 
-def index_bytes(log_path: str, base_offset: int, interval_bytes: int = 4096,
+def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                 limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
     """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""
+    from .check.broker_rule import build_indexes
     from .format.index import encode_index
-    from .format.rebuild import build_indexes
     from .format.timeindex import encode_timeindex
     from .segment import MappedFile
 
@@ -319,7 +320,7 @@ def index_bytes(log_path: str, base_offset: int, interval_bytes: int = 4096,
 
 
 def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
-                    interval_bytes: int = 4096, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
+                    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
     """Rewrite the named index files of a segment from its log (``which``: extensions)."""
     stem = log_path[: -len(".log")] if log_path.endswith(".log") else log_path
     try:

@@ -196,7 +196,7 @@ def test_torn_tail_fixture():
     assert r.code == 1
     (obj,) = [json.loads(line) for line in r.out.splitlines()]
     assert (obj["status"], obj["valid_bytes"], obj["size"]) == ("torn_tail", 667, 780)
-    assert obj["findings"][0] == {"kind": "torn_tail", "position": 667, "offset": 6,
+    assert obj["findings"][0] == {"kind": "torn_tail", "class": "damage", "position": 667, "offset": 6,
                                   "message": obj["findings"][0]["message"]}
 
 
@@ -339,11 +339,14 @@ def test_leader_epoch_checkpoint_against_the_batches(tmp_path):
     ck = d / "leader-epoch-checkpoint"
     assert run_kdump("verify", d).code == 0
     ck.write_text("0\n2\n0 0\n1 20\n")                # epoch 1 really starts at offset 14
+    # A broker starts on it as it is: an anomaly (exit 0), damage only with --strict.
     r = run_kdump("verify", "--json", d)
-    assert r.code == 1 and "leader_epoch" in _kinds(r.out, ck.name)
-    ck.write_text("0\n2\n0 0\nbad line\n")
+    assert r.code == 0 and "leader_epoch_mismatch" in _kinds(r.out, ck.name)
+    assert "1 anomaly (states a broker accepts)" in r.err
+    assert run_kdump("verify", "--strict", d).code == 1
+    ck.write_text("0\n2\n0 0\nbad line\n")            # the broker takes the log dir offline
     r = run_kdump("verify", "--json", d)
-    assert r.code == 1 and "leader_epoch" in _kinds(r.out, ck.name)
+    assert r.code == 1 and "leader_epoch_invalid" in _kinds(r.out, ck.name)
 
 
 def test_leftovers_and_orphans_are_noted_not_damage(tmp_path):

@@ -6,8 +6,8 @@ import os
 
 import click
 
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..errors import ExitStatus, KdumpError
-from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from .options import Output, output_options
 
 

@@ -7,9 +7,10 @@ import os
 
 import click
 
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..errors import ExitStatus, KdumpError, UsageError
+from ..findings import ANOMALY
 from ..format.codecs import DEFAULT_LIMITS, limits_for
-from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
 from .options import Output, limits_option, output_options, paths_argument
 
@@ -31,13 +32,17 @@ from .options import Output, limits_option, output_options, paths_argument
 @click.option("--broker-cut", is_flag=True,
               help="With --truncate: cut only where a broker's recovery would, keeping damage it does not detect "
                    "(offset regressions, undecodable records with a valid CRC).")
+@click.option("--strict", is_flag=True,
+              help="Also exit 1 for anomalies: odd states a broker accepts as they are (an index entry naming an "
+                   "offset compaction removed, a checkpoint lagging the log, segments overlapping after an "
+                   "interrupted clean).")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
 @limits_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, max_decompressed,
-           max_expansion, json_flag, fmt, color, quiet):
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, engine, master,
+           max_decompressed, max_expansion, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -49,37 +54,45 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
     Each file gets a line (or with --json one object: file, kind, status, size,
     valid_bytes, batches, records, first_offset, last_offset, findings); valid_bytes is
-    where a broker's recovery would cut the segment. A summary goes to stderr.
+    where a broker's recovery would cut the segment. Each finding has a class: damage
+    (data a broker would cut, delete or fail to load, or that readers lose), anomaly (odd
+    but accepted by a broker as it is), info (a state the broker finishes at startup).
+    A summary goes to stderr.
+
+    With --truncate, damage in a segment that later segments follow is cut the same way,
+    and the later segments are moved into kdump-quarantine-<time>/ inside the partition
+    (a broker's recovery deletes them): no offset gap is left behind.
 
     \b
-    Exit status: 0 clean, 1 damage found (also when --truncate repaired it),
-    3 could not complete (unreadable file, codec library missing).
+    Exit status: 0 clean or only anomalies, 1 damage found (also when --truncate
+    repaired it; anomalies too with --strict), 3 could not complete (unreadable file,
+    codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
     limits = limits_for(max_decompressed, max_expansion)
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
-        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits)
+        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict)
     if master:
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      limits=limits)
+                      strict=strict, limits=limits)
 
 
-def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits) -> int:
+def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
     from ..spark.verify import run_verify as spark_verify
 
     return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
-                        index_interval_bytes=index_interval_bytes, limits=limits)
+                        index_interval_bytes=index_interval_bytes, limits=limits, strict=strict)
 
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, limits=None) -> int:
+               broker_cut: bool = False, strict: bool = False, limits=None) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
     from ..render.verify import change_line, summary_line, verify_renderer
     from . import error_line
@@ -95,7 +108,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
             for r in verify_files(files, opts):
                 renderer.file(r)
                 reports.append(_light(r))
-                status = max(status, report_status(r.status))
+                status = max(status, report_status(r.status, r.findings if strict else ()))
                 progress.file_done(r.size or 0)
     finally:
         renderer.finish()
@@ -141,9 +154,12 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
     return files, status
 
 
-def report_status(s: str) -> ExitStatus:
-    """The exit status a file report's status gives."""
-    return {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+def report_status(s: str, strict_findings=()) -> ExitStatus:
+    """The exit status a file report's status gives; with --strict its anomalies count too."""
+    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+    if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
+        return ExitStatus.DAMAGE
+    return status
 
 
 def _light(r):
