@@ -358,6 +358,15 @@ def is_cross_device(e: OSError) -> bool:
 
 # -- verify --truncate --------------------------------------------------------------------------
 
+def cut_position(r, opts) -> int | None:
+    """Where ``verify --truncate`` cuts this report's segment, or None (not a live damaged segment)."""
+    f, s = r.log, r.scan
+    if f is None or f.kind != "log" or f.leftover is not None or s is None:
+        return None
+    cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
+    return cut_at if cut_at < s.size else None
+
+
 def repair_reports(reports, opts) -> list[Change]:
     """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s.
 
@@ -373,15 +382,12 @@ def repair_reports(reports, opts) -> list[Change]:
     for directory, reps in by_dir.items():
         touched = False
         for r in reps:
-            f, s = r.log, r.scan
-            if f is None or f.kind != "log" or f.leftover is not None or s is None:
-                continue
-            cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
-            if cut_at < s.size:
+            cut_at = cut_position(r, opts)
+            if cut_at is not None:
                 if not touched:
                     changes += remove_stale_temps(directory)
                     touched = True
-                changes += truncate_log(r.file, cut_at, s.size)
+                changes += truncate_log(r.file, cut_at, r.scan.size)
         changes += fix_indexes(directory, reps, opts, clean_temps=not touched)
     return changes
 

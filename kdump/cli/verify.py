@@ -114,10 +114,10 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
         renderer.finish()
     changes = None
     if truncate:
-        from ..repair import repair_reports
+        from ..truncate import truncate_reports
 
         try:
-            changes = repair_reports(reports, opts)
+            changes = truncate_reports(reports, opts)
         except KdumpError as e:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
