@@ -17,3 +17,13 @@ from kdumptest import run_kdump  # noqa: E402
 @pytest.fixture
 def kdump():
     return run_kdump
+
+
+@pytest.fixture(autouse=True)
+def _finding_kinds_are_declared():
+    """Every finding emitted while a test runs has a kind declared in kdump.findings."""
+    from kdump import findings
+
+    findings.undeclared.clear()
+    yield
+    assert not findings.undeclared, f"finding kinds not declared in kdump/findings.py: {findings.undeclared}"
