@@ -12,6 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
 from kdumptest import run_kdump  # noqa: E402
+# A real Kafka broker: session-wide `kafka_broker`, per-test `make_broker` (tests/kafka/broker.py).
+from broker_fixtures import kafka_broker, make_broker, pytest_runtest_makereport  # noqa: E402,F401
 
 
 @pytest.fixture
