@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import logdir as K
-from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, log_start_past_end
 from .errors import InputError, KdumpError, UsageError, WriteError
 from .format.walk import Walker
 from .logdir import LogFile
@@ -332,11 +332,39 @@ def plan_partition(directory: str, state: LogDirState | None = None,
             continue
         leo = s.next_offset if s.next_offset is not None else b     # an empty segment ends at its base
     plan.log_end_offset = leo
+    lso = state.log_start_offsets.get(tp) if tp else None
+    if log_start_past_end(leo, lso):
+        _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp)
+        return plan
     _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered | load_recover, vopts)
     if leo is not None:
         _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine)
         plan.new_recovery_point = leo if state.clean_shutdown else min(rp, leo)
     return plan
+
+
+def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -> None:
+    """LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: every segment, the producer state
+    and the leader epochs go; the broker then starts an empty segment at the log start offset."""
+    from .format.checkpoint import LEADER_EPOCH
+
+    plan.damaged = True
+    why = f"the log start offset {lso} is above the log end offset {leo}: the broker deletes every segment"
+    plan.steps = [st for st in plan.steps if st.action not in (TRUNCATE, REBUILD, TRIM_TXN)]
+    for b in bases:
+        for ext in (".log", ".index", ".timeindex", ".txnindex"):
+            if f"{b:020d}{ext}" in present:
+                quarantine(f"{b:020d}{ext}", why, 6, b)
+    for n in sorted(present):
+        if n.endswith(".snapshot") and n[:-9].isdigit():
+            quarantine(n, f"producer snapshot: {why}", 11, int(n[:-9]))
+    if LEADER_EPOCH in present:
+        plan.steps.append(Step(TRIM_EPOCHS, os.path.join(directory, LEADER_EPOCH), None, None, -1,
+                               f"drop every leader epoch: {why} (the old file is kept in quarantine)", 10))
+    plan.steps.append(Step(NOTE, "", None, None, lso, f"at its next start the broker creates an empty segment at "
+                                                     f"offset {lso}", 0))
+    plan.log_end_offset = lso
+    plan.new_recovery_point = min(rp, lso)
 
 
 def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
@@ -503,7 +531,7 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
             if ch is not None:
                 changes.append(ch)
         elif step.action == TRIM_EPOCHS:
-            changes += _trim_epochs(step.path, plan.log_end_offset, quarantine_dir)
+            changes += _trim_epochs(step.path, step.offset, quarantine_dir)
     return changes
 
 

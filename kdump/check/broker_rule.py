@@ -198,3 +198,9 @@ def build_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INT
         step.take(b, ts_offset, skip_invalid=True)
     step.finish()
     return step.offsets, step.times, step.valid
+
+
+def log_start_past_end(log_end_offset: int | None, log_start_offset: int | None) -> bool:
+    """``LogLoader``: a log start offset checkpointed above the log end (segments deleted by
+    hand) makes the broker delete every segment and start an empty one at the log start."""
+    return log_end_offset is not None and log_start_offset is not None and log_end_offset < log_start_offset
