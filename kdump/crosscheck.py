@@ -53,6 +53,7 @@ from .scan import ScanReport, scan_file, status_of
 from .segment import MappedFile, read_small
 
 SIDE_FILE_LIMIT = 256 << 20
+FALLBACK_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 
 LEFTOVER_NOTES = {
     ".deleted": "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
@@ -286,6 +287,9 @@ class _Partition:
                 if name not in self.names:
                     out.append(Finding(F.INDEX_MISSING, None, f.base_offset,
                                        f"{name} is missing: the broker rebuilds it at startup"))
+        live = self.live_scans()
+        if live and live[-1][0].path == f.path:
+            out.extend(self._log_start_check(f, scan))
         expected = self.txn_expected().get(f.base_offset or 0, {})
         if expected and f"{f.base_offset:020d}.txnindex" not in self.names:
             (pid, last), first = next(iter(expected.items()))
@@ -294,6 +298,27 @@ class _Partition:
                                f"offset {last}) but it has no .txnindex: read_committed consumers would see "
                                f"aborted records"))
         return out
+
+    def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
+        """The log dir's log-start-offset-checkpoint against this partition's log end."""
+        from .check.broker_rule import log_start_past_end
+        from .format.checkpoint import parse_checkpoint
+
+        parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(self.dir)))
+        path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), "log-start-offset-checkpoint")
+        if parsed is None or not os.path.isfile(path):
+            return []
+        try:
+            entries = parse_checkpoint(read_small(path), "log-start-offset-checkpoint", path)
+        except KdumpError:
+            return []       # reported on the checkpoint itself
+        lso = next((e.offset for e in entries if (e.topic, e.partition) == parsed[:2]), None)
+        leo = scan.next_offset if scan.next_offset is not None else last.base_offset
+        if not log_start_past_end(leo, lso):
+            return []
+        return [Finding(F.LOG_START_PAST_END, None, lso,
+                        f"the log-start-offset-checkpoint says {lso}, above the log end offset {leo}: the broker "
+                        f"deletes every segment of this partition at startup")]
 
     # -- transactions -----------------------------------------------------------------------
 
@@ -421,12 +446,13 @@ def _side_file(f: LogFile) -> list[Finding]:
     from .sidefiles import describe
 
     text = f.kind in _TEXT_KINDS
+    # A broker that cannot read these falls back (recovers everything, starts at the first segment).
+    kind = F.CHECKPOINT_INVALID if os.path.basename(f.path) in FALLBACK_CHECKPOINTS else F.INVALID_FILE
     try:
         desc = describe(f)
     except KdumpError as e:
-        return [Finding(F.INVALID_FILE, None, None, _at_line(e)) if text
-                else Finding(F.INVALID_FILE, e.position, None, e.message)]
-    return [Finding(F.INVALID_FILE, None if text else pos, None, msg) for msg, pos in desc.problems]
+        return [Finding(kind, None, None, _at_line(e)) if text else Finding(kind, e.position, None, e.message)]
+    return [Finding(kind, None if text else pos, None, msg) for msg, pos in desc.problems]
 
 
 # -- index files against their segment -----------------------------------------------------------

@@ -98,9 +98,10 @@ TXNINDEX_ORDER = _declare("txnindex_order", DAMAGE, ".txnindex entries out of or
 TXNINDEX_PAST_END = _declare("txnindex_past_end", DAMAGE, "a .txnindex entry past the data kept")
 TXNINDEX_MARKER = _declare("txnindex_marker", DAMAGE, "a .txnindex entry without its ABORT marker, or an ABORT "
                                                       "without its entry")
-SNAPSHOT_CRC = _declare("snapshot_crc", DAMAGE, "producer snapshot CRC-32C mismatch: the broker deletes it and "
-                                                "rebuilds producer state from the log it still has")
-SNAPSHOT_INVALID = _declare("snapshot_invalid", DAMAGE, "producer snapshot does not parse: the broker deletes it")
+SNAPSHOT_CRC = _declare("snapshot_crc", ANOMALY, "producer snapshot CRC-32C mismatch: the broker reads only the "
+                                                 "latest usable snapshot; one it needs it deletes, rebuilding "
+                                                 "producer state from the log")
+SNAPSHOT_INVALID = _declare("snapshot_invalid", ANOMALY, "producer snapshot does not parse (handled as snapshot_crc)")
 SNAPSHOT_STALE = _declare("snapshot_stale", INFO, "a producer snapshot past the log end: the broker deletes it")
 LEADER_EPOCH_INVALID = _declare("leader_epoch_invalid", DAMAGE, "leader-epoch-checkpoint does not parse: the "
                                                                 "broker takes the log dir offline")

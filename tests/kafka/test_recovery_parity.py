@@ -170,35 +170,37 @@ def nothing(d, logdir):
 @dataclass(frozen=True)
 class Case:
     name: str
-    damage: object
+    harm: object
     recovery_point: int | None = None     # None: keep the checkpointed one (the log end)
     log_start: int | None = None
     txn: bool = False
     expect: str = "kept"      # what the broker does to the .log files: kept | cut | cut_and_delete
+    damage: bool = False      # kdump verify's verdict on the damaged partition (exit status 1)
+    stays: bool = False       # damage the broker's recovery leaves in place (it keeps or does not look)
 
 
 CASES = [
     Case("control", nothing),
-    Case("torn_tail", torn_tail, expect="cut"),
-    Case("zero_tail", zero_tail, expect="cut"),
-    Case("garbage_tail", garbage_tail, expect="cut"),
-    Case("mid_bitflip", mid_bitflip, recovery_point=0, expect="cut_and_delete"),
-    Case("mid_bitflip_below_recovery_point", mid_bitflip),
-    Case("absurd_length", absurd_length, recovery_point=0, expect="cut_and_delete"),
-    Case("magic_3", magic_3, recovery_point=0),
+    Case("torn_tail", torn_tail, expect="cut", damage=True),
+    Case("zero_tail", zero_tail, expect="cut", damage=True),
+    Case("garbage_tail", garbage_tail, expect="cut", damage=True),
+    Case("mid_bitflip", mid_bitflip, recovery_point=0, expect="cut_and_delete", damage=True),
+    Case("mid_bitflip_below_recovery_point", mid_bitflip, damage=True, stays=True),
+    Case("absurd_length", absurd_length, recovery_point=0, expect="cut_and_delete", damage=True),
+    Case("magic_3", magic_3, recovery_point=0, damage=True, stays=True),
     Case("missing_index", missing_index),
     Case("missing_timeindex", missing_timeindex),
-    Case("corrupt_index_recovered", corrupt_index, recovery_point=0),
+    Case("corrupt_index_recovered", corrupt_index, recovery_point=0, damage=True),
     Case("stale_epochs", stale_epochs),
-    Case("log_start_above_end", nothing, log_start=100000),
+    Case("log_start_above_end", nothing, log_start=100000, damage=True),
     Case("leftover_cleaned", leftover_cleaned),
     Case("leftover_deleted", leftover_deleted),
     Case("leftover_swap", leftover_swap),
     Case("orphan_index", orphan_index),
-    Case("corrupt_snapshot", corrupt_snapshot),
+    Case("corrupt_snapshot", corrupt_snapshot),     # the broker never reads it: an anomaly
     Case("txn_control", nothing, txn=True),
-    Case("txn_mid_bitflip", mid_bitflip, recovery_point=0, txn=True, expect="cut_and_delete"),
-    Case("txn_torn_tail", torn_tail, txn=True, expect="cut"),
+    Case("txn_mid_bitflip", mid_bitflip, recovery_point=0, txn=True, expect="cut_and_delete", damage=True),
+    Case("txn_torn_tail", torn_tail, txn=True, expect="cut", damage=True),
 ]
 PLAIN = [c for c in CASES if not c.txn]
 TXN = [c for c in CASES if c.txn]
@@ -284,7 +286,7 @@ def outcome(source, tmp_path_factory) -> Outcome:
     shutil.copytree(source, before)
     (before / ".kafka_cleanshutdown").unlink()
     for case in CASES:
-        case.damage(before / partition_of(case), before)
+        case.harm(before / partition_of(case), before)
     _set_checkpoint(before / "recovery-point-offset-checkpoint",
                     {partition_of(c): c.recovery_point for c in CASES if c.recovery_point is not None})
     _set_checkpoint(before / "log-start-offset-checkpoint",
@@ -409,11 +411,11 @@ def _compare_indexes(outcome, case, pa: Path, pb: Path, p0: Path) -> None:
             if not fa.exists():
                 # Departure: the broker creates an empty .timeindex for a segment it does not
                 # recover; kdump does not create files.
-                assert case.damage is missing_timeindex and fb.read_bytes() == b""
+                assert case.harm is missing_timeindex and fb.read_bytes() == b""
                 continue
             if fa.read_bytes() == fb.read_bytes():
                 continue
-            if case.damage is leftover_swap and name in rebuilt:
+            if case.harm is leftover_swap and name in rebuilt:
                 # Departure: opening the .log.swap materializes an empty index beside it, which
                 # the swap renames into place; the broker then keeps that zero-filled .index and
                 # empty .timeindex. kdump rebuilds both from the log.
@@ -431,3 +433,21 @@ def test_the_broker_saw_the_damage(outcome):
     """The broker's own log names the corruption it cut: the cases are not vacuous."""
     assert "Corruption found in segment" in outcome.broker_log or "Found invalid messages" in outcome.broker_log
     assert "Deleting all segments because logEndOffset" in outcome.broker_log
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_verify_classes_follow_the_broker(outcome, case):
+    """kdump verify's verdict on each damaged partition, decided by what the broker did: exit 1
+    where it cut, deleted, or left data readers lose (a magic-3 batch it keeps, damage below
+    the recovery point it does not look at, a corrupt index, a snapshot it discards); exit 0
+    for states it finishes or accepts (leftovers, orphans, a missing index it rebuilds, stale
+    epochs). Then the trees after recovery, the broker's and kdump's, verify clean except
+    where the broker leaves the damage in place."""
+    part = partition_of(case)
+    r = run_kdump("verify", "--json", outcome.before / part)
+    assert r.code == (1 if case.damage else 0), r.out
+    if case.expect != "kept" or case.log_start is not None:
+        assert case.damage
+    for tree in (outcome.a, outcome.b):
+        r = run_kdump("verify", tree / part)
+        assert r.code == (1 if case.stays else 0), r.out
