@@ -36,7 +36,7 @@ import kafka_jars
 import pytest
 from broker import KafkaBroker
 from kdumptest import run_kdump
-from parity_cases import CASES, partition_of, produce, set_checkpoint
+from parity_cases import CASES, TOPIC_CONFIG, Case, mid_bitflip, nothing, partition_of, produce, set_checkpoint
 from parity_compare import Outcome, compare_partition, run_both
 
 pytestmark = pytest.mark.slow
@@ -98,3 +98,125 @@ def test_verify_classes_follow_the_broker(outcome, case):
     for tree in (outcome.a, outcome.b):
         r = run_kdump("verify", tree / part)
         assert r.code == (1 if case.stays else 0), r.out
+
+
+# -- what the broker reads from the log dir --------------------------------------------------------
+
+def _fresh_copy(source: Path, root: Path) -> Path:
+    before = root / "before"
+    shutil.copytree(source, before)
+    (before / ".kafka_cleanshutdown").unlink()
+    return before
+
+
+def _undamaged(name: str) -> Case:
+    return Case(name, nothing)
+
+
+LOST_RECOVERY_POINT = {
+    "missing": lambda d: (d / "recovery-point-offset-checkpoint").unlink(),
+    "corrupt": lambda d: (d / "recovery-point-offset-checkpoint").write_text("0\n3\nnot a checkpoint\n"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(LOST_RECOVERY_POINT))
+def test_a_lost_recovery_point_makes_both_recover_every_segment(source, tmp_path, how):
+    """No usable recovery-point-offset-checkpoint: the broker falls back to 0 and recovers every
+    segment, so damage in a middle segment (below the old recovery point) is cut and what
+    follows deleted; kdump plans the same. The checkpoint itself is an anomaly for verify."""
+    before = _fresh_copy(source, tmp_path)
+    part = partition_of(CASES[0])             # the control partition of the main run
+    mid_bitflip(before / part, before)
+    LOST_RECOVERY_POINT[how](before)
+    if how == "corrupt":
+        r = run_kdump("verify", "--json", before / "recovery-point-offset-checkpoint")
+        assert r.code == 0 and '"kind":"checkpoint_invalid","class":"anomaly"' in r.out
+    o = run_both(before, tmp_path)
+    compare_partition(o, part, Case("lost", mid_bitflip, expect="cut_and_delete", damage=True))
+    for other in sorted(p.name for p in before.iterdir() if p.name.startswith(("plain-", "txn-"))):
+        if other != part:
+            compare_partition(o, other, _undamaged(other))
+
+
+def test_a_malformed_leader_epoch_checkpoint_stops_the_broker(source, tmp_path):
+    """Why leader_epoch_invalid is damage: the broker does not start ("Error starting LogManager")."""
+    before = _fresh_copy(source, tmp_path)
+    part = partition_of(CASES[0])
+    (before / part / "leader-epoch-checkpoint").write_text("0\n2\n0 0\nbad line\n")
+    r = run_kdump("verify", "--json", before / part)
+    assert r.code == 1 and '"kind":"leader_epoch_invalid","class":"damage"' in r.out
+    broker = KafkaBroker(before, work_dir=tmp_path / "work")
+    try:
+        with pytest.raises(RuntimeError, match="exited"):
+            broker.start(timeout=120)
+    finally:
+        broker.kill()
+    assert "Error starting LogManager" in broker.log_file.read_text(errors="replace")
+
+
+# -- a broker killed while producing -----------------------------------------------------------------
+
+def _produce_until_killed(broker: KafkaBroker, transactional: bool) -> None:
+    import threading
+    import time
+
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic("killed", 2, 1, topic_configs=TOPIC_CONFIG)])
+    admin.close()
+    sent = [0]
+    errors: list[Exception] = []
+    stop = threading.Event()
+
+    def run():
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=2,
+                                 transactional_id="killed" if transactional else None,
+                                 max_block_ms=20000, request_timeout_ms=5000)
+        try:
+            if transactional:
+                producer.init_transactions()
+            while not stop.is_set():
+                if transactional:
+                    producer.begin_transaction()
+                for i in range(10):
+                    producer.send("killed", key=b"k%d" % i, value=b"z" * 120, partition=i % 2)
+                producer.flush()
+                if transactional:
+                    producer.commit_transaction()
+                sent[0] += 10
+        except Exception as e:  # the broker is gone (or the producer failed: reported below)
+            errors.append(e)
+        finally:
+            producer.close(timeout=0)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 60
+    while sent[0] < 600 and time.monotonic() < deadline and t.is_alive():
+        time.sleep(0.05)
+    broker.kill()               # SIGKILL in the middle of producing
+    stop.set()
+    t.join(10)
+    assert sent[0] >= 600, errors
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
+def test_a_broker_killed_while_producing(tmp_path, transactional):
+    kafka_jars.ensure_jars()
+    logs = tmp_path / "logs"
+    broker = KafkaBroker(logs, work_dir=tmp_path / "source-work")
+    try:
+        broker.start()
+        _produce_until_killed(broker, transactional)
+    finally:
+        broker.kill()
+    assert not (logs / ".kafka_cleanshutdown").exists()
+    before = tmp_path / "before"
+    shutil.copytree(logs, before)
+    o = run_both(before, tmp_path)
+    for part in ("killed-0", "killed-1"):
+        compare_partition(o, part, _undamaged(part))
+        for tree in (o.before, o.a, o.b):
+            assert run_kdump("verify", tree / part).code == 0
