@@ -15,22 +15,8 @@ files their consistency with the segments:
 - leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
   finishes or deletes at startup: informational, not damage.
 
-Finding kinds added here (informational ones do not make a file damaged):
-
-======================================  =================================================================
-offset_overlap                          a segment starts at or below the previous segment's last offset
-index_* / timeindex_*                   from ``kdump.indexcheck`` (index_past_end, index_mid_batch,
-                                        index_offset_mismatch, index_not_increasing, timeindex_past_end, ...)
-txnindex_size, _offset, _order,         a torn entry; an entry outside the segment; entries out of order;
-txnindex_past_end, txnindex_marker      an ABORT marker past the kept data; no matching marker / no entry
-txnindex_missing                        ABORT markers of open transactions but no ``.txnindex`` at all
-snapshot_crc, snapshot_invalid          producer snapshot CRC-32C mismatch; structure does not parse
-leader_epoch                            checkpoint malformed or out of order, or contradicting the batches
-invalid_file                            another side file (checkpoint, metadata) does not parse
-unreadable                              the file could not be read (exit status 3)
-leftover, orphan_index, index_missing,  informational: the broker handles them at startup
-snapshot_stale, leader_epoch_stale
-======================================  =================================================================
+Finding kinds (and whether they are damage, anomaly or info) are declared in
+``kdump.findings``.
 """
 
 from __future__ import annotations

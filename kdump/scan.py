@@ -10,9 +10,8 @@ records a Finding for each, and past the damage it resyncs on the next plausible
 Two positions matter and are kept apart:
 
 ``valid_bytes``
-    Where Kafka's ``LogSegment.recover`` would truncate the segment, computed by
-    following its rules exactly (kafka-reference.md section 5): the first entry that
-    fails ``FileLogInputStream.nextBatch`` framing or ``RecordBatch.ensureValid`` (size
+    Where Kafka's ``LogSegment.recover`` would truncate the segment, following the rule in
+    ``kdump.check.broker_rule``: the first entry that fails framing or ``ensureValid`` (size
     below the minimum, CRC), a torn or trailing tail; and, rarely, the whole segment when
     rebuilding the indexes meets a non-increasing offset (``InvalidOffsetException``,
     which makes ``LogLoader`` empty the segment). ``kdump verify --truncate`` and
@@ -21,45 +20,12 @@ Two positions matter and are kept apart:
     Runs of CRC-valid batches found after that point by resyncing: what a salvage
     could still copy out. Never used as a truncation point.
 
-Finding kinds (``Finding.kind``). Those marked * decide ``valid_bytes`` when they are
-the first: they are where the broker stops (``ScanReport.cut`` is that finding). The
-others are kdump's own checks, reported but never moving the cut, because the broker
-keeps those batches. Findings placed after ``valid_bytes`` describe the part that is cut
-(what the resync found there):
-
-=====================  ======================================================================
-torn_tail *            the last entry runs past the end of the file (a write cut short)
-trailing_bytes *       17 bytes or fewer after the last entry (not all zero): too few for a header
-zero_tail *            everything from here on is zero bytes (a preallocated file after a crash)
-invalid_size *         length below the minimum for its magic (14, 22, 61), or a length running
-                       past the end although intact batches follow it (a corrupt length);
-                       (without *) a v1 message of 14..21 bytes whose CRC-32 is valid
-oversize *             length above the maximum message size and past the end or failing the CRC;
-                       (without *) a CRC-valid batch larger than the maximum: the broker keeps it
-invalid_magic *        magic not 0, 1 or 2 and the CRC fails; (without *) magic 3..127 with a
-                       valid CRC-32C: the broker reads it as v2 and keeps it (the magic byte is
-                       not covered by the CRC)
-crc_mismatch *         the stored CRC does not match (CRC-32C for v2, CRC-32 for v0/v1)
-invalid_offset *       rebuilding the index would append a non-increasing offset; the broker's
-                       recovery then empties the segment from its first batch
-invalid_batch          a CRC-valid legacy message whose key/value framing does not parse (kept)
-offset_regression      a batch's first offset is not above the previous batch's last offset
-offset_overflow        last offset - segment base does not fit an int32 (the broker splits the
-                       segment instead of truncating; kdump does not split)
-base_offset_mismatch   a batch's first offset is below the segment's base offset (its name)
-last_offset_delta      v2: lastOffsetDelta negative or smaller than count - 1; legacy: inner
-                       offsets beyond the wrapper's offset
-leader_epoch           the partition leader epoch goes down from one batch to the next
-codec                  an unknown compression id, or (legacy wrappers; v2 with --deep) a payload
-                       that does not decompress
-record_decode          --deep: records do not decode, or their offsets do not increase inside
-                       the batch range
-unsupported_codec      --deep: the codec library is missing; the scan is incomplete (exit 3)
-intact_beyond          informational: N intact batches found past the cut, with their offsets
-=====================  ======================================================================
-
-Cross-file kinds (index_*, timeindex_*, txnindex_*, snapshot_*, leader_epoch,
-offset_overlap, leftover, orphan_index) come from ``kdump.crosscheck``.
+Finding kinds and their classes are declared in ``kdump.findings``. The first eight there
+(torn_tail .. invalid_offset) decide ``valid_bytes`` when they come first: they are where
+the broker stops (``ScanReport.cut`` is that finding); the others are kdump's own checks,
+reported but never moving the cut, because the broker keeps those batches. Findings placed
+after ``valid_bytes`` describe the part that is cut (what the resync found there). What the
+broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump.crosscheck``.
 """
 
 from __future__ import annotations
@@ -68,7 +34,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import CodecError, KdumpError, UnsupportedCodecError
 from . import findings as F
 from .check.broker_rule import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -78,13 +43,14 @@ from .check.broker_rule import (
     offset_in_range,
     read_on,
 )
+from .errors import CodecError, KdumpError, UnsupportedCodecError
+from .format import accel
 from .format.batch import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.crc import crc32, crc32c
 from .format.index import INT32_MAX
 from .format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from .format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, decode_records
-from .format import accel
 from .model import Batch, Finding
 
 # The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.

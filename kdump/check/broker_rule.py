@@ -106,8 +106,17 @@ class IndexStep:
     the last ones.
     """
 
-    __slots__ = ("interval", "valid", "last_entry_at", "max_ts", "max_ts_offset", "index_last", "time_last",
-                 "offsets", "times")
+    __slots__ = (
+        "index_last",
+        "interval",
+        "last_entry_at",
+        "max_ts",
+        "max_ts_offset",
+        "offsets",
+        "time_last",
+        "times",
+        "valid",
+    )
 
     def __init__(self, interval: int = DEFAULT_INDEX_INTERVAL_BYTES, record: bool = False) -> None:
         self.interval = interval
