@@ -53,11 +53,12 @@ DEFAULT_CONFIG: dict[str, str] = {
     "log.flush.offset.checkpoint.interval.ms": "1000",
     "log.flush.start.offset.checkpoint.interval.ms": "1000",
     "log.flush.recovery.point.checkpoint.interval.ms": "1000",
-    # KRaft metadata: snapshot (.checkpoint) after a few KB of records and a short while.
-    "metadata.log.max.record.bytes.between.snapshots": "4096",
-    "metadata.log.max.snapshot.interval.ms": "2000",
+    # KRaft metadata: a snapshot (.checkpoint) after 16 KB of records or 20 s, so a run of a
+    # minute or two leaves a few of them and a few metadata segments.
+    "metadata.log.max.record.bytes.between.snapshots": "16384",
+    "metadata.log.max.snapshot.interval.ms": "20000",
     "metadata.log.segment.bytes": str(8 * 1024 * 1024),
-    "metadata.log.segment.ms": "60000",
+    "metadata.log.segment.ms": "15000",  # the metadata log rolls too
     "metadata.max.idle.interval.ms": "500",
 }
 
@@ -87,11 +88,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+try:  # looked up here, not in the forked child, where dlopen could wait on a lock forever
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+except (OSError, AttributeError):
+    _prctl = None
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the JVM dies with the Python process
 
 
 def _read_properties(path: Path) -> dict[str, str]:
@@ -201,34 +205,47 @@ class KafkaBroker:
     def start(self, timeout: float = 90) -> None:
         if self.proc is not None and self.proc.poll() is None:
             raise RuntimeError("broker already running")
-        broker_port, controller_port = free_port(), free_port()
-        self._write_properties(broker_port, controller_port)
         meta = self.log_dir / "meta.properties"
         if meta.exists():
             found = _read_properties(meta).get("node.id")
             if found and int(found) != self.node_id:
                 raise RuntimeError(f"{meta} is node {found}, not {self.node_id}")
-        else:
+        deadline = time.monotonic() + timeout
+        for _ in range(3):
+            # A free port can be taken by another process before the JVM binds it: try anew.
+            if self._launch(deadline, timeout):
+                return
+        raise RuntimeError(f"the broker's ports were taken three times:\n{self.log_tail()}")
+
+    def _launch(self, deadline: float, timeout: float) -> bool:
+        """Start the JVM and wait until it serves: True; False if its ports were taken."""
+        broker_port, controller_port = free_port(), free_port()
+        self._write_properties(broker_port, controller_port)
+        if not (self.log_dir / "meta.properties").exists():
             self.format()
         self.bootstrap = f"127.0.0.1:{broker_port}"
         self._controller_port = controller_port
         with self.log_file.open("ab") as log:
             log.write(f"---- starting {self.bootstrap} on {self.log_dir}\n".encode())
             log.flush()
+            launched_at = log.tell()
             self.proc = subprocess.Popen(
                 self._java("kafka.Kafka", str(self.properties_file)), stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                preexec_fn=_die_with_parent if _prctl else None)
         _live.add(self)
-        deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
                 _live.discard(self)
+                with self.log_file.open("rb") as log:
+                    log.seek(launched_at)
+                    if b"Address already in use" in log.read():
+                        return False
                 raise RuntimeError(f"broker exited with {self.proc.returncode} while starting:\n"
                                    f"{self.log_tail()}")
             try:
                 if brokers_in_metadata(self.bootstrap) >= 1:
-                    return
+                    return True
             except (OSError, IndexError, struct.error):
                 pass
             if time.monotonic() > deadline:

@@ -60,3 +60,55 @@ def test_clean_shutdown_crash_and_restart_on_a_copy(make_broker, tmp_path):
 def test_session_broker_serves(kafka_broker):
     _produce(kafka_broker.bootstrap, "session-smoke", 3)
     assert _consume_all(kafka_broker.bootstrap, "session-smoke") == [b"v0", b"v1", b"v2"]
+
+
+def test_kdump_reads_a_running_broker_dir(kafka_broker):
+    """What an operator points kdump at: a live log dir, active segments and preallocated
+    indexes included. Larger and made at test time; the committed shapes are fixtures/broker."""
+    import json
+
+    from kafka import KafkaProducer
+
+    from kdumptest import run_kdump
+
+    sent = 0
+    for codec in (None, "gzip", "snappy", "lz4", "zstd"):
+        producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, compression_type=codec,
+                                 linger_ms=20, enable_idempotence=True)
+        for i in range(400):
+            producer.send("live-codecs", key=b"%d" % i, value=b"record %d of a running broker " % i * 4)
+        producer.flush()
+        producer.close()
+        sent += 400
+    partition = kafka_broker.log_dir / "live-codecs-0"
+    assert any(p.stat().st_size == 10 * 1024 * 1024 for p in partition.glob("*.index"))  # preallocated
+    verify = run_kdump("verify", str(kafka_broker.log_dir))
+    assert verify.code == 0, verify.out[-3000:] + verify.err[-2000:]
+    dump = run_kdump("dump", str(partition), "--records", "--json")
+    assert dump.code == 0, dump.err
+    batches = [json.loads(line) for line in dump.out.splitlines() if '"base_offset"' in line]
+    assert sum(b["count"] for b in batches if b["file"].endswith(".log")) == sent
+    assert {b["compression"] for b in batches} == {"none", "gzip", "snappy", "lz4", "zstd"}
+
+
+def test_a_broker_starts_on_a_copy_of_the_committed_fixture(make_broker, tmp_path):
+    """fixtures/broker/all-shapes is a log dir Kafka itself accepts (the base the recovery
+    tests damage): a broker started on a copy serves its topics and their committed records."""
+    from kafka import KafkaConsumer
+
+    from kdumptest import FIXTURES
+
+    copy = tmp_path / "all-shapes"
+    shutil.copytree(FIXTURES / "broker" / "all-shapes", copy)
+    broker = make_broker(copy)
+    consumer = KafkaConsumer("txn", bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
+                             isolation_level="read_committed", enable_auto_commit=False,
+                             consumer_timeout_ms=5000)
+    values = [record.value for record in consumer]
+    topics = consumer.topics()
+    consumer.close()
+    assert {"codec-zstd", "compacted", "log-append-time", "txn"} <= topics
+    assert b"java committed after abort" in values
+    assert not any(b"aborted" in v for v in values)
+    broker.stop()
+    assert not any(copy.rglob("*.deleted"))  # the cleaner's leftovers are gone after a start
