@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import logdir as K
-from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, log_start_past_end
+from .check.broker_rule import (
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    log_start_past_end,
+    recovered_epochs,
+)
 from .errors import InputError, KdumpError, UsageError, WriteError
 from .format.walk import Walker
 from .logdir import LogFile
@@ -116,6 +121,7 @@ class PartitionPlan:
     damaged: bool = False                   # damage found (cut, or noted where a broker would not look)
     incomplete: bool = False
     salvage_sources: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
+    epochs: list[tuple[int, int]] = field(default_factory=list)   # the leader-epoch-checkpoint to write
 
     @property
     def actions(self) -> list[Step]:
@@ -338,7 +344,8 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         return plan
     _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered | load_recover, vopts)
     if leo is not None:
-        _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine)
+        epochs = [e for b in bases if b in recovered | load_recover and b in scans for e in scans[b].epochs]
+        _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, lso)
         plan.new_recovery_point = leo if state.clean_shutdown else min(rp, leo)
     return plan
 
@@ -414,22 +421,33 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
                                        f"drop {len(late)} aborted transaction(s) ending past the kept data", 9))
 
 
-def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine) -> None:
+def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
     from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
 
     p = os.path.join(directory, LEADER_EPOCH)
+    entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
     if LEADER_EPOCH in present and os.path.isfile(p):
         try:
-            entries = parse_checkpoint(read_small(p), LEADER_EPOCH, p)
-        except KdumpError:
-            entries = []
-        # Kafka drops entries starting at or after the LEO at every start; kdump only those
-        # strictly past it (data that is gone), leaving the harmless == LEO case to the broker.
-        late = [e for e in entries if e.start_offset > leo]
-        if late:
-            plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo,
-                                   f"drop {len(late)} leader epoch entr{'ies' if len(late) > 1 else 'y'} starting "
-                                   f"past the new log end offset {leo} (the old file is kept in quarantine)", 10))
+            entries = [tuple(e) for e in parse_checkpoint(read_small(p), LEADER_EPOCH, p)]
+        except KdumpError as e:
+            plan.damaged = True
+            plan.steps.append(Step(NOTE, p, None, None, None, f"{e.message}: the broker does not start on a "
+                                                              f"malformed leader-epoch-checkpoint", 0))
+            entries = None
+    if entries is not None:
+        # Recovery assigns the epochs of the batches it reads; entries past the new end go. Kafka
+        # drops those at the LEO too; kdump only those strictly past it (data that is gone),
+        # leaving the harmless == LEO case to the broker.
+        new = recovered_epochs(entries, epochs, log_start)
+        new = [e for e in new if e[1] <= leo]
+        if new != entries:
+            plan.epochs = new
+            late = len([e for e in entries if e[1] > leo])
+            added = len([e for e in new if e not in entries])
+            what = "; ".join(x for x in (f"drop {late} starting past the new log end offset {leo}" if late else "",
+                                         f"add {added} from the batches recovery reads" if added else "") if x)
+            plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
+                                                                    f"in quarantine)", 10))
     for n in sorted(present):
         if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
             quarantine(n, f"producer snapshot past the log end offset {leo}", 11, int(n[:-9]))
@@ -531,7 +549,7 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
             if ch is not None:
                 changes.append(ch)
         elif step.action == TRIM_EPOCHS:
-            changes += _trim_epochs(step.path, step.offset, quarantine_dir)
+            changes += _write_epochs(step.path, plan.epochs, quarantine_dir)
     return changes
 
 
@@ -578,20 +596,18 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
     return copy
 
 
-def _trim_epochs(path: str, leo: int | None, quarantine_dir: str) -> list[Change]:
-    from .format.checkpoint import LEADER_EPOCH, encode_leader_epochs, parse_checkpoint
+def _write_epochs(path: str, entries: list[tuple[int, int]], quarantine_dir: str) -> list[Change]:
+    from .format.checkpoint import encode_leader_epochs
 
-    if leo is None or not os.path.isfile(path):
+    if not os.path.isfile(path):
         return []
-    data = read_small(path)
-    entries = parse_checkpoint(data, LEADER_EPOCH, path)
-    keep = [e for e in entries if e.start_offset <= leo]
-    if len(keep) == len(entries):
+    data = encode_leader_epochs(entries)
+    if read_small(path) == data:
         return []
     copy = keep_copy(path, quarantine_dir)
-    atomic_write(path, encode_leader_epochs(keep))
-    return [Change("wrote", path, f"kept {len(keep)} of {len(entries)} leader epochs (starting at or before "
-                                  f"offset {leo}); the old file is in {copy}")]
+    atomic_write(path, data)
+    return [Change("wrote", path, f"{len(entries)} leader epoch entr{'y' if len(entries) == 1 else 'ies'}; the old "
+                                  f"file is in {copy}")]
 
 
 # -- salvage ----------------------------------------------------------------------------------

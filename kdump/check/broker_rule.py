@@ -213,3 +213,21 @@ def log_start_past_end(log_end_offset: int | None, log_start_offset: int | None)
     """``LogLoader``: a log start offset checkpointed above the log end (segments deleted by
     hand) makes the broker delete every segment and start an empty one at the log start."""
     return log_end_offset is not None and log_start_offset is not None and log_end_offset < log_start_offset
+
+
+def recovered_epochs(checkpoint: list[tuple[int, int]], batch_epochs, log_start_offset: int | None = None
+                     ) -> list[tuple[int, int]]:
+    """The leader epochs after recovery: the checkpoint's (epoch, start offset) entries, plus each
+    epoch the recovered batches carry above the latest (``LeaderEpochFileCache.assign``, which
+    first drops entries at or after the new start), then moved up to the log start offset
+    (``truncateFromStart``: the last entry at or below it now starts there)."""
+    out = list(checkpoint)
+    for epoch, start in batch_epochs:
+        if epoch >= 0 and (not out or epoch > out[-1][0]):
+            out = [e for e in out if e[0] < epoch and e[1] < start]
+            out.append((epoch, start))
+    if log_start_offset is not None:
+        below = [e for e in out if e[1] <= log_start_offset]
+        if below:
+            out = [(below[-1][0], log_start_offset)] + [e for e in out if e[1] > log_start_offset]
+    return out

@@ -129,6 +129,18 @@ def corrupt_snapshot(d, logdir):
     snap.write_bytes(snap.read_bytes()[:10] + b"\xff" * 20)
 
 
+def lagging_epochs(d, logdir):
+    # A checkpoint that lags the log (never flushed): recovery assigns what the batches carry.
+    (d / "leader-epoch-checkpoint").write_text("0\n0\n")
+
+
+def overlap_after_clean(d, logdir):
+    # The cleaner merged the first two segments into one named after the first, and the
+    # broker stopped before deleting the second: both stay, overlapping.
+    first, second = _logs(d)[:2]
+    first.write_bytes(first.read_bytes() + second.read_bytes())
+
+
 def nothing(d, logdir):
     pass
 
@@ -143,6 +155,7 @@ class Case:
     expect: str = "kept"      # what the broker does to the .log files: kept | cut | cut_and_delete
     damage: bool = False      # kdump verify's verdict on the damaged partition (exit status 1)
     stays: bool = False       # damage the broker's recovery leaves in place (it keeps or does not look)
+    finding: str | None = None  # a kind verify must report on the damaged partition
 
 
 CASES = [
@@ -153,17 +166,19 @@ CASES = [
     Case("mid_bitflip", mid_bitflip, recovery_point=0, expect="cut_and_delete", damage=True),
     Case("mid_bitflip_below_recovery_point", mid_bitflip, damage=True, stays=True),
     Case("absurd_length", absurd_length, recovery_point=0, expect="cut_and_delete", damage=True),
-    Case("magic_3", magic_3, recovery_point=0, damage=True, stays=True),
-    Case("missing_index", missing_index),
+    Case("magic_3", magic_3, recovery_point=0, finding="invalid_magic", damage=True, stays=True),
+    Case("missing_index", missing_index, finding="index_missing"),
     Case("missing_timeindex", missing_timeindex),
     Case("corrupt_index_recovered", corrupt_index, recovery_point=0, damage=True),
-    Case("stale_epochs", stale_epochs),
-    Case("log_start_above_end", nothing, log_start=100000, damage=True),
-    Case("leftover_cleaned", leftover_cleaned),
+    Case("stale_epochs", stale_epochs, finding="leader_epoch_stale"),
+    Case("log_start_above_end", nothing, log_start=100000, finding="log_start_past_end", damage=True),
+    Case("leftover_cleaned", leftover_cleaned, finding="leftover"),
     Case("leftover_deleted", leftover_deleted),
     Case("leftover_swap", leftover_swap),
-    Case("orphan_index", orphan_index),
-    Case("corrupt_snapshot", corrupt_snapshot),     # the broker never reads it: an anomaly
+    Case("orphan_index", orphan_index, finding="orphan_index"),
+    Case("corrupt_snapshot", corrupt_snapshot, finding="snapshot_invalid"),
+    Case("lagging_epochs", lagging_epochs),
+    Case("overlap_after_clean", overlap_after_clean, finding="offset_overlap"),     # the broker never reads it: an anomaly
     Case("txn_control", nothing, txn=True),
     Case("txn_mid_bitflip", mid_bitflip, recovery_point=0, txn=True, expect="cut_and_delete", damage=True),
     Case("txn_torn_tail", torn_tail, txn=True, expect="cut", damage=True),

@@ -76,6 +76,14 @@ def test_kdump_recover_matches_the_broker(outcome, case):
     compare_partition(outcome, partition_of(case), case)
 
 
+def test_recovery_rebuilds_a_lagging_leader_epoch_checkpoint(outcome):
+    """Both assign the epochs of the batches recovery reads to an empty checkpoint."""
+    part = partition_of(next(c for c in CASES if c.name == "lagging_epochs"))
+    assert any(r["action"] == "trim_epochs" for r in outcome.plan if r.get("partition", "").endswith(part))
+    text = (outcome.a / part / "leader-epoch-checkpoint").read_text()
+    assert text.startswith("0\n1\n0 ") and text != "0\n0\n"
+
+
 def test_the_broker_saw_the_damage(outcome):
     """The broker's own log names the corruption it cut: the cases are not vacuous."""
     assert "Corruption found in segment" in outcome.broker_log or "Found invalid messages" in outcome.broker_log
@@ -93,6 +101,8 @@ def test_verify_classes_follow_the_broker(outcome, case):
     part = partition_of(case)
     r = run_kdump("verify", "--json", outcome.before / part)
     assert r.code == (1 if case.damage else 0), r.out
+    if case.finding is not None:
+        assert f'"kind":"{case.finding}"' in r.out
     if case.expect != "kept" or case.log_start is not None:
         assert case.damage
     for tree in (outcome.a, outcome.b):
