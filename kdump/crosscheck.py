@@ -315,28 +315,11 @@ class _Partition:
         segment. Markers with no open transaction are not expected in the index (the
         coordinator also writes them to partitions that got no data).
         """
-        if self._txn_expected is not None:
-            return self._txn_expected
-        out: dict[int, dict[tuple[int, int], int | None]] = {}
-        open_txns: dict[int, int | None] = {}
-        scans = self.live_scans()
-        if any(s.txn_events for _, s in scans):
-            for f, s in scans:
-                if not s.txn_events:
-                    continue
-                per = out.setdefault(f.base_offset, {})
-                markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], self.opts.limits)
-                for first, pid, batch in s.txn_events:
-                    if batch is None:
-                        open_txns.setdefault(pid, first)
-                        continue
-                    mtype = markers.get(batch.position)
-                    if mtype == ABORT and pid in open_txns:
-                        per[(pid, batch.last_offset)] = open_txns[pid]
-                    if mtype in (ABORT, COMMIT):
-                        open_txns.pop(pid, None)
-        self._txn_expected = out
-        return out
+        if self._txn_expected is None:
+            aborted = aborted_transactions(self.live_scans(), self.opts.limits)
+            self._txn_expected = {base: {(pid, last): first for pid, first, last, _ in entries}
+                                  for base, entries in aborted.items()}
+        return self._txn_expected
 
     # -- side files -------------------------------------------------------------------------
 
@@ -401,6 +384,37 @@ class _Partition:
                                    f"{len(late)} entr{'ies' if len(late) > 1 else 'y'} start past the log end offset "
                                    f"{leo}: the broker drops them at startup"))
         return out
+
+
+def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:
+    """Per segment base, the aborted transactions that complete in it, in marker order:
+    (producer id, first offset, ABORT marker offset, last stable offset), replaying each
+    producer's open transaction across the ``(LogFile, ScanReport)`` pairs given in order.
+
+    This is what recovery writes to the ``.txnindex`` (``AbortedTxn``): the last stable
+    offset is the first offset of the earliest transaction still open then (another
+    producer's), or the marker's offset + 1 (``ProducerStateManager.lastStableOffset``).
+    """
+    out: dict[int, list[tuple[int, int | None, int, int]]] = {}
+    open_txns: dict[int, int | None] = {}
+    if not any(s.txn_events for _, s in scans):
+        return out
+    for f, s in scans:
+        if not s.txn_events:
+            continue
+        per = out.setdefault(f.base_offset, [])
+        markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], limits)
+        for first, pid, batch in s.txn_events:
+            if batch is None:
+                open_txns.setdefault(pid, first)
+                continue
+            mtype = markers.get(batch.position)
+            if mtype == ABORT and pid in open_txns:
+                others = [o for p, o in open_txns.items() if p != pid and o is not None]
+                per.append((pid, open_txns[pid], batch.last_offset, min(others, default=batch.last_offset + 1)))
+            if mtype in (ABORT, COMMIT):
+                open_txns.pop(pid, None)
+    return out
 
 
 def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:

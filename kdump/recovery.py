@@ -56,7 +56,6 @@ from .repair import (
     refuse_symlink,
     remove_stale_temps,
     same_content,
-    trim_txnindex,
     truncate_log,
 )
 from .scan import ScanReport
@@ -65,8 +64,8 @@ from .segment import MappedFile, read_small
 QUARANTINE_PREFIX = "kdump-quarantine-"
 
 # Step actions.
-QUARANTINE, RENAME, TRUNCATE, REBUILD, TRIM_TXN, TRIM_EPOCHS, NOTE = (
-    "quarantine", "rename", "truncate", "rebuild_index", "trim_txnindex", "trim_epochs", "note")
+QUARANTINE, RENAME, TRUNCATE, REBUILD, WRITE_TXN, TRIM_EPOCHS, NOTE = (
+    "quarantine", "rename", "truncate", "rebuild_index", "write_txnindex", "trim_epochs", "note")
 
 
 class Step(NamedTuple):
@@ -122,6 +121,7 @@ class PartitionPlan:
     incomplete: bool = False
     salvage_sources: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     epochs: list[tuple[int, int]] = field(default_factory=list)   # the leader-epoch-checkpoint to write
+    txnindexes: dict[str, bytes] = field(default_factory=dict)     # .txnindex files to write
 
     @property
     def actions(self) -> list[Step]:
@@ -180,6 +180,20 @@ def _raw_offset_files(directory: str) -> list[str]:
         if head.isdigit() and "." in e.name and not e.name.endswith(TEMP_SUFFIX):
             out.append(e.name)
     return sorted(out)
+
+
+def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
+    """``TransactionIndex.sanityCheck``: an entry ending below the segment base."""
+    from .format.txnindex import parse_txnindex
+
+    path = source.get(f"{base:020d}.txnindex")
+    if path is None:
+        return False
+    try:
+        entries = parse_txnindex(read_small(path, 256 << 20)).entries
+    except KdumpError:
+        return False
+    return any(e.last_offset < base for e in entries)
 
 
 def _next_offset(path: str, base: int) -> int:
@@ -262,7 +276,8 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         except KdumpError as e:
             plan.incomplete = True
             plan.steps.append(Step(NOTE, source[n], None, None, base, f"cannot read: {e.message}", 0))
-    load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present}
+    # LogLoader recovers at load a segment without .index or whose .txnindex fails its sanity check.
+    load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present or _txnindex_corrupt(source, b)}
     # 4. recoverLog
     rp = (state.recovery_points.get(tp) if tp else None) or 0     # a missing checkpoint means 0
     plan.recovery_point = rp
@@ -350,6 +365,37 @@ def plan_partition(directory: str, state: LogDirState | None = None,
     return plan
 
 
+def _plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:
+    """What recovery writes to the ``.txnindex`` of each segment it recovers: the aborted
+    transactions that complete in the kept part (an empty file where there were some)."""
+    from .crosscheck import aborted_transactions
+    from .format.txnindex import encode_txnindex
+
+    logs = [(LogFile(source[f"{b:020d}.log"], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
+    aborted = aborted_transactions(logs, vopts.limits)
+    for b in bases:
+        if b not in recovered or b not in scans:
+            continue
+        name = f"{b:020d}.txnindex"
+        path = os.path.join(directory, name)
+        entries = aborted.get(b, [])
+        if any(first is None for _, first, _, _ in entries):
+            continue
+        data = encode_txnindex((0, pid, first, last, lso) for pid, first, last, lso in entries)
+        if name in present:
+            try:
+                old = read_small(source.get(name, path), 256 << 20)
+            except KdumpError:
+                old = None
+            if old == data:
+                continue
+        elif not entries:
+            continue
+        plan.txnindexes[path] = data
+        plan.steps.append(Step(WRITE_TXN, path, None, None, b, f"{len(entries)} aborted transaction(s) complete in "
+                                                             f"the data kept: .txnindex written as recovery does", 9))
+
+
 def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -> None:
     """LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: every segment, the producer state
     and the leader epochs go; the broker then starts an empty segment at the log start offset."""
@@ -357,7 +403,7 @@ def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) 
 
     plan.damaged = True
     why = f"the log start offset {lso} is above the log end offset {leo}: the broker deletes every segment"
-    plan.steps = [st for st in plan.steps if st.action not in (TRUNCATE, REBUILD, TRIM_TXN)]
+    plan.steps = [st for st in plan.steps if st.action not in (TRUNCATE, REBUILD, WRITE_TXN)]
     for b in bases:
         for ext in (".log", ".index", ".timeindex", ".txnindex"):
             if f"{b:020d}{ext}" in present:
@@ -403,22 +449,7 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
             bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
             if bad:
                 plan.steps.append(Step(REBUILD, path, None, None, b, f"disagrees with the log: {bad[0].message}", 8))
-        txn = f"{b:020d}.txnindex"
-        if txn in present:
-            from .format.txnindex import parse_txnindex
-
-            nxt = s.next_offset if s.next_offset is not None else b
-            try:
-                entries = parse_txnindex(read_small(source.get(txn, os.path.join(directory, txn)), 256 << 20)).entries
-            except KdumpError as e:
-                plan.incomplete = True
-                plan.steps.append(Step(NOTE, os.path.join(directory, txn), None, None, b, f"cannot read: {e.message}",
-                                       0))
-                entries = []
-            late = [e for e in entries if e.last_offset >= nxt]
-            if late:
-                plan.steps.append(Step(TRIM_TXN, os.path.join(directory, txn), None, None, nxt,
-                                       f"drop {len(late)} aborted transaction(s) ending past the kept data", 9))
+    _plan_txnindexes(plan, directory, bases, present, source, scans, cut_segments | recovered, vopts)
 
 
 def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
@@ -543,11 +574,15 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
     # Indexes and the rest are chosen again from the disk as it is now.
     changes += _finish_indexes(plan, opts, quarantine_dir)
     for step in plan.actions:
-        if step.action == TRIM_TXN and os.path.exists(step.path):
-            keep_copy(step.path, quarantine_dir)
-            ch = trim_txnindex(step.path, plan.log_end_offset if step.offset is None else step.offset)
-            if ch is not None:
-                changes.append(ch)
+        if step.action == WRITE_TXN and step.path in plan.txnindexes:
+            data = plan.txnindexes[step.path]
+            if os.path.exists(step.path):
+                if read_small(step.path, 256 << 20) == data:
+                    continue
+                keep_copy(step.path, quarantine_dir)
+            atomic_write(step.path, data, like=os.path.join(d, f"{step.offset:020d}.log"))
+            changes.append(Change("wrote", step.path, f"{len(data) // 34} aborted transaction(s), as recovery "
+                                                      f"writes them"))
         elif step.action == TRIM_EPOCHS:
             changes += _write_epochs(step.path, plan.epochs, quarantine_dir)
     return changes

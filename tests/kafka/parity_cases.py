@@ -141,6 +141,17 @@ def overlap_after_clean(d, logdir):
     first.write_bytes(first.read_bytes() + second.read_bytes())
 
 
+def missing_txnindex(d, logdir):
+    _middle(d).with_suffix(".txnindex").unlink()
+
+
+def corrupt_txnindex(d, logdir):
+    # An entry ending below the segment's base: TransactionIndex.sanityCheck fails at load.
+    txn = _middle(d).with_suffix(".txnindex")
+    entry = (0).to_bytes(2, "big") + (1).to_bytes(8, "big") + (0).to_bytes(8, "big") * 3
+    txn.write_bytes(entry + txn.read_bytes())
+
+
 def nothing(d, logdir):
     pass
 
@@ -182,6 +193,10 @@ CASES = [
     Case("txn_control", nothing, txn=True),
     Case("txn_mid_bitflip", mid_bitflip, recovery_point=0, txn=True, expect="cut_and_delete", damage=True),
     Case("txn_torn_tail", torn_tail, txn=True, expect="cut", damage=True),
+    Case("txn_missing_txnindex", missing_txnindex, txn=True, damage=True, stays=True, finding="txnindex_missing"),
+    Case("txn_missing_txnindex_recovered", missing_txnindex, recovery_point=0, txn=True, damage=True,
+         finding="txnindex_missing"),
+    Case("txn_corrupt_txnindex", corrupt_txnindex, txn=True, damage=True, finding="txnindex_offset"),
 ]
 PLAIN = [c for c in CASES if not c.txn]
 TXN = [c for c in CASES if c.txn]

@@ -138,6 +138,9 @@ def _compare_indexes(outcome: Outcome, case: Case, pa: Path, pb: Path, p0: Path)
         return          # no segment left in A; the broker's new one is empty
     for log in _logs(pb):
         base = int(log.stem)
+        # The .txnindex: the same aborted transactions in both (an absent file = none).
+        ta, tb = pa / f"{base:020d}.txnindex", pb / f"{base:020d}.txnindex"
+        assert (ta.read_bytes() if ta.exists() else b"") == (tb.read_bytes() if tb.exists() else b""), ta.name
         for ext in (".index", ".timeindex"):
             name = f"{base:020d}{ext}"
             fa, fb, f0 = pa / name, pb / name, p0 / name
