@@ -77,8 +77,11 @@ recognised, not reported as damage. Nothing is created or modified unless \\fB--
 over the log (DumpLogSegments rescans the segment for every entry).""",
     "recover": """Shows what a broker would do to a log directory at startup (LogLoader): leftover
 .cleaned, .swap and .deleted files, orphan indexes, the truncation point, later segments it
-would delete, indexes to rebuild, the new recovery point. \\fB--apply\\fR carries the plan out
-\\(em moving what a broker would delete into a quarantine folder instead of deleting it.
+would delete (all of them when the log start offset is above the log end), indexes to
+rebuild, the .txnindex and leader-epoch-checkpoint as recovery writes them, the new recovery
+point. \\fB--apply\\fR carries the plan out \\(em moving what a broker would delete into a
+quarantine folder instead of deleting it. The plan is checked against a real Kafka broker
+starting on the same damaged files (tests/kafka/test_recovery_parity.py).
 \\fB--salvage\\fR copies every intact batch found past the damage into new segment files.""",
     "export": """Exports records to Parquet (zstd, millisecond timestamps, partitioned by topic and
 partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,

@@ -8,23 +8,26 @@ partition is then compared, one test per case:
 
 - the same live segments, each `.log` byte-identical (so the same truncation points), and
   the plan predicted exactly the cuts and deletions the broker made;
+- the `.txnindex` of every live segment is byte-identical (kdump writes what recovery writes);
 - the `.index`/`.timeindex` of every segment the broker rebuilt are byte-identical in A
   (where kdump rebuilt them too), or carry the same entries (where kdump found the old file
   agreeing and kept it: a broker writes the same entries when it appends one batch at a
   time, as here). Segments the broker did not recover must be untouched in both;
 - leader-epoch entries below the log end offset are the same (the restarted broker adds
-  its new leadership at the log end);
+  its new leadership at the log end; kdump also keeps an entry starting exactly there);
 - producer snapshots: kdump keeps those at or below the new log end, unchanged.
 
 Named departures, tested to stay within them: kdump moves into a quarantine folder what the
 broker deletes, and saves the bytes it cuts as `<segment>.corrupt-<position>`; it does not
 create the empty files a broker makes on load (an empty `.timeindex`, the empty segment at
-the log start offset after deleting everything), does not rewrite `.txnindex` files, and does
+the log start offset after deleting everything, a missing leader-epoch-checkpoint), and does
 not write producer snapshots (the broker rebuilds producer state from the log at startup).
 After finishing an interrupted swap, kdump rebuilds the indexes of the swapped-in segment,
 where the broker keeps the empty ones it made while opening the `.swap` file.
 
-All cases share one broker start for the source and one for the recovery (~5-10 s each).
+The per-partition cases share one broker start for the source and one for the recovery
+(~5-10 s each); the log-dir-wide cases (a lost recovery point, a malformed epoch checkpoint)
+and the SIGKILL runs start their own.
 """
 
 from __future__ import annotations
