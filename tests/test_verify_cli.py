@@ -347,6 +347,8 @@ def test_leader_epoch_checkpoint_against_the_batches(tmp_path):
     assert r.code == 0 and "leader_epoch_mismatch" in _kinds(r.out, ck.name)
     assert "1 anomaly (states a broker accepts)" in r.err
     assert run_kdump("verify", "--strict", d).code == 1
+    r = run_kdump("verify", ck)
+    assert r.code == 0 and "  leader_epoch_mismatch (anomaly) at offset 13: " in r.out
     ck.write_text("0\n2\n0 0\nbad line\n")            # the broker takes the log dir offline
     r = run_kdump("verify", "--json", d)
     assert r.code == 1 and "leader_epoch_invalid" in _kinds(r.out, ck.name)

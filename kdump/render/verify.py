@@ -30,7 +30,8 @@ def finding_text(f) -> str:
     if f.offset is not None:
         where.append(f"offset {f.offset}")
     loc = f" at {', '.join(where)}" if where else ""
-    return f"{f.kind}{loc}: {f.message}"
+    label = " (anomaly)" if f.cls == "anomaly" else ""      # accepted by a broker: exit 0 unless --strict
+    return f"{f.kind}{label}{loc}: {f.message}"
 
 
 def file_summary(r) -> str:
