@@ -32,6 +32,9 @@ import kafka_jars
 # Small sizes so that a few hundred records roll segments, fill indexes and wake the cleaner;
 # every key can be overridden through `config`.
 DEFAULT_CONFIG: dict[str, str] = {
+    # Kafka 4.x refuses segments under 1 MiB; to roll after a few KB, give a topic a small
+    # `segment.index.bytes` (a segment rolls when its index is full).
+    "log.segment.bytes": str(1024 * 1024),
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
     "offsets.topic.replication.factor": "1",
@@ -305,10 +308,14 @@ class KafkaBroker:
 
 
 def _random_cluster_id() -> str:
-    """A cluster id as Kafka makes them: a random UUID, URL-safe base64 without padding."""
+    """A cluster id as Kafka makes them: a random UUID, URL-safe base64 without padding, and
+    never starting with '-' (kafka-storage would take it for an option)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @atexit.register
