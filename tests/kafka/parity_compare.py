@@ -20,14 +20,22 @@ class Outcome:
     b: Path               # after the broker's recovery
     plan: list[dict]
     broker_log: str
+    c: Path | None = None  # after kdump verify --truncate --broker-cut
 
 
-def run_both(before: Path, root: Path, start_broker: bool = True) -> Outcome:
+def run_both(before: Path, root: Path, start_broker: bool = True, truncate: bool = False) -> Outcome:
     """kdump recover (plan, then --apply) on a copy A of ``before``; the broker's startup
-    recovery and a clean stop on a copy B."""
+    recovery and a clean stop on a copy B; with ``truncate``, kdump verify --truncate
+    --broker-cut on a copy C."""
     a, b = root / "a", root / "b"
     shutil.copytree(before, a)
     shutil.copytree(before, b)
+    c = None
+    if truncate:
+        c = root / "c"
+        shutil.copytree(before, c)
+        r = run_kdump("verify", "--truncate", "--broker-cut", "--index-interval-bytes", INTERVAL, c)
+        assert r.code in (0, 1), r.err
     r = run_kdump("recover", "--json", "--index-interval-bytes", INTERVAL, a)
     assert r.code in (0, 1), r.err
     plan = [json.loads(line) for line in r.out.splitlines()]
@@ -41,7 +49,7 @@ def run_both(before: Path, root: Path, start_broker: bool = True) -> Outcome:
     finally:
         broker.kill()
     log = broker.log_file.read_text(errors="replace") if broker.log_file.exists() else ""
-    return Outcome(before, a, b, plan, log)
+    return Outcome(before, a, b, plan, log, c)
 
 
 def _live(d: Path, ext: str) -> dict[str, bytes]:

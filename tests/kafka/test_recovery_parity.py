@@ -71,12 +71,25 @@ def outcome(source, tmp_path_factory) -> Outcome:
                    {partition_of(c): c.recovery_point for c in CASES if c.recovery_point is not None})
     set_checkpoint(before / "log-start-offset-checkpoint",
                    {partition_of(c): c.log_start for c in CASES if c.log_start is not None})
-    return run_both(before, root)
+    return run_both(before, root, truncate=True)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_kdump_recover_matches_the_broker(outcome, case):
     compare_partition(outcome, partition_of(case), case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.expect != "kept" and c.log_start is None],
+                         ids=lambda c: c.name)
+def test_verify_truncate_cuts_as_the_broker_does(outcome, case):
+    """verify --truncate --broker-cut on the same damage keeps exactly the segments and bytes
+    the broker keeps: later segments go into quarantine, no offset gap is left."""
+    part = partition_of(case)
+    pc, pb = outcome.c / part, outcome.b / part
+    assert {p.name: p.read_bytes() for p in pc.glob("*.log")} == {p.name: p.read_bytes() for p in pb.glob("*.log")}
+    gone = {p.name for p in (outcome.before / part).glob("*.log")} - {p.name for p in pc.glob("*.log")}
+    assert gone <= {p.name for q in pc.glob("kdump-quarantine-*") for p in q.iterdir()}
+    assert run_kdump("verify", pc).code == 0
 
 
 def test_recovery_rebuilds_a_lagging_leader_epoch_checkpoint(outcome):
