@@ -182,50 +182,51 @@ def test_a_malformed_leader_epoch_checkpoint_stops_the_broker(source, tmp_path):
 
 # -- a broker killed while producing -----------------------------------------------------------------
 
-def _produce_until_killed(broker: KafkaBroker, transactional: bool) -> None:
-    import threading
-    import time
+PRODUCER = """
+import sys
+from kafka import KafkaProducer
+bootstrap, transactional = sys.argv[1], sys.argv[2] == "txn"
+producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=2,
+                         transactional_id="killed" if transactional else None)
+if transactional:
+    producer.init_transactions()
+sent = 0
+while True:
+    if transactional:
+        producer.begin_transaction()
+    for i in range(10):
+        producer.send("killed", key=b"k%d" % i, value=b"z" * 120, partition=i % 2)
+    producer.flush()
+    if transactional:
+        producer.commit_transaction()
+    sent += 10
+    print(sent, flush=True)
+"""
 
-    from kafka import KafkaProducer
+
+def _produce_until_killed(broker: KafkaBroker, transactional: bool) -> None:
+    """A producer (its own process) writes until the broker is SIGKILLed under it."""
+    import subprocess
+    import sys
+
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     admin.create_topics([NewTopic("killed", 2, 1, topic_configs=TOPIC_CONFIG)])
     admin.close()
-    sent = [0]
-    errors: list[Exception] = []
-    stop = threading.Event()
-
-    def run():
-        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=2,
-                                 transactional_id="killed" if transactional else None,
-                                 max_block_ms=20000, request_timeout_ms=5000)
-        try:
-            if transactional:
-                producer.init_transactions()
-            while not stop.is_set():
-                if transactional:
-                    producer.begin_transaction()
-                for i in range(10):
-                    producer.send("killed", key=b"k%d" % i, value=b"z" * 120, partition=i % 2)
-                producer.flush()
-                if transactional:
-                    producer.commit_transaction()
-                sent[0] += 10
-        except Exception as e:  # the broker is gone (or the producer failed: reported below)
-            errors.append(e)
-        finally:
-            producer.close(timeout=0)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    deadline = time.monotonic() + 60
-    while sent[0] < 600 and time.monotonic() < deadline and t.is_alive():
-        time.sleep(0.05)
-    broker.kill()               # SIGKILL in the middle of producing
-    stop.set()
-    t.join(10)
-    assert sent[0] >= 600, errors
+    proc = subprocess.Popen([sys.executable, "-c", PRODUCER, broker.bootstrap, "txn" if transactional else "plain"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    sent = 0
+    try:
+        for line in proc.stdout:
+            sent = int(line)
+            if sent >= 600:
+                break
+        broker.kill()           # SIGKILL in the middle of producing
+    finally:
+        proc.kill()
+        proc.wait()
+    assert sent >= 600
 
 
 @pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
