@@ -139,10 +139,11 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
     context = directory_context(directory, requested)
     part = _Partition(directory, context, opts)
     wanted = {f.path for f in requested}
+    whole = part.wants_all(wanted)
     # Scan the segments asked for, and those whose side files were asked for.
     for f in context:
         if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
-            if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted)):
+            if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f)
     return [part.report(f) for f in requested]
 
@@ -158,12 +159,22 @@ class _Partition:
                      if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
         self.names = {os.path.basename(f.path) for f in files}
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
-        self._index_checks: dict[str, tuple[list[Finding], list[Finding]]] = {}
+        self._index_checks: dict[str, tuple] = {}
+        self._live: tuple | None = None
+        # For siblings_wanted: the index files of each base offset, and the side files that
+        # need every segment.
+        self._indexed: dict[int | None, list[str]] = {}
+        for f in files:
+            if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
+                self._indexed.setdefault(f.base_offset, []).append(f.path)
+        self._whole = [f.path for f in files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH)]
 
-    def siblings_wanted(self, log: LogFile, wanted: set[str]) -> bool:
-        return any(f.base_offset == log.base_offset and f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX)
-                   and f.path in wanted for f in self.files) or any(
-            f.path in wanted for f in self.files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH))
+    def siblings_wanted(self, log: LogFile, wanted: set[str], whole: bool) -> bool:
+        """Is a file needing this segment's scan wanted? (``whole``: ``wants_all(wanted)``.)"""
+        return whole or any(p in wanted for p in self._indexed.get(log.base_offset, ()))
+
+    def wants_all(self, wanted: set[str]) -> bool:
+        return any(p in wanted for p in self._whole)
 
     def scan(self, f: LogFile) -> None:
         try:
@@ -172,14 +183,31 @@ class _Partition:
             self.errors[f.path] = e
 
     def live_scans(self) -> list[tuple[LogFile, ScanReport]]:
-        return [(f, self.scans[f.path]) for _, f in sorted(self.logs.items()) if f.path in self.scans]
+        """The scanned live segments in offset order (computed again only after a new scan:
+        verify asks once per segment, and a partition may hold 100,000 of them)."""
+        if self._live is None or self._live[0] != len(self.scans):
+            live = in_offset_order(self.logs, self.scans)
+            prev: dict[str, tuple[LogFile, ScanReport]] = {}
+            last = None
+            leo = None
+            for g, s in live:
+                if last is not None:
+                    prev[g.path] = last
+                if s.last_offset is not None:
+                    last = (g, s)
+                if s.next_offset is not None:
+                    leo = s.next_offset
+            self._live = (len(self.scans), live, prev, leo)
+        return self._live[1]
+
+    def previous(self, f: LogFile) -> tuple[LogFile, ScanReport] | None:
+        """The last scanned live segment before ``f`` that holds an offset."""
+        self.live_scans()
+        return self._live[2].get(f.path)
 
     def log_end_offset(self) -> int | None:
-        leo = None
-        for _, s in self.live_scans():
-            if s.next_offset is not None:
-                leo = s.next_offset
-        return leo
+        self.live_scans()
+        return self._live[3]
 
     # -- one report per file ------------------------------------------------------------------
 
@@ -230,7 +258,11 @@ class _Partition:
                     findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
                                                        self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
-                    findings.extend(self.index_checks(log, scan)[0 if f.kind == K.INDEX else 1])
+                    i = 0 if f.kind == K.INDEX else 1
+                    found, errors = self.index_checks(log, scan)
+                    if errors[i] is not None:
+                        raise errors[i]
+                    findings.extend(found[i])
         elif f.kind == K.PRODUCER_SNAPSHOT:
             findings.extend(self._snapshot(f))
         elif f.kind == K.LEADER_EPOCH:
@@ -239,27 +271,33 @@ class _Partition:
             findings.extend(_side_file(f))
         return FileReport(f.path, f.kind, size, findings, log=f)
 
-    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[list[Finding], list[Finding]]:
-        """Both index files of a segment, checked in one walk (cached: each is reported apart)."""
+    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[tuple[list[Finding], list[Finding]],
+                                                                    list[KdumpError | None]]:
+        """Both index files of a segment, checked in one walk (cached: each is reported apart).
+        One that cannot be read (too large, say) raises for its own report only: the other
+        is checked alone."""
         got = self._index_checks.get(log.path)
         if got is None:
             stem = log.path[:-len(".log")]
-            data = [read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None
-                    for p in (stem + ".index", stem + ".timeindex")]
-            got = self._index_checks[log.path] = index_findings(log.path, log.base_offset or 0, scan, *data,
-                                                                limits=self.opts.limits)
-        return got
+            data: list[bytes | None] = []
+            errors: list[KdumpError | None] = []
+            for p in (stem + ".index", stem + ".timeindex"):
+                try:
+                    data.append(read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None)
+                    errors.append(None)
+                except KdumpError as e:
+                    data.append(None)
+                    errors.append(e)
+            found = index_findings(log.path, log.base_offset or 0, scan, *data, limits=self.opts.limits)
+            got = self._index_checks[log.path] = (found, errors)
+        found, errors = got
+        return found, errors
 
     # -- segments ---------------------------------------------------------------------------
 
     def _segment_checks(self, f: LogFile, scan: ScanReport) -> list[Finding]:
         out = []
-        prev = None
-        for g, s in self.live_scans():
-            if g.path == f.path:
-                break
-            if s.last_offset is not None:
-                prev = (g, s)
+        prev = self.previous(f)
         if prev is not None and f.base_offset is not None:
             g, s = prev
             first = scan.first_offset if scan.first_offset is not None else f.base_offset
@@ -288,17 +326,17 @@ class _Partition:
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
         """The log dir's log-start-offset-checkpoint against this partition's log end."""
         from .check.broker_rule import log_start_past_end
-        from .format.checkpoint import parse_checkpoint
+        from .sidefiles import checkpoint_entries
 
         parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(self.dir)))
         path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), "log-start-offset-checkpoint")
         if parsed is None or not os.path.isfile(path):
             return []
-        try:
-            entries = parse_checkpoint(read_small(path), "log-start-offset-checkpoint", path)
+        try:        # streamed: a checkpoint may list millions of partitions
+            lso = next((e.offset for e in checkpoint_entries(path, "log-start-offset-checkpoint")
+                        if (e.topic, e.partition) == parsed[:2]), None)
         except KdumpError:
             return []       # reported on the checkpoint itself
-        lso = next((e.offset for e in entries if (e.topic, e.partition) == parsed[:2]), None)
         leo = scan.next_offset if scan.next_offset is not None else last.base_offset
         if not log_start_past_end(leo, lso):
             return []
@@ -324,10 +362,10 @@ class _Partition:
     # -- side files -------------------------------------------------------------------------
 
     def _snapshot(self, f: LogFile) -> list[Finding]:
-        from .format.snapshot import parse_snapshot
+        from .sidefiles import read_snapshot
 
         try:
-            snap = parse_snapshot(read_small(f.path, SIDE_FILE_LIMIT))
+            snap, _ = read_snapshot(f.path)      # streamed: a 2 M-entry snapshot is 92 MB
         except KdumpError as e:
             return [Finding(F.SNAPSHOT_INVALID, e.position, f.base_offset, e.message)]
         out = []
@@ -341,19 +379,25 @@ class _Partition:
         return out
 
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
-        from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
+        """The checkpoint against the batches, streamed twice (never held whole: a 10 M-entry
+        file is 99 MB): its order, then the entries of the epochs the log holds."""
+        from .format.checkpoint import LEADER_EPOCH
+        from .sidefiles import checkpoint_entries
 
+        out = []
+        first = a = None
         try:
-            entries = parse_checkpoint(read_small(f.path), LEADER_EPOCH, f.path)
+            for b in checkpoint_entries(f.path, LEADER_EPOCH):
+                if a is None:
+                    first = b
+                elif b.epoch <= a.epoch or b.start_offset < a.start_offset:
+                    out.append(Finding(F.LEADER_EPOCH_ORDER, None, b.start_offset,
+                                       f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by "
+                                       f"epoch {b.epoch} at {b.start_offset}"))
+                a = b
         except KdumpError as e:
             return [Finding(F.LEADER_EPOCH_INVALID, None, None, _at_line(e))]
-        out = []
-        for a, b in zip(entries, entries[1:], strict=False):
-            if b.epoch <= a.epoch or b.start_offset < a.start_offset:
-                out.append(Finding(F.LEADER_EPOCH_ORDER, None, b.start_offset,
-                                   f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by epoch "
-                                   f"{b.epoch} at {b.start_offset}"))
-        if not entries:
+        if first is None:
             return out
         for log in self.logs.values():
             if log.path not in self.scans and log.path not in self.errors:
@@ -364,26 +408,38 @@ class _Partition:
             for epoch, start in s.epochs:
                 if not log_epochs or epoch > log_epochs[-1][0]:
                     log_epochs.append((epoch, start))
-        by_epoch = {e.epoch: e.start_offset for e in entries}
-        first_epoch = entries[0].epoch
+        wanted = {epoch for epoch, _ in log_epochs}
+        leo = self.log_end_offset()
+        check_late = leo is not None and scans and len(scans) == len(self.logs)
+        by_epoch: dict[int, int] = {}
+        late, first_late = 0, None
+        for e in checkpoint_entries(f.path, LEADER_EPOCH):
+            if e.epoch in wanted:
+                by_epoch[e.epoch] = e.start_offset      # the last one of an epoch, as a dict of all would keep
+            if check_late and e.start_offset > leo:
+                late += 1
+                first_late = e.start_offset if first_late is None else first_late
+        first_epoch, last_epoch = first.epoch, a.epoch
         for epoch, start in log_epochs:
             ck = by_epoch.get(epoch)
             if ck is not None and start < ck and epoch != first_epoch:
                 out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"batches of leader epoch {epoch} start at offset {start}, before the checkpoint's "
                                    f"start offset {ck} for that epoch"))
-            elif ck is None and epoch < entries[-1].epoch:
+            elif ck is None and epoch < last_epoch:
                 out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"leader epoch {epoch} (from offset {start}) is in the log but not in the "
                                    f"checkpoint"))
-        leo = self.log_end_offset()
-        if leo is not None and scans and len(scans) == len(self.logs):
-            late = [e for e in entries if e.start_offset > leo]
-            if late:
-                out.append(Finding(F.LEADER_EPOCH_STALE, None, late[0].start_offset,
-                                   f"{len(late)} entr{'ies' if len(late) > 1 else 'y'} start past the log end offset "
-                                   f"{leo}: the broker drops them at startup"))
+        if late:
+            out.append(Finding(F.LEADER_EPOCH_STALE, None, first_late,
+                               f"{late} entr{'ies' if late > 1 else 'y'} start past the log end offset "
+                               f"{leo}: the broker drops them at startup"))
         return out
+
+
+def in_offset_order(logs: dict[int, LogFile], scans: dict[str, ScanReport]) -> list[tuple[LogFile, ScanReport]]:
+    """The scanned segments of ``logs`` (by base offset) in offset order: the one sort."""
+    return [(f, scans[f.path]) for _, f in sorted(logs.items()) if f.path in scans]
 
 
 def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:

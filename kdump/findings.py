@@ -154,6 +154,29 @@ TXN_VERSION = _declare("txnindex_version", DAMAGE, "`kdump index` on a .txnindex
 TXN_SANITY = _declare("txnindex_sanity", INFO, "TransactionIndex.sanityCheck fails: the broker rebuilds it at "
                                                "startup")
 
+# -- producer and transaction state rebuilt from the log (kdump.state.txn, kdump txn) ---------------
+# `kdump txn` exits 1 for any of these; the class says what a broker starting on the files makes of it.
+TXN_SNAPSHOT_UNREADABLE = _declare("txn_snapshot_unreadable", ANOMALY, "`kdump txn`: a producer snapshot that cannot "
+                                                                      "be read: the broker deletes it and rebuilds "
+                                                                      "producer state from the log")
+TXN_SNAPSHOT_MISMATCH = _declare("txn_snapshot_mismatch", ANOMALY, "`kdump txn`: a producer snapshot disagrees with "
+                                                                  "the state replayed from the log before its offset")
+TXN_INDEX_UNREADABLE = _declare("txn_index_unreadable", DAMAGE, "`kdump txn`: a .txnindex that cannot be read: "
+                                                               "read_committed consumers lose its aborted "
+                                                               "transactions")
+TXN_INDEX_MISMATCH = _declare("txn_index_mismatch", DAMAGE, "`kdump txn`: a .txnindex entry missing, different, "
+                                                           "or matching no ABORT marker: read_committed consumers "
+                                                           "see aborted records or miss committed ones")
+TXN_PRODUCER_INVALID = _declare("txn_producer_invalid", ANOMALY, "`kdump txn`: a batch the broker's append would "
+                                                                "refuse (an older producer epoch, a non-transactional "
+                                                                "write inside a transaction); recovery keeps it")
+TXN_LOG_STOP = _declare("txn_log_stop", DAMAGE, "`kdump txn`: the log stops at damage; state is rebuilt from the "
+                                               "data before it")
+TXN_COORDINATOR_MISMATCH = _declare("txn_coordinator_mismatch", ANOMALY, "`kdump txn`: a producer's epoch or open "
+                                                                        "transaction disagrees with "
+                                                                        "__transaction_state (a hanging transaction "
+                                                                        "holds back the last stable offset)")
+
 # Kinds seen in this process that are not declared (a test asserts there are none).
 undeclared: set[str] = set()
 

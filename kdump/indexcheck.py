@@ -34,11 +34,10 @@ indexes with ``LogSegment.recover``'s rule, atomically.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import NamedTuple
 
 from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
-from .errors import InputError, KdumpError, UsageError, WriteError
+from .errors import InputError, KdumpError, UsageError
 from .findings import (
     INDEX_AFTER_TAIL, INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
     INDEX_PARTIAL, INDEX_PAST_END, INDEX_SANITY, TIME_AFTER_TAIL, TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH,
@@ -49,7 +48,8 @@ from .format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile, encode_index, par
 from .format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, encode_timeindex, parse_timeindex
 from .format.walk import Walker, decode_records
 from .model import LOG_APPEND_TIME, Batch, Finding, IndexEntry
-from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset
+from .safewrite import refuse_symlink, write_file
+from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset, open_regular
 
 # Finding kinds: declared, with their class, in kdump.findings.
 
@@ -598,62 +598,6 @@ def segment_log_path(path: str) -> str:
     return os.path.join(directory, stem + ".log")
 
 
-def _write_target(path: str) -> str:
-    """The path to write for ``path``: itself, or the target of a symlink inside the same directory."""
-    if not os.path.islink(path):
-        return path
-    real = os.path.realpath(path)
-    if os.path.dirname(real) != os.path.realpath(os.path.dirname(os.path.abspath(path))):
-        raise WriteError(f"refusing to write through a symlink pointing outside its directory (-> {real})", file=path)
-    return real
-
-
-def _same_content(path: str, data: bytes) -> bool:
-    try:
-        if os.path.getsize(path) != len(data):
-            return False
-        with open(path, "rb") as f:
-            return f.read(len(data) + 1) == data
-    except OSError:
-        return False
-
-
-def _backup(path: str) -> str:
-    """Keep the current file as ``<name>.bak`` (``.bak.N`` if taken): a hard link, else a copy."""
-    bak = path + ".bak"
-    n = 0
-    while os.path.lexists(bak):
-        n += 1
-        bak = f"{path}.bak.{n}"
-    try:
-        os.link(path, bak)
-    except OSError:
-        shutil.copy2(path, bak)
-        with open(bak, "rb+") as f:
-            os.fsync(f.fileno())
-    return bak
-
-
-def atomic_write(path: str, data: bytes, backup: bool, like: str | None = None) -> tuple[str, str | None]:
-    """Write ``data`` to ``path`` atomically (``repair.atomic_write``), keeping a ``.bak`` if asked.
-
-    Returns (status, backup path). Unchanged content is left alone (no write, no backup).
-    """
-    from .repair import atomic_write as write_atomically
-
-    target = _write_target(path)
-    existing = os.path.lexists(target)
-    if existing and _same_content(target, data):
-        return "unchanged", None
-    try:
-        bak = _backup(target) if existing and backup else None
-    except OSError as e:
-        raise WriteError(f"could not keep a backup: {e.strerror or e}", file=path) from None
-    # A new index takes the mode and owner of ``like`` (its segment), as the broker's would.
-    write_atomically(target, data, like=None if existing else like)
-    return ("replaced" if existing else "created"), bak
-
-
 def existing_time_convention(log_buf, base_offset: int, timeindex_path: str,
                              limits: Limits = DEFAULT_LIMITS) -> str | None:
     """"last" or "record" when an existing ``.timeindex`` shows which one it follows, else None."""
@@ -676,9 +620,9 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
     ``segment_path``: the ``.log`` (or one of its index files). ``time_offset``: "last" or
     "record" forces the time-index convention; None follows the existing ``.timeindex``
     when it shows one, else "last". Each file is written atomically (temporary file in the
-    same directory, fsync, rename, fsync of the directory); the old one is kept as
-    ``.bak`` unless ``backup`` is False; a file with the same bytes is not touched. A
-    symlink pointing outside the directory is refused.
+    same directory, fsync, rename, fsync of the directory: ``kdump.safewrite``); the old one
+    is kept as ``.bak`` unless ``backup`` is False; a file with the same bytes is not
+    touched. A symbolic link is refused, wherever it points (the caller holds the lock).
     """
     if interval_bytes < 0:
         raise UsageError(f"--interval-bytes must not be negative ({interval_bytes})")
@@ -688,12 +632,13 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
     base = filename_offset(log)
     if base is None:
         raise UsageError("the segment's name does not start with its base offset", file=log)
-    if not os.path.isfile(log):
+    if not os.path.lexists(log):
         raise InputError("cannot rebuild: the segment's .log is missing", file=log)
+    os.close(open_regular(log))         # a link loop, a FIFO...: one located error
     stem = log[:-len(".log")]
     paths = {"index": stem + ".index", "timeindex": stem + ".timeindex"}
     for kind in kinds:
-        _write_target(paths[kind])          # refuse a bad symlink before any work
+        refuse_symlink(paths[kind])         # before any work
     notes: list[str] = []
     with MappedFile(log) as mf:
         buf = mf.buf
@@ -713,7 +658,7 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
     counts = {"index": len(offsets), "timeindex": len(times)}
     written = []
     for kind in kinds:
-        status, bak = atomic_write(paths[kind], data[kind], backup, like=log)
+        status, bak = write_file(paths[kind], data[kind], backup, like=log)
         written.append(WrittenFile(paths[kind], kind, counts[kind], status, bak))
     return RebuildResult(log, written, conv, source, interval_bytes, valid, size, notes)
 

@@ -25,8 +25,10 @@ EXIT_STATUS = [
           "readers lose."),
     ("2", "Usage error: a bad option, or a PATH that names nothing kdump reads."),
     ("3", "Could not complete: missing file, permission, I/O error, a codec library is missing, a path that "
-          "is not a regular file (a FIFO is refused, never waited on), or a file truncated by another process "
-          "while kdump read it."),
+          "is not a regular file (a FIFO is refused, never waited on), a file truncated by another process "
+          "while kdump read it, verify's output cut off (| head) before any damage was seen, not enough memory "
+          "for a batch, a partition another kdump run is writing or whose broker is running (see --force), or a "
+          "symbolic link where kdump would write."),
     ("130", "Interrupted."),
 ]
 
@@ -37,7 +39,11 @@ snapshots, checkpoints, KRaft snapshots and metadata files \\(em and shows, chec
 them. Every PATH may be a file, a partition directory or a whole log directory.
 .PP
 Nothing is ever modified unless a command is asked to (\\fB--truncate\\fR, \\fB--rebuild\\fR,
-\\fB--apply\\fR); then writes are atomic and what is cut is kept beside the file.
+\\fB--apply\\fR, \\fB--salvage\\fR); then writes are atomic and what is cut is kept beside the file.
+A writing command locks each partition directory it writes (\\fI.kdump.lock\\fR): a second run
+on the same partition refuses at once (exit status 3), and so does a run while a broker holds
+the log dir's \\fI.lock\\fR unless \\fB--force\\fR is given. A symbolic link is never written
+through. Temporary files (\\fI*.kdump-tmp\\fR) of a killed run are removed by the next one.
 .PP
 Output is a Rich table on a terminal, kafka-dump-log.sh-compatible text when piped, and
 NDJSON with \\fB--json\\fR. Diagnostics and progress go to standard error.""",
@@ -86,6 +92,9 @@ starting on the same damaged files (tests/kafka/test_recovery_parity.py).
     "export": """Exports records to Parquet (zstd, millisecond timestamps, partitioned by topic and
 partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,
 \\fB--master\\fR).""",
+    "help": """Shows the manual page of kdump, or of one command, with \\fBman -l\\fR; the page is generated
+from the installed commands, so it is there whatever way kdump was installed (an editable
+install puts nothing under share/man). Without man(1) the page is printed as plain text.""",
     "info": """Summarises each partition from batch headers: segments, bytes, batches, records, offset
 and time ranges, codecs, producers, transactional and control share, and a histogram of
 batch sizes.""",
@@ -112,6 +121,7 @@ EXAMPLES = {
     "export": [("Parquet, locally", "kdump export /var/lib/kafka/data --out /tmp/export"),
                ("On a Spark cluster", "kdump export /data --out /data/parquet --engine spark --master spark://host:7077")],
     "info": [("Summaries as NDJSON", "kdump info /var/lib/kafka/data --json")],
+    "help": [("The manual page of dump", "kdump help dump")],
 }
 
 

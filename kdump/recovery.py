@@ -21,7 +21,6 @@ from . import logdir as K
 from .check.loader_rule import plan_partition
 from .check.plan import (
     QUARANTINE,
-    QUARANTINE_PREFIX,
     REBUILD,
     RENAME,
     TRIM_EPOCHS,
@@ -34,18 +33,18 @@ from .check.plan import (
 )
 from .errors import InputError, KdumpError, UsageError, WriteError
 from .format.walk import Walker
-from .repair import (
+from .repair import index_bytes, rebuild_indexes, truncate_log
+from .safewrite import (
+    QUARANTINE_PREFIX,
     Change,
     atomic_write,
+    copy_file,
     fsync_dir,
-    index_bytes,
     is_cross_device,
     read_range,
-    rebuild_indexes,
     refuse_symlink,
     remove_stale_temps,
     same_content,
-    truncate_log,
 )
 from .segment import MappedFile, read_small
 
@@ -127,7 +126,7 @@ def move_to(src: str, dest_dir: str) -> str:
     except OSError as e:
         if not is_cross_device(e):
             raise WriteError(f"cannot move to {target}: {e.strerror}", file=src) from None
-        atomic_write(target, read_range(src, 0, os.path.getsize(src)), like=src)
+        copy_file(src, target)
         os.unlink(src)
     fsync_dir(dest_dir)
     fsync_dir(os.path.dirname(src))
@@ -135,10 +134,15 @@ def move_to(src: str, dest_dir: str) -> str:
 
 
 def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | None = None) -> list[Change]:
-    """Carry out the plan's steps in phase order; see the module docstring for why this order."""
+    """Carry out the plan's steps in phase order; see the module docstring for why this order.
+
+    The caller holds the partition's lock (``writelock``), whose taking removed the temporary
+    files of interrupted runs from the partition and the quarantine directories inside it;
+    those of a quarantine directory elsewhere (``--quarantine``) are removed here."""
     opts = opts or RecoverOptions()
     d = plan.directory
-    changes = remove_stale_temps(d)
+    changes = [] if os.path.dirname(os.path.abspath(quarantine_dir)) == os.path.abspath(d) \
+        else remove_stale_temps(quarantine_dir)
     for step in sorted(plan.actions, key=lambda s: s.phase):
         if step.action == QUARANTINE:
             if os.path.lexists(step.path):
@@ -164,8 +168,8 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
     for step in plan.actions:
         if step.action == WRITE_TXN and step.path in plan.txnindexes:
             data = plan.txnindexes[step.path]
-            if os.path.exists(step.path):
-                if read_small(step.path, 256 << 20) == data:
+            if os.path.lexists(step.path):
+                if same_content(step.path, [data]):
                     continue
                 keep_copy(step.path, quarantine_dir)
             atomic_write(step.path, data, like=os.path.join(d, f"{step.offset:020d}.log"))
@@ -206,6 +210,7 @@ def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: s
 def keep_copy(path: str, quarantine_dir: str) -> str:
     """Copy a file about to be rewritten into the quarantine (once: a rerun finds the same copy).
     Streamed, holes and all: a sparse file stays sparse."""
+    refuse_symlink(path)        # it is about to be rewritten: named as itself, not as its copy
     size = os.path.getsize(path)
     _ensure_dir(quarantine_dir, os.path.dirname(path))
     name = os.path.basename(path)
@@ -215,7 +220,7 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
         n += 1
         copy = os.path.join(quarantine_dir, f"{name}.{n}")
     if not os.path.lexists(copy):
-        atomic_write(copy, read_range(path, 0, size), like=path)
+        atomic_write(copy, read_range(path, 0, size), like=path, verify=True)
     return copy
 
 
@@ -225,7 +230,7 @@ def _write_epochs(path: str, entries: list[tuple[int, int]], quarantine_dir: str
     if not os.path.isfile(path):
         return []
     data = encode_leader_epochs(entries)
-    if read_small(path) == data:
+    if same_content(path, [data]):
         return []
     copy = keep_copy(path, quarantine_dir)
     atomic_write(path, data)
@@ -278,16 +283,14 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         if os.path.exists(log):
             continue
         _ensure_dir(target_dir, plan.directory)
+        remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
-        from .repair import index_bytes
+        from .repair import encode_indexes
 
-        tmp_log = log + ".salvage"
-        atomic_write(tmp_log, data)
-        index, timeindex = index_bytes(tmp_log, base, opts.index_interval_bytes)
+        index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
         atomic_write(os.path.join(target_dir, f"{base:020d}.index"), index)
         atomic_write(os.path.join(target_dir, f"{base:020d}.timeindex"), timeindex)
-        os.replace(tmp_log, log)
-        fsync_dir(target_dir)
+        atomic_write(log, data)
         changes.append(Change("wrote", log, f"{len(seg)} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
                                             f"{len(data)} bytes, with .index and .timeindex"))
     return changes

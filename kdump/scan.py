@@ -295,8 +295,14 @@ class _Scan:
         self.kept_before: tuple = ()
         self.open_txns: set[int] = set()
         self.counts: dict[str, int] = {}
+        # The offset field of entries that failed their checks, by position: a resync hint,
+        # never shown (a finding does not quote an offset read from bytes that failed).
+        self.unchecked_offset: dict[int, int | None] = {}
 
-    def add(self, kind: str, pos: int | None, offset: int | None, message: str) -> Finding:
+    def add(self, kind: str, pos: int | None, offset: int | None, message: str, checked: bool = True) -> Finding:
+        if not checked:
+            self.unchecked_offset[pos] = offset
+            offset = None
         f = Finding(kind, pos, offset, message)
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
         # A wrongly named segment would flag every batch: list the first few of each kind.
@@ -451,7 +457,7 @@ class _Scan:
         if not b.crc_valid:
             extra = f"; its length {b.size} also exceeds the maximum message size" if b.size > self.max_size else ""
             return self.add(CRC_MISMATCH, pos, first, f"Record is corrupt (stored crc = {b.crc}, computed crc = "
-                                                      f"{computed_crc(self.buf, b)}){extra}")
+                                                      f"{computed_crc(self.buf, b)}){extra}", checked=False)
         base = self.base
         if base is None:
             base = self.base = first
@@ -573,21 +579,22 @@ class _Scan:
             if _rest_is_zero(buf, pos, end):
                 return self.add(ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
                                                       f"or unflushed tail)")
-            return self.add(f.kind, pos, f.offset, f.message)
+            return self.add(f.kind, pos, f.offset, f.message, checked=False)
         if f.kind == TORN_TAIL and head is not None:
             size = head[1] + LOG_OVERHEAD
             if size > self.max_size:
                 return self.add(OVERSIZE, pos, f.offset, f"entry length {size} exceeds the maximum message size "
-                                                         f"{self.max_size} and runs past the end of the file")
+                                                         f"{self.max_size} and runs past the end of the file",
+                                checked=False)
             if self.resync and next_candidate(buf, pos + 1, end, self.max_size, *self.window(f.offset),
                                               budget=self.crc_budget) is not None:
                 return self.add(INVALID_SIZE, pos, f.offset,
                                 f"entry length {size} runs past the end of the file ({end - pos} bytes left) "
-                                f"although intact batches follow: the length field is corrupt")
-            return self.add(TORN_TAIL, pos, f.offset, f.message)
+                                f"although intact batches follow: the length field is corrupt", checked=False)
+            return self.add(TORN_TAIL, pos, f.offset, f.message, checked=False)
         if f.kind == INVALID_BATCH:
-            return self.add(CRC_MISMATCH, pos, f.offset, f"{f.message}; the CRC does not match either")
-        return self.add(f.kind, pos, f.offset, f.message)
+            return self.add(CRC_MISMATCH, pos, f.offset, f"{f.message}; the CRC does not match either", checked=False)
+        return self.add(f.kind, pos, f.offset, f.message, checked=False)
 
     # -- phase 2: what lies beyond the cut --------------------------------------------------------
 
@@ -608,7 +615,7 @@ class _Scan:
         if cut.kind == INVALID_OFFSET:
             search, (lo, hi) = cut.position, self.window(None, self.base - 1)
         else:
-            search, (lo, hi) = cut.position + 1, self.window(cut.offset)
+            search, (lo, hi) = cut.position + 1, self.window(self.unchecked_offset.get(cut.position, cut.offset))
         while True:
             start = next_candidate(buf, search, end, self.max_size, lo, hi, budget=self.crc_budget)
             if start is None:
@@ -638,7 +645,7 @@ class _Scan:
                      f"past the cut at byte {cut.position}; `kdump recover --salvage` can copy them out")
             if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and _rest_is_zero(buf, bad.position,
                                                                                                 end)):
-                self.add(bad.kind, bad.position, bad.offset, bad.message)
+                self.add(bad.kind, bad.position, bad.offset, bad.message, checked=False)
             search = stop_at + 1 if bad is not None else end
             lo, hi = self.window(bad.offset if bad is not None else None, last)
             if search >= end:

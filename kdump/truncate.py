@@ -15,7 +15,8 @@ import os
 from . import logdir as K
 from .errors import KdumpError
 from .recovery import default_quarantine, move_to, timestamp
-from .repair import Change, cut_position, repair_reports
+from .repair import cut_position, repair_reports
+from .safewrite import Change
 
 SEGMENT_KINDS = (K.LOG, K.INDEX, K.TIMEINDEX, K.TXNINDEX)
 

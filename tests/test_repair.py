@@ -27,8 +27,8 @@ from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, 
                         tree_bytes, truncate_at)
 
 from kdump.errors import WriteError  # noqa: E402
-from kdump.repair import (TEMP_SUFFIX, atomic_write, remove_stale_temps, save_cut_bytes,  # noqa: E402
-                          truncate_log)
+from kdump.repair import save_cut_bytes, truncate_log  # noqa: E402
+from kdump.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -302,7 +302,7 @@ def _holes_supported(directory: Path) -> bool:
 
 
 def test_atomic_write_leaves_zero_chunks_as_holes(tmp_path):
-    from kdump.repair import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
+    from kdump.safewrite import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
 
     chunks = [b"head", ZERO_CHUNK, bytes(COPY_CHUNK), b"\x00\x00\x01", ZERO_CHUNK, bytes(10)]
     want = b"".join(chunks)
@@ -349,7 +349,7 @@ def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
 
 
 def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
-    from kdump.repair import ZERO_CHUNK, read_range
+    from kdump.safewrite import ZERO_CHUNK, read_range
 
     p = tmp_path / "sparse"
     with open(p, "wb") as f:
@@ -367,3 +367,30 @@ def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
     if _holes_supported(tmp_path):
         assert sum(c is ZERO_CHUNK for c in read_range(str(p), 0, len(want))) >= 40
         assert copy.stat().st_blocks * 512 < 1 << 20
+
+
+# -- the saved copy is checked before the cut (issue #19, fault 1) -------------------------------
+
+def test_a_copy_that_does_not_hold_the_cut_bytes_is_never_published(tmp_path, monkeypatch):
+    """A copy losing bytes on the way (a disk, or the other run of issue #19 replacing the
+    temporary file) is caught by its size and CRC-32 read back: nothing is saved, nothing cut."""
+    from kdump import safewrite
+
+    d, log, original = _damaged_dir(tmp_path)
+    real = safewrite._write_all
+    monkeypatch.setattr(safewrite, "_write_all", lambda fd, data: real(fd, bytes(data)[:-1]))
+    with pytest.raises(WriteError, match="the copy does not hold what was read"):
+        truncate_log(str(log), 1000, len(original))
+    assert log.read_bytes() == original and not _corrupt_files(d)
+    assert not list(d.glob(f"*{TEMP_SUFFIX}"))
+
+
+def test_temporary_names_are_unique_and_recognised_as_stale(tmp_path):
+    from kdump.safewrite import temp_name
+
+    p = str(tmp_path / "00000000000000000000.index")
+    names = {temp_name(p) for _ in range(100)}
+    assert len(names) == 100 and all(n.endswith(TEMP_SUFFIX) and n.startswith(p + ".") for n in names)
+    for n in list(names)[:3]:
+        Path(n).write_bytes(b"x")
+    assert len(remove_stale_temps(str(tmp_path))) == 3 and not list(tmp_path.iterdir())

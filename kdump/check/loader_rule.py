@@ -33,7 +33,8 @@ from .. import logdir as K
 from ..errors import KdumpError
 from ..format.walk import Walker
 from ..logdir import LogFile
-from ..repair import TEMP_SUFFIX, index_bytes
+from ..repair import index_bytes
+from ..safewrite import TEMP_SUFFIX
 from ..scan import ScanReport
 from ..segment import MappedFile, read_small
 from .broker_rule import log_start_past_end, recovered_epochs
@@ -158,7 +159,8 @@ def plan_partition(directory: str, state: LogDirState | None = None,
             scans[base] = vopts.scan(LogFile(source[n], K.LOG, None, None, base, None))
         except KdumpError as e:
             plan.incomplete = True
-            plan.steps.append(Step(NOTE, source[n], None, None, base, f"cannot read: {e.message}", 0))
+            why = e.message if e.message.startswith("cannot ") else f"cannot read: {e.message}"
+            plan.steps.append(Step(NOTE, source[n], None, None, base, why, 0))
     # LogLoader recovers at load a segment without .index or whose .txnindex fails its sanity check.
     load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present or _txnindex_corrupt(source, b)}
     # 4. recoverLog
@@ -343,13 +345,14 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
 
 
 def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
-    from ..format.checkpoint import LEADER_EPOCH, parse_checkpoint
+    from ..format.checkpoint import LEADER_EPOCH
+    from ..sidefiles import checkpoint_entries
 
     p = os.path.join(directory, LEADER_EPOCH)
     entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
     if LEADER_EPOCH in present and os.path.isfile(p):
-        try:
-            entries = [tuple(e) for e in parse_checkpoint(read_small(p), LEADER_EPOCH, p)]
+        try:        # parsed a line at a time (no size cap); the entries are kept: recovery rewrites them
+            entries = [tuple(e) for e in checkpoint_entries(p, LEADER_EPOCH)]
         except KdumpError as e:
             plan.damaged = True
             plan.steps.append(Step(NOTE, p, None, None, None, f"{e.message}: the broker does not start on a "

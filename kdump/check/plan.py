@@ -9,9 +9,6 @@ from typing import Any, NamedTuple
 
 from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..errors import KdumpError
-from ..segment import read_small
-
-QUARANTINE_PREFIX = "kdump-quarantine-"
 
 # Step actions.
 QUARANTINE, RENAME, TRUNCATE, REBUILD, WRITE_TXN, TRIM_EPOCHS, NOTE = (
@@ -41,8 +38,10 @@ class LogDirState:
     clean_shutdown: bool = False
 
     @classmethod
-    def read(cls, logdir: str | None) -> LogDirState:
-        from ..format.checkpoint import parse_checkpoint
+    def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None) -> LogDirState:
+        """The log dir's checkpoints, streamed; only the entries of ``partitions`` are kept
+        when it is given (a checkpoint may list millions)."""
+        from ..sidefiles import checkpoint_entries
 
         state = cls()
         if not logdir:
@@ -51,11 +50,14 @@ class LogDirState:
                            ("log-start-offset-checkpoint", "log_start_offsets")):
             p = os.path.join(logdir, name)
             if os.path.isfile(p):
+                found = {}
                 try:
-                    entries = parse_checkpoint(read_small(p), name, p)
+                    for e in checkpoint_entries(p, name):
+                        if partitions is None or (e.topic, e.partition) in partitions:
+                            found[(e.topic, e.partition)] = e.offset
                 except KdumpError:
                     continue        # the broker would fall back to recovering everything
-                getattr(state, attr).update({(e.topic, e.partition): e.offset for e in entries})
+                getattr(state, attr).update(found)
         state.clean_shutdown = os.path.isfile(os.path.join(logdir, ".kafka_cleanshutdown"))
         return state
 

@@ -7,10 +7,10 @@ import os
 import click
 
 from ..decoders import basic
-from ..errors import ExitStatus, KdumpError, UsageError
+from ..errors import ExitStatus, InputError, KdumpError, UsageError
 from ..format.codecs import DEFAULT_LIMITS, Limits, limits_for
 from ..logdir import BATCH_KINDS, LogFile, expand
-from ..reader import Filters, SegmentReader
+from ..reader import Filters, SegmentReader, out_of_memory
 from ..render.payload import PayloadView
 from ..segment import file_size
 from .options import Output, limits_option, output_options, paths_argument
@@ -38,6 +38,11 @@ def parse_time(value: str | None) -> int | None:
     if t.tzinfo is None:
         t = t.replace(tzinfo=dt.timezone.utc)
     return int(t.timestamp() * 1000)
+
+
+def check_range(what: str, start: int | None, end: int | None) -> None:
+    if start is not None and end is not None and start > end:
+        raise click.UsageError(f"--start-{what} {start} is after --end-{what} {end}: nothing could match")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,6 +94,8 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     if data:
         records = True
     filters = Filters(start_offset, end_offset, parse_time(start_time), parse_time(end_time), max_bytes)
+    check_range("offset", filters.start_offset, filters.end_offset)
+    check_range("time", filters.start_time, filters.end_time)
     out = Output(json_flag, fmt, color, quiet)
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
@@ -143,8 +150,13 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
             status = max(status, e.exit_code)
             continue
         if os.path.isdir(path):
+            from ..logless import logless_dirs
+
+            for e in logless_dirs(expanded):
+                _error(out, e)
+                status = max(status, e.exit_code)
             expanded = [f for f in expanded if f.kind in BATCH_KINDS]
-            if not expanded:
+            if not expanded and status == ExitStatus.OK:
                 e = UsageError("no log segments or KRaft snapshots found here", file=path)
                 _error(out, e)
                 status = max(status, e.exit_code)
@@ -154,26 +166,35 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
     from .progress import Progress
 
     total = sum(file_size(f.path) for f, _ in files)
+    matched = [0]                              # batches shown, to say when a range matched nothing
     with Progress.for_output(out, total, "dump") as progress:
         try:
             for f, explicit in files:
                 if not explicit and _outside_range(f, next_base.get(f.path), filters):
-                    progress.file_done(file_size(f.path))
+                    progress.done(f.path)
                     continue
                 try:
                     if f.kind in BATCH_KINDS:
                         status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
-                                                           records, filters, out, progress, limits))
+                                                           records, filters, out, progress, limits, matched))
                     else:
                         status = max(status, _dump_side(f, renderer, view, out))
                 except KdumpError as e:
                     renderer.finish()
                     _error(out, e.located(f.path))
                     status = max(status, e.exit_code)
-                progress.file_done(file_size(f.path))
+                progress.done(f.path)
         finally:
             renderer.finish()
+    ranges = _ranges(filters)
+    if ranges and not matched[0] and status == ExitStatus.OK and any(f.kind in BATCH_KINDS for f, _ in files):
+        out.note(f"kdump: nothing matched {ranges}: no batch in the files read has offsets or times in that range")
     return int(status)
+
+
+def _ranges(flt: Filters) -> str:
+    return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in flt._asdict().items()
+                    if value is not None and name != "max_bytes")
 
 
 def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:
@@ -185,31 +206,37 @@ def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:
 
 
 def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filters: Filters, out: Output,
-                  progress=None, limits: Limits = DEFAULT_LIMITS) -> int:
+                  progress=None, limits: Limits = DEFAULT_LIMITS, matched: list[int] | None = None) -> int:
     status = ExitStatus.OK
     renderer.begin_file(f, view)
     reader = SegmentReader(f, filters, records, limits)
     problems: list[KdumpError] = []
     n = 0
     for it in reader:
-        renderer.item(f, it)
+        try:
+            renderer.item(f, it)
+        except MemoryError:
+            raise out_of_memory(f.path, it.batch, "write") from None
         n += 1
         if progress is not None and not n & 0x7FF:
-            progress.update(it.batch.position)
+            progress.advance(f.path, it.batch.position)
         b = it.batch
         if not b.crc_valid:
-            problems.append(KdumpError(f"batch at offset {b.last_offset} has an invalid CRC (stored {b.crc})",
+            problems.append(KdumpError(f"batch has an invalid CRC (stored {b.crc})",   # its offsets are unchecked too
                                        file=f.path, position=b.position))
         if it.error is not None:
             problems.append(it.error)
     renderer.end_file(f, reader.trailing_bytes)
+    if matched is not None:
+        matched[0] += n
     if reader.stop is not None:
         problems.append(KdumpError(reader.stop.message, file=f.path, position=reader.stop.position))
     if problems:
         renderer.finish()
         for e in problems:
             _error(out, e)
-        status = ExitStatus.DAMAGE
+        # damage; a batch that could not be read at all (out of memory) did not complete
+        status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status
 
 

@@ -15,7 +15,7 @@ import click
 from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
 from ..logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
-from .options import Output, output_options, paths_argument
+from .options import Output, force_option, output_options, paths_argument
 
 DEFAULT_INTERVAL = DEFAULT_INDEX_INTERVAL_BYTES
 EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
@@ -121,6 +121,7 @@ def segments_for(path: str) -> list[str]:
 # -- the commands ---------------------------------------------------------------------------------
 
 def index_options(f: Callable) -> Callable:
+    f = force_option(f)
     f = click.option("--no-backup", is_flag=True, help="With --rebuild: do not keep the old files as .bak.")(f)
     f = click.option("--time-offset", type=click.Choice(["last", "record"]),
                      help="With --rebuild: which offset a time index entry holds, the last offset of the batch "
@@ -143,8 +144,8 @@ def index_options(f: Callable) -> Callable:
 @paths_argument
 @index_options
 @output_options
-def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, json_flag, fmt,
-          color, quiet):
+def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force, json_flag,
+          fmt, color, quiet):
     """List, verify, sanity-check or rebuild offset indexes (.index).
 
     PATHS are .index files, their segments (.log), partition directories or log
@@ -152,15 +153,15 @@ def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, tim
     --rebuild is given; a missing .index is reported, never created.
     """
     return run(INDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet))
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
 @index_options
 @output_options
-def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, json_flag,
-              fmt, color, quiet):
+def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force,
+              json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild time indexes (.timeindex).
 
     PATHS are .timeindex files, their segments (.log), partition directories or log
@@ -168,7 +169,7 @@ def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes,
     reported, never created.
     """
     return run(TIMEINDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet))
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force)
 
 
 def _renderer(out: Output):
@@ -182,26 +183,36 @@ def _renderer(out: Output):
 
 
 def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild: bool, interval_bytes: int | None,
-        time_offset: str | None, no_backup: bool, out: Output) -> int:
+        time_offset: str | None, no_backup: bool, out: Output, force: bool = False) -> int:
     if rebuild and (verify or sanity):
         raise UsageError("--rebuild cannot be combined with --verify, --verify-index-only or --sanity")
-    if not rebuild and (no_backup or time_offset):
-        raise UsageError("--no-backup and --time-offset apply only with --rebuild")
+    if not rebuild and (no_backup or time_offset or force):
+        raise UsageError("--no-backup, --time-offset and --force apply only with --rebuild")
     renderer = _renderer(out)
     status = ExitStatus.OK
     try:
         if rebuild:
-            return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer))
+            return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer, force))
+        found: list[list[Item] | KdumpError] = []
         for path in paths:
             try:
-                items = items_for(path, kind)
+                found.append(items_for(path, kind))
             except KdumpError as e:
-                renderer.finish()
-                _error(e)
-                status = max(status, e.exit_code)
-                continue
-            for item in items:
-                status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+                found.append(e)
+        from .progress import Progress
+
+        logs = {i.log for items in found if isinstance(items, list) for i in items if i.log} if verify else set()
+        with Progress.for_paths(out, [p for p in logs if os.path.isfile(p)], f"{kind} --verify") as progress:
+            for items in found:
+                if isinstance(items, KdumpError):
+                    renderer.finish()
+                    _error(items)
+                    status = max(status, items.exit_code)
+                    continue
+                for item in items:
+                    status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+                    if item.log in logs:
+                        progress.done(item.log)
     finally:
         renderer.finish()
     return int(status)
@@ -317,12 +328,20 @@ def _finish(rep, renderer) -> None:
     renderer.end(rep)
     if rep.findings:
         renderer.finish()
-        for f in rep.findings:
-            _error(KdumpError(f.message, file=rep.path, position=f.position))
+        from ..render.collapse import more_like_it, runs
+
+        for run in runs(rep.findings):      # a run of one kind: one line (the JSON lists each)
+            message = run[0].message if len(run) == 1 else f"{len(run)} {run[0].kind} faults from here: " \
+                                                            f"{more_like_it(run)}"
+            _error(KdumpError(message, file=rep.path, position=run[0].position))
 
 
-def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer) -> int:
+def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer,
+                 force: bool = False) -> int:
+    from itertools import groupby
+
     from ..indexcheck import rebuild_indexes
+    from ..writelock import PartitionLock
 
     status = ExitStatus.OK
     interval = DEFAULT_INTERVAL if interval_bytes is None else interval_bytes
@@ -334,15 +353,26 @@ def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, bac
             _error(e)
             status = max(status, e.exit_code)
             continue
-        for log in logs:
+        for directory, group in groupby(logs, key=os.path.dirname):
             try:
-                result = rebuild_indexes(log, interval, time_offset, backup)
+                lock = PartitionLock(directory, force).acquire()
             except KdumpError as e:
                 renderer.finish()
-                _error(e.located(log))
+                _error(e)
                 status = max(status, e.exit_code)
                 continue
-            renderer.rebuilt(result)
+            try:
+                for log in group:
+                    try:
+                        result = rebuild_indexes(log, interval, time_offset, backup)
+                    except KdumpError as e:
+                        renderer.finish()
+                        _error(e.located(log))
+                        status = max(status, e.exit_code)
+                        continue
+                    renderer.rebuilt(result)
+            finally:
+                lock.release()
     return status
 
 
@@ -351,4 +381,6 @@ def _error(e: KdumpError) -> None:
 
     click.echo(error_line(e), err=True)
     if e.hint:
-        click.echo(f"kdump: hint: {e.hint}", err=True)
+        from ..render.escape import printable
+
+        click.echo(printable(f"kdump: hint: {e.hint}"), err=True)

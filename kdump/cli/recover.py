@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
 from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from ..errors import ExitStatus, KdumpError
-from .options import Output, output_options
+from ..errors import ExitStatus, KdumpError, UsageError
+from .options import Output, _isatty, force_option, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,9 +28,10 @@ from .options import Output, output_options
               help="Largest plausible batch, in bytes (used to classify damage and to resync past it).")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="The topic's index.interval.bytes (the broker's index rebuild rule).")
+@force_option
 @output_options
-def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, json_flag,
-            fmt, color, quiet):
+def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, force,
+            json_flag, fmt, color, quiet):
     """Plan (and with --apply carry out) a broker's startup recovery, offline.
 
     DIRS are log directories or partition directories. For each partition the plan
@@ -44,6 +46,35 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
     3 could not complete.
     """
+    from ..writelock import Locks
+
+    if apply_ and not yes and not _isatty(sys.stdin):
+        # Nobody can answer the prompt: say how to consent instead of looking interrupted.
+        raise click.UsageError("--apply asks before changing anything and there is no terminal to answer: "
+                               "add --yes to apply without asking")
+    out = Output(json_flag, fmt, color, quiet)
+    if force and not (apply_ or salvage_dir):
+        raise UsageError("--force applies only with --apply or --salvage")
+    # Writing: each partition is locked before it is planned, until its plan is carried out.
+    with Locks(force) as locks:
+        return _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes,
+                        out, locks if (apply_ or salvage_dir) else None)
+
+
+def _partitions(targets, logdir) -> set[tuple[str, int]]:
+    """The (topic, partition)s of the targets in ``logdir``: the checkpoint entries to keep."""
+    from ..logdir import parse_partition_dir
+
+    out = set()
+    for directory, ld in targets:
+        parsed = parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+        if ld == logdir and parsed is not None:
+            out.add(parsed[:2])
+    return out
+
+
+def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, out,
+             locks) -> int:
     from ..recovery import (
         LogDirState,
         RecoverOptions,
@@ -55,10 +86,11 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
         salvage,
         timestamp,
     )
+    from ..render.escape import printable
     from ..render.verify import change_line, plan_renderer
     from . import error_line
+    from .progress import Progress
 
-    out = Output(json_flag, fmt, color, quiet)
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     status = ExitStatus.OK
     targets: list[tuple[str, str | None]] = []
@@ -75,21 +107,27 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     renderer = plan_renderer(out)
     plans = []
     try:
-        for directory, logdir in targets:
-            if logdir not in states:
-                states[logdir] = LogDirState.read(logdir)
-            try:
-                plan = plan_partition(directory, states[logdir], opts)
-            except KdumpError as e:
-                click.echo(error_line(e.located(directory)), err=True)
-                status = max(status, e.exit_code)
-                continue
-            renderer.plan(plan)
-            plans.append(plan)
-            if plan.incomplete:
-                status = max(status, ExitStatus.INCOMPLETE)
-            elif plan.damaged:
-                status = max(status, ExitStatus.DAMAGE)
+        with Progress.for_paths(out, _segments(targets), "recover"):
+            for directory, logdir in targets:
+                if logdir not in states:
+                    states[logdir] = LogDirState.read(logdir, _partitions(targets, logdir))
+                try:
+                    if locks is not None:
+                        for c in locks.take(directory):
+                            out.note(change_line(c))
+                    plan = plan_partition(directory, states[logdir], opts)
+                except KdumpError as e:
+                    click.echo(error_line(e.located(directory)), err=True)
+                    status = max(status, e.exit_code)
+                    continue
+                if locks is not None and not plan.actions and not (salvage_dir and plan.salvage_sources):
+                    locks.drop(directory)
+                renderer.plan(plan)
+                plans.append(plan)
+                if plan.incomplete:
+                    status = max(status, ExitStatus.INCOMPLETE)
+                elif plan.damaged:
+                    status = max(status, ExitStatus.DAMAGE)
     finally:
         renderer.finish()
     if salvage_dir:
@@ -129,6 +167,19 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
             click.echo(error_line(e.located(plan.directory)), err=True)
             status = max(status, e.exit_code)
         except OSError as e:
-            click.echo(f"kdump: error: {plan.directory}: {e.strerror or e}", err=True)
+            click.echo(printable(f"kdump: error: {plan.directory}: {e.strerror or e}"), err=True)
             status = max(status, ExitStatus.INCOMPLETE)
     return int(status)
+
+
+def _segments(targets: list[tuple[str, str | None]]) -> list[str]:
+    """The segments a plan reads, for the progress bar's total."""
+    from ..logdir import LOG, partition_files
+
+    out = []
+    for directory, _ in targets:
+        try:
+            out += [f.path for f in partition_files(directory) if f.kind == LOG]
+        except (OSError, KdumpError):
+            pass
+    return out

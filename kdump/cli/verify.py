@@ -12,7 +12,7 @@ from ..errors import ExitStatus, KdumpError, UsageError
 from ..findings import ANOMALY
 from ..format.codecs import DEFAULT_LIMITS, limits_for
 from ..segment import file_size
-from .options import Output, limits_option, output_options, paths_argument
+from .options import Output, force_option, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,13 +36,16 @@ from .options import Output, limits_option, output_options, paths_argument
               help="Also exit 1 for anomalies: odd states a broker accepts as they are (an index entry naming an "
                    "offset compaction removed, a checkpoint lagging the log, segments overlapping after an "
                    "interrupted clean).")
+@force_option
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
+@click.option("--problems", is_flag=True,
+              help="List only the files with findings (the summary on stderr still counts every file).")
 @limits_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, engine, master,
-           max_decompressed, max_expansion, json_flag, fmt, color, quiet):
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
+           problems, max_decompressed, max_expansion, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -57,7 +60,10 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     where a broker's recovery would cut the segment. Each finding has a class: damage
     (data a broker would cut, delete or fail to load, or that readers lose), anomaly (odd
     but accepted by a broker as it is), info (a state the broker finishes at startup).
-    A summary goes to stderr.
+    A summary goes to stderr. The text and table views show a run of findings of one
+    kind in one file as one line (count, byte and offset ranges); --json lists each. On
+    a terminal the table lists the files with findings and sums up the rest; --problems
+    lists only those anywhere.
 
     With --truncate, damage in a segment that later segments follow is cut the same way,
     and the later segments are moved into kdump-quarantine-<time>/ inside the partition
@@ -69,7 +75,10 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
+    out.problems_only = problems
     limits = limits_for(max_decompressed, max_expansion)
+    if force and not truncate:
+        raise UsageError("--force applies only with --truncate")
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
@@ -78,7 +87,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      strict=strict, limits=limits)
+                      strict=strict, limits=limits, force=force)
 
 
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
@@ -92,10 +101,11 @@ def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, lim
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, strict: bool = False, limits=None) -> int:
+               broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
-    from ..render.verify import change_line, summary_line, verify_renderer
-    from . import error_line
+    from ..render.verify import summary_line, verify_renderer
+    from ..writelock import Locks
+    from . import error_line, output_cut
     from .progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
@@ -103,31 +113,76 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     files, status = resolve_paths(paths)
     renderer = verify_renderer(out)
     reports = []
+    changes: list | None = [] if truncate else None
     try:
         with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
-            for r in verify_files(files, opts):
-                renderer.file(r)
-                reports.append(_light(r))
-                status = max(status, report_status(r.status, r.findings if strict else ()))
-                progress.file_done(r.size or 0)
-    finally:
+            for directory, group in _by_directory(files):
+                # --truncate: the directory is locked before it is read, and until it is repaired.
+                with Locks(force) as locks:
+                    if truncate and any(f.kind in WRITABLE for f in group):
+                        try:
+                            changes += _notes(out, locks.take(directory))
+                        except KdumpError as e:
+                            click.echo(error_line(e), err=True)
+                            status = max(status, e.exit_code)
+                            continue
+                    done = []
+                    for r in verify_files(group, opts):
+                        status = max(status, report_status(r.status, r.findings if strict else ()))
+                        renderer.file(r)
+                        done.append(_light(r))
+                        progress.done(r.file, r.size or 0)
+                    reports += done
+                    if truncate:
+                        status = max(status, _repair(done, opts, out, changes))
         renderer.finish()
-    changes = None
-    if truncate:
-        from ..truncate import truncate_reports
-
-        try:
-            changes = truncate_reports(reports, opts)
-        except KdumpError as e:
-            click.echo(error_line(e), err=True)
-            status = max(status, e.exit_code)
-            changes = []
-        for c in changes:
-            out.note(change_line(c))
-        if any(c.action == "skipped" for c in changes):
-            status = max(status, ExitStatus.DAMAGE)
+    except BrokenPipeError:
+        return output_cut(status)         # nothing more repaired: the run stopped here
     out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
     return int(status)
+
+
+# What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
+# is read without taking its lock.
+WRITABLE = ("log", "index", "timeindex", "txnindex")
+
+
+def _by_directory(files):
+    """Runs of files in the same directory, in order (verify checks a directory at a time)."""
+    group: list = []
+    for f in files:
+        d = os.path.dirname(f.path)
+        if group and d != os.path.dirname(group[0].path):
+            yield os.path.dirname(group[0].path), group
+            group = []
+        group.append(f)
+    if group:
+        yield os.path.dirname(group[0].path), group
+
+
+def _notes(out: Output, changes: list) -> list:
+    from ..render.verify import change_line
+
+    for c in changes:
+        out.note(change_line(c))
+    return changes
+
+
+def _repair(reports, opts, out: Output, changes: list) -> ExitStatus:
+    from ..truncate import truncate_reports
+    from . import error_line
+
+    status = ExitStatus.OK
+    try:
+        done = truncate_reports(reports, opts)
+    except KdumpError as e:
+        click.echo(error_line(e), err=True)
+        status = e.exit_code
+        done = []
+    changes += _notes(out, done)
+    if any(c.action == "skipped" for c in done):
+        status = max(status, ExitStatus.DAMAGE)
+    return status
 
 
 def resolve_paths(paths) -> tuple[list, ExitStatus]:
@@ -139,6 +194,7 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
     status = ExitStatus.OK
     files = []
     seen: set[str] = set()
+    dirs: dict[str, str] = {}
     for path in paths:
         try:
             found = resolve([path])
@@ -146,12 +202,30 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
             continue
+        if os.path.isdir(path):
+            from ..logless import logless_dirs
+
+            for e in logless_dirs(found):
+                click.echo(error_line(e), err=True)
+                status = max(status, e.exit_code)
         for f in found:
-            key = os.path.realpath(f.path)
+            key = _real(f.path, dirs)
             if key not in seen:
                 seen.add(key)
                 files.append(f)
     return files, status
+
+
+def _real(path: str, dirs: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, resolving each directory once (a partition may hold
+    100,000 segments) and only a file that is itself a link in full."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    directory, name = os.path.split(path)
+    real = dirs.get(directory)
+    if real is None:
+        real = dirs[directory] = os.path.realpath(directory)
+    return os.path.join(real, name)
 
 
 def report_status(s: str, strict_findings=()) -> ExitStatus:

@@ -6,6 +6,7 @@ rows of an index, checkpoint or metadata file) and ``end_file``; it only draws.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, TextIO
 
@@ -13,6 +14,7 @@ from ..logdir import LogFile
 from ..model import TIMESTAMP_TYPE_NAMES, compression_name
 from ..reader import Item
 from . import jsonout, text
+from .escape import printable
 from .payload import PayloadView
 
 FLUSH_LINES = 2048
@@ -112,6 +114,8 @@ class JsonDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
+        if records and jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE:
+            return self._stream(f, it)
         line = None
         if error is None:
             if self._c_line is not None:
@@ -126,6 +130,16 @@ class JsonDump:
         out.chars += len(line)
         if len(out.buf) >= FLUSH_LINES or out.chars >= FLUSH_CHARS:
             out.write()
+
+    def _stream(self, f: LogFile, it: Item) -> None:
+        """A batch too large for one string: written in pieces, straight to the stream."""
+        batch, records, error = it
+        self.out.write()
+        write = self.out.stream.write
+        for piece in jsonout.batch_pieces(self._file_json, batch, records, self.view,
+                                          None if error is None else error.message):
+            write(piece)
+        write("\n")
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for row in rows:
@@ -155,7 +169,7 @@ class TableDump:
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
-        self._title = f.path
+        self._title = printable(f.path)
         self._first_chunk = True
         self._side_cols: list[str] | None = None
 
@@ -169,12 +183,15 @@ class TableDump:
                 t.add_column(c)
             return t
         if self.records:
-            for name, just in (("offset", "right"), ("time", "left"), ("key", "left"), ("value", "left"),
-                               ("headers", "left"), ("batch", "right"), ("ok", "center")):
+            # Without --data only sizes, as DumpLogSegments' --deep-iteration shows.
+            payload = (("key", "left"), ("value", "left"), ("headers", "left")) if self.data else (
+                ("key size", "right"), ("value size", "right"), ("headers", "right"))
+            for name, just in (("offset", "right"), ("time (UTC)", "left"), *payload, ("batch", "right"),
+                               ("ok", "center")):
                 t.add_column(name, justify=just, overflow="fold" if name == "value" else "ellipsis")
         else:
             for name, just in (("position", "right"), ("offsets", "right"), ("count", "right"),
-                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time", "left"),
+                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time (UTC)", "left"),
                                ("producer", "right"), ("flags", "left"), ("crc", "center")):
                 t.add_column(name, justify=just)
         return t
@@ -200,11 +217,15 @@ class TableDump:
                 if r.control is not None:
                     value = _styled(r.control.type_name, "magenta")
                     key = ""
+                    headers = ""
+                elif not self.data:
+                    key, value, headers = _size(r.key), _size(r.value), str(len(r.headers))
                 else:
                     key = self.view.short(r.key, 24)
                     value = self.view.short(r.value, 60)
-                headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
-                                    for k, v in r.headers)
+                if self.data:
+                    headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
+                                        for k, v in r.headers)
                 self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, headers,
                                   str(b.position), ok))
         else:
@@ -218,12 +239,14 @@ class TableDump:
         if len(self.rows) >= self.CHUNK:
             self._flush()
 
-    def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
-        if not rows:
-            self.console.print(_styled(f.path, "bold") + ": (empty)")
+    def side(self, f: LogFile, rows, lines) -> None:
+        rows = iter(rows)               # an iterator for snapshots and checkpoints
+        first = next(rows, None)
+        if first is None:
+            self.console.print(_styled(printable(f.path), "bold") + ": (empty)")
             return
-        self._side_cols = list(rows[0].keys())
-        for row in rows:
+        self._side_cols = list(first.keys())
+        for row in itertools.chain((first,), rows):
             self.rows.append(tuple(_cell(row.get(c)) for c in self._side_cols))
             if len(self.rows) >= self.CHUNK:
                 self._flush()
@@ -233,10 +256,14 @@ class TableDump:
     def end_file(self, f: LogFile, trailing: int) -> None:
         self._flush()
         if trailing > 0:
-            self.console.print(f"{trailing} invalid bytes at the end of {f.name}", style="yellow")
+            self.console.print(f"{trailing} invalid bytes at the end of {printable(f.name)}", style="yellow")
 
     def finish(self) -> None:
         self._flush()
+
+
+def _size(data: bytes | None) -> str:
+    return "∅" if data is None else str(len(data))
 
 
 def _cell(v: Any) -> str:

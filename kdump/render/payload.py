@@ -109,6 +109,8 @@ class PayloadView:
         if data is None:
             return "∅"
         text = self.encode(data)
-        if self.encoding == "utf8":
-            text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+        if self.encoding == "utf8" and not text.isprintable():
+            # Escape only what cannot be shown; invalid UTF-8 stays the replacement character.
+            text = "".join(c if c.isprintable() else _CONTROL_ESCAPES.get(ord(c)) or f"\\u{ord(c):04x}"
+                           for c in text)
         return text if len(text) <= width else text[: width - 1] + "…"

@@ -12,12 +12,13 @@ import os
 
 from ..model import CONTROL_TYPE_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Control, Record, compression_name
 from ..segment import snapshot_id
+from .escape import printable
 
 _BOOL = ("false", "true")
 
 
 def dumping_line(path: str) -> str:
-    return f"Dumping {path}"
+    return f"Dumping {printable(path)}"
 
 
 def start_line(path: str) -> str | None:
@@ -117,4 +118,4 @@ def record_line(r: Record, key_text: str | None = None, payload_text: str | None
 
 
 def trailing_line(path: str, count: int) -> str:
-    return f"Found {count} invalid bytes at the end of {os.path.basename(path)}"
+    return f"Found {count} invalid bytes at the end of {printable(os.path.basename(path))}"
