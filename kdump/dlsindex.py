@@ -240,3 +240,21 @@ class _Batches:
         except KdumpError as e:
             return e
         return max([NO_TIMESTAMP, *(r.timestamp for r in records)])
+
+
+def damaged(path: str, kind: str, base_offset: int) -> bool:
+    """kdump's own verdict on an index whose entries Kafka's tool reported above.
+
+    Kafka's checks are heuristics that also flag states a broker accepts (a time index entry
+    whose batch compaction removed), so the exit status follows `kdump index --verify` instead.
+    """
+    from .findings import is_damage
+    from .indexcheck import segment_log_path, verify_indexes
+
+    parsed = read_index_file(path, kind, base_offset)
+    with MappedFile(segment_log_path(path)) as mf:
+        if kind == "index":
+            check = verify_indexes(mf.buf, base_offset, index=parsed)[0]
+        else:
+            check = verify_indexes(mf.buf, base_offset, timeindex=parsed)[1]
+    return any(is_damage(x.kind) for x in check.findings)
