@@ -394,6 +394,7 @@ class RecordColumns:
         self.value += values
         self.sequence += sequences
         ends = self.header_ends
+        header_bytes = 0
         if any(headers):
             total = ends[-1]
             hk, hv = self.header_keys, self.header_values
@@ -403,11 +404,12 @@ class RecordColumns:
                     for k, v in h:
                         hk.append(k.decode("utf-8", "replace"))
                         hv.append(v)
+                        header_bytes += 0 if v is None else len(v)
                 ends.append(total)
         else:
             ends += [ends[-1]] * n
         self.rows += n
-        self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values))) + 32 * n
+        self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values))) + header_bytes + 32 * n
 
     def add_damage(self, d: Damage) -> None:
         """One error row: batch fields where a batch is known, record fields null."""
@@ -436,7 +438,7 @@ class RecordColumns:
         (position, base_offset, ts_type, magic, codec, producer_id, producer_epoch, transactional, control, epoch,
          crc_valid, error) = [c.take(take) for c in group_cols]
         header_struct = pa.StructArray.from_arrays(
-            [pa.array(self.header_keys, pa.string()), pa.array(self.header_values, pa.binary())],
+            [pa.array(self.header_keys, pa.string()), binary_array(self.header_values)],
             fields=[pa.field("key", pa.string()), pa.field("value", pa.binary())])
         headers = pa.ListArray.from_arrays(pa.array(self.header_ends, pa.int32()), header_struct,
                                            type=arrow_type(HEADER_DDL))

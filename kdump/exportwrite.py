@@ -61,7 +61,8 @@ def size_parts(records: list[Record], max_bytes: int) -> Iterator[list[Record]]:
 
 
 def binary_array(values: list):
-    """A binary Arrow array of ``values``; a single large one is wrapped without a copy."""
+    """A binary Arrow array of ``values``; a single large one (a record's over the Arrow batch
+    bound is alone in its batch) is wrapped without a copy."""
     import pyarrow as pa
 
     if len(values) == 1 and values[0] is not None and len(values[0]) > STREAM_CHUNK:

@@ -263,8 +263,8 @@ BIG = bytes(range(256)) * (6 * MiB // 256) + "é€😀\"\\".encode()
 
 
 def _large_records_segment(path: Path, codec: int) -> None:
-    """Small records around keys, values and header values of 6 MiB (18 MiB in the batch:
-    more than one Arrow batch's bound, so the batch is cut), and a batch of small ones."""
+    """Small records around keys, values and header values of 6 and 18 MiB (42 MiB in the
+    batch: more than one Arrow batch's bound, so the batch is cut), and a batch of small ones."""
     from kdump.format.build import build_v2_batch
 
     big = BIG
@@ -273,10 +273,11 @@ def _large_records_segment(path: Path, codec: int) -> None:
             (2, 1700000000002, b"k2", None, [("h", big[:2 * MiB]), ("g", None)]),
             (3, 1700000000003, big[::-1], b"v3", []),
             (4, 1700000000004, b"k4", big + b"\xff", []),
-            (5, 1700000000005, b"k5", b"", [])]
+            (5, 1700000000005, b"k5", b"", []),
+            (6, 1700000000006, b"k6", b"v6", [("h", big * 3)])]      # over the bound: alone in its Arrow batch
     path.write_bytes(build_v2_batch(recs, codec=codec)
-                     + build_v2_batch([(6 + i, 1700000000006, b"k", b"v" * i, []) for i in range(5)],
-                                      base_offset=6, codec=codec))
+                     + build_v2_batch([(i, 1700000000007, b"k", b"v" * i, []) for i in range(5)],
+                                      base_offset=7, codec=codec))
 
 
 @pytest.mark.parametrize("codec", [NONE, LZ4])
@@ -305,7 +306,7 @@ def test_large_records_are_exported_as_the_normal_path_writes_them(tmp_path, mon
         import pyarrow.parquet as pq
 
         table = pq.read_table(large)
-        assert table.equals(pq.read_table(normal)) and table.num_rows == 11
+        assert table.equals(pq.read_table(normal)) and table.num_rows == 12
         assert table.column("value")[4].as_py() == BIG + b"\xff"
 
 
