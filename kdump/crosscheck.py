@@ -15,22 +15,8 @@ files their consistency with the segments:
 - leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
   finishes or deletes at startup: informational, not damage.
 
-Finding kinds added here (informational ones do not make a file damaged):
-
-======================================  =================================================================
-offset_overlap                          a segment starts at or below the previous segment's last offset
-index_* / timeindex_*                   from ``kdump.indexcheck`` (index_past_end, index_mid_batch,
-                                        index_offset_mismatch, index_not_increasing, timeindex_past_end, ...)
-txnindex_size, _offset, _order,         a torn entry; an entry outside the segment; entries out of order;
-txnindex_past_end, txnindex_marker      an ABORT marker past the kept data; no matching marker / no entry
-txnindex_missing                        ABORT markers of open transactions but no ``.txnindex`` at all
-snapshot_crc, snapshot_invalid          producer snapshot CRC-32C mismatch; structure does not parse
-leader_epoch                            checkpoint malformed or out of order, or contradicting the batches
-invalid_file                            another side file (checkpoint, metadata) does not parse
-unreadable                              the file could not be read (exit status 3)
-leftover, orphan_index, index_missing,  informational: the broker handles them at startup
-snapshot_stale, leader_epoch_stale
-======================================  =================================================================
+Finding kinds (and whether they are damage, anomaly or info) are declared in
+``kdump.findings``.
 """
 
 from __future__ import annotations
@@ -40,18 +26,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import findings as F
 from . import logdir as K
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from .errors import KdumpError
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.control import ABORT, COMMIT
 from .format.walk import decode_records
 from .logdir import LogFile
 from .model import Finding
-from .scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport, scan_file, status_of
-from .scan import INFO_KINDS as _INFO
+from .scan import ScanReport, scan_file, status_of
 from .segment import MappedFile, read_small
 
 SIDE_FILE_LIMIT = 256 << 20
+FALLBACK_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 
 LEFTOVER_NOTES = {
     ".deleted": "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
@@ -96,7 +84,7 @@ class FileReport:
         if self.size is None:
             return None
         # A side file: the bytes before its first damaged entry.
-        positions = [f.position for f in self.findings if f.kind not in _INFO and f.position is not None]
+        positions = [f.position for f in self.findings if f.cls == F.DAMAGE and f.position is not None]
         return min([self.size, *positions]) if positions else (self.size if self.status == "ok" else None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,7 +97,7 @@ class FileReport:
 
 
 def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
-    return FileReport(f.path, f.kind, _size(f.path), [Finding("unreadable", e.position, e.offset, e.message)], log=f)
+    return FileReport(f.path, f.kind, _size(f.path), [Finding(F.UNREADABLE, e.position, e.offset, e.message)], log=f)
 
 
 def _size(path: str) -> int | None:
@@ -234,11 +222,11 @@ class _Partition:
     def _report(self, f: LogFile) -> FileReport:
         size = _size(f.path)
         if size is None:
-            return FileReport(f.path, f.kind, None, [Finding("unreadable", None, None, "cannot read: no such file")],
+            return FileReport(f.path, f.kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
         findings: list[Finding] = []
         if f.leftover is not None:
-            findings.append(Finding("leftover", None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
+            findings.append(Finding(F.LEFTOVER, None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
             if f.leftover != ".swap" or f.kind not in K.BATCH_KINDS:
                 return FileReport(f.path, f.kind, size, findings, log=f)
         if f.kind in K.BATCH_KINDS:
@@ -255,7 +243,7 @@ class _Partition:
         if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
             log = self.logs.get(f.base_offset)
             if log is None:
-                findings.append(Finding("orphan_index", None, f.base_offset,
+                findings.append(Finding(F.ORPHAN_INDEX, None, f.base_offset,
                                         "no segment has this base offset: the broker deletes orphan indexes at "
                                         "startup"))
             elif log.path in self.errors:
@@ -314,23 +302,47 @@ class _Partition:
             g, s = prev
             first = scan.first_offset if scan.first_offset is not None else f.base_offset
             if min(f.base_offset, first) <= s.last_offset:
-                out.append(Finding("offset_overlap", 0, first,
+                out.append(Finding(F.OFFSET_OVERLAP, 0, first,
                                    f"segment overlaps the previous one: it starts at offset {min(f.base_offset, first)}"
                                    f" but {os.path.basename(g.path)} ends at {s.last_offset}"))
         if scan.valid_bytes > 0 and f.base_offset is not None:
             for ext in (".index", ".timeindex"):
                 name = f"{f.base_offset:020d}{ext}"
                 if name not in self.names:
-                    out.append(Finding("index_missing", None, f.base_offset,
+                    out.append(Finding(F.INDEX_MISSING, None, f.base_offset,
                                        f"{name} is missing: the broker rebuilds it at startup"))
+        live = self.live_scans()
+        if live and live[-1][0].path == f.path:
+            out.extend(self._log_start_check(f, scan))
         expected = self.txn_expected().get(f.base_offset or 0, {})
         if expected and f"{f.base_offset:020d}.txnindex" not in self.names:
             (pid, last), first = next(iter(expected.items()))
-            out.append(Finding("txnindex_missing", None, last,
+            out.append(Finding(F.TXNINDEX_MISSING, None, last,
                                f"{len(expected)} aborted transaction(s) end in this segment (e.g. producer {pid} at "
                                f"offset {last}) but it has no .txnindex: read_committed consumers would see "
                                f"aborted records"))
         return out
+
+    def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
+        """The log dir's log-start-offset-checkpoint against this partition's log end."""
+        from .check.broker_rule import log_start_past_end
+        from .sidefiles import checkpoint_entries
+
+        parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(self.dir)))
+        path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), "log-start-offset-checkpoint")
+        if parsed is None or not os.path.isfile(path):
+            return []
+        try:        # streamed: a checkpoint may list millions of partitions
+            lso = next((e.offset for e in checkpoint_entries(path, "log-start-offset-checkpoint")
+                        if (e.topic, e.partition) == parsed[:2]), None)
+        except KdumpError:
+            return []       # reported on the checkpoint itself
+        leo = scan.next_offset if scan.next_offset is not None else last.base_offset
+        if not log_start_past_end(leo, lso):
+            return []
+        return [Finding(F.LOG_START_PAST_END, None, lso,
+                        f"the log-start-offset-checkpoint says {lso}, above the log end offset {leo}: the broker "
+                        f"deletes every segment of this partition at startup")]
 
     # -- transactions -----------------------------------------------------------------------
 
@@ -341,28 +353,11 @@ class _Partition:
         segment. Markers with no open transaction are not expected in the index (the
         coordinator also writes them to partitions that got no data).
         """
-        if self._txn_expected is not None:
-            return self._txn_expected
-        out: dict[int, dict[tuple[int, int], int | None]] = {}
-        open_txns: dict[int, int | None] = {}
-        scans = self.live_scans()
-        if any(s.txn_events for _, s in scans):
-            for f, s in scans:
-                if not s.txn_events:
-                    continue
-                per = out.setdefault(f.base_offset, {})
-                markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], self.opts.limits)
-                for first, pid, batch in s.txn_events:
-                    if batch is None:
-                        open_txns.setdefault(pid, first)
-                        continue
-                    mtype = markers.get(batch.position)
-                    if mtype == ABORT and pid in open_txns:
-                        per[(pid, batch.last_offset)] = open_txns[pid]
-                    if mtype in (ABORT, COMMIT):
-                        open_txns.pop(pid, None)
-        self._txn_expected = out
-        return out
+        if self._txn_expected is None:
+            aborted = aborted_transactions(self.live_scans(), self.opts.limits)
+            self._txn_expected = {base: {(pid, last): first for pid, first, last, _ in entries}
+                                  for base, entries in aborted.items()}
+        return self._txn_expected
 
     # -- side files -------------------------------------------------------------------------
 
@@ -372,13 +367,13 @@ class _Partition:
         try:
             snap, _ = read_snapshot(f.path)      # streamed: a 2 M-entry snapshot is 92 MB
         except KdumpError as e:
-            return [Finding("snapshot_invalid", e.position, f.base_offset, e.message)]
+            return [Finding(F.SNAPSHOT_INVALID, e.position, f.base_offset, e.message)]
         out = []
         if not snap.crc_valid:
-            out.append(Finding("snapshot_crc", 2, f.base_offset, snap.crc_error or "CRC mismatch"))
+            out.append(Finding(F.SNAPSHOT_CRC, 2, f.base_offset, snap.crc_error or "CRC mismatch"))
         leo = self.log_end_offset() if self.logs and len(self.scans) >= len(self.logs) else None
         if leo is not None and f.base_offset is not None and f.base_offset > leo:
-            out.append(Finding("snapshot_stale", None, f.base_offset,
+            out.append(Finding(F.SNAPSHOT_STALE, None, f.base_offset,
                                f"snapshot of offset {f.base_offset} is past the log end offset {leo}: the broker "
                                f"deletes it at startup"))
         return out
@@ -396,12 +391,12 @@ class _Partition:
                 if a is None:
                     first = b
                 elif b.epoch <= a.epoch or b.start_offset < a.start_offset:
-                    out.append(Finding("leader_epoch", None, b.start_offset,
+                    out.append(Finding(F.LEADER_EPOCH_ORDER, None, b.start_offset,
                                        f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by "
                                        f"epoch {b.epoch} at {b.start_offset}"))
                 a = b
         except KdumpError as e:
-            return [Finding("leader_epoch", None, None, _at_line(e))]
+            return [Finding(F.LEADER_EPOCH_INVALID, None, None, _at_line(e))]
         if first is None:
             return out
         for log in self.logs.values():
@@ -428,15 +423,15 @@ class _Partition:
         for epoch, start in log_epochs:
             ck = by_epoch.get(epoch)
             if ck is not None and start < ck and epoch != first_epoch:
-                out.append(Finding("leader_epoch", None, start,
+                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"batches of leader epoch {epoch} start at offset {start}, before the checkpoint's "
                                    f"start offset {ck} for that epoch"))
             elif ck is None and epoch < last_epoch:
-                out.append(Finding("leader_epoch", None, start,
+                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"leader epoch {epoch} (from offset {start}) is in the log but not in the "
                                    f"checkpoint"))
         if late:
-            out.append(Finding("leader_epoch_stale", None, first_late,
+            out.append(Finding(F.LEADER_EPOCH_STALE, None, first_late,
                                f"{late} entr{'ies' if late > 1 else 'y'} start past the log end offset "
                                f"{leo}: the broker drops them at startup"))
         return out
@@ -445,6 +440,37 @@ class _Partition:
 def in_offset_order(logs: dict[int, LogFile], scans: dict[str, ScanReport]) -> list[tuple[LogFile, ScanReport]]:
     """The scanned segments of ``logs`` (by base offset) in offset order: the one sort."""
     return [(f, scans[f.path]) for _, f in sorted(logs.items()) if f.path in scans]
+
+
+def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:
+    """Per segment base, the aborted transactions that complete in it, in marker order:
+    (producer id, first offset, ABORT marker offset, last stable offset), replaying each
+    producer's open transaction across the ``(LogFile, ScanReport)`` pairs given in order.
+
+    This is what recovery writes to the ``.txnindex`` (``AbortedTxn``): the last stable
+    offset is the first offset of the earliest transaction still open then (another
+    producer's), or the marker's offset + 1 (``ProducerStateManager.lastStableOffset``).
+    """
+    out: dict[int, list[tuple[int, int | None, int, int]]] = {}
+    open_txns: dict[int, int | None] = {}
+    if not any(s.txn_events for _, s in scans):
+        return out
+    for f, s in scans:
+        if not s.txn_events:
+            continue
+        per = out.setdefault(f.base_offset, [])
+        markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], limits)
+        for first, pid, batch in s.txn_events:
+            if batch is None:
+                open_txns.setdefault(pid, first)
+                continue
+            mtype = markers.get(batch.position)
+            if mtype == ABORT and pid in open_txns:
+                others = [o for p, o in open_txns.items() if p != pid and o is not None]
+                per.append((pid, open_txns[pid], batch.last_offset, min(others, default=batch.last_offset + 1)))
+            if mtype in (ABORT, COMMIT):
+                open_txns.pop(pid, None)
+    return out
 
 
 def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
@@ -476,12 +502,13 @@ def _side_file(f: LogFile) -> list[Finding]:
     from .sidefiles import describe
 
     text = f.kind in _TEXT_KINDS
+    # A broker that cannot read these falls back (recovers everything, starts at the first segment).
+    kind = F.CHECKPOINT_INVALID if os.path.basename(f.path) in FALLBACK_CHECKPOINTS else F.INVALID_FILE
     try:
         desc = describe(f)
     except KdumpError as e:
-        return [Finding("invalid_file", None, None, _at_line(e)) if text
-                else Finding("invalid_file", e.position, None, e.message)]
-    return [Finding("invalid_file", None if text else pos, None, msg) for msg, pos in desc.problems]
+        return [Finding(kind, None, None, _at_line(e)) if text else Finding(kind, e.position, None, e.message)]
+    return [Finding(kind, None if text else pos, None, msg) for msg, pos in desc.problems]
 
 
 # -- index files against their segment -----------------------------------------------------------
@@ -524,7 +551,7 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
     t = parse_txnindex(data)
     out = []
     if t.partial_bytes:
-        out.append(Finding("txnindex_size", t.size - t.partial_bytes, None,
+        out.append(Finding(F.TXNINDEX_SIZE, t.size - t.partial_bytes, None,
                            f"{t.partial_bytes} bytes of a partial entry at the end"))
     prev = None
     seen = set()
@@ -532,46 +559,47 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
         at = i * ENTRY_SIZE
         seen.add((e.producer_id, e.last_offset))
         if e.last_offset < base or e.first_offset > e.last_offset:
-            out.append(Finding("txnindex_offset", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_OFFSET, at, e.last_offset,
                                f"entry {i}: aborted transaction {e.first_offset}..{e.last_offset} of producer "
                                f"{e.producer_id} does not fit the segment (base {base})"))
         elif prev is not None and e.last_offset <= prev.last_offset:
-            out.append(Finding("txnindex_order", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_ORDER, at, e.last_offset,
                                f"entry {i}: last offset {e.last_offset} does not follow {prev.last_offset}"))
         elif scan.last_offset is None or e.last_offset > scan.last_offset:
-            out.append(Finding("txnindex_past_end", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_PAST_END, at, e.last_offset,
                                f"entry {i}: the ABORT marker at offset {e.last_offset} is past the last offset kept "
                                f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
         elif (e.producer_id, e.last_offset) not in expected:
-            out.append(Finding("txnindex_marker", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
                                f"entry {i}: no ABORT marker of producer {e.producer_id} closing an open transaction "
                                f"at offset {e.last_offset}"))
         else:
             first = expected[(e.producer_id, e.last_offset)]
             if first is not None and first != e.first_offset:
-                out.append(Finding("txnindex_marker", at, e.last_offset,
+                out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
                                    f"entry {i}: the transaction of producer {e.producer_id} aborted at "
                                    f"{e.last_offset} began at offset {first}, not {e.first_offset}"))
         prev = e
     for (pid, last), _ in sorted(expected.items(), key=lambda kv: kv[0][1]):
         if (pid, last) not in seen:
-            out.append(Finding("txnindex_marker", None, last,
+            out.append(Finding(F.TXNINDEX_MARKER, None, last,
                                f"the ABORT marker of producer {pid} at offset {last} has no entry"))
     return out
 
 
 def index_damage(report: FileReport) -> bool:
     """Does this index/timeindex/txnindex report show something a rebuild or trim fixes?"""
-    return any(f.kind.startswith(("index_", "timeindex_", "txnindex_")) and f.kind not in _INFO
-               and f.kind != "txnindex_missing" for f in report.findings)
+    return any(f.kind.startswith(("index_", "timeindex_", "txnindex_")) and f.cls == F.DAMAGE
+               and f.kind != F.TXNINDEX_MISSING for f in report.findings)
 
 
 def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
     counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
-              "cut_bytes": 0, "cut_segments": 0}
+              "cut_bytes": 0, "cut_segments": 0, "anomalies": 0}
     for r in reports:
         counts["files"] += 1
         counts[r.status] += 1
+        counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
         if r.scan is not None:
             counts["segments"] += 1
             counts["bytes"] += r.scan.size

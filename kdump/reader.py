@@ -18,7 +18,7 @@ from .format import accel
 from .format.batch import RECORD_BATCH_OVERHEAD
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.records import LargeRecords
-from .format.walk import ENTRY_HEAD, Walker, decode_records
+from .format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
 from .logdir import LogFile
 from .model import Batch, Finding, Record
 from .segment import MappedFile
@@ -145,6 +145,10 @@ class SegmentReader:
                 yield _item(Item, (batch, records, None))
             else:
                 self.stop = walker.stop
+                if end < mapped.size and self.stop is not None and self.stop.kind in (TORN_TAIL, TRAILING):
+                    # The --max-bytes cut ended the walk inside a batch: a limit, not damage
+                    # (kafka-dump-log.sh stops there without a word).
+                    self.stop = None
                 # --max-bytes cuts the file on purpose: what lies past the cut is not "invalid".
                 self.trailing_bytes = 0 if self.filters.max_bytes is not None else walker.trailing_bytes
         finally:

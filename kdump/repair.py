@@ -11,7 +11,7 @@ the same command again finishes the job:
    (``FileRecords.truncateTo``): copying a 1 GiB segment to drop a torn tail would cost
    more than it protects, and a truncate is all-or-nothing;
 3. only then are the indexes checked against the shortened log; those that disagree are
-   rebuilt with the broker's recovery rule (``format.rebuild.build_indexes``) and
+   rebuilt with the broker's recovery rule (``check.broker_rule.build_indexes``) and
    replaced atomically, and ``.txnindex`` entries past the new end are dropped
    (``TransactionIndex.truncateTo``). An index that still agrees is left as it is, so an
    interrupted run and an uninterrupted one end with the same bytes.
@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from .errors import KdumpError, WriteError
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
@@ -94,7 +95,7 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
 
 # -- indexes ----------------------------------------------------------------------------------
 
-def index_bytes(log_path: str, base_offset: int, interval_bytes: int = 4096,
+def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                 limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
     """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""
     from .segment import MappedFile
@@ -103,11 +104,11 @@ def index_bytes(log_path: str, base_offset: int, interval_bytes: int = 4096,
         return encode_indexes(m.buf, base_offset, interval_bytes, limits)
 
 
-def encode_indexes(buf, base_offset: int, interval_bytes: int = 4096,
+def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                    limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
     """(.index, .timeindex) bytes for a segment's bytes ``buf``."""
+    from .check.broker_rule import build_indexes
     from .format.index import encode_index
-    from .format.rebuild import build_indexes
     from .format.timeindex import encode_timeindex
 
     offsets, times, _ = build_indexes(buf, base_offset, interval_bytes, "last", limits)
@@ -115,7 +116,7 @@ def encode_indexes(buf, base_offset: int, interval_bytes: int = 4096,
 
 
 def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
-                    interval_bytes: int = 4096, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
+                    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
     """Rewrite the named index files of a segment from its log (``which``: extensions)."""
     stem = log_path[: -len(".log")] if log_path.endswith(".log") else log_path
     try:
@@ -149,6 +150,15 @@ def trim_txnindex(path: str, next_offset: int | None) -> Change | None:
 
 # -- verify --truncate --------------------------------------------------------------------------
 
+def cut_position(r, opts) -> int | None:
+    """Where ``verify --truncate`` cuts this report's segment, or None (not a live damaged segment)."""
+    f, s = r.log, r.scan
+    if f is None or f.kind != "log" or f.leftover is not None or s is None:
+        return None
+    cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
+    return cut_at if cut_at < s.size else None
+
+
 def repair_reports(reports, opts) -> list[Change]:
     """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s.
 
@@ -163,12 +173,9 @@ def repair_reports(reports, opts) -> list[Change]:
     changes: list[Change] = []
     for directory, reps in by_dir.items():
         for r in reps:
-            f, s = r.log, r.scan
-            if f is None or f.kind != "log" or f.leftover is not None or s is None:
-                continue
-            cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
-            if cut_at < s.size:
-                changes += truncate_log(r.file, cut_at, s.size)
+            cut_at = cut_position(r, opts)
+            if cut_at is not None:
+                changes += truncate_log(r.file, cut_at, r.scan.size)
         changes += fix_indexes(directory, reps, opts)
     return changes
 

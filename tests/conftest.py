@@ -19,3 +19,13 @@ from broker_fixtures import kafka_broker, make_broker, pytest_runtest_makereport
 @pytest.fixture
 def kdump():
     return run_kdump
+
+
+@pytest.fixture(autouse=True)
+def _finding_kinds_are_declared():
+    """Every finding emitted while a test runs has a kind declared in kdump.findings."""
+    from kdump import findings
+
+    findings.undeclared.clear()
+    yield
+    assert not findings.undeclared, f"finding kinds not declared in kdump/findings.py: {findings.undeclared}"

@@ -18,7 +18,8 @@ import pytest
 
 from kdump.format.build import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index
-from kdump.format.rebuild import build_indexes, max_timestamp_record_offset
+from kdump.check.broker_rule import build_indexes
+from kdump.format.rebuild import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
 from kdump.indexcheck import (IndexCheck, rebuild_indexes, verify_indexes, verify_offset_index,

@@ -216,7 +216,7 @@ def test_a_png_renamed_log_is_not_a_segment_and_no_garbage_offset_is_quoted(tmp_
     r = run_kdump("verify", seg)
     assert r.code == 1 and r.out.splitlines()[1] == f"  invalid_size at byte 0: {what}"
     (obj,) = map(json.loads, run_kdump("verify", "--json", seg).out.splitlines())
-    assert obj["findings"] == [{"kind": "invalid_size", "position": 0, "offset": None, "message": what}]
+    assert obj["findings"] == [{"kind": "invalid_size", "class": "damage", "position": 0, "offset": None, "message": what}]
     r = run_kdump("dump", seg)
     assert r.code == 1 and r.err == f"kdump: error: {seg}:0: {what}\n"
     for argv in (("verify",), ("dump",), ("recover",), ("info",)):
@@ -233,7 +233,7 @@ def test_a_bad_crc_finding_quotes_no_offset_from_the_bad_batch(tmp_path):
         f.seek(1000)
         f.write(bytes([b[0] ^ 0xFF]))
     objs = [json.loads(line) for line in run_kdump("verify", "--json", d / f"{SEG0}.log").out.splitlines()]
-    assert objs[0]["findings"][0] == {"kind": "crc_mismatch", "position": 910, "offset": None,
+    assert objs[0]["findings"][0] == {"kind": "crc_mismatch", "class": "damage", "position": 910, "offset": None,
                                       "message": "Record is corrupt (stored crc = 2765771479, computed crc = "
                                                  "4029701860)"}
     r = run_kdump("dump", d / f"{SEG0}.log")

@@ -46,7 +46,7 @@ def make_partition(root: Path, name: str = "orders-0", epochs=((0, 0), (1, 12), 
     for base in (0, 9, 18):
         log = d / f"{base:020d}.log"
         log.write_bytes(b"".join(_batch(o, epoch=epoch_at(o)) for o in range(base, base + 9, 3)))
-        index, timeindex = index_bytes(str(log), base, 100)
+        index, timeindex = index_bytes(str(log), base)     # as recovery writes them (interval 4096)
         (d / f"{base:020d}.index").write_bytes(index)
         (d / f"{base:020d}.timeindex").write_bytes(timeindex)
         (d / f"{base:020d}.snapshot").write_bytes(encode_snapshot([]))

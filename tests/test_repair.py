@@ -9,6 +9,7 @@ must still hold every byte of the damaged original.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -133,13 +134,40 @@ def test_truncate_rebuilds_indexes_that_point_past_the_cut(tmp_path):
     assert tree_bytes(d) == before
 
 
-def test_truncate_only_touches_damaged_segments(tmp_path):
+def test_truncate_mid_partition_quarantines_later_segments(tmp_path):
+    """Damage in a segment that others follow: cut it, and move the later ones away (a broker's
+    recovery deletes them) rather than leave an offset gap that a second verify calls clean."""
     d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path)
     first = d / "00000000000000000000.log"
-    truncate_at(first, first.stat().st_size - 3)        # a torn tail in the first of two segments
-    second = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000012.*")}
-    assert run_kdump("verify", "--truncate", d).code == 1
-    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000012.*")} == second
+    bs = batches(first)
+    flip_bit(first, bs[1].position + bs[1].size - 1, 0)  # a bad CRC in the middle of the first of two segments
+    second = {p.name: p.read_bytes() for p in d.glob("00000000000000000012.*")}
+    assert second
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 1
+    assert "kdump: moved" in r.err and "no offset gap is left" in r.err
+    assert not list(d.glob("00000000000000000012.*"))
+    [q] = [p for p in d.iterdir() if p.name.startswith("kdump-quarantine-")]
+    assert {p.name: p.read_bytes() for p in q.iterdir()} == second       # kept, byte for byte
+    assert first.stat().st_size == bs[1].position
+    # What is left ends where the cut is, with no later segment: the log is contiguous.
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 0
+    assert [os.path.basename(o["file"]) for o in map(json.loads, r.out.splitlines()) if o["kind"] == "log"] == [
+        first.name]
+    # A second --truncate finds nothing to do.
+    before = tree_bytes(d)
+    assert run_kdump("verify", "--truncate", d).code == 0 and tree_bytes(d) == before
+
+
+def test_truncate_of_the_last_segment_moves_nothing(tmp_path):
+    d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path)
+    last = d / "00000000000000000012.log"
+    truncate_at(last, last.stat().st_size - 3)
+    first = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000000.*")}
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 1 and "kdump: moved" not in r.err
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000000.*")} == first
     assert run_kdump("verify", d).code == 0
 
 

@@ -201,7 +201,7 @@ def test_torn_tail_fixture():
     (obj,) = [json.loads(line) for line in r.out.splitlines()]
     assert (obj["status"], obj["valid_bytes"], obj["size"]) == ("torn_tail", 667, 780)
     # No offset: the torn entry's offset field is not covered by any check that passed.
-    assert obj["findings"][0] == {"kind": "torn_tail", "position": 667, "offset": None,
+    assert obj["findings"][0] == {"kind": "torn_tail", "class": "damage", "position": 667, "offset": None,
                                   "message": obj["findings"][0]["message"]}
 
 
@@ -335,8 +335,11 @@ def test_producer_snapshot_crc(tmp_path):
     snap = sorted(d.glob("*.snapshot"))[-1]
     assert run_kdump("verify", snap).code == 0
     flip_bit(snap, 3, 0)                              # inside the stored CRC
+    # A broker reads only the latest usable snapshot and rebuilds producer state from the log
+    # past a bad one (tests/kafka/test_recovery_parity.py): an anomaly, damage with --strict.
     r = run_kdump("verify", "--json", snap)
-    assert r.code == 1 and "snapshot_crc" in _kinds(r.out, snap.name)
+    assert r.code == 0 and "snapshot_crc" in _kinds(r.out, snap.name)
+    assert run_kdump("verify", "--strict", snap).code == 1
 
 
 def test_leader_epoch_checkpoint_against_the_batches(tmp_path):
@@ -344,11 +347,16 @@ def test_leader_epoch_checkpoint_against_the_batches(tmp_path):
     ck = d / "leader-epoch-checkpoint"
     assert run_kdump("verify", d).code == 0
     ck.write_text("0\n2\n0 0\n1 20\n")                # epoch 1 really starts at offset 14
+    # A broker starts on it as it is: an anomaly (exit 0), damage only with --strict.
     r = run_kdump("verify", "--json", d)
-    assert r.code == 1 and "leader_epoch" in _kinds(r.out, ck.name)
-    ck.write_text("0\n2\n0 0\nbad line\n")
+    assert r.code == 0 and "leader_epoch_mismatch" in _kinds(r.out, ck.name)
+    assert "1 anomaly (states a broker accepts)" in r.err
+    assert run_kdump("verify", "--strict", d).code == 1
+    r = run_kdump("verify", ck)
+    assert r.code == 0 and "  leader_epoch_mismatch (anomaly) at offset 13: " in r.out
+    ck.write_text("0\n2\n0 0\nbad line\n")            # the broker takes the log dir offline
     r = run_kdump("verify", "--json", d)
-    assert r.code == 1 and "leader_epoch" in _kinds(r.out, ck.name)
+    assert r.code == 1 and "leader_epoch_invalid" in _kinds(r.out, ck.name)
 
 
 def test_leftovers_and_orphans_are_noted_not_damage(tmp_path):

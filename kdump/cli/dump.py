@@ -9,11 +9,13 @@ import click
 from ..decoders import basic
 from ..errors import ExitStatus, InputError, KdumpError, UsageError
 from ..format.codecs import DEFAULT_LIMITS, Limits, limits_for
-from ..logdir import BATCH_KINDS, LogFile, expand
+from ..dlsindex import IndexOptions
+from ..logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from ..reader import Filters, SegmentReader, out_of_memory
 from ..render.payload import PayloadView
 from ..segment import file_size
-from .options import Output, limits_option, output_options, paths_argument
+from .dlsoptions import decoder_for_class, dls_options, split_files
+from .options import Output, limits_option, output_options
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -46,7 +48,7 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@paths_argument
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--records", "--deep-iteration", "records", is_flag=True,
               help="Show every record inside each batch (decompressing as needed).")
 @click.option("--data", "--print-data-log", "data", is_flag=True,
@@ -71,19 +73,33 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @click.option("--end-time", help="Latest timestamp to show (inclusive).")
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
+@dls_options
 @limits_option
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
          skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
-         max_expansion, json_flag, fmt, color, quiet):
+         max_expansion, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
+         index_sanity_check, verify_index_only, max_message_size):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
     dumps its segments in offset order; name an index, checkpoint or metadata file to
-    dump that file. Text output (when piped) is line-compatible with kafka-dump-log.sh;
+    dump that file. Text output (when piped) is line-compatible with kafka-dump-log.sh,
+    whose options are accepted with Kafka's meaning (--files a.log,b.index ...);
     --json writes one JSON object per batch.
     """
+    if files:
+        paths = (*paths, *split_files(files))
+        no_auto_decode = True
+    if not paths:
+        raise click.UsageError("name at least one file or directory (PATHS or --files)")
+    key_decoder = key_decoder or decoder_for_class(key_decoder_class, "--key-decoder-class")
+    value_decoder = value_decoder or decoder_for_class(value_decoder_class, "--value-decoder-class")
+    out = Output(json_flag, fmt, color, quiet)
+    if (index_sanity_check or verify_index_only) and out.format != "text":
+        raise click.UsageError("--index-sanity-check and --verify-index-only are kafka-dump-log.sh's text view; "
+                               "for JSON or a table use `kdump index --verify`")
     flags = {"offsets_decoder": offsets_decoder, "transaction_log_decoder": transaction_log_decoder,
              "cluster_metadata_decoder": cluster_metadata_decoder,
              "remote_log_metadata_decoder": remote_log_metadata_decoder,
@@ -96,10 +112,10 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     filters = Filters(start_offset, end_offset, parse_time(start_time), parse_time(end_time), max_bytes)
     check_range("offset", filters.start_offset, filters.end_offset)
     check_range("time", filters.start_time, filters.end_time)
-    out = Output(json_flag, fmt, color, quiet)
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
-                    limits=limits_for(max_decompressed, max_expansion))
+                    limits=limits_for(max_decompressed, max_expansion),
+                    index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size))
 
 
 def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool):
@@ -139,7 +155,8 @@ def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
 
 
 def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, filters: Filters,
-             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS) -> int:
+             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
+             index_opts: IndexOptions = IndexOptions()) -> int:
     status = ExitStatus.OK
     files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
     for path in paths:
@@ -177,6 +194,9 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                     if f.kind in BATCH_KINDS:
                         status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
                                                            records, filters, out, progress, limits, matched))
+                    elif out.format == "text" and f.kind in (INDEX, TIMEINDEX) and f.leftover is None \
+                            and f.base_offset is not None:
+                        status = max(status, _dump_dls_index(f, renderer, view, out, index_opts, limits))
                     else:
                         status = max(status, _dump_side(f, renderer, view, out))
                 except KdumpError as e:
@@ -186,6 +206,8 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                 progress.done(f.path)
         finally:
             renderer.finish()
+            for line in getattr(renderer, "summary_lines", list)():
+                click.echo(line, err=True)
     ranges = _ranges(filters)
     if ranges and not matched[0] and status == ExitStatus.OK and any(f.kind in BATCH_KINDS for f, _ in files):
         out.note(f"kdump: nothing matched {ranges}: no batch in the files read has offsets or times in that range")
@@ -238,6 +260,26 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         # damage; a batch that could not be read at all (out of memory) did not complete
         status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status
+
+
+def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out: Output, opts: IndexOptions, limits: Limits) -> int:
+    """An .index/.timeindex as kafka-dump-log.sh shows it: entries checked against the segment."""
+    from .. import dlsindex
+
+    renderer.begin_file(f, view)
+    if f.kind == INDEX:
+        result = dlsindex.offset_index(f.path, opts)
+    else:
+        result = dlsindex.time_index(f.path, opts, limits)
+    renderer.side(f, [], result.lines)
+    renderer.end_file(f, 0)
+    renderer.add_summary(result.summary)
+    if result.error is not None:
+        renderer.finish()
+        _error(out, result.error.located(f.path))
+        return max(ExitStatus.DAMAGE, result.error.exit_code)
+    # Entries that disagree with the segment are damage (reported in Kafka's words, after all files).
+    return ExitStatus.DAMAGE if result.summary else ExitStatus.OK
 
 
 def _dump_side(f: LogFile, renderer, view: PayloadView, out: Output) -> int:

@@ -12,11 +12,12 @@ from typing import NamedTuple
 
 import click
 
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
 from ..logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
 from .options import Output, force_option, output_options, paths_argument
 
-DEFAULT_INTERVAL = 4096
+DEFAULT_INTERVAL = DEFAULT_INDEX_INTERVAL_BYTES
 EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
 MISSING_TEXT = {
     INDEX: "no offset index for segment {log} (a broker rebuilds a missing .index at startup)",
@@ -291,6 +292,7 @@ def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, inter
 
 
 def _txnindex(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, renderer) -> int:
+    from ..findings import TXN_PARTIAL, TXN_SANITY, TXN_VERSION
     from ..format.txnindex import CURRENT_VERSION, kafka_version, parse_txnindex, sanity_check_txnindex, version_errors
     from ..model import Finding
     from ..segment import MappedFile
@@ -303,17 +305,17 @@ def _txnindex(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, re
         renderer.entries(rep, parsed.entries)
         rep.empty = parsed.size == 0
     if parsed.partial_bytes:
-        rep.findings.append(Finding("txnindex_partial_entry", parsed.size - parsed.partial_bytes, None,
+        rep.findings.append(Finding(TXN_PARTIAL, parsed.size - parsed.partial_bytes, None,
                                     f"file size {parsed.size} is not a multiple of 34: the last "
                                     f"{parsed.partial_bytes} bytes are a truncated entry (Kafka skips them)"))
     for i, t in enumerate(parsed.entries):
         if kafka_version(t) > CURRENT_VERSION:
-            rep.findings.append(Finding("txnindex_version", i * 34, t.last_offset,
+            rep.findings.append(Finding(TXN_VERSION, i * 34, t.last_offset,
                                         version_errors([t], os.path.abspath(item.path))[0]))
     if sanity:
         found = sanity_check_txnindex(parsed.entries, item.base_offset, os.path.abspath(item.path))
         rep.sanity = "failed" if found else "passed"
-        rep.findings += [Finding("txnindex_sanity", None, None, m) for m in found]
+        rep.findings += [Finding(TXN_SANITY, None, None, m) for m in found]
     if verify:
         rep.notes.append("aborted transactions are checked against the log's control markers by kdump verify")
     if rep.findings:

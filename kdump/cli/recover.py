@@ -7,8 +7,8 @@ import sys
 
 import click
 
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..errors import ExitStatus, KdumpError, UsageError
-from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from .options import Output, _isatty, force_option, output_options
 
 

@@ -7,9 +7,10 @@ import os
 
 import click
 
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..errors import ExitStatus, KdumpError, UsageError
+from ..findings import ANOMALY
 from ..format.codecs import DEFAULT_LIMITS, limits_for
-from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
 from .options import Output, force_option, limits_option, output_options, paths_argument
 
@@ -31,6 +32,10 @@ from .options import Output, force_option, limits_option, output_options, paths_
 @click.option("--broker-cut", is_flag=True,
               help="With --truncate: cut only where a broker's recovery would, keeping damage it does not detect "
                    "(offset regressions, undecodable records with a valid CRC).")
+@click.option("--strict", is_flag=True,
+              help="Also exit 1 for anomalies: odd states a broker accepts as they are (an index entry naming an "
+                   "offset compaction removed, a checkpoint lagging the log, segments overlapping after an "
+                   "interrupted clean).")
 @force_option
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
@@ -39,8 +44,8 @@ from .options import Output, force_option, limits_option, output_options, paths_
               help="List only the files with findings (the summary on stderr still counts every file).")
 @limits_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, force, engine, master, problems,
-           max_decompressed, max_expansion, json_flag, fmt, color, quiet):
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
+           problems, max_decompressed, max_expansion, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -52,14 +57,22 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
     Each file gets a line (or with --json one object: file, kind, status, size,
     valid_bytes, batches, records, first_offset, last_offset, findings); valid_bytes is
-    where a broker's recovery would cut the segment. A summary goes to stderr. The
-    text and table views show a run of findings of one kind in one file as one line
-    (count, byte and offset ranges); --json lists each. On a terminal the table lists
-    the files with findings and sums up the rest; --problems lists only those anywhere.
+    where a broker's recovery would cut the segment. Each finding has a class: damage
+    (data a broker would cut, delete or fail to load, or that readers lose), anomaly (odd
+    but accepted by a broker as it is), info (a state the broker finishes at startup).
+    A summary goes to stderr. The text and table views show a run of findings of one
+    kind in one file as one line (count, byte and offset ranges); --json lists each. On
+    a terminal the table lists the files with findings and sums up the rest; --problems
+    lists only those anywhere.
+
+    With --truncate, damage in a segment that later segments follow is cut the same way,
+    and the later segments are moved into kdump-quarantine-<time>/ inside the partition
+    (a broker's recovery deletes them): no offset gap is left behind.
 
     \b
-    Exit status: 0 clean, 1 damage found (also when --truncate repaired it),
-    3 could not complete (unreadable file, codec library missing).
+    Exit status: 0 clean or only anomalies, 1 damage found (also when --truncate
+    repaired it; anomalies too with --strict), 3 could not complete (unreadable file,
+    codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
     out.problems_only = problems
@@ -69,26 +82,26 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
-        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits)
+        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict)
     if master:
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      limits=limits, force=force)
+                      strict=strict, limits=limits, force=force)
 
 
-def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits) -> int:
+def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
     from ..spark.verify import run_verify as spark_verify
 
     return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
-                        index_interval_bytes=index_interval_bytes, limits=limits)
+                        index_interval_bytes=index_interval_bytes, limits=limits, strict=strict)
 
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, limits=None, force: bool = False) -> int:
+               broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False) -> int:
     from ..crosscheck import VerifyOptions, summarize, verify_files
     from ..render.verify import summary_line, verify_renderer
     from ..writelock import Locks
@@ -115,7 +128,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
                             continue
                     done = []
                     for r in verify_files(group, opts):
-                        status = max(status, report_status(r.status))
+                        status = max(status, report_status(r.status, r.findings if strict else ()))
                         renderer.file(r)
                         done.append(_light(r))
                         progress.done(r.file, r.size or 0)
@@ -156,12 +169,12 @@ def _notes(out: Output, changes: list) -> list:
 
 
 def _repair(reports, opts, out: Output, changes: list) -> ExitStatus:
-    from ..repair import repair_reports
+    from ..truncate import truncate_reports
     from . import error_line
 
     status = ExitStatus.OK
     try:
-        done = repair_reports(reports, opts)
+        done = truncate_reports(reports, opts)
     except KdumpError as e:
         click.echo(error_line(e), err=True)
         status = e.exit_code
@@ -215,9 +228,12 @@ def _real(path: str, dirs: dict[str, str]) -> str:
     return os.path.join(real, name)
 
 
-def report_status(s: str) -> ExitStatus:
-    """The exit status a file report's status gives."""
-    return {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+def report_status(s: str, strict_findings=()) -> ExitStatus:
+    """The exit status a file report's status gives; with --strict its anomalies count too."""
+    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+    if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
+        return ExitStatus.DAMAGE
+    return status
 
 
 def _light(r):

@@ -57,9 +57,14 @@ class TextDump:
         self.records = records
         self.data = data
         self.skip_metadata = skip_metadata
+        self.summary: list[tuple[int, list[str]]] = []      # stderr blocks, printed after all files
+        self._gaps: list[tuple[int, int]] = []
+        self._last_offset = -1
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
+        self._gaps = []
+        self._last_offset = -1
         self.out.add(text.dumping_line(f.path))
         if f.kind in ("log", "kraft_snapshot"):
             start = text.start_line(f.path)
@@ -73,12 +78,17 @@ class TextDump:
             return
         view = self.view
         data = self.data
+        last = self._last_offset
         for r in it.records:
+            if r.offset != last + 1:
+                self._gaps.append((last, r.offset))
+            last = r.offset
             if data and r.control is None:
                 k, v = view.text(r)
             else:
                 k = v = None
             add(text.record_line(r, k, v, not self.skip_metadata))
+        self._last_offset = last
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for line in lines:
@@ -87,6 +97,16 @@ class TextDump:
     def end_file(self, f: LogFile, trailing: int) -> None:
         if trailing > 0:
             self.out.add(text.trailing_line(f.path, trailing))
+        if self._gaps:
+            self.summary.append(text.non_consecutive_block(f.path, self._gaps))
+            self._gaps = []
+
+    def add_summary(self, blocks: list[tuple[int, list[str]]]) -> None:
+        self.summary.extend(blocks)
+
+    def summary_lines(self) -> list[str]:
+        """DumpLogSegments' closing report for stderr: each kind of block in turn."""
+        return [line for _, block in sorted(self.summary, key=lambda b: b[0]) for line in block]
 
     def finish(self) -> None:
         self.out.flush()

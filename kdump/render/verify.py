@@ -32,7 +32,8 @@ def finding_text(f) -> str:
     if f.offset is not None:
         where.append(f"offset {f.offset}")
     loc = f" at {', '.join(where)}" if where else ""
-    return f"{f.kind}{loc}: {f.message}"
+    label = " (anomaly)" if f.cls == "anomaly" else ""      # accepted by a broker: exit 0 unless --strict
+    return f"{f.kind}{label}{loc}: {f.message}"
 
 
 def finding_lines(findings) -> list[str]:
@@ -193,6 +194,9 @@ def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
          f"({counts['segments']} segment{'s' if counts['segments'] != 1 else ''}, {counts['bytes']} bytes): "
          f"{counts['ok']} ok, {counts['damaged']} damaged, {counts['torn_tail']} torn tail, "
          f"{counts['unreadable']} unreadable")
+    if counts.get("anomalies"):
+        n = counts["anomalies"]
+        s += f"; {n} anomal{'ies' if n != 1 else 'y'} (states a broker accepts)"
     if counts["cut_segments"]:
         verb = "cut" if changes is not None else "would be cut by a broker's recovery"
         s += (f"; {counts['cut_bytes']} bytes in {counts['cut_segments']} segment"

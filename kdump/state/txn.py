@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import findings as F
 from ..decoders import transaction_state
 from ..errors import KdumpError
 from ..format.txnindex import parse_txnindex
@@ -88,7 +89,7 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
         try:
             _, entries = read_snapshot(f.path)      # streamed: a snapshot may hold millions of producers
         except KdumpError as e:
-            out.append(Finding("txn_snapshot_unreadable", e.position, f.base_offset, f"{f.name}: {e.message}"))
+            out.append(Finding(F.TXN_SNAPSHOT_UNREADABLE, e.position, f.base_offset, f"{f.name}: {e.message}"))
             continue
         replayed = state.at_offsets.get(f.base_offset)
         if replayed is None:
@@ -100,7 +101,7 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
             in_snap.add(e.producer_id)
             mine = replayed.get(e.producer_id)
             if mine is None:
-                out.append(Finding("txn_snapshot_mismatch", None, f.base_offset,
+                out.append(Finding(F.TXN_SNAPSHOT_MISMATCH, None, f.base_offset,
                                    f"{f.name}: producer {e.producer_id} is in the snapshot but not in the log "
                                    f"before offset {f.base_offset}"))
                 continue
@@ -109,12 +110,12 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
                                   "current_txn_first_offset")
                      if getattr(e, name) != getattr(mine, name)]
             if diffs:
-                out.append(Finding("txn_snapshot_mismatch", None, f.base_offset,
+                out.append(Finding(F.TXN_SNAPSHOT_MISMATCH, None, f.base_offset,
                                    f"{f.name}: producer {e.producer_id}: " + "; ".join(diffs)))
         for pid, mine in replayed.items():
             # Expiry drops idle producers from snapshots, never one with an open transaction.
             if pid not in in_snap and mine.current_txn_first_offset >= 0:
-                out.append(Finding("txn_snapshot_mismatch", None, f.base_offset,
+                out.append(Finding(F.TXN_SNAPSHOT_MISMATCH, None, f.base_offset,
                                    f"{f.name}: producer {pid} has a transaction open since offset "
                                    f"{mine.current_txn_first_offset} but is missing from the snapshot"))
     return out
@@ -126,7 +127,7 @@ def _txnindex_findings(state: ProducerState, indexes) -> list[Finding]:
         try:
             t = parse_txnindex(read_small(f.path))
         except KdumpError as e:
-            return [Finding("txn_index_unreadable", e.position, f.base_offset, f"{f.name}: {e.message}")]
+            return [Finding(F.TXN_INDEX_UNREADABLE, e.position, f.base_offset, f"{f.name}: {e.message}")]
         for e in t.entries:
             on_disk[(e.producer_id, e.last_offset)] = (f.name, e)
     out = []
@@ -134,17 +135,17 @@ def _txnindex_findings(state: ProducerState, indexes) -> list[Finding]:
     for key, want in sorted(expected.items(), key=lambda kv: kv[0][1]):
         got = on_disk.pop(key, None)
         if got is None:
-            out.append(Finding("txn_index_mismatch", None, want.last_offset,
+            out.append(Finding(F.TXN_INDEX_MISMATCH, None, want.last_offset,
                                f"the aborted transaction of producer {want.producer_id} at {want.first_offset}.."
                                f"{want.last_offset} has no .txnindex entry (read_committed consumers would see it)"))
         elif (got[1].first_offset, got[1].last_stable_offset) != (want.first_offset, want.last_stable_offset):
-            out.append(Finding("txn_index_mismatch", None, want.last_offset,
+            out.append(Finding(F.TXN_INDEX_MISMATCH, None, want.last_offset,
                                f"{got[0]}: producer {want.producer_id}: firstOffset {got[1].first_offset} "
                                f"lastStableOffset {got[1].last_stable_offset} on disk, {want.first_offset} and "
                                f"{want.last_stable_offset} from the log"))
     for (pid, last), (name, e) in sorted(on_disk.items(), key=lambda kv: kv[0][1]):
         if state.log_end_offset is not None and last < state.log_end_offset and state.complete_before(last):
-            out.append(Finding("txn_index_mismatch", None, last,
+            out.append(Finding(F.TXN_INDEX_MISMATCH, None, last,
                                f"{name}: entry for producer {pid} ending at {last} matches no ABORT marker "
                                f"closing an open transaction in the log"))
     return out
@@ -159,9 +160,9 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
         state.log_end_offset = max(state.log_end_offset or 0, segs[-1].base_offset)
         if state.log_start_offset is None:
             state.log_start_offset = segs[0].base_offset
-    findings = [Finding("txn_producer_invalid", None, off, msg) for off, msg in state.anomalies]
+    findings = [Finding(F.TXN_PRODUCER_INVALID, None, off, msg) for off, msg in state.anomalies]
     if reader.stop is not None:
-        findings.append(Finding("txn_log_stop", reader.stop.position, reader.stop.offset,
+        findings.append(Finding(F.TXN_LOG_STOP, reader.stop.position, reader.stop.offset,
                                 f"{reader.stop.text()}; state is rebuilt from the data before it"))
     findings += _snapshot_findings(p, state, snaps)
     findings += _txnindex_findings(state, side_files(p, TXNINDEX))
@@ -172,7 +173,7 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
         tid = by_pid.get(pr.producer_id)
         d["transactional_id"] = tid[0] if tid else None
         if tid is not None and pr.producer_epoch > tid[1]["producerEpoch"]:
-            findings.append(Finding("txn_coordinator_mismatch", None, pr.last_offset,
+            findings.append(Finding(F.TXN_COORDINATOR_MISMATCH, None, pr.last_offset,
                                     f"producer {pr.producer_id} ({tid[0]}) writes with epoch {pr.producer_epoch}, newer "
                                     f"than the coordinator's {tid[1]['producerEpoch']}"))
         if pr.current_txn_first_offset >= 0:
@@ -192,11 +193,11 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
                                "bytes": pr.txn_bytes, "age_ms": age},
                      hanging=bool(reasons), hanging_reasons=reasons)
             if decisive and tid is None:
-                findings.append(Finding("txn_coordinator_mismatch", None, pr.current_txn_first_offset,
+                findings.append(Finding(F.TXN_COORDINATOR_MISMATCH, None, pr.current_txn_first_offset,
                                         f"producer {pr.producer_id} has a transaction open since offset "
                                         f"{pr.current_txn_first_offset}, unknown to __transaction_state"))
             elif decisive and not named:
-                findings.append(Finding("txn_coordinator_mismatch", None, pr.current_txn_first_offset,
+                findings.append(Finding(F.TXN_COORDINATOR_MISMATCH, None, pr.current_txn_first_offset,
                                         f"producer {pr.producer_id} ({tid[0]}) has a transaction open since offset "
                                         f"{pr.current_txn_first_offset}; the coordinator says "
                                         f"{tid[1]['transactionStatusName']} without this partition"))
