@@ -105,6 +105,11 @@ class InputError(KdumpError):
     exit_code = ExitStatus.INCOMPLETE
 
 
+class OutOfMemoryError(InputError):
+    """The records of a batch did not fit in memory: the command stops, located at the batch
+    (it is not damage, and the rest would be incomplete)."""
+
+
 class UnsupportedCodecError(KdumpError):
     """The Python library for a compression codec is not installed."""
 

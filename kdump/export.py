@@ -17,94 +17,35 @@ pyarrow is imported lazily: planning and NDJSON need nothing beyond the standard
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from .errors import ExitStatus, KdumpError, UsageError, WriteError
+from .errors import ExitStatus, KdumpError, OutOfMemoryError, UsageError, WriteError
+from .exportschema import (  # noqa: F401
+    BATCH_COLUMNS,
+    HEADER_DDL,
+    JSON_COLUMNS,
+    PARTITION_COLUMNS,
+    RECORD_COLUMNS,
+    arrow_schema,
+    arrow_type,
+    ddl,
+    text,
+)
+from .exportwrite import HIVE_NULL, ParquetSink, binary_array, hive_dir, joined, record_lines, size_parts  # noqa: F401
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .logdir import BATCH_KINDS, LOG, LogFile, resolve
 from .model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
-from .reader import Filters, SegmentReader
+from .reader import Filters, SegmentReader, out_of_memory
+from .render.jsonout import maybe_large
 from .segment import MappedFile, file_size
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # slice size: ~1-2 s of decoding per task
 DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
 DEFAULT_MAX_BYTES = 16 << 20         # ... and key/value/header bytes (binary offsets are int32)
 MAX_TIMESTAMP_MS = 253402300799999   # 9999-12-31T23:59:59.999Z: the end of Spark's range
-
-
-def text(name: str | None) -> str | None:
-    """A file or topic name as Arrow and JSON can hold it. A name that is not valid UTF-8
-    reaches Python with surrogates (\\udcXX); those are written as that escape, in letters,
-    instead of failing the export."""
-    if name is None or name.isascii():
-        return name
-    return name.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-# -- row layouts ---------------------------------------------------------------------------------
-# One list each, in column order: (name, Spark DDL type). The Arrow types follow from
-# ``arrow_type`` and equal pyspark's to_arrow_schema(..., timezone="UTC") for the DDL
-# (tests/spark/test_source.py checks this), so record batches go to the JVM unconverted.
-
-HEADER_DDL = "array<struct<key:string,value:binary>>"
-
-RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("file", "string"),
-    ("position", "bigint"), ("base_offset", "bigint"), ("offset", "bigint"),
-    ("timestamp", "timestamp"), ("timestamp_type", "string"),
-    ("key", "binary"), ("value", "binary"), ("headers", HEADER_DDL),
-    ("magic", "int"), ("compression", "string"),
-    ("producer_id", "bigint"), ("producer_epoch", "int"), ("sequence", "int"),
-    ("is_transactional", "boolean"), ("is_control", "boolean"),
-    ("partition_leader_epoch", "int"), ("crc_valid", "boolean"), ("error", "string"),
-)
-
-BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("file", "string"),
-    ("position", "bigint"), ("size", "bigint"), ("base_offset", "bigint"), ("last_offset", "bigint"),
-    ("count", "int"), ("magic", "int"), ("crc", "bigint"), ("crc_valid", "boolean"),
-    ("compression", "string"), ("timestamp_type", "string"),
-    ("base_timestamp", "bigint"), ("max_timestamp", "bigint"),
-    ("partition_leader_epoch", "int"), ("producer_id", "bigint"), ("producer_epoch", "int"),
-    ("base_sequence", "int"), ("is_transactional", "boolean"), ("is_control", "boolean"),
-    ("error_kind", "string"), ("error", "string"),
-)
-
-# The NDJSON rows, as the Spark text writer needs them: partition columns and one line.
-JSON_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("line", "string"), ("is_error", "boolean"),
-)
-
-PARTITION_COLUMNS = ("topic", "partition", "segment")
-
-
-def ddl(columns: Iterable[tuple[str, str]]) -> str:
-    """A Spark DDL schema string (names quoted: ``partition`` is a SQL keyword)."""
-    return ", ".join(f"`{name}` {kind}" for name, kind in columns)
-
-
-@functools.lru_cache(maxsize=None)
-def arrow_type(kind: str):
-    import pyarrow as pa
-
-    simple = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary(),
-              "boolean": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC")}
-    if kind in simple:
-        return simple[kind]
-    if kind == HEADER_DDL:
-        return pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
-    raise ValueError(kind)
-
-
-@functools.lru_cache(maxsize=None)
-def arrow_schema(columns: tuple[tuple[str, str], ...] = RECORD_COLUMNS):
-    import pyarrow as pa
-
-    return pa.schema([pa.field(name, arrow_type(kind)) for name, kind in columns])
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -336,14 +277,22 @@ def read_slice(sl: Slice, scope: Scope = Scope(), records: bool = True,
     Spark the offset filters are handled); a Damage is kept when its offset is in range.
     """
     reader = SliceReader(sl, scope.record_filters(), records, limits)
+    at = (sl.start, None)           # where the walk is: an out-of-memory error is located there
     try:
         for item in reader:
+            b = item.batch
+            at = (b.position, b.base_offset)
+            if isinstance(item.error, OutOfMemoryError):
+                raise item.error            # not damage: the export cannot complete
             if item.error is not None:
-                b = item.batch
                 yield Damage("records", b.position, b.base_offset if b.base_offset is not None else b.last_offset,
                              item.error.message, b)
             else:
                 yield item.batch, item.records
+    except OutOfMemoryError:
+        raise
+    except MemoryError:
+        raise out_of_memory(sl.path, *at, "read") from None
     except KdumpError as e:
         yield Damage("unreadable", e.position, e.offset, e.message)
         return
@@ -445,6 +394,7 @@ class RecordColumns:
         self.value += values
         self.sequence += sequences
         ends = self.header_ends
+        header_bytes = 0
         if any(headers):
             total = ends[-1]
             hk, hv = self.header_keys, self.header_values
@@ -454,11 +404,12 @@ class RecordColumns:
                     for k, v in h:
                         hk.append(k.decode("utf-8", "replace"))
                         hv.append(v)
+                        header_bytes += 0 if v is None else len(v)
                 ends.append(total)
         else:
             ends += [ends[-1]] * n
         self.rows += n
-        self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values))) + 32 * n
+        self.bytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values))) + header_bytes + 32 * n
 
     def add_damage(self, d: Damage) -> None:
         """One error row: batch fields where a batch is known, record fields null."""
@@ -487,7 +438,7 @@ class RecordColumns:
         (position, base_offset, ts_type, magic, codec, producer_id, producer_epoch, transactional, control, epoch,
          crc_valid, error) = [c.take(take) for c in group_cols]
         header_struct = pa.StructArray.from_arrays(
-            [pa.array(self.header_keys, pa.string()), pa.array(self.header_values, pa.binary())],
+            [pa.array(self.header_keys, pa.string()), binary_array(self.header_values)],
             fields=[pa.field("key", pa.string()), pa.field("value", pa.binary())])
         headers = pa.ListArray.from_arrays(pa.array(self.header_ends, pa.int32()), header_struct,
                                            type=arrow_type(HEADER_DDL))
@@ -500,8 +451,8 @@ class RecordColumns:
             pa.array(self.offset, pa.int64()),
             _timestamps(self.timestamp),
             ts_type,
-            pa.array(self.key, pa.binary()),
-            pa.array(self.value, pa.binary()),
+            binary_array(self.key),
+            binary_array(self.value),
             headers,
             magic, codec, producer_id, producer_epoch,
             pa.array(self.sequence, pa.int32()),
@@ -516,16 +467,25 @@ def record_batches(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MA
                    max_bytes: int = DEFAULT_MAX_BYTES, limits: Limits = DEFAULT_LIMITS):
     """Arrow record batches (RECORD_COLUMNS) of one slice, each at most ~max_rows / ~max_bytes."""
     cols = RecordColumns(sl)
-    for item in read_slice(sl, scope, True, limits):
-        if isinstance(item, Damage):
-            if _in_range(scope, item.offset):
-                cols.add_damage(item)
-        else:
-            cols.add(*item)
-        if cols.rows >= max_rows or cols.bytes >= max_bytes:
+    at = (sl.start, None)
+    try:
+        for item in read_slice(sl, scope, True, limits):
+            if isinstance(item, Damage):
+                if _in_range(scope, item.offset):
+                    cols.add_damage(item)
+            else:
+                b = item[0]
+                at = (b.position, b.base_offset)
+                for part in size_parts(item[1], max_bytes) if maybe_large(*item) else (item[1],):
+                    if cols.rows and part is not item[1]:
+                        yield cols.flush()          # a record over max_bytes goes out alone
+                    cols.add(b, part)
+            if cols.rows >= max_rows or cols.bytes >= max_bytes:
+                yield cols.flush()
+        if cols.rows:
             yield cols.flush()
-    if cols.rows:
-        yield cols.flush()
+    except MemoryError:
+        raise out_of_memory(sl.path, *at, "export") from None
 
 
 def batch_rows(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS):
@@ -568,26 +528,26 @@ def json_lines(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
     A damaged stretch gives ``{"topic",...,"position","offset","error"}`` instead.
     """
     for line, _ in json_items(sl, encoding, scope, limits):
-        yield line
+        yield joined(line)
 
 
 def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
                limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[str, Damage | None]]:
-    """``(line, damage)`` pairs of ``json_lines``; damage is None on record lines."""
-    from .render.jsonout import dumps, records_json
+    """``(line, damage)`` pairs of ``json_lines``; damage is None on record lines, and a line
+    holding a large record is an iterator of its pieces (``exportwrite.record_lines``)."""
+    from .render.jsonout import dumps
     from .render.payload import PayloadView
 
     view = PayloadView(encoding)
     prefix = f'{{"topic":{dumps(text(sl.topic))},"partition":{dumps(sl.partition)},"segment":{dumps(text(sl.segment))},'
-    cut = len('"records":[{')
     for item in read_slice(sl, scope, True, limits):
         if isinstance(item, Damage):
             if _in_range(scope, item.offset):
                 yield (f'{prefix}"position":{dumps(item.position)},"offset":{dumps(item.offset)},'
                        f'"error":{dumps(damage_message(item))}}}'), item
             continue
-        for r in item[1]:
-            yield prefix + records_json([r], view)[cut:-1], None
+        for line in record_lines(prefix, sl.path, item[0], item[1], view):
+            yield line, None
 
 
 def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS,
@@ -608,6 +568,7 @@ def json_batches(sl: Slice, encoding: str = "base64", scope: Scope = Scope(), ma
             pa.array(flags, pa.bool_())], schema=schema)
 
     for line, damage in json_items(sl, encoding, scope, limits):
+        line = joined(line)         # the Spark text writer takes whole lines
         lines.append(line)
         flags.append(damage is not None)
         size += len(line)
@@ -637,7 +598,6 @@ class ExportResult(NamedTuple):
 
 
 MAX_REPORTED_ERRORS = 20
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"    # Spark's directory name for a null partition value
 
 
 def parse_partition_by(value: str | None) -> tuple[str, ...]:
@@ -681,102 +641,6 @@ def json_error_summary(topic, partition, segment, position, message) -> str:
     return f"{where}:{position}: {message}"
 
 
-PARQUET_OPTIONS = {"compression": "zstd", "coerce_timestamps": "ms", "allow_truncated_timestamps": False}
-ROW_GROUP_ROWS = 1 << 20
-ROW_GROUP_BYTES = 128 << 20
-
-
-class ParquetSink:
-    """Parquet files, one per output directory, fed with record batches of single slices.
-
-    A slice lies in one topic/partition/segment, so each batch belongs to one hive
-    directory whole: no per-row partitioning is needed, only a writer per directory.
-    Batches are gathered into row groups (up to ROW_GROUP_ROWS / ROW_GROUP_BYTES) and, with
-    ``threads``, encoded and compressed by a background thread (pyarrow releases the GIL)
-    while the caller decodes the next ones.
-    """
-
-    def __init__(self, out: str, partition_by: tuple[str, ...], name: str = "part-00000.zstd.parquet",
-                 threads: bool = True) -> None:
-        import pyarrow as pa
-
-        schema = arrow_schema(RECORD_COLUMNS)
-        self.out, self.partition_by, self.name = out, partition_by, name
-        self.keep = [i for i, f in enumerate(schema) if f.name not in partition_by]
-        self.file_schema = pa.schema([schema.field(i) for i in self.keep])
-        self.writers: dict[str, Any] = {}
-        self.buffer: list = []
-        self.buffered_rows = self.buffered_bytes = 0
-        self.directory: str | None = None
-        self.error: BaseException | None = None
-        self.queue = None
-        if threads:
-            import queue
-            import threading
-
-            self.queue = queue.Queue(maxsize=2)       # bounded: decoding runs at most 2 row groups ahead
-            self.thread = threading.Thread(target=self._drain, name="kdump-parquet", daemon=True)
-            self.thread.start()
-
-    def write(self, sl: Slice, batch) -> None:
-        directory = _hive_dir(self.out, self.partition_by, sl)
-        if directory != self.directory:
-            self._flush()
-            self.directory = directory
-        self.buffer.append(batch.select(self.keep))
-        self.buffered_rows += batch.num_rows
-        self.buffered_bytes += batch.nbytes
-        if self.buffered_rows >= ROW_GROUP_ROWS or self.buffered_bytes >= ROW_GROUP_BYTES:
-            self._flush()
-
-    def close(self) -> None:
-        try:
-            self._flush()
-        finally:
-            if self.queue is not None:
-                self.queue.put(None)
-                self.thread.join()
-            for w in self.writers.values():
-                w.close()
-        if self.error is not None:
-            raise self.error
-
-    def _flush(self) -> None:
-        if not self.buffer:
-            return
-        import pyarrow as pa
-
-        table = pa.Table.from_batches(self.buffer, schema=self.file_schema)
-        self.buffer, self.buffered_rows, self.buffered_bytes = [], 0, 0
-        if self.queue is None:
-            self._write(self.directory, table)
-            return
-        if self.error is not None:
-            raise self.error
-        self.queue.put((self.directory, table))
-
-    def _drain(self) -> None:
-        while True:
-            item = self.queue.get()
-            if item is None:
-                return
-            if self.error is None:
-                try:
-                    self._write(*item)
-                except BaseException as e:  # noqa: BLE001 - handed over to the caller's thread
-                    self.error = e
-
-    def _write(self, directory: str, table) -> None:
-        import pyarrow.parquet as pq
-
-        writer = self.writers.get(directory)
-        if writer is None:
-            os.makedirs(directory, exist_ok=True)
-            writer = self.writers[directory] = pq.ParquetWriter(os.path.join(directory, self.name),
-                                                                self.file_schema, **PARQUET_OPTIONS)
-        writer.write_table(table, row_group_size=table.num_rows)
-
-
 def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], scope: Scope = Scope(),
                   tally: _Tally | None = None, name: str = "part-00000.zstd.parquet",
                   threads: bool = True, limits: Limits = DEFAULT_LIMITS) -> _Tally:
@@ -793,14 +657,6 @@ def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], 
     return tally
 
 
-def _hive_dir(out: str, partition_by: tuple[str, ...], sl: Slice) -> str:
-    parts = []
-    for c in partition_by:
-        v = getattr(sl, c)
-        parts.append(f"{c}={HIVE_NULL if v is None else text(v) if isinstance(v, str) else v}")
-    return os.path.join(out, *parts)
-
-
 def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], encoding: str = "base64",
                  scope: Scope = Scope(), tally: _Tally | None = None, name: str = "part-00000.ndjson",
                  limits: Limits = DEFAULT_LIMITS) -> _Tally:
@@ -811,7 +667,7 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
     opened: set[str] = set()
     try:
         for sl in slices:
-            directory = _hive_dir(out, partition_by, sl)
+            directory = hive_dir(out, partition_by, sl)
             if directory != current:
                 if fh is not None:
                     fh.close()
@@ -822,7 +678,7 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
                 current = directory
             write = fh.write
             for line, damage in json_items(sl, encoding, scope, limits):
-                write(line)
+                write(line) if type(line) is str else fh.writelines(line)
                 write("\n")
                 tally.rows += 1
                 if damage is not None:

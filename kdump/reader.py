@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .errors import InputError, KdumpError
+from .errors import KdumpError, OutOfMemoryError
 from .format import accel
 from .format.batch import RECORD_BATCH_OVERHEAD
 from .format.codecs import DEFAULT_LIMITS, Limits
@@ -56,10 +56,10 @@ class Filters(NamedTuple):
         return not (self.end_time is not None and r.timestamp > self.end_time)
 
 
-def out_of_memory(path: str, batch: Batch, what: str) -> InputError:
+def out_of_memory(path: str, position: int | None, base_offset: int | None, what: str) -> OutOfMemoryError:
     """A batch whose records do not fit in memory: a located error, not an internal one."""
-    return InputError(f"not enough memory to {what} the records of the batch at offset {batch.base_offset} "
-                      f"(lower --max-decompressed to refuse such batches)", file=path, position=batch.position)
+    return OutOfMemoryError(f"not enough memory to {what} the records of the batch at offset {base_offset} "
+                            f"(lower --max-decompressed to refuse such batches)", file=path, position=position)
 
 
 class Item(NamedTuple):
@@ -135,7 +135,7 @@ class SegmentReader:
                     yield _item(Item, (batch, None, e.located(self.file.path, position)))
                     continue
                 except MemoryError:
-                    yield _item(Item, (batch, None, out_of_memory(self.file.path, batch, "decode")))
+                    yield _item(Item, (batch, None, out_of_memory(self.file.path, position, base_offset, "decode")))
                     continue
                 if check_offsets or check_times:
                     kept = [r for r in records if flt.keep_record(r)]

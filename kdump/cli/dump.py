@@ -238,7 +238,7 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         try:
             renderer.item(f, it)
         except MemoryError:
-            raise out_of_memory(f.path, it.batch, "write") from None
+            raise out_of_memory(f.path, it.batch.position, it.batch.base_offset, "write") from None
         n += 1
         if progress is not None and not n & 0x7FF:
             progress.advance(f.path, it.batch.position)

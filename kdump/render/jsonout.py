@@ -83,7 +83,8 @@ def _literal_fn(view: PayloadView):
 _LITERALS: dict[str, Any] = {}
 
 
-def _lit(view: PayloadView):
+def literal_for(view: PayloadView):
+    """bytes|None -> JSON literal under the encoding of ``view`` (made once per encoding)."""
     lit = _LITERALS.get(view.encoding)
     if lit is None:
         lit = _LITERALS[view.encoding] = _literal_fn(view)
@@ -115,7 +116,7 @@ def record_json(r: Record, lit, view: PayloadView) -> str:
 
 def records_json(records: list[Record], view: PayloadView) -> str:
     """The ``"records":[...]`` member."""
-    lit = _lit(view)
+    lit = literal_for(view)
     return '"records":[' + ",".join([record_json(r, lit, view) for r in records]) + "]"
 
 
@@ -169,10 +170,9 @@ def literal_pieces(data, encoding: str) -> Iterator[str]:
     yield '"'
 
 
-def batch_pieces(file_json: str, b: Batch, records: list[Record] | None, view: PayloadView,
-                 error: str | None = None) -> Iterator[str]:
-    """``py_batch_line`` in pieces, large keys, values and header values in chunks."""
-    lit = _lit(view)
+def record_pieces(r: Record, view: PayloadView) -> Iterator[str]:
+    """``record_json`` in pieces, keys, values and header values over STREAM_CHUNK in chunks."""
+    lit = literal_for(view)
     big: list = []
 
     def marked(d):
@@ -183,22 +183,27 @@ def batch_pieces(file_json: str, b: Batch, records: list[Record] | None, view: P
             return f"\x00{len(big) - 1}\x00"
         return lit(d)
 
+    s = record_json(r, marked, view)
+    if not big:
+        yield s
+        return
+    for j, part in enumerate(s.split("\x00")):
+        if j % 2:
+            yield from literal_pieces(big[int(part)], view.encoding)
+        else:
+            yield part
+
+
+def batch_pieces(file_json: str, b: Batch, records: list[Record] | None, view: PayloadView,
+                 error: str | None = None) -> Iterator[str]:
+    """``py_batch_line`` in pieces, large keys, values and header values in chunks."""
     yield batch_prefix(file_json, b)
     if records is not None:
         yield ',"records":['
         for i, r in enumerate(records):
             if i:
                 yield ","
-            s = record_json(r, marked, view)
-            if not big:
-                yield s
-                continue
-            for j, part in enumerate(s.split("\x00")):
-                if j % 2:
-                    yield from literal_pieces(big[int(part)], view.encoding)
-                else:
-                    yield part
-            big.clear()
+            yield from record_pieces(r, view)
         yield "]"
     if error is not None:
         yield ',"records_error":' + dumps(error)
