@@ -123,17 +123,20 @@ def _size(path: str) -> int | None:
 
 def verify_files(files: list[LogFile], opts: VerifyOptions) -> Iterator[FileReport]:
     """Reports for ``files`` (in their order), a directory at a time so memory stays small."""
-    group: list[LogFile] = []
-    current = None
+    for directory, group in directory_groups(files):
+        yield from check_directory(directory, group, opts)
+
+
+def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
+    """``files`` cut into runs of one directory each (the unit verify checks, and spreads over workers)."""
+    groups: list[tuple[str, list[LogFile]]] = []
     for f in files:
         d = os.path.dirname(f.path)
-        if group and d != current:
-            yield from check_directory(current, group, opts)
-            group = []
-        current = d
-        group.append(f)
-    if group:
-        yield from check_directory(current, group, opts)
+        if groups and groups[-1][0] == d:
+            groups[-1][1].append(f)
+        else:
+            groups.append((d, [f]))
+    return groups
 
 
 def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]:

@@ -11,7 +11,7 @@ from ..errors import ExitStatus, KdumpError, UsageError
 from ..format.codecs import DEFAULT_LIMITS, limits_for
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
-from .options import Output, limits_option, output_options, paths_argument
+from .options import Output, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,9 +35,10 @@ from .options import Output, limits_option, output_options, paths_argument
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
 @limits_option
+@jobs_option
 @output_options
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, max_decompressed,
-           max_expansion, json_flag, fmt, color, quiet):
+           max_expansion, jobs, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -65,7 +66,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      limits=limits)
+                      limits=limits, jobs=jobs_or_default(jobs))
 
 
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits) -> int:
@@ -79,8 +80,9 @@ def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, lim
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, limits=None) -> int:
-    from ..crosscheck import VerifyOptions, summarize, verify_files
+               broker_cut: bool = False, limits=None, jobs: int = 1) -> int:
+    from ..crosscheck import VerifyOptions, check_directory, directory_groups, summarize
+    from ..parallel import ordered_map
     from ..render.verify import change_line, summary_line, verify_renderer
     from . import error_line
     from .progress import Progress
@@ -88,32 +90,50 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
     files, status = resolve_paths(paths)
-    renderer = verify_renderer(out)
-    reports = []
-    try:
-        with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
-            for r in verify_files(files, opts):
-                renderer.file(r)
-                reports.append(_light(r))
-                status = max(status, report_status(r.status))
-                progress.file_done(r.size or 0)
-    finally:
-        renderer.finish()
-    changes = None
-    if truncate:
+    groups = directory_groups(files)
+    if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
+        jobs = 1        # a directory named in pieces: repair it in one process
+
+    def check(group):
+        # One directory: its reports, and with --truncate its repair (by this worker alone).
+        reports = [_light(r) for r in check_directory(*group, opts)]
+        if not truncate:
+            return reports, None, None
         from ..repair import repair_reports
 
         try:
-            changes = repair_reports(reports, opts)
+            return reports, repair_reports(reports, opts), None
         except KdumpError as e:
-            click.echo(error_line(e), err=True)
-            status = max(status, e.exit_code)
-            changes = []
+            return reports, [], e
+
+    renderer = verify_renderer(out)
+    counts = summarize([])
+    changes: list | None = [] if truncate else None
+    failed: list[KdumpError] = []
+    try:
+        with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
+            for reports, changed, error in ordered_map(check, groups, jobs):
+                for r in reports:
+                    renderer.file(r)
+                    status = max(status, report_status(r.status))
+                    progress.file_done(r.size or 0)
+                for k, v in summarize(reports).items():
+                    counts[k] += v
+                if changed:
+                    changes.extend(changed)
+                if error is not None:
+                    failed.append(error)
+    finally:
+        renderer.finish()
+    for e in failed:
+        click.echo(error_line(e), err=True)
+        status = max(status, e.exit_code)
+    if changes is not None:
         for c in changes:
             out.note(change_line(c))
         if any(c.action == "skipped" for c in changes):
             status = max(status, ExitStatus.DAMAGE)
-    out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
+    out.note(summary_line(counts, None if changes is None else len(changes)))
     return int(status)
 
 

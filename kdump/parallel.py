@@ -1,0 +1,163 @@
+"""The partitions of a log dir spread over worker processes, results in ``-j 1``'s order.
+
+A command gives ``ordered_map`` a function and its units of work (a partition each,
+usually) and gets the function's results back one by one, in the units' order, as if it
+had run them itself: what it prints is the same bytes as with ``-j 1``. One unit, or
+``jobs`` 1, runs in this process with no worker started (and ``multiprocessing`` is not
+even imported).
+
+Workers are forked, so they start with the function, the units and everything the
+command imported already in memory; a task is only a range of unit numbers, sent down a
+pipe, and a reply the results of that range. Each worker has at most two ranges queued,
+and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
+yet handed back, so the results held while waiting for a slow partition stay bounded.
+Workers ignore SIGINT: on Ctrl-C (or any exception, or the caller stopping early) the
+parent terminates and reaps every one of them before the interrupt goes on up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from .errors import KdumpError
+
+CHUNK_MAX = 16          # units per task: fewer round trips, still small enough to balance
+QUEUED_PER_WORKER = 2   # tasks sent ahead, so a worker never waits for the parent
+WINDOW_PER_JOB = 4      # tasks out per worker past the oldest unfinished one
+
+# What the workers run; set in the parent just before forking, inherited by the children.
+_work: Callable[[Any], Any] | None = None
+_units: Sequence[Any] = ()
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (the -j default)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def ordered_map(fn: Callable[[Any], Any], units: Iterable[Any], jobs: int) -> Iterator[Any]:
+    """``fn(u)`` for every unit, in order; over ``jobs`` worker processes when there are
+    several units. An exception ``fn`` raises comes out where that unit's result would."""
+    units = units if isinstance(units, Sequence) else list(units)
+    if jobs <= 1 or len(units) <= 1:
+        for u in units:
+            yield fn(u)
+        return
+    yield from _fan_out(fn, units, min(jobs, len(units)))
+
+
+class WorkerDied(KdumpError):
+    """A worker ended without answering (killed, or stopped by a fault it reported itself)."""
+
+
+def _worker_main(conn) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent stops the workers on Ctrl-C
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        start, end = task
+        results, raised = [], None
+        for u in _units[start:end]:
+            try:
+                results.append(_work(u))
+            except BaseException as e:  # noqa: BLE001 - handed to the parent, raised there in order
+                raised = e
+                break
+        try:
+            conn.send((results, raised))
+        except Exception as e:  # noqa: BLE001 - an unpicklable result or exception
+            conn.send(([], RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+class _Worker:
+    def __init__(self, ctx) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+        self.tasks: deque[int] = deque()
+
+
+def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int) -> Iterator[Any]:
+    global _work, _units
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    n = len(units)
+    size = max(1, min(CHUNK_MAX, n // (jobs * 8)))
+    tasks = [(s, min(s + size, n)) for s in range(0, n, size)]
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    ctx = multiprocessing.get_context("fork")
+    _work, _units = fn, units
+    workers: list[_Worker] = []
+    try:
+        workers = [_Worker(ctx) for _ in range(jobs)]
+        done: dict[int, tuple[list, BaseException | None]] = {}
+        sent = returned = 0
+        window = jobs * WINDOW_PER_JOB
+        while returned < len(tasks):
+            while sent < len(tasks) and sent - returned < window:
+                w = min(workers, key=lambda w: len(w.tasks))
+                if len(w.tasks) >= QUEUED_PER_WORKER:
+                    break
+                w.conn.send(tasks[sent])
+                w.tasks.append(sent)
+                sent += 1
+            if returned in done:
+                results, raised = done.pop(returned)
+                returned += 1
+                yield from results
+                if raised is not None:
+                    raise raised
+                continue
+            busy = [w for w in workers if w.tasks]
+            ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy])
+            for w in busy:
+                if w.conn in ready or w.conn.poll():
+                    try:
+                        done[w.tasks.popleft()] = w.conn.recv()
+                        continue
+                    except EOFError:
+                        pass
+                if w.proc.sentinel in ready and not w.conn.poll():
+                    w.proc.join()
+                    raise WorkerDied(f"a worker process ended without finishing its partitions (exit status "
+                                     f"{w.proc.exitcode}); nothing after them was checked")
+    finally:
+        _work, _units = None, ()
+        _stop(workers)
+
+
+def _stop(workers: list[_Worker]) -> None:
+    """Terminate and reap every worker (they may be mid-task after an interrupt)."""
+    for w in workers:
+        if w.proc.is_alive() and w.tasks:
+            w.proc.terminate()
+        else:
+            try:
+                w.conn.send(None)
+            except (OSError, ValueError):
+                w.proc.terminate()
+    for w in workers:
+        w.proc.join(5)
+        if w.proc.is_alive():
+            w.proc.kill()
+            w.proc.join()
+        w.conn.close()
