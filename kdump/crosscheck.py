@@ -142,7 +142,7 @@ def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
 def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]:
     """Every file of ``directory`` plus the requested ones it does not list (e.g. leftovers)."""
     try:
-        context = K.partition_files(directory) if directory else []
+        context = K.take_listing(directory) or (K.partition_files(directory) if directory else [])
     except KdumpError:
         context = []
     known = {f.path for f in context}
@@ -454,7 +454,8 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | No
         whole = memoryview(m.buf)
         kept = whole[:scan.valid_bytes]
         try:
-            a, b = verify_indexes(kept, base, idx, tix, limits=limits)
+            # Findings only: the time index's convention (which costs decoding records) is not reported.
+            a, b = verify_indexes(kept, base, idx, tix, limits=limits, convention=False)
         finally:
             for v in (kept, whole):
                 try:

@@ -25,10 +25,13 @@ class Progress:
         self._task = None
 
     @classmethod
-    def for_output(cls, out, total_bytes: int, label: str) -> Progress:
+    def for_output(cls, out, total_bytes, label: str) -> Progress:
+        """``total_bytes`` may be a function, called only if the bar can be shown (a stat per file)."""
         stderr_tty = _isatty(sys.stderr)
         stdout_tty = _isatty(out.stream)
         enabled = stderr_tty and not out.quiet and not stdout_tty and not os.environ.get("KDUMP_NO_PROGRESS")
+        if callable(total_bytes):
+            total_bytes = total_bytes() if enabled else 0
         return cls(total_bytes, label, enabled)
 
     def update(self, position_in_file: int) -> None:

@@ -111,7 +111,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     changes: list | None = [] if truncate else None
     failed: list[KdumpError] = []
     try:
-        with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
+        with Progress.for_output(out, lambda: sum(file_size(f.path) for f in files), "verify") as progress:
             for reports, changed, error in ordered_map(check, groups, jobs):
                 for r in reports:
                     renderer.file(r)
@@ -153,6 +153,8 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
             continue
+        if len(paths) == 1:
+            return found, status        # one PATH lists each file once: no need to resolve links
         for f in found:
             key = os.path.realpath(f.path)
             if key not in seen:
