@@ -123,20 +123,8 @@ def _size(path: str) -> int | None:
 
 def verify_files(files: list[LogFile], opts: VerifyOptions) -> Iterator[FileReport]:
     """Reports for ``files`` (in their order), a directory at a time so memory stays small."""
-    for directory, group in directory_groups(files):
+    for directory, group in K.directory_groups(files):
         yield from check_directory(directory, group, opts)
-
-
-def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
-    """``files`` cut into runs of one directory each (the unit verify checks, and spreads over workers)."""
-    groups: list[tuple[str, list[LogFile]]] = []
-    for f in files:
-        d = os.path.dirname(f.path)
-        if groups and groups[-1][0] == d:
-            groups[-1][1].append(f)
-        else:
-            groups.append((d, [f]))
-    return groups
 
 
 def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]:

@@ -213,6 +213,19 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
     return out
 
 
+def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
+    """``files`` cut into runs of one directory each: a partition, the unit the whole-log-dir
+    commands check and spread over worker processes."""
+    groups: list[tuple[str, list[LogFile]]] = []
+    for f in files:
+        d = os.path.dirname(f.path)
+        if groups and groups[-1][0] == d:
+            groups[-1][1].append(f)
+        else:
+            groups.append((d, [f]))
+    return groups
+
+
 def siblings(f: LogFile, ext: str) -> str:
     """Path of the file with the same base offset and another extension (``.index`` of a ``.log``)."""
     directory = os.path.dirname(f.path)

@@ -9,23 +9,27 @@ import click
 from ..errors import ExitStatus, KdumpError
 from ..logdir import BATCH_KINDS, resolve
 from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
-from .options import Output, output_options, paths_argument
+from .options import Output, jobs_option, jobs_or_default, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
+@jobs_option
 @output_options
-def info(paths, json_flag, fmt, color, quiet):
+def info(paths, jobs, json_flag, fmt, color, quiet):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,
     codecs, producers, transactional and control share, batch-size histogram.
 
     Reads batch headers only, so it is fast even on large log dirs.
     """
     out = Output(json_flag, fmt, color, quiet)
+    from ..logdir import directory_groups
+    from ..parallel import ordered_map
+
     files = resolve(paths, kinds=BATCH_KINDS)
     status = ExitStatus.OK
     summaries = []
-    for s in summarize(files):
+    for s in ordered_map(_summary, directory_groups(files), jobs_or_default(jobs)):
         if s.problems or s.invalid_batches or s.trailing_bytes:
             status = ExitStatus.DAMAGE
         if out.format == "json":
@@ -41,6 +45,10 @@ def info(paths, json_flag, fmt, color, quiet):
     if summaries:
         _table(out, summaries)
     return int(status)
+
+
+def _summary(group) -> PartitionSummary:
+    return next(summarize(group[1]))
 
 
 def _time(ms: int | None) -> str:

@@ -8,7 +8,7 @@ import click
 
 from ..errors import ExitStatus, KdumpError
 from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from .options import Output, output_options
+from .options import Output, jobs_option, jobs_or_default, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,9 +27,10 @@ from .options import Output, output_options
               help="Largest plausible batch, in bytes (used to classify damage and to resync past it).")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="The topic's index.interval.bytes (the broker's index rebuild rule).")
+@jobs_option
 @output_options
-def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, json_flag,
-            fmt, color, quiet):
+def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, jobs,
+            json_flag, fmt, color, quiet):
     """Plan (and with --apply carry out) a broker's startup recovery, offline.
 
     DIRS are log directories or partition directories. For each partition the plan
@@ -71,21 +72,31 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     for extra in (quarantine_dir, salvage_dir):
         if extra:
             check_quarantine_root(extra, {ld for _, ld in targets})
-    states: dict[str | None, LogDirState] = {}
+    from ..parallel import ordered_map
+
+    jobs = jobs_or_default(jobs)
+    states = {logdir: LogDirState.read(logdir) for logdir in dict.fromkeys(ld for _, ld in targets)}
+
+    def plan_one(target):
+        directory, logdir = target
+        try:
+            return plan_partition(directory, states[logdir], opts)
+        except KdumpError as e:
+            return e.located(directory)
+
     renderer = plan_renderer(out)
-    plans = []
+    plans = []          # those with something to salvage or apply; the others are only printed
+    planned = 0
     try:
-        for directory, logdir in targets:
-            if logdir not in states:
-                states[logdir] = LogDirState.read(logdir)
-            try:
-                plan = plan_partition(directory, states[logdir], opts)
-            except KdumpError as e:
-                click.echo(error_line(e.located(directory)), err=True)
-                status = max(status, e.exit_code)
+        for plan in ordered_map(plan_one, targets, jobs):
+            if isinstance(plan, KdumpError):
+                click.echo(error_line(plan), err=True)
+                status = max(status, plan.exit_code)
                 continue
             renderer.plan(plan)
-            plans.append(plan)
+            planned += 1
+            if salvage_dir or plan.actions:
+                plans.append(plan)
             if plan.incomplete:
                 status = max(status, ExitStatus.INCOMPLETE)
             elif plan.damaged:
@@ -107,7 +118,7 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
             out.note(f"kdump: {steps} step{'s' if steps != 1 else ''} planned in {len(todo)} partition"
                      f"{'s' if len(todo) != 1 else ''}; nothing changed (use --apply to carry them out)")
         else:
-            out.note(f"kdump: {len(plans)} partition{'s' if len(plans) != 1 else ''}: nothing to do")
+            out.note(f"kdump: {planned} partition{'s' if planned != 1 else ''}: nothing to do")
         return int(status)
     if not todo:
         out.note("kdump: nothing to apply")
@@ -119,16 +130,23 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
                              f"moved to {where}", err=True, default=False):
             out.note("kdump: not applied; nothing changed")
             return int(status)
-    for plan in todo:
+    def apply_one(plan):
+        # Each partition is carried out by one process: the worker given its plan.
         q = (os.path.join(quarantine_dir, os.path.basename(os.path.normpath(plan.directory))) if quarantine_dir
              else default_quarantine(plan.directory, stamp))
         try:
-            for c in apply_plan(plan, q, opts):
-                out.note(change_line(c))
+            return apply_plan(plan, q, opts), None, ExitStatus.OK
         except KdumpError as e:
-            click.echo(error_line(e.located(plan.directory)), err=True)
-            status = max(status, e.exit_code)
+            return [], error_line(e.located(plan.directory)), e.exit_code
         except OSError as e:
-            click.echo(f"kdump: error: {plan.directory}: {e.strerror or e}", err=True)
-            status = max(status, ExitStatus.INCOMPLETE)
+            return [], f"kdump: error: {plan.directory}: {e.strerror or e}", ExitStatus.INCOMPLETE
+
+    if len({os.path.realpath(p.directory) for p in todo}) < len(todo):
+        jobs = 1            # one partition named twice: carry its plans out one after the other
+    for changes, error, code in ordered_map(apply_one, todo, jobs):
+        for c in changes:
+            out.note(change_line(c))
+        if error is not None:
+            click.echo(error, err=True)
+            status = max(status, code)
     return int(status)

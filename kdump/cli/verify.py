@@ -81,7 +81,8 @@ def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, lim
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
                broker_cut: bool = False, limits=None, jobs: int = 1) -> int:
-    from ..crosscheck import VerifyOptions, check_directory, directory_groups, summarize
+    from ..crosscheck import VerifyOptions, check_directory, summarize
+    from ..logdir import directory_groups
     from ..parallel import ordered_map
     from ..render.verify import change_line, summary_line, verify_renderer
     from . import error_line
