@@ -46,11 +46,99 @@ def ordered_map(fn: Callable[[Any], Any], units: Iterable[Any], jobs: int) -> It
     """``fn(u)`` for every unit, in order; over ``jobs`` worker processes when there are
     several units. An exception ``fn`` raises comes out where that unit's result would."""
     units = units if isinstance(units, Sequence) else list(units)
-    if jobs <= 1 or len(units) <= 1:
+    if in_process(units, jobs):
         for u in units:
             yield fn(u)
         return
     yield from _fan_out(fn, units, min(jobs, len(units)))
+
+
+def in_process(units: Sequence[Any], jobs: int) -> bool:
+    """Will ``ordered_map`` run these units here, without workers?"""
+    return jobs <= 1 or len(units) <= 1
+
+
+def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: int, out) -> Iterator[Any]:
+    """``fn(unit, out)`` for every unit, for commands that print as they go: in a worker,
+    what ``fn`` writes to ``out.stream`` and to stderr is collected, in order, and written
+    here when the unit's turn comes, so stdout gets the same bytes as from ``-j 1``. In
+    this process ``fn`` writes straight through."""
+    if in_process(units, jobs):
+        for u in units:
+            yield fn(u, out)
+        return
+    import functools
+
+    for result, chunks, raised in _fan_out(functools.partial(_captured, fn, out), units, min(jobs, len(units))):
+        _replay(chunks, out.stream)
+        if raised is not None:
+            raise raised
+        yield result
+
+
+class _Tap:
+    """A text stream that keeps what is written, tagged 1 (stdout) or 2 (stderr), in order.
+    It answers ``isatty`` as the stream it stands for, so tables and colours come out as
+    they would there."""
+
+    encoding = "utf-8"
+    errors = "backslashreplace"
+
+    def __init__(self, chunks: list, fd: int, tty: bool) -> None:
+        self.chunks, self.fd, self.tty = chunks, fd, tty
+
+    def write(self, s: str) -> int:
+        if not isinstance(s, str):      # as a text stream does (Click probes with b"")
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.chunks and self.chunks[-1][0] == self.fd:
+            self.chunks[-1][1].append(s)
+        else:
+            self.chunks.append((self.fd, [s]))
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def writable(self) -> bool:
+        return True
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _captured(fn, out, unit):
+    import copy
+
+    chunks: list = []
+    local = copy.copy(out)
+    local.stream = _Tap(chunks, 1, _isatty(out.stream))
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = local.stream, _Tap(chunks, 2, _isatty(sys.stderr))
+    result = raised = None
+    try:
+        result = fn(unit, local)
+    except Exception as e:  # noqa: BLE001 - raised in the parent once the output before it is written
+        raised = e
+    finally:
+        sys.stdout, sys.stderr = saved
+    return result, [(fd, "".join(parts)) for fd, parts in chunks], raised
+
+
+def _replay(chunks: list, stream) -> None:
+    for fd, text in chunks:
+        if fd == 1:
+            stream.write(text)
+        else:
+            stream.flush()
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
 
 class WorkerDied(KdumpError):

@@ -13,7 +13,7 @@ from ..logdir import BATCH_KINDS, LogFile, expand
 from ..reader import Filters, SegmentReader
 from ..render.payload import PayloadView
 from ..segment import file_size
-from .options import Output, limits_option, output_options, paths_argument
+from .options import Output, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -67,11 +67,12 @@ def parse_time(value: str | None) -> int | None:
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
 @limits_option
+@jobs_option
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
          skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
-         max_expansion, json_flag, fmt, color, quiet):
+         max_expansion, jobs, json_flag, fmt, color, quiet):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -92,7 +93,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     out = Output(json_flag, fmt, color, quiet)
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
-                    limits=limits_for(max_decompressed, max_expansion))
+                    limits=limits_for(max_decompressed, max_expansion), jobs=jobs_or_default(jobs))
 
 
 def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool):
@@ -132,7 +133,8 @@ def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
 
 
 def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, filters: Filters,
-             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS) -> int:
+             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
+             jobs: int = 1) -> int:
     status = ExitStatus.OK
     files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
     for path in paths:
@@ -150,29 +152,48 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                 status = max(status, e.exit_code)
         files.extend((f, not os.path.isdir(path)) for f in expanded)
     next_base = _segment_ranges([f for f, _ in files])
-    renderer = _renderer(out, view, records, data, skip_metadata)
+    from ..parallel import in_process, ordered_output
     from .progress import Progress
 
-    total = sum(file_size(f.path) for f, _ in files)
-    with Progress.for_output(out, total, "dump") as progress:
+    # A partition at a time (consecutive files of one directory), each with its own renderer:
+    # renderers keep nothing from one file to the next, so the bytes are those of one renderer.
+    units: list[list[tuple[LogFile, bool]]] = []
+    for f, explicit in files:
+        if units and os.path.dirname(units[-1][-1][0].path) == os.path.dirname(f.path):
+            units[-1].append((f, explicit))
+        else:
+            units.append([(f, explicit)])
+    here = in_process(units, jobs)
+
+    def dump_unit(unit, out: Output) -> int:
+        status = ExitStatus.OK
+        renderer = _renderer(out, view, records, data, skip_metadata)
         try:
-            for f, explicit in files:
+            for f, explicit in unit:
                 if not explicit and _outside_range(f, next_base.get(f.path), filters):
-                    progress.file_done(file_size(f.path))
                     continue
                 try:
                     if f.kind in BATCH_KINDS:
                         status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
-                                                           records, filters, out, progress, limits))
+                                                           records, filters, out, progress if here else None,
+                                                           limits))
                     else:
                         status = max(status, _dump_side(f, renderer, view, out))
                 except KdumpError as e:
                     renderer.finish()
                     _error(out, e.located(f.path))
                     status = max(status, e.exit_code)
-                progress.file_done(file_size(f.path))
+                if here:
+                    progress.file_done(file_size(f.path))
         finally:
             renderer.finish()
+        return status
+
+    with Progress.for_output(out, lambda: sum(file_size(f.path) for f, _ in files), "dump") as progress:
+        for unit, unit_status in zip(units, ordered_output(dump_unit, units, jobs, out)):
+            status = max(status, unit_status)
+            if not here:
+                progress.file_done(sum(file_size(f.path) for f, _ in unit))
     return int(status)
 
 
