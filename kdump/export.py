@@ -858,11 +858,13 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
 def export_local(paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
-                 threads: bool = True, limits: Limits = DEFAULT_LIMITS) -> ExportResult:
-    """Export in this process (no Spark): Parquet through pyarrow, or NDJSON.
+                 threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1) -> ExportResult:
+    """Export on this machine (no Spark): Parquet through pyarrow, or NDJSON.
 
     ``threads=False`` encodes Parquet in the decoding thread (one core), for comparisons.
     ``limits`` bound decompression as in ``dump``: a payload beyond them is an error row.
+    ``jobs``: worker processes, each writing whole output directories (the files are the
+    same as from one process).
     """
     started = time.monotonic()
     slices = plan(paths, split_bytes, scope)
@@ -875,12 +877,40 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
                 import pyarrow  # noqa: F401
             except ImportError:
                 raise KdumpError("Parquet export needs pyarrow", hint="pip install 'kdump[parquet]'") from None
-            tally = write_parquet(slices, out, partition_by, scope, threads=threads, limits=limits)
-        else:
-            tally = write_ndjson(slices, out, partition_by, encoding, scope, limits=limits)
+        from .parallel import ordered_map
+
+        def write(group: list[Slice]) -> _Tally:
+            if fmt == "parquet":
+                return write_parquet(group, out, partition_by, scope, threads=threads, limits=limits)
+            return write_ndjson(group, out, partition_by, encoding, scope, limits=limits)
+
+        tally = _Tally()
+        for t in ordered_map(write, _by_output_dir(slices, out, partition_by), jobs):
+            tally.rows += t.rows
+            tally.error_rows += t.error_rows
+            tally.errors += t.errors[:MAX_REPORTED_ERRORS - len(tally.errors)]
     except OSError as e:
         raise WriteError(f"cannot write the export: {e.strerror or e}", file=out) from None
     return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors)
+
+
+def _by_output_dir(slices: list[Slice], out: str, partition_by: tuple[str, ...]) -> list[list[Slice]]:
+    """The slices cut into runs that each fill whole output directories: a worker's unit. A
+    directory fed from two places in the order (no partition column) makes it one run."""
+    runs: list[list[Slice]] = []
+    seen: set[str] = set()
+    current = None
+    for sl in slices:
+        d = _hive_dir(out, partition_by, sl)
+        if d == current:
+            runs[-1].append(sl)
+        elif d in seen:
+            return [slices]
+        else:
+            seen.add(d)
+            current = d
+            runs.append([sl])
+    return runs
 
 
 def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by: tuple[str, ...],

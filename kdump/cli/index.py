@@ -14,7 +14,7 @@ import click
 
 from ..errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
 from ..logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
-from .options import Output, output_options, paths_argument
+from .options import Output, jobs_option, jobs_or_default, output_options, paths_argument
 
 DEFAULT_INTERVAL = 4096
 EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
@@ -141,8 +141,9 @@ def index_options(f: Callable) -> Callable:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
 @index_options
+@jobs_option
 @output_options
-def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, json_flag, fmt,
+def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, jobs, json_flag, fmt,
           color, quiet):
     """List, verify, sanity-check or rebuild offset indexes (.index).
 
@@ -151,14 +152,15 @@ def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, tim
     --rebuild is given; a missing .index is reported, never created.
     """
     return run(INDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet))
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), jobs_or_default(jobs))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
 @index_options
+@jobs_option
 @output_options
-def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, json_flag,
+def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, jobs, json_flag,
               fmt, color, quiet):
     """List, verify, sanity-check or rebuild time indexes (.timeindex).
 
@@ -167,7 +169,7 @@ def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes,
     reported, never created.
     """
     return run(TIMEINDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet))
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), jobs_or_default(jobs))
 
 
 def _renderer(out: Output):
@@ -181,28 +183,51 @@ def _renderer(out: Output):
 
 
 def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild: bool, interval_bytes: int | None,
-        time_offset: str | None, no_backup: bool, out: Output) -> int:
+        time_offset: str | None, no_backup: bool, out: Output, jobs: int = 1) -> int:
     if rebuild and (verify or sanity):
         raise UsageError("--rebuild cannot be combined with --verify, --verify-index-only or --sanity")
     if not rebuild and (no_backup or time_offset):
         raise UsageError("--no-backup and --time-offset apply only with --rebuild")
-    renderer = _renderer(out)
-    status = ExitStatus.OK
-    try:
-        if rebuild:
+    if rebuild:
+        renderer = _renderer(out)
+        try:
             return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer))
-        for path in paths:
-            try:
-                items = items_for(path, kind)
-            except KdumpError as e:
-                renderer.finish()
-                _error(e)
-                status = max(status, e.exit_code)
-                continue
-            for item in items:
+        finally:
+            renderer.finish()
+    from ..parallel import ordered_output
+
+    # A partition's items at a time (an unreadable PATH is a unit of its own, so its error
+    # line comes where -j 1 prints it), each unit with its own renderer.
+    units: list = []
+    for path in paths:
+        try:
+            items = items_for(path, kind)
+        except KdumpError as e:
+            units.append(e)
+            continue
+        for item in items:
+            if units and isinstance(units[-1], list) and \
+                    os.path.dirname(units[-1][-1].path) == os.path.dirname(item.path):
+                units[-1].append(item)
+            else:
+                units.append([item])
+
+    def run_unit(unit, out: Output) -> int:
+        if isinstance(unit, KdumpError):
+            _error(unit)
+            return unit.exit_code
+        status = ExitStatus.OK
+        renderer = _renderer(out)
+        try:
+            for item in unit:
                 status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
-    finally:
-        renderer.finish()
+        finally:
+            renderer.finish()
+        return status
+
+    status = ExitStatus.OK
+    for unit_status in ordered_output(run_unit, units, jobs, out):
+        status = max(status, unit_status)
     return int(status)
 
 
