@@ -69,11 +69,60 @@ def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: in
         return
     import functools
 
-    for result, chunks, raised in _fan_out(functools.partial(_captured, fn, out), units, min(jobs, len(units))):
-        _replay(chunks, out.stream)
-        if raised is not None:
+    jobs = min(jobs, len(units))
+    if _fd(out.stream) is None or _fd(sys.stderr) is None:
+        for result, chunks, raised in _fan_out(functools.partial(_captured, fn, out), units, jobs):
+            _replay(chunks, out.stream)
+            if raised is not None:
+                raise raised
+            yield result
+        return
+    # Real files: each worker writes its unit's output itself when the unit before it is
+    # written (a turn counter), so hundreds of MB of dump do not go through this process.
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    turn = _Turn(ctx.Condition(), ctx.Value("q", 0, lock=False))
+    yield from _fan_out(functools.partial(_write_in_turn, fn, out, turn), list(enumerate(units)), jobs)
+
+
+class _Turn:
+    def __init__(self, cond, value) -> None:
+        self.cond, self.value = cond, value
+        self.parent = os.getpid()
+
+
+def _fd(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _write_in_turn(fn, out, turn: _Turn, item):
+    i, unit = item
+    result, chunks, raised = _captured(fn, out, unit)
+    with turn.cond:
+        while turn.value.value != i:
+            turn.cond.wait(0.5)
+            if os.getppid() != turn.parent:     # the parent was killed: nobody will take a turn
+                os._exit(1)
+        _write_fds(chunks, out.stream)  # EPIPE (the reader went away) stops the run, as below
+        if raised is not None:          # nothing after a failure is written: the turn stays here
             raise raised
-        yield result
+        turn.value.value = i + 1
+        turn.cond.notify_all()
+    return result
+
+
+def _write_fds(chunks: list, stream) -> None:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    errors = getattr(stream, "errors", None) or "strict"
+    for fd_kind, text in chunks:
+        fd = _fd(stream) if fd_kind == 1 else _fd(sys.stderr)
+        data = memoryview(text.encode(encoding, errors if fd_kind == 1 else "backslashreplace"))
+        while data:
+            data = data[os.write(fd, data):]
 
 
 class _Tap:
