@@ -106,6 +106,7 @@ def _write_in_turn(fn, out, turn: _Turn, item):
         while turn.value.value != i:
             turn.cond.wait(0.5)
             if os.getppid() != turn.parent:     # the parent was killed: nobody will take a turn
+                turn.cond.release()             # (the other workers must be able to see it too)
                 os._exit(1)
         _write_fds(chunks, out.stream)  # EPIPE (the reader went away) stops the run, as below
         if raised is not None:          # nothing after a failure is written: the turn stays here
@@ -194,10 +195,12 @@ class WorkerDied(KdumpError):
     """A worker ended without answering (killed, or stopped by a fault it reported itself)."""
 
 
-def _worker_main(conn) -> None:
+def _worker_main(conn, siblings) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent stops the workers on Ctrl-C
+    for c in siblings:      # the parent's ends of earlier workers' pipes: theirs to see closed
+        c.close()
     while True:
         try:
             task = conn.recv()
@@ -220,9 +223,9 @@ def _worker_main(conn) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx, siblings: list[_Worker]) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child,), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, [w.conn for w in siblings]), daemon=True)
         self.proc.start()
         child.close()
         self.tasks: deque[int] = deque()
@@ -245,7 +248,8 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int) -> Itera
     _work, _units = fn, units
     workers: list[_Worker] = []
     try:
-        workers = [_Worker(ctx) for _ in range(jobs)]
+        for _ in range(jobs):
+            workers.append(_Worker(ctx, workers))
         done: dict[int, tuple[list, BaseException | None]] = {}
         sent = returned = 0
         window = jobs * WINDOW_PER_JOB

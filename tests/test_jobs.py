@@ -241,3 +241,51 @@ def test_sigint_stops_every_worker_and_exits_130(tmp_path):
     assert b"Traceback" not in err
     time.sleep(0.2)
     assert [w for w in workers if _alive(w)] == []
+
+
+# -- real files: workers write stdout themselves, in turn ----------------------------------------
+
+def _run_to_files(tmp_path: Path, args: list[str], tag: str) -> tuple[int, bytes, bytes]:
+    out, err = tmp_path / f"{tag}.out", tmp_path / f"{tag}.err"
+    with open(out, "wb") as o, open(err, "wb") as e:
+        code = subprocess.run([sys.executable, "-m", "kdump", *args], stdout=o, stderr=e, cwd=ROOT).returncode
+    return code, out.read_bytes(), err.read_bytes()
+
+
+@pytest.mark.parametrize("args", [["dump", "--records", "--data", "--format", "text", *TREE],
+                                  ["dump", "--records", "--json", *TREE],
+                                  ["index", "--verify", "--format", "text", *TREE]])
+def test_same_bytes_when_workers_write_to_files(tmp_path, args):
+    one = _run_to_files(tmp_path, [*args, "-j", "1"], "one")
+    two = _run_to_files(tmp_path, [*args, "-j", "2"], "two")
+    assert len(one[1]) > 100_000
+    assert two == one
+
+
+def test_a_reader_going_away_ends_a_parallel_run_quietly(tmp_path):
+    logdir = _many_partitions(tmp_path / "logdir", 200)
+    r = subprocess.run(f"'{sys.executable}' -m kdump dump --records --data -j 2 '{logdir}' | head -c 1000 >/dev/null;"
+                       f" echo ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash", capture_output=True,
+                       text=True, cwd=ROOT, timeout=120)
+    assert r.stdout.strip() == "0"
+    assert "Traceback" not in r.stderr and "error" not in r.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc to find the workers")
+def test_workers_of_a_killed_parent_do_not_stay(tmp_path):
+    logdir = _many_partitions(tmp_path / "logdir", 400)
+    p = subprocess.Popen([sys.executable, "-m", "kdump", "dump", "--records", "--data", "-j", "2", str(logdir)],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while len(workers) < 2 and time.monotonic() < deadline:
+        workers = _children(p.pid)
+        time.sleep(0.05)
+    time.sleep(0.3)
+    p.kill()
+    p.wait()
+    p.stdout.close()
+    deadline = time.monotonic() + 10
+    while [w for w in workers if _alive(w)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [w for w in workers if _alive(w)] == []
