@@ -183,7 +183,7 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                     renderer.finish()
                     _error(out, e.located(f.path))
                     status = max(status, e.exit_code)
-                if here:
+                if here and progress.enabled:
                     progress.file_done(file_size(f.path))
         finally:
             renderer.finish()
@@ -192,7 +192,7 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
     with Progress.for_output(out, lambda: sum(file_size(f.path) for f, _ in files), "dump") as progress:
         for unit, unit_status in zip(units, ordered_output(dump_unit, units, jobs, out)):
             status = max(status, unit_status)
-            if not here:
+            if not here and progress.enabled:
                 progress.file_done(sum(file_size(f.path) for f, _ in unit))
     return int(status)
 
