@@ -97,15 +97,49 @@ def generate(root: Path, partitions: int) -> tuple[Path, Path]:
     return logdir, single.parent
 
 
+CPU: dict[str, float] = {}      # CPU seconds (user + system, all processes) of the best run, by command
+
+
 def best(args: list[str], repeat: int, shell: bool = False) -> float:
+    import resource
+
     times = []
     for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         rc = subprocess.run(args, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
         times.append(time.perf_counter() - t)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if times[-1] == min(times):
+            CPU[str(args)] = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
         if rc.returncode not in (0, 1):
             raise SystemExit(f"failed ({rc.returncode}): {args}\n{rc.stderr.decode()[-2000:]}")
     return min(times)
+
+
+def _spin() -> None:
+    x = 0
+    for i in range(3_000_000):
+        x += i
+
+
+def cores_available(repeat: int) -> float:
+    """How many cores this run gets now: one busy process, then two at once (other users of a
+    shared machine take the rest). 2.0 on an idle 2-core machine."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+
+    def timed(k: int) -> float:
+        t = time.perf_counter()
+        ps = [ctx.Process(target=_spin) for _ in range(k)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join()
+        return time.perf_counter() - t
+
+    return max(2 * timed(1) / timed(2) for _ in range(repeat))
 
 
 def files_of(logdir: Path) -> list[str]:
@@ -152,12 +186,13 @@ def main() -> None:
                 cmd = [*KDUMP, *COMMANDS[name](str(logdir), out), "-j", str(jobs)]
                 times[name, jobs] = t_k = best(cmd, args.repeat)
                 print(f"kdump {name:<12} -j {jobs:<3}{'':13} {t_k:7.2f}s  {size / t_k / 1e6:7.0f} MB/s  "
-                      f"{t_cat / t_k:5.2f}x cat", flush=True)
+                      f"{t_cat / t_k:5.2f}x cat  (cpu {CPU[str(cmd)]:.2f}s)", flush=True)
     finally:
         shutil.rmtree(out, ignore_errors=True)
         listing.unlink()
     n = args.jobs
-    print()
+    print(f"\ncores this run could get (two busy processes against one, best of 3): {cores_available(3):.2f}, "
+          f"load {os.getloadavg()[0]:.1f}")
     if ("verify", n) in times:
         v1, vn = times["verify", 1], times["verify", n]
         print(f"verify -j {n}: {t_cat / vn:.2f}x cat's throughput (target >= 0.5x), {v1 / vn:.2f}x its own -j 1 "
