@@ -101,26 +101,60 @@ def _fd(stream) -> int | None:
 
 def _write_in_turn(fn, out, turn: _Turn, item):
     i, unit = item
-    result, chunks, raised = _captured(fn, out, unit)
+    spill = _Spill(turn, i, out.stream)
+    result, chunks, raised = _captured(fn, out, unit, spill)
+    if not spill.mine:
+        spill.take()
+    _write_fds(chunks, out.stream, spill.err_fd)      # EPIPE (the reader went away) stops the run, as below
+    if raised is not None:              # nothing after a failure is written: the turn stays here
+        raise raised
     with turn.cond:
-        while turn.value.value != i:
-            turn.cond.wait(0.5)
-            if os.getppid() != turn.parent:     # the parent was killed: nobody will take a turn
-                turn.cond.release()             # (the other workers must be able to see it too)
-                os._exit(1)
-        _write_fds(chunks, out.stream)  # EPIPE (the reader went away) stops the run, as below
-        if raised is not None:          # nothing after a failure is written: the turn stays here
-            raise raised
         turn.value.value = i + 1
         turn.cond.notify_all()
     return result
 
 
-def _write_fds(chunks: list, stream) -> None:
+class _Spill:
+    """A unit's output in a worker: held while an earlier unit is being written, written
+    straight through once its turn has come. A unit that has written SPILL_AT characters
+    waits for its turn there, so no worker holds more than that (a dump of a 1 GiB segment
+    is several GB of text)."""
+
+    SPILL_AT = 16 << 20
+
+    def __init__(self, turn: _Turn, i: int, stream) -> None:
+        self.turn, self.i, self.stream = turn, i, stream
+        self.err_fd = _fd(sys.stderr)       # taken before the unit's stderr is captured
+        self.chunks: list = []
+        self.size = 0
+        self.mine = False
+
+    def wrote(self, n: int) -> None:
+        self.size += n
+        if not self.mine and (self.size >= self.SPILL_AT or self.turn.value.value == self.i):
+            self.take()
+        if self.mine:
+            _write_fds([(fd, "".join(parts)) for fd, parts in self.chunks], self.stream, self.err_fd)
+            self.chunks.clear()
+            self.size = 0
+
+    def take(self) -> None:
+        """Wait until the units before this one are written."""
+        turn = self.turn
+        with turn.cond:
+            while turn.value.value != self.i:
+                turn.cond.wait(0.5)
+                if os.getppid() != turn.parent:     # the parent was killed: nobody will take a turn
+                    turn.cond.release()             # (the other workers must be able to see it too)
+                    os._exit(1)
+        self.mine = True
+
+
+def _write_fds(chunks: list, stream, err_fd: int) -> None:
     encoding = getattr(stream, "encoding", None) or "utf-8"
     errors = getattr(stream, "errors", None) or "strict"
     for fd_kind, text in chunks:
-        fd = _fd(stream) if fd_kind == 1 else _fd(sys.stderr)
+        fd = _fd(stream) if fd_kind == 1 else err_fd
         data = memoryview(text.encode(encoding, errors if fd_kind == 1 else "backslashreplace"))
         while data:
             data = data[os.write(fd, data):]
@@ -134,8 +168,8 @@ class _Tap:
     encoding = "utf-8"
     errors = "backslashreplace"
 
-    def __init__(self, chunks: list, fd: int, tty: bool) -> None:
-        self.chunks, self.fd, self.tty = chunks, fd, tty
+    def __init__(self, chunks: list, fd: int, tty: bool, spill: _Spill | None = None) -> None:
+        self.chunks, self.fd, self.tty, self.spill = chunks, fd, tty, spill
 
     def write(self, s: str) -> int:
         if not isinstance(s, str):      # as a text stream does (Click probes with b"")
@@ -144,6 +178,8 @@ class _Tap:
             self.chunks[-1][1].append(s)
         else:
             self.chunks.append((self.fd, [s]))
+        if self.spill is not None:
+            self.spill.wrote(len(s))
         return len(s)
 
     def flush(self) -> None:
@@ -163,14 +199,14 @@ def _isatty(stream) -> bool:
         return False
 
 
-def _captured(fn, out, unit):
+def _captured(fn, out, unit, spill: _Spill | None = None):
     import copy
 
-    chunks: list = []
+    chunks: list = spill.chunks if spill is not None else []
     local = copy.copy(out)
-    local.stream = _Tap(chunks, 1, _isatty(out.stream))
+    local.stream = _Tap(chunks, 1, _isatty(out.stream), spill)
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = local.stream, _Tap(chunks, 2, _isatty(sys.stderr))
+    sys.stdout, sys.stderr = local.stream, _Tap(chunks, 2, _isatty(sys.stderr), spill)
     result = raised = None
     try:
         result = fn(unit, local)

@@ -289,3 +289,31 @@ def test_workers_of_a_killed_parent_do_not_stay(tmp_path):
     while [w for w in workers if _alive(w)] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [w for w in workers if _alive(w)] == []
+
+
+def _numbered_lines(u, out):
+    for k in range(50):
+        out.stream.write(f"{u}:{k}\n")
+    if u % 7 == 0:
+        print(f"note {u}", file=sys.stderr)
+    return u
+
+
+@pytest.mark.parametrize("spill_at", [10, 1 << 30])
+def test_workers_writing_in_turn_keep_the_order(tmp_path, monkeypatch, spill_at):
+    """Units written by the workers themselves: held until their turn, or (past SPILL_AT) waiting
+    for it mid-unit and then streamed; either way the order of -j 1."""
+    import kdump.parallel as P
+
+    monkeypatch.setattr(P._Spill, "SPILL_AT", spill_at)
+
+    class Out:
+        pass
+
+    with open(tmp_path / "out", "w") as o, open(tmp_path / "err", "w") as e:
+        monkeypatch.setattr(sys, "stderr", e)
+        out = Out()
+        out.stream = o
+        assert list(P.ordered_output(_numbered_lines, list(range(60)), 2, out)) == list(range(60))
+    assert (tmp_path / "out").read_text() == "".join(f"{u}:{k}\n" for u in range(60) for k in range(50))
+    assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
