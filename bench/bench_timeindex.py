@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from kdump.format.build import build_v2_batch  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
-from kdump.format.rebuild import build_indexes  # noqa: E402
+from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.format.timeindex import encode_timeindex  # noqa: E402
 from kdump.segment import MappedFile  # noqa: E402
 

@@ -15,22 +15,8 @@ files their consistency with the segments:
 - leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
   finishes or deletes at startup: informational, not damage.
 
-Finding kinds added here (informational ones do not make a file damaged):
-
-======================================  =================================================================
-offset_overlap                          a segment starts at or below the previous segment's last offset
-index_* / timeindex_*                   from ``kdump.indexcheck`` (index_past_end, index_mid_batch,
-                                        index_offset_mismatch, index_not_increasing, timeindex_past_end, ...)
-txnindex_size, _offset, _order,         a torn entry; an entry outside the segment; entries out of order;
-txnindex_past_end, txnindex_marker      an ABORT marker past the kept data; no matching marker / no entry
-txnindex_missing                        ABORT markers of open transactions but no ``.txnindex`` at all
-snapshot_crc, snapshot_invalid          producer snapshot CRC-32C mismatch; structure does not parse
-leader_epoch                            checkpoint malformed or out of order, or contradicting the batches
-invalid_file                            another side file (checkpoint, metadata) does not parse
-unreadable                              the file could not be read (exit status 3)
-leftover, orphan_index, index_missing,  informational: the broker handles them at startup
-snapshot_stale, leader_epoch_stale
-======================================  =================================================================
+Finding kinds (and whether they are damage, anomaly or info) are declared in
+``kdump.findings``.
 """
 
 from __future__ import annotations
@@ -40,18 +26,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import findings as F
 from . import logdir as K
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from .errors import KdumpError
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.control import ABORT, COMMIT
 from .format.walk import decode_records
 from .logdir import LogFile
 from .model import Finding
-from .scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport, scan_file, status_of
-from .scan import INFO_KINDS as _INFO
+from .scan import ScanReport, scan_file, status_of
 from .segment import MappedFile, read_small
 
 SIDE_FILE_LIMIT = 256 << 20
+FALLBACK_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 
 LEFTOVER_NOTES = {
     ".deleted": "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
@@ -96,7 +84,7 @@ class FileReport:
         if self.size is None:
             return None
         # A side file: the bytes before its first damaged entry.
-        positions = [f.position for f in self.findings if f.kind not in _INFO and f.position is not None]
+        positions = [f.position for f in self.findings if f.cls == F.DAMAGE and f.position is not None]
         return min([self.size, *positions]) if positions else (self.size if self.status == "ok" else None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,7 +97,7 @@ class FileReport:
 
 
 def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
-    return FileReport(f.path, f.kind, _size(f.path), [Finding("unreadable", e.position, e.offset, e.message)], log=f)
+    return FileReport(f.path, f.kind, _size(f.path), [Finding(F.UNREADABLE, e.position, e.offset, e.message)], log=f)
 
 
 def _size(path: str) -> int | None:
@@ -142,10 +130,11 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
     context = directory_context(directory, requested)
     part = _Partition(directory, context, opts)
     wanted = {f.path for f in requested}
+    whole = part.wants_all(wanted)
     # Scan the segments asked for, and those whose side files were asked for.
     for f in context:
         if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
-            if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted)):
+            if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f)
     return [part.report(f) for f in requested]
 
@@ -161,12 +150,22 @@ class _Partition:
                      if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
         self.names = {os.path.basename(f.path) for f in files}
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
-        self._index_checks: dict[str, tuple[list[Finding], list[Finding]]] = {}
+        self._index_checks: dict[str, tuple] = {}
+        self._live: tuple | None = None
+        # For siblings_wanted: the index files of each base offset, and the side files that
+        # need every segment.
+        self._indexed: dict[int | None, list[str]] = {}
+        for f in files:
+            if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
+                self._indexed.setdefault(f.base_offset, []).append(f.path)
+        self._whole = [f.path for f in files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH)]
 
-    def siblings_wanted(self, log: LogFile, wanted: set[str]) -> bool:
-        return any(f.base_offset == log.base_offset and f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX)
-                   and f.path in wanted for f in self.files) or any(
-            f.path in wanted for f in self.files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH))
+    def siblings_wanted(self, log: LogFile, wanted: set[str], whole: bool) -> bool:
+        """Is a file needing this segment's scan wanted? (``whole``: ``wants_all(wanted)``.)"""
+        return whole or any(p in wanted for p in self._indexed.get(log.base_offset, ()))
+
+    def wants_all(self, wanted: set[str]) -> bool:
+        return any(p in wanted for p in self._whole)
 
     def scan(self, f: LogFile) -> None:
         try:
@@ -175,14 +174,31 @@ class _Partition:
             self.errors[f.path] = e
 
     def live_scans(self) -> list[tuple[LogFile, ScanReport]]:
-        return [(f, self.scans[f.path]) for _, f in sorted(self.logs.items()) if f.path in self.scans]
+        """The scanned live segments in offset order (computed again only after a new scan:
+        verify asks once per segment, and a partition may hold 100,000 of them)."""
+        if self._live is None or self._live[0] != len(self.scans):
+            live = in_offset_order(self.logs, self.scans)
+            prev: dict[str, tuple[LogFile, ScanReport]] = {}
+            last = None
+            leo = None
+            for g, s in live:
+                if last is not None:
+                    prev[g.path] = last
+                if s.last_offset is not None:
+                    last = (g, s)
+                if s.next_offset is not None:
+                    leo = s.next_offset
+            self._live = (len(self.scans), live, prev, leo)
+        return self._live[1]
+
+    def previous(self, f: LogFile) -> tuple[LogFile, ScanReport] | None:
+        """The last scanned live segment before ``f`` that holds an offset."""
+        self.live_scans()
+        return self._live[2].get(f.path)
 
     def log_end_offset(self) -> int | None:
-        leo = None
-        for _, s in self.live_scans():
-            if s.next_offset is not None:
-                leo = s.next_offset
-        return leo
+        self.live_scans()
+        return self._live[3]
 
     # -- one report per file ------------------------------------------------------------------
 
@@ -197,11 +213,11 @@ class _Partition:
     def _report(self, f: LogFile) -> FileReport:
         size = _size(f.path)
         if size is None:
-            return FileReport(f.path, f.kind, None, [Finding("unreadable", None, None, "cannot read: no such file")],
+            return FileReport(f.path, f.kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
         findings: list[Finding] = []
         if f.leftover is not None:
-            findings.append(Finding("leftover", None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
+            findings.append(Finding(F.LEFTOVER, None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
             if f.leftover != ".swap" or f.kind not in K.BATCH_KINDS:
                 return FileReport(f.path, f.kind, size, findings, log=f)
         if f.kind in K.BATCH_KINDS:
@@ -218,7 +234,7 @@ class _Partition:
         if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
             log = self.logs.get(f.base_offset)
             if log is None:
-                findings.append(Finding("orphan_index", None, f.base_offset,
+                findings.append(Finding(F.ORPHAN_INDEX, None, f.base_offset,
                                         "no segment has this base offset: the broker deletes orphan indexes at "
                                         "startup"))
             elif log.path in self.errors:
@@ -233,7 +249,11 @@ class _Partition:
                     findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
                                                        self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
-                    findings.extend(self.index_checks(log, scan)[0 if f.kind == K.INDEX else 1])
+                    i = 0 if f.kind == K.INDEX else 1
+                    found, errors = self.index_checks(log, scan)
+                    if errors[i] is not None:
+                        raise errors[i]
+                    findings.extend(found[i])
         elif f.kind == K.PRODUCER_SNAPSHOT:
             findings.extend(self._snapshot(f))
         elif f.kind == K.LEADER_EPOCH:
@@ -242,48 +262,78 @@ class _Partition:
             findings.extend(_side_file(f))
         return FileReport(f.path, f.kind, size, findings, log=f)
 
-    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[list[Finding], list[Finding]]:
-        """Both index files of a segment, checked in one walk (cached: each is reported apart)."""
+    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[tuple[list[Finding], list[Finding]],
+                                                                    list[KdumpError | None]]:
+        """Both index files of a segment, checked in one walk (cached: each is reported apart).
+        One that cannot be read (too large, say) raises for its own report only: the other
+        is checked alone."""
         got = self._index_checks.get(log.path)
         if got is None:
             stem = log.path[:-len(".log")]
-            data = [read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None
-                    for p in (stem + ".index", stem + ".timeindex")]
-            got = self._index_checks[log.path] = index_findings(log.path, log.base_offset or 0, scan, *data,
-                                                                limits=self.opts.limits)
-        return got
+            data: list[bytes | None] = []
+            errors: list[KdumpError | None] = []
+            for p in (stem + ".index", stem + ".timeindex"):
+                try:
+                    data.append(read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None)
+                    errors.append(None)
+                except KdumpError as e:
+                    data.append(None)
+                    errors.append(e)
+            found = index_findings(log.path, log.base_offset or 0, scan, *data, limits=self.opts.limits)
+            got = self._index_checks[log.path] = (found, errors)
+        found, errors = got
+        return found, errors
 
     # -- segments ---------------------------------------------------------------------------
 
     def _segment_checks(self, f: LogFile, scan: ScanReport) -> list[Finding]:
         out = []
-        prev = None
-        for g, s in self.live_scans():
-            if g.path == f.path:
-                break
-            if s.last_offset is not None:
-                prev = (g, s)
+        prev = self.previous(f)
         if prev is not None and f.base_offset is not None:
             g, s = prev
             first = scan.first_offset if scan.first_offset is not None else f.base_offset
             if min(f.base_offset, first) <= s.last_offset:
-                out.append(Finding("offset_overlap", 0, first,
+                out.append(Finding(F.OFFSET_OVERLAP, 0, first,
                                    f"segment overlaps the previous one: it starts at offset {min(f.base_offset, first)}"
                                    f" but {os.path.basename(g.path)} ends at {s.last_offset}"))
         if scan.valid_bytes > 0 and f.base_offset is not None:
             for ext in (".index", ".timeindex"):
                 name = f"{f.base_offset:020d}{ext}"
                 if name not in self.names:
-                    out.append(Finding("index_missing", None, f.base_offset,
+                    out.append(Finding(F.INDEX_MISSING, None, f.base_offset,
                                        f"{name} is missing: the broker rebuilds it at startup"))
+        live = self.live_scans()
+        if live and live[-1][0].path == f.path:
+            out.extend(self._log_start_check(f, scan))
         expected = self.txn_expected().get(f.base_offset or 0, {})
         if expected and f"{f.base_offset:020d}.txnindex" not in self.names:
             (pid, last), first = next(iter(expected.items()))
-            out.append(Finding("txnindex_missing", None, last,
+            out.append(Finding(F.TXNINDEX_MISSING, None, last,
                                f"{len(expected)} aborted transaction(s) end in this segment (e.g. producer {pid} at "
                                f"offset {last}) but it has no .txnindex: read_committed consumers would see "
                                f"aborted records"))
         return out
+
+    def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
+        """The log dir's log-start-offset-checkpoint against this partition's log end."""
+        from .check.broker_rule import log_start_past_end
+        from .sidefiles import checkpoint_entries
+
+        parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(self.dir)))
+        path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), "log-start-offset-checkpoint")
+        if parsed is None or not os.path.isfile(path):
+            return []
+        try:        # streamed: a checkpoint may list millions of partitions
+            lso = next((e.offset for e in checkpoint_entries(path, "log-start-offset-checkpoint")
+                        if (e.topic, e.partition) == parsed[:2]), None)
+        except KdumpError:
+            return []       # reported on the checkpoint itself
+        leo = scan.next_offset if scan.next_offset is not None else last.base_offset
+        if not log_start_past_end(leo, lso):
+            return []
+        return [Finding(F.LOG_START_PAST_END, None, lso,
+                        f"the log-start-offset-checkpoint says {lso}, above the log end offset {leo}: the broker "
+                        f"deletes every segment of this partition at startup")]
 
     # -- transactions -----------------------------------------------------------------------
 
@@ -294,62 +344,51 @@ class _Partition:
         segment. Markers with no open transaction are not expected in the index (the
         coordinator also writes them to partitions that got no data).
         """
-        if self._txn_expected is not None:
-            return self._txn_expected
-        out: dict[int, dict[tuple[int, int], int | None]] = {}
-        open_txns: dict[int, int | None] = {}
-        scans = self.live_scans()
-        if any(s.txn_events for _, s in scans):
-            for f, s in scans:
-                if not s.txn_events:
-                    continue
-                per = out.setdefault(f.base_offset, {})
-                markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], self.opts.limits)
-                for first, pid, batch in s.txn_events:
-                    if batch is None:
-                        open_txns.setdefault(pid, first)
-                        continue
-                    mtype = markers.get(batch.position)
-                    if mtype == ABORT and pid in open_txns:
-                        per[(pid, batch.last_offset)] = open_txns[pid]
-                    if mtype in (ABORT, COMMIT):
-                        open_txns.pop(pid, None)
-        self._txn_expected = out
-        return out
+        if self._txn_expected is None:
+            aborted = aborted_transactions(self.live_scans(), self.opts.limits)
+            self._txn_expected = {base: {(pid, last): first for pid, first, last, _ in entries}
+                                  for base, entries in aborted.items()}
+        return self._txn_expected
 
     # -- side files -------------------------------------------------------------------------
 
     def _snapshot(self, f: LogFile) -> list[Finding]:
-        from .format.snapshot import parse_snapshot
+        from .sidefiles import read_snapshot
 
         try:
-            snap = parse_snapshot(read_small(f.path, SIDE_FILE_LIMIT))
+            snap, _ = read_snapshot(f.path)      # streamed: a 2 M-entry snapshot is 92 MB
         except KdumpError as e:
-            return [Finding("snapshot_invalid", e.position, f.base_offset, e.message)]
+            return [Finding(F.SNAPSHOT_INVALID, e.position, f.base_offset, e.message)]
         out = []
         if not snap.crc_valid:
-            out.append(Finding("snapshot_crc", 2, f.base_offset, snap.crc_error or "CRC mismatch"))
+            out.append(Finding(F.SNAPSHOT_CRC, 2, f.base_offset, snap.crc_error or "CRC mismatch"))
         leo = self.log_end_offset() if self.logs and len(self.scans) >= len(self.logs) else None
         if leo is not None and f.base_offset is not None and f.base_offset > leo:
-            out.append(Finding("snapshot_stale", None, f.base_offset,
+            out.append(Finding(F.SNAPSHOT_STALE, None, f.base_offset,
                                f"snapshot of offset {f.base_offset} is past the log end offset {leo}: the broker "
                                f"deletes it at startup"))
         return out
 
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
-        from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
+        """The checkpoint against the batches, streamed twice (never held whole: a 10 M-entry
+        file is 99 MB): its order, then the entries of the epochs the log holds."""
+        from .format.checkpoint import LEADER_EPOCH
+        from .sidefiles import checkpoint_entries
 
-        try:
-            entries = parse_checkpoint(read_small(f.path), LEADER_EPOCH, f.path)
-        except KdumpError as e:
-            return [Finding("leader_epoch", None, None, _at_line(e))]
         out = []
-        for a, b in zip(entries, entries[1:], strict=False):
-            if b.epoch <= a.epoch or b.start_offset < a.start_offset:
-                out.append(Finding("leader_epoch", None, b.start_offset,
-                                   f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by epoch "
-                                   f"{b.epoch} at {b.start_offset}"))
-        if not entries:
+        first = a = None
+        try:
+            for b in checkpoint_entries(f.path, LEADER_EPOCH):
+                if a is None:
+                    first = b
+                elif b.epoch <= a.epoch or b.start_offset < a.start_offset:
+                    out.append(Finding(F.LEADER_EPOCH_ORDER, None, b.start_offset,
+                                       f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by "
+                                       f"epoch {b.epoch} at {b.start_offset}"))
+                a = b
+        except KdumpError as e:
+            return [Finding(F.LEADER_EPOCH_INVALID, None, None, _at_line(e))]
+        if first is None:
             return out
         for log in self.logs.values():
             if log.path not in self.scans and log.path not in self.errors:
@@ -360,26 +399,69 @@ class _Partition:
             for epoch, start in s.epochs:
                 if not log_epochs or epoch > log_epochs[-1][0]:
                     log_epochs.append((epoch, start))
-        by_epoch = {e.epoch: e.start_offset for e in entries}
-        first_epoch = entries[0].epoch
+        wanted = {epoch for epoch, _ in log_epochs}
+        leo = self.log_end_offset()
+        check_late = leo is not None and scans and len(scans) == len(self.logs)
+        by_epoch: dict[int, int] = {}
+        late, first_late = 0, None
+        for e in checkpoint_entries(f.path, LEADER_EPOCH):
+            if e.epoch in wanted:
+                by_epoch[e.epoch] = e.start_offset      # the last one of an epoch, as a dict of all would keep
+            if check_late and e.start_offset > leo:
+                late += 1
+                first_late = e.start_offset if first_late is None else first_late
+        first_epoch, last_epoch = first.epoch, a.epoch
         for epoch, start in log_epochs:
             ck = by_epoch.get(epoch)
             if ck is not None and start < ck and epoch != first_epoch:
-                out.append(Finding("leader_epoch", None, start,
+                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"batches of leader epoch {epoch} start at offset {start}, before the checkpoint's "
                                    f"start offset {ck} for that epoch"))
-            elif ck is None and epoch < entries[-1].epoch:
-                out.append(Finding("leader_epoch", None, start,
+            elif ck is None and epoch < last_epoch:
+                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
                                    f"leader epoch {epoch} (from offset {start}) is in the log but not in the "
                                    f"checkpoint"))
-        leo = self.log_end_offset()
-        if leo is not None and scans and len(scans) == len(self.logs):
-            late = [e for e in entries if e.start_offset > leo]
-            if late:
-                out.append(Finding("leader_epoch_stale", None, late[0].start_offset,
-                                   f"{len(late)} entr{'ies' if len(late) > 1 else 'y'} start past the log end offset "
-                                   f"{leo}: the broker drops them at startup"))
+        if late:
+            out.append(Finding(F.LEADER_EPOCH_STALE, None, first_late,
+                               f"{late} entr{'ies' if late > 1 else 'y'} start past the log end offset "
+                               f"{leo}: the broker drops them at startup"))
         return out
+
+
+def in_offset_order(logs: dict[int, LogFile], scans: dict[str, ScanReport]) -> list[tuple[LogFile, ScanReport]]:
+    """The scanned segments of ``logs`` (by base offset) in offset order: the one sort."""
+    return [(f, scans[f.path]) for _, f in sorted(logs.items()) if f.path in scans]
+
+
+def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:
+    """Per segment base, the aborted transactions that complete in it, in marker order:
+    (producer id, first offset, ABORT marker offset, last stable offset), replaying each
+    producer's open transaction across the ``(LogFile, ScanReport)`` pairs given in order.
+
+    This is what recovery writes to the ``.txnindex`` (``AbortedTxn``): the last stable
+    offset is the first offset of the earliest transaction still open then (another
+    producer's), or the marker's offset + 1 (``ProducerStateManager.lastStableOffset``).
+    """
+    out: dict[int, list[tuple[int, int | None, int, int]]] = {}
+    open_txns: dict[int, int | None] = {}
+    if not any(s.txn_events for _, s in scans):
+        return out
+    for f, s in scans:
+        if not s.txn_events:
+            continue
+        per = out.setdefault(f.base_offset, [])
+        markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], limits)
+        for first, pid, batch in s.txn_events:
+            if batch is None:
+                open_txns.setdefault(pid, first)
+                continue
+            mtype = markers.get(batch.position)
+            if mtype == ABORT and pid in open_txns:
+                others = [o for p, o in open_txns.items() if p != pid and o is not None]
+                per.append((pid, open_txns[pid], batch.last_offset, min(others, default=batch.last_offset + 1)))
+            if mtype in (ABORT, COMMIT):
+                open_txns.pop(pid, None)
+    return out
 
 
 def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
@@ -411,12 +493,13 @@ def _side_file(f: LogFile) -> list[Finding]:
     from .sidefiles import describe
 
     text = f.kind in _TEXT_KINDS
+    # A broker that cannot read these falls back (recovers everything, starts at the first segment).
+    kind = F.CHECKPOINT_INVALID if os.path.basename(f.path) in FALLBACK_CHECKPOINTS else F.INVALID_FILE
     try:
         desc = describe(f)
     except KdumpError as e:
-        return [Finding("invalid_file", None, None, _at_line(e)) if text
-                else Finding("invalid_file", e.position, None, e.message)]
-    return [Finding("invalid_file", None if text else pos, None, msg) for msg, pos in desc.problems]
+        return [Finding(kind, None, None, _at_line(e)) if text else Finding(kind, e.position, None, e.message)]
+    return [Finding(kind, None if text else pos, None, msg) for msg, pos in desc.problems]
 
 
 # -- index files against their segment -----------------------------------------------------------
@@ -460,7 +543,7 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
     t = parse_txnindex(data)
     out = []
     if t.partial_bytes:
-        out.append(Finding("txnindex_size", t.size - t.partial_bytes, None,
+        out.append(Finding(F.TXNINDEX_SIZE, t.size - t.partial_bytes, None,
                            f"{t.partial_bytes} bytes of a partial entry at the end"))
     prev = None
     seen = set()
@@ -468,46 +551,47 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
         at = i * ENTRY_SIZE
         seen.add((e.producer_id, e.last_offset))
         if e.last_offset < base or e.first_offset > e.last_offset:
-            out.append(Finding("txnindex_offset", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_OFFSET, at, e.last_offset,
                                f"entry {i}: aborted transaction {e.first_offset}..{e.last_offset} of producer "
                                f"{e.producer_id} does not fit the segment (base {base})"))
         elif prev is not None and e.last_offset <= prev.last_offset:
-            out.append(Finding("txnindex_order", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_ORDER, at, e.last_offset,
                                f"entry {i}: last offset {e.last_offset} does not follow {prev.last_offset}"))
         elif scan.last_offset is None or e.last_offset > scan.last_offset:
-            out.append(Finding("txnindex_past_end", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_PAST_END, at, e.last_offset,
                                f"entry {i}: the ABORT marker at offset {e.last_offset} is past the last offset kept "
                                f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
         elif (e.producer_id, e.last_offset) not in expected:
-            out.append(Finding("txnindex_marker", at, e.last_offset,
+            out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
                                f"entry {i}: no ABORT marker of producer {e.producer_id} closing an open transaction "
                                f"at offset {e.last_offset}"))
         else:
             first = expected[(e.producer_id, e.last_offset)]
             if first is not None and first != e.first_offset:
-                out.append(Finding("txnindex_marker", at, e.last_offset,
+                out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
                                    f"entry {i}: the transaction of producer {e.producer_id} aborted at "
                                    f"{e.last_offset} began at offset {first}, not {e.first_offset}"))
         prev = e
     for (pid, last), _ in sorted(expected.items(), key=lambda kv: kv[0][1]):
         if (pid, last) not in seen:
-            out.append(Finding("txnindex_marker", None, last,
+            out.append(Finding(F.TXNINDEX_MARKER, None, last,
                                f"the ABORT marker of producer {pid} at offset {last} has no entry"))
     return out
 
 
 def index_damage(report: FileReport) -> bool:
     """Does this index/timeindex/txnindex report show something a rebuild or trim fixes?"""
-    return any(f.kind.startswith(("index_", "timeindex_", "txnindex_")) and f.kind not in _INFO
-               and f.kind != "txnindex_missing" for f in report.findings)
+    return any(f.kind.startswith(("index_", "timeindex_", "txnindex_")) and f.cls == F.DAMAGE
+               and f.kind != F.TXNINDEX_MISSING for f in report.findings)
 
 
 def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
     counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
-              "cut_bytes": 0, "cut_segments": 0}
+              "cut_bytes": 0, "cut_segments": 0, "anomalies": 0}
     for r in reports:
         counts["files"] += 1
         counts[r.status] += 1
+        counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
         if r.scan is not None:
             counts["segments"] += 1
             counts["bytes"] += r.scan.size

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -653,24 +652,6 @@ def parse_partition_by(value: str | None) -> tuple[str, ...]:
     return cols
 
 
-def prepare_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
-    """Refuse to write into a non-empty directory unless --overwrite, and never into an input."""
-    real_out = os.path.realpath(out)
-    for p in inputs:
-        real_in = os.path.realpath(p)
-        if real_out == real_in or real_out.startswith(real_in.rstrip(os.sep) + os.sep):
-            raise UsageError("the output directory is inside an input PATH; choose another --out", file=out)
-    if os.path.isfile(out):
-        raise UsageError("--out must be a directory, not a file", file=out)
-    if os.path.isdir(out) and os.listdir(out):
-        if not overwrite:
-            raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
-        for dirpath, _, names in os.walk(out):
-            if any(n.endswith((".log", ".index", ".timeindex")) for n in names):
-                raise UsageError(f"refusing to replace {dirpath}: it holds Kafka log files", file=out)
-        shutil.rmtree(out)
-
-
 class _Tally:
     """Counts rows and collects the first error rows while batches stream past."""
 
@@ -866,29 +847,30 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     ``jobs``: worker processes, each writing whole output directories (the files are the
     same as from one process).
     """
+    from .extras import require_pyarrow
+    from .outdir import check_out, staged
+
     started = time.monotonic()
     slices = plan(paths, split_bytes, scope)
-    prepare_out(out, overwrite, paths)
+    check_out(out, overwrite, paths)
     if fmt not in ("parquet", "ndjson"):
         raise UsageError(f"unknown export format {fmt!r}")
+    if fmt == "parquet":
+        require_pyarrow()
     try:
-        if fmt == "parquet":
-            try:
-                import pyarrow  # noqa: F401
-            except ImportError:
-                raise KdumpError("Parquet export needs pyarrow", hint="pip install 'kdump[parquet]'") from None
         from .parallel import ordered_map
 
-        def write(group: list[Slice]) -> _Tally:
-            if fmt == "parquet":
-                return write_parquet(group, out, partition_by, scope, threads=threads, limits=limits)
-            return write_ndjson(group, out, partition_by, encoding, scope, limits=limits)
+        with staged(out, overwrite, paths) as tmp:      # renamed to `out` only when complete
+            def write(group: list[Slice]) -> _Tally:
+                if fmt == "parquet":
+                    return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits)
+                return write_ndjson(group, tmp, partition_by, encoding, scope, limits=limits)
 
-        tally = _Tally()
-        for t in ordered_map(write, _by_output_dir(slices, out, partition_by), jobs):
-            tally.rows += t.rows
-            tally.error_rows += t.error_rows
-            tally.errors += t.errors[:MAX_REPORTED_ERRORS - len(tally.errors)]
+            tally = _Tally()
+            for t in ordered_map(write, _by_output_dir(slices, tmp, partition_by), jobs):
+                tally.rows += t.rows
+                tally.error_rows += t.error_rows
+                tally.errors += t.errors[:MAX_REPORTED_ERRORS - len(tally.errors)]
     except OSError as e:
         raise WriteError(f"cannot write the export: {e.strerror or e}", file=out) from None
     return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors)

@@ -34,40 +34,24 @@ indexes with ``LogSegment.recover``'s rule, atomically.
 from __future__ import annotations
 
 import os
-import shutil
 from typing import NamedTuple
 
-from .errors import InputError, KdumpError, UsageError, WriteError
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
+from .errors import InputError, KdumpError, UsageError
+from .findings import (
+    INDEX_AFTER_TAIL, INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
+    INDEX_PARTIAL, INDEX_PAST_END, INDEX_SANITY, TIME_AFTER_TAIL, TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH,
+    TIME_NO_FINAL, TIME_NOT_FOUND, TIME_NOT_MAX, TIME_ORDER, TIME_PARTIAL, TIME_PAST_END, TIME_SANITY,
+)
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile, encode_index, parse_index
-from .format.rebuild import build_indexes
 from .format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, encode_timeindex, parse_timeindex
 from .format.walk import Walker, decode_records
 from .model import LOG_APPEND_TIME, Batch, Finding, IndexEntry
-from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset
+from .safewrite import refuse_symlink, write_file
+from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset, open_regular
 
-# -- finding kinds --------------------------------------------------------------------------------
-INDEX_PARTIAL = "index_partial_entry"          # size not a multiple of 8: a torn last slot
-INDEX_AFTER_TAIL = "index_garbage_after_tail"  # a non-zero slot after the zero-filled tail began
-INDEX_BELOW_BASE = "index_offset_below_base"   # negative relative offset or position
-INDEX_ORDER = "index_not_increasing"           # offsets / positions not strictly increasing
-INDEX_PAST_END = "index_past_end"              # position or offset past the end of the (readable) log
-INDEX_MID_BATCH = "index_mid_batch"            # position is not a batch start
-INDEX_MISMATCH = "index_offset_mismatch"       # offset not in the batch it points at (nor its append)
-INDEX_INTERVAL = "index_interval"              # entries closer than the --interval-bytes given
-INDEX_SANITY = "index_sanity"                  # OffsetIndex.sanityCheck failed
-
-TIME_PARTIAL = "timeindex_partial_entry"
-TIME_AFTER_TAIL = "timeindex_garbage_after_tail"
-TIME_BELOW_BASE = "timeindex_offset_below_base"
-TIME_BACKWARDS = "timeindex_backwards"          # a timestamp smaller than the previous entry's
-TIME_ORDER = "timeindex_not_increasing"         # an offset smaller than the previous entry's
-TIME_NOT_FOUND = "timeindex_offset_not_found"   # the offset is in no batch (a gap in the log)
-TIME_PAST_END = "timeindex_past_end"            # the offset is past the end of the (readable) log
-TIME_NOT_MAX = "timeindex_not_max"              # timestamp != the largest one up to its offset
-TIME_MISMATCH = "timeindex_offset_mismatch"     # the offset is not where that timestamp is
-TIME_NO_FINAL = "timeindex_missing_final_entry"  # trimmed file without the roll/close entry
-TIME_SANITY = "timeindex_sanity"                # TimeIndex.sanityCheck failed
+# Finding kinds: declared, with their class, in kdump.findings.
 
 INF = float("inf")
 # Batch fields read by index in the hot loops (a NamedTuple's attribute access costs more).
@@ -115,14 +99,13 @@ def _slot(parsed) -> int:
 def file_findings(parsed: IndexFile | TimeIndexFile) -> list[Finding]:
     """Faults visible in the index file itself: a torn last slot, data after the zero tail."""
     slot = _slot(parsed)
-    prefix = "index" if slot == INDEX_SLOT else "timeindex"
     out = []
     if parsed.nonzero_after_tail is not None:
-        out.append(Finding(f"{prefix}_garbage_after_tail", parsed.nonzero_after_tail * slot, None,
+        out.append(Finding(INDEX_AFTER_TAIL if slot == INDEX_SLOT else TIME_AFTER_TAIL, parsed.nonzero_after_tail * slot, None,
                            f"non-zero slot {parsed.nonzero_after_tail} after the zero-filled tail that starts at "
                            f"slot {parsed.zero_tail_start}: entries were lost or the file was overwritten"))
     if parsed.partial_bytes:
-        out.append(Finding(f"{prefix}_partial_entry", parsed.size - parsed.partial_bytes, None,
+        out.append(Finding(INDEX_PARTIAL if slot == INDEX_SLOT else TIME_PARTIAL, parsed.size - parsed.partial_bytes, None,
                            f"file size {parsed.size} is not a multiple of {slot}: the last {parsed.partial_bytes} "
                            f"bytes are a truncated entry"))
     return out
@@ -279,7 +262,7 @@ class _OffsetCheck:
             if o > b.last_offset:
                 keep.append((o, i, p))
             elif o < self._low(b):
-                self._fault(INDEX_MISMATCH, i, o,
+                self._fault(INDEX_GAP, i, o,
                             f"slot {i}: offset {o} is in no batch (the log goes from {self.prev_last} to "
                             f"{self._low(b)}); the entry points at position {p}")
             else:
@@ -619,62 +602,6 @@ def segment_log_path(path: str) -> str:
     return os.path.join(directory, stem + ".log")
 
 
-def _write_target(path: str) -> str:
-    """The path to write for ``path``: itself, or the target of a symlink inside the same directory."""
-    if not os.path.islink(path):
-        return path
-    real = os.path.realpath(path)
-    if os.path.dirname(real) != os.path.realpath(os.path.dirname(os.path.abspath(path))):
-        raise WriteError(f"refusing to write through a symlink pointing outside its directory (-> {real})", file=path)
-    return real
-
-
-def _same_content(path: str, data: bytes) -> bool:
-    try:
-        if os.path.getsize(path) != len(data):
-            return False
-        with open(path, "rb") as f:
-            return f.read(len(data) + 1) == data
-    except OSError:
-        return False
-
-
-def _backup(path: str) -> str:
-    """Keep the current file as ``<name>.bak`` (``.bak.N`` if taken): a hard link, else a copy."""
-    bak = path + ".bak"
-    n = 0
-    while os.path.lexists(bak):
-        n += 1
-        bak = f"{path}.bak.{n}"
-    try:
-        os.link(path, bak)
-    except OSError:
-        shutil.copy2(path, bak)
-        with open(bak, "rb+") as f:
-            os.fsync(f.fileno())
-    return bak
-
-
-def atomic_write(path: str, data: bytes, backup: bool, like: str | None = None) -> tuple[str, str | None]:
-    """Write ``data`` to ``path`` atomically (``repair.atomic_write``), keeping a ``.bak`` if asked.
-
-    Returns (status, backup path). Unchanged content is left alone (no write, no backup).
-    """
-    from .repair import atomic_write as write_atomically
-
-    target = _write_target(path)
-    existing = os.path.lexists(target)
-    if existing and _same_content(target, data):
-        return "unchanged", None
-    try:
-        bak = _backup(target) if existing and backup else None
-    except OSError as e:
-        raise WriteError(f"could not keep a backup: {e.strerror or e}", file=path) from None
-    # A new index takes the mode and owner of ``like`` (its segment), as the broker's would.
-    write_atomically(target, data, like=None if existing else like)
-    return ("replaced" if existing else "created"), bak
-
-
 def existing_time_convention(log_buf, base_offset: int, timeindex_path: str,
                              limits: Limits = DEFAULT_LIMITS) -> str | None:
     """"last" or "record" when an existing ``.timeindex`` shows which one it follows, else None."""
@@ -689,7 +616,7 @@ def existing_time_convention(log_buf, base_offset: int, timeindex_path: str,
     return check.convention if check.convention in ("last", "record") else None
 
 
-def rebuild_indexes(segment_path: str, interval_bytes: int = 4096, time_offset: str | None = None,
+def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, time_offset: str | None = None,
                     backup: bool = True, kinds: tuple[str, ...] = ("index", "timeindex"),
                     limits: Limits = DEFAULT_LIMITS) -> RebuildResult:
     """Write fresh ``.index``/``.timeindex`` files for a segment, as ``LogSegment.recover`` builds them.
@@ -697,9 +624,9 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = 4096, time_offset: 
     ``segment_path``: the ``.log`` (or one of its index files). ``time_offset``: "last" or
     "record" forces the time-index convention; None follows the existing ``.timeindex``
     when it shows one, else "last". Each file is written atomically (temporary file in the
-    same directory, fsync, rename, fsync of the directory); the old one is kept as
-    ``.bak`` unless ``backup`` is False; a file with the same bytes is not touched. A
-    symlink pointing outside the directory is refused.
+    same directory, fsync, rename, fsync of the directory: ``kdump.safewrite``); the old one
+    is kept as ``.bak`` unless ``backup`` is False; a file with the same bytes is not
+    touched. A symbolic link is refused, wherever it points (the caller holds the lock).
     """
     if interval_bytes < 0:
         raise UsageError(f"--interval-bytes must not be negative ({interval_bytes})")
@@ -709,12 +636,13 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = 4096, time_offset: 
     base = filename_offset(log)
     if base is None:
         raise UsageError("the segment's name does not start with its base offset", file=log)
-    if not os.path.isfile(log):
+    if not os.path.lexists(log):
         raise InputError("cannot rebuild: the segment's .log is missing", file=log)
+    os.close(open_regular(log))         # a link loop, a FIFO...: one located error
     stem = log[:-len(".log")]
     paths = {"index": stem + ".index", "timeindex": stem + ".timeindex"}
     for kind in kinds:
-        _write_target(paths[kind])          # refuse a bad symlink before any work
+        refuse_symlink(paths[kind])         # before any work
     notes: list[str] = []
     with MappedFile(log) as mf:
         buf = mf.buf
@@ -734,7 +662,7 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = 4096, time_offset: 
     counts = {"index": len(offsets), "timeindex": len(times)}
     written = []
     for kind in kinds:
-        status, bak = atomic_write(paths[kind], data[kind], backup, like=log)
+        status, bak = write_file(paths[kind], data[kind], backup, like=log)
         written.append(WrittenFile(paths[kind], kind, counts[kind], status, bak))
     return RebuildResult(log, written, conv, source, interval_bytes, valid, size, notes)
 

@@ -102,11 +102,19 @@ def partition_files(directory: str, entries: list[os.DirEntry] | None = None) ->
     topic, partition = _partition_of(directory)
     files = []
     for entry in _scandir(directory) if entries is None else entries:
-        if entry.is_file(follow_symlinks=False) or entry.is_file():
-            f = _log_file(os.path.join(directory, entry.name), topic, partition)
-            if f is not None:
-                files.append(f)
+        f = _log_file(os.path.join(directory, entry.name), topic, partition)
+        if f is not None and _is_file(entry):
+            files.append(f)
     return sorted(files, key=_sort_key)
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    """A regular file, or a link to one. A link that cannot be followed (a loop: ``a -> b``,
+    ``b -> a``) counts as a file, so that reading it gives one located error for it alone."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return entry.is_symlink()
 
 
 # The partition listings ``expand`` just made, for a caller that would list the same dir
@@ -139,7 +147,7 @@ def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
 
     The name alone cannot decide: a log dir called ``kafka-1`` looks like a partition.
     """
-    if any(e.is_file() and classify(e.name) is not None and filename_offset(e.name) is not None for e in entries):
+    if any(classify(e.name) is not None and filename_offset(e.name) is not None and _is_file(e) for e in entries):
         return True
     if any(e.is_dir(follow_symlinks=False) for e in entries):
         return False
@@ -168,8 +176,8 @@ def expand(path: str, _depth: int = 0) -> list[LogFile]:
     entries = _scandir(path)
     if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
         return _listed(partition_files(path, entries))
-    out = [f for e in sorted(entries, key=lambda e: e.name) if e.is_file()
-           for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None]
+    out = [f for e in sorted(entries, key=lambda e: e.name)
+           for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None and _is_file(e)]
     partitions, others = [], []
     for e in entries:
         if not e.is_dir(follow_symlinks=False):

@@ -19,12 +19,16 @@ from . import __version__
 DATE = "2026-11-21"   # bumped by hand with the pages' content, so output is reproducible
 
 EXIT_STATUS = [
-    ("0", "Clean: everything read was intact."),
-    ("1", "Damage found (also when it was repaired): corrupt, torn or inconsistent data."),
+    ("0", "Clean: everything read was intact (anomalies, states a broker accepts as they are, do not count "
+          "unless verify --strict)."),
+    ("1", "Damage found (also when it was repaired): data a broker would cut, delete or fail to load, or that "
+          "readers lose."),
     ("2", "Usage error: a bad option, or a PATH that names nothing kdump reads."),
     ("3", "Could not complete: missing file, permission, I/O error, a codec library is missing, a path that "
-          "is not a regular file (a FIFO is refused, never waited on), or a file truncated by another process "
-          "while kdump read it."),
+          "is not a regular file (a FIFO is refused, never waited on), a file truncated by another process "
+          "while kdump read it, verify's output cut off (| head) before any damage was seen, not enough memory "
+          "for a batch, a partition another kdump run is writing or whose broker is running (see --force), or a "
+          "symbolic link where kdump would write."),
     ("130", "Interrupted."),
 ]
 
@@ -35,7 +39,11 @@ snapshots, checkpoints, KRaft snapshots and metadata files \\(em and shows, chec
 them. Every PATH may be a file, a partition directory or a whole log directory.
 .PP
 Nothing is ever modified unless a command is asked to (\\fB--truncate\\fR, \\fB--rebuild\\fR,
-\\fB--apply\\fR); then writes are atomic and what is cut is kept beside the file.
+\\fB--apply\\fR, \\fB--salvage\\fR); then writes are atomic and what is cut is kept beside the file.
+A writing command locks each partition directory it writes (\\fI.kdump.lock\\fR): a second run
+on the same partition refuses at once (exit status 3), and so does a run while a broker holds
+the log dir's \\fI.lock\\fR unless \\fB--force\\fR is given. A symbolic link is never written
+through. Temporary files (\\fI*.kdump-tmp\\fR) of a killed run are removed by the next one.
 .PP
 Output is a Rich table on a terminal, kafka-dump-log.sh-compatible text when piped, and
 NDJSON with \\fB--json\\fR. Diagnostics and progress go to standard error.""",
@@ -59,7 +67,14 @@ epoch checkpoint. It reports exactly where a broker's recovery would truncate, a
 beyond the damage. \\fB--truncate\\fR cuts each damaged segment at its last good batch \\(em where
 the broker's recovery would, or earlier where kdump finds damage the broker does not check
 (\\fB--broker-cut\\fR keeps the broker's rule exactly) \\(em saving the cut bytes as
-\\fI<name>.corrupt-<position>\\fR, and rebuilds indexes that no longer match the log.""",
+\\fI<name>.corrupt-<position>\\fR, and rebuilds indexes that no longer match the log. When later
+segments follow the first cut segment of a partition, they are moved into
+\\fIkdump-quarantine-<time>/\\fR inside the partition first (a broker's recovery deletes them), so
+no offset gap is left behind.
+.PP
+Every finding has a class (listed under FINDINGS): \\fIdamage\\fR (exit status 1),
+\\fIanomaly\\fR (odd but accepted by a broker as it is: exit status 0 unless \\fB--strict\\fR),
+\\fIinfo\\fR (a state the broker finishes at startup) or \\fIerror\\fR (exit status 3).""",
     "index": """Lists, verifies, sanity-checks or rebuilds offset indexes (.index). \\fB--verify\\fR checks
 every entry against the log in one forward pass and accepts both the 2.0+ (last offset) and
 pre-2.0 (base offset) conventions; the zero-filled preallocated tail of an active segment is
@@ -68,12 +83,18 @@ recognised, not reported as damage. Nothing is created or modified unless \\fB--
 over the log (DumpLogSegments rescans the segment for every entry).""",
     "recover": """Shows what a broker would do to a log directory at startup (LogLoader): leftover
 .cleaned, .swap and .deleted files, orphan indexes, the truncation point, later segments it
-would delete, indexes to rebuild, the new recovery point. \\fB--apply\\fR carries the plan out
-\\(em moving what a broker would delete into a quarantine folder instead of deleting it.
+would delete (all of them when the log start offset is above the log end), indexes to
+rebuild, the .txnindex and leader-epoch-checkpoint as recovery writes them, the new recovery
+point. \\fB--apply\\fR carries the plan out \\(em moving what a broker would delete into a
+quarantine folder instead of deleting it. The plan is checked against a real Kafka broker
+starting on the same damaged files (tests/kafka/test_recovery_parity.py).
 \\fB--salvage\\fR copies every intact batch found past the damage into new segment files.""",
     "export": """Exports records to Parquet (zstd, millisecond timestamps, partitioned by topic and
 partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,
 \\fB--master\\fR).""",
+    "help": """Shows the manual page of kdump, or of one command, with \\fBman -l\\fR; the page is generated
+from the installed commands, so it is there whatever way kdump was installed (an editable
+install puts nothing under share/man). Without man(1) the page is printed as plain text.""",
     "info": """Summarises each partition from batch headers: segments, bytes, batches, records, offset
 and time ranges, codecs, producers, transactional and control share, and a histogram of
 batch sizes.""",
@@ -100,6 +121,7 @@ EXAMPLES = {
     "export": [("Parquet, locally", "kdump export /var/lib/kafka/data --out /tmp/export"),
                ("On a Spark cluster", "kdump export /data --out /data/parquet --engine spark --master spark://host:7077")],
     "info": [("Summaries as NDJSON", "kdump info /var/lib/kafka/data --json")],
+    "help": [("The manual page of dump", "kdump help dump")],
 }
 
 
@@ -142,6 +164,12 @@ def render(name: str | None, cmd: click.Command, parent: click.Context | None = 
             lines += [".TP", f"\\fBkdump {sub}\\fR", _esc(sc.get_short_help_str(limit=120)),
                       f"See \\fBkdump\\-{sub}\\fR(1)."]
     lines += [".SH OPTIONS", *_option_lines(cmd, ctx)]
+    if name == "verify":
+        from .findings import KINDS
+
+        lines += [".SH FINDINGS"]
+        for k in KINDS.values():
+            lines += [".TP", f"\\fB{_esc(k.name)}\\fR ({k.cls})", _esc(k.doc)]
     lines += [".SH EXIT STATUS"]
     for code, meaning in EXIT_STATUS:
         lines += [".TP", f"\\fB{code}\\fR", meaning]

@@ -12,6 +12,8 @@ import base64
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from .findings import class_of
+
 # -- codes and their Kafka names --------------------------------------------------------------
 
 COMPRESSION_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -260,5 +262,11 @@ class Finding(NamedTuple):
     offset: int | None
     message: str
 
+    @property
+    def cls(self) -> str:
+        """damage | anomaly | info | error (``kdump.findings``)."""
+        return class_of(self.kind)
+
     def to_dict(self) -> dict[str, Any]:
-        return self._asdict()
+        return {"kind": self.kind, "class": class_of(self.kind), "position": self.position, "offset": self.offset,
+                "message": self.message}

@@ -13,11 +13,12 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .errors import KdumpError
+from .errors import InputError, KdumpError
 from .format import accel
 from .format.batch import RECORD_BATCH_OVERHEAD
 from .format.codecs import DEFAULT_LIMITS, Limits
-from .format.walk import ENTRY_HEAD, Walker, decode_records
+from .format.records import LargeRecords
+from .format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
 from .logdir import LogFile
 from .model import Batch, Finding, Record
 from .segment import MappedFile
@@ -53,6 +54,12 @@ class Filters(NamedTuple):
         if self.start_time is not None and r.timestamp < self.start_time:
             return False
         return not (self.end_time is not None and r.timestamp > self.end_time)
+
+
+def out_of_memory(path: str, batch: Batch, what: str) -> InputError:
+    """A batch whose records do not fit in memory: a located error, not an internal one."""
+    return InputError(f"not enough memory to {what} the records of the batch at offset {batch.base_offset} "
+                      f"(lower --max-decompressed to refuse such batches)", file=path, position=batch.position)
 
 
 class Item(NamedTuple):
@@ -118,22 +125,30 @@ class SegmentReader:
                 (position, base_offset, _, count, size, magic, _, _, attributes, _, base_ts, max_ts,
                  _, _, base_seq) = batch
                 records = None
-                if fast is not None and magic == 2 and not attributes & 0x27:
-                    records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset, base_ts,
-                                   max_ts if attributes & 0x08 else None, base_seq, count)
-                if records is None:
-                    try:
+                try:
+                    if fast is not None and magic == 2 and not attributes & 0x27:
+                        records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
+                                       base_ts, max_ts if attributes & 0x08 else None, base_seq, count)
+                    if records is None:
                         records = decode_records(buf, batch, limits)
-                    except KdumpError as e:
-                        yield _item(Item, (batch, None, e.located(self.file.path, position)))
-                        continue
+                except KdumpError as e:
+                    yield _item(Item, (batch, None, e.located(self.file.path, position)))
+                    continue
+                except MemoryError:
+                    yield _item(Item, (batch, None, out_of_memory(self.file.path, batch, "decode")))
+                    continue
                 if check_offsets or check_times:
-                    records = [r for r in records if flt.keep_record(r)]
+                    kept = [r for r in records if flt.keep_record(r)]
+                    records = LargeRecords(kept) if type(records) is LargeRecords else kept
                     if not records:
                         continue
                 yield _item(Item, (batch, records, None))
             else:
                 self.stop = walker.stop
+                if end < mapped.size and self.stop is not None and self.stop.kind in (TORN_TAIL, TRAILING):
+                    # The --max-bytes cut ended the walk inside a batch: a limit, not damage
+                    # (kafka-dump-log.sh stops there without a word).
+                    self.stop = None
                 # --max-bytes cuts the file on purpose: what lies past the cut is not "invalid".
                 self.trailing_bytes = 0 if self.filters.max_bytes is not None else walker.trailing_bytes
         finally:

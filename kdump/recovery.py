@@ -1,21 +1,5 @@
-"""``kdump recover``: the broker's startup recovery (``LogLoader.load``) as a plan, then carried out.
-
-``plan_partition`` reads a partition directory and lists, in the order a broker works,
-what its startup would do (kafka-reference.md section 5.2):
-
-1. temp files: ``*.swap`` at or above the lowest ``*.cleaned`` offset (an unfinished
-   split), then every ``*.cleaned``, then every ``*.deleted`` go away;
-2. the remaining ``*.log.swap`` files cover [lowest base, highest next offset): every
-   other file named with an offset in that range is an original the swap replaces and
-   goes away; then the ``.swap`` suffixes are dropped;
-3. index files without a ``.log`` are orphans and go away; a segment without its
-   ``.index`` is recovered at load;
-4. from the segment holding the recovery point onward (all of them with ``full``, none
-   after a clean shutdown), each segment goes through ``LogSegment.recover``: the first
-   one with damage is cut at ``ScanReport.valid_bytes`` and every later segment goes away;
-5. indexes of recovered segments that disagree with their log are rebuilt, ``.txnindex``
-   entries past the cut dropped, leader-epoch entries past the new log end dropped, and
-   producer snapshots past it go away. The new recovery point is min(checkpoint, LEO).
+"""``kdump recover``: a broker's startup recovery carried out (the plan is
+``check.loader_rule.plan_partition``), and salvage.
 
 Where the broker deletes, kdump moves the file into a quarantine directory: nothing is
 deleted. ``apply_plan`` performs the steps in an order chosen so that a run killed at any
@@ -32,111 +16,37 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
 
 from . import logdir as K
+from .check.loader_rule import plan_partition
+from .check.plan import (
+    QUARANTINE,
+    REBUILD,
+    RENAME,
+    TRIM_EPOCHS,
+    TRUNCATE,
+    WRITE_TXN,
+    LogDirState,
+    PartitionPlan,
+    RecoverOptions,
+    Step,
+)
 from .errors import InputError, KdumpError, UsageError, WriteError
 from .format.walk import Walker
-from .logdir import LogFile
-from .repair import (
-    TEMP_SUFFIX,
+from .repair import index_bytes, rebuild_indexes, truncate_log
+from .safewrite import (
+    QUARANTINE_PREFIX,
     Change,
     atomic_write,
+    copy_file,
     fsync_dir,
     is_cross_device,
     read_range,
-    rebuild_indexes,
     refuse_symlink,
     remove_stale_temps,
     same_content,
-    trim_txnindex,
-    truncate_log,
 )
-from .scan import ScanReport
 from .segment import MappedFile, read_small
-
-QUARANTINE_PREFIX = "kdump-quarantine-"
-
-# Step actions.
-QUARANTINE, RENAME, TRUNCATE, REBUILD, TRIM_TXN, TRIM_EPOCHS, NOTE = (
-    "quarantine", "rename", "truncate", "rebuild_index", "trim_txnindex", "trim_epochs", "note")
-
-
-class Step(NamedTuple):
-    action: str
-    path: str                 # the file acted on ("" for notes)
-    target: str | None        # new name (rename), saved cut bytes (truncate)
-    position: int | None
-    offset: int | None
-    reason: str
-    phase: int                # apply order (see apply_plan)
-
-    def to_dict(self, directory: str) -> dict[str, Any]:
-        return {"partition": directory, "action": self.action, "file": self.path or None, "target": self.target,
-                "position": self.position, "offset": self.offset, "reason": self.reason}
-
-
-@dataclass
-class LogDirState:
-    """What a partition's recovery reads from its log dir."""
-
-    recovery_points: dict[tuple[str, int], int] = field(default_factory=dict)
-    log_start_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
-    clean_shutdown: bool = False
-
-    @classmethod
-    def read(cls, logdir: str | None) -> LogDirState:
-        from .format.checkpoint import parse_checkpoint
-
-        state = cls()
-        if not logdir:
-            return state
-        for name, attr in (("recovery-point-offset-checkpoint", "recovery_points"),
-                           ("log-start-offset-checkpoint", "log_start_offsets")):
-            p = os.path.join(logdir, name)
-            if os.path.isfile(p):
-                try:
-                    entries = parse_checkpoint(read_small(p), name, p)
-                except KdumpError:
-                    continue        # the broker would fall back to recovering everything
-                getattr(state, attr).update({(e.topic, e.partition): e.offset for e in entries})
-        state.clean_shutdown = os.path.isfile(os.path.join(logdir, ".kafka_cleanshutdown"))
-        return state
-
-
-@dataclass
-class PartitionPlan:
-    directory: str
-    steps: list[Step] = field(default_factory=list)
-    recovery_point: int | None = None
-    new_recovery_point: int | None = None
-    log_end_offset: int | None = None
-    damaged: bool = False                   # damage found (cut, or noted where a broker would not look)
-    incomplete: bool = False
-    salvage_sources: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
-
-    @property
-    def actions(self) -> list[Step]:
-        return [s for s in self.steps if s.action != NOTE]
-
-    def summary_dict(self) -> dict[str, Any]:
-        return {"partition": self.directory, "action": "summary", "log_end_offset": self.log_end_offset,
-                "recovery_point": self.recovery_point, "new_recovery_point": self.new_recovery_point,
-                "steps": len(self.actions), "damaged": self.damaged}
-
-
-@dataclass
-class RecoverOptions:
-    full: bool = False
-    max_message_size: int = 1048588
-    index_interval_bytes: int = 4096
-
-    def verify_options(self):
-        from .crosscheck import VerifyOptions
-
-        return VerifyOptions(max_message_size=self.max_message_size, index_interval_bytes=self.index_interval_bytes)
-
 
 # -- finding the partitions -------------------------------------------------------------------
 
@@ -159,251 +69,6 @@ def partition_dirs(path: str) -> list[tuple[str, str | None]]:
         raise UsageError("no partition directories found here", file=path)
     out.sort(key=lambda d: (K.parse_partition_dir(os.path.basename(d[0])) or ("", 0, None))[:2])
     return out
-
-
-# -- planning ---------------------------------------------------------------------------------
-
-def _raw_offset_files(directory: str) -> list[str]:
-    """Every regular file whose name starts with digits then a dot (Kafka's offsetFromFile)."""
-    out = []
-    for e in os.scandir(directory):
-        if not e.is_file(follow_symlinks=False):
-            continue
-        head = e.name.split(".", 1)[0]
-        if head.isdigit() and "." in e.name and not e.name.endswith(TEMP_SUFFIX):
-            out.append(e.name)
-    return sorted(out)
-
-
-def _next_offset(path: str, base: int) -> int:
-    """``LogSegment.readNextOffset`` of a swap segment: last batch's offset + 1, or its base."""
-    nxt = base
-    with MappedFile(path) as m:
-        for b in Walker(m.buf):
-            nxt = b.last_offset + 1
-    return nxt
-
-
-def plan_partition(directory: str, state: LogDirState | None = None,
-                   opts: RecoverOptions | None = None) -> PartitionPlan:
-    opts = opts or RecoverOptions()
-    state = state or LogDirState()
-    plan = PartitionPlan(directory)
-    parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(directory)))
-    tp = (parsed[0], parsed[1]) if parsed else None
-    if parsed and parsed[2] == "delete":
-        plan.steps.append(Step(NOTE, "", None, None, None, "partition marked for deletion: the broker deletes it "
-                                                          "without recovering", 0))
-        return plan
-    files = K.partition_files(directory)
-    gone: set[str] = set()                    # names the plan moves away
-    renamed: dict[str, str] = {}              # swap name -> live name
-
-    def quarantine(name: str, reason: str, phase: int, offset: int | None = None) -> None:
-        if name not in gone:
-            gone.add(name)
-            plan.steps.append(Step(QUARANTINE, os.path.join(directory, name), None, None, offset, reason, phase))
-
-    # 1. temporary files (LogLoader.removeTempFilesAndCollectSwapFiles)
-    cleaned = [f for f in files if f.leftover == ".cleaned"]
-    min_cleaned = min((f.base_offset for f in cleaned if f.base_offset is not None), default=None)
-    swaps = [f for f in files if f.leftover == ".swap"]
-    for f in swaps:
-        if min_cleaned is not None and f.base_offset is not None and f.base_offset >= min_cleaned:
-            quarantine(f.name, f"swap file of an unfinished split (at or above the .cleaned offset {min_cleaned})", 1,
-                       f.base_offset)
-    for f in cleaned:
-        quarantine(f.name, "output of an interrupted log-cleaner run", 2, f.base_offset)
-    for f in files:
-        if f.leftover == ".deleted" and not f.name.endswith(".checkpoint.deleted"):
-            quarantine(f.name, "file awaiting asynchronous deletion", 2, f.base_offset)
-    good_swaps = [f for f in swaps if f.name not in gone]
-    # 2. swap range: originals the swap replaces, then the renames.
-    log_swaps = [f for f in good_swaps if f.kind == K.LOG and f.base_offset is not None]
-    if log_swaps:
-        lo = min(f.base_offset for f in log_swaps)
-        hi = max(_next_offset(f.path, f.base_offset) for f in log_swaps)
-        for name in _raw_offset_files(directory):
-            if name.endswith(".swap") or name in gone:
-                continue
-            off = int(name.split(".", 1)[0])
-            if lo <= off < hi:
-                quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
-    # The .log.swap first: once it is renamed no range is computed from it again, so a rerun
-    # after an interruption never takes an already-renamed index for an original to replace.
-    for f in sorted(good_swaps, key=lambda f: (f.kind != K.LOG, f.name)):
-        live = f.name[: -len(".swap")]
-        renamed[f.name] = live
-        plan.steps.append(Step(RENAME, f.path, live, None, f.base_offset, "finish the interrupted swap", 4))
-
-    # The directory as the broker sees it after steps 1-2.
-    present = {f.name for f in files if f.name not in gone and f.leftover is None} | set(renamed.values())
-    source = {f.name: f.path for f in files if f.leftover is None}
-    source.update({live: os.path.join(directory, swap) for swap, live in renamed.items()})
-    logs = sorted((int(n[:-4]), n) for n in present if n.endswith(".log") and n[:-4].isdigit())
-    log_bases = {b for b, _ in logs}
-    # 3. orphan indexes
-    for n in sorted(present):
-        stem, ext = os.path.splitext(n)
-        if ext in (".index", ".timeindex", ".txnindex") and stem.isdigit() and int(stem) not in log_bases:
-            quarantine(n, "index without a segment (orphan)", 5, int(stem))
-    vopts = opts.verify_options()
-    scans: dict[int, ScanReport] = {}
-    for base, n in logs:
-        try:
-            scans[base] = vopts.scan(LogFile(source[n], K.LOG, None, None, base, None))
-        except KdumpError as e:
-            plan.incomplete = True
-            plan.steps.append(Step(NOTE, source[n], None, None, base, f"cannot read: {e.message}", 0))
-    load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present}
-    # 4. recoverLog
-    rp = (state.recovery_points.get(tp) if tp else None) or 0     # a missing checkpoint means 0
-    plan.recovery_point = rp
-    start_from = 0 if opts.full else rp
-    skip_log = state.clean_shutdown and not opts.full
-    if skip_log:
-        plan.steps.append(Step(NOTE, "", None, None, None, "clean shutdown marker present: the broker skips segment "
-                                                          "recovery (use --full to recover anyway)", 0))
-    bases = [b for b, _ in logs]
-    first_recovered = 0
-    for i, b in enumerate(bases):
-        if b <= start_from:
-            first_recovered = i
-    recovered = set() if skip_log else set(bases[first_recovered:])
-    truncated_at: int | None = None
-    cut_segments: set[int] = set()
-    later_sources: list[tuple[str, list[tuple[int, int]]]] = []
-    for b in bases:
-        s = scans.get(b)
-        if s is None or s.cut is None or s.valid_bytes >= s.size:
-            continue
-        if b in recovered and truncated_at is None:
-            truncated_at = b
-            cut_segments.add(b)
-        elif b in load_recover and (truncated_at is None or b < truncated_at):
-            cut_segments.add(b)
-        elif truncated_at is None or b < truncated_at:
-            plan.damaged = True
-            why = "after a clean shutdown" if skip_log else f"before the recovery point {rp}"
-            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, s.valid_bytes, b,
-                                   f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but a broker would not recover it "
-                                   f"{why} (use --full, or kdump verify --truncate)", 0))
-    if truncated_at is not None:
-        # Later segments go first (phase 6) so that a rerun after the cut still sees them as later.
-        for b in bases:
-            if b > truncated_at:
-                s = scans.get(b)
-                if s is not None:
-                    regions = [(0, s.valid_bytes)] if s.valid_bytes > 0 else []
-                    regions += [(a, e) for a, e, *_ in s.intact_beyond]
-                    if regions:
-                        later_sources.append((source[f"{b:020d}.log"], regions))
-                for ext in (".log", ".index", ".timeindex", ".txnindex"):
-                    n = f"{b:020d}{ext}"
-                    if n in present:
-                        quarantine(n, f"segment after the corruption in {truncated_at:020d}.log: the broker deletes "
-                                      f"it", 6, b)
-                present.discard(f"{b:020d}.log")
-        bases = [b for b in bases if b <= truncated_at]
-    for b in sorted(cut_segments):
-        s = scans[b]
-        name = f"{b:020d}.log"
-        plan.damaged = True
-        plan.steps.append(Step(TRUNCATE, os.path.join(directory, name), f"{name}.corrupt-{s.valid_bytes}",
-                               s.valid_bytes, s.cut.offset,
-                               f"{s.cut.kind}: {s.cut.message}; {s.cut_bytes} bytes cut and saved", 7))
-        if s.intact_beyond:
-            plan.salvage_sources.append((source[name], [(a, e) for a, e, *_ in s.intact_beyond]))
-    plan.salvage_sources += later_sources
-    if truncated_at is not None:
-        plan.damaged = True
-    for b in bases:
-        s = scans.get(b)
-        if s is not None and any(f.kind == "offset_overflow" for f in s.findings):
-            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, None, b,
-                                   "offsets do not fit an int32 above the base: the broker would split this segment "
-                                   "(LogSegmentOffsetOverflowException); kdump does not split", 0))
-    # 5. indexes, txnindex, epochs, snapshots, recovery point
-    leo = None
-    for b in bases:
-        s = scans.get(b)
-        if s is None:
-            continue
-        leo = s.next_offset if s.next_offset is not None else b     # an empty segment ends at its base
-    plan.log_end_offset = leo
-    _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered | load_recover, vopts)
-    if leo is not None:
-        _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine)
-        plan.new_recovery_point = leo if state.clean_shutdown else min(rp, leo)
-    return plan
-
-
-def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
-    from .crosscheck import index_findings
-
-    for b in bases:
-        if b not in recovered and b not in cut_segments:
-            continue
-        s = scans.get(b)
-        if s is None:
-            continue
-        log = source[f"{b:020d}.log"]
-        for i, ext in enumerate((".index", ".timeindex")):
-            n = f"{b:020d}{ext}"
-            path = os.path.join(directory, n)
-            if n not in present:
-                if s.valid_bytes > 0:      # an empty segment's indexes are empty: the broker makes them
-                    plan.steps.append(Step(REBUILD, path, None, None, b, f"{ext} is missing: rebuilt from the log", 8))
-                continue
-            if b in cut_segments:
-                plan.steps.append(Step(REBUILD, path, None, None, b, "rebuilt after the cut if it points past it", 8))
-                continue
-            try:
-                data = read_small(source.get(n, path), 256 << 20)
-            except KdumpError as e:
-                plan.steps.append(Step(REBUILD, path, None, None, b, f"cannot be read ({e.message}): rebuilt from "
-                                       "the log", 8))
-                continue
-            bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
-            if bad:
-                plan.steps.append(Step(REBUILD, path, None, None, b, f"disagrees with the log: {bad[0].message}", 8))
-        txn = f"{b:020d}.txnindex"
-        if txn in present:
-            from .format.txnindex import parse_txnindex
-
-            nxt = s.next_offset if s.next_offset is not None else b
-            try:
-                entries = parse_txnindex(read_small(source.get(txn, os.path.join(directory, txn)), 256 << 20)).entries
-            except KdumpError as e:
-                plan.incomplete = True
-                plan.steps.append(Step(NOTE, os.path.join(directory, txn), None, None, b, f"cannot read: {e.message}",
-                                       0))
-                entries = []
-            late = [e for e in entries if e.last_offset >= nxt]
-            if late:
-                plan.steps.append(Step(TRIM_TXN, os.path.join(directory, txn), None, None, nxt,
-                                       f"drop {len(late)} aborted transaction(s) ending past the kept data", 9))
-
-
-def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine) -> None:
-    from .format.checkpoint import LEADER_EPOCH, parse_checkpoint
-
-    p = os.path.join(directory, LEADER_EPOCH)
-    if LEADER_EPOCH in present and os.path.isfile(p):
-        try:
-            entries = parse_checkpoint(read_small(p), LEADER_EPOCH, p)
-        except KdumpError:
-            entries = []
-        # Kafka drops entries starting at or after the LEO at every start; kdump only those
-        # strictly past it (data that is gone), leaving the harmless == LEO case to the broker.
-        late = [e for e in entries if e.start_offset > leo]
-        if late:
-            plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo,
-                                   f"drop {len(late)} leader epoch entr{'ies' if len(late) > 1 else 'y'} starting "
-                                   f"past the new log end offset {leo} (the old file is kept in quarantine)", 10))
-    for n in sorted(present):
-        if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
-            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, int(n[:-9]))
 
 
 # -- applying ---------------------------------------------------------------------------------
@@ -461,7 +126,7 @@ def move_to(src: str, dest_dir: str) -> str:
     except OSError as e:
         if not is_cross_device(e):
             raise WriteError(f"cannot move to {target}: {e.strerror}", file=src) from None
-        atomic_write(target, read_range(src, 0, os.path.getsize(src)), like=src)
+        copy_file(src, target)
         os.unlink(src)
     fsync_dir(dest_dir)
     fsync_dir(os.path.dirname(src))
@@ -469,10 +134,15 @@ def move_to(src: str, dest_dir: str) -> str:
 
 
 def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | None = None) -> list[Change]:
-    """Carry out the plan's steps in phase order; see the module docstring for why this order."""
+    """Carry out the plan's steps in phase order; see the module docstring for why this order.
+
+    The caller holds the partition's lock (``writelock``), whose taking removed the temporary
+    files of interrupted runs from the partition and the quarantine directories inside it;
+    those of a quarantine directory elsewhere (``--quarantine``) are removed here."""
     opts = opts or RecoverOptions()
     d = plan.directory
-    changes = remove_stale_temps(d)
+    changes = [] if os.path.dirname(os.path.abspath(quarantine_dir)) == os.path.abspath(d) \
+        else remove_stale_temps(quarantine_dir)
     for step in sorted(plan.actions, key=lambda s: s.phase):
         if step.action == QUARANTINE:
             if os.path.lexists(step.path):
@@ -496,19 +166,21 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
     # Indexes and the rest are chosen again from the disk as it is now.
     changes += _finish_indexes(plan, opts, quarantine_dir)
     for step in plan.actions:
-        if step.action == TRIM_TXN and os.path.exists(step.path):
-            keep_copy(step.path, quarantine_dir)
-            ch = trim_txnindex(step.path, plan.log_end_offset if step.offset is None else step.offset)
-            if ch is not None:
-                changes.append(ch)
+        if step.action == WRITE_TXN and step.path in plan.txnindexes:
+            data = plan.txnindexes[step.path]
+            if os.path.lexists(step.path):
+                if same_content(step.path, [data]):
+                    continue
+                keep_copy(step.path, quarantine_dir)
+            atomic_write(step.path, data, like=os.path.join(d, f"{step.offset:020d}.log"))
+            changes.append(Change("wrote", step.path, f"{len(data) // 34} aborted transaction(s), as recovery "
+                                                      f"writes them"))
         elif step.action == TRIM_EPOCHS:
-            changes += _trim_epochs(step.path, plan.log_end_offset, quarantine_dir)
+            changes += _write_epochs(step.path, plan.epochs, quarantine_dir)
     return changes
 
 
 def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: str) -> list[Change]:
-    from .crosscheck import index_findings
-
     vopts = opts.verify_options()
     changes = []
     for step in plan.actions:
@@ -520,14 +192,16 @@ def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: s
             continue
         ext = ".index" if step.path.endswith(".index") else ".timeindex"
         if os.path.exists(step.path):
-            s = vopts.scan(LogFile(log, K.LOG, None, None, base, None))
             try:
                 data = read_small(step.path, 256 << 20)
             except KdumpError:          # too large to read (as planned): rebuilt all the same
                 data = None
-            if data is not None and not index_findings(log, base, s, **{ext[1:]: data},
-                                                       limits=vopts.limits)[0 if ext == ".index" else 1]:
-                continue
+            try:
+                want = index_bytes(log, base, opts.index_interval_bytes, vopts.limits)[0 if ext == ".index" else 1]
+            except KdumpError:
+                want = None
+            if data is not None and data == want:
+                continue                # already what recovery writes (a rerun after an interruption)
             keep_copy(step.path, quarantine_dir)       # derived data, but nothing is thrown away
         changes += rebuild_indexes(log, base, [ext], opts.index_interval_bytes, vopts.limits)
     return changes
@@ -536,6 +210,7 @@ def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: s
 def keep_copy(path: str, quarantine_dir: str) -> str:
     """Copy a file about to be rewritten into the quarantine (once: a rerun finds the same copy).
     Streamed, holes and all: a sparse file stays sparse."""
+    refuse_symlink(path)        # it is about to be rewritten: named as itself, not as its copy
     size = os.path.getsize(path)
     _ensure_dir(quarantine_dir, os.path.dirname(path))
     name = os.path.basename(path)
@@ -545,24 +220,22 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
         n += 1
         copy = os.path.join(quarantine_dir, f"{name}.{n}")
     if not os.path.lexists(copy):
-        atomic_write(copy, read_range(path, 0, size), like=path)
+        atomic_write(copy, read_range(path, 0, size), like=path, verify=True)
     return copy
 
 
-def _trim_epochs(path: str, leo: int | None, quarantine_dir: str) -> list[Change]:
-    from .format.checkpoint import LEADER_EPOCH, encode_leader_epochs, parse_checkpoint
+def _write_epochs(path: str, entries: list[tuple[int, int]], quarantine_dir: str) -> list[Change]:
+    from .format.checkpoint import encode_leader_epochs
 
-    if leo is None or not os.path.isfile(path):
+    if not os.path.isfile(path):
         return []
-    data = read_small(path)
-    entries = parse_checkpoint(data, LEADER_EPOCH, path)
-    keep = [e for e in entries if e.start_offset <= leo]
-    if len(keep) == len(entries):
+    data = encode_leader_epochs(entries)
+    if same_content(path, [data]):
         return []
     copy = keep_copy(path, quarantine_dir)
-    atomic_write(path, encode_leader_epochs(keep))
-    return [Change("wrote", path, f"kept {len(keep)} of {len(entries)} leader epochs (starting at or before "
-                                  f"offset {leo}); the old file is in {copy}")]
+    atomic_write(path, data)
+    return [Change("wrote", path, f"{len(entries)} leader epoch entr{'y' if len(entries) == 1 else 'ies'}; the old "
+                                  f"file is in {copy}")]
 
 
 # -- salvage ----------------------------------------------------------------------------------
@@ -610,16 +283,14 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         if os.path.exists(log):
             continue
         _ensure_dir(target_dir, plan.directory)
+        remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
-        from .repair import index_bytes
+        from .repair import encode_indexes
 
-        tmp_log = log + ".salvage"
-        atomic_write(tmp_log, data)
-        index, timeindex = index_bytes(tmp_log, base, opts.index_interval_bytes)
+        index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
         atomic_write(os.path.join(target_dir, f"{base:020d}.index"), index)
         atomic_write(os.path.join(target_dir, f"{base:020d}.timeindex"), timeindex)
-        os.replace(tmp_log, log)
-        fsync_dir(target_dir)
+        atomic_write(log, data)
         changes.append(Change("wrote", log, f"{len(seg)} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
                                             f"{len(data)} bytes, with .index and .timeindex"))
     return changes

@@ -11,237 +11,27 @@ the same command again finishes the job:
    (``FileRecords.truncateTo``): copying a 1 GiB segment to drop a torn tail would cost
    more than it protects, and a truncate is all-or-nothing;
 3. only then are the indexes checked against the shortened log; those that disagree are
-   rebuilt with the broker's recovery rule (``format.rebuild.build_indexes``) and
+   rebuilt with the broker's recovery rule (``check.broker_rule.build_indexes``) and
    replaced atomically, and ``.txnindex`` entries past the new end are dropped
    (``TransactionIndex.truncateTo``). An index that still agrees is left as it is, so an
    interrupted run and an uninterrupted one end with the same bytes.
 
-Files are never written through a symlink, and new files take the owner and mode of the
-file they stand beside (kdump often runs as root on a broker's directory).
+Files are written as ``kdump.safewrite`` writes every file (never through a symlink, the
+saved copy checked before the cut); the caller holds the partition's lock
+(``kdump.writelock``), which also removed the temporary files of interrupted runs.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Iterable
-from typing import NamedTuple
 
+from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from .errors import KdumpError, WriteError
 from .format.codecs import DEFAULT_LIMITS, Limits
-from .segment import data_at, hole_at
+from .safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
 
-TEMP_SUFFIX = ".kdump-tmp"
 CORRUPT_INFIX = ".corrupt-"
-COPY_CHUNK = 1 << 20
-# What read_range yields for a whole chunk of a file's hole, and atomic_write leaves a hole
-# for: a preallocated segment's zero tail (1 GiB by default) is copied without being read
-# or written, and its copy takes no disk space either.
-ZERO_CHUNK = bytes(COPY_CHUNK)
-
-
-class Change(NamedTuple):
-    """One thing a repair did (or, for ``skipped``, could not do)."""
-
-    action: str      # saved | truncated | rebuilt | trimmed | moved | renamed | wrote | removed_temp | skipped
-    path: str
-    detail: str
-
-    def to_dict(self) -> dict:
-        return self._asdict()
-
-
-# -- low-level safe writes --------------------------------------------------------------------
-
-def _wrap(path: str, what: str, e: OSError) -> WriteError:
-    return WriteError(f"cannot {what}: {e.strerror or e}", file=path)
-
-
-def refuse_symlink(path: str) -> None:
-    """Writes go to the file named, never through a link to somewhere else."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise _wrap(path, "inspect", e) from None
-    if stat.S_ISLNK(st.st_mode):
-        raise WriteError("is a symbolic link; kdump does not write through links", file=path)
-
-
-def fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _like(fd: int, like: str | None) -> None:
-    """Give a new file the mode and (when we may) the owner of the file it stands for."""
-    if like is None:
-        return
-    try:
-        st = os.stat(like)
-    except OSError:
-        return
-    try:
-        os.fchmod(fd, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            os.fchown(fd, st.st_uid, st.st_gid)
-    except OSError:
-        pass
-
-
-def _open_temp(path: str, like: str | None) -> tuple[str, int]:
-    tmp = path + TEMP_SUFFIX
-    refuse_symlink(tmp)
-    try:
-        os.unlink(tmp)          # a leftover of an interrupted run
-    except FileNotFoundError:
-        pass
-    except OSError as e:
-        raise _wrap(tmp, "remove the stale temporary file", e) from None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(tmp, flags, 0o644)
-    except OSError as e:
-        raise _wrap(tmp, "create", e) from None
-    _like(fd, like)
-    return tmp, fd
-
-
-def _write_all(fd: int, data) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-def _is_zero(chunk) -> bool:
-    """A chunk of zeros, to leave as a hole (memcmp stops at the first byte that differs)."""
-    if chunk is ZERO_CHUNK:
-        return True
-    return type(chunk) is bytes and chunk == (ZERO_CHUNK if len(chunk) == COPY_CHUNK else bytes(len(chunk)))
-
-
-def _commit(tmp: str, fd: int, path: str) -> None:
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        refuse_symlink(path)
-        os.replace(tmp, path)
-    except (OSError, WriteError) as e:
-        _discard(tmp)           # the old file stands; leave no temporary behind
-        if isinstance(e, WriteError):
-            raise
-        raise _wrap(path, "replace", e) from None
-    fsync_dir(os.path.dirname(path))
-
-
-def atomic_write(path: str, chunks: Iterable[bytes] | bytes, like: str | None = None) -> None:
-    """Write ``path`` through a temporary file in its directory: old or new, never half."""
-    if isinstance(chunks, (bytes, bytearray, memoryview)):
-        chunks = [chunks]
-    tmp, fd = _open_temp(path, like if like is not None else (path if os.path.exists(path) else None))
-    try:
-        size = written = 0
-        for chunk in chunks:
-            if _is_zero(chunk):             # left as a hole: reads back as zeros
-                size += len(chunk)
-                continue
-            if written != size:
-                os.lseek(fd, size, os.SEEK_SET)
-            _write_all(fd, chunk)
-            size = written = size + len(chunk)
-        if written != size:
-            os.ftruncate(fd, size)
-    except OSError as e:
-        os.close(fd)
-        _discard(tmp)
-        raise _wrap(path, "write", e) from None
-    except BaseException:
-        os.close(fd)
-        _discard(tmp)
-        raise
-    _commit(tmp, fd, path)
-
-
-def _discard(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def read_range(path: str, start: int, end: int) -> Iterable[bytes]:
-    """Bytes [start, end) of a file, in chunks (never the whole range in memory); the holes
-    of a sparse file are not read: their whole chunks come as ZERO_CHUNK."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        pos = start
-        while pos < end:
-            data = data_at(fd, pos, end)
-            if data > pos:
-                n = min(COPY_CHUNK, data - pos)
-                yield ZERO_CHUNK if n == COPY_CHUNK else bytes(n)
-                pos += n
-                continue
-            chunk = os.pread(fd, min(COPY_CHUNK, hole_at(fd, pos, end) - pos), pos)
-            if not chunk:
-                break
-            yield chunk
-            pos += len(chunk)
-    finally:
-        os.close(fd)
-
-
-def same_content(path: str, chunks: Iterable[bytes]) -> bool:
-    """Does ``path`` hold exactly these bytes? (Compared chunk by chunk; a hole of the file
-    where a chunk is ZERO_CHUNK is equal without being read.)"""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return False
-    try:
-        pos = 0
-        for chunk in chunks:
-            n = len(chunk)
-            if not (chunk is ZERO_CHUNK and data_at(fd, pos, pos + n) == pos + n) and \
-                    os.pread(fd, n, pos) != chunk:
-                return False
-            pos += n
-        return os.fstat(fd).st_size == pos
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def remove_stale_temps(directory: str) -> list[Change]:
-    """Remove temporary files an interrupted kdump run left in ``directory`` (only kdump's own)."""
-    out = []
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return out
-    for name in names:
-        if name.endswith(TEMP_SUFFIX):
-            p = os.path.join(directory, name)
-            if os.path.isfile(p) and not os.path.islink(p):
-                _discard(p)
-                out.append(Change("removed_temp", p, "temporary file of an interrupted kdump run"))
-    return out
-
 
 # -- cutting a segment ------------------------------------------------------------------------
 
@@ -264,7 +54,7 @@ def save_cut_bytes(log_path: str, position: int, size: int) -> tuple[str, bool]:
             return target, False
         n += 1
         target = f"{base}-{n}"
-    atomic_write(target, read_range(log_path, position, size), like=log_path)
+    atomic_write(target, read_range(log_path, position, size), like=log_path, verify=True)
     return target, True
 
 
@@ -305,21 +95,28 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
 
 # -- indexes ----------------------------------------------------------------------------------
 
-def index_bytes(log_path: str, base_offset: int, interval_bytes: int = 4096,
+def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                 limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
     """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""
-    from .format.index import encode_index
-    from .format.rebuild import build_indexes
-    from .format.timeindex import encode_timeindex
     from .segment import MappedFile
 
     with MappedFile(log_path) as m:
-        offsets, times, _ = build_indexes(m.buf, base_offset, interval_bytes, "last", limits)
+        return encode_indexes(m.buf, base_offset, interval_bytes, limits)
+
+
+def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                   limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
+    """(.index, .timeindex) bytes for a segment's bytes ``buf``."""
+    from .check.broker_rule import build_indexes
+    from .format.index import encode_index
+    from .format.timeindex import encode_timeindex
+
+    offsets, times, _ = build_indexes(buf, base_offset, interval_bytes, "last", limits)
     return encode_index(offsets, base_offset), encode_timeindex(times, base_offset)
 
 
 def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
-                    interval_bytes: int = 4096, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
+                    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
     """Rewrite the named index files of a segment from its log (``which``: extensions)."""
     stem = log_path[: -len(".log")] if log_path.endswith(".log") else log_path
     try:
@@ -351,11 +148,16 @@ def trim_txnindex(path: str, next_offset: int | None) -> Change | None:
                                    f"(those ending before offset {limit})")
 
 
-def is_cross_device(e: OSError) -> bool:
-    return e.errno == errno.EXDEV
-
-
 # -- verify --truncate --------------------------------------------------------------------------
+
+def cut_position(r, opts) -> int | None:
+    """Where ``verify --truncate`` cuts this report's segment, or None (not a live damaged segment)."""
+    f, s = r.log, r.scan
+    if f is None or f.kind != "log" or f.leftover is not None or s is None:
+        return None
+    cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
+    return cut_at if cut_at < s.size else None
+
 
 def repair_reports(reports, opts) -> list[Change]:
     """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s.
@@ -370,22 +172,15 @@ def repair_reports(reports, opts) -> list[Change]:
         by_dir.setdefault(os.path.dirname(r.file), []).append(r)
     changes: list[Change] = []
     for directory, reps in by_dir.items():
-        touched = False
         for r in reps:
-            f, s = r.log, r.scan
-            if f is None or f.kind != "log" or f.leftover is not None or s is None:
-                continue
-            cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
-            if cut_at < s.size:
-                if not touched:
-                    changes += remove_stale_temps(directory)
-                    touched = True
-                changes += truncate_log(r.file, cut_at, s.size)
-        changes += fix_indexes(directory, reps, opts, clean_temps=not touched)
+            cut_at = cut_position(r, opts)
+            if cut_at is not None:
+                changes += truncate_log(r.file, cut_at, r.scan.size)
+        changes += fix_indexes(directory, reps, opts)
     return changes
 
 
-def fix_indexes(directory: str, reps, opts, clean_temps: bool = True) -> list[Change]:
+def fix_indexes(directory: str, reps, opts) -> list[Change]:
     """Rebuild or trim the index files of ``directory`` that disagree with their logs now."""
     from . import logdir as K
     from .crosscheck import check_directory, index_damage
@@ -412,17 +207,11 @@ def fix_indexes(directory: str, reps, opts, clean_temps: bool = True) -> list[Ch
         if target.kind == K.TXNINDEX:
             if any(x.kind == "txnindex_past_end" for x in fr.findings):
                 scan = opts.scan(log)
-                if clean_temps:
-                    changes += remove_stale_temps(directory)
-                    clean_temps = False
                 ch = trim_txnindex(target.path, scan.next_offset)
                 if ch is not None:
                     changes.append(ch)
             continue
         rebuild.setdefault(target.base_offset, []).append(".index" if target.kind == K.INDEX else ".timeindex")
     for base, exts in sorted(rebuild.items()):
-        if clean_temps:
-            changes += remove_stale_temps(directory)
-            clean_temps = False
         changes += rebuild_indexes(logs[base].path, base, exts, opts.index_interval_bytes, opts.limits)
     return changes

@@ -10,9 +10,8 @@ records a Finding for each, and past the damage it resyncs on the next plausible
 Two positions matter and are kept apart:
 
 ``valid_bytes``
-    Where Kafka's ``LogSegment.recover`` would truncate the segment, computed by
-    following its rules exactly (kafka-reference.md section 5): the first entry that
-    fails ``FileLogInputStream.nextBatch`` framing or ``RecordBatch.ensureValid`` (size
+    Where Kafka's ``LogSegment.recover`` would truncate the segment, following the rule in
+    ``kdump.check.broker_rule``: the first entry that fails framing or ``ensureValid`` (size
     below the minimum, CRC), a torn or trailing tail; and, rarely, the whole segment when
     rebuilding the indexes meets a non-increasing offset (``InvalidOffsetException``,
     which makes ``LogLoader`` empty the segment). ``kdump verify --truncate`` and
@@ -21,70 +20,37 @@ Two positions matter and are kept apart:
     Runs of CRC-valid batches found after that point by resyncing: what a salvage
     could still copy out. Never used as a truncation point.
 
-Finding kinds (``Finding.kind``). Those marked * decide ``valid_bytes`` when they are
-the first: they are where the broker stops (``ScanReport.cut`` is that finding). The
-others are kdump's own checks, reported but never moving the cut, because the broker
-keeps those batches. Findings placed after ``valid_bytes`` describe the part that is cut
-(what the resync found there):
-
-=====================  ======================================================================
-torn_tail *            the last entry runs past the end of the file (a write cut short)
-trailing_bytes *       17 bytes or fewer after the last entry (not all zero): too few for a header
-zero_tail *            everything from here on is zero bytes (a preallocated file after a crash)
-invalid_size *         length below the minimum for its magic (14, 22, 61), or a length running
-                       past the end although intact batches follow it (a corrupt length);
-                       (without *) a v1 message of 14..21 bytes whose CRC-32 is valid
-oversize *             length above the maximum message size and past the end or failing the CRC;
-                       (without *) a CRC-valid batch larger than the maximum: the broker keeps it
-invalid_magic *        magic not 0, 1 or 2 and the CRC fails; (without *) magic 3..127 with a
-                       valid CRC-32C: the broker reads it as v2 and keeps it (the magic byte is
-                       not covered by the CRC)
-crc_mismatch *         the stored CRC does not match (CRC-32C for v2, CRC-32 for v0/v1)
-invalid_offset *       rebuilding the index would append a non-increasing offset; the broker's
-                       recovery then empties the segment from its first batch
-invalid_batch          a CRC-valid legacy message whose key/value framing does not parse (kept)
-offset_regression      a batch's first offset is not above the previous batch's last offset
-offset_overflow        last offset - segment base does not fit an int32 (the broker splits the
-                       segment instead of truncating; kdump does not split)
-base_offset_mismatch   a batch's first offset is below the segment's base offset (its name)
-last_offset_delta      v2: lastOffsetDelta negative or smaller than count - 1; legacy: inner
-                       offsets beyond the wrapper's offset
-leader_epoch           the partition leader epoch goes down from one batch to the next
-codec                  an unknown compression id, or (legacy wrappers; v2 with --deep) a payload
-                       that does not decompress
-record_decode          --deep: records do not decode, or their offsets do not increase inside
-                       the batch range
-unsupported_codec      --deep: the codec library is missing; the scan is incomplete (exit 3)
-intact_beyond          informational: N intact batches found past the cut, with their offsets
-=====================  ======================================================================
-
-Cross-file kinds (index_*, timeindex_*, txnindex_*, snapshot_*, leader_epoch,
-offset_overlap, leftover, orphan_index) come from ``kdump.crosscheck``.
+Finding kinds and their classes are declared in ``kdump.findings``. The first eight there
+(torn_tail .. invalid_offset) decide ``valid_bytes`` when they come first: they are where
+the broker stops (``ScanReport.cut`` is that finding); the others are kdump's own checks,
+reported but never moving the cut, because the broker keeps those batches. Findings placed
+after ``valid_bytes`` describe the part that is cut (what the resync found there). What the
+broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump.crosscheck``.
 """
 
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import findings as F
+from .check.broker_rule import (
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    IndexStep,
+    assign_epoch,
+    offset_in_range,
+    read_on,
+)
 from .errors import CodecError, KdumpError, UnsupportedCodecError
-from .format.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
+from .format import accel
+from .format.batch import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .format.codecs import DEFAULT_LIMITS, Limits
 from .format.crc import crc32, crc32c
+from .format.index import INT32_MAX
 from .format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from .format.walk import (
-    ENTRY_HEAD,
-    INVALID_BATCH,
-    INVALID_MAGIC,
-    INVALID_SIZE,
-    TORN_TAIL,
-    TRAILING,
-    Walker,
-    decode_records,
-)
-from .format import accel
+from .format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, decode_records
 from .model import Batch, Finding
 
 # The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
@@ -95,51 +61,22 @@ find_candidate = getattr(accel.speedups, "find_candidate", None)
 PLAIN_RUN_CHUNK = 1 << 16
 PLAIN_RUN_BYTES = 32 << 20
 
-# message.max.bytes' default since Kafka 0.11: 1 MiB plus the 12-byte log overhead. A
-# topic may raise it, so a larger batch with a valid CRC is only reported, never cut.
-DEFAULT_MAX_MESSAGE_SIZE = 1048588
-DEFAULT_INDEX_INTERVAL_BYTES = 4096       # index.interval.bytes: where recovery appends index entries
-INT32_MAX = 0x7FFFFFFF
 INT64_MAX = (1 << 63) - 1
-HEADER_SIZE_UP_TO_MAGIC = 17
 MAX_FINDINGS_PER_KIND = 50
 
-# -- finding kinds -------------------------------------------------------------------------------
-TORN_TAIL_KIND = TORN_TAIL
-TRAILING_BYTES = TRAILING
-ZERO_TAIL = "zero_tail"
-INVALID_SIZE_KIND = INVALID_SIZE
-OVERSIZE = "oversize"
-INVALID_MAGIC_KIND = INVALID_MAGIC
-CRC_MISMATCH = "crc_mismatch"
-INVALID_OFFSET = "invalid_offset"
-INVALID_BATCH_KIND = INVALID_BATCH
-OFFSET_REGRESSION = "offset_regression"
-OFFSET_OVERFLOW = "offset_overflow"
-BASE_OFFSET_MISMATCH = "base_offset_mismatch"
-LAST_OFFSET_DELTA = "last_offset_delta"
-LEADER_EPOCH = "leader_epoch"
-CODEC = "codec"
-RECORD_DECODE = "record_decode"
-UNSUPPORTED_CODEC = "unsupported_codec"
-INTACT_BEYOND = "intact_beyond"
+# Finding kinds (declared, with their class, in kdump.findings).
+ZERO_TAIL, OVERSIZE, CRC_MISMATCH, INVALID_OFFSET = F.ZERO_TAIL, F.OVERSIZE, F.CRC_MISMATCH, F.INVALID_OFFSET
+CODEC, RECORD_DECODE, UNSUPPORTED_CODEC, INTACT_BEYOND = F.CODEC, F.RECORD_DECODE, F.UNSUPPORTED_CODEC, F.INTACT_BEYOND
 
 # A segment whose only damage is one of these at its end was cut short, not corrupted.
-TAIL_KINDS = frozenset({TORN_TAIL_KIND, TRAILING_BYTES, ZERO_TAIL})
-# Findings that describe a normal state (or what can be saved), not damage.
-INFO_KINDS = frozenset({INTACT_BEYOND, "leftover", "orphan_index", "index_missing", "snapshot_stale",
-                        "leader_epoch_stale"})
+TAIL_KINDS = frozenset({F.TORN_TAIL_KIND, F.TRAILING_BYTES, F.ZERO_TAIL})
 # kdump's own findings that mark a batch as damaged although the broker would keep it.
 # ``verify --truncate`` cuts at the first of these too (unless --broker-cut), so that what
 # remains verifies clean; the broker's cut (valid_bytes) is never later than that.
-KDUMP_CUT_KINDS = frozenset({"offset_regression", "base_offset_mismatch", "last_offset_delta", "codec",
-                             "record_decode", "invalid_batch", "invalid_magic", "invalid_size"})
-# Findings after which the verdict is "could not complete" rather than "damaged".
-INCOMPLETE_KINDS = frozenset({UNSUPPORTED_CODEC, "unreadable"})
+KDUMP_CUT_KINDS = frozenset({F.OFFSET_REGRESSION, F.BASE_OFFSET_MISMATCH, F.LAST_OFFSET_DELTA, F.CODEC,
+                             F.RECORD_DECODE, F.INVALID_BATCH_KIND, F.INVALID_MAGIC_KIND, F.INVALID_SIZE_KIND})
 
 _MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}
-_U32 = struct.Struct(">I")
-_I64 = struct.Struct(">q")
 
 
 @dataclass
@@ -184,11 +121,11 @@ class ScanReport:
 
     @property
     def incomplete(self) -> bool:
-        return any(f.kind in INCOMPLETE_KINDS for f in self.findings)
+        return any(f.cls == F.ERROR for f in self.findings)
 
     @property
     def damage(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind not in INFO_KINDS]
+        return [f for f in self.findings if f.cls == F.DAMAGE]
 
     @property
     def status(self) -> str:
@@ -203,10 +140,10 @@ class ScanReport:
 
 
 def status_of(findings: list[Finding]) -> str:
-    """ok | torn_tail | damaged | unreadable, from a file's findings."""
-    if any(f.kind in INCOMPLETE_KINDS for f in findings):
+    """ok | torn_tail | damaged | unreadable, from a file's findings (anomalies and info: ok)."""
+    if any(f.cls == F.ERROR for f in findings):
         return "unreadable"
-    damage = [f for f in findings if f.kind not in INFO_KINDS]
+    damage = [f for f in findings if f.cls == F.DAMAGE]
     if not damage:
         return "ok"
     if all(f.kind in TAIL_KINDS for f in damage):
@@ -250,37 +187,6 @@ def _head(buf, pos: int, end: int) -> tuple[int, int, int] | None:
         return None
     offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, pos)
     return offset, size, magic
-
-
-def broker_keeps(buf, pos: int, end: int) -> Batch | None:
-    """The entry at ``pos`` if Kafka's recovery would accept it although the Walker refused it.
-
-    The Walker is stricter than ``FileLogInputStream`` + ``ensureValid`` in three places,
-    all outside the CRC: a magic of 3..127 (read as v2 by Kafka: only the length and the
-    CRC-32C are checked), a v1 message of 14..21 bytes, and a legacy message whose
-    key/value lengths do not add up. Here only Kafka's own conditions are applied.
-    """
-    head = _head(buf, pos, end)
-    if head is None:
-        return None
-    offset, size, magic = head
-    if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
-        return None
-    if magic >= 2:
-        if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
-            return None
-        batch = parse_v2(buf, pos)
-        return batch if batch.crc_valid else None
-    # Legacy: CRC-32 over magic..end, stored just before the magic.
-    (stored,) = _U32.unpack_from(buf, pos + LOG_OVERHEAD)
-    if crc32(memoryview(buf)[pos + 16:pos + LOG_OVERHEAD + size]) != stored:
-        return None
-    ts = -1
-    if magic == 1 and size >= RECORD_OVERHEAD_V1:
-        (ts,) = _I64.unpack_from(buf, pos + 18)
-    attributes = buf[pos + 17]
-    return Batch(pos, offset, offset, 1, size + LOG_OVERHEAD, magic, stored, True, attributes, -1, ts, ts,
-                 -1, -1, -1)
 
 
 def computed_crc(buf, b: Batch) -> int:
@@ -380,11 +286,7 @@ class _Scan:
         # CRC bytes the resync may check in all: linear in the file, whatever it holds.
         self.crc_budget = [8 * self.end + (64 << 20)]
         # Kafka's recovery state: bytes kept, index-append bookkeeping (LogSegment.recover).
-        self.valid = 0
-        self.last_entry_at = 0
-        self.index_last: int | None = None
-        self.time_last: tuple[int, int] | None = None
-        self.max_ts, self.max_ts_offset = -1, -1
+        self.step = IndexStep(interval)
         self.reach_base_at: int | None = None     # first batch with last offset >= base (truncateTo)
         # kdump's own checks.
         self.prev_last: int | None = None
@@ -393,8 +295,14 @@ class _Scan:
         self.kept_before: tuple = ()
         self.open_txns: set[int] = set()
         self.counts: dict[str, int] = {}
+        # The offset field of entries that failed their checks, by position: a resync hint,
+        # never shown (a finding does not quote an offset read from bytes that failed).
+        self.unchecked_offset: dict[int, int | None] = {}
 
-    def add(self, kind: str, pos: int | None, offset: int | None, message: str) -> Finding:
+    def add(self, kind: str, pos: int | None, offset: int | None, message: str, checked: bool = True) -> Finding:
+        if not checked:
+            self.unchecked_offset[pos] = offset
+            offset = None
         f = Finding(kind, pos, offset, message)
         n = self.counts[kind] = self.counts.get(kind, 0) + 1
         # A wrongly named segment would flag every batch: list the first few of each kind.
@@ -418,9 +326,7 @@ class _Scan:
             cut = self.walk(w)
             if cut is not None or w.stop is None:
                 break
-            kept = None
-            if w.stop.kind in (INVALID_MAGIC, INVALID_SIZE, INVALID_BATCH):
-                kept = broker_keeps(self.buf, w.stop_position, self.end)
+            kept = read_on(self.buf, w, self.end)
             if kept is None:
                 cut = self.stop(w.stop)
                 break
@@ -431,9 +337,9 @@ class _Scan:
         if cut is None:
             cut = self.final_time_entry()
         r = self.r
-        r.valid_bytes = self.valid if cut is None else cut.position
+        r.valid_bytes = self.step.valid if cut is None else cut.position
         r.cut = cut
-        r.max_timestamp = self.max_ts
+        r.max_timestamp = self.step.max_ts
         if cut is not None:
             self.beyond(cut)
 
@@ -452,14 +358,15 @@ class _Scan:
                 if cut is not None:
                     return cut
             return None
-        r = self.r
+        r, st = self.r, self.step
         max_size, interval, epochs = self.max_size, self.interval, r.epochs
-        valid, last_entry_at = self.valid, self.last_entry_at
+        # broker_rule.IndexStep.take inlined for plain batches (tests/test_speedups_scan.py proves it equal).
+        valid, last_entry_at = st.valid, st.last_entry_at
         prev_last, prev_epoch = self.prev_last, self.prev_epoch
-        max_ts, max_ts_offset = self.max_ts, self.max_ts_offset
+        max_ts, max_ts_offset = st.max_ts, st.max_ts_offset
         n, records = r.batches, r.records
         lo = hi = None
-        index_last, time_last = self.index_last, self.time_last
+        index_last, time_last = st.index_last, st.time_last
         plain_run = scan_plain_run
         buf, end = self.buf, self.end
         follow = getattr(buf, "follow", None)     # a large mapping drops pages behind the scan
@@ -498,11 +405,11 @@ class _Scan:
                     cut = self.batch(b)
                     if cut is not None:
                         return cut
-                    valid, last_entry_at = self.valid, self.last_entry_at
+                    valid, last_entry_at = st.valid, st.last_entry_at
                     prev_last, prev_epoch = self.prev_last, self.prev_epoch
-                    max_ts, max_ts_offset = self.max_ts, self.max_ts_offset
+                    max_ts, max_ts_offset = st.max_ts, st.max_ts_offset
                     n, records = r.batches, r.records
-                    index_last, time_last = self.index_last, self.time_last
+                    index_last, time_last = st.index_last, st.time_last
                     if self.reach_base_at is not None and prev_last is not None:
                         # From here the plain path may run: above the last offset, within the segment's range.
                         lo, hi = max(prev_last, self.base - 1), self.base + INT32_MAX
@@ -533,9 +440,10 @@ class _Scan:
     def _sync(self, valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
               time_last) -> None:
         """Hand the hot loop's local state back to the object (before the slow path runs)."""
-        self.valid, self.last_entry_at, self.prev_last, self.prev_epoch = valid, last_entry_at, prev_last, prev_epoch
-        self.max_ts, self.max_ts_offset = max_ts, max_ts_offset
-        self.index_last, self.time_last = index_last, time_last
+        st = self.step
+        st.valid, st.last_entry_at, self.prev_last, self.prev_epoch = valid, last_entry_at, prev_last, prev_epoch
+        st.max_ts, st.max_ts_offset = max_ts, max_ts_offset
+        st.index_last, st.time_last = index_last, time_last
         r = self.r
         r.batches, r.records = n, records
         if prev_last is not None:
@@ -549,13 +457,13 @@ class _Scan:
         if not b.crc_valid:
             extra = f"; its length {b.size} also exceeds the maximum message size" if b.size > self.max_size else ""
             return self.add(CRC_MISMATCH, pos, first, f"Record is corrupt (stored crc = {b.crc}, computed crc = "
-                                                      f"{computed_crc(self.buf, b)}){extra}")
+                                                      f"{computed_crc(self.buf, b)}){extra}", checked=False)
         base = self.base
         if base is None:
             base = self.base = first
         # LogSegment.recover, step by step: offset range, then (below) max timestamp and index appends.
-        if not 0 <= last - base <= INT32_MAX:
-            self.add(OFFSET_OVERFLOW, pos, last,
+        if not offset_in_range(base, last):
+            self.add(F.OFFSET_OVERFLOW, pos, last,
                      f"last offset {last} is not within an int32 of the segment base {base}: the broker would "
                      f"split the segment (LogSegmentOffsetOverflowException)")
         if self.reach_base_at is None and last >= base:
@@ -567,19 +475,19 @@ class _Scan:
         # stops): the broker keeps the batch whatever they say.
         r = self.r
         if b.size > self.max_size:
-            self.add(OVERSIZE, pos, first, f"batch of {b.size} bytes exceeds the maximum message size "
-                                            f"{self.max_size} (the CRC is valid, so the broker keeps it)")
+            self.add(F.OVERSIZE_BATCH, pos, first, f"batch of {b.size} bytes exceeds the maximum message size "
+                                                   f"{self.max_size} (the CRC is valid, so the broker keeps it)")
         if first < base and self.base_from_name:
-            self.add(BASE_OFFSET_MISMATCH, pos, first,
+            self.add(F.BASE_OFFSET_MISMATCH, pos, first,
                      f"first offset {first} is below the segment's base offset {base}")
         if self.prev_last is not None and first <= self.prev_last:
-            self.add(OFFSET_REGRESSION, pos, first,
+            self.add(F.OFFSET_REGRESSION, pos, first,
                      f"offsets go backwards: batch {first}..{last} starts at or below the previous "
                      f"batch's last offset {self.prev_last}")
         if first > last:
-            self.add(LAST_OFFSET_DELTA, pos, first, f"last offset {last} is below the first offset {first}")
+            self.add(F.LAST_OFFSET_DELTA, pos, first, f"last offset {last} is below the first offset {first}")
         elif b.magic >= 2 and b.count is not None and b.count > last - first + 1:
-            self.add(LAST_OFFSET_DELTA, pos, first,
+            self.add(F.LAST_OFFSET_DELTA, pos, first,
                      f"{b.count} records do not fit lastOffsetDelta {last - first} (at most {last - first + 1})")
         codec = b.attributes & 0x07
         if codec > 4 or (b.magic < 2 and codec == 4):
@@ -590,11 +498,10 @@ class _Scan:
             epoch = b.partition_leader_epoch
             if epoch >= 0:
                 if epoch < self.prev_epoch:
-                    self.add(LEADER_EPOCH, pos, first,
+                    self.add(F.EPOCH_REGRESSION, pos, first,
                              f"partition leader epoch {epoch} is lower than the previous batch's {self.prev_epoch}")
                 else:
-                    if not r.epochs or epoch > r.epochs[-1][0]:
-                        r.epochs.append((epoch, first))
+                    assign_epoch(r.epochs, epoch, first)
                     self.prev_epoch = epoch
             if b.attributes & 0x10:
                 pid = b.producer_id
@@ -604,14 +511,14 @@ class _Scan:
                 elif pid not in self.open_txns:
                     self.open_txns.add(pid)
                     r.txn_events.append((first, pid, None))
-        if b.max_timestamp > self.max_ts:
-            self.max_ts, self.max_ts_offset = b.max_timestamp, last
-        if self.valid - self.last_entry_at > self.interval:
-            bad = self.index_append(last)
-            if bad is not None:
-                return bad
-            self.last_entry_at = self.valid
-        self.valid += b.size
+        why = self.step.take(b)
+        if why is not None:
+            cut = self.invalid_offset(why)
+            if cut is not None:
+                return cut
+            # No batch reaches the base yet: truncateTo(base) finds nothing to cut, the walk goes on.
+            self.step.last_entry_at = self.step.valid
+            self.step.valid += b.size
         count = b.count if b.count is not None and b.count > 0 else 0
         if self.deep:
             count = self.decode(b, first, last, count)
@@ -623,24 +530,10 @@ class _Scan:
         self.prev_last = last
         return None
 
-    def index_append(self, last: int) -> Finding | None:
-        """OffsetIndex.append and TimeIndex.maybeAppend as recovery calls them."""
-        if self.index_last is not None and last <= self.index_last:
-            return self.invalid_offset(f"the offset index would get offset {last} after {self.index_last}")
-        self.index_last = last
-        return self.time_append()
-
-    def time_append(self) -> Finding | None:
-        if self.time_last is not None and self.max_ts_offset < self.time_last[1]:
-            return self.invalid_offset(f"the time index would get offset {self.max_ts_offset} after "
-                                       f"{self.time_last[1]}")
-        if self.max_ts > (self.time_last[0] if self.time_last else -1):
-            self.time_last = (self.max_ts, self.max_ts_offset)
-        return None
-
     def final_time_entry(self) -> Finding | None:
         # After the loop recovery appends the max timestamp once more (it may throw too).
-        return self.time_append() if self.time_last is not None else None
+        why = self.step.finish() if self.step.time_last is not None else None
+        return None if why is None else self.invalid_offset(why)
 
     def invalid_offset(self, why: str) -> Finding | None:
         """InvalidOffsetException: LogLoader truncates the segment to its base offset, i.e. to the
@@ -686,21 +579,22 @@ class _Scan:
             if _rest_is_zero(buf, pos, end):
                 return self.add(ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
                                                       f"or unflushed tail)")
-            return self.add(f.kind, pos, f.offset, f.message)
+            return self.add(f.kind, pos, f.offset, f.message, checked=False)
         if f.kind == TORN_TAIL and head is not None:
             size = head[1] + LOG_OVERHEAD
             if size > self.max_size:
                 return self.add(OVERSIZE, pos, f.offset, f"entry length {size} exceeds the maximum message size "
-                                                         f"{self.max_size} and runs past the end of the file")
+                                                         f"{self.max_size} and runs past the end of the file",
+                                checked=False)
             if self.resync and next_candidate(buf, pos + 1, end, self.max_size, *self.window(f.offset),
                                               budget=self.crc_budget) is not None:
                 return self.add(INVALID_SIZE, pos, f.offset,
                                 f"entry length {size} runs past the end of the file ({end - pos} bytes left) "
-                                f"although intact batches follow: the length field is corrupt")
-            return self.add(TORN_TAIL, pos, f.offset, f.message)
+                                f"although intact batches follow: the length field is corrupt", checked=False)
+            return self.add(TORN_TAIL, pos, f.offset, f.message, checked=False)
         if f.kind == INVALID_BATCH:
-            return self.add(CRC_MISMATCH, pos, f.offset, f"{f.message}; the CRC does not match either")
-        return self.add(f.kind, pos, f.offset, f.message)
+            return self.add(CRC_MISMATCH, pos, f.offset, f"{f.message}; the CRC does not match either", checked=False)
+        return self.add(f.kind, pos, f.offset, f.message, checked=False)
 
     # -- phase 2: what lies beyond the cut --------------------------------------------------------
 
@@ -715,13 +609,13 @@ class _Scan:
         return max(lo, 0), hi
 
     def beyond(self, cut: Finding) -> None:
-        if not self.resync or cut.kind in (ZERO_TAIL, TRAILING_BYTES):
+        if not self.resync or cut.kind in (ZERO_TAIL, F.TRAILING_BYTES):
             return
         buf, end = self.buf, self.end
         if cut.kind == INVALID_OFFSET:
             search, (lo, hi) = cut.position, self.window(None, self.base - 1)
         else:
-            search, (lo, hi) = cut.position + 1, self.window(cut.offset)
+            search, (lo, hi) = cut.position + 1, self.window(self.unchecked_offset.get(cut.position, cut.offset))
         while True:
             start = next_candidate(buf, search, end, self.max_size, lo, hi, budget=self.crc_budget)
             if start is None:
@@ -751,7 +645,7 @@ class _Scan:
                      f"past the cut at byte {cut.position}; `kdump recover --salvage` can copy them out")
             if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and _rest_is_zero(buf, bad.position,
                                                                                                 end)):
-                self.add(bad.kind, bad.position, bad.offset, bad.message)
+                self.add(bad.kind, bad.position, bad.offset, bad.message, checked=False)
             search = stop_at + 1 if bad is not None else end
             lo, hi = self.window(bad.offset if bad is not None else None, last)
             if search >= end:

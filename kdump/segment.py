@@ -14,7 +14,7 @@ import os
 import re
 import stat
 from contextlib import contextmanager
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .errors import InputError
 
@@ -60,18 +60,29 @@ FOLLOW_BEHIND = 16 << 20
 READ_BELOW = 256 << 10
 
 
+# Who hears how far sequential readers have got: ``callback(path, position)`` (the CLI's
+# progress bar), or None. One at a time: the CLI runs one command.
+_listener: Callable[[str, int], None] | None = None
+
+
+def listen(callback: Callable[[str, int], None] | None) -> None:
+    global _listener
+    _listener = callback
+
+
 class _SegmentMap(mmap.mmap):
-    """A read-only mapping of a large file that drops its pages behind a sequential reader
-    and knows where the file's holes are."""
+    """A read-only mapping that tells the listener how far a sequential reader has got and,
+    for a large file, drops its pages behind the reader and knows where the file's holes are."""
 
     _dropped = 0              # [0, _dropped) has been advised away
     path: str | None = None
+    big = False
 
     def data_from(self, position: int, end: int) -> int:
         """The first position >= ``position`` (and <= ``end``) that is not in a hole of the
         file: a preallocated segment (Kafka's ``preallocate``, a sparse file) reads as zeros
         there, and mapping its holes would fill memory with zero pages for nothing."""
-        if self.path is None:
+        if not self.big:
             return position
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -84,6 +95,10 @@ class _SegmentMap(mmap.mmap):
 
     def follow(self, position: int) -> None:
         """A sequential reader has reached ``position``; drop what lies well behind it."""
+        if _listener is not None:
+            _listener(self.path, position)
+        if not self.big:
+            return
         cut = (position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE
         if cut <= self._dropped:
             return
@@ -189,10 +204,9 @@ class MappedFile:
             elif st.st_size <= READ_BELOW:
                 self.buf = _read_fd(fd, st.st_size)
             else:
-                big = st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
-                self._mm = (_SegmentMap if big else mmap.mmap)(fd, 0, access=mmap.ACCESS_READ)
-                if big:
-                    self._mm.path = path
+                self._mm = _SegmentMap(fd, 0, access=mmap.ACCESS_READ)
+                self._mm.path = path
+                self._mm.big = st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
                 self.buf = self._mm
                 self._watch_slot = _watch(self._mm, path)
         except OSError as e:

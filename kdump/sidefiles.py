@@ -8,21 +8,25 @@ still shown.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from . import logdir as kinds
-from .errors import KdumpError
+from .errors import InputError, KdumpError
+from .format.snapshot import ProducerSnapshot
 from .logdir import LogFile
-from .segment import read_small
+from .model import ProducerEntry
+from .segment import open_regular, read_small
 
 SIDE_FILE_LIMIT = 256 << 20      # an index of a 2 GiB segment is far smaller
 
 
 class Description(NamedTuple):
-    rows: list[dict[str, Any]]
-    lines: list[str]
+    rows: Iterable[dict[str, Any]]
+    lines: Iterable[str]
     problems: list[tuple[str, int | None]]
 
 
@@ -74,35 +78,90 @@ def _txnindex(f: LogFile, data: bytes) -> Description:
     return Description(rows, lines, problems)
 
 
-def _producer_snapshot(f: LogFile, data: bytes) -> Description:
-    from .format.snapshot import parse_snapshot
+# -- streamed: producer snapshots and checkpoints can hold millions of entries ----------------------
 
-    snap = parse_snapshot(data)
-    rows, lines = [], []
-    for e in snap.entries:
-        rows.append(e.to_dict())
-        line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
+READ_CHUNK = 1 << 20
+
+
+def _chunks(path: str, start: int, end: int, step: int = READ_CHUNK) -> Iterator[bytes]:
+    fd = open_regular(path)
+    try:
+        pos = start
+        while pos < end:
+            chunk = os.pread(fd, min(step, end - pos), pos)
+            if not chunk:
+                raise InputError("the file shrank while it was read", file=path, position=pos)
+            yield chunk
+            pos += len(chunk)
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
+    finally:
+        os.close(fd)
+
+
+def read_snapshot(path: str) -> tuple[ProducerSnapshot, Callable[[], Iterator[ProducerEntry]]]:
+    """A producer snapshot checked and its CRC computed in one streamed pass, and a function
+    iterating its entries (read again, a chunk at a time): memory does not grow with the
+    file. The snapshot's ``entries`` list is left empty."""
+    from .format.crc import crc32c
+    from .format.snapshot import CRC_START, ENTRY_SIZE, HEADER, ProducerSnapshot, entries_of, snapshot_header
+
+    size = os.path.getsize(path)
+    head = b"".join(_chunks(path, 0, min(size, HEADER.size)))
+    version, crc, _, end = snapshot_header(head, size)
+    computed = 0
+    for chunk in _chunks(path, CRC_START, size):
+        computed = crc32c(chunk, computed)
+
+    def entries() -> Iterator[ProducerEntry]:
+        for chunk in _chunks(path, HEADER.size, end, READ_CHUNK - READ_CHUNK % ENTRY_SIZE):
+            yield from entries_of(chunk)
+
+    return ProducerSnapshot(version, crc, computed, crc == computed, [], size - end), entries
+
+
+def checkpoint_entries(path: str, kind: str) -> Iterator:
+    """The entries of a checkpoint file, read a line at a time (``format.checkpoint.iter_checkpoint``)."""
+    from .format.checkpoint import iter_checkpoint, parse_checkpoint
+
+    fd = open_regular(path)
+    try:
+        with io.TextIOWrapper(open(fd, "rb"), encoding="utf-8", newline=None) as text:
+            yield from iter_checkpoint((line[:-1] if line.endswith("\n") else line for line in text), kind, path)
+    except UnicodeDecodeError:
+        parse_checkpoint(read_small(path, SIDE_FILE_LIMIT), kind, path)     # raises the located error
+        raise
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
+
+
+def _producer_snapshot(f: LogFile) -> Description:
+    snap, entries = read_snapshot(f.path)
+
+    def line(e) -> str:
+        text = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
                 f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {_opt(e.current_txn_first_offset)} "
                 f"lastTimestamp: {e.timestamp}")
         if e.last_offset >= 0:
-            line += (f" firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} "
+            text += (f" firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} "
                      f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
-        lines.append(line)
+        return text
+
     problems = [] if snap.crc_valid else [(snap.crc_error or "bad CRC", 2)]
-    return Description(rows, lines, problems)
+    return Description((e.to_dict() for e in entries()), (line(e) for e in entries()), problems)
 
 
-def _checkpoint(f: LogFile, data: bytes) -> Description:
-    from .format.checkpoint import parse_checkpoint
-
+def _checkpoint(f: LogFile) -> Description:
     kind = f.name[: -len(f.leftover)] if f.leftover else f.name
-    entries = parse_checkpoint(data, kind, f.path)
+    for _ in checkpoint_entries(f.path, kind):
+        pass            # checked whole first: a malformed file shows no rows, only its error
+    entries = checkpoint_entries
     if f.kind == kinds.LEADER_EPOCH:
-        rows = [{"epoch": e[0], "start_offset": e[1]} for e in entries]
-        lines = [f"epoch: {e[0]} startOffset: {e[1]}" for e in entries]
+        rows = ({"epoch": e[0], "start_offset": e[1]} for e in entries(f.path, kind))
+        lines = (f"epoch: {e[0]} startOffset: {e[1]}" for e in entries(f.path, kind))
     else:
-        rows = [{"topic": e[0], "partition": e[1], "offset": e[2]} for e in entries]
-        lines = [f"topic: {e[0]} partition: {e[1]} offset: {e[2]}" for e in entries]
+        rows = ({"topic": e[0], "partition": e[1], "offset": e[2]} for e in entries(f.path, kind))
+        lines = (f"topic: {e[0]} partition: {e[1]} offset: {e[2]}" for e in entries(f.path, kind))
     return Description(rows, lines, [])
 
 
@@ -114,21 +173,32 @@ def _metadata(f: LogFile, data: bytes) -> Description:
              kinds.QUORUM_STATE: metadata.parse_quorum_state,
              kinds.CLEAN_SHUTDOWN: metadata.parse_clean_shutdown}[f.kind]
     values = parse(data, f.name)
-    lines = [f"{k}: {v if isinstance(v, (str, int, float)) or v is None else json.dumps(v, sort_keys=True)}"
-             for k, v in values.items()]
+    lines = [f"{k}: {_shown(v)}" for k, v in values.items()]
     return Description([values], lines, [])
 
 
+def _shown(v) -> str:
+    """A value for a person: an absent one (JSON null) is "(not set)", not Python's None."""
+    if v is None:
+        return "(not set)"
+    return str(v) if isinstance(v, (str, int, float)) else json.dumps(v, sort_keys=True)
+
+
 _HANDLERS = {kinds.INDEX: _index, kinds.TIMEINDEX: _timeindex, kinds.TXNINDEX: _txnindex,
-             kinds.PRODUCER_SNAPSHOT: _producer_snapshot, kinds.LEADER_EPOCH: _checkpoint,
-             kinds.OFFSET_CHECKPOINT: _checkpoint, kinds.PARTITION_METADATA: _metadata,
-             kinds.META_PROPERTIES: _metadata, kinds.QUORUM_STATE: _metadata, kinds.CLEAN_SHUTDOWN: _metadata}
+             kinds.PARTITION_METADATA: _metadata, kinds.META_PROPERTIES: _metadata, kinds.QUORUM_STATE: _metadata,
+             kinds.CLEAN_SHUTDOWN: _metadata}
+_STREAMED = {kinds.PRODUCER_SNAPSHOT: _producer_snapshot, kinds.LEADER_EPOCH: _checkpoint,
+             kinds.OFFSET_CHECKPOINT: _checkpoint}
 
 
 def describe(f: LogFile) -> Description:
-    """Parse a side file for display; a file that does not parse at all raises a located KdumpError."""
-    data = read_small(f.path, SIDE_FILE_LIMIT)
+    """Parse a side file for display; a file that does not parse at all raises a located KdumpError.
+
+    The rows and lines of snapshots and checkpoints are iterators, read from the file as
+    they are drawn (each at most once); the others are lists."""
     try:
-        return _HANDLERS[f.kind](f, data)
+        if f.kind in _STREAMED:
+            return _STREAMED[f.kind](f)
+        return _HANDLERS[f.kind](f, read_small(f.path, SIDE_FILE_LIMIT))
     except KdumpError as e:
         raise e.located(f.path) from None

@@ -12,8 +12,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
 from kdumptest import run_kdump  # noqa: E402
+# A real Kafka broker: session-wide `kafka_broker`, per-test `make_broker` (tests/kafka/broker.py).
+from broker_fixtures import kafka_broker, make_broker, pytest_runtest_makereport  # noqa: E402,F401
 
 
 @pytest.fixture
 def kdump():
     return run_kdump
+
+
+@pytest.fixture(autouse=True)
+def _finding_kinds_are_declared():
+    """Every finding emitted while a test runs has a kind declared in kdump.findings."""
+    from kdump import findings
+
+    findings.undeclared.clear()
+    yield
+    assert not findings.undeclared, f"finding kinds not declared in kdump/findings.py: {findings.undeclared}"

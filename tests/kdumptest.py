@@ -34,11 +34,13 @@ class Result(NamedTuple):
     err: str
 
 
-def run_kdump(*args: str) -> Result:
-    """Run ``kdump ARGS`` in this process the way the console script does (through main())."""
+def run_kdump(*args: str, out: io.StringIO | None = None, err: io.StringIO | None = None) -> Result:
+    """Run ``kdump ARGS`` in this process the way the console script does (through main());
+    ``out``/``err`` replace the captured streams (a subclass whose isatty() is True stands
+    for a terminal)."""
     from kdump.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = out or io.StringIO(), err or io.StringIO()
     code = 0
     with redirect_stdout(out), redirect_stderr(err):
         try:

@@ -368,7 +368,8 @@ def test_encodings_and_decoders(tmp_path):
                                            "--value-decoder", "long").out.splitlines()]
     r0, r1 = out[0]["records"]
     assert r0["key_decoded"] == 7 and r0["value_decoded"] == 2**40
-    assert "key_decode_error" in r1 and "value_decode_error" in r1
+    # A 2-byte key is too short; a 13-byte value is read as Kafka's LongDecoder does: its first 8 bytes.
+    assert "key_decode_error" in r1 and r1["value_decoded"] == int.from_bytes(b'{"a": [1', "big", signed=True)
     out = [json.loads(x) for x in run_kdump("dump", seg, "--json", "--value-decoder", "json").out.splitlines()]
     assert out[0]["records"][1]["value_decoded"] == {"a": [1, 2]}
     text = run_kdump("dump", seg, "--data").out

@@ -18,7 +18,8 @@ import pytest
 
 from kdump.format.build import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index
-from kdump.format.rebuild import build_indexes, max_timestamp_record_offset
+from kdump.check.broker_rule import build_indexes
+from kdump.format.rebuild import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
 from kdump.indexcheck import (IndexCheck, rebuild_indexes, verify_indexes, verify_offset_index,
@@ -681,16 +682,29 @@ def test_rebuild_refuses_symlink_outside_directory(tmp_path):
     idx_path.unlink()
     idx_path.symlink_to(outside)
     r = run_kdump("index", "--rebuild", log)
-    assert r.code == 3 and "refusing to write through a symlink pointing outside its directory" in r.err
+    assert r.code == 3, r
+    assert r.err == f"kdump: error: {idx_path}: is a symbolic link; kdump does not write through links\n"
     assert outside.read_bytes() == b"keep me" and idx_path.is_symlink()
-    # A symlink inside the directory is followed: the target gets the new bytes, the link stays.
-    inside = log.parent / "real.index"
-    inside.write_bytes(b"old")
-    idx_path.unlink()
-    idx_path.symlink_to("real.index")
-    r = run_kdump("index", "--rebuild", "--no-backup", log)
-    assert r.code == 0, r.err
-    assert idx_path.is_symlink() and inside.read_bytes() == log.with_suffix(".index").read_bytes() != b"old"
+
+
+@pytest.mark.parametrize("command, ext, victim", [("index", ".index", "00000000000000000012.log"),
+                                                   ("timeindex", ".timeindex", "leader-epoch-checkpoint")])
+def test_rebuild_never_writes_through_a_symlink_in_the_same_directory(tmp_path, command, ext, victim):
+    """Issue #19, fault 2: ``.index -> 00..12.log`` emptied the other segment, ``.timeindex ->
+    leader-epoch-checkpoint`` filled the checkpoint with binary. One policy for every
+    writing command: a symbolic link is refused, wherever it points."""
+    d = Path(shutil.copytree(GENERATED / "zstd-v2-0", tmp_path / "t-0"))
+    (d / "leader-epoch-checkpoint").write_bytes(b"0\n1\n0 0\n")
+    link = d / f"00000000000000000000{ext}"
+    link.unlink()
+    link.symlink_to(victim)
+    before = (d / victim).read_bytes()
+    for backup in ([], ["--no-backup"]):
+        r = run_kdump(command, "--rebuild", *backup, d)
+        assert r.code == 3 and r.err == f"kdump: error: {link}: is a symbolic link; kdump does not write through " \
+                                        f"links\n", r
+        assert (d / victim).read_bytes() == before and link.is_symlink()
+    assert not [p.name for p in d.iterdir() if ".bak" in p.name or p.name.endswith(".kdump-tmp")]
 
 
 def test_rebuild_api(tmp_path):

@@ -46,7 +46,7 @@ def make_partition(root: Path, name: str = "orders-0", epochs=((0, 0), (1, 12), 
     for base in (0, 9, 18):
         log = d / f"{base:020d}.log"
         log.write_bytes(b"".join(_batch(o, epoch=epoch_at(o)) for o in range(base, base + 9, 3)))
-        index, timeindex = index_bytes(str(log), base, 100)
+        index, timeindex = index_bytes(str(log), base)     # as recovery writes them (interval 4096)
         (d / f"{base:020d}.index").write_bytes(index)
         (d / f"{base:020d}.timeindex").write_bytes(timeindex)
         (d / f"{base:020d}.snapshot").write_bytes(encode_snapshot([]))
@@ -248,11 +248,15 @@ def test_apply_asks_first(tmp_path, monkeypatch):
     d = make_partition(tmp_path)
     _damage_middle(d)
     before = tree_state(d)
-    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal("n\n"))
     r = run_kdump("recover", "--apply", d)
     assert "Apply" in r.err and "not applied" in r.err
     assert tree_state(d) == before
-    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    monkeypatch.setattr(sys, "stdin", Terminal("y\n"))
     r = run_kdump("recover", "--apply", d)
     assert "kdump: truncated" in r.err
 
@@ -315,8 +319,18 @@ def test_killed_at_every_step_of_apply_then_rerun(tmp_path):
     assert n > 10
 
 
+def _temps(*roots: Path) -> list[str]:
+    return sorted(os.path.join(dp, n) for r in roots for dp, _, names in os.walk(r) for n in names
+                  if n.endswith(".kdump-tmp"))
+
+
 def test_sigkill_apply_at_random_moments(tmp_path):
+    """Killed while it moves, cuts, copies into the quarantine (a 48 MiB preallocated
+    .timeindex makes that copy a good share of the run) or rebuilds; the rerun ends where an
+    uninterrupted run does, with no temporary file left, in the quarantine either."""
     src = _messy_partition(tmp_path / "src")
+    with open(src / f"{9:020d}.timeindex", "ab") as f:
+        f.write(bytes(48 << 20))            # written, not sparse: the copy reads it all
     env = _subprocess_env()
     base = [sys.executable, "-m", "kdump", "recover", "--apply", "--yes", "-q", "--quarantine"]
     ref, q_ref = copy_tree(src, tmp_path / "ref"), tmp_path / "ref-q"
@@ -325,7 +339,7 @@ def test_sigkill_apply_at_random_moments(tmp_path):
     elapsed = time.monotonic() - t
     reference = _final(ref, q_ref)
     rng = random.Random(4242)
-    for i in range(3):
+    for i in range(4):
         d, q = copy_tree(src, tmp_path / f"k{i}"), tmp_path / f"k{i}-q"
         p = subprocess.Popen(base + [str(q), str(d)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.3, 1.0) * elapsed)
@@ -333,6 +347,7 @@ def test_sigkill_apply_at_random_moments(tmp_path):
         p.wait()
         subprocess.run(base + [str(q), str(d)], env=env, capture_output=True, check=False)
         assert _final(d, q) == reference, f"run {i}"
+        assert _temps(d, q) == [], f"run {i}"
 
 
 def test_plan_partition_api(tmp_path):
@@ -357,3 +372,32 @@ def test_an_index_too_large_to_read_is_planned_for_rebuild(tmp_path):
     assert r.code == 0, r.err
     assert index.stat().st_size < 1 << 20
     assert run_kdump("verify", d).code == 0
+
+
+def test_sigkill_during_the_quarantine_copy(tmp_path):
+    """SIGKILL the moment a temporary file appears in the (default) quarantine, the copy of an
+    index about to be rebuilt. The rerun a second later quarantines into another directory
+    (issue #19, fault 9: the first one's temporary file outlived it); now it is removed, and
+    the partition ends as an uninterrupted run leaves it."""
+    src = _messy_partition(tmp_path / "src")
+    with open(src / f"{9:020d}.timeindex", "ab") as f:
+        f.write(bytes(48 << 20))
+    env = _subprocess_env()
+    cmd = [sys.executable, "-m", "kdump", "recover", "--apply", "--yes", "-q"]
+    ref = copy_tree(src, tmp_path / "ref")
+    subprocess.run(cmd + [str(ref)], env=env, capture_output=True, check=False)
+    d = copy_tree(src, tmp_path / "k")
+    p = subprocess.Popen(cmd + [str(d)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    caught = []
+    while p.poll() is None and not caught:
+        caught = [t for t in _temps(d) if "kdump-quarantine-" in t]
+    p.send_signal(signal.SIGKILL)
+    assert p.wait() == -signal.SIGKILL and caught, "the copy into the quarantine was not caught in progress"
+    time.sleep(1.1)                         # the rerun's quarantine gets another time stamp
+    subprocess.run(cmd + [str(d)], env=env, capture_output=True, check=False)
+    assert _temps(d) == []
+
+    def outside(root: Path) -> dict[str, bytes]:
+        return {k: v for k, v in tree_bytes(root).items() if not k.startswith("kdump-quarantine-")}
+
+    assert outside(d) == outside(ref)

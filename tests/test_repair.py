@@ -9,6 +9,7 @@ must still hold every byte of the damaged original.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -26,8 +27,8 @@ from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, 
                         tree_bytes, truncate_at)
 
 from kdump.errors import WriteError  # noqa: E402
-from kdump.repair import (TEMP_SUFFIX, atomic_write, remove_stale_temps, save_cut_bytes,  # noqa: E402
-                          truncate_log)
+from kdump.repair import save_cut_bytes, truncate_log  # noqa: E402
+from kdump.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,13 +134,40 @@ def test_truncate_rebuilds_indexes_that_point_past_the_cut(tmp_path):
     assert tree_bytes(d) == before
 
 
-def test_truncate_only_touches_damaged_segments(tmp_path):
+def test_truncate_mid_partition_quarantines_later_segments(tmp_path):
+    """Damage in a segment that others follow: cut it, and move the later ones away (a broker's
+    recovery deletes them) rather than leave an offset gap that a second verify calls clean."""
     d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path)
     first = d / "00000000000000000000.log"
-    truncate_at(first, first.stat().st_size - 3)        # a torn tail in the first of two segments
-    second = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000012.*")}
-    assert run_kdump("verify", "--truncate", d).code == 1
-    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000012.*")} == second
+    bs = batches(first)
+    flip_bit(first, bs[1].position + bs[1].size - 1, 0)  # a bad CRC in the middle of the first of two segments
+    second = {p.name: p.read_bytes() for p in d.glob("00000000000000000012.*")}
+    assert second
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 1
+    assert "kdump: moved" in r.err and "no offset gap is left" in r.err
+    assert not list(d.glob("00000000000000000012.*"))
+    [q] = [p for p in d.iterdir() if p.name.startswith("kdump-quarantine-")]
+    assert {p.name: p.read_bytes() for p in q.iterdir()} == second       # kept, byte for byte
+    assert first.stat().st_size == bs[1].position
+    # What is left ends where the cut is, with no later segment: the log is contiguous.
+    r = run_kdump("verify", "--json", d)
+    assert r.code == 0
+    assert [os.path.basename(o["file"]) for o in map(json.loads, r.out.splitlines()) if o["kind"] == "log"] == [
+        first.name]
+    # A second --truncate finds nothing to do.
+    before = tree_bytes(d)
+    assert run_kdump("verify", "--truncate", d).code == 0 and tree_bytes(d) == before
+
+
+def test_truncate_of_the_last_segment_moves_nothing(tmp_path):
+    d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path)
+    last = d / "00000000000000000012.log"
+    truncate_at(last, last.stat().st_size - 3)
+    first = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000000.*")}
+    r = run_kdump("verify", "--truncate", d)
+    assert r.code == 1 and "kdump: moved" not in r.err
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in d.glob("00000000000000000000.*")} == first
     assert run_kdump("verify", d).code == 0
 
 
@@ -274,7 +302,7 @@ def _holes_supported(directory: Path) -> bool:
 
 
 def test_atomic_write_leaves_zero_chunks_as_holes(tmp_path):
-    from kdump.repair import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
+    from kdump.safewrite import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
 
     chunks = [b"head", ZERO_CHUNK, bytes(COPY_CHUNK), b"\x00\x00\x01", ZERO_CHUNK, bytes(10)]
     want = b"".join(chunks)
@@ -321,7 +349,7 @@ def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
 
 
 def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
-    from kdump.repair import ZERO_CHUNK, read_range
+    from kdump.safewrite import ZERO_CHUNK, read_range
 
     p = tmp_path / "sparse"
     with open(p, "wb") as f:
@@ -339,3 +367,30 @@ def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
     if _holes_supported(tmp_path):
         assert sum(c is ZERO_CHUNK for c in read_range(str(p), 0, len(want))) >= 40
         assert copy.stat().st_blocks * 512 < 1 << 20
+
+
+# -- the saved copy is checked before the cut (issue #19, fault 1) -------------------------------
+
+def test_a_copy_that_does_not_hold_the_cut_bytes_is_never_published(tmp_path, monkeypatch):
+    """A copy losing bytes on the way (a disk, or the other run of issue #19 replacing the
+    temporary file) is caught by its size and CRC-32 read back: nothing is saved, nothing cut."""
+    from kdump import safewrite
+
+    d, log, original = _damaged_dir(tmp_path)
+    real = safewrite._write_all
+    monkeypatch.setattr(safewrite, "_write_all", lambda fd, data: real(fd, bytes(data)[:-1]))
+    with pytest.raises(WriteError, match="the copy does not hold what was read"):
+        truncate_log(str(log), 1000, len(original))
+    assert log.read_bytes() == original and not _corrupt_files(d)
+    assert not list(d.glob(f"*{TEMP_SUFFIX}"))
+
+
+def test_temporary_names_are_unique_and_recognised_as_stale(tmp_path):
+    from kdump.safewrite import temp_name
+
+    p = str(tmp_path / "00000000000000000000.index")
+    names = {temp_name(p) for _ in range(100)}
+    assert len(names) == 100 and all(n.endswith(TEMP_SUFFIX) and n.startswith(p + ".") for n in names)
+    for n in list(names)[:3]:
+        Path(n).write_bytes(b"x")
+    assert len(remove_stale_temps(str(tmp_path))) == 3 and not list(tmp_path.iterdir())

@@ -21,6 +21,7 @@ from corruption import (FIXTURES, LEGACY_FIELDS, V2_CRC_COVERED, V2_FIELDS, batc
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
 from kdump.format.build import build_legacy_message, build_v2_batch  # noqa: E402
 from kdump.format.crc import crc32, crc32c  # noqa: E402
+from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.scan import TAIL_KINDS, scan_file, scan_segment  # noqa: E402
 from kdump.segment import filename_offset  # noqa: E402
 
@@ -340,13 +341,17 @@ def test_magic_above_2_with_a_valid_crc_is_kept_by_the_broker():
     assert kinds_at(r, pos[1]) == {"invalid_magic"}
     assert r.valid_bytes == len(data) == kafka_recover(bytes(bad), 0)
     assert r.batches == 3
+    # The index rebuild follows the same rule (it used to stop at the magic-3 batch).
+    offsets, _, valid = build_indexes(bytes(bad), 0, interval_bytes=0)
+    assert valid == len(data) and [e.position for e in offsets] == pos[1:]
 
 
 def test_oversize_batch_with_a_valid_crc_is_kept_but_reported():
     data, pos = _segment(_v2(0), _v2(3, size=3000), _v2(6))
     r = scan_segment(data, base_offset=0, max_message_size=1000)
-    assert kinds_at(r, pos[1]) == {"oversize"}
+    assert kinds_at(r, pos[1]) == {"oversize_batch"}
     assert r.valid_bytes == len(data) == kafka_recover(data, 0)
+    assert r.status == "ok" and r.findings[0].to_dict()["class"] == "anomaly"
 
 
 def test_bad_crc_is_cut_even_when_everything_else_looks_fine():
@@ -370,8 +375,9 @@ def test_legacy_messages_and_segment_base():
 def test_leader_epoch_going_down_is_reported():
     data, pos = _segment(_v2(0, partition_leader_epoch=3), _v2(3, partition_leader_epoch=2))
     r = scan_segment(data, base_offset=0)
-    assert kinds_at(r, pos[1]) == {"leader_epoch"}
+    assert kinds_at(r, pos[1]) == {"leader_epoch_regression"}
     assert r.epochs == [(3, 0)]
+    assert r.status == "ok" and r.findings[0].cls == "anomaly"     # the broker keeps both batches
 
 
 def test_empty_and_tiny_files():

@@ -39,7 +39,8 @@ from kdump.format.codecs import DEFAULT_LIMITS  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
 from kdump.format.walk import Walker  # noqa: E402
 from kdump.model import Batch, Record  # noqa: E402
-from kdump.scan import DEFAULT_MAX_MESSAGE_SIZE, ScanReport, _Scan, scan_segment  # noqa: E402
+from kdump.check.broker_rule import DEFAULT_MAX_MESSAGE_SIZE  # noqa: E402
+from kdump.scan import ScanReport, _Scan, scan_segment  # noqa: E402
 from kdump.segment import filename_offset  # noqa: E402
 
 _speedups.init(Batch, Record)
@@ -113,7 +114,8 @@ def observe(buf, *, base_offset=None, deep=False, max_message_size=DEFAULT_MAX_M
     s.run()
     s.note_suppressed()
     assert vars(r2) == vars(report)
-    state = (s.valid, s.last_entry_at, s.index_last, s.time_last, s.max_ts, s.max_ts_offset, s.reach_base_at,
+    st = s.step
+    state = (st.valid, st.last_entry_at, st.index_last, st.time_last, st.max_ts, st.max_ts_offset, s.reach_base_at,
              s.prev_last, s.prev_epoch, s.base, s.kept_before, s.open_txns, s.counts)
     return (strict(report.to_dict()), strict(vars(report)), report.status, report.intact_bytes,
             report.next_offset, strict(state))

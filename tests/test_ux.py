@@ -52,17 +52,20 @@ def test_progress_appears_only_for_slow_work_on_a_terminal(monkeypatch):
 
     fake_err = Tty()
     monkeypatch.setattr(sys, "stderr", fake_err)
-    out = Output(False, "json", stream=io.StringIO())
+    out = Output(False, "text", stream=io.StringIO())
     bar = p.Progress.for_output(out, 1000, "dump")
     assert bar.enabled
-    bar.update(10)
+    bar.advance("a.log", 10)
     assert bar._bar is None                       # not shown before a second has passed
     monkeypatch.setattr(p, "SHOW_AFTER", 0.0)
-    bar.update(500)
+    bar.advance("a.log", 500)
     assert bar._bar is not None
     bar.close()
-    assert not p.Progress.for_output(Output(False, "json", quiet=True, stream=io.StringIO()), 1, "x").enabled
-    assert not p.Progress.for_output(Output(False, "table", stream=Tty()), 1, "x").enabled
+    assert not p.Progress.for_output(Output(False, "text", quiet=True, stream=io.StringIO()), 1, "x").enabled
+    assert not p.Progress.for_output(Output(True, None, stream=io.StringIO()), 1, "x").enabled   # --json | jq
+    # Output to the same terminal no longer hides the bar: it scrolls above it.
+    assert p.Progress.for_output(Output(False, "table", stream=Tty()), 1, "x").enabled
+    assert p.Progress.for_output(Output(True, None, stream=Tty()), 1, "x").enabled
 
 
 def test_error_line_per_class(tmp_path):

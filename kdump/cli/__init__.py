@@ -25,13 +25,23 @@ def __getattr__(name: str):
 
 
 def error_line(e: KdumpError) -> str:
-    return f"kdump: error: {e}"
+    from ..render.escape import printable
+
+    return printable(f"kdump: error: {e}")
 
 
 def _report(e: KdumpError) -> None:
+    from ..render.escape import printable
+
     print(error_line(e), file=sys.stderr)
     if e.hint:
-        print(f"kdump: hint: {e.hint}", file=sys.stderr)
+        print(printable(f"kdump: hint: {e.hint}"), file=sys.stderr)
+
+
+def _printable(text: str) -> str:
+    from ..render.escape import printable
+
+    return printable(text)
 
 
 def _quiet_broken_pipe() -> int:
@@ -44,11 +54,28 @@ def _quiet_broken_pipe() -> int:
     return ExitStatus.OK
 
 
+def _debug_first(args: list[str]) -> list[str]:
+    """``--debug`` is the group's option; accept it after the subcommand too (before ``--``)."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:end]:
+        return args
+    return ["--debug"] + [a for a in args[:end] if a != "--debug"] + args[end:]
+
+
+def output_cut(status: int) -> int:
+    """The reader of stdout went away (``kdump verify DIR | head -1``) before everything was
+    checked: keep the status of what was checked if it found something, else 3 (could not
+    complete): a cut verdict is never "clean"."""
+    _quiet_broken_pipe()
+    return int(status) if status else ExitStatus.INCOMPLETE
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(argv if argv is not None else sys.argv[1:])
     if args in (["--version"], ["-V"]):
         print(f"kdump, version {__version__}")
         sys.exit(0)
+    args = _debug_first(args)
     debug = "--debug" in args or bool(os.environ.get("KDUMP_DEBUG"))
     # A file name that is not valid UTF-8 (kept by Python as surrogates) is printed as a
     # \udcXX escape rather than failing the run: in --json output it stays valid JSON, and
@@ -73,12 +100,12 @@ def main(argv: list[str] | None = None) -> None:
         code = e.exit_code
     except click.UsageError as e:
         # The same one-line style as every other error, with the way to more help.
-        print(f"kdump: error: {e.format_message()}", file=sys.stderr)
+        print(_printable(f"kdump: error: {e.format_message()}"), file=sys.stderr)
         if e.ctx is not None:
             print(f"kdump: hint: try '{e.ctx.command_path} --help'", file=sys.stderr)
         code = ExitStatus.USAGE
     except click.ClickException as e:
-        print(f"kdump: error: {e.format_message()}", file=sys.stderr)
+        print(_printable(f"kdump: error: {e.format_message()}"), file=sys.stderr)
         code = e.exit_code
     except click.exceptions.Abort:
         print("kdump: aborted", file=sys.stderr)
@@ -105,11 +132,12 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # noqa: BLE001 - the last line of defence: never a bare traceback
         if debug:
             raise
-        print(f"kdump: internal error: {type(e).__name__}: {e} (rerun with --debug for a traceback)",
+        print(_printable(f"kdump: internal error: {type(e).__name__}: {e} (rerun with --debug for a traceback)"),
               file=sys.stderr)
         code = ExitStatus.INCOMPLETE
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        code = _quiet_broken_pipe()
+        # Everything was checked; only the last of the output was not read: keep the verdict.
+        _quiet_broken_pipe()
     sys.exit(int(code))

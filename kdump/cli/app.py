@@ -15,6 +15,10 @@ COMMANDS = {
     "recover": "kdump.cli.recover:recover",
     "export": "kdump.cli.export:export",
     "info": "kdump.cli.info:info",
+    "help": "kdump.cli.help:help",
+    "txn": "kdump.cli.txn:txn",
+    "groups": "kdump.cli.groups:groups",
+    "metadata": "kdump.cli.metadata:metadata",
 }
 
 

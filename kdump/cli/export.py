@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ExitStatus, UsageError
+from ..errors import ExitStatus, KdumpError, UsageError
 from ..format.codecs import limits_for
 from .options import jobs_option, jobs_or_default, limits_option, paths_argument
 
@@ -74,8 +74,16 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         result = run_export(list(paths), out, master, conf_map, writer=writer, **options)
     else:
         from ..export import export_local
+        from ..logdir import BATCH_KINDS, resolve
+        from .options import Output
+        from .progress import Progress
 
-        result = export_local(list(paths), out, jobs=jobs_or_default(jobs), **options)
+        try:
+            files = [f.path for f in resolve(list(paths), kinds=BATCH_KINDS)]
+        except KdumpError:
+            files = []          # export_local reports it in its own words
+        with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
+            result = export_local(list(paths), out, jobs=jobs_or_default(jobs), **options)
     _report(result, out, fmt, engine, json_flag, quiet)
     return int(result.status if result.status else ExitStatus.OK)
 

@@ -12,11 +12,13 @@ from typing import NamedTuple
 
 import click
 
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
 from ..logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
-from .options import Output, jobs_option, jobs_or_default, output_options, paths_argument
+from ..segment import file_size
+from .options import Output, force_option, jobs_option, jobs_or_default, output_options, paths_argument
 
-DEFAULT_INTERVAL = 4096
+DEFAULT_INTERVAL = DEFAULT_INDEX_INTERVAL_BYTES
 EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
 MISSING_TEXT = {
     INDEX: "no offset index for segment {log} (a broker rebuilds a missing .index at startup)",
@@ -120,6 +122,7 @@ def segments_for(path: str) -> list[str]:
 # -- the commands ---------------------------------------------------------------------------------
 
 def index_options(f: Callable) -> Callable:
+    f = force_option(f)
     f = click.option("--no-backup", is_flag=True, help="With --rebuild: do not keep the old files as .bak.")(f)
     f = click.option("--time-offset", type=click.Choice(["last", "record"]),
                      help="With --rebuild: which offset a time index entry holds, the last offset of the batch "
@@ -143,8 +146,8 @@ def index_options(f: Callable) -> Callable:
 @index_options
 @jobs_option
 @output_options
-def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, jobs, json_flag, fmt,
-          color, quiet):
+def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force, jobs,
+          json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild offset indexes (.index).
 
     PATHS are .index files, their segments (.log), partition directories or log
@@ -152,7 +155,7 @@ def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, tim
     --rebuild is given; a missing .index is reported, never created.
     """
     return run(INDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet), jobs_or_default(jobs))
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force, jobs_or_default(jobs))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -160,8 +163,8 @@ def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, tim
 @index_options
 @jobs_option
 @output_options
-def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, jobs, json_flag,
-              fmt, color, quiet):
+def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force, jobs,
+              json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild time indexes (.timeindex).
 
     PATHS are .timeindex files, their segments (.log), partition directories or log
@@ -169,7 +172,7 @@ def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes,
     reported, never created.
     """
     return run(TIMEINDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet), jobs_or_default(jobs))
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force, jobs_or_default(jobs))
 
 
 def _renderer(out: Output):
@@ -183,18 +186,19 @@ def _renderer(out: Output):
 
 
 def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild: bool, interval_bytes: int | None,
-        time_offset: str | None, no_backup: bool, out: Output, jobs: int = 1) -> int:
+        time_offset: str | None, no_backup: bool, out: Output, force: bool = False, jobs: int = 1) -> int:
     if rebuild and (verify or sanity):
         raise UsageError("--rebuild cannot be combined with --verify, --verify-index-only or --sanity")
-    if not rebuild and (no_backup or time_offset):
-        raise UsageError("--no-backup and --time-offset apply only with --rebuild")
+    if not rebuild and (no_backup or time_offset or force):
+        raise UsageError("--no-backup, --time-offset and --force apply only with --rebuild")
     if rebuild:
         renderer = _renderer(out)
         try:
-            return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer))
+            return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer, force))
         finally:
             renderer.finish()
     from ..parallel import ordered_output
+    from .progress import Progress
 
     # A partition's items at a time (an unreadable PATH is a unit of its own, so its error
     # line comes where -j 1 prints it), each unit with its own renderer.
@@ -225,9 +229,18 @@ def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild
             renderer.finish()
         return status
 
+    def logs() -> list[str]:
+        return [p for p in {i.log for u in units if isinstance(u, list) for i in u if i.log} if os.path.isfile(p)]
+
     status = ExitStatus.OK
-    for unit_status in ordered_output(run_unit, units, jobs, out):
-        status = max(status, unit_status)
+    with Progress.for_output(out, (lambda: sum(file_size(p) for p in logs())) if verify else 0,
+                             f"{kind} --verify") as progress:
+        for unit, unit_status in zip(units, ordered_output(run_unit, units, jobs, out)):
+            status = max(status, unit_status)
+            if verify and progress.enabled and isinstance(unit, list):
+                for item in unit:       # a worker's reads are not seen here
+                    if item.log and os.path.isfile(item.log):
+                        progress.done(item.log)
     return int(status)
 
 
@@ -305,6 +318,7 @@ def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, inter
 
 
 def _txnindex(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, renderer) -> int:
+    from ..findings import TXN_PARTIAL, TXN_SANITY, TXN_VERSION
     from ..format.txnindex import CURRENT_VERSION, kafka_version, parse_txnindex, sanity_check_txnindex, version_errors
     from ..model import Finding
     from ..segment import MappedFile
@@ -317,17 +331,17 @@ def _txnindex(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, re
         renderer.entries(rep, parsed.entries)
         rep.empty = parsed.size == 0
     if parsed.partial_bytes:
-        rep.findings.append(Finding("txnindex_partial_entry", parsed.size - parsed.partial_bytes, None,
+        rep.findings.append(Finding(TXN_PARTIAL, parsed.size - parsed.partial_bytes, None,
                                     f"file size {parsed.size} is not a multiple of 34: the last "
                                     f"{parsed.partial_bytes} bytes are a truncated entry (Kafka skips them)"))
     for i, t in enumerate(parsed.entries):
         if kafka_version(t) > CURRENT_VERSION:
-            rep.findings.append(Finding("txnindex_version", i * 34, t.last_offset,
+            rep.findings.append(Finding(TXN_VERSION, i * 34, t.last_offset,
                                         version_errors([t], os.path.abspath(item.path))[0]))
     if sanity:
         found = sanity_check_txnindex(parsed.entries, item.base_offset, os.path.abspath(item.path))
         rep.sanity = "failed" if found else "passed"
-        rep.findings += [Finding("txnindex_sanity", None, None, m) for m in found]
+        rep.findings += [Finding(TXN_SANITY, None, None, m) for m in found]
     if verify:
         rep.notes.append("aborted transactions are checked against the log's control markers by kdump verify")
     if rep.findings:
@@ -340,12 +354,20 @@ def _finish(rep, renderer) -> None:
     renderer.end(rep)
     if rep.findings:
         renderer.finish()
-        for f in rep.findings:
-            _error(KdumpError(f.message, file=rep.path, position=f.position))
+        from ..render.collapse import more_like_it, runs
+
+        for run in runs(rep.findings):      # a run of one kind: one line (the JSON lists each)
+            message = run[0].message if len(run) == 1 else f"{len(run)} {run[0].kind} faults from here: " \
+                                                            f"{more_like_it(run)}"
+            _error(KdumpError(message, file=rep.path, position=run[0].position))
 
 
-def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer) -> int:
+def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer,
+                 force: bool = False) -> int:
+    from itertools import groupby
+
     from ..indexcheck import rebuild_indexes
+    from ..writelock import PartitionLock
 
     status = ExitStatus.OK
     interval = DEFAULT_INTERVAL if interval_bytes is None else interval_bytes
@@ -357,15 +379,26 @@ def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, bac
             _error(e)
             status = max(status, e.exit_code)
             continue
-        for log in logs:
+        for directory, group in groupby(logs, key=os.path.dirname):
             try:
-                result = rebuild_indexes(log, interval, time_offset, backup)
+                lock = PartitionLock(directory, force).acquire()
             except KdumpError as e:
                 renderer.finish()
-                _error(e.located(log))
+                _error(e)
                 status = max(status, e.exit_code)
                 continue
-            renderer.rebuilt(result)
+            try:
+                for log in group:
+                    try:
+                        result = rebuild_indexes(log, interval, time_offset, backup)
+                    except KdumpError as e:
+                        renderer.finish()
+                        _error(e.located(log))
+                        status = max(status, e.exit_code)
+                        continue
+                    renderer.rebuilt(result)
+            finally:
+                lock.release()
     return status
 
 
@@ -374,4 +407,6 @@ def _error(e: KdumpError) -> None:
 
     click.echo(error_line(e), err=True)
     if e.hint:
-        click.echo(f"kdump: hint: {e.hint}", err=True)
+        from ..render.escape import printable
+
+        click.echo(printable(f"kdump: hint: {e.hint}"), err=True)

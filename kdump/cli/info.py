@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
+import os
 
 import click
 
 from ..errors import ExitStatus, KdumpError
 from ..logdir import BATCH_KINDS, resolve
+from ..render.escape import printable
+from ..state.render import when as _time
 from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
 from .options import Output, jobs_option, jobs_or_default, output_options, paths_argument
 
@@ -22,6 +24,8 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
 
     Reads batch headers only, so it is fast even on large log dirs.
     """
+    from .progress import Progress
+
     out = Output(json_flag, fmt, color, quiet)
     from ..logdir import directory_groups
     from ..parallel import ordered_map
@@ -29,19 +33,23 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
     files = resolve(paths, kinds=BATCH_KINDS)
     status = ExitStatus.OK
     summaries = []
-    for s in ordered_map(_summary, directory_groups(files), jobs_or_default(jobs)):
-        if s.problems or s.invalid_batches or s.trailing_bytes:
-            status = ExitStatus.DAMAGE
-        if out.format == "json":
-            from ..render.jsonout import dumps
+    groups = directory_groups(files)
+    with Progress.for_paths(out, [f.path for f in files], "info") as progress:
+        for group, s in zip(groups, ordered_map(_summary, groups, jobs_or_default(jobs))):
+            for f in group[1]:
+                progress.done(f.path)       # a worker's reads are not seen here
+            if s.problems or s.invalid_batches or s.trailing_bytes:
+                status = ExitStatus.DAMAGE
+            if out.format == "json":
+                from ..render.jsonout import dumps
 
-            out.stream.write(dumps(s.to_dict()) + "\n")
-        elif out.format == "text":
-            out.stream.write(_text(s))
-        else:
-            summaries.append(s)
-        for p in s.problems:
-            click.echo(f"kdump: error: {p}", err=True)
+                out.stream.write(dumps(s.to_dict()) + "\n")
+            elif out.format == "text":
+                out.stream.write(_text(s))
+            else:
+                summaries.append(s)
+            for p in s.problems:
+                click.echo(printable(f"kdump: error: {p}"), err=True)
     if summaries:
         _table(out, summaries)
     return int(status)
@@ -51,13 +59,13 @@ def _summary(group) -> PartitionSummary:
     return next(summarize(group[1]))
 
 
-def _time(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    try:
-        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
+def _or_dash(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def _offsets(s: PartitionSummary, sep: str) -> str:
+    """first-last, or "-" for a partition with no batches."""
+    return "-" if s.first_offset is None else f"{s.first_offset}{sep}{s.last_offset}"
 
 
 def _hist(s: PartitionSummary) -> str:
@@ -69,9 +77,10 @@ def _hist(s: PartitionSummary) -> str:
 def _text(s: PartitionSummary) -> str:
     d = s.to_dict()
     lines = [
-        f"partition: {s.path}",
-        f"  topic: {s.topic} partition: {s.partition} segments: {s.segments} bytes: {s.bytes}",
-        f"  batches: {s.batches} records: {s.records} offsets: {s.first_offset}-{s.last_offset}",
+        printable(f"partition: {s.path}"),
+        printable(f"  topic: {_or_dash(s.topic)}") + f" partition: {_or_dash(s.partition)} segments: {s.segments} "
+                                                     f"bytes: {s.bytes}",
+        f"  batches: {s.batches} records: {s.records} offsets: {_offsets(s, '-')}",
         f"  time: {_time(s.min_timestamp)} .. {_time(s.max_timestamp)}",
         f"  codecs: {', '.join(f'{k}={v}' for k, v in d['codecs'].items()) or '-'} "
         f"magic: {', '.join(f'v{k}={v}' for k, v in d['magic'].items()) or '-'}",
@@ -87,16 +96,22 @@ def _table(out: Output, summaries: list[PartitionSummary]) -> None:
     from rich.text import Text
 
     t = Table(title="kdump info", title_justify="left")
+    # Partitions of several log dirs (brokers, JBOD disks) share names: show where each is.
+    log_dirs = [os.path.dirname(os.path.normpath(s.path)) for s in summaries]
+    several = len(set(log_dirs)) > 1
+    if several:
+        t.add_column("log dir", justify="left", overflow="fold")
     for name, just in (("partition", "left"), ("segments", "right"), ("bytes", "right"), ("batches", "right"),
                        ("records", "right"), ("offsets", "right"), ("time range (UTC)", "left"),
                        ("codecs", "left"), ("producers", "right"), ("txn/ctl", "right"), ("batch sizes", "left"),
                        ("state", "left")):
         t.add_column(name, justify=just)
-    for s in summaries:
+    for s, log_dir in zip(summaries, log_dirs):
         d = s.to_dict()
         ok = not (s.problems or s.invalid_batches or s.trailing_bytes)
-        t.add_row(f"{s.topic}-{s.partition}" if s.topic else s.path, str(s.segments), f"{s.bytes:,}",
-                  f"{s.batches:,}", f"{s.records:,}", f"{s.first_offset}–{s.last_offset}",
+        name = printable(f"{s.topic}-{s.partition}" if s.topic else s.path)
+        t.add_row(*([printable(log_dir)] if several else []), name, str(s.segments), f"{s.bytes:,}",
+                  f"{s.batches:,}", f"{s.records:,}", _offsets(s, "–"),
                   f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
                   ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),
                   f"{d['transactional_share']:.0%}/{d['control_share']:.0%}", _hist(s),

@@ -44,6 +44,13 @@ def limits_option(f: Callable) -> Callable:
     return f
 
 
+def force_option(f: Callable) -> Callable:
+    """--force on the writing commands: write even while a broker holds the log dir's .lock."""
+    return click.option("--force", is_flag=True,
+                        help="Write even while a running Kafka broker holds the log dir's .lock (refused otherwise). "
+                             "Two kdump runs never write to the same partition at once, --force or not.")(f)
+
+
 def output_options(f: Callable) -> Callable:
     """--json / --format / --color / --quiet, the same on every command."""
     f = click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")(f)
@@ -79,8 +86,14 @@ class Output:
 
     def __init__(self, json_flag: bool, fmt: str | None, color: str = "auto", quiet: bool = False,
                  stream: Any = None) -> None:
-        self.stream = stream if stream is not None else sys.stdout
+        if stream is None:
+            # On a terminal, write to whatever sys.stdout is at the time: a progress bar on
+            # the same terminal redirects it so the output scrolls above the bar.
+            stream = _CurrentStdout() if _isatty(sys.stdout) else sys.stdout
+        self.stream = stream
         if json_flag:
+            if fmt not in (None, "json"):
+                raise click.UsageError(f"--json and --format {fmt} contradict each other: give one")
             fmt = "json"
         if fmt is None:
             fmt = "table" if _isatty(self.stream) else "text"
@@ -112,9 +125,11 @@ class Output:
                        markup=False, soft_wrap=False, width=width)
 
     def note(self, message: str) -> None:
-        """A diagnostic line on stderr (suppressed by --quiet)."""
+        """A diagnostic line on stderr (suppressed by --quiet), control characters escaped."""
+        from ..render.escape import printable
+
         if not self.quiet:
-            click.echo(message, err=True)
+            click.echo(printable(message), err=True)
 
 
 def _isatty(stream: Any) -> bool:
@@ -122,3 +137,13 @@ def _isatty(stream: Any) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+class _CurrentStdout:
+    """sys.stdout, looked up at each call."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)

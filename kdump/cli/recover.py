@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
-from ..errors import ExitStatus, KdumpError
-from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from .options import Output, jobs_option, jobs_or_default, output_options
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from ..errors import ExitStatus, KdumpError, UsageError
+from .options import Output, _isatty, force_option, jobs_option, jobs_or_default, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,9 +28,10 @@ from .options import Output, jobs_option, jobs_or_default, output_options
               help="Largest plausible batch, in bytes (used to classify damage and to resync past it).")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="The topic's index.interval.bytes (the broker's index rebuild rule).")
+@force_option
 @jobs_option
 @output_options
-def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, jobs,
+def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, force, jobs,
             json_flag, fmt, color, quiet):
     """Plan (and with --apply carry out) a broker's startup recovery, offline.
 
@@ -45,6 +47,35 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
     3 could not complete.
     """
+    from ..writelock import Locks
+
+    if apply_ and not yes and not _isatty(sys.stdin):
+        # Nobody can answer the prompt: say how to consent instead of looking interrupted.
+        raise click.UsageError("--apply asks before changing anything and there is no terminal to answer: "
+                               "add --yes to apply without asking")
+    out = Output(json_flag, fmt, color, quiet)
+    if force and not (apply_ or salvage_dir):
+        raise UsageError("--force applies only with --apply or --salvage")
+    # Writing: each partition is locked before it is planned, until its plan is carried out.
+    with Locks(force) as locks:
+        return _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes,
+                        out, locks if (apply_ or salvage_dir) else None, jobs_or_default(jobs))
+
+
+def _partitions(targets, logdir) -> set[tuple[str, int]]:
+    """The (topic, partition)s of the targets in ``logdir``: the checkpoint entries to keep."""
+    from ..logdir import parse_partition_dir
+
+    out = set()
+    for directory, ld in targets:
+        parsed = parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+        if ld == logdir and parsed is not None:
+            out.add(parsed[:2])
+    return out
+
+
+def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, out,
+             locks, jobs: int = 1) -> int:
     from ..recovery import (
         LogDirState,
         RecoverOptions,
@@ -56,10 +87,12 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
         salvage,
         timestamp,
     )
+    from ..render.escape import printable
     from ..render.verify import change_line, plan_renderer
+    from ..segment import file_size
     from . import error_line
+    from .progress import Progress
 
-    out = Output(json_flag, fmt, color, quiet)
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     status = ExitStatus.OK
     targets: list[tuple[str, str | None]] = []
@@ -74,33 +107,43 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
             check_quarantine_root(extra, {ld for _, ld in targets})
     from ..parallel import ordered_map
 
-    jobs = jobs_or_default(jobs)
-    states = {logdir: LogDirState.read(logdir) for logdir in dict.fromkeys(ld for _, ld in targets)}
+    states = {logdir: LogDirState.read(logdir, _partitions(targets, logdir))
+              for logdir in dict.fromkeys(ld for _, ld in targets)}
 
     def plan_one(target):
+        # With --apply/--salvage the partition is locked (here: plans are then made in this
+        # process) before it is planned, until its plan is carried out.
         directory, logdir = target
+        cleaned = []
         try:
-            return plan_partition(directory, states[logdir], opts)
+            if locks is not None:
+                cleaned = locks.take(directory)
+            return cleaned, plan_partition(directory, states[logdir], opts)
         except KdumpError as e:
-            return e.located(directory)
+            return cleaned, e.located(directory)
 
     renderer = plan_renderer(out)
     plans = []          # those with something to salvage or apply; the others are only printed
     planned = 0
     try:
-        for plan in ordered_map(plan_one, targets, jobs):
-            if isinstance(plan, KdumpError):
-                click.echo(error_line(plan), err=True)
-                status = max(status, plan.exit_code)
-                continue
-            renderer.plan(plan)
-            planned += 1
-            if salvage_dir or plan.actions:
-                plans.append(plan)
-            if plan.incomplete:
-                status = max(status, ExitStatus.INCOMPLETE)
-            elif plan.damaged:
-                status = max(status, ExitStatus.DAMAGE)
+        with Progress.for_output(out, lambda: sum(file_size(p) for p in _segments(targets)), "recover"):
+            for cleaned, plan in ordered_map(plan_one, targets, 1 if locks is not None else jobs):
+                for c in cleaned:
+                    out.note(change_line(c))
+                if isinstance(plan, KdumpError):
+                    click.echo(error_line(plan), err=True)
+                    status = max(status, plan.exit_code)
+                    continue
+                if locks is not None and not plan.actions and not (salvage_dir and plan.salvage_sources):
+                    locks.drop(plan.directory)
+                renderer.plan(plan)
+                planned += 1
+                if salvage_dir or plan.actions:
+                    plans.append(plan)
+                if plan.incomplete:
+                    status = max(status, ExitStatus.INCOMPLETE)
+                elif plan.damaged:
+                    status = max(status, ExitStatus.DAMAGE)
     finally:
         renderer.finish()
     if salvage_dir:
@@ -139,10 +182,11 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
         except KdumpError as e:
             return [], error_line(e.located(plan.directory)), e.exit_code
         except OSError as e:
-            return [], f"kdump: error: {plan.directory}: {e.strerror or e}", ExitStatus.INCOMPLETE
+            return [], printable(f"kdump: error: {plan.directory}: {e.strerror or e}"), ExitStatus.INCOMPLETE
 
     if len({os.path.realpath(p.directory) for p in todo}) < len(todo):
         jobs = 1            # one partition named twice: carry its plans out one after the other
+    # The parent holds the partitions' locks; a forked worker shares them while it writes.
     for changes, error, code in ordered_map(apply_one, todo, jobs):
         for c in changes:
             out.note(change_line(c))
@@ -150,3 +194,16 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
             click.echo(error, err=True)
             status = max(status, code)
     return int(status)
+
+
+def _segments(targets: list[tuple[str, str | None]]) -> list[str]:
+    """The segments a plan reads, for the progress bar's total."""
+    from ..logdir import LOG, partition_files
+
+    out = []
+    for directory, _ in targets:
+        try:
+            out += [f.path for f in partition_files(directory) if f.kind == LOG]
+        except (OSError, KdumpError):
+            pass
+    return out

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 
 import click
 
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..errors import ExitStatus, KdumpError, UsageError
+from ..findings import ANOMALY
 from ..format.codecs import DEFAULT_LIMITS, limits_for
-from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..segment import file_size
-from .options import Output, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
+from .options import Output, force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,14 +33,21 @@ from .options import Output, jobs_option, jobs_or_default, limits_option, output
 @click.option("--broker-cut", is_flag=True,
               help="With --truncate: cut only where a broker's recovery would, keeping damage it does not detect "
                    "(offset regressions, undecodable records with a valid CRC).")
+@click.option("--strict", is_flag=True,
+              help="Also exit 1 for anomalies: odd states a broker accepts as they are (an index entry naming an "
+                   "offset compaction removed, a checkpoint lagging the log, segments overlapping after an "
+                   "interrupted clean).")
+@force_option
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
+@click.option("--problems", is_flag=True,
+              help="List only the files with findings (the summary on stderr still counts every file).")
 @limits_option
 @jobs_option
 @output_options
-def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, engine, master, max_decompressed,
-           max_expansion, jobs, json_flag, fmt, color, quiet):
+def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
+           problems, max_decompressed, max_expansion, jobs, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -50,42 +59,57 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
     Each file gets a line (or with --json one object: file, kind, status, size,
     valid_bytes, batches, records, first_offset, last_offset, findings); valid_bytes is
-    where a broker's recovery would cut the segment. A summary goes to stderr.
+    where a broker's recovery would cut the segment. Each finding has a class: damage
+    (data a broker would cut, delete or fail to load, or that readers lose), anomaly (odd
+    but accepted by a broker as it is), info (a state the broker finishes at startup).
+    A summary goes to stderr. The text and table views show a run of findings of one
+    kind in one file as one line (count, byte and offset ranges); --json lists each. On
+    a terminal the table lists the files with findings and sums up the rest; --problems
+    lists only those anywhere.
+
+    With --truncate, damage in a segment that later segments follow is cut the same way,
+    and the later segments are moved into kdump-quarantine-<time>/ inside the partition
+    (a broker's recovery deletes them): no offset gap is left behind.
 
     \b
-    Exit status: 0 clean, 1 damage found (also when --truncate repaired it),
-    3 could not complete (unreadable file, codec library missing).
+    Exit status: 0 clean or only anomalies, 1 damage found (also when --truncate
+    repaired it; anomalies too with --strict), 3 could not complete (unreadable file,
+    codec library missing).
     """
     out = Output(json_flag, fmt, color, quiet)
+    out.problems_only = problems
     limits = limits_for(max_decompressed, max_expansion)
+    if force and not truncate:
+        raise UsageError("--force applies only with --truncate")
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")
-        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits)
+        return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict)
     if master:
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      limits=limits, jobs=jobs_or_default(jobs))
+                      strict=strict, limits=limits, force=force, jobs=jobs_or_default(jobs))
 
 
-def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits) -> int:
+def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
     from ..spark.verify import run_verify as spark_verify
 
     return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
-                        index_interval_bytes=index_interval_bytes, limits=limits)
+                        index_interval_bytes=index_interval_bytes, limits=limits, strict=strict)
 
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, limits=None, jobs: int = 1) -> int:
-    from ..crosscheck import VerifyOptions, check_directory, summarize
+               broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False,
+               jobs: int = 1) -> int:
+    from ..crosscheck import VerifyOptions, summarize
     from ..logdir import directory_groups
-    from ..parallel import ordered_map
-    from ..render.verify import change_line, summary_line, verify_renderer
-    from . import error_line
+    from ..parallel import in_process, ordered_map
+    from ..render.verify import summary_line, verify_renderer
+    from . import error_line, output_cut
     from .progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
@@ -94,48 +118,87 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
     groups = directory_groups(files)
     if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
         jobs = 1        # a directory named in pieces: repair it in one process
-
-    def check(group):
-        # One directory: its reports, and with --truncate its repair (by this worker alone).
-        reports = [_light(r) for r in check_directory(*group, opts)]
-        if not truncate:
-            return reports, None, None
-        from ..repair import repair_reports
-
-        try:
-            return reports, repair_reports(reports, opts), None
-        except KdumpError as e:
-            return reports, [], e
-
+    check = functools.partial(_directory, opts=opts, truncate=truncate, force=force)
+    if not in_process(groups, jobs):
+        check = functools.partial(_listed, check)     # a worker sends a directory's events at once
     renderer = verify_renderer(out)
     counts = summarize([])
     changes: list | None = [] if truncate else None
-    failed: list[KdumpError] = []
     try:
         with Progress.for_output(out, lambda: sum(file_size(f.path) for f in files), "verify") as progress:
-            for reports, changed, error in ordered_map(check, groups, jobs):
-                for r in reports:
-                    renderer.file(r)
-                    status = max(status, report_status(r.status))
-                    progress.file_done(r.size or 0)
-                for k, v in summarize(reports).items():
+            for events in ordered_map(check, groups, jobs):
+                done = []
+                for kind, x in events:
+                    if kind == REPORT:
+                        status = max(status, report_status(x.status, x.findings if strict else ()))
+                        renderer.file(x)
+                        done.append(x)
+                        progress.done(x.file, x.size or 0)
+                    elif kind == ERROR:
+                        click.echo(error_line(x), err=True)
+                        status = max(status, x.exit_code)
+                    else:
+                        changes += _notes(out, x)
+                        if kind == REPAIRED and any(c.action == "skipped" for c in x):
+                            status = max(status, ExitStatus.DAMAGE)
+                for k, v in summarize(done).items():
                     counts[k] += v
-                if changed:
-                    changes.extend(changed)
-                if error is not None:
-                    failed.append(error)
-    finally:
         renderer.finish()
-    for e in failed:
-        click.echo(error_line(e), err=True)
-        status = max(status, e.exit_code)
-    if changes is not None:
-        for c in changes:
-            out.note(change_line(c))
-        if any(c.action == "skipped" for c in changes):
-            status = max(status, ExitStatus.DAMAGE)
+    except BrokenPipeError:
+        return output_cut(status)         # nothing more repaired: the run stopped here
     out.note(summary_line(counts, None if changes is None else len(changes)))
     return int(status)
+
+
+# What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
+# is read without taking its lock.
+WRITABLE = ("log", "index", "timeindex", "txnindex")
+
+# What checking one directory gives, in the order it is printed: a file's report, an error,
+# the stale temporary files removed on locking, the changes of the repair.
+REPORT, ERROR, CLEANED, REPAIRED = "report", "error", "cleaned", "repaired"
+
+
+def _directory(group, opts, truncate: bool, force: bool):
+    """One directory, a unit of ``-j``: with --truncate it is locked before it is read and
+    until it is repaired, by this process alone. Yields (kind, value) events."""
+    from ..crosscheck import verify_files
+    from ..logdir import take_listing
+    from ..writelock import Locks
+
+    directory, files = group
+    with Locks(force) as locks:
+        if truncate and any(f.kind in WRITABLE for f in files):
+            try:
+                yield CLEANED, locks.take(directory)
+            except KdumpError as e:
+                yield ERROR, e
+                return
+            take_listing(directory)     # listed before the lock: list it again
+        done = []
+        for r in verify_files(files, opts):
+            r = _light(r)
+            yield REPORT, r
+            done.append(r)
+        if truncate:
+            from ..truncate import truncate_reports
+
+            try:
+                yield REPAIRED, truncate_reports(done, opts)
+            except KdumpError as e:
+                yield ERROR, e
+
+
+def _listed(check, group) -> list:
+    return list(check(group))
+
+
+def _notes(out: Output, changes: list) -> list:
+    from ..render.verify import change_line
+
+    for c in changes:
+        out.note(change_line(c))
+    return changes
 
 
 def resolve_paths(paths) -> tuple[list, ExitStatus]:
@@ -147,6 +210,7 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
     status = ExitStatus.OK
     files = []
     seen: set[str] = set()
+    dirs: dict[str, str] = {}
     for path in paths:
         try:
             found = resolve([path])
@@ -154,19 +218,40 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
             continue
+        if os.path.isdir(path):
+            from ..logless import logless_dirs
+
+            for e in logless_dirs(found):
+                click.echo(error_line(e), err=True)
+                status = max(status, e.exit_code)
         if len(paths) == 1:
             return found, status        # one PATH lists each file once: no need to resolve links
         for f in found:
-            key = os.path.realpath(f.path)
+            key = _real(f.path, dirs)
             if key not in seen:
                 seen.add(key)
                 files.append(f)
     return files, status
 
 
-def report_status(s: str) -> ExitStatus:
-    """The exit status a file report's status gives."""
-    return {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+def _real(path: str, dirs: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, resolving each directory once (a partition may hold
+    100,000 segments) and only a file that is itself a link in full."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    directory, name = os.path.split(path)
+    real = dirs.get(directory)
+    if real is None:
+        real = dirs[directory] = os.path.realpath(directory)
+    return os.path.join(real, name)
+
+
+def report_status(s: str, strict_findings=()) -> ExitStatus:
+    """The exit status a file report's status gives; with --strict its anomalies count too."""
+    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+    if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
+        return ExitStatus.DAMAGE
+    return status
 
 
 def _light(r):

@@ -1,10 +1,10 @@
 """Views of key, value and header bytes: ``--encoding`` and ``--key-decoder/--value-decoder``.
 
 An *encoding* is lossless or replacing text for any bytes (utf8 replaces invalid bytes
-with U+FFFD, as Java's ``new String(bytes, UTF_8)`` does; hex and base64 are lossless).
-A *decoder* interprets the bytes (json, int, long as Kafka's IntegerDecoder and
-LongDecoder: big-endian) and may fail on bytes that are not what it expects, which the
-caller reports per record.
+with U+FFFD exactly as Java's ``new String(bytes, UTF_8)`` does; hex and base64 are lossless).
+A *decoder* interprets the bytes (json; int and long as Kafka's IntegerDecoder and
+LongDecoder: the first 4 or 8 bytes, big-endian) and may fail on bytes that are not what
+it expects, which the caller reports per record.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import DecodeError
+from ..format.javautf8 import java_utf8
 
 ENCODINGS = ("utf8", "hex", "base64")
 DECODERS = ("utf8", "hex", "base64", "json", "int", "long")
@@ -23,8 +24,7 @@ _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 
 
-def utf8(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
+utf8 = java_utf8
 
 
 def hex_(data: bytes) -> str:
@@ -46,19 +46,25 @@ def json_(data: bytes) -> Any:
 
 
 def int_(data: bytes) -> int:
-    if len(data) != 4:
+    if len(data) < 4:
         raise DecodeError(f"int decoder needs 4 bytes, got {len(data)}")
-    return _INT.unpack(data)[0]
+    return _INT.unpack_from(data)[0]
 
 
 def long_(data: bytes) -> int:
-    if len(data) != 8:
+    if len(data) < 8:
         raise DecodeError(f"long decoder needs 8 bytes, got {len(data)}")
-    return _LONG.unpack(data)[0]
+    return _LONG.unpack_from(data)[0]
 
 
 _FUNCS: dict[str, Callable[[bytes], Any]] = {"utf8": utf8, "hex": hex_, "base64": base64, "json": json_,
                                              "int": int_, "long": long_}
+
+
+# kafka-dump-log.sh's --key-decoder-class/--value-decoder-class: Kafka's built-in decoders.
+KAFKA_DECODER_CLASSES = {"org.apache.kafka.tools.api.StringDecoder": "utf8",
+                         "org.apache.kafka.tools.api.IntegerDecoder": "int",
+                         "org.apache.kafka.tools.api.LongDecoder": "long"}
 
 
 def get(name: str) -> Callable[[bytes], Any]:

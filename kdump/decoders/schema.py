@@ -322,7 +322,14 @@ class _Reader:
             # fields that equal their default.
             out = {}
             for f in present:
-                if f.name in values and not (f.tag in tagged and values[f.name] == f.default_value(version, flexible)):
+                if f.tag in tagged and f.struct is not None and not f.array:
+                    # A tagged struct is left out only when it equals a struct of defaults;
+                    # null (its usual default, also when absent) is printed.
+                    value = values.get(f.name, f.default_value(version, flexible))
+                    if value is None or value != f.struct.default_value(version, flexible):
+                        out[f.name] = value
+                elif f.name in values and not (f.tag in tagged
+                                               and values[f.name] == f.default_value(version, flexible)):
                     out[f.name] = values[f.name]
             values = out
         if unknown:
@@ -350,14 +357,14 @@ class _Reader:
                 unknown[str(tag)] = b64(self.take(size, "byte array"))
                 continue
             sub = _Reader(self.data, start, stop)
-            values[f.name] = sub.read_field(f, version, True)
+            values[f.name] = sub.read_field(f, version, True, tagged=True)
             if sub.pos != stop:
                 raise self.fail(f"tagged field {f.name} (tag {tag}) declares {size} byte(s) but its value "
                                 f"takes {sub.pos - start}", start)
             self.pos = stop
         return unknown
 
-    def read_field(self, f: Field, version: int, flexible: bool) -> Any:
+    def read_field(self, f: Field, version: int, flexible: bool, tagged: bool = False) -> Any:
         if f.array:
             at = self.pos
             n = self.length(flexible, False, f"array {f.name}")
@@ -372,9 +379,9 @@ class _Reader:
                 raise self.fail(f"Tried to allocate a collection of size {n}, but there are only "
                                 f"{self.remaining()} bytes remaining.", at)
             return [self.read_element(f, version, flexible) for _ in range(n)]
-        return self.read_element(f, version, flexible)
+        return self.read_element(f, version, flexible, tagged)
 
-    def read_element(self, f: Field, version: int, flexible: bool) -> Any:
+    def read_element(self, f: Field, version: int, flexible: bool, tagged: bool = False) -> Any:
         kind = f.kind
         if kind in _FIXED:
             return self.fixed(kind)
@@ -402,9 +409,13 @@ class _Reader:
                     raise self.fail(f"non-nullable field {f.name} was serialized as null", at)
                 raise self.fail(f"bytes field {f.name} had invalid length {n}", at)
             return b64(self.take(n, "byte array"))
-        # struct: nullable structs carry a marker byte (-1 null, 1 present; KIP-893)
+        # struct: nullable structs carry a marker (KIP-893): a byte (-1 null, 1 present), or
+        # as a tagged field an unsigned varint (0 null, above 0 present).
         if not f.array and _within(f.nullable, version):
-            if self.fixed("int8") < 0:
+            if tagged:
+                if self.uvarint(f"struct {f.name} marker") <= 0:
+                    return None
+            elif self.fixed("int8") < 0:
                 return None
         return self.read_struct(f.struct, version, flexible)
 

@@ -16,7 +16,7 @@ Errors carry the 1-based line number in ``position`` and Kafka's message text, w
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from ..errors import InvalidFileError, UnknownFileKindError
@@ -84,44 +84,66 @@ def _parse_entry(line: str, kind: str) -> EpochEntry | OffsetEntry | None:
 
 def parse_checkpoint(data: bytes, kind: str, file_name: str | None = None) -> list:
     """Entries of a checkpoint file of ``kind`` (a name in KINDS): EpochEntry or OffsetEntry tuples."""
+    return list(iter_checkpoint(_lines(data, file_name or kind), kind, file_name))
+
+
+def iter_checkpoint(lines: Iterable[str], kind: str, file_name: str | None = None) -> Iterator:
+    """``parse_checkpoint`` over lines (without their ends) as they are read: one entry at a
+    time, so a file of 10 million lines costs no more memory than one. The errors come where
+    the line at fault is reached (a wrong entry count, after the last line)."""
     if kind not in KINDS:
         raise UnknownFileKindError(f"unknown checkpoint kind {kind!r}; expected one of {', '.join(KINDS)}")
     name = file_name or kind
-    lines = _lines(data, name)
-    if not lines:
-        return []
 
-    def malformed(i: int) -> InvalidFileError:
-        return InvalidFileError(f"Malformed line in checkpoint file [{name}]: {lines[i]}", file=file_name,
-                                position=i + 1)
+    def malformed(i: int, line: str) -> InvalidFileError:
+        return InvalidFileError(f"Malformed line in checkpoint file [{name}]: {line}", file=file_name, position=i + 1)
 
-    version = _java_int(lines[0], INT32)
+    it = iter(lines)
+    first = next(it, None)
+    if first is None:
+        return
+    version = _java_int(first, INT32)
     if version is None:
-        raise malformed(0)
+        raise malformed(0, first)
     if version != VERSION:
         raise InvalidFileError(f"Unrecognised version:{version}, expected version: {VERSION} in checkpoint file "
                                f"at: {name}", file=file_name, position=1)
-    if len(lines) < 2:
-        return []
-    expected = _java_int(lines[1], INT32)
+    second = next(it, None)
+    if second is None:
+        return
+    expected = _java_int(second, INT32)
     if expected is None:
-        raise malformed(1)
-    entries = []
-    for i in range(2, len(lines)):
-        entry = _parse_entry(lines[i], kind)
+        raise malformed(1, second)
+    found = 0
+    for i, line in enumerate(it, 2):
+        entry = _parse_entry(line, kind)
         if entry is None:
-            raise malformed(i)
-        entries.append(entry)
-    if len(entries) != expected:
+            raise malformed(i, line)
+        found += 1
+        yield entry
+    if found != expected:
         raise InvalidFileError(f"Expected [{expected}] entries in checkpoint file [{name}], but found only "
-                               f"[{len(entries)}]", file=file_name, position=len(lines))
-    return entries
+                               f"[{found}]", file=file_name, position=found + 2)
 
 
 def encode_checkpoint(entries: Iterable[EpochEntry | OffsetEntry | tuple]) -> bytes:
     """A checkpoint file as Kafka writes it (``\\n`` line ends, the platform's on Linux)."""
-    rows = [" ".join(str(field) for field in entry) for entry in entries]
-    return "".join(f"{line}\n" for line in (str(VERSION), str(len(rows)), *rows)).encode("utf-8")
+    entries = list(entries)
+    return b"".join(iter_encoded(entries, len(entries)))
+
+
+def iter_encoded(entries: Iterable[EpochEntry | OffsetEntry | tuple], count: int,
+                 rows_per_chunk: int = 65536) -> Iterator[bytes]:
+    """``encode_checkpoint`` in chunks, for ``count`` entries given as an iterator."""
+    yield f"{VERSION}\n{count}\n".encode()
+    rows: list[str] = []
+    for entry in entries:
+        rows.append(" ".join(str(field) for field in entry) + "\n")
+        if len(rows) >= rows_per_chunk:
+            yield "".join(rows).encode("utf-8")
+            rows = []
+    if rows:
+        yield "".join(rows).encode("utf-8")
 
 
 def encode_leader_epochs(entries: Iterable[EpochEntry | tuple[int, int]]) -> bytes:

@@ -1,8 +1,7 @@
-"""Rebuilding a segment's offset and time indexes the way the broker does on recovery.
+"""Which offset a time index pairs with a timestamp: the conventions a broker's writes follow.
 
-``LogSegment.recover`` walks the batches of the ``.log``, stops at the first one that
-fails framing or its CRC (everything from there on is truncated), and indexes one batch
-every ``index.interval.bytes``. The append path applies the same interval rule per
+The recovery rule that rebuilds indexes is ``kdump.check.broker_rule.build_indexes``. The
+append path applies the same interval rule per
 *append*: identical when each append is one batch (a leader serving one batch per
 produce request); an append of several batches (a follower fetch) gets one entry, at
 its first batch's position with its last offset. The time index offset differs too: the
@@ -15,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InvalidFileError, KdumpError, UsageError
-from ..model import LOG_APPEND_TIME, Batch, IndexEntry, TimeIndexEntry
+from ..errors import KdumpError
+from ..model import LOG_APPEND_TIME, Batch, TimeIndexEntry
 from .codecs import DEFAULT_LIMITS, Limits
-from .index import INT32_MAX
 from .walk import Walker, decode_records
 
 NO_TIMESTAMP = -1
@@ -41,61 +39,6 @@ def max_timestamp_record_offset(buf, batch: Batch, limits: Limits = DEFAULT_LIMI
         if record.timestamp == batch.max_timestamp:
             return record.offset
     return batch.last_offset
-
-
-def _good_batches(buf, base_offset: int, limits: Limits):
-    """The batches recovery keeps: up to the first bad CRC or the first place the walk stops."""
-    for batch in Walker(buf, limits=limits):
-        if not batch.crc_valid:
-            return
-        rel = batch.last_offset - base_offset
-        if not 0 <= rel <= INT32_MAX:
-            # LogSegmentOffsetOverflowException: the broker splits the segment rather than truncating.
-            raise InvalidFileError(f"Detected offset overflow at offset {batch.last_offset} in segment with base "
-                                   f"offset {base_offset}", position=batch.position, offset=batch.last_offset)
-        yield batch
-
-
-def build_indexes(buf, base_offset: int, interval_bytes: int = 4096, time_offset: str = "last",
-                  limits: Limits = DEFAULT_LIMITS) -> tuple[list[IndexEntry], list[TimeIndexEntry], int]:
-    """(offset index, time index, valid bytes) exactly as ``LogSegment.recover`` would write them.
-
-    Where Kafka would throw ``InvalidOffsetException`` on a non-increasing offset (and
-    recovery would then empty the whole segment) the entry is skipped instead.
-    ``time_offset``: "last" pairs a max timestamp with its batch's last offset (recovery,
-    followers); "record" with the offset of the record carrying it, as a leader's append
-    path wrote it (see ``max_timestamp_record_offset``); decoding the records makes
-    "record" slower.
-    """
-    if time_offset not in TIME_OFFSET_CONVENTIONS:
-        raise UsageError(f"time_offset must be one of {TIME_OFFSET_CONVENTIONS}, not {time_offset!r}")
-    offsets: list[IndexEntry] = []
-    times: list[TimeIndexEntry] = []
-    valid = 0
-    last_entry_at = 0
-    max_ts, max_ts_offset = NO_TIMESTAMP, -1
-
-    def maybe_append_time() -> None:
-        # TimeIndex.maybeAppend: only a strictly greater timestamp, starting above NO_TIMESTAMP.
-        last_ts = times[-1].timestamp if times else NO_TIMESTAMP
-        last_offset = times[-1].offset if times else None
-        if max_ts > last_ts and (last_offset is None or max_ts_offset >= last_offset):
-            times.append(TimeIndexEntry(max_ts, max_ts_offset))
-
-    for batch in _good_batches(buf, base_offset, limits):
-        if batch.max_timestamp > max_ts:
-            max_ts = batch.max_timestamp
-            max_ts_offset = (batch.last_offset if time_offset == "last"
-                             else max_timestamp_record_offset(buf, batch, limits))
-        if valid - last_entry_at > interval_bytes:
-            if not offsets or batch.last_offset > offsets[-1].offset:
-                offsets.append(IndexEntry(batch.last_offset, valid))
-            maybe_append_time()
-            last_entry_at = valid
-        valid += batch.size
-    # The roll/close entry: the segment's max timestamp, appended if it grew.
-    maybe_append_time()
-    return offsets, times, valid
 
 
 def detect_time_offset_convention(entries: Sequence[TimeIndexEntry], buf, base_offset: int,

@@ -20,6 +20,16 @@ from .control import parse_control
 from .varint import read_varint
 
 MIN_RECORD_BODY = 6        # attributes + five one-byte varints
+# A decompressed records section larger than this comes back as a LargeRecords list, so that
+# writers know, without measuring every record, that its keys and values may not fit in
+# a single string (a 4 MB segment can hold a 1000 MiB value).
+LARGE_PAYLOAD = 1 << 20
+
+
+class LargeRecords(list):
+    """The records of a batch whose decompressed records section exceeds LARGE_PAYLOAD."""
+
+    __slots__ = ()
 _rec_new = tuple.__new__
 _NO_HEADERS: tuple = ()
 
@@ -49,6 +59,8 @@ def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record
     try:
         if batch.attributes & 0x07:
             data = batch_payload(buf, batch, limits)
+            if len(data) > LARGE_PAYLOAD:
+                return LargeRecords(decode_v2_payload(data, batch))
         else:
             start = batch.position
             data = bytes(buf[start + RECORD_BATCH_OVERHEAD:start + batch.size])

@@ -55,25 +55,24 @@ class ProducerSnapshot(NamedTuple):
                 f"Computed crc: {self.computed_crc}")
 
 
-def parse_snapshot(data, *, strict: bool = False) -> ProducerSnapshot:
-    """Parse a producer snapshot; ``strict`` also raises on a bad CRC, as the broker does.
+def snapshot_header(head, size: int) -> tuple[int, int, int, int]:
+    """(version, stored crc, entry count, end of the entries) from the first HEADER.size
+    bytes of a snapshot of ``size`` bytes: the structure is checked without the entries.
 
     Raises TruncatedError / InvalidFileError (with the byte position) when the header or
     the entries do not fit, or the version is not 1.
     """
-    data = bytes(data)
-    size = len(data)
     if size < 2:
         raise TruncatedError(f"Snapshot failed schema validation: {size} bytes is too short for the version field",
                              position=0)
-    (version,) = struct.unpack_from(">h", data, 0)
+    (version,) = struct.unpack_from(">h", head, 0)
     # Checked before the rest of the structure: a future version may lay it out differently.
     if version != SNAPSHOT_VERSION:
         raise InvalidFileError(f"Snapshot contained an unknown file version {version}", position=0)
     if size < HEADER.size:
         raise TruncatedError(f"Snapshot failed schema validation: {size} bytes is too short for the "
                              f"{HEADER.size}-byte header", position=size)
-    _, crc, count = HEADER.unpack_from(data, 0)
+    _, crc, count = HEADER.unpack_from(head, 0)
     if count < 0:
         raise InvalidFileError(f"Snapshot failed schema validation: array size {count} cannot be negative",
                                position=CRC_START)
@@ -83,12 +82,24 @@ def parse_snapshot(data, *, strict: bool = False) -> ProducerSnapshot:
         raise TruncatedError(f"Snapshot failed schema validation: {count} producer entries need "
                              f"{count * ENTRY_SIZE} bytes, only {size - HEADER.size} available",
                              position=HEADER.size + room * ENTRY_SIZE)
-    end = HEADER.size + count * ENTRY_SIZE
-    entries = []
-    for pid, epoch, seq, last_offset, delta, ts, coord, txn_first in ENTRY.iter_unpack(data[HEADER.size:end]):
-        entries.append(ProducerEntry(pid, epoch, seq, last_offset, delta, ts, coord, txn_first))
+    return version, crc, count, HEADER.size + count * ENTRY_SIZE
+
+
+def entries_of(data) -> list[ProducerEntry]:
+    """The entries packed in ``data`` (a whole number of ENTRY_SIZE slots)."""
+    return [ProducerEntry(*fields) for fields in ENTRY.iter_unpack(data)]
+
+
+def parse_snapshot(data, *, strict: bool = False) -> ProducerSnapshot:
+    """Parse a producer snapshot; ``strict`` also raises on a bad CRC, as the broker does.
+
+    Raises as ``snapshot_header`` does when the structure does not fit.
+    """
+    data = bytes(data)
+    size = len(data)
+    version, crc, _, end = snapshot_header(data, size)
     computed = crc32c(data[CRC_START:])
-    snap = ProducerSnapshot(version, crc, computed, crc == computed, entries, size - end)
+    snap = ProducerSnapshot(version, crc, computed, crc == computed, entries_of(data[HEADER.size:end]), size - end)
     if strict and not snap.crc_valid:
         raise InvalidFileError(snap.crc_error or "", position=2)
     return snap

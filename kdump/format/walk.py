@@ -90,8 +90,7 @@ class Walker:
                     return
                 if next_pos > end:
                     self._halt(TORN_TAIL, pos, offset,
-                               f"entry of {size + LOG_OVERHEAD} bytes at offset {offset} runs past the end "
-                               f"({end - pos} bytes left)")
+                               f"entry of {size + LOG_OVERHEAD} bytes runs past the end ({end - pos} bytes left)")
                     return
                 if magic == 2:
                     if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
@@ -112,7 +111,7 @@ class Walker:
                         self._halt(INVALID_BATCH, pos, offset, e.message)
                         return
                 else:
-                    self._halt(INVALID_MAGIC, pos, offset, f"invalid magic byte {magic} in entry at offset {offset}")
+                    self._halt(INVALID_MAGIC, pos, offset, f"invalid magic byte {magic}")
                     return
                 pos = next_pos
                 self.stop_position = pos
@@ -121,8 +120,13 @@ class Walker:
                 self._halt(TRAILING, pos, None, f"{end - pos} trailing bytes are too few for an entry header")
         finally:
             view.release()
+            if follow is not None:
+                follow(self.stop_position)      # how far this reader got, for the last time
 
     def _halt(self, kind: str, pos: int, offset: int | None, message: str) -> None:
+        if pos == 0 and offset is not None and (offset < 0 or kind == INVALID_MAGIC):
+            # The very first entry is not even shaped like one (a PNG renamed .log): say so.
+            message = f"does not look like a Kafka log segment: {message[0].lower()}{message[1:]}"
         self.stop_position = pos
         self.stop = Finding(kind, pos, offset, message)
 

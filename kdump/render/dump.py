@@ -6,6 +6,7 @@ rows of an index, checkpoint or metadata file) and ``end_file``; it only draws.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, TextIO
 
@@ -13,6 +14,7 @@ from ..logdir import LogFile
 from ..model import TIMESTAMP_TYPE_NAMES, compression_name
 from ..reader import Item
 from . import jsonout, text
+from .escape import printable
 from .payload import PayloadView
 
 FLUSH_LINES = 2048
@@ -55,9 +57,14 @@ class TextDump:
         self.records = records
         self.data = data
         self.skip_metadata = skip_metadata
+        self.summary: list[tuple[int, list[str]]] = []      # stderr blocks, printed after all files
+        self._gaps: list[tuple[int, int]] = []
+        self._last_offset = -1
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
+        self._gaps = []
+        self._last_offset = -1
         self.out.add(text.dumping_line(f.path))
         if f.kind in ("log", "kraft_snapshot"):
             start = text.start_line(f.path)
@@ -71,12 +78,17 @@ class TextDump:
             return
         view = self.view
         data = self.data
+        last = self._last_offset
         for r in it.records:
+            if r.offset != last + 1:
+                self._gaps.append((last, r.offset))
+            last = r.offset
             if data and r.control is None:
                 k, v = view.text(r)
             else:
                 k = v = None
             add(text.record_line(r, k, v, not self.skip_metadata))
+        self._last_offset = last
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for line in lines:
@@ -85,6 +97,12 @@ class TextDump:
     def end_file(self, f: LogFile, trailing: int) -> None:
         if trailing > 0:
             self.out.add(text.trailing_line(f.path, trailing))
+        if self._gaps:
+            self.summary.append(text.non_consecutive_block(f.path, self._gaps))
+            self._gaps = []
+
+    def add_summary(self, blocks: list[tuple[int, list[str]]]) -> None:
+        self.summary.extend(blocks)
 
     def finish(self) -> None:
         self.out.flush()
@@ -112,6 +130,8 @@ class JsonDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
+        if records and jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE:
+            return self._stream(f, it)
         line = None
         if error is None:
             if self._c_line is not None:
@@ -126,6 +146,16 @@ class JsonDump:
         out.chars += len(line)
         if len(out.buf) >= FLUSH_LINES or out.chars >= FLUSH_CHARS:
             out.write()
+
+    def _stream(self, f: LogFile, it: Item) -> None:
+        """A batch too large for one string: written in pieces, straight to the stream."""
+        batch, records, error = it
+        self.out.write()
+        write = self.out.stream.write
+        for piece in jsonout.batch_pieces(self._file_json, batch, records, self.view,
+                                          None if error is None else error.message):
+            write(piece)
+        write("\n")
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for row in rows:
@@ -155,7 +185,7 @@ class TableDump:
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
-        self._title = f.path
+        self._title = printable(f.path)
         self._first_chunk = True
         self._side_cols: list[str] | None = None
 
@@ -169,12 +199,15 @@ class TableDump:
                 t.add_column(c)
             return t
         if self.records:
-            for name, just in (("offset", "right"), ("time", "left"), ("key", "left"), ("value", "left"),
-                               ("headers", "left"), ("batch", "right"), ("ok", "center")):
+            # Without --data only sizes, as DumpLogSegments' --deep-iteration shows.
+            payload = (("key", "left"), ("value", "left"), ("headers", "left")) if self.data else (
+                ("key size", "right"), ("value size", "right"), ("headers", "right"))
+            for name, just in (("offset", "right"), ("time (UTC)", "left"), *payload, ("batch", "right"),
+                               ("ok", "center")):
                 t.add_column(name, justify=just, overflow="fold" if name == "value" else "ellipsis")
         else:
             for name, just in (("position", "right"), ("offsets", "right"), ("count", "right"),
-                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time", "left"),
+                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time (UTC)", "left"),
                                ("producer", "right"), ("flags", "left"), ("crc", "center")):
                 t.add_column(name, justify=just)
         return t
@@ -200,11 +233,15 @@ class TableDump:
                 if r.control is not None:
                     value = _styled(r.control.type_name, "magenta")
                     key = ""
+                    headers = ""
+                elif not self.data:
+                    key, value, headers = _size(r.key), _size(r.value), str(len(r.headers))
                 else:
                     key = self.view.short(r.key, 24)
                     value = self.view.short(r.value, 60)
-                headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
-                                    for k, v in r.headers)
+                if self.data:
+                    headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
+                                        for k, v in r.headers)
                 self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, headers,
                                   str(b.position), ok))
         else:
@@ -218,12 +255,14 @@ class TableDump:
         if len(self.rows) >= self.CHUNK:
             self._flush()
 
-    def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
-        if not rows:
-            self.console.print(_styled(f.path, "bold") + ": (empty)")
+    def side(self, f: LogFile, rows, lines) -> None:
+        rows = iter(rows)               # an iterator for snapshots and checkpoints
+        first = next(rows, None)
+        if first is None:
+            self.console.print(_styled(printable(f.path), "bold") + ": (empty)")
             return
-        self._side_cols = list(rows[0].keys())
-        for row in rows:
+        self._side_cols = list(first.keys())
+        for row in itertools.chain((first,), rows):
             self.rows.append(tuple(_cell(row.get(c)) for c in self._side_cols))
             if len(self.rows) >= self.CHUNK:
                 self._flush()
@@ -233,10 +272,14 @@ class TableDump:
     def end_file(self, f: LogFile, trailing: int) -> None:
         self._flush()
         if trailing > 0:
-            self.console.print(f"{trailing} invalid bytes at the end of {f.name}", style="yellow")
+            self.console.print(f"{trailing} invalid bytes at the end of {printable(f.name)}", style="yellow")
 
     def finish(self) -> None:
         self._flush()
+
+
+def _size(data: bytes | None) -> str:
+    return "∅" if data is None else str(len(data))
 
 
 def _cell(v: Any) -> str:
@@ -263,3 +306,9 @@ def _ts(ms: int, ts_type: int) -> str:
         return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     except (OverflowError, OSError, ValueError):
         return str(ms)
+
+
+def summary_lines(blocks: list[tuple[int, list[str]]]) -> list[str]:
+    """DumpLogSegments' closing report for stderr: each kind of block in turn (blocks
+    gathered from several renderers, in file order, give the same lines as from one)."""
+    return [line for _, block in sorted(blocks, key=lambda b: b[0]) for line in block]

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from ..model import Finding
 from . import jsonout
+from .escape import printable
 
 FLUSH_LINES = 4096
 
@@ -112,9 +113,12 @@ def report_lines(rep: FileReport) -> list[str]:
             lines.append(f"gaps between entries fit index.interval.bytes {span}")
     elif rep.findings:
         lines.append(f"{len(rep.findings)} fault{'s' if len(rep.findings) > 1 else ''}")
-    lines += [finding_text(f) for f in rep.findings]
+    from .collapse import collapsed, more_like_it, where
+
+    lines += collapsed(rep.findings, finding_text,
+                       lambda run: f"{len(run)} faults at {where(run)}: {more_like_it(run)} [{run[0].kind}]")
     lines += [f"note: {n}" for n in rep.notes]
-    return lines
+    return [printable(line) for line in lines]
 
 
 def rebuild_lines(result) -> list[str]:
@@ -129,7 +133,7 @@ def rebuild_lines(result) -> list[str]:
                  f"{result.time_offset} ({result.time_offset_from}), {result.valid_bytes} of {result.log_size} "
                  f"bytes indexed")
     lines += [f"note: {n}" for n in result.notes]
-    return lines
+    return [printable(line) for line in lines]
 
 
 def rebuild_dicts(result) -> list[dict[str, Any]]:
@@ -165,7 +169,7 @@ class TextIndex:
         self.out = _Lines(stream)
 
     def begin(self, rep: FileReport) -> None:
-        self.out.add(f"Dumping {rep.path}")
+        self.out.add(printable(f"Dumping {rep.path}"))
 
     def entries(self, rep: FileReport, entries) -> None:
         add = self.out.add
@@ -185,7 +189,7 @@ class TextIndex:
             self.out.add(line)
 
     def missing(self, rep: FileReport) -> None:
-        self.out.add(f"{rep.path}: {rep.status}: {rep.message}")
+        self.out.add(printable(f"{rep.path}: {rep.status}: {rep.message}"))
 
     def rebuilt(self, result) -> None:
         for line in rebuild_lines(result):
@@ -247,7 +251,7 @@ class TableIndex:
         self.console = console
 
     def begin(self, rep: FileReport) -> None:
-        self.console.print(rep.path, style="bold")
+        self.console.print(printable(rep.path), style="bold")
 
     def _table(self, rep: FileReport, title: bool):
         from rich.table import Table
@@ -288,7 +292,7 @@ class TableIndex:
             self.console.print(line, style=style)
 
     def missing(self, rep: FileReport) -> None:
-        self.console.print(f"{rep.path}: {rep.status}: {rep.message}", style="yellow")
+        self.console.print(printable(f"{rep.path}: {rep.status}: {rep.message}"), style="yellow")
 
     def rebuilt(self, result) -> None:
         for line in rebuild_lines(result):

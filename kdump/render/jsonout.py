@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from binascii import b2a_base64
+from codecs import getincrementaldecoder
+from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii
+from operator import itemgetter
 from typing import Any
 
 from ..format import accel
+from ..format.records import LargeRecords
 from ..model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
 from .payload import PayloadView
 
@@ -79,35 +83,126 @@ def _literal_fn(view: PayloadView):
 _LITERALS: dict[str, Any] = {}
 
 
-def records_json(records: list[Record], view: PayloadView) -> str:
-    """The ``"records":[...]`` member."""
+def _lit(view: PayloadView):
     lit = _LITERALS.get(view.encoding)
     if lit is None:
         lit = _LITERALS[view.encoding] = _literal_fn(view)
-    parts = []
-    append = parts.append
-    plain = view.plain
-    for r in records:
-        offset, timestamp, _, key, value, headers, sequence, control, magic, crc, crc_valid = r
-        if headers:
-            hjson = "[" + ",".join(
-                f'{{"key":{encode_basestring_ascii(k.decode("utf-8", "replace"))},"value":{lit(v)}}}'
-                for k, v in headers) + "]"
-        else:
-            hjson = "[]"
-        s = (f'{{"offset":{offset},"timestamp":{timestamp},'
-             f'"key_size":{-1 if key is None else len(key)},"value_size":{-1 if value is None else len(value)},'
-             f'"sequence":{sequence},"key":{lit(key)},"value":{lit(value)},"headers":{hjson}')
-        if magic < 2:
-            s += f',"crc":{crc},"crc_valid":{_B[bool(crc_valid)]}'
-        if control is not None:
-            s += ',"control":' + dumps(control.to_dict())
-        if not plain:
-            extras = view.record_extras(r)
-            if extras:
-                s += "," + dumps(extras)[1:-1]
-        append(s + "}")
-    return '"records":[' + ",".join(parts) + "]"
+    return lit
+
+
+def record_json(r: Record, lit, view: PayloadView) -> str:
+    """One record object (``lit``: bytes|None -> JSON literal)."""
+    offset, timestamp, _, key, value, headers, sequence, control, magic, crc, crc_valid = r
+    if headers:
+        hjson = "[" + ",".join(
+            f'{{"key":{encode_basestring_ascii(k.decode("utf-8", "replace"))},"value":{lit(v)}}}'
+            for k, v in headers) + "]"
+    else:
+        hjson = "[]"
+    s = (f'{{"offset":{offset},"timestamp":{timestamp},'
+         f'"key_size":{-1 if key is None else len(key)},"value_size":{-1 if value is None else len(value)},'
+         f'"sequence":{sequence},"key":{lit(key)},"value":{lit(value)},"headers":{hjson}')
+    if magic < 2:
+        s += f',"crc":{crc},"crc_valid":{_B[bool(crc_valid)]}'
+    if control is not None:
+        s += ',"control":' + dumps(control.to_dict())
+    if not view.plain:
+        extras = view.record_extras(r)
+        if extras:
+            s += "," + dumps(extras)[1:-1]
+    return s + "}"
+
+
+def records_json(records: list[Record], view: PayloadView) -> str:
+    """The ``"records":[...]`` member."""
+    lit = _lit(view)
+    return '"records":[' + ",".join([record_json(r, lit, view) for r in records]) + "]"
+
+
+# -- batches too large for one string --------------------------------------------------------------
+
+# A batch whose keys, values and header values hold more than STREAM_ABOVE bytes is written
+# in pieces (``batch_pieces``): a 1000 MiB value decompressed from a 4 MB segment is encoded
+# STREAM_CHUNK bytes at a time instead of as whole strings several times its size.
+STREAM_ABOVE = 1 << 20
+STREAM_CHUNK = 1 << 20
+_KEY, _VALUE, _HEADERS = itemgetter(3), itemgetter(4), itemgetter(5)
+
+
+def maybe_large(b: Batch, records: list[Record]) -> bool:
+    """May these records hold more than STREAM_ABOVE bytes? Decided from the batch without
+    measuring its records (every batch asks): its size when uncompressed, the decoder's
+    LargeRecords mark for a v2 compressed one; a legacy compressed wrapper is measured."""
+    compressed = b[8] & 7
+    if not compressed:
+        return b[4] > STREAM_ABOVE
+    return type(records) is LargeRecords or b[5] < 2
+
+
+def payload_bytes(records: list[Record]) -> int:
+    """Bytes of the keys, values and header values of ``records`` (C-level iteration: cheap
+    enough for every batch)."""
+    n = sum(map(len, filter(None, map(_VALUE, records)))) + sum(map(len, filter(None, map(_KEY, records))))
+    if any(map(_HEADERS, records)):
+        n += sum(len(v) for r in records for _, v in r[5] if v is not None)
+    return n
+
+
+def literal_pieces(data, encoding: str) -> Iterator[str]:
+    """The JSON literal of ``data`` under ``encoding``, STREAM_CHUNK bytes at a time; joined,
+    the same text as the literal of the whole."""
+    if data is None:
+        yield "null"
+        return
+    view = memoryview(data)
+    yield '"'
+    if encoding in ("base64", "hex"):
+        step = STREAM_CHUNK - STREAM_CHUNK % 3          # base64 of whole 3-byte groups joins exactly
+        for i in range(0, len(view), step):
+            piece = view[i:i + step]
+            yield b2a_base64(piece, newline=False).decode("ascii") if encoding == "base64" else piece.hex()
+    else:
+        decoder = getincrementaldecoder("utf-8")("replace")
+        for i in range(0, len(view), STREAM_CHUNK):
+            yield encode_basestring_ascii(decoder.decode(view[i:i + STREAM_CHUNK]))[1:-1]
+        yield encode_basestring_ascii(decoder.decode(b"", True))[1:-1]
+    yield '"'
+
+
+def batch_pieces(file_json: str, b: Batch, records: list[Record] | None, view: PayloadView,
+                 error: str | None = None) -> Iterator[str]:
+    """``py_batch_line`` in pieces, large keys, values and header values in chunks."""
+    lit = _lit(view)
+    big: list = []
+
+    def marked(d):
+        # A large datum becomes a NUL-delimited mark, split out below: JSON text never holds
+        # a raw NUL (every encoder escapes it), so the mark cannot clash with the record's text.
+        if d is not None and len(d) > STREAM_CHUNK:
+            big.append(d)
+            return f"\x00{len(big) - 1}\x00"
+        return lit(d)
+
+    yield batch_prefix(file_json, b)
+    if records is not None:
+        yield ',"records":['
+        for i, r in enumerate(records):
+            if i:
+                yield ","
+            s = record_json(r, marked, view)
+            if not big:
+                yield s
+                continue
+            for j, part in enumerate(s.split("\x00")):
+                if j % 2:
+                    yield from literal_pieces(big[int(part)], view.encoding)
+                else:
+                    yield part
+            big.clear()
+        yield "]"
+    if error is not None:
+        yield ',"records_error":' + dumps(error)
+    yield "}"
 
 
 def batch_line(file_json: str, b: Batch, records: list[Record] | None, view: PayloadView,

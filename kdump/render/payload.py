@@ -7,6 +7,7 @@ so text, table and JSON agree on what a value looks like.
 from __future__ import annotations
 
 import importlib
+import re
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
@@ -19,6 +20,17 @@ from ..model import Record
 # terminal), so they are shown escaped; --json carries the exact bytes.
 _CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
 _CONTROL_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_ESCAPE_OF = {chr(c): text for c, text in _CONTROL_ESCAPES.items()}
+
+
+def _escape_match(m: re.Match) -> str:
+    return _ESCAPE_OF[m.group()]
+
+
+def escape_controls(text: str) -> str:
+    # A regex finds the few control characters; str.translate looks up every character.
+    return _CONTROL.sub(_escape_match, text)
 
 
 class PayloadView:
@@ -99,16 +111,19 @@ class PayloadView:
             return None
         if fn is not None:
             try:
-                return basic.as_text(fn(data)).translate(_CONTROL_ESCAPES)
-            except KdumpError:
-                pass        # fall back to the encoding; the JSON view carries the error
-        return self.encode(data).translate(_CONTROL_ESCAPES)
+                return escape_controls(basic.as_text(fn(data)))
+            except KdumpError as e:
+                # kafka-dump-log.sh dies here (BufferUnderflowException); say so and go on.
+                return f"<decode failed: {e.message}>"
+        return escape_controls(self.encode(data))
 
     def short(self, data: bytes | None, width: int = 40) -> str:
         """A one-cell rendering for tables: escaped, cut to ``width`` characters."""
         if data is None:
             return "∅"
         text = self.encode(data)
-        if self.encoding == "utf8":
-            text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+        if self.encoding == "utf8" and not text.isprintable():
+            # Escape only what cannot be shown; invalid UTF-8 stays the replacement character.
+            text = "".join(c if c.isprintable() else _CONTROL_ESCAPES.get(ord(c)) or f"\\u{ord(c):04x}"
+                           for c in text)
         return text if len(text) <= width else text[: width - 1] + "…"

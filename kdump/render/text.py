@@ -11,13 +11,15 @@ import json
 import os
 
 from ..model import CONTROL_TYPE_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Control, Record, compression_name
+from ..format.javautf8 import java_utf8
 from ..segment import snapshot_id
+from .escape import printable
 
 _BOOL = ("false", "true")
 
 
 def dumping_line(path: str) -> str:
-    return f"Dumping {path}"
+    return f"Dumping {printable(path)}"
 
 
 def start_line(path: str) -> str | None:
@@ -91,30 +93,44 @@ def control_text(c: Control) -> str:
 
 def record_line(r: Record, key_text: str | None = None, payload_text: str | None = None,
                 metadata: bool = True) -> str:
-    """One ``| offset: ...`` line; key/payload texts are given only in print (--data) mode."""
+    """One record's line; key/payload texts are given only in print (--data) mode.
+
+    As DumpLogSegments: --skip-record-metadata leaves ``| key: ... payload: ...`` (and an
+    empty line for a control record, or for any record when no data is printed).
+    """
     parts = []
     if metadata:
         parts.append(f"| offset: {r.offset} {TIMESTAMP_TYPE_NAMES[r.timestamp_type]}: {r.timestamp} "
                      f"keySize: {r.key_size} valueSize: {r.value_size}")
         if r.magic >= 2:
-            keys = ",".join(k.decode("utf-8", "replace") for k, _ in r.headers)
+            keys = ",".join(java_utf8(k) for k, _ in r.headers)
             parts.append(f" sequence: {r.sequence} headerKeys: [{keys}]")
         else:
             parts.append(f" isValid: {_BOOL[bool(r.crc_valid)]} crc: {r.crc}")
         if r.control is not None:
             parts.append(control_text(r.control))
-    elif r.control is not None:
-        return ""           # --skip-record-metadata prints an empty line for control records
     if r.control is None:
+        prefix = " " if metadata else "| "
         if key_text is not None:
-            parts.append(f" key: {key_text}")
+            parts.append(f"{prefix}key: {key_text}")
+            prefix = " "
         if payload_text is not None:
-            parts.append(f" payload: {payload_text}")
-    line = "".join(parts)
-    if not metadata:
-        line = "|" + line
-    return line
+            parts.append(f"{prefix}payload: {payload_text}")
+    return "".join(parts)
+
+
+def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, list[str]]:
+    """DumpLogSegments' --deep-iteration report of offsets that do not follow one another.
+
+    Kafka reports every gap, the first record of a segment not at offset 0 included
+    (``-1 is followed by <base>``), whatever made it: compaction, a deleted batch.
+    """
+    from ..dlsindex import NON_CONSECUTIVE, absolute
+
+    pairs = dict(gaps)         # Kafka keeps one per previous offset, in offset order
+    return NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [
+        f"  {prev} is followed by {pairs[prev]}" for prev in sorted(pairs)]
 
 
 def trailing_line(path: str, count: int) -> str:
-    return f"Found {count} invalid bytes at the end of {os.path.basename(path)}"
+    return f"Found {count} invalid bytes at the end of {printable(os.path.basename(path))}"

@@ -10,6 +10,8 @@ import json
 import os
 from typing import Any, TextIO
 
+from .escape import printable
+
 STATUS_STYLE = {"ok": "green", "torn_tail": "yellow", "damaged": "bold red", "unreadable": "magenta"}
 
 
@@ -30,7 +32,16 @@ def finding_text(f) -> str:
     if f.offset is not None:
         where.append(f"offset {f.offset}")
     loc = f" at {', '.join(where)}" if where else ""
-    return f"{f.kind}{loc}: {f.message}"
+    label = " (anomaly)" if f.cls == "anomaly" else ""      # accepted by a broker: exit 0 unless --strict
+    return f"{f.kind}{label}{loc}: {f.message}"
+
+
+def finding_lines(findings) -> list[str]:
+    """One line per finding, and one per run of findings of one kind (the JSON keeps each)."""
+    from .collapse import collapsed, more_like_it, where
+
+    return collapsed(findings, finding_text,
+                     lambda run: f"{run[0].kind} at {where(run)} ({len(run)} findings): {more_like_it(run)}")
 
 
 def file_summary(r) -> str:
@@ -54,8 +65,8 @@ class TextVerify:
         self.stream = stream
 
     def file(self, r) -> None:
-        lines = [f"{r.file}: {file_summary(r)}"]
-        lines += [f"  {finding_text(f)}" for f in r.findings]
+        lines = [f"{printable(r.file)}: {file_summary(r)}"]
+        lines += [f"  {printable(line)}" for line in finding_lines(r.findings)]
         self.stream.write("\n".join(lines) + "\n")
 
     def finish(self) -> None:
@@ -76,16 +87,29 @@ class JsonVerify:
 
 
 class TableVerify:
-    """A Rich table, flushed every few dozen files so long runs show progress."""
+    """Rich tables for a terminal, one per directory, listing the files with findings; the
+    plain ok files are summarised in one line at the end. Names are never wrapped."""
 
     CHUNK = 64
 
     def __init__(self, console) -> None:
         self.console = console
         self.rows: list = []
-        self.first = True
+        self.directory: str | None = None
+        self.titled = False
+        self.ok_kinds: dict[str, int] = {}
+        self.ok_dirs: set[str] = set()
 
     def file(self, r) -> None:
+        if r.status == "ok" and not r.findings:
+            self.ok_kinds[r.kind] = self.ok_kinds.get(r.kind, 0) + 1
+            if len(self.ok_dirs) < 2:
+                self.ok_dirs.add(os.path.dirname(r.file))
+            return
+        directory = os.path.dirname(r.file)
+        if directory != self.directory:
+            self._flush()
+            self.directory, self.titled = directory, False
         self.rows.append(r)
         if len(self.rows) >= self.CHUNK:
             self._flush()
@@ -96,23 +120,59 @@ class TableVerify:
         from rich.table import Table
         from rich.text import Text
 
-        t = Table(show_header=self.first, title="kdump verify" if self.first else None, expand=False)
-        for name, justify in (("file", "left"), ("kind", "left"), ("status", "left"), ("size", "right"),
-                              ("valid", "right"), ("batches", "right"), ("records", "right"),
-                              ("offsets", "left"), ("findings", "left")):
-            t.add_column(name, justify=justify, overflow="fold")
+        t = Table(title=None if self.titled else printable(self.directory or "."), title_justify="left",
+                  show_header=not self.titled, show_lines=True, expand=False)
+        # Two columns so that a narrow terminal still has room: the file and what it holds
+        # (one short line each, never wrapped), and its findings (folded).
+        t.add_column("file", no_wrap=True)
+        t.add_column("findings", overflow="fold", ratio=1)
         for r in self.rows:
             d = r.to_dict()
-            findings = "\n".join(finding_text(f) for f in r.findings)
-            t.add_row(d["file"], d["kind"], Text(d["status"], style=STATUS_STYLE.get(d["status"], "")),
-                      _n(d["size"]), _n(d["valid_bytes"]), _n(d["batches"]), _n(d["records"]),
-                      _offsets(d["first_offset"], d["last_offset"]), Text(findings))
+            cell = Text(printable(os.path.basename(d["file"])), style="bold")
+            cell.append("\n")
+            cell.append(d["status"], style=STATUS_STYLE.get(d["status"], ""))
+            for line in _facts(d):
+                cell.append("\n" + line)
+            t.add_row(cell, Text("\n".join(printable(line) for line in finding_lines(r.findings))))
         self.console.print(t)
         self.rows = []
-        self.first = False
+        self.titled = True
 
     def finish(self) -> None:
         self._flush()
+        n = sum(self.ok_kinds.values())
+        if n:
+            kinds = ", ".join(f"{v} {k}" for k, v in sorted(self.ok_kinds.items(), key=lambda kv: -kv[1]))
+            where = f" in {printable(next(iter(self.ok_dirs)) or '.')}" if len(self.ok_dirs) == 1 else ""
+            self.console.print(f"{n} ok file{'s' if n != 1 else ''}{where} not listed ({kinds}); "
+                               f"--format text lists every file", style="green")
+            self.ok_kinds = {}
+
+
+class ProblemsOnly:
+    """--problems: pass on only the files with findings or not ok."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def file(self, r) -> None:
+        if r.findings or r.status != "ok":
+            self.inner.file(r)
+
+    def finish(self) -> None:
+        self.inner.finish()
+
+
+def _facts(d: dict) -> list[str]:
+    """Short lines about one file for the table's file cell."""
+    lines = []
+    if d["batches"] is not None:
+        lines.append(f"{d['batches']} batches, offsets {_offsets(d['first_offset'], d['last_offset'])}")
+    if d["size"] is not None:
+        valid = d["valid_bytes"]
+        lines.append(f"{valid} of {d['size']} bytes valid" if valid is not None and valid != d["size"]
+                     else f"{d['size']} bytes")
+    return lines
 
 
 def _n(v) -> str:
@@ -121,10 +181,12 @@ def _n(v) -> str:
 
 def verify_renderer(out):
     if out.format == "json":
-        return JsonVerify(out.stream)
-    if out.format == "table":
-        return TableVerify(out.console())
-    return TextVerify(out.stream)
+        r = JsonVerify(out.stream)
+    elif out.format == "table":
+        r = TableVerify(out.console())
+    else:
+        r = TextVerify(out.stream)
+    return ProblemsOnly(r) if getattr(out, "problems_only", False) else r
 
 
 def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
@@ -132,6 +194,9 @@ def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
          f"({counts['segments']} segment{'s' if counts['segments'] != 1 else ''}, {counts['bytes']} bytes): "
          f"{counts['ok']} ok, {counts['damaged']} damaged, {counts['torn_tail']} torn tail, "
          f"{counts['unreadable']} unreadable")
+    if counts.get("anomalies"):
+        n = counts["anomalies"]
+        s += f"; {n} anomal{'ies' if n != 1 else 'y'} (states a broker accepts)"
     if counts["cut_segments"]:
         verb = "cut" if changes is not None else "would be cut by a broker's recovery"
         s += (f"; {counts['cut_bytes']} bytes in {counts['cut_segments']} segment"
@@ -140,7 +205,9 @@ def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
 
 
 def change_line(c) -> str:
-    return f"kdump: {c.action} {c.path}: {c.detail}"
+    # "moved X to Y: why", "renamed X to Y"; other details follow a colon.
+    sep = " " if c.detail.startswith("to ") else ": "
+    return printable(f"kdump: {c.action} {c.path}{sep}{c.detail}")
 
 
 # -- recover plans ------------------------------------------------------------------------------
@@ -156,11 +223,11 @@ class TextPlan:
         self.stream = stream
 
     def plan(self, plan) -> None:
-        lines = [f"{plan.directory}:"]
+        lines = [f"{printable(plan.directory)}:"]
         for s in plan.steps:
             name = os.path.basename(s.path) if s.path else ""
             target = f" -> {s.target}" if s.target else ""
-            lines.append(f"  {s.action:<14} {name}{target}: {s.reason}")
+            lines.append(printable(f"  {s.action:<14} {name}{target}: {s.reason}"))
         d = plan.summary_dict()
         lines.append(f"  log end offset {_n(d['log_end_offset'])}, recovery point {_n(d['recovery_point'])} -> "
                      f"{_n(d['new_recovery_point'])}" + ("" if plan.steps else " (nothing to do)"))
@@ -189,12 +256,13 @@ class TablePlan:
         from rich.table import Table
 
         d = plan.summary_dict()
-        t = Table(title=f"{plan.directory}  (log end offset {_n(d['log_end_offset'])}, recovery point "
+        t = Table(title=f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
                         f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
         for name in ("action", "file", "target", "reason"):
             t.add_column(name, overflow="fold")
         for s in plan.steps:
-            t.add_row(s.action, os.path.basename(s.path) if s.path else "", s.target or "", s.reason)
+            t.add_row(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
+                      printable(s.reason))
         if not plan.steps:
             t.add_row("-", "", "", "nothing to do")
         self.console.print(t)

@@ -39,14 +39,19 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
         raise ValueError(f"writer must be one of {WRITERS}")
     paths = [os.path.abspath(p) for p in paths]
     slices = core.plan(paths, split_bytes)          # usage errors surface here, before any job
-    if not is_uri(out):
-        out = os.path.abspath(out)
-        core.prepare_out(out, overwrite, paths)
-    if writer == "arrow":
-        rows, errors, messages = _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, limits)
+
+    def write(target: str, overwrite: bool):
+        if writer == "arrow":
+            return _arrow_tasks(spark, slices, target, fmt, partition_by, encoding, split_bytes, limits)
+        return _spark_writer(spark, paths, target, fmt, partition_by, encoding, split_bytes, overwrite, limits)
+
+    if is_uri(out):
+        rows, errors, messages = write(out, overwrite)
     else:
-        rows, errors, messages = _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, overwrite,
-                                               limits)
+        from ..outdir import staged
+
+        with staged(out, overwrite, paths) as tmp:      # a local --out appears only when complete
+            rows, errors, messages = write(tmp, True)
     return core.ExportResult(rows, errors, len(slices), time.monotonic() - started, messages)
 
 
@@ -67,9 +72,10 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
             rows += r
             errors += e
             messages += m[:max(0, core.MAX_REPORTED_ERRORS - len(messages))]
-    # As Spark's committer does: readers may wait for this marker.
-    with open(os.path.join(out, "_SUCCESS"), "w"):
-        pass
+    if is_uri(out):     # a local --out gets it from its staging directory
+        # As Spark's committer does: readers may wait for this marker.
+        with open(os.path.join(out, "_SUCCESS"), "w"):
+            pass
     return rows, errors, messages
 
 
@@ -86,7 +92,7 @@ def _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, o
               .option("minPartitions", str(spark.sparkContext.defaultParallelism))
               .option("maxDecompressed", str(limits.cap)).option("maxExpansion", str(limits.ratio)))
     observation = Observation("kdump_export")
-    mode = "overwrite" if overwrite or not is_uri(out) else "errorifexists"     # local: checked by prepare_out
+    mode = "overwrite" if overwrite or not is_uri(out) else "errorifexists"     # local: a fresh staging dir
     if fmt == "parquet":
         df = reader.load(paths)
         df = df.observe(observation, F.count(F.lit(1)).alias("rows"), F.count("error").alias("errors"))

@@ -24,13 +24,13 @@ import pickle
 from dataclasses import dataclass, field
 
 from .. import logdir as K
+from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..crosscheck import FileReport, VerifyOptions, check_directory, summarize
+from ..findings import OFFSET_OVERLAP as OVERLAP
 from ..format.codecs import DEFAULT_LIMITS
 from ..logdir import LogFile
 from ..model import Finding
-from ..scan import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, ScanReport
-
-OVERLAP = "offset_overlap"
+from ..scan import ScanReport
 
 
 def overlap_finding(base_offset: int, first_offset: int | None, prev_name: str, prev_last: int) -> Finding | None:
@@ -145,7 +145,7 @@ def _with_spark_overlap(report: FileReport, overlap: Finding | None) -> FileRepo
 
 # -- the command ---------------------------------------------------------------------------------
 
-def verify_spark(spark, paths, out, opts: VerifyOptions) -> int:
+def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -> int:
     from ..cli.verify import report_status, resolve_paths
     from ..render.verify import summary_line, verify_renderer
 
@@ -164,7 +164,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions) -> int:
                 r = _with_spark_overlap(r, overlaps.get(r.file))
                 renderer.file(r)
                 reports.append(r)
-                status = max(status, report_status(r.status))
+                status = max(status, report_status(r.status, r.findings if strict else ()))
     finally:
         renderer.finish()
     out.note(summary_line(summarize(reports), None))
@@ -173,7 +173,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions) -> int:
 
 def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = None, *, out=None,
                deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits=None) -> int:
+               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits=None, strict: bool = False) -> int:
     """``kdump verify --engine spark``: returns the exit status; output goes through ``out``."""
     from ..cli.options import Output
     from .session import check_requirements, get_session, owns_session
@@ -185,7 +185,7 @@ def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = N
     try:
         opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                              limits=limits or DEFAULT_LIMITS)
-        return verify_spark(spark, list(paths), out, opts)
+        return verify_spark(spark, list(paths), out, opts, strict)
     finally:
         if owned:
             spark.stop()

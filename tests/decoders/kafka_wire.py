@@ -104,7 +104,7 @@ def _struct(st, version, flexible, data) -> bytes:
             continue
         if f.tag is not None and _within(f.tagged, version):
             if f.name in data:
-                tagged[f.tag] = _field(f, version, True, data[f.name])
+                tagged[f.tag] = _field(f, version, True, data[f.name], tagged=True)
             continue
         out += _field(f, version, flexible, data[f.name])
     if flexible:
@@ -113,19 +113,19 @@ def _struct(st, version, flexible, data) -> bytes:
     return out
 
 
-def _field(f, version, flexible, value) -> bytes:
+def _field(f, version, flexible, value, tagged=False) -> bytes:
     if f.array:
         if value is None:
             return count(None, flexible)
         return count(len(value), flexible) + b"".join(_element(f, version, flexible, v) for v in value)
-    return _element(f, version, flexible, value)
+    return _element(f, version, flexible, value, tagged)
 
 
 _FIXED = {"bool": boolean, "int8": i8, "int16": i16, "uint16": u16, "int32": i32, "uint32": u32,
           "int64": i64, "float64": f64}
 
 
-def _element(f, version, flexible, value) -> bytes:
+def _element(f, version, flexible, value, tagged=False) -> bytes:
     if f.kind in _FIXED:
         return _FIXED[f.kind](value)
     if f.kind == "uuid":
@@ -135,7 +135,9 @@ def _element(f, version, flexible, value) -> bytes:
     if f.kind in ("bytes", "records"):
         return blob(None if value is None else base64.b64decode(value), flexible)
     nullable = not f.array and _within(f.nullable, version)
+    # The null marker: a byte (-1/1), or as a tagged field an unsigned varint (0/1).
+    absent, present = (uvarint(0), uvarint(1)) if tagged else (i8(-1), i8(1))
     if nullable and value is None:
-        return i8(-1)
+        return absent
     body = _struct(f.struct, version, flexible, value)
-    return (i8(1) + body) if nullable else body
+    return (present + body) if nullable else body

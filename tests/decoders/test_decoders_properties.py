@@ -65,8 +65,15 @@ def _drop_default_tags(struct, version, flexible, data):
     for f in struct.fields:
         if f.name not in data:
             continue
-        if f.tag is not None and _within(f.tagged, version) and data[f.name] == f.default_value(version, flexible):
-            continue
+        if f.tag is not None and _within(f.tagged, version):
+            if f.kind == "struct" and not f.array:
+                # Kafka's JSON leaves out a tagged struct equal to a struct of defaults, and
+                # shows null; so the round trip goes through null.
+                if data[f.name] is not None and data[f.name] == f.struct.default_value(version, flexible):
+                    out[f.name] = None
+                    continue
+            elif data[f.name] == f.default_value(version, flexible):
+                continue
         out[f.name] = data[f.name]
     return out
 

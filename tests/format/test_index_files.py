@@ -15,7 +15,8 @@ import pytest
 from kdump.errors import InvalidFileError, KdumpError, UsageError
 from kdump.format.build import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index, sanity_check_index
-from kdump.format.rebuild import build_indexes, detect_time_offset_convention, max_timestamp_record_offset
+from kdump.check.broker_rule import build_indexes
+from kdump.format.rebuild import detect_time_offset_convention, max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex, sanity_check_timeindex
 from kdump.format.txnindex import (encode_txnindex, kafka_version, parse_txnindex, sanity_check_txnindex,
                                    version_errors)

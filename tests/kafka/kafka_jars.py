@@ -33,7 +33,9 @@ def _missing(why: str):
 
 
 def jars_present() -> bool:
-    return (JARS_DIR / f"kafka-tools-{kafka_version()}.jar").is_file()
+    # the slf4j binding too: a folder fetched before the pom named it gives a silent broker
+    return ((JARS_DIR / f"kafka-tools-{kafka_version()}.jar").is_file()
+            and any(JARS_DIR.glob("log4j-slf4j-impl-*.jar")))
 
 
 def ensure_jars() -> Path:

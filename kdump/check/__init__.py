@@ -1,0 +1,1 @@
+"""Kafka's rules, applied to what is on disk."""

@@ -1,0 +1,59 @@
+"""``kdump groups``: consumer groups and committed offsets from __consumer_offsets, offline."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import ExitStatus
+from .options import Output, output_options, paths_argument
+from .state_options import Duration, emit_json, now_ms, now_option
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@paths_argument
+@click.option("--group", "group_id", metavar="GROUP",
+              help="Only this group, and say which __consumer_offsets partition holds it "
+                   "(abs(Java hashCode of the id) mod the partition count).")
+@click.option("--partitions", type=click.IntRange(min=1), metavar="N",
+              help="The __consumer_offsets partition count, when __cluster_metadata is not here to give it.")
+@click.option("--at", "at", metavar="TIME", help="Replay only the batches written up to TIME (epoch ms or ISO-8601).")
+@click.option("--offsets-retention", type=Duration(), default="7d", show_default=True,
+              help="The broker's offsets.retention.minutes, for marking offsets the coordinator would expire.")
+@now_option
+@output_options
+def groups(paths, group_id, partitions, at, offsets_retention, now, json_flag, fmt, color, quiet):
+    """List consumer groups and their committed offsets, from __consumer_offsets.
+
+    For each group: its protocol (classic, or the KIP-848 consumer protocol), generation
+    or epoch, members and assignments where recorded, and the latest committed offset per
+    topic-partition with its commit time and metadata. Tombstones delete offsets and
+    groups; transactional offset commits count once their COMMIT marker is written. When
+    a topic's own partitions are under PATHS, the log end offset and lag are added.
+
+    \b
+    Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it),
+    2 usage error, 3 could not complete.
+    """
+    from ..state.groups import run
+    from ..state.render import group_text, groups_table, offsets_topic_line
+    from .dump import parse_time
+
+    out = Output(json_flag, fmt, color, quiet)
+    header, notes, found = run(paths, group_id=group_id, partitions=partitions, at_ms=parse_time(at),
+                               now_ms=now_ms(now), retention_ms=offsets_retention)
+    for n in notes:
+        out.note(f"kdump: note: {n}")
+    if out.format == "json":
+        emit_json(out, header)
+        for g in found:
+            emit_json(out, g)
+    elif out.format == "text":
+        out.stream.write(offsets_topic_line(header))
+        for g in found:
+            out.stream.write(group_text(g))
+    else:
+        out.stream.write(offsets_topic_line(header))
+        groups_table(out.console(), found)
+    for stop in header["stopped"]:
+        out.note(f"kdump: note: read stopped early: {stop}")
+    return int(ExitStatus.DAMAGE if header["stopped"] else ExitStatus.OK)

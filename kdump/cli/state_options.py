@@ -1,0 +1,43 @@
+"""Options shared by ``txn``, ``groups`` and ``metadata``: points in time and durations."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import click
+
+_DURATION = re.compile(r"^(\d+)(ms|s|m|min|h|d)?$")
+_UNIT_MS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+class Duration(click.ParamType):
+    """``900``/``900s``, ``15m``, ``2h``, ``7d`` or ``500ms``; a bare number is seconds."""
+
+    name = "duration"
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        m = _DURATION.match(str(value).strip().lower())
+        if not m:
+            self.fail(f"{value!r} is not a duration (e.g. 0, 90s, 15m, 2h, 7d)", param, ctx)
+        return int(m.group(1)) * _UNIT_MS[m.group(2)]
+
+
+def now_option(f):
+    return click.option("--now", metavar="TIME",
+                        help="The reference time for ages and expiry: epoch ms or ISO-8601 [default: the clock]. "
+                             "Give the time the broker stopped to judge a copy as it stood then.")(f)
+
+
+def now_ms(value: str | None) -> int:
+    from .dump import parse_time
+
+    return int(time.time() * 1000) if value is None else parse_time(value)
+
+
+def emit_json(out, obj) -> None:
+    from ..render.jsonout import dumps
+
+    out.stream.write(dumps(obj) + "\n")

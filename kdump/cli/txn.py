@@ -1,0 +1,64 @@
+"""``kdump txn``: producers, open/hanging transactions and last stable offsets, offline."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import ExitStatus
+from .options import Output, output_options, paths_argument
+from .state_options import Duration, emit_json, now_ms, now_option
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@paths_argument
+@click.option("--transactional-id", metavar="ID", help="Only the producer of this transactional id.")
+@click.option("--producer-id", type=int, metavar="PID", help="Only this producer id.")
+@click.option("--hanging-after", type=Duration(), default="15m", show_default=True,
+              help="An open transaction whose last write is older than this (and that the coordinator does not "
+                   "list as ongoing on the partition) is hanging; as find-hanging's --max-transaction-timeout.")
+@now_option
+@output_options
+def txn(paths, transactional_id, producer_id, hanging_after, now, json_flag, fmt, color, quiet):
+    """Rebuild producer state from the logs, as a broker does at load.
+
+    For every partition under PATHS (log dirs, partition dirs, several log dirs of one
+    broker): each producer id with its epoch, last sequence and open transaction (first
+    offset, size, age), the committed and aborted transactions, and the last stable
+    offset. Transactional ids come from __transaction_state when its partitions are here.
+
+    Disagreements are findings: .txnindex entries against the ABORT markers, producer
+    .snapshot files against the replayed state, open transactions unknown to
+    __transaction_state, and a log that ends in a torn or corrupt batch.
+
+    \b
+    Exit status: 0 no findings (hanging transactions are reported, not an error),
+    1 findings, 2 usage error, 3 could not complete.
+    """
+    from ..state.render import txn_id_line, txn_partition_text, txn_table
+    from ..state.txn import run
+
+    out = Output(json_flag, fmt, color, quiet)
+    ids, notes, partitions = run(paths, now_ms=now_ms(now), hanging_after_ms=hanging_after,
+                                 transactional_id=transactional_id, producer_id=producer_id)
+    for n in notes:
+        out.note(f"kdump: note: {n}")
+    status = ExitStatus.OK
+    rows = []
+    if out.format == "json":
+        for i in ids:
+            emit_json(out, i)
+    elif out.format == "text":
+        for i in ids:
+            out.stream.write(txn_id_line(i) + "\n")
+    for p in partitions:
+        if p["findings"]:
+            status = ExitStatus.DAMAGE
+        if out.format == "json":
+            emit_json(out, p)
+        elif out.format == "text":
+            out.stream.write(txn_partition_text(p))
+        else:
+            rows.append(p)
+    if out.format == "table":
+        txn_table(out.console(), ids, rows)
+    return int(status)

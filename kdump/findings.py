@@ -1,0 +1,194 @@
+"""Every finding kind kdump emits, with its class and a one-line doc: the one registry.
+
+A kind's class says what the state means for a broker starting on these bytes, decided by
+what a real Kafka 4.3 broker does with it (``tests/kafka/test_recovery_parity.py`` keeps
+that as a test):
+
+damage
+    data a broker would cut, delete or fail to load, or data lost to readers (a reader
+    that cannot decode it, aborted records shown as committed). ``verify`` exits 1.
+anomaly
+    odd, but a broker takes the files as they are and readers get every record (an index
+    entry naming an offset compaction removed, a checkpoint that lags the log). Reported,
+    exit 0 unless ``verify --strict``.
+info
+    a normal state, or one the broker finishes at startup without losing data (leftover
+    ``.cleaned``/``.swap``/``.deleted`` files, orphan indexes, a missing index it rebuilds);
+    also what a salvage could save.
+error
+    the check could not complete (exit 3).
+
+Emitters use the constants below (the decoding core, which imports nothing above it, has
+its own for the walk's stops, declared here too), never a string of their own: a test fails when a kind not declared here is emitted,
+and the man page and the README list this table.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+DAMAGE, ANOMALY, INFO, ERROR = "damage", "anomaly", "info", "error"
+CLASSES = (DAMAGE, ANOMALY, INFO, ERROR)
+
+
+class Kind(NamedTuple):
+    name: str
+    cls: str
+    doc: str
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def _declare(name: str, cls: str, doc: str) -> str:
+    assert cls in CLASSES and name not in KINDS, name
+    KINDS[name] = Kind(name, cls, doc)
+    return name
+
+
+# -- a segment's batches (kdump.scan); the broker's cut is one of the first eight -------------------
+TORN_TAIL_KIND = _declare("torn_tail", DAMAGE, "the last batch runs past the end of the file (a write cut short): "
+                                             "the broker cuts it")
+TRAILING_BYTES = _declare("trailing_bytes", DAMAGE, "17 bytes or fewer after the last batch, not all zero: the broker "
+                                            "cuts them")
+ZERO_TAIL = _declare("zero_tail", DAMAGE, "everything from here on is zero bytes (a preallocated or unflushed "
+                                          "tail): the broker cuts it")
+INVALID_SIZE_KIND = _declare("invalid_size", DAMAGE, "a length below the minimum for the magic, or a corrupt length "
+                                                   "running past the end; a v1 message too short for its timestamp")
+OVERSIZE = _declare("oversize", DAMAGE, "a length above the maximum message size that runs past the end or fails "
+                                        "the CRC")
+INVALID_MAGIC_KIND = _declare("invalid_magic", DAMAGE, "magic not 0, 1 or 2 (kept by the broker if the CRC-32C is "
+                                                     "valid, but no reader can decode it)")
+CRC_MISMATCH = _declare("crc_mismatch", DAMAGE, "the stored CRC does not match (CRC-32C for v2, CRC-32 for v0/v1): "
+                                                "the broker cuts the segment here")
+INVALID_OFFSET = _declare("invalid_offset", DAMAGE, "rebuilding the index meets a non-increasing offset: the "
+                                                    "broker's recovery empties the segment")
+INVALID_BATCH_KIND = _declare("invalid_batch", DAMAGE, "a legacy message whose key/value framing does not parse")
+OFFSET_REGRESSION = _declare("offset_regression", DAMAGE, "a batch's first offset is not above the previous "
+                                                          "batch's last offset")
+OFFSET_OVERFLOW = _declare("offset_overflow", DAMAGE, "last offset - segment base does not fit an int32: the broker "
+                                                      "splits the segment (kdump does not)")
+BASE_OFFSET_MISMATCH = _declare("base_offset_mismatch", DAMAGE, "a batch's first offset is below the segment's "
+                                                                "base offset (its name)")
+LAST_OFFSET_DELTA = _declare("last_offset_delta", DAMAGE, "lastOffsetDelta negative or below count - 1; legacy "
+                                                          "inner offsets beyond the wrapper's")
+CODEC = _declare("codec", DAMAGE, "an unknown compression id, or a payload that does not decompress")
+RECORD_DECODE = _declare("record_decode", DAMAGE, "--deep: records do not decode, or their offsets leave the "
+                                                  "batch's range")
+OVERSIZE_BATCH = _declare("oversize_batch", ANOMALY, "a batch with a valid CRC larger than --max-message-size: "
+                                                     "the broker keeps it (a topic may allow it)")
+EPOCH_REGRESSION = _declare("leader_epoch_regression", ANOMALY, "a batch's partition leader epoch is below the "
+                                                                "previous batch's: the broker keeps both")
+INTACT_BEYOND = _declare("intact_beyond", INFO, "intact batches found past the cut: `kdump recover --salvage` "
+                                                "can copy them out")
+UNSUPPORTED_CODEC = _declare("unsupported_codec", ERROR, "--deep: the codec library is missing; the check is "
+                                                         "incomplete")
+UNREADABLE = _declare("unreadable", ERROR, "the file could not be read")
+
+# -- across the files of a partition (kdump.crosscheck) ---------------------------------------------
+OFFSET_OVERLAP = _declare("offset_overlap", ANOMALY, "a segment starts at or below the previous segment's last "
+                                                     "offset (left by an interrupted clean): the broker loads both")
+INDEX_MISSING = _declare("index_missing", INFO, "a segment has no .index/.timeindex: the broker rebuilds it")
+TXNINDEX_MISSING = _declare("txnindex_missing", DAMAGE, "aborted transactions end in a segment without a "
+                                                        ".txnindex: read_committed consumers see aborted records")
+TXNINDEX_SIZE = _declare("txnindex_size", ANOMALY, "a partial entry at the end of a .txnindex: the broker reads "
+                                                   "the whole entries and ignores it")
+TXNINDEX_OFFSET = _declare("txnindex_offset", DAMAGE, "a .txnindex entry outside its segment")
+TXNINDEX_ORDER = _declare("txnindex_order", DAMAGE, ".txnindex entries out of order")
+TXNINDEX_PAST_END = _declare("txnindex_past_end", DAMAGE, "a .txnindex entry past the data kept")
+TXNINDEX_MARKER = _declare("txnindex_marker", DAMAGE, "a .txnindex entry without its ABORT marker, or an ABORT "
+                                                      "without its entry")
+SNAPSHOT_CRC = _declare("snapshot_crc", ANOMALY, "producer snapshot CRC-32C mismatch: the broker reads only the "
+                                                 "latest usable snapshot; one it needs it deletes, rebuilding "
+                                                 "producer state from the log")
+SNAPSHOT_INVALID = _declare("snapshot_invalid", ANOMALY, "producer snapshot does not parse (handled as snapshot_crc)")
+SNAPSHOT_STALE = _declare("snapshot_stale", INFO, "a producer snapshot past the log end: the broker deletes it")
+LEADER_EPOCH_INVALID = _declare("leader_epoch_invalid", DAMAGE, "leader-epoch-checkpoint does not parse: the "
+                                                                "broker takes the log dir offline")
+LEADER_EPOCH_ORDER = _declare("leader_epoch_order", ANOMALY, "leader-epoch-checkpoint entries out of order")
+LEADER_EPOCH_MISMATCH = _declare("leader_epoch_mismatch", ANOMALY, "the leader-epoch-checkpoint disagrees with the "
+                                                                   "epochs on the batches (lagging, or entries below "
+                                                                   "the log start after a snapshot)")
+LEADER_EPOCH_STALE = _declare("leader_epoch_stale", INFO, "leader epoch entries past the log end: the broker drops "
+                                                          "them")
+LOG_START_PAST_END = _declare("log_start_past_end", DAMAGE, "the log-start-offset checkpoint is above the log end: "
+                                                            "the broker deletes every segment")
+CHECKPOINT_INVALID = _declare("checkpoint_invalid", ANOMALY, "a recovery-point or log-start-offset checkpoint does "
+                                                             "not parse: the broker falls back (recovers everything, "
+                                                             "starts at the first segment)")
+INVALID_FILE = _declare("invalid_file", DAMAGE, "another side file (checkpoint, metadata) does not parse")
+LEFTOVER = _declare("leftover", INFO, "a .cleaned, .swap or .deleted file: the broker finishes it at startup")
+ORPHAN_INDEX = _declare("orphan_index", INFO, "an index with no segment: the broker deletes it at startup")
+
+# -- index files against their log (kdump.indexcheck, kdump index) ----------------------------------
+INDEX_PARTIAL = _declare("index_partial_entry", ANOMALY, "an .index size not a multiple of 8: the broker ignores "
+                                                         "the torn slot")
+INDEX_AFTER_TAIL = _declare("index_garbage_after_tail", DAMAGE, "a non-zero .index slot after the zero tail")
+INDEX_BELOW_BASE = _declare("index_offset_below_base", DAMAGE, "an .index entry below the base offset, or a "
+                                                               "negative position")
+INDEX_ORDER = _declare("index_not_increasing", DAMAGE, ".index offsets or positions not increasing")
+INDEX_PAST_END = _declare("index_past_end", DAMAGE, "an .index entry past the data kept")
+INDEX_MID_BATCH = _declare("index_mid_batch", DAMAGE, "an .index position inside a batch")
+INDEX_MISMATCH = _declare("index_offset_mismatch", DAMAGE, "an .index offset not in the batch it points at")
+INDEX_GAP = _declare("index_offset_gap", ANOMALY, "an .index entry names an offset compaction removed: lookups "
+                                                  "still land on a batch start")
+INDEX_INTERVAL = _declare("index_interval", ANOMALY, ".index entries closer than the --interval-bytes given")
+INDEX_SANITY = _declare("index_sanity", DAMAGE, "OffsetIndex.sanityCheck fails")
+TIME_PARTIAL = _declare("timeindex_partial_entry", ANOMALY, "a .timeindex size not a multiple of 12")
+TIME_AFTER_TAIL = _declare("timeindex_garbage_after_tail", DAMAGE, "a non-zero .timeindex slot after the zero tail")
+TIME_BELOW_BASE = _declare("timeindex_offset_below_base", DAMAGE, "a .timeindex offset below the base offset")
+TIME_BACKWARDS = _declare("timeindex_backwards", DAMAGE, "a .timeindex timestamp below the previous entry's")
+TIME_ORDER = _declare("timeindex_not_increasing", DAMAGE, "a .timeindex offset below the previous entry's")
+TIME_NOT_FOUND = _declare("timeindex_offset_not_found", ANOMALY, "a .timeindex offset compaction removed")
+TIME_PAST_END = _declare("timeindex_past_end", DAMAGE, "a .timeindex offset past the data kept")
+TIME_NOT_MAX = _declare("timeindex_not_max", DAMAGE, "a .timeindex timestamp that is not the largest up to its "
+                                                     "offset")
+TIME_MISMATCH = _declare("timeindex_offset_mismatch", DAMAGE, "a .timeindex offset not where its timestamp is")
+TIME_NO_FINAL = _declare("timeindex_missing_final_entry", ANOMALY, "the .timeindex lacks the entry a roll or close "
+                                                                   "appends")
+TIME_SANITY = _declare("timeindex_sanity", DAMAGE, "TimeIndex.sanityCheck fails")
+TXN_PARTIAL = _declare("txnindex_partial_entry", ANOMALY, "`kdump index` on a .txnindex: a partial last entry "
+                                                          "(the broker ignores it)")
+TXN_VERSION = _declare("txnindex_version", DAMAGE, "`kdump index` on a .txnindex: an unknown entry version (the "
+                                                   "broker fails to load the segment)")
+TXN_SANITY = _declare("txnindex_sanity", INFO, "TransactionIndex.sanityCheck fails: the broker rebuilds it at "
+                                               "startup")
+
+# -- producer and transaction state rebuilt from the log (kdump.state.txn, kdump txn) ---------------
+# `kdump txn` exits 1 for any of these; the class says what a broker starting on the files makes of it.
+TXN_SNAPSHOT_UNREADABLE = _declare("txn_snapshot_unreadable", ANOMALY, "`kdump txn`: a producer snapshot that cannot "
+                                                                      "be read: the broker deletes it and rebuilds "
+                                                                      "producer state from the log")
+TXN_SNAPSHOT_MISMATCH = _declare("txn_snapshot_mismatch", ANOMALY, "`kdump txn`: a producer snapshot disagrees with "
+                                                                  "the state replayed from the log before its offset")
+TXN_INDEX_UNREADABLE = _declare("txn_index_unreadable", DAMAGE, "`kdump txn`: a .txnindex that cannot be read: "
+                                                               "read_committed consumers lose its aborted "
+                                                               "transactions")
+TXN_INDEX_MISMATCH = _declare("txn_index_mismatch", DAMAGE, "`kdump txn`: a .txnindex entry missing, different, "
+                                                           "or matching no ABORT marker: read_committed consumers "
+                                                           "see aborted records or miss committed ones")
+TXN_PRODUCER_INVALID = _declare("txn_producer_invalid", ANOMALY, "`kdump txn`: a batch the broker's append would "
+                                                                "refuse (an older producer epoch, a non-transactional "
+                                                                "write inside a transaction); recovery keeps it")
+TXN_LOG_STOP = _declare("txn_log_stop", DAMAGE, "`kdump txn`: the log stops at damage; state is rebuilt from the "
+                                               "data before it")
+TXN_COORDINATOR_MISMATCH = _declare("txn_coordinator_mismatch", ANOMALY, "`kdump txn`: a producer's epoch or open "
+                                                                        "transaction disagrees with "
+                                                                        "__transaction_state (a hanging transaction "
+                                                                        "holds back the last stable offset)")
+
+# Kinds seen in this process that are not declared (a test asserts there are none).
+undeclared: set[str] = set()
+
+
+def class_of(kind: str) -> str:
+    """The class of ``kind``; an undeclared kind counts as damage (and is remembered)."""
+    k = KINDS.get(kind)
+    if k is None:
+        undeclared.add(kind)
+        return DAMAGE
+    return k.cls
+
+
+def is_damage(kind: str) -> bool:
+    return class_of(kind) == DAMAGE

@@ -1,0 +1,86 @@
+"""Where an export is written: a hidden staging directory beside ``--out``, renamed into
+place only when the export finished, with a ``_SUCCESS`` marker as Spark's and Hadoop's
+committers leave. An interrupted export therefore never looks complete: ``--out`` is
+absent (or still the previous complete export), and a rerun clears the leftover staging
+directory and just works.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from .errors import UsageError, WriteError
+
+SUCCESS = "_SUCCESS"
+_STAGING = ".kdump-staging-"      # + out's name + random: hidden, and never a Hive partition name
+_REPLACED = ".kdump-replaced-"
+
+
+def check_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
+    """Refuse to write into a non-empty directory unless --overwrite, never into an input,
+    and never replace a directory holding Kafka log files."""
+    real_out = os.path.realpath(out)
+    for p in inputs:
+        real_in = os.path.realpath(p)
+        if real_out == real_in or real_out.startswith(real_in.rstrip(os.sep) + os.sep):
+            raise UsageError("the output directory is inside an input PATH; choose another --out", file=out)
+    if os.path.isfile(out):
+        raise UsageError("--out must be a directory, not a file", file=out)
+    if os.path.isdir(out) and os.listdir(out):
+        if not overwrite:
+            raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
+        for dirpath, _, names in os.walk(out):
+            if any(n.endswith((".log", ".index", ".timeindex")) for n in names):
+                raise UsageError(f"refusing to replace {dirpath}: it holds Kafka log files", file=out)
+
+
+def _siblings(out: str, prefix: str) -> list[str]:
+    parent, name = os.path.split(os.path.abspath(out))
+    try:
+        return [os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f"{prefix}{name}.")]
+    except OSError:
+        return []
+
+
+@contextmanager
+def staged(out: str, overwrite: bool, inputs: Iterable[str]) -> Iterator[str]:
+    """Yield a fresh staging directory for an export to ``out``; on success mark it
+    complete and rename it to ``out`` (replacing what ``check_out`` allowed), otherwise
+    remove it."""
+    check_out(out, overwrite, inputs)
+    out = os.path.abspath(out)
+    parent, name = os.path.split(out)
+    for leftover in _siblings(out, _STAGING) + _siblings(out, _REPLACED):
+        shutil.rmtree(leftover, ignore_errors=True)     # from a run that was killed
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f"{_STAGING}{name}.", dir=parent)
+    except OSError as e:
+        raise WriteError(f"cannot create the export directory: {e.strerror or e}", file=out) from None
+    try:
+        yield tmp
+        with open(os.path.join(tmp, SUCCESS), "w"):
+            pass
+        _commit(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _commit(tmp: str, out: str) -> None:
+    old = None
+    try:
+        if os.path.isdir(out) and os.listdir(out):
+            old = tempfile.mkdtemp(prefix=f"{_REPLACED}{os.path.basename(out)}.", dir=os.path.dirname(out))
+            os.rename(out, os.path.join(old, "out"))
+        elif os.path.isdir(out):
+            os.rmdir(out)
+        os.rename(tmp, out)
+    except OSError as e:
+        raise WriteError(f"cannot move the finished export into place: {e.strerror or e}", file=out) from None
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

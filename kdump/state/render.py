@@ -1,0 +1,185 @@
+"""Text and table forms of the state commands' objects (their JSON form is the objects)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+
+def when(ms: int | None) -> str:
+    if ms is None or ms < 0:
+        return "-"
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _opt(v: Any) -> str:
+    return "-" if v is None else str(v)
+
+
+# -- txn --------------------------------------------------------------------------------------
+
+def txn_id_line(t: dict[str, Any]) -> str:
+    parts = ",".join(t["partitions"]) or "-"
+    return (f"transactional id {t['transactional_id']}: producer {t['producer_id']} epoch {t['producer_epoch']} "
+            f"{t['state']} partitions {parts} timeout {t['timeout_ms']} ms "
+            f"(__transaction_state-{t['state_partition']} offset {t['state_offset']})")
+
+
+def txn_partition_text(p: dict[str, Any]) -> str:
+    c, a = p["committed"], p["aborted"]
+    lines = [f"{p['topic']}-{p['partition']}: log {_opt(p['log_start_offset'])}..{_opt(p['log_end_offset'])} "
+             f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} ({c['records']} records, "
+             f"{c['bytes']} bytes), aborted {a['count']} ({a['records']} records, {a['bytes']} bytes)"]
+    for d in p["producers"]:
+        tid = f" ({d['transactional_id']})" if d["transactional_id"] else ""
+        line = (f"  producer {d['producer_id']} epoch {d['producer_epoch']}{tid}: last sequence {d['last_sequence']} "
+                f"at offset {d['last_offset']}, coordinator epoch {d['coordinator_epoch']}, "
+                f"last write {when(d['last_timestamp'])}")
+        o = d.get("open_txn")
+        if o:
+            line += (f"; open transaction from offset {o['first_offset']} ({o['records']} records, "
+                     f"{o['bytes']} bytes, {o['age_ms'] // 60000} min)")
+            if d["hanging"]:
+                line += " HANGING: " + "; ".join(d["hanging_reasons"])
+        lines.append(line)
+    for t in p["transactions"]:
+        lines.append(f"  {t['outcome'].lower()} producer {t['producer_id']} epoch {t['producer_epoch']}: offsets "
+                     f"{t['first_offset']}..{t['last_offset']} ({t['records']} records, {t['bytes']} bytes) "
+                     f"at {when(t['timestamp'])}")
+    for f in p["findings"]:
+        lines.append(f"  finding {f['kind']} at offset {_opt(f['offset'])}: {f['message']}")
+    return "\n".join(lines) + "\n"
+
+
+def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    if ids:
+        t = Table(title="transactional ids (__transaction_state)", title_justify="left")
+        for col in ("transactional id", "producer", "epoch", "state", "partitions", "timeout ms"):
+            t.add_column(col)
+        for i in ids:
+            t.add_row(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]), i["state"],
+                      ", ".join(i["partitions"]) or "-", str(i["timeout_ms"]))
+        console.print(t)
+    t = Table(title="kdump txn", title_justify="left")
+    for col, just in (("partition", "left"), ("log end", "right"), ("LSO", "right"), ("producers", "right"),
+                      ("committed", "right"), ("aborted", "right"), ("open transactions", "left"),
+                      ("findings", "right")):
+        t.add_column(col, justify=just)
+    for p in parts:
+        opens = []
+        for d in p["producers"]:
+            o = d.get("open_txn")
+            if o:
+                opens.append(Text(f"{d['producer_id']}@{o['first_offset']}" + (" HANGING" if d["hanging"] else ""),
+                                  style="red" if d["hanging"] else ""))
+        t.add_row(f"{p['topic']}-{p['partition']}", _opt(p["log_end_offset"]), _opt(p["last_stable_offset"]),
+                  str(len(p["producers"])), str(p["committed"]["count"]), str(p["aborted"]["count"]),
+                  Text("\n").join(opens) if opens else "-",
+                  Text(str(len(p["findings"])), style="red" if p["findings"] else "green"))
+    console.print(t)
+
+
+# -- groups -----------------------------------------------------------------------------------
+
+def offsets_topic_line(h: dict[str, Any]) -> str:
+    line = (f"__consumer_offsets: {_opt(h['partitions'])} partitions (from {_opt(h['partitions_from'])}), "
+            f"{len(h['present'])} here")
+    if "group_id" in h:
+        line += f"; group {h['group_id']} is in __consumer_offsets-{h['coordinator_partition']}"
+    return line + "\n"
+
+
+def group_text(g: dict[str, Any]) -> str:
+    gen = "epoch" if g["protocol"] != "classic" else "generation"
+    lines = [f"group {g['group_id']}: protocol {g['protocol']}"
+             + (f" ({g['protocol_type']})" if g["protocol_type"] else "")
+             + f" state {g['state']} {gen} {_opt(g['generation'])} assignor {_opt(g['assignor'])} "
+               f"(__consumer_offsets-{g['coordinator_partition']})"]
+    for m in g["members"]:
+        lines.append(f"  member {m['member_id']} client {_opt(m.get('client_id'))} host {_opt(m.get('client_host'))}"
+                     f" assigned {','.join(m.get('assignment') or []) or '-'}")
+    for o in g["offsets"]:
+        lines.append(f"  {o['topic']}-{o['partition']}: offset {o['offset']} log end {_opt(o['log_end_offset'])} "
+                     f"lag {_opt(o['lag'])} leader epoch {o['leader_epoch']} committed {when(o['commit_timestamp'])}"
+                     f" metadata {o['metadata']!r}" + (" (expired)" if o["expired"] else ""))
+    return "\n".join(lines) + "\n"
+
+
+def groups_table(console, groups: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    t = Table(title="kdump groups", title_justify="left")
+    for col, just in (("group", "left"), ("protocol", "left"), ("state", "left"), ("gen/epoch", "right"),
+                      ("members", "right"), ("topic-partition", "left"), ("committed", "right"),
+                      ("log end", "right"), ("lag", "right"), ("commit time (UTC)", "left"), ("expired", "left")):
+        t.add_column(col, justify=just, no_wrap=col in ("group", "commit time (UTC)", "topic-partition"))
+    for g in groups:
+        rows = g["offsets"] or [None]
+        for i, o in enumerate(rows):
+            head = (g["group_id"], g["protocol"], g["state"], _opt(g["generation"]), str(len(g["members"]))) \
+                if i == 0 else ("", "", "", "", "")
+            tail = ("-",) * 6 if o is None else (
+                f"{o['topic']}-{o['partition']}", str(o["offset"]), _opt(o["log_end_offset"]), _opt(o["lag"]),
+                when(o["commit_timestamp"]), "yes" if o["expired"] else "")
+            t.add_row(*head, *tail)
+    console.print(t)
+
+
+# -- metadata ---------------------------------------------------------------------------------
+
+def metadata_text(objs: list[dict[str, Any]]) -> str:
+    lines = []
+    for o in objs:
+        kind = o["object"]
+        if kind == "metadata":
+            lines.append(f"cluster metadata: snapshot {_opt(o['snapshot'])}, replayed to offset {_opt(o['last_offset'])}"
+                         f" ({when(o['last_timestamp'])})")
+            if o["stopped"]:
+                lines.append(f"  replay stopped early: {o['stopped']}")
+            lines += [f"  not decoded: {e}" for e in o["errors"]]
+        elif kind == "feature":
+            lines.append(f"feature {o['name']}={o['level']}")
+        elif kind in ("broker", "controller"):
+            ident = o.get("broker_id", o.get("controller_id"))
+            extra = (f" epoch {o['broker_epoch']} fenced {str(o['fenced']).lower()} "
+                     f"in_controlled_shutdown {str(o['in_controlled_shutdown']).lower()} rack {_opt(o['rack'])}"
+                     if kind == "broker" else "")
+            lines.append(f"{kind} {ident}: {' '.join(o['endpoints']) or '-'}{extra}")
+        elif kind == "topic":
+            lines.append(f"topic {o['name']} id {o['topic_id']} partitions {len(o['partitions'])}")
+            for p in o["partitions"]:
+                lines.append(f"  partition {p['partition']} leader {p['leader']} leader epoch {p['leader_epoch']} "
+                             f"replicas {p['replicas']} isr {p['isr']}")
+        elif kind == "config":
+            lines.append(f"config {o['resource_type']} {o['resource_name'] or '<default>'}: "
+                         + " ".join(f"{k}={v}" for k, v in sorted(o["configs"].items())))
+        elif kind == "change":
+            lines.append(f"{o['change']} {o['path']}: {_opt(o.get('before'))} -> {_opt(o.get('after'))}")
+        else:
+            rest = {k: v for k, v in o.items() if k != "object"}
+            lines.append(f"{kind} " + " ".join(f"{k}={v}" for k, v in rest.items()))
+    return "\n".join(lines) + "\n"
+
+
+def metadata_table(console, objs: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    topics = [o for o in objs if o["object"] == "topic"]
+    t = Table(title="kdump metadata: topics", title_justify="left")
+    for col in ("topic", "topic id", "partition", "leader", "leader epoch", "replicas", "isr"):
+        t.add_column(col)
+    for o in topics:
+        for i, p in enumerate(o["partitions"] or [None]):
+            head = (o["name"], o["topic_id"]) if i == 0 else ("", "")
+            t.add_row(*head, *(("-",) * 5 if p is None else (
+                str(p["partition"]), str(p["leader"]), str(p["leader_epoch"]),
+                ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])))))
+    rest = [o for o in objs if o["object"] != "topic"]
+    console.print(metadata_text(rest), end="")
+    console.print(t)

@@ -1,0 +1,182 @@
+"""Finding partitions in one or more log dirs and reading them for the state commands.
+
+A PATH is a partition dir, a log dir, or a dir holding several log dirs (a copy of a
+dead broker's disks, JBOD). Only the directory names are listed until a command asks for a
+partition, so a question about ``__consumer_offsets`` never touches the other 5,000
+partitions. A partition found twice (a ``-future`` replica being moved between log dirs,
+or the same dir given twice) is read from its live copy; the others are named in notes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from ..errors import InputError, KdumpError, NothingToDoError
+from ..format.walk import Walker, decode_records
+from ..logdir import (LOG, MAX_DEPTH, LogFile, _is_partition_dir, _scandir, parse_partition_dir,
+                      partition_files)
+from ..model import Batch, Record
+from ..segment import MappedFile
+
+CLUSTER_METADATA = "__cluster_metadata"
+CONSUMER_OFFSETS = "__consumer_offsets"
+TRANSACTION_STATE = "__transaction_state"
+
+
+class Partition(NamedTuple):
+    topic: str
+    partition: int
+    path: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class LogDirs:
+    """The partitions under some PATHs, by (topic, partition), listed once."""
+
+    def __init__(self, paths) -> None:
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.notes: list[str] = []
+        self.roots = list(paths)
+        for path in paths:
+            if not os.path.exists(path):
+                raise InputError("cannot read: no such file or directory", file=path)
+            if not os.path.isdir(path):
+                raise NothingToDoError("expected a log dir or a partition dir", file=path)
+            self._add_dir(path, 0)
+        if not self.partitions:
+            raise NothingToDoError("no partition directories found here", file=paths[0] if paths else None)
+
+    def _add_dir(self, path: str, depth: int) -> None:
+        entries = _scandir(path)
+        name = os.path.basename(os.path.normpath(path))
+        parsed = parse_partition_dir(name)
+        # The name alone cannot decide: a log dir called kafka-1 looks like a partition.
+        if parsed is not None and _is_partition_dir(entries, name):
+            self._add_partition(path, parsed)
+            return
+        for e in sorted(entries, key=lambda e: e.name):
+            if e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
+                self._add_dir(os.path.join(path, e.name), depth + 1)
+
+    def _add_partition(self, path: str, parsed: tuple[str, int, str | None]) -> None:
+        topic, partition, state = parsed
+        if state is not None:          # -delete, -future, -stray: not the replica the broker serves
+            self.notes.append(f"{path}: skipped ({state} replica)")
+            return
+        key = (topic, partition)
+        if key in self.partitions:
+            self.notes.append(f"{path}: skipped ({topic}-{partition} already read from "
+                              f"{self.partitions[key].path})")
+            return
+        self.partitions[key] = Partition(topic, partition, path)
+
+    def topic(self, topic: str) -> list[Partition]:
+        return [p for (t, _), p in sorted(self.partitions.items()) if t == topic]
+
+    def get(self, topic: str, partition: int) -> Partition | None:
+        return self.partitions.get((topic, partition))
+
+    def all(self) -> list[Partition]:
+        return [p for _, p in sorted(self.partitions.items())]
+
+
+def segments(p: Partition) -> list[LogFile]:
+    """The partition's live segments in offset order (leftovers are not part of the log)."""
+    return [f for f in partition_files(p.path) if f.kind == LOG and f.leftover is None]
+
+
+def side_files(p: Partition, kind: str) -> list[LogFile]:
+    return [f for f in partition_files(p.path) if f.kind == kind and f.leftover is None]
+
+
+class Stop(NamedTuple):
+    """Why reading a partition ended before its last byte (a torn batch after a crash)."""
+
+    file: str
+    position: int
+    offset: int | None
+    message: str
+
+    def text(self) -> str:
+        return f"{self.file}:{self.position}: {self.message}"
+
+
+class LogReader:
+    """Batches (and, when asked, records) of one partition across its segments.
+
+    ``records(batch)`` decodes on demand, so callers that only need headers (producer
+    state) pay for records only on the batches they look inside. A batch with a bad CRC or
+    a walk that stops early ends the read, as a broker's recovery would cut the log there;
+    ``stop`` then says where and why.
+    """
+
+    def __init__(self, files: list[LogFile]) -> None:
+        self.files = files
+        self.stop: Stop | None = None
+
+    def batches(self, want_records=False) -> Iterator[tuple[LogFile, Batch, list[Record] | None]]:
+        """(file, batch, records); records are decoded when ``want_records`` is True or,
+        given a callable, when it answers True for the batch (None otherwise)."""
+        choose = want_records if callable(want_records) else (lambda b, _w=bool(want_records): _w)
+        for f in self.files:
+            mapped = MappedFile(f.path)
+            try:
+                walker = Walker(mapped.buf)
+                for b in walker:
+                    if not b.crc_valid:
+                        self.stop = Stop(f.path, b.position, b.base_offset,
+                                         f"batch at offset {b.base_offset} fails its CRC check; read stops here, "
+                                         f"where a broker's recovery would cut the log")
+                        return
+                    records = None
+                    if choose(b):
+                        try:
+                            records = decode_records(mapped.buf, b)
+                        except KdumpError as e:
+                            self.stop = Stop(f.path, b.position, b.base_offset, e.message)
+                            return
+                    yield f, b, records
+                if walker.stop is not None:
+                    s = walker.stop
+                    self.stop = Stop(f.path, s.position, s.offset, s.message)
+                    return
+            finally:
+                mapped.close()
+
+
+def decode_records_of(f: LogFile, records, decode, errors: list[str]) -> list[tuple[Record, dict]]:
+    """(record, decoded) for the data records of one batch of an internal topic; a record
+    that does not decode is named in ``errors`` and skipped, as DumpLogSegments skips it."""
+    out = []
+    for r in records or ():
+        if r.control is not None:
+            continue
+        try:
+            out.append((r, decode(r.key, r.value)))
+        except KdumpError as e:
+            errors.append(f"{f.path}: offset {r.offset}: {e.message}")
+    return out
+
+
+def log_end_offset(p: Partition) -> int | None:
+    """The offset after the last batch, read from the last segment's headers only (an empty
+    last segment, as after a roll, ends the log at its base offset)."""
+    segs = segments(p)
+    if not segs:
+        return None
+    f = segs[-1]
+    last = None
+    try:
+        with MappedFile(f.path) as m:
+            for b in Walker(m.buf):
+                last = b
+    except KdumpError:
+        return None
+    if last is not None:
+        return last.last_offset + 1
+    return f.base_offset

@@ -1,0 +1,59 @@
+"""``verify --truncate``: cut damaged segments, and leave no offset gap behind them.
+
+A broker's recovery that cuts a segment deletes every later segment of the partition
+(``LogLoader.recoverLog``): data after a cut is never served across a hole. ``verify
+--truncate`` follows it, but keeps instead of deleting: before the first cut segment of a
+partition is shortened, every later segment (its ``.log`` and indexes) moves into
+``kdump-quarantine-<time>/`` inside the partition, as ``kdump recover --apply`` does. The
+order (move, then cut) means a run killed half-way and run again ends the same.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import logdir as K
+from .errors import KdumpError
+from .recovery import default_quarantine, move_to, timestamp
+from .repair import cut_position, repair_reports
+from .safewrite import Change
+
+SEGMENT_KINDS = (K.LOG, K.INDEX, K.TIMEINDEX, K.TXNINDEX)
+
+
+def truncate_reports(reports, opts) -> list[Change]:
+    """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s."""
+    by_dir: dict[str, list] = {}
+    for r in reports:
+        by_dir.setdefault(os.path.dirname(r.file), []).append(r)
+    changes: list[Change] = []
+    keep = []
+    for directory, reps in by_dir.items():
+        cut = [r.log.base_offset for r in reps if cut_position(r, opts) is not None and r.log.base_offset is not None]
+        if cut:
+            moved = quarantine_later(directory, min(cut))
+            changes += moved
+            gone = {c.path for c in moved}
+            reps = [r for r in reps if r.file not in gone]
+        keep += reps
+    return changes + repair_reports(keep, opts)
+
+
+def quarantine_later(directory: str, base: int) -> list[Change]:
+    """Move the live segments after the one at ``base`` into the partition's quarantine."""
+    try:
+        files = K.partition_files(directory)
+    except KdumpError:
+        return []
+    later = sorted((f for f in files if f.kind in SEGMENT_KINDS and f.leftover is None
+                    and f.base_offset is not None and f.base_offset > base),
+                   key=lambda f: (f.base_offset, f.kind != K.LOG, f.path))
+    if not later:
+        return []
+    target = default_quarantine(directory, timestamp())
+    out = []
+    for f in later:
+        moved = move_to(f.path, target)
+        out.append(Change("moved", f.path, f"to {moved}: segment after the cut in {base:020d}.log (a broker's "
+                                           f"recovery deletes it; kept here, no offset gap is left)"))
+    return out

@@ -1,0 +1,124 @@
+"""Comparing ``kdump dump --format text`` with DumpLogSegments, file by file.
+
+Nothing is skipped but what README.md's "Departures from kafka-dump-log.sh" table lists;
+each row of that table names one rule here (``RULES``), and the test checks that the two
+agree, so a departure cannot be added on one side only.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import dls
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+
+# kdump's text view escapes control characters inside keys and values (kdump.render.payload).
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
+_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+_KDUMP_ERROR = re.compile(r"^kdump: error: (.*?):(\d+:)? ")
+
+
+def escaped(line: str) -> str:
+    return line.translate(_ESCAPES)
+
+
+def readme_rules() -> set[str]:
+    """The rule names in the README's departures table (its last column, in backquotes)."""
+    text = README.read_text()
+    start = text.index("### Departures from kafka-dump-log.sh")
+    table = text[start:text.index("\n\n", text.index("|", start))]
+    rules = set()
+    for row in table.splitlines()[2:]:
+        if row.startswith("|"):
+            rules.update(re.findall(r"`rule:([a-z-]+)`", row))
+    return rules
+
+
+def escape_rule(dls_lines: list[str], kdump_lines: list[str]) -> list[str]:
+    """Rule ``escape``: DumpLogSegments' lines with each value's control characters escaped.
+
+    Kafka prints a value's newline as a line break; the lines it splits are joined back
+    wherever that makes kdump's line.
+    """
+    out: list[str] = []
+    i = 0
+    for want in kdump_lines:
+        if i >= len(dls_lines):
+            break
+        j, line = i, dls_lines[i]
+        while escaped(line) != want and j + 1 < len(dls_lines) and want.startswith(escaped(line)):
+            j += 1
+            line += "\n" + dls_lines[j]
+        if escaped(line) == want:
+            out.append(want)
+            i = j + 1
+        else:
+            out.append(escaped(dls_lines[i]))
+            i += 1
+    out.extend(escaped(x) for x in dls_lines[i:])
+    return out
+
+
+RULES = {"escape", "exception", "summary-order", "errors"}
+
+
+@dataclass
+class KdumpDumped:
+    stdout: list[str]
+    summary: list[str]
+    errors: list[str]
+
+
+def run_kdump(files: list[str], options: tuple[str, ...]) -> dict[str, KdumpDumped]:
+    """``kdump dump --format text --files ...`` in as few runs as the argument limit allows."""
+    result: dict[str, KdumpDumped] = {}
+    for batch in dls.batches(files):
+        proc = subprocess.run([sys.executable, "-m", "kdump", "dump", "--format", "text", *options,
+                               "--files", ",".join(batch)], capture_output=True, cwd=REPO)
+        assert proc.returncode in (0, 1, 3), proc.stderr.decode()[-3000:]
+        per_file = dls.split_stdout(batch, proc.stdout.decode("utf-8", "surrogateescape"))
+        lines = [x for x in proc.stderr.decode("utf-8", "replace").split("\n") if x]
+        errors = [x for x in lines if _KDUMP_ERROR.match(x)]
+        by_path, loose = dls.split_stderr([x for x in lines if not _KDUMP_ERROR.match(x)])
+        assert not loose, f"kdump printed lines that are no DumpLogSegments report: {loose[:5]}"
+        for i, f in enumerate(batch):
+            result[f] = KdumpDumped(per_file[i] if i < len(per_file) else [], by_path.get(f, []),
+                                    [e for e in errors if _KDUMP_ERROR.match(e).group(1) == f])
+    return result
+
+
+def compare(ours: KdumpDumped, theirs: dls.Dumped, copy_root: str, root: str) -> str | None:
+    """None when kdump's output for one file is DumpLogSegments', under the listed rules."""
+    def local(lines: list[str]) -> list[str]:
+        return [x.replace(copy_root, root) for x in lines]
+
+    expected = escape_rule(local(theirs.stdout), ours.stdout)
+    if theirs.crash is not None:
+        # Rule ``exception``: Kafka died in this file; what it printed before must agree,
+        # its last (perhaps half-written) line as a prefix, and kdump must have gone on.
+        head, last = expected[:-1], expected[-1:] or [""]
+        got = ours.stdout
+        if got[:len(head)] != head or not (len(got) > len(head) and got[len(head)].startswith(last[0])):
+            return _diff("before Kafka's exception", head + last, got[:len(head) + 1])
+        return None
+    if expected != ours.stdout:
+        return _diff("stdout", expected, ours.stdout)
+    if local(theirs.stderr) != ours.summary:
+        return _diff("stderr report", local(theirs.stderr), ours.summary)
+    if theirs.messages and not ours.errors:
+        # Rule ``errors``: kdump words its own errors, but must report one where Kafka did.
+        return f"Kafka reported {theirs.messages!r}; kdump reported nothing"
+    return None
+
+
+def _diff(what: str, a: list[str], b: list[str]) -> str:
+    import difflib
+
+    body = "\n".join(list(difflib.unified_diff(a, b, "kafka-dump-log.sh", "kdump", lineterm="", n=1))[:40])
+    return f"{what} differs:\n{body}"

@@ -1,0 +1,101 @@
+"""Text parity with Kafka's own DumpLogSegments (kafka-dump-log.sh), line for line.
+
+Every file DumpLogSegments accepts under fixtures/real, fixtures/generated and each log
+dir under fixtures/broker (globbed when the tests are collected) is dumped by Kafka's tool
+and by ``kdump dump --format text`` with the same command line, for every option kdump
+takes over from it. stdout must be equal line for line and the closing stderr report
+(index mismatches, non-consecutive offsets) equal per file, except for what README.md's
+departures table lists (tests/kafka/parity.py applies exactly those rules).
+
+DumpLogSegments runs on a private copy of each tree: it creates a missing .index.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import dls
+import parity
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+ROOTS = [FIXTURES / "real", FIXTURES / "generated",
+         *sorted(p for p in (FIXTURES / "broker").glob("*") if p.is_dir())]
+
+LOGS = (".log", ".checkpoint")
+INDEXES = (".index", ".timeindex")
+_STRING = "org.apache.kafka.tools.api.StringDecoder"
+
+# name: (options, suffixes of the files they apply to, partition-dir prefix or None)
+MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...], str | None]] = {
+    "plain": ((), dls.SUFFIXES, None),
+    "deep-iteration": (("--deep-iteration",), LOGS, None),
+    "print-data-log": (("--deep-iteration", "--print-data-log"), LOGS, None),
+    "skip-record-metadata": (("--deep-iteration", "--skip-record-metadata"), LOGS, None),
+    "print-data-skip-metadata": (("--print-data-log", "--skip-record-metadata"), LOGS, None),
+    "max-bytes": (("--deep-iteration", "--max-bytes", "1500"), LOGS, None),
+    "max-message-size": (("--max-message-size", "300"), (".index",), None),
+    "index-sanity-check": (("--index-sanity-check",), INDEXES, None),
+    "verify-index-only": (("--verify-index-only",), INDEXES, None),
+    "string-decoder-classes": (("--key-decoder-class", _STRING, "--value-decoder-class", _STRING), LOGS, None),
+    "long-key-decoder": (("--key-decoder-class", "org.apache.kafka.tools.api.LongDecoder"), LOGS, None),
+    "integer-value-decoder": (("--value-decoder-class", "org.apache.kafka.tools.api.IntegerDecoder"), LOGS, None),
+    "offsets-decoder": (("--offsets-decoder",), LOGS, "__consumer_offsets-"),
+    "transaction-log-decoder": (("--transaction-log-decoder",), LOGS, "__transaction_state-"),
+    "cluster-metadata-decoder": (("--cluster-metadata-decoder",), LOGS, "__cluster_metadata-"),
+    "remote-log-metadata-decoder": (("--remote-log-metadata-decoder",), LOGS, "__remote_log_metadata-"),
+    "share-group-state-decoder": (("--share-group-state-decoder",), LOGS, "__share_group_state-"),
+}
+
+
+def _files(root: Path, suffixes: tuple[str, ...], dir_prefix: str | None) -> list[str]:
+    out = []
+    for dirpath, _, names in os.walk(root):
+        if dir_prefix is not None and not os.path.basename(dirpath).startswith(dir_prefix):
+            continue
+        out += [os.path.relpath(os.path.join(dirpath, n), root) for n in names
+                if dls.accepted(n) and n.endswith(suffixes)]
+    return sorted(out)
+
+
+def _params():
+    for root in ROOTS:
+        for name, (_, suffixes, prefix) in MATRIX.items():
+            files = _files(root, suffixes, prefix)
+            if files:
+                yield pytest.param(root, name, files, id=f"{root.relative_to(FIXTURES)}-{name}")
+
+
+@pytest.fixture(scope="session")
+def kafka_copy(tmp_path_factory):
+    """A private copy of a fixture tree for DumpLogSegments (which may write into it)."""
+    copies: dict[Path, Path] = {}
+
+    def get(root: Path) -> Path:
+        if root not in copies:
+            copies[root] = dls.copy_tree(root, tmp_path_factory.mktemp("dls") / root.name)
+        return copies[root]
+
+    return get
+
+
+@pytest.mark.parametrize("root,name,files", list(_params()))
+def test_text_parity(root, name, files, kafka_copy):
+    options = MATRIX[name][0]
+    copy = kafka_copy(root)
+    theirs = dls.run([str(copy / f) for f in files], options)
+    ours = parity.run_kdump([str(root / f) for f in files], options)
+    failures = []
+    for f in files:
+        problem = parity.compare(ours[str(root / f)], theirs[str(copy / f)], str(copy), str(root))
+        if problem:
+            failures.append(f"{f}: {problem}")
+    assert not failures, f"{len(failures)} of {len(files)} files differ from kafka-dump-log.sh " \
+                         f"{' '.join(options)}:\n\n" + "\n\n".join(failures[:4])
+
+
+def test_departures_table_names_the_rules_the_test_applies():
+    assert parity.readme_rules() == parity.RULES

@@ -1,0 +1,222 @@
+"""Memory after decompression stays a small multiple of the largest payload (issue #19, fault 3).
+
+A 4 MB lz4 segment whose one batch expands to 1000 MiB is within the default limits (ratio
+242 < 255, under the 1 GiB cap). ``dump --data --json`` used 13 GB and ended in ``internal
+error: MemoryError``. Now large values are written in pieces, and running out of memory is a
+located error. Peak memory is measured on a kdump subprocess (``RUSAGE_CHILDREN``); the bomb
+is generated at test time, streamed into the compressor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_repair import _subprocess_env  # noqa: E402
+
+from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER  # noqa: E402
+from kdump.format.crc import crc32c  # noqa: E402
+from kdump.format.varint import encode_varint  # noqa: E402
+from kdump.render import jsonout  # noqa: E402
+from kdump.render.payload import PayloadView  # noqa: E402
+
+MiB = 1 << 20
+NONE, GZIP, LZ4 = 0, 1, 3
+
+
+def write_bomb(path: Path, value_size: int, codec: int = LZ4, fill: bytes = b"a") -> int:
+    """A segment of one batch holding one record whose value is ``value_size`` bytes of
+    ``fill``, compressed in a stream (the value is never in memory whole). Returns its size."""
+    tail = encode_varint(0)                                         # no headers
+    body_len = 1 + 1 + 1 + 1 + len(encode_varint(value_size)) + value_size + len(tail)
+    head = (encode_varint(body_len) + b"\x00" + encode_varint(0) + encode_varint(0) + encode_varint(-1)
+            + encode_varint(value_size))
+    block = fill * (MiB // len(fill))
+    if codec == LZ4:
+        import lz4.frame
+
+        c = lz4.frame.LZ4FrameCompressor(block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
+        parts = [c.begin(), c.compress(head)]
+        compress, flush = c.compress, c.flush
+    elif codec == NONE:
+        parts = [head]
+        compress, flush = bytes, bytes
+    else:
+        import zlib
+
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        parts = [z.compress(head)]
+        compress, flush = z.compress, z.flush
+    left = value_size
+    while left:
+        n = min(left, len(block))
+        parts.append(compress(block[:n]))
+        left -= n
+    parts += [compress(tail), flush()]
+    payload = b"".join(parts)
+    ts = 1700000000000
+    head = V2_HEADER.pack(0, V2_HEADER.size - 12 + len(payload), 0, 2, 0, codec, 0, ts, ts, -1, -1, -1, 1)
+    batch = bytearray(head + payload)
+    struct.pack_into(">I", batch, CRC_OFFSET, crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
+    path.write_bytes(batch)
+    return len(batch)
+
+
+def _peak_rss_of(args: list[str]) -> tuple[int, subprocess.CompletedProcess]:
+    """(peak resident bytes, result) of ``kdump ARGS`` run alone in a fresh child."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+            "sys.stderr.buffer.write(p.stderr)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
+            "sys.exit(p.returncode)\n")
+    r = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "kdump", *args], env=_subprocess_env(),
+                       capture_output=True, text=True)
+    return int(r.stdout.strip().splitlines()[-1]), r
+
+
+@pytest.mark.skipif(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") < 8 << 30,
+                    reason="needs 8 GiB of memory to show the bound")
+def test_dump_json_of_a_1000_mib_lz4_bomb_stays_within_a_small_multiple(tmp_path):
+    d = tmp_path / "bomb-0"
+    d.mkdir()
+    seg = d / "00000000000000000000.log"
+    size = write_bomb(seg, 1000 * MiB)
+    assert (1000 * MiB) / size < 255          # within the default --max-expansion: it is decoded
+    peak, r = _peak_rss_of(["dump", "--data", "--json", str(seg)])
+    assert r.returncode == 0, r.stderr
+    assert peak < 3 * 1000 * MiB, f"peak RSS {peak >> 20} MiB for a 1000 MiB value"     # 2025 MiB here
+
+
+@pytest.mark.parametrize("encoding", ["utf8", "base64"])
+def test_dump_json_of_a_60_mib_gzip_value(tmp_path, encoding):
+    """Under the always-allowed 64 MiB: it used 1.16 GB (617 MiB here for this text; 137 MiB now)."""
+    seg = tmp_path / "00000000000000000000.log"
+    write_bomb(seg, 60 * MiB, GZIP, fill="ü€\x01".encode())
+    peak, r = _peak_rss_of(["dump", "--data", "--json", "--encoding", encoding, str(seg)])
+    assert r.returncode == 0, r.stderr
+    assert peak < 3 * 60 * MiB, f"peak RSS {peak >> 20} MiB for a 60 MiB value"
+
+
+def test_running_out_of_memory_is_a_located_error(tmp_path):
+    seg = tmp_path / "00000000000000000000.log"
+    write_bomb(seg, 200 * MiB)
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))\n"
+            "from kdump.cli import main\n"
+            "main(sys.argv[1:])\n")
+    r = subprocess.run([sys.executable, "-c", code, "dump", "--data", "--json", str(seg)], env=_subprocess_env(),
+                       capture_output=True, text=True)
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.splitlines()[0].startswith(f"kdump: error: {seg}:0: not enough memory to "), r.stderr
+
+
+@pytest.mark.parametrize("encoding", ["utf8", "base64", "hex"])
+def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
+    """The streamed path writes exactly what ``py_batch_line`` (and so the C writer) writes."""
+    from kdump.format.build import build_v2_batch
+    from kdump.format.walk import Walker, decode_records
+
+    monkeypatch.setattr(jsonout, "STREAM_CHUNK", 7)
+    values = [bytes(range(256)) * 3, "é€😀 \x00\x1f\"\\".encode() * 5, b"\xff\xfe\xc3" * 11, b"", None, b"x" * 7]
+    recs = [(i, 1700000000000 + i, b"k" * (3 * i), v, [("h", b"\x00" * 20), ("g", None)]) for i, v in
+            enumerate(values)]
+    buf = build_v2_batch(recs)
+    batch = next(iter(Walker(buf)))
+    records = decode_records(buf, batch)
+    view = PayloadView(encoding)
+    line = jsonout.py_batch_line('"f"', batch, records, view)
+    assert "".join(jsonout.batch_pieces('"f"', batch, records, view)) == line
+    assert "".join(jsonout.batch_pieces('"f"', batch, records, view, "oops")) == \
+        jsonout.py_batch_line('"f"', batch, records, view, "oops")
+    json.loads(line)
+
+
+@pytest.mark.parametrize("codec", [NONE, LZ4, GZIP])
+def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path, codec):
+    seg = tmp_path / "00000000000000000000.log"
+    write_bomb(seg, 3 * MiB + 5, codec, fill="ü€".encode())
+    from kdump.format.walk import Walker, decode_records
+
+    data = seg.read_bytes()
+    batch = next(iter(Walker(data)))
+    records = decode_records(data, batch)
+    assert jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE
+    outs = []
+    for above in (jsonout.STREAM_ABOVE, 1 << 40):         # in pieces, then as one line
+        r = subprocess.run([sys.executable, "-c", f"from kdump.render import jsonout; jsonout.STREAM_ABOVE = "
+                            f"{above}; from kdump.cli import main; main(['dump', '--data', '--json', {str(seg)!r}])"],
+                           env=_subprocess_env(), capture_output=True)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+    assert outs[0] == outs[1] and json.loads(outs[0])["records"][0]["value_size"] == 3 * MiB + 5
+
+
+# -- faults 7 and 10: checkpoints and producer snapshots are streamed ------------------------------
+
+def _big_checkpoints(root: Path, n: int) -> tuple[Path, Path, Path]:
+    """A log dir whose recovery-point checkpoint lists ``n`` partitions, and a partition whose
+    leader-epoch-checkpoint has ``n`` entries and whose producer snapshot has ``n`` producers."""
+    from kdump.format.snapshot import encode_snapshot
+
+    logdir = root / "logs"
+    part = logdir / "t-0"
+    part.mkdir(parents=True)
+    with open(logdir / "recovery-point-offset-checkpoint", "w") as f:
+        f.write(f"0\n{n}\n")
+        f.writelines(f"topic-with-a-longish-name {i} {i * 1000}\n" for i in range(n))
+    with open(part / "leader-epoch-checkpoint", "w") as f:
+        f.write(f"0\n{n}\n")
+        f.writelines(f"{i} {i * 10}\n" for i in range(n))
+    snap = part / f"{0:020d}.snapshot"
+    snap.write_bytes(encode_snapshot((i, 1, 5, i * 10, 0, 1700000000000, -1, -1) for i in range(n)))
+    return logdir, part, snap
+
+
+N = 400_000         # 6 MB of checkpoint, 18 MB of snapshot: about 30 times that in memory before
+
+
+@pytest.mark.parametrize("what", ["verify", "dump-epochs", "dump-checkpoint", "dump-snapshot", "recover"])
+def test_checkpoints_and_snapshots_are_read_in_bounded_memory(tmp_path, what):
+    """Issue #19, faults 7 and 10: a 10 M-line checkpoint cost 4.5 GB in verify and 3.9 GB in
+    dump; a 2 M-entry snapshot 1.47 GB in dump. Peak memory no longer grows with the file."""
+    logdir, part, snap = _big_checkpoints(tmp_path, N)
+    args = {"verify": ["verify", "-q", str(logdir)],
+            "dump-epochs": ["dump", "--json", str(part / "leader-epoch-checkpoint")],
+            "dump-checkpoint": ["dump", str(logdir / "recovery-point-offset-checkpoint")],
+            "dump-snapshot": ["dump", "--json", str(snap)],
+            "recover": ["recover", "-q", str(part)]}[what]
+    peak, r = _peak_rss_of(args)
+    assert r.returncode in (0, 1), r.stderr
+    assert peak < 60 * MiB, f"peak RSS {peak >> 20} MiB"      # 16-24 MiB here (190-340 MiB before)
+
+
+def test_streamed_side_files_show_the_same_rows(tmp_path):
+    from corruption import run_kdump
+
+    from kdump.format.checkpoint import parse_checkpoint
+    from kdump.format.snapshot import parse_snapshot
+
+    _, part, snap = _big_checkpoints(tmp_path, 1000)
+    rows = [json.loads(line) for line in run_kdump("dump", "--json", snap).out.splitlines()]
+    assert [{k: v for k, v in row.items() if k != "file"} for row in rows] == \
+        [e.to_dict() for e in parse_snapshot(snap.read_bytes()).entries]
+    r = run_kdump("dump", "--format", "text", part / "leader-epoch-checkpoint")
+    assert r.out.splitlines()[1:] == [f"epoch: {e.epoch} startOffset: {e.start_offset}" for e in
+                                      parse_checkpoint((part / "leader-epoch-checkpoint").read_bytes(),
+                                                       "leader-epoch-checkpoint")]
+    # A malformed file still shows no rows, only its located error.
+    with open(part / "leader-epoch-checkpoint", "a") as f:
+        f.write("x y\n")
+    r = run_kdump("dump", "--json", part / "leader-epoch-checkpoint")
+    assert r.code == 1 and r.out == "" and r.err == (
+        f"kdump: error: {part / 'leader-epoch-checkpoint'}:1003: Malformed line in checkpoint file "
+        f"[{part / 'leader-epoch-checkpoint'}]: x y\n")
