@@ -40,6 +40,10 @@ COMMANDS = {
     "dump": ["dump", *TREE],
     "dump-records": ["dump", "--records", "--data", *TREE],
     "recover": ["recover", str(FIXTURES / "generated")],
+    # main's exit rules and flood control, DumpLogSegments' closing report (stderr) over broker-written dirs
+    "verify-strict-problems": ["verify", "--strict", "--problems", *TREE, str(FIXTURES / "broker")],
+    "dump-broker": ["dump", "--records", "--data", str(FIXTURES / "broker")],
+    "recover-broker": ["recover", str(FIXTURES / "broker" / "all-shapes"), str(FIXTURES / "broker" / "cleaner-crash")],
 }
 
 
@@ -147,6 +151,42 @@ def test_recover_apply_does_the_same_at_j2(tmp_path):
     again = _damaged_logdir(tmp_path / "again")
     run_kdump("recover", "--apply", "--yes", "--full", "--quarantine", str(tmp_path / "q2"), again, "-j", "2")
     assert run_kdump("verify", "-q", again, "-j", "2").code == 0
+
+
+def test_verify_truncate_quarantines_and_respects_locks_the_same_at_j2(tmp_path):
+    """A cut in a first segment quarantines the later one; a partition another run holds
+    locked is reported (exit 3) and left alone: the same at -j 1 and -j 2."""
+    import fcntl
+    import re
+
+    from kdump.writelock import LOCK_NAME
+
+    def stamped(text: str) -> str:
+        return re.sub(r"kdump-quarantine-[0-9TZ]+", "kdump-quarantine-T", text)
+
+    results, trees = [], []
+    for jobs in ("1", "2"):
+        logdir = tmp_path / f"j{jobs}" / "logdir"
+        for name in ("zstd-v2-0", "torn-tail-0", "transactions-0"):
+            copy_tree(FIXTURES / "generated" / name, logdir)
+        held = copy_tree(FIXTURES / "generated" / "gzip-v2-0", logdir)
+        for partition in (logdir / "zstd-v2-0", held):
+            append_garbage(sorted(partition.glob("*.log"))[0], 200, seed=1)
+        fd = os.open(held / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            r = run_kdump("verify", "--truncate", logdir, "-j", jobs)
+        finally:
+            os.close(fd)
+        results.append((r.code, r.out.replace(str(logdir), "L"), stamped(r.err.replace(str(logdir), "L"))))
+        trees.append({stamped(k): v for k, v in tree_bytes(logdir).items()})
+    assert results[0] == results[1]
+    assert trees[0] == trees[1]
+    code, _, err = results[0]
+    assert code == 3
+    assert "L/gzip-v2-0: another kdump run is writing to this partition" in err
+    assert "kdump-quarantine-T" in err and "kdump: truncated L/zstd-v2-0/" in err
+    assert not any(k.startswith("gzip-v2-0/") and ".corrupt-" in k for k in trees[0])
 
 
 # -- the pool -------------------------------------------------------------------------------------
