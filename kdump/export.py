@@ -695,11 +695,13 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
 def export_local(paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
-                 threads: bool = True, limits: Limits = DEFAULT_LIMITS) -> ExportResult:
-    """Export in this process (no Spark): Parquet through pyarrow, or NDJSON.
+                 threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1) -> ExportResult:
+    """Export on this machine (no Spark): Parquet through pyarrow, or NDJSON.
 
     ``threads=False`` encodes Parquet in the decoding thread (one core), for comparisons.
     ``limits`` bound decompression as in ``dump``: a payload beyond them is an error row.
+    ``jobs``: worker processes, each writing whole output directories (the files are the
+    same as from one process).
     """
     from .extras import require_pyarrow
     from .outdir import check_out, staged
@@ -712,14 +714,41 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     if fmt == "parquet":
         require_pyarrow()
     try:
+        from .parallel import ordered_map
+
         with staged(out, overwrite, paths) as tmp:      # renamed to `out` only when complete
-            if fmt == "parquet":
-                tally = write_parquet(slices, tmp, partition_by, scope, threads=threads, limits=limits)
-            else:
-                tally = write_ndjson(slices, tmp, partition_by, encoding, scope, limits=limits)
+            def write(group: list[Slice]) -> _Tally:
+                if fmt == "parquet":
+                    return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits)
+                return write_ndjson(group, tmp, partition_by, encoding, scope, limits=limits)
+
+            tally = _Tally()
+            for t in ordered_map(write, _by_output_dir(slices, tmp, partition_by), jobs):
+                tally.rows += t.rows
+                tally.error_rows += t.error_rows
+                tally.errors += t.errors[:MAX_REPORTED_ERRORS - len(tally.errors)]
     except OSError as e:
         raise WriteError(f"cannot write the export: {e.strerror or e}", file=out) from None
     return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors)
+
+
+def _by_output_dir(slices: list[Slice], out: str, partition_by: tuple[str, ...]) -> list[list[Slice]]:
+    """The slices cut into runs that each fill whole output directories: a worker's unit. A
+    directory fed from two places in the order (no partition column) makes it one run."""
+    runs: list[list[Slice]] = []
+    seen: set[str] = set()
+    current = None
+    for sl in slices:
+        d = _hive_dir(out, partition_by, sl)
+        if d == current:
+            runs[-1].append(sl)
+        elif d in seen:
+            return [slices]
+        else:
+            seen.add(d)
+            current = d
+            runs.append([sl])
+    return runs
 
 
 def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by: tuple[str, ...],

@@ -527,15 +527,19 @@ class _TimeCheck:
 # -- one walk for both ----------------------------------------------------------------------------
 
 def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, timeindex: TimeIndexFile | None = None,
-                   *, interval_bytes: int | None = None,
-                   limits: Limits = DEFAULT_LIMITS) -> tuple[IndexCheck | None, IndexCheck | None]:
+                   *, interval_bytes: int | None = None, limits: Limits = DEFAULT_LIMITS,
+                   convention: bool = True) -> tuple[IndexCheck | None, IndexCheck | None]:
     """Check an offset index and/or a time index against ``log_buf`` in one forward walk.
 
     ``interval_bytes``: when given, entries closer than that are faults; otherwise the
     range of index.interval.bytes values the gaps fit is inferred (``IndexCheck.interval``).
+    ``convention=False``: do not decode records only to tell the time index's convention
+    apart (the findings are the same; ``IndexCheck.convention`` may say "either").
     """
     oc = _OffsetCheck(base_offset, index, interval_bytes) if index is not None else None
     tc = _TimeCheck(log_buf, base_offset, timeindex, limits) if timeindex is not None else None
+    if tc is not None and not convention:
+        tc.budget = 0
     walker = Walker(log_buf, limits=limits)
     if oc is not None and tc is not None:
         feed_o, feed_t = oc.on_batch, tc.on_batch

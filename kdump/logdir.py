@@ -96,11 +96,12 @@ def _sort_key(f: LogFile):
     return (f.base_offset is None, base, _KIND_ORDER.get(f.kind, 9), leftover_rank, f.name)
 
 
-def partition_files(directory: str) -> list[LogFile]:
-    """Every file kdump knows in one partition dir, segments in base-offset order."""
+def partition_files(directory: str, entries: list[os.DirEntry] | None = None) -> list[LogFile]:
+    """Every file kdump knows in one partition dir, segments in base-offset order
+    (``entries``: its listing, when the caller has just made one)."""
     topic, partition = _partition_of(directory)
     files = []
-    for entry in _scandir(directory):
+    for entry in _scandir(directory) if entries is None else entries:
         f = _log_file(os.path.join(directory, entry.name), topic, partition)
         if f is not None and _is_file(entry):
             files.append(f)
@@ -114,6 +115,23 @@ def _is_file(entry: os.DirEntry) -> bool:
         return entry.is_file()
     except OSError:
         return entry.is_symlink()
+
+
+# The partition listings ``expand`` just made, for a caller that would list the same dir
+# again (verify's neighbour checks): each is taken once, so a later listing (after a
+# repair) is always fresh.
+_listings: dict[str, list[LogFile]] = {}
+
+
+def take_listing(directory: str) -> list[LogFile] | None:
+    """``partition_files(directory)`` as ``expand`` found it moments ago, once; else None."""
+    return _listings.pop(directory, None)
+
+
+def _listed(files: list[LogFile]) -> list[LogFile]:
+    if files:
+        _listings[os.path.dirname(files[0].path)] = files
+    return files
 
 
 def _scandir(directory: str) -> list[os.DirEntry]:
@@ -157,7 +175,7 @@ def expand(path: str, _depth: int = 0) -> list[LogFile]:
         return [f]
     entries = _scandir(path)
     if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
-        return partition_files(path)
+        return _listed(partition_files(path, entries))
     out = [f for e in sorted(entries, key=lambda e: e.name)
            for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None and _is_file(e)]
     partitions, others = [], []
@@ -166,12 +184,13 @@ def expand(path: str, _depth: int = 0) -> list[LogFile]:
             continue
         sub = os.path.join(path, e.name)
         parsed = parse_partition_dir(e.name)
-        if parsed is not None and _is_partition_dir(_scandir(sub), e.name):
-            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub))
+        listing = _scandir(sub) if parsed is not None else None
+        if listing is not None and _is_partition_dir(listing, e.name):
+            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub, listing))
         else:
             others.append(sub)
-    for _, directory in sorted(partitions):
-        out.extend(partition_files(directory))
+    for _, directory, listing in sorted(partitions, key=lambda p: p[:2]):
+        out.extend(_listed(partition_files(directory, listing)))
     if _depth < MAX_DEPTH:
         for sub in sorted(others):
             out.extend(expand(sub, _depth + 1))
@@ -200,6 +219,19 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
                                            file=path)
         out.extend(chosen)
     return out
+
+
+def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
+    """``files`` cut into runs of one directory each: a partition, the unit the whole-log-dir
+    commands check and spread over worker processes."""
+    groups: list[tuple[str, list[LogFile]]] = []
+    for f in files:
+        d = os.path.dirname(f.path)
+        if groups and groups[-1][0] == d:
+            groups[-1][1].append(f)
+        else:
+            groups.append((d, [f]))
+    return groups
 
 
 def siblings(f: LogFile, ext: str) -> str:

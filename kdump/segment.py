@@ -55,6 +55,9 @@ def strip_leftover(name: str) -> tuple[str, str | None]:
 # from the page cache with a minor fault, so this bounds memory without changing results.
 TRIM_ABOVE = 64 << 20
 FOLLOW_BEHIND = 16 << 20
+# A small file is read rather than mapped: one copy costs less than mapping, faulting in
+# and unmapping it, which dominates on a log dir of thousands of small partitions.
+READ_BELOW = 256 << 10
 
 
 # Who hears how far sequential readers have got: ``callback(path, position)`` (the CLI's
@@ -198,6 +201,8 @@ class MappedFile:
             self.size = st.st_size
             if st.st_size == 0:
                 self.buf: bytes | mmap.mmap = b""
+            elif st.st_size <= READ_BELOW:
+                self.buf = _read_fd(fd, st.st_size)
             else:
                 self._mm = _SegmentMap(fd, 0, access=mmap.ACCESS_READ)
                 self._mm.path = path
@@ -247,6 +252,18 @@ def file_size(path: str) -> int:
         return 0
 
 
+def _read_fd(fd: int, size: int) -> bytes:
+    """The file's bytes, up to ``size`` (a file cut meanwhile gives fewer, as a map would fault)."""
+    chunks, got = [], 0
+    while got < size:
+        chunk = os.pread(fd, size - got, got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def read_small(path: str, limit: int = 64 << 20) -> bytes:
     """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
     fd = open_regular(path)
@@ -256,7 +273,11 @@ def read_small(path: str, limit: int = 64 << 20) -> bytes:
             if size > limit:        # refused unread: it may be a sparse file of any size
                 raise InputError(f"{size} bytes is more than kdump reads of this kind of file ({limit})",
                                  file=path)
-            data = f.read(limit + 1)
+            # Ask for the size seen (+1 to notice growth), not for the limit: a read of
+            # `limit` bytes allocates that much for every small file.
+            data = f.read(size + 1)
+            if len(data) > size:
+                data += f.read(limit + 1 - len(data))
     except OSError as e:
         raise _input_error(path, e) from None
     if len(data) > limit:

@@ -15,7 +15,7 @@ from ..reader import Filters, SegmentReader, out_of_memory
 from ..render.payload import PayloadView
 from ..segment import file_size
 from .dlsoptions import decoder_for_class, dls_options, split_files
-from .options import Output, limits_option, output_options
+from .options import Output, jobs_option, jobs_or_default, limits_option, output_options
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -75,11 +75,12 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="Read only the first N bytes of each file (whole batches only).")
 @dls_options
 @limits_option
+@jobs_option
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
          skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
-         max_expansion, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
+         max_expansion, jobs, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
          index_sanity_check, verify_index_only, max_message_size):
     """Dump segments, KRaft snapshots, indexes and side files.
 
@@ -115,7 +116,8 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     limits=limits_for(max_decompressed, max_expansion),
-                    index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size))
+                    index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size),
+                    jobs=jobs_or_default(jobs))
 
 
 def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool):
@@ -156,7 +158,7 @@ def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
 
 def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, filters: Filters,
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
-             index_opts: IndexOptions = IndexOptions()) -> int:
+             index_opts: IndexOptions = IndexOptions(), jobs: int = 1) -> int:
     status = ExitStatus.OK
     files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
     for path in paths:
@@ -179,21 +181,35 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                 status = max(status, e.exit_code)
         files.extend((f, not os.path.isdir(path)) for f in expanded)
     next_base = _segment_ranges([f for f, _ in files])
-    renderer = _renderer(out, view, records, data, skip_metadata)
+    from ..parallel import in_process, ordered_output
     from .progress import Progress
 
-    total = sum(file_size(f.path) for f, _ in files)
-    matched = [0]                              # batches shown, to say when a range matched nothing
-    with Progress.for_output(out, total, "dump") as progress:
+    # A partition at a time (consecutive files of one directory), each with its own renderer:
+    # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
+    # which each unit hands back to be printed after all of them.
+    units: list[list[tuple[LogFile, bool]]] = []
+    for f, explicit in files:
+        if units and os.path.dirname(units[-1][-1][0].path) == os.path.dirname(f.path):
+            units[-1].append((f, explicit))
+        else:
+            units.append([(f, explicit)])
+    here = in_process(units, jobs)
+
+    def dump_unit(unit, out: Output) -> tuple[int, int, list]:
+        status = ExitStatus.OK
+        matched = [0]                          # batches shown, to say when a range matched nothing
+        renderer = _renderer(out, view, records, data, skip_metadata)
+        mine = progress if here else None
         try:
-            for f, explicit in files:
+            for f, explicit in unit:
                 if not explicit and _outside_range(f, next_base.get(f.path), filters):
-                    progress.done(f.path)
+                    if mine is not None:
+                        mine.done(f.path)
                     continue
                 try:
                     if f.kind in BATCH_KINDS:
                         status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
-                                                           records, filters, out, progress, limits, matched))
+                                                           records, filters, out, mine, limits, matched))
                     elif out.format == "text" and f.kind in (INDEX, TIMEINDEX) and f.leftover is None \
                             and f.base_offset is not None:
                         status = max(status, _dump_dls_index(f, renderer, view, out, index_opts, limits))
@@ -203,13 +219,30 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                     renderer.finish()
                     _error(out, e.located(f.path))
                     status = max(status, e.exit_code)
-                progress.done(f.path)
+                if mine is not None:
+                    mine.done(f.path)
         finally:
             renderer.finish()
-            for line in getattr(renderer, "summary_lines", list)():
+        return status, matched[0], getattr(renderer, "summary", [])
+
+    matched = 0
+    summary: list = []
+    with Progress.for_output(out, lambda: sum(file_size(f.path) for f, _ in files), "dump") as progress:
+        try:
+            for unit, (unit_status, n, blocks) in zip(units, ordered_output(dump_unit, units, jobs, out)):
+                status = max(status, unit_status)
+                matched += n
+                summary += blocks
+                if not here and progress.enabled:
+                    for f, _ in unit:       # a worker's reads are not seen here
+                        progress.done(f.path)
+        finally:
+            from ..render.dump import summary_lines
+
+            for line in summary_lines(summary):
                 click.echo(line, err=True)
     ranges = _ranges(filters)
-    if ranges and not matched[0] and status == ExitStatus.OK and any(f.kind in BATCH_KINDS for f, _ in files):
+    if ranges and not matched and status == ExitStatus.OK and any(f.kind in BATCH_KINDS for f, _ in files):
         out.note(f"kdump: nothing matched {ranges}: no batch in the files read has offsets or times in that range")
     return int(status)
 

@@ -6,7 +6,7 @@ import click
 
 from ..errors import ExitStatus, KdumpError, UsageError
 from ..format.codecs import limits_for
-from .options import limits_option, paths_argument
+from .options import jobs_option, jobs_or_default, limits_option, paths_argument
 
 
 def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
@@ -40,11 +40,12 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--split-bytes", type=click.IntRange(min=0), default=32 << 20, show_default=True,
               help="Split segments larger than this at .index positions (0: one task per segment).")
 @limits_option
+@jobs_option
 @click.option("--overwrite", is_flag=True, help="Replace the output directory if it is not empty.")
 @click.option("--json", "json_flag", is_flag=True, help="Print a JSON summary object on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
 def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, max_decompressed,
-           max_expansion, overwrite, json_flag, quiet):
+           max_expansion, jobs, overwrite, json_flag, quiet):
     """Export the records under PATHS to Parquet or NDJSON files in --out.
 
     One row per record: topic, partition, segment, file, position, base_offset, offset,
@@ -59,6 +60,8 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     conf_map = parse_conf(conf)
     if engine == "local" and (master or conf_map or writer):
         raise UsageError("--master, --conf and --writer apply to --engine spark only")
+    if engine == "spark" and jobs is not None:
+        raise UsageError("--jobs applies to --engine local only (Spark's parallelism is its master's)")
     columns = parse_partition_by(partition_by)
     options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
                "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion)}
@@ -80,7 +83,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         except KdumpError:
             files = []          # export_local reports it in its own words
         with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
-            result = export_local(list(paths), out, **options)
+            result = export_local(list(paths), out, jobs=jobs_or_default(jobs), **options)
     _report(result, out, fmt, engine, json_flag, quiet)
     return int(result.status if result.status else ExitStatus.OK)
 

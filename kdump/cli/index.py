@@ -15,7 +15,8 @@ import click
 from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from ..errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
 from ..logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
-from .options import Output, force_option, output_options, paths_argument
+from ..segment import file_size
+from .options import Output, force_option, jobs_option, jobs_or_default, output_options, paths_argument
 
 DEFAULT_INTERVAL = DEFAULT_INDEX_INTERVAL_BYTES
 EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
@@ -143,9 +144,10 @@ def index_options(f: Callable) -> Callable:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
 @index_options
+@jobs_option
 @output_options
-def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force, json_flag,
-          fmt, color, quiet):
+def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force, jobs,
+          json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild offset indexes (.index).
 
     PATHS are .index files, their segments (.log), partition directories or log
@@ -153,14 +155,15 @@ def index(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, tim
     --rebuild is given; a missing .index is reported, never created.
     """
     return run(INDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force)
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force, jobs_or_default(jobs))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
 @index_options
+@jobs_option
 @output_options
-def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force,
+def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes, time_offset, no_backup, force, jobs,
               json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild time indexes (.timeindex).
 
@@ -169,7 +172,7 @@ def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes,
     reported, never created.
     """
     return run(TIMEINDEX, paths, verify or verify_index_only, verify_index_only, sanity, rebuild, interval_bytes,
-               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force)
+               time_offset, no_backup, Output(json_flag, fmt, color, quiet), force, jobs_or_default(jobs))
 
 
 def _renderer(out: Output):
@@ -183,38 +186,61 @@ def _renderer(out: Output):
 
 
 def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild: bool, interval_bytes: int | None,
-        time_offset: str | None, no_backup: bool, out: Output, force: bool = False) -> int:
+        time_offset: str | None, no_backup: bool, out: Output, force: bool = False, jobs: int = 1) -> int:
     if rebuild and (verify or sanity):
         raise UsageError("--rebuild cannot be combined with --verify, --verify-index-only or --sanity")
     if not rebuild and (no_backup or time_offset or force):
         raise UsageError("--no-backup, --time-offset and --force apply only with --rebuild")
-    renderer = _renderer(out)
-    status = ExitStatus.OK
-    try:
-        if rebuild:
+    if rebuild:
+        renderer = _renderer(out)
+        try:
             return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer, force))
-        found: list[list[Item] | KdumpError] = []
-        for path in paths:
-            try:
-                found.append(items_for(path, kind))
-            except KdumpError as e:
-                found.append(e)
-        from .progress import Progress
+        finally:
+            renderer.finish()
+    from ..parallel import ordered_output
+    from .progress import Progress
 
-        logs = {i.log for items in found if isinstance(items, list) for i in items if i.log} if verify else set()
-        with Progress.for_paths(out, [p for p in logs if os.path.isfile(p)], f"{kind} --verify") as progress:
-            for items in found:
-                if isinstance(items, KdumpError):
-                    renderer.finish()
-                    _error(items)
-                    status = max(status, items.exit_code)
-                    continue
-                for item in items:
-                    status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
-                    if item.log in logs:
+    # A partition's items at a time (an unreadable PATH is a unit of its own, so its error
+    # line comes where -j 1 prints it), each unit with its own renderer.
+    units: list = []
+    for path in paths:
+        try:
+            items = items_for(path, kind)
+        except KdumpError as e:
+            units.append(e)
+            continue
+        for item in items:
+            if units and isinstance(units[-1], list) and \
+                    os.path.dirname(units[-1][-1].path) == os.path.dirname(item.path):
+                units[-1].append(item)
+            else:
+                units.append([item])
+
+    def run_unit(unit, out: Output) -> int:
+        if isinstance(unit, KdumpError):
+            _error(unit)
+            return unit.exit_code
+        status = ExitStatus.OK
+        renderer = _renderer(out)
+        try:
+            for item in unit:
+                status = max(status, _one(item, verify, verify_only, sanity, interval_bytes, renderer))
+        finally:
+            renderer.finish()
+        return status
+
+    def logs() -> list[str]:
+        return [p for p in {i.log for u in units if isinstance(u, list) for i in u if i.log} if os.path.isfile(p)]
+
+    status = ExitStatus.OK
+    with Progress.for_output(out, (lambda: sum(file_size(p) for p in logs())) if verify else 0,
+                             f"{kind} --verify") as progress:
+        for unit, unit_status in zip(units, ordered_output(run_unit, units, jobs, out)):
+            status = max(status, unit_status)
+            if verify and progress.enabled and isinstance(unit, list):
+                for item in unit:       # a worker's reads are not seen here
+                    if item.log and os.path.isfile(item.log):
                         progress.done(item.log)
-    finally:
-        renderer.finish()
     return int(status)
 
 

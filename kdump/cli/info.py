@@ -11,13 +11,14 @@ from ..logdir import BATCH_KINDS, resolve
 from ..render.escape import printable
 from ..state.render import when as _time
 from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
-from .options import Output, output_options, paths_argument
+from .options import Output, jobs_option, jobs_or_default, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
+@jobs_option
 @output_options
-def info(paths, json_flag, fmt, color, quiet):
+def info(paths, jobs, json_flag, fmt, color, quiet):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,
     codecs, producers, transactional and control share, batch-size histogram.
 
@@ -26,11 +27,17 @@ def info(paths, json_flag, fmt, color, quiet):
     from .progress import Progress
 
     out = Output(json_flag, fmt, color, quiet)
+    from ..logdir import directory_groups
+    from ..parallel import ordered_map
+
     files = resolve(paths, kinds=BATCH_KINDS)
     status = ExitStatus.OK
     summaries = []
-    with Progress.for_paths(out, [f.path for f in files], "info"):
-        for s in summarize(files):
+    groups = directory_groups(files)
+    with Progress.for_paths(out, [f.path for f in files], "info") as progress:
+        for group, s in zip(groups, ordered_map(_summary, groups, jobs_or_default(jobs))):
+            for f in group[1]:
+                progress.done(f.path)       # a worker's reads are not seen here
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
             if out.format == "json":
@@ -46,6 +53,10 @@ def info(paths, json_flag, fmt, color, quiet):
     if summaries:
         _table(out, summaries)
     return int(status)
+
+
+def _summary(group) -> PartitionSummary:
+    return next(summarize(group[1]))
 
 
 def _or_dash(v) -> str:

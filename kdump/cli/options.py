@@ -62,6 +62,21 @@ def output_options(f: Callable) -> Callable:
     return f
 
 
+def jobs_option(f: Callable) -> Callable:
+    """-j/--jobs: worker processes for a run over several partitions."""
+    return click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+                        help="Spread the partitions over N worker processes [default: the number of CPUs]; the "
+                             "output is the same, in the same order, as with -j 1.")(f)
+
+
+def jobs_or_default(jobs: int | None) -> int:
+    if jobs is not None:
+        return jobs
+    from ..parallel import default_jobs
+
+    return default_jobs()
+
+
 def paths_argument(f: Callable) -> Callable:
     return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(f)
 

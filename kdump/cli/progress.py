@@ -35,12 +35,16 @@ class Progress:
         self._task = None
 
     @classmethod
-    def for_output(cls, out, total_bytes: int, label: str) -> Progress:
-        return cls(total_bytes, label, enabled(out), _isatty(sys.stdout))
+    def for_output(cls, out, total_bytes, label: str) -> Progress:
+        """``total_bytes`` may be a function, called only if the bar can be shown (a stat per file)."""
+        on = enabled(out)
+        if callable(total_bytes):
+            total_bytes = total_bytes() if on else 0
+        return cls(total_bytes, label, on, _isatty(sys.stdout))
 
     @classmethod
     def for_paths(cls, out, paths, label: str) -> Progress:
-        return cls.for_output(out, sum(segment.file_size(p) for p in paths), label)
+        return cls.for_output(out, lambda: sum(segment.file_size(p) for p in paths), label)
 
     def advance(self, path: str, position: int) -> None:
         """``path`` has been read up to ``position`` (monotonic per file)."""

@@ -9,7 +9,7 @@ import click
 
 from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from ..errors import ExitStatus, KdumpError, UsageError
-from .options import Output, _isatty, force_option, output_options
+from .options import Output, _isatty, force_option, jobs_option, jobs_or_default, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,8 +29,9 @@ from .options import Output, _isatty, force_option, output_options
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="The topic's index.interval.bytes (the broker's index rebuild rule).")
 @force_option
+@jobs_option
 @output_options
-def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, force,
+def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, force, jobs,
             json_flag, fmt, color, quiet):
     """Plan (and with --apply carry out) a broker's startup recovery, offline.
 
@@ -58,7 +59,7 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     # Writing: each partition is locked before it is planned, until its plan is carried out.
     with Locks(force) as locks:
         return _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes,
-                        out, locks if (apply_ or salvage_dir) else None)
+                        out, locks if (apply_ or salvage_dir) else None, jobs_or_default(jobs))
 
 
 def _partitions(targets, logdir) -> set[tuple[str, int]]:
@@ -74,7 +75,7 @@ def _partitions(targets, logdir) -> set[tuple[str, int]]:
 
 
 def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, out,
-             locks) -> int:
+             locks, jobs: int = 1) -> int:
     from ..recovery import (
         LogDirState,
         RecoverOptions,
@@ -88,6 +89,7 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
     )
     from ..render.escape import printable
     from ..render.verify import change_line, plan_renderer
+    from ..segment import file_size
     from . import error_line
     from .progress import Progress
 
@@ -103,27 +105,41 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
     for extra in (quarantine_dir, salvage_dir):
         if extra:
             check_quarantine_root(extra, {ld for _, ld in targets})
-    states: dict[str | None, LogDirState] = {}
+    from ..parallel import ordered_map
+
+    states = {logdir: LogDirState.read(logdir, _partitions(targets, logdir))
+              for logdir in dict.fromkeys(ld for _, ld in targets)}
+
+    def plan_one(target):
+        # With --apply/--salvage the partition is locked (here: plans are then made in this
+        # process) before it is planned, until its plan is carried out.
+        directory, logdir = target
+        cleaned = []
+        try:
+            if locks is not None:
+                cleaned = locks.take(directory)
+            return cleaned, plan_partition(directory, states[logdir], opts)
+        except KdumpError as e:
+            return cleaned, e.located(directory)
+
     renderer = plan_renderer(out)
-    plans = []
+    plans = []          # those with something to salvage or apply; the others are only printed
+    planned = 0
     try:
-        with Progress.for_paths(out, _segments(targets), "recover"):
-            for directory, logdir in targets:
-                if logdir not in states:
-                    states[logdir] = LogDirState.read(logdir, _partitions(targets, logdir))
-                try:
-                    if locks is not None:
-                        for c in locks.take(directory):
-                            out.note(change_line(c))
-                    plan = plan_partition(directory, states[logdir], opts)
-                except KdumpError as e:
-                    click.echo(error_line(e.located(directory)), err=True)
-                    status = max(status, e.exit_code)
+        with Progress.for_output(out, lambda: sum(file_size(p) for p in _segments(targets)), "recover"):
+            for cleaned, plan in ordered_map(plan_one, targets, 1 if locks is not None else jobs):
+                for c in cleaned:
+                    out.note(change_line(c))
+                if isinstance(plan, KdumpError):
+                    click.echo(error_line(plan), err=True)
+                    status = max(status, plan.exit_code)
                     continue
                 if locks is not None and not plan.actions and not (salvage_dir and plan.salvage_sources):
-                    locks.drop(directory)
+                    locks.drop(plan.directory)
                 renderer.plan(plan)
-                plans.append(plan)
+                planned += 1
+                if salvage_dir or plan.actions:
+                    plans.append(plan)
                 if plan.incomplete:
                     status = max(status, ExitStatus.INCOMPLETE)
                 elif plan.damaged:
@@ -145,7 +161,7 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
             out.note(f"kdump: {steps} step{'s' if steps != 1 else ''} planned in {len(todo)} partition"
                      f"{'s' if len(todo) != 1 else ''}; nothing changed (use --apply to carry them out)")
         else:
-            out.note(f"kdump: {len(plans)} partition{'s' if len(plans) != 1 else ''}: nothing to do")
+            out.note(f"kdump: {planned} partition{'s' if planned != 1 else ''}: nothing to do")
         return int(status)
     if not todo:
         out.note("kdump: nothing to apply")
@@ -157,18 +173,26 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
                              f"moved to {where}", err=True, default=False):
             out.note("kdump: not applied; nothing changed")
             return int(status)
-    for plan in todo:
+    def apply_one(plan):
+        # Each partition is carried out by one process: the worker given its plan.
         q = (os.path.join(quarantine_dir, os.path.basename(os.path.normpath(plan.directory))) if quarantine_dir
              else default_quarantine(plan.directory, stamp))
         try:
-            for c in apply_plan(plan, q, opts):
-                out.note(change_line(c))
+            return apply_plan(plan, q, opts), None, ExitStatus.OK
         except KdumpError as e:
-            click.echo(error_line(e.located(plan.directory)), err=True)
-            status = max(status, e.exit_code)
+            return [], error_line(e.located(plan.directory)), e.exit_code
         except OSError as e:
-            click.echo(printable(f"kdump: error: {plan.directory}: {e.strerror or e}"), err=True)
-            status = max(status, ExitStatus.INCOMPLETE)
+            return [], printable(f"kdump: error: {plan.directory}: {e.strerror or e}"), ExitStatus.INCOMPLETE
+
+    if len({os.path.realpath(p.directory) for p in todo}) < len(todo):
+        jobs = 1            # one partition named twice: carry its plans out one after the other
+    # The parent holds the partitions' locks; a forked worker shares them while it writes.
+    for changes, error, code in ordered_map(apply_one, todo, jobs):
+        for c in changes:
+            out.note(change_line(c))
+        if error is not None:
+            click.echo(error, err=True)
+            status = max(status, code)
     return int(status)
 
 

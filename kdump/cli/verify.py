@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 
@@ -12,7 +13,7 @@ from ..errors import ExitStatus, KdumpError, UsageError
 from ..findings import ANOMALY
 from ..format.codecs import DEFAULT_LIMITS, limits_for
 from ..segment import file_size
-from .options import Output, force_option, limits_option, output_options, paths_argument
+from .options import Output, force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,9 +44,10 @@ from .options import Output, force_option, limits_option, output_options, paths_
 @click.option("--problems", is_flag=True,
               help="List only the files with findings (the summary on stderr still counts every file).")
 @limits_option
+@jobs_option
 @output_options
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
-           problems, max_decompressed, max_expansion, json_flag, fmt, color, quiet):
+           problems, max_decompressed, max_expansion, jobs, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -87,7 +89,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         raise UsageError("--master is for --engine spark")
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      strict=strict, limits=limits, force=force)
+                      strict=strict, limits=limits, force=force, jobs=jobs_or_default(jobs))
 
 
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
@@ -101,44 +103,50 @@ def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, lim
 
 def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False) -> int:
-    from ..crosscheck import VerifyOptions, summarize, verify_files
+               broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False,
+               jobs: int = 1) -> int:
+    from ..crosscheck import VerifyOptions, summarize
+    from ..logdir import directory_groups
+    from ..parallel import in_process, ordered_map
     from ..render.verify import summary_line, verify_renderer
-    from ..writelock import Locks
     from . import error_line, output_cut
     from .progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
     files, status = resolve_paths(paths)
+    groups = directory_groups(files)
+    if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
+        jobs = 1        # a directory named in pieces: repair it in one process
+    check = functools.partial(_directory, opts=opts, truncate=truncate, force=force)
+    if not in_process(groups, jobs):
+        check = functools.partial(_listed, check)     # a worker sends a directory's events at once
     renderer = verify_renderer(out)
-    reports = []
+    counts = summarize([])
     changes: list | None = [] if truncate else None
     try:
-        with Progress.for_output(out, sum(file_size(f.path) for f in files), "verify") as progress:
-            for directory, group in _by_directory(files):
-                # --truncate: the directory is locked before it is read, and until it is repaired.
-                with Locks(force) as locks:
-                    if truncate and any(f.kind in WRITABLE for f in group):
-                        try:
-                            changes += _notes(out, locks.take(directory))
-                        except KdumpError as e:
-                            click.echo(error_line(e), err=True)
-                            status = max(status, e.exit_code)
-                            continue
-                    done = []
-                    for r in verify_files(group, opts):
-                        status = max(status, report_status(r.status, r.findings if strict else ()))
-                        renderer.file(r)
-                        done.append(_light(r))
-                        progress.done(r.file, r.size or 0)
-                    reports += done
-                    if truncate:
-                        status = max(status, _repair(done, opts, out, changes))
+        with Progress.for_output(out, lambda: sum(file_size(f.path) for f in files), "verify") as progress:
+            for events in ordered_map(check, groups, jobs):
+                done = []
+                for kind, x in events:
+                    if kind == REPORT:
+                        status = max(status, report_status(x.status, x.findings if strict else ()))
+                        renderer.file(x)
+                        done.append(x)
+                        progress.done(x.file, x.size or 0)
+                    elif kind == ERROR:
+                        click.echo(error_line(x), err=True)
+                        status = max(status, x.exit_code)
+                    else:
+                        changes += _notes(out, x)
+                        if kind == REPAIRED and any(c.action == "skipped" for c in x):
+                            status = max(status, ExitStatus.DAMAGE)
+                for k, v in summarize(done).items():
+                    counts[k] += v
         renderer.finish()
     except BrokenPipeError:
         return output_cut(status)         # nothing more repaired: the run stopped here
-    out.note(summary_line(summarize(reports), None if changes is None else len(changes)))
+    out.note(summary_line(counts, None if changes is None else len(changes)))
     return int(status)
 
 
@@ -146,18 +154,43 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
 # is read without taking its lock.
 WRITABLE = ("log", "index", "timeindex", "txnindex")
 
+# What checking one directory gives, in the order it is printed: a file's report, an error,
+# the stale temporary files removed on locking, the changes of the repair.
+REPORT, ERROR, CLEANED, REPAIRED = "report", "error", "cleaned", "repaired"
 
-def _by_directory(files):
-    """Runs of files in the same directory, in order (verify checks a directory at a time)."""
-    group: list = []
-    for f in files:
-        d = os.path.dirname(f.path)
-        if group and d != os.path.dirname(group[0].path):
-            yield os.path.dirname(group[0].path), group
-            group = []
-        group.append(f)
-    if group:
-        yield os.path.dirname(group[0].path), group
+
+def _directory(group, opts, truncate: bool, force: bool):
+    """One directory, a unit of ``-j``: with --truncate it is locked before it is read and
+    until it is repaired, by this process alone. Yields (kind, value) events."""
+    from ..crosscheck import verify_files
+    from ..logdir import take_listing
+    from ..writelock import Locks
+
+    directory, files = group
+    with Locks(force) as locks:
+        if truncate and any(f.kind in WRITABLE for f in files):
+            try:
+                yield CLEANED, locks.take(directory)
+            except KdumpError as e:
+                yield ERROR, e
+                return
+            take_listing(directory)     # listed before the lock: list it again
+        done = []
+        for r in verify_files(files, opts):
+            r = _light(r)
+            yield REPORT, r
+            done.append(r)
+        if truncate:
+            from ..truncate import truncate_reports
+
+            try:
+                yield REPAIRED, truncate_reports(done, opts)
+            except KdumpError as e:
+                yield ERROR, e
+
+
+def _listed(check, group) -> list:
+    return list(check(group))
 
 
 def _notes(out: Output, changes: list) -> list:
@@ -166,23 +199,6 @@ def _notes(out: Output, changes: list) -> list:
     for c in changes:
         out.note(change_line(c))
     return changes
-
-
-def _repair(reports, opts, out: Output, changes: list) -> ExitStatus:
-    from ..truncate import truncate_reports
-    from . import error_line
-
-    status = ExitStatus.OK
-    try:
-        done = truncate_reports(reports, opts)
-    except KdumpError as e:
-        click.echo(error_line(e), err=True)
-        status = e.exit_code
-        done = []
-    changes += _notes(out, done)
-    if any(c.action == "skipped" for c in done):
-        status = max(status, ExitStatus.DAMAGE)
-    return status
 
 
 def resolve_paths(paths) -> tuple[list, ExitStatus]:
@@ -208,6 +224,8 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             for e in logless_dirs(found):
                 click.echo(error_line(e), err=True)
                 status = max(status, e.exit_code)
+        if len(paths) == 1:
+            return found, status        # one PATH lists each file once: no need to resolve links
         for f in found:
             key = _real(f.path, dirs)
             if key not in seen:

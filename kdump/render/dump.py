@@ -104,10 +104,6 @@ class TextDump:
     def add_summary(self, blocks: list[tuple[int, list[str]]]) -> None:
         self.summary.extend(blocks)
 
-    def summary_lines(self) -> list[str]:
-        """DumpLogSegments' closing report for stderr: each kind of block in turn."""
-        return [line for _, block in sorted(self.summary, key=lambda b: b[0]) for line in block]
-
     def finish(self) -> None:
         self.out.flush()
 
@@ -310,3 +306,9 @@ def _ts(ms: int, ts_type: int) -> str:
         return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     except (OverflowError, OSError, ValueError):
         return str(ms)
+
+
+def summary_lines(blocks: list[tuple[int, list[str]]]) -> list[str]:
+    """DumpLogSegments' closing report for stderr: each kind of block in turn (blocks
+    gathered from several renderers, in file order, give the same lines as from one)."""
+    return [line for _, block in sorted(blocks, key=lambda b: b[0]) for line in block]

@@ -60,18 +60,6 @@ class PrecomputedOptions(VerifyOptions):
 
 # -- step 1: which segments, scanned where ---------------------------------------------------------
 
-def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
-    """Consecutive files of one directory, as ``crosscheck.verify_files`` groups them."""
-    groups: list[tuple[str, list[LogFile]]] = []
-    for f in files:
-        d = os.path.dirname(f.path)
-        if groups and groups[-1][0] == d:
-            groups[-1][1].append(f)
-        else:
-            groups.append((d, [f]))
-    return groups
-
-
 def segments_to_scan(directory: str, requested: list[LogFile]) -> list[LogFile]:
     """The segments ``check_directory`` scans up front for these requested files."""
     from ..crosscheck import directory_context
@@ -162,7 +150,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -
     from ..render.verify import summary_line, verify_renderer
 
     files, status = resolve_paths(paths)
-    groups = directory_groups(files)
+    groups = K.directory_groups(files)
     items = [(directory, f) for directory, requested in groups for f in segments_to_scan(directory, requested)]
     results, overlaps = scan_and_link(spark, items, opts)
     local_opts = PrecomputedOptions(deep=opts.deep, max_message_size=opts.max_message_size,

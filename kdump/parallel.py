@@ -1,0 +1,340 @@
+"""The partitions of a log dir spread over worker processes, results in ``-j 1``'s order.
+
+A command gives ``ordered_map`` a function and its units of work (a partition each,
+usually) and gets the function's results back one by one, in the units' order, as if it
+had run them itself: what it prints is the same bytes as with ``-j 1``. One unit, or
+``jobs`` 1, runs in this process with no worker started (and ``multiprocessing`` is not
+even imported).
+
+Workers are forked, so they start with the function, the units and everything the
+command imported already in memory; a task is only a range of unit numbers, sent down a
+pipe, and a reply the results of that range. Each worker has at most two ranges queued,
+and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
+yet handed back, so the results held while waiting for a slow partition stay bounded.
+Workers ignore SIGINT: on Ctrl-C (or any exception, or the caller stopping early) the
+parent terminates and reaps every one of them before the interrupt goes on up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from .errors import KdumpError
+
+CHUNK_MAX = 16          # units per task: fewer round trips, still small enough to balance
+QUEUED_PER_WORKER = 2   # tasks sent ahead, so a worker never waits for the parent
+WINDOW_PER_JOB = 4      # tasks out per worker past the oldest unfinished one
+
+# What the workers run; set in the parent just before forking, inherited by the children.
+_work: Callable[[Any], Any] | None = None
+_units: Sequence[Any] = ()
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (the -j default)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def ordered_map(fn: Callable[[Any], Any], units: Iterable[Any], jobs: int) -> Iterator[Any]:
+    """``fn(u)`` for every unit, in order; over ``jobs`` worker processes when there are
+    several units. An exception ``fn`` raises comes out where that unit's result would."""
+    units = units if isinstance(units, Sequence) else list(units)
+    if in_process(units, jobs):
+        for u in units:
+            yield fn(u)
+        return
+    yield from _fan_out(fn, units, min(jobs, len(units)))
+
+
+def in_process(units: Sequence[Any], jobs: int) -> bool:
+    """Will ``ordered_map`` run these units here, without workers?"""
+    return jobs <= 1 or len(units) <= 1
+
+
+def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: int, out) -> Iterator[Any]:
+    """``fn(unit, out)`` for every unit, for commands that print as they go: in a worker,
+    what ``fn`` writes to ``out.stream`` and to stderr is collected, in order, and written
+    here when the unit's turn comes, so stdout gets the same bytes as from ``-j 1``. In
+    this process ``fn`` writes straight through."""
+    if in_process(units, jobs):
+        for u in units:
+            yield fn(u, out)
+        return
+    import functools
+
+    jobs = min(jobs, len(units))
+    if _fd(out.stream) is None or _fd(sys.stderr) is None:
+        for result, chunks, raised in _fan_out(functools.partial(_captured, fn, out), units, jobs):
+            _replay(chunks, out.stream)
+            if raised is not None:
+                raise raised
+            yield result
+        return
+    # Real files: each worker writes its unit's output itself when the unit before it is
+    # written (a turn counter), so hundreds of MB of dump do not go through this process.
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    turn = _Turn(ctx.Condition(), ctx.Value("q", 0, lock=False))
+    yield from _fan_out(functools.partial(_write_in_turn, fn, out, turn), list(enumerate(units)), jobs)
+
+
+class _Turn:
+    def __init__(self, cond, value) -> None:
+        self.cond, self.value = cond, value
+        self.parent = os.getpid()
+
+
+def _fd(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _write_in_turn(fn, out, turn: _Turn, item):
+    i, unit = item
+    spill = _Spill(turn, i, out.stream)
+    result, chunks, raised = _captured(fn, out, unit, spill)
+    if not spill.mine:
+        spill.take()
+    _write_fds(chunks, out.stream, spill.err_fd)      # EPIPE (the reader went away) stops the run, as below
+    if raised is not None:              # nothing after a failure is written: the turn stays here
+        raise raised
+    with turn.cond:
+        turn.value.value = i + 1
+        turn.cond.notify_all()
+    return result
+
+
+class _Spill:
+    """A unit's output in a worker: held while an earlier unit is being written, written
+    straight through once its turn has come. A unit that has written SPILL_AT characters
+    waits for its turn there, so no worker holds more than that (a dump of a 1 GiB segment
+    is several GB of text)."""
+
+    SPILL_AT = 16 << 20
+
+    def __init__(self, turn: _Turn, i: int, stream) -> None:
+        self.turn, self.i, self.stream = turn, i, stream
+        self.err_fd = _fd(sys.stderr)       # taken before the unit's stderr is captured
+        self.chunks: list = []
+        self.size = 0
+        self.mine = False
+
+    def wrote(self, n: int) -> None:
+        self.size += n
+        if not self.mine and (self.size >= self.SPILL_AT or self.turn.value.value == self.i):
+            self.take()
+        if self.mine:
+            _write_fds([(fd, "".join(parts)) for fd, parts in self.chunks], self.stream, self.err_fd)
+            self.chunks.clear()
+            self.size = 0
+
+    def take(self) -> None:
+        """Wait until the units before this one are written."""
+        turn = self.turn
+        with turn.cond:
+            while turn.value.value != self.i:
+                turn.cond.wait(0.5)
+                if os.getppid() != turn.parent:     # the parent was killed: nobody will take a turn
+                    turn.cond.release()             # (the other workers must be able to see it too)
+                    os._exit(1)
+        self.mine = True
+
+
+def _write_fds(chunks: list, stream, err_fd: int) -> None:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    errors = getattr(stream, "errors", None) or "strict"
+    for fd_kind, text in chunks:
+        fd = _fd(stream) if fd_kind == 1 else err_fd
+        data = memoryview(text.encode(encoding, errors if fd_kind == 1 else "backslashreplace"))
+        while data:
+            data = data[os.write(fd, data):]
+
+
+class _Tap:
+    """A text stream that keeps what is written, tagged 1 (stdout) or 2 (stderr), in order.
+    It answers ``isatty`` as the stream it stands for, so tables and colours come out as
+    they would there."""
+
+    encoding = "utf-8"
+    errors = "backslashreplace"
+
+    def __init__(self, chunks: list, fd: int, tty: bool, spill: _Spill | None = None) -> None:
+        self.chunks, self.fd, self.tty, self.spill = chunks, fd, tty, spill
+
+    def write(self, s: str) -> int:
+        if not isinstance(s, str):      # as a text stream does (Click probes with b"")
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.chunks and self.chunks[-1][0] == self.fd:
+            self.chunks[-1][1].append(s)
+        else:
+            self.chunks.append((self.fd, [s]))
+        if self.spill is not None:
+            self.spill.wrote(len(s))
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def writable(self) -> bool:
+        return True
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _captured(fn, out, unit, spill: _Spill | None = None):
+    import copy
+
+    chunks: list = spill.chunks if spill is not None else []
+    local = copy.copy(out)
+    local.stream = _Tap(chunks, 1, _isatty(out.stream), spill)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = local.stream, _Tap(chunks, 2, _isatty(sys.stderr), spill)
+    result = raised = None
+    try:
+        result = fn(unit, local)
+    except Exception as e:  # noqa: BLE001 - raised in the parent once the output before it is written
+        raised = e
+    finally:
+        sys.stdout, sys.stderr = saved
+    return result, [(fd, "".join(parts)) for fd, parts in chunks], raised
+
+
+def _replay(chunks: list, stream) -> None:
+    for fd, text in chunks:
+        if fd == 1:
+            stream.write(text)
+        else:
+            stream.flush()
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+
+class WorkerDied(KdumpError):
+    """A worker ended without answering (killed, or stopped by a fault it reported itself)."""
+
+
+def _worker_main(conn, siblings) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent stops the workers on Ctrl-C
+    for c in siblings:      # the parent's ends of earlier workers' pipes: theirs to see closed
+        c.close()
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        start, end = task
+        results, raised = [], None
+        for u in _units[start:end]:
+            try:
+                results.append(_work(u))
+            except BaseException as e:  # noqa: BLE001 - handed to the parent, raised there in order
+                raised = e
+                break
+        try:
+            conn.send((results, raised))
+        except Exception as e:  # noqa: BLE001 - an unpicklable result or exception
+            conn.send(([], RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+class _Worker:
+    def __init__(self, ctx, siblings: list[_Worker]) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, [w.conn for w in siblings]), daemon=True)
+        self.proc.start()
+        child.close()
+        self.tasks: deque[int] = deque()
+
+
+def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int) -> Iterator[Any]:
+    global _work, _units
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    n = len(units)
+    size = max(1, min(CHUNK_MAX, n // (jobs * 8)))
+    tasks = [(s, min(s + size, n)) for s in range(0, n, size)]
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    ctx = multiprocessing.get_context("fork")
+    _work, _units = fn, units
+    workers: list[_Worker] = []
+    try:
+        for _ in range(jobs):
+            workers.append(_Worker(ctx, workers))
+        done: dict[int, tuple[list, BaseException | None]] = {}
+        sent = returned = 0
+        window = jobs * WINDOW_PER_JOB
+        while returned < len(tasks):
+            while sent < len(tasks) and sent - returned < window:
+                w = min(workers, key=lambda w: len(w.tasks))
+                if len(w.tasks) >= QUEUED_PER_WORKER:
+                    break
+                w.conn.send(tasks[sent])
+                w.tasks.append(sent)
+                sent += 1
+            if returned in done:
+                results, raised = done.pop(returned)
+                returned += 1
+                yield from results
+                if raised is not None:
+                    raise raised
+                continue
+            busy = [w for w in workers if w.tasks]
+            ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy])
+            for w in busy:
+                if w.conn in ready or w.conn.poll():
+                    try:
+                        done[w.tasks.popleft()] = w.conn.recv()
+                        continue
+                    except EOFError:
+                        pass
+                if w.proc.sentinel in ready and not w.conn.poll():
+                    w.proc.join()
+                    raise WorkerDied(f"a worker process ended without finishing its partitions (exit status "
+                                     f"{w.proc.exitcode}); nothing after them was checked")
+    finally:
+        _work, _units = None, ()
+        _stop(workers)
+
+
+def _stop(workers: list[_Worker]) -> None:
+    """Terminate and reap every worker (they may be mid-task after an interrupt)."""
+    for w in workers:
+        if w.proc.is_alive() and w.tasks:
+            w.proc.terminate()
+        else:
+            try:
+                w.conn.send(None)
+            except (OSError, ValueError):
+                w.proc.terminate()
+    for w in workers:
+        w.proc.join(5)
+        if w.proc.is_alive():
+            w.proc.kill()
+            w.proc.join()
+        w.conn.close()

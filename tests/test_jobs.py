@@ -1,0 +1,359 @@
+"""``-j/--jobs``: partitions spread over worker processes, the output that of ``-j 1``.
+
+Every whole-log-dir command is run over the whole fixture tree at ``-j 1`` and ``-j 2``
+(in every output format): stdout must be the same bytes and the exit status the same.
+Repairs (``verify --truncate``, ``recover --apply``) on copies with several damaged
+partitions must leave the same tree. A parallel run interrupted with SIGINT exits 130
+and leaves no worker process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corruption import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
+from kdumptest import run_kdump  # noqa: E402
+
+from kdump.format import build  # noqa: E402
+from kdump.parallel import ordered_map  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TREE = [str(FIXTURES / "generated"), str(FIXTURES / "real")]
+FORMATS = ("json", "text", "table")
+
+COMMANDS = {
+    "verify": ["verify", *TREE],
+    "verify-deep": ["verify", "--deep", *TREE],
+    "info": ["info", *TREE],
+    "index": ["index", *TREE],
+    "index-verify": ["index", "--verify", *TREE],
+    "timeindex-verify": ["timeindex", "--verify", *TREE],
+    "dump": ["dump", *TREE],
+    "dump-records": ["dump", "--records", "--data", *TREE],
+    "recover": ["recover", str(FIXTURES / "generated")],
+    # main's exit rules and flood control, DumpLogSegments' closing report (stderr) over broker-written dirs
+    "verify-strict-problems": ["verify", "--strict", "--problems", *TREE, str(FIXTURES / "broker")],
+    "dump-broker": ["dump", "--records", "--data", str(FIXTURES / "broker")],
+    "recover-broker": ["recover", str(FIXTURES / "broker" / "all-shapes"), str(FIXTURES / "broker" / "cleaner-crash")],
+}
+
+
+def _logdirs_under(root: Path) -> list[str]:
+    """The directories under ``root`` holding partition dirs (what ``recover`` takes)."""
+    out = set()
+    for log in root.rglob("*.log"):
+        out.add(str(log.parent.parent))
+    return sorted(out)
+
+
+# Rich tables of every record of the whole tree take minutes: tables of dumps on a few partitions.
+SMALL = [str(FIXTURES / "generated" / name) for name in ("transactions-0", "torn-tail-0", "compacted-0")]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_same_stdout_and_status_at_j1_and_j2(name, fmt, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    args = [*COMMANDS[name], "--format", fmt]
+    if fmt == "table" and args[0] in ("dump", "index", "timeindex"):
+        args = [a for a in args if a not in TREE] + SMALL
+    one = run_kdump(*args, "-j", "1")
+    two = run_kdump(*args, "-j", "2")
+    assert one.out, "the command printed nothing: the comparison would prove nothing"
+    assert two.code == one.code
+    assert two.out == one.out
+    assert two.err == one.err
+
+
+def test_recover_plans_of_every_real_log_dir_are_the_same_at_j2():
+    dirs = _logdirs_under(FIXTURES / "real")
+    assert len(dirs) > 5
+    one = run_kdump("recover", "--json", "-j", "1", *dirs)
+    two = run_kdump("recover", "--json", "-j", "2", *dirs)
+    assert (two.code, two.out, two.err) == (one.code, one.out, one.err)
+    assert one.out.count('"action":"summary"') > 5
+
+
+def test_export_writes_the_same_files_at_j2(tmp_path):
+    for fmt, partition_by in (("ndjson", "topic,partition"), ("ndjson", "topic"), ("ndjson", ""),
+                              ("parquet", "topic,partition")):
+        if True:
+            outs = []
+            for jobs in ("1", "2"):
+                out = tmp_path / f"{fmt}-{partition_by or 'none'}-{jobs}"
+                r = run_kdump("export", *TREE, "--out", out, "--format", fmt, "--partition-by", partition_by,
+                              "-j", jobs, "-q")
+                assert r.code == 1          # the torn tail is an error row
+                outs.append(tree_bytes(out))
+            assert outs[0] == outs[1]
+            assert len(outs[0]) >= 1
+
+
+def test_export_jobs_is_for_the_local_engine(tmp_path):
+    r = run_kdump("export", TREE[0], "--out", tmp_path / "o", "--engine", "spark", "-j", "2")
+    assert r.code == 2
+    assert "--jobs applies to --engine local only" in r.err
+
+
+# -- repairs --------------------------------------------------------------------------------------
+
+DAMAGED = ("mixed-codecs-v2-0", "zstd-v2-0", "gzip-v2-0", "headers-0", "compacted-0", "snappy-xerial-v2-0")
+
+
+def _damaged_logdir(root: Path) -> Path:
+    """A log dir copy with six damaged partitions (bad CRCs mid-segment, garbage tails) and some intact."""
+    logdir = root / "logdir"
+    for name in (*DAMAGED, "transactions-0", "idempotent-0", "torn-tail-0"):
+        copy_tree(FIXTURES / "generated" / name, logdir)
+    for i, name in enumerate(DAMAGED):
+        log = sorted((logdir / name).glob("*.log"))[0]
+        if i % 2:
+            append_garbage(log, 300 + i, seed=i)
+        else:
+            bs = batches(log)
+            flip_bit(log, bs[len(bs) // 2].position + 40, i)
+    return logdir
+
+
+def _same_runs(tmp_path: Path, *args: str) -> tuple:
+    results, trees = [], []
+    for jobs in ("1", "2"):
+        logdir = _damaged_logdir(tmp_path / f"j{jobs}")
+        r = run_kdump(*[a.replace("LOGDIR", str(logdir)) for a in args], "-j", jobs)
+        results.append((r.code, r.out.replace(str(logdir), "LOGDIR"), r.err.replace(str(logdir), "LOGDIR")))
+        trees.append(tree_bytes(logdir))
+    assert results[0] == results[1]
+    assert trees[0] == trees[1]
+    return results[0], trees[0]
+
+
+def test_verify_truncate_repairs_the_same_at_j2(tmp_path):
+    (code, out, err), tree = _same_runs(tmp_path, "verify", "--truncate", "--json", "LOGDIR")
+    assert code == 1
+    assert err.count("kdump: truncated ") >= len(DAMAGED) - 1
+    assert any(".corrupt-" in name for name in tree)
+
+
+def test_recover_apply_does_the_same_at_j2(tmp_path):
+    (code, out, err), tree = _same_runs(tmp_path, "recover", "--apply", "--yes", "--full", "--json",
+                                        "--quarantine", str(tmp_path / "q"), "LOGDIR")
+    assert code == 1
+    assert out.count('"action":"truncate"') >= len(DAMAGED) - 1
+    again = _damaged_logdir(tmp_path / "again")
+    run_kdump("recover", "--apply", "--yes", "--full", "--quarantine", str(tmp_path / "q2"), again, "-j", "2")
+    assert run_kdump("verify", "-q", again, "-j", "2").code == 0
+
+
+def test_verify_truncate_quarantines_and_respects_locks_the_same_at_j2(tmp_path):
+    """A cut in a first segment quarantines the later one; a partition another run holds
+    locked is reported (exit 3) and left alone: the same at -j 1 and -j 2."""
+    import fcntl
+    import re
+
+    from kdump.writelock import LOCK_NAME
+
+    def stamped(text: str) -> str:
+        return re.sub(r"kdump-quarantine-[0-9TZ]+", "kdump-quarantine-T", text)
+
+    results, trees = [], []
+    for jobs in ("1", "2"):
+        logdir = tmp_path / f"j{jobs}" / "logdir"
+        for name in ("zstd-v2-0", "torn-tail-0", "transactions-0"):
+            copy_tree(FIXTURES / "generated" / name, logdir)
+        held = copy_tree(FIXTURES / "generated" / "gzip-v2-0", logdir)
+        for partition in (logdir / "zstd-v2-0", held):
+            append_garbage(sorted(partition.glob("*.log"))[0], 200, seed=1)
+        fd = os.open(held / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            r = run_kdump("verify", "--truncate", logdir, "-j", jobs)
+        finally:
+            os.close(fd)
+        results.append((r.code, r.out.replace(str(logdir), "L"), stamped(r.err.replace(str(logdir), "L"))))
+        trees.append({stamped(k): v for k, v in tree_bytes(logdir).items()})
+    assert results[0] == results[1]
+    assert trees[0] == trees[1]
+    code, _, err = results[0]
+    assert code == 3
+    assert "L/gzip-v2-0: another kdump run is writing to this partition" in err
+    assert "kdump-quarantine-T" in err and "kdump: truncated L/zstd-v2-0/" in err
+    assert not any(k.startswith("gzip-v2-0/") and ".corrupt-" in k for k in trees[0])
+
+
+# -- the pool -------------------------------------------------------------------------------------
+
+def _square_or_fail(n):
+    if n == 37:
+        raise ValueError("thirty-seven")
+    return n * n
+
+
+def test_ordered_map_keeps_order_and_raises_where_the_unit_is():
+    got = []
+    with pytest.raises(ValueError, match="thirty-seven"):
+        for v in ordered_map(_square_or_fail, range(100), 3):
+            got.append(v)
+    assert got == [n * n for n in range(37)]
+    assert list(ordered_map(_square_or_fail, range(30), 2)) == [n * n for n in range(30)]
+
+
+def test_one_unit_or_one_job_starts_no_worker(monkeypatch):
+    import kdump.parallel as P
+
+    def no_workers(*a, **k):
+        raise AssertionError("a worker was started")
+
+    monkeypatch.setattr(P, "_fan_out", no_workers)
+    assert list(ordered_map(_square_or_fail, [3], 8)) == [9]
+    assert list(ordered_map(_square_or_fail, range(5), 1)) == [0, 1, 4, 9, 16]
+    r = run_kdump("verify", "-j", "8", FIXTURES / "generated" / "zstd-v2-0")
+    assert r.code == 0
+
+
+def test_version_does_not_import_multiprocessing():
+    code = ("import sys, runpy\nsys.argv = ['kdump', 'verify', '--help']\n"
+            "try:\n    runpy.run_module('kdump', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "assert 'multiprocessing' not in sys.modules, 'multiprocessing imported'\n"
+            "assert 'kdump.parallel' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------
+
+def _many_partitions(root: Path, n: int) -> Path:
+    data = build.build_v2_batch([(i, 1_700_000_000_000 + i, b"k", b"v" * 200) for i in range(50)])
+    for p in range(n):
+        d = root / f"t-{p}"
+        d.mkdir(parents=True)
+        (d / ("0" * 20 + ".log")).write_bytes(data)
+    return root
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return {int(x) for x in f.read().split()}
+    except OSError:
+        return set()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc to find the workers")
+def test_sigint_stops_every_worker_and_exits_130(tmp_path):
+    logdir = _many_partitions(tmp_path / "logdir", 400)
+    # stdout is a pipe nobody reads yet: the run stalls with workers busy, until SIGINT.
+    p = subprocess.Popen([sys.executable, "-m", "kdump", "dump", "--records", "--data", "-j", "2", str(logdir)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = _children(p.pid)
+            time.sleep(0.05)
+        assert len(workers) == 2, "the workers never started"
+        time.sleep(0.3)
+        assert p.poll() is None, "the run ended before it could be interrupted"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130
+    assert b"kdump: interrupted" in err or b"kdump: aborted" in err
+    assert b"Traceback" not in err
+    time.sleep(0.2)
+    assert [w for w in workers if _alive(w)] == []
+
+
+# -- real files: workers write stdout themselves, in turn ----------------------------------------
+
+def _run_to_files(tmp_path: Path, args: list[str], tag: str) -> tuple[int, bytes, bytes]:
+    out, err = tmp_path / f"{tag}.out", tmp_path / f"{tag}.err"
+    with open(out, "wb") as o, open(err, "wb") as e:
+        code = subprocess.run([sys.executable, "-m", "kdump", *args], stdout=o, stderr=e, cwd=ROOT).returncode
+    return code, out.read_bytes(), err.read_bytes()
+
+
+@pytest.mark.parametrize("args", [["dump", "--records", "--data", "--format", "text", *TREE],
+                                  ["dump", "--records", "--json", *TREE],
+                                  ["index", "--verify", "--format", "text", *TREE]])
+def test_same_bytes_when_workers_write_to_files(tmp_path, args):
+    one = _run_to_files(tmp_path, [*args, "-j", "1"], "one")
+    two = _run_to_files(tmp_path, [*args, "-j", "2"], "two")
+    assert len(one[1]) > 100_000
+    assert two == one
+
+
+def test_a_reader_going_away_ends_a_parallel_run_quietly(tmp_path):
+    logdir = _many_partitions(tmp_path / "logdir", 200)
+    r = subprocess.run(f"'{sys.executable}' -m kdump dump --records --data -j 2 '{logdir}' | head -c 1000 >/dev/null;"
+                       f" echo ${{PIPESTATUS[0]}}", shell=True, executable="/bin/bash", capture_output=True,
+                       text=True, cwd=ROOT, timeout=120)
+    assert r.stdout.strip() == "0"
+    assert "Traceback" not in r.stderr and "error" not in r.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads /proc to find the workers")
+def test_workers_of_a_killed_parent_do_not_stay(tmp_path):
+    logdir = _many_partitions(tmp_path / "logdir", 400)
+    p = subprocess.Popen([sys.executable, "-m", "kdump", "dump", "--records", "--data", "-j", "2", str(logdir)],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while len(workers) < 2 and time.monotonic() < deadline:
+        workers = _children(p.pid)
+        time.sleep(0.05)
+    time.sleep(0.3)
+    p.kill()
+    p.wait()
+    p.stdout.close()
+    deadline = time.monotonic() + 10
+    while [w for w in workers if _alive(w)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [w for w in workers if _alive(w)] == []
+
+
+def _numbered_lines(u, out):
+    for k in range(50):
+        out.stream.write(f"{u}:{k}\n")
+    if u % 7 == 0:
+        print(f"note {u}", file=sys.stderr)
+    return u
+
+
+@pytest.mark.parametrize("spill_at", [10, 1 << 30])
+def test_workers_writing_in_turn_keep_the_order(tmp_path, monkeypatch, spill_at):
+    """Units written by the workers themselves: held until their turn, or (past SPILL_AT) waiting
+    for it mid-unit and then streamed; either way the order of -j 1."""
+    import kdump.parallel as P
+
+    monkeypatch.setattr(P._Spill, "SPILL_AT", spill_at)
+
+    class Out:
+        pass
+
+    with open(tmp_path / "out", "w") as o, open(tmp_path / "err", "w") as e:
+        monkeypatch.setattr(sys, "stderr", e)
+        out = Out()
+        out.stream = o
+        assert list(P.ordered_output(_numbered_lines, list(range(60)), 2, out)) == list(range(60))
+    assert (tmp_path / "out").read_text() == "".join(f"{u}:{k}\n" for u in range(60) for k in range(50))
+    assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
