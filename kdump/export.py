@@ -739,7 +739,7 @@ def _by_output_dir(slices: list[Slice], out: str, partition_by: tuple[str, ...])
     seen: set[str] = set()
     current = None
     for sl in slices:
-        d = _hive_dir(out, partition_by, sl)
+        d = hive_dir(out, partition_by, sl)
         if d == current:
             runs[-1].append(sl)
         elif d in seen:
