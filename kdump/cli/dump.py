@@ -120,13 +120,20 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
                     jobs=jobs_or_default(jobs))
 
 
-def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool):
+def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
+              filters: Filters = Filters()):
+    from ..gaps import PartitionGaps
     from ..render import dump as r
 
+    # kdump's own views report the gaps an operator has to look at (gaps.py), a partition
+    # per renderer; not with a time range (the records shown are then a selection) or --quiet.
+    gaps = None
+    if records and not out.quiet and filters.start_time is None and filters.end_time is None:
+        gaps = PartitionGaps(start_chosen=filters.start_offset is not None)
     if out.format == "json":
-        return r.JsonDump(out.stream, view)
+        return r.JsonDump(out.stream, view, gaps)
     if out.format == "table":
-        return r.TableDump(out.console(), view, records, data)
+        return r.TableDump(out.console(), view, records, data, gaps)
     return r.TextDump(out.stream, view, records, data, skip_metadata)
 
 
@@ -198,7 +205,7 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
     def dump_unit(unit, out: Output) -> tuple[int, int, list]:
         status = ExitStatus.OK
         matched = [0]                          # batches shown, to say when a range matched nothing
-        renderer = _renderer(out, view, records, data, skip_metadata)
+        renderer = _renderer(out, view, records, data, skip_metadata, filters)
         mine = progress if here else None
         try:
             for f, explicit in unit:

@@ -10,6 +10,7 @@ import itertools
 import json
 from typing import Any, TextIO
 
+from ..gaps import PartitionGaps, follow
 from ..logdir import LogFile
 from ..model import TIMESTAMP_TYPE_NAMES, compression_name
 from ..reader import Item
@@ -78,17 +79,13 @@ class TextDump:
             return
         view = self.view
         data = self.data
-        last = self._last_offset
+        self._last_offset = follow(it.records, self._last_offset, self._gaps)
         for r in it.records:
-            if r.offset != last + 1:
-                self._gaps.append((last, r.offset))
-            last = r.offset
             if data and r.control is None:
                 k, v = view.text(r)
             else:
                 k = v = None
             add(text.record_line(r, k, v, not self.skip_metadata))
-        self._last_offset = last
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for line in lines:
@@ -111,9 +108,10 @@ class TextDump:
 class JsonDump:
     """NDJSON: one object per batch (or per side-file row)."""
 
-    def __init__(self, stream: TextIO, view: PayloadView) -> None:
+    def __init__(self, stream: TextIO, view: PayloadView, gaps: PartitionGaps | None = None) -> None:
         self.out = _Lines(stream)
         self.view = view
+        self.gaps = gaps            # kdump's gap report, with --records
         self._file_json = "null"
         self._c_line = None
         self._c_encoding = -1
@@ -121,6 +119,8 @@ class JsonDump:
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
         self._file_json = jsonout.dumps(f.path)
+        if self.gaps is not None:
+            self.gaps.begin_file(f)
         # The C line writer, when this view lets it write lines (jsonout.batch_line's own test,
         # taken once per file instead of once per batch).
         encoding = jsonout.C_ENCODINGS.get(view.encoding)
@@ -130,6 +130,8 @@ class JsonDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
+        if records and self.gaps is not None:
+            self.gaps.records(records)
         if records and jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE:
             return self._stream(f, it)
         line = None
@@ -162,7 +164,12 @@ class JsonDump:
             self.out.add(jsonout.dumps({"file": f.path, **row}))
 
     def end_file(self, f: LogFile, trailing: int) -> None:
-        pass
+        if self.gaps is not None:
+            self.gaps.end_file()
+
+    @property
+    def summary(self) -> list[tuple[int, list[str]]]:
+        return self.gaps.summary() if self.gaps is not None else []
 
     def finish(self) -> None:
         self.out.flush()
@@ -173,8 +180,10 @@ class TableDump:
 
     CHUNK = 500
 
-    def __init__(self, console, view: PayloadView, records: bool, data: bool) -> None:
+    def __init__(self, console, view: PayloadView, records: bool, data: bool,
+                 gaps: PartitionGaps | None = None) -> None:
         self.console = console
+        self.gaps = gaps            # kdump's gap report, with --records
         self.view = view
         self.records = records
         self.data = data
@@ -188,6 +197,8 @@ class TableDump:
         self._title = printable(f.path)
         self._first_chunk = True
         self._side_cols: list[str] | None = None
+        if self.gaps is not None:
+            self.gaps.begin_file(f)
 
     def _table(self):
         from rich.table import Table
@@ -226,6 +237,8 @@ class TableDump:
         b = it.batch
         ok = self._ok if b.crc_valid else self._bad_crc
         if self.records:
+            if it.records and self.gaps is not None:
+                self.gaps.records(it.records)
             if it.records is None:
                 self.rows.append(("", "", "", _styled(it.error.message if it.error else "", "red"), "",
                                   str(b.position), ok))
@@ -273,6 +286,12 @@ class TableDump:
         self._flush()
         if trailing > 0:
             self.console.print(f"{trailing} invalid bytes at the end of {printable(f.name)}", style="yellow")
+        if self.gaps is not None:
+            self.gaps.end_file()
+
+    @property
+    def summary(self) -> list[tuple[int, list[str]]]:
+        return self.gaps.summary() if self.gaps is not None else []
 
     def finish(self) -> None:
         self._flush()

@@ -1,0 +1,118 @@
+"""Offsets that do not follow one another, and the ones the log cleaner explains.
+
+One rule, two reports. ``follow`` finds the gaps (offset A followed by B > A + 1); the
+text view prints them all as DumpLogSegments does (per file, from -1: render/text.py).
+kdump's own views (table, JSON) report, on stderr after all files, only what an operator
+has to look at: ``PartitionGaps`` follows one partition's live segments in offset order and
+leaves out
+
+- the start of the log: the first record at the first segment's base offset (what
+  retention or the log start offset left), or anywhere when --start-offset chose the start;
+- gaps the cleaner explains: the log dir's cleaner-offset-checkpoint says the partition is
+  cleaned past A, so compaction (or the cleanup of transaction markers and aborted data)
+  may have removed what was between. These are counted, one line per partition.
+
+Leftover files (.deleted, .cleaned, .swap) are not the log and are not followed. With a
+time range the records shown are a selection, so there is no report at all. The report is
+a note, as DumpLogSegments' is: it does not change the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from .dlsindex import NON_CONSECUTIVE
+from .errors import KdumpError
+from .format.checkpoint import parse_checkpoint
+from .logdir import LogFile
+from .render.escape import printable
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+LISTED_PER_FILE = 20
+
+
+def follow(records: Iterable, last: int, gaps: list[tuple[int, int]]) -> int:
+    """Append (previous offset, offset) to ``gaps`` for each record that does not follow
+    ``last`` + 1; return the last offset seen."""
+    for r in records:
+        offset = r.offset
+        if offset != last + 1:
+            gaps.append((last, offset))
+        last = offset
+    return last
+
+
+def cleaned_up_to(log_dir: str, topic: str | None, partition: int | None) -> int | None:
+    """The partition's offset in the log dir's cleaner-offset-checkpoint (None: not cleaned,
+    or no readable checkpoint: then nothing is explained)."""
+    if topic is None or partition is None:
+        return None
+    try:
+        with open(os.path.join(log_dir, CLEANER_CHECKPOINT), "rb") as fh:
+            entries = parse_checkpoint(fh.read(), CLEANER_CHECKPOINT)
+    except (OSError, KdumpError):
+        return None
+    return next((e.offset for e in entries if e.topic == topic and e.partition == partition), None)
+
+
+class PartitionGaps:
+    """kdump's gap report for the segments of one partition, fed as they are dumped."""
+
+    def __init__(self, start_chosen: bool = False) -> None:
+        self.start_chosen = start_chosen
+        self._last: int | None = None          # None: no record of the log seen yet
+        self._file: LogFile | None = None
+        self._gaps: list[tuple[int, int]] = []
+        self._by_file: list[tuple[LogFile, list[tuple[int, int]]]] = []
+
+    def begin_file(self, f: LogFile) -> None:
+        followed = f.kind == "log" and f.leftover is None
+        self._file = f if followed else None
+        self._gaps = []
+        if followed and self._last is None and f.base_offset is not None and not self.start_chosen:
+            self._last = f.base_offset - 1     # the log starts at its first segment's base offset
+
+    def records(self, records: Iterable) -> None:
+        if self._file is None:
+            return
+        if self._last is None:                 # the first record shown is where the log starts
+            records = iter(records)
+            first = next(records, None)
+            if first is None:
+                return
+            self._last = first.offset
+        self._last = follow(records, self._last, self._gaps)
+
+    def end_file(self) -> None:
+        if self._file is not None and self._gaps:
+            self._by_file.append((self._file, self._gaps))
+        self._file = None
+        self._gaps = []
+
+    def lines(self) -> list[str]:
+        if not self._by_file:
+            return []
+        f0 = self._by_file[0][0]
+        cleaned = cleaned_up_to(os.path.dirname(os.path.dirname(os.path.abspath(f0.path))), f0.topic, f0.partition)
+        lines: list[str] = []
+        explained = 0
+        for f, gaps in self._by_file:
+            shown = [(a, b) for a, b in gaps if cleaned is None or a >= cleaned]
+            explained += len(gaps) - len(shown)
+            name = printable(f.path)
+            lines += [f"kdump: non-consecutive offsets in {name}: {a} is followed by {b}"
+                      for a, b in shown[:LISTED_PER_FILE]]
+            if len(shown) > LISTED_PER_FILE:
+                lines.append(f"kdump: {len(shown) - LISTED_PER_FILE} more non-consecutive offsets in {name} "
+                             f"not listed")
+        if explained:
+            where = printable(os.path.dirname(f0.path) or ".")
+            lines.append(f"kdump: {explained} offset gap{'s' if explained != 1 else ''} in {where} explained by "
+                         f"compaction (cleaned up to offset {cleaned}) not listed")
+        return lines
+
+    def summary(self) -> list[tuple[int, list[str]]]:
+        """The report as a block of DumpLogSegments' closing report (printed after all files)."""
+        lines = self.lines()
+        return [(NON_CONSECUTIVE, lines)] if lines else []
