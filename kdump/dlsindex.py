@@ -29,7 +29,8 @@ from .format.index import parse_index
 from .format.timeindex import ENTRY as TIME_ENTRY
 from .format.timeindex import parse_timeindex
 from .format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, decode_records
-from .indexcheck import read_index_file
+from .findings import is_damage
+from .indexcheck import check_against_log, read_index_file, segment_log_path
 from .segment import MappedFile
 
 NO_TIMESTAMP = -1
@@ -248,13 +249,5 @@ def damaged(path: str, kind: str, base_offset: int) -> bool:
     Kafka's checks are heuristics that also flag states a broker accepts (a time index entry
     whose batch compaction removed), so the exit status follows `kdump index --verify` instead.
     """
-    from .findings import is_damage
-    from .indexcheck import segment_log_path, verify_indexes
-
-    parsed = read_index_file(path, kind, base_offset)
-    with MappedFile(segment_log_path(path)) as mf:
-        if kind == "index":
-            check = verify_indexes(mf.buf, base_offset, index=parsed)[0]
-        else:
-            check = verify_indexes(mf.buf, base_offset, timeindex=parsed)[1]
+    check = check_against_log(segment_log_path(path), kind, base_offset, read_index_file(path, kind, base_offset))
     return any(is_damage(x.kind) for x in check.findings)

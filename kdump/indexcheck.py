@@ -667,6 +667,16 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
     return RebuildResult(log, written, conv, source, interval_bytes, valid, size, notes)
 
 
+def check_against_log(log_path: str, kind: str, base_offset: int, parsed: IndexFile | TimeIndexFile,
+                      interval_bytes: int | None = None) -> IndexCheck:
+    """One ``.index``/``.timeindex`` (``kind``) checked against its segment, as ``index --verify`` does."""
+    with MappedFile(log_path) as mf:
+        mf.advise_sequential()
+        if kind == "index":
+            return verify_indexes(mf.buf, base_offset, index=parsed, interval_bytes=interval_bytes)[0]
+        return verify_indexes(mf.buf, base_offset, timeindex=parsed)[1]
+
+
 def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeIndexFile:
     """Parse an ``.index``/``.timeindex`` read through a read-only map."""
     with MappedFile(path) as mf:

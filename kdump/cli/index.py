@@ -296,15 +296,9 @@ def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, inter
             _finish(rep, renderer)
             _error(InputError(rep.message, file=item.path))
             return ExitStatus.INCOMPLETE
-        from ..indexcheck import verify_indexes
-        from ..segment import MappedFile
+        from ..indexcheck import check_against_log
 
-        with MappedFile(item.log) as mf:
-            mf.advise_sequential()
-            if item.kind == INDEX:
-                check = verify_indexes(mf.buf, item.base_offset, index=parsed, interval_bytes=interval_bytes)[0]
-            else:
-                check = verify_indexes(mf.buf, item.base_offset, timeindex=parsed)[1]
+        check = check_against_log(item.log, item.kind, item.base_offset, parsed, interval_bytes)
         rep.check = check
         rep.findings += check.findings
         rep.notes += check.notes
