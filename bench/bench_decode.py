@@ -2,7 +2,7 @@
 
     python bench/bench_decode.py [--data bench/data] [--quick] [--repeat N]
 
-Generates its segments once (kdump.format.build; cached under bench/data/, git-ignored):
+Generates its segments once (kdump.testing; cached under bench/data/, git-ignored):
 v2 uncompressed with 1-record batches, v2 uncompressed with 100-record batches (the
 largest, >= 256 MiB), v2 lz4/zstd/snappy and v1 gzip with 50-record batches. Then times,
 page cache warm, the best of N runs:
@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from kdump.format import build  # noqa: E402
+from kdump import testing as build  # noqa: E402
 from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD  # noqa: E402
 
 T0 = 1_700_000_000_000
@@ -135,7 +135,7 @@ def aiokafka_crc_loop(path: Path) -> int:
 
 def count(path: Path) -> tuple[int, int]:
     from kdump.format.walk import Walker
-    from kdump.segment import MappedFile
+    from kdump.storage.segment import MappedFile
 
     m = MappedFile(str(path))
     batches = records = 0

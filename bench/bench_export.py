@@ -16,7 +16,7 @@ writers: ``arrow`` (each task writes its files with pyarrow, the default) and ``
 is printed apart (and a rate counting it).
 
 How the data is made: about one segment's worth of distinct batches is encoded once with
-``kdump.format.build.build_v2_batch`` (mixed sizes, ~10% records with headers, 70% of
+``kdump.testing.build_v2_batch`` (mixed sizes, ~10% records with headers, 70% of
 batches uncompressed, the rest lz4 or zstd). Every segment then reuses those batches with
 their base offset rewritten: the base offset is outside the CRC-32C, so each copy stays a
 valid batch and the generator runs at disk speed.
@@ -37,7 +37,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from kdump.format.build import build_v2_batch  # noqa: E402
+from kdump.testing import build_v2_batch  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
 
 DATA = os.path.join(HERE, "data", "export")
@@ -111,7 +111,7 @@ def generate(root: str, size_gib: float, partitions: int, segments: int) -> dict
 
 
 def bench_local(root: str, out: str, threads: bool) -> tuple[float, int]:
-    from kdump.export import export_local
+    from kdump.export.run import export_local
 
     t = time.monotonic()
     result = export_local([root], out, overwrite=True, threads=threads)

@@ -35,10 +35,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from kdump.format import build  # noqa: E402
+from kdump import testing as build  # noqa: E402
 from kdump.format.codecs import LZ4  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
-from kdump.format.rebuild import build_indexes  # noqa: E402
+from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.format.timeindex import encode_timeindex  # noqa: E402
 
 T0 = 1_700_000_000_000

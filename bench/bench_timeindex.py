@@ -1,7 +1,7 @@
 """Time-index verification cost against segment size: it must grow linearly.
 
 Generates 64 MiB, 256 MiB and 1 GiB segments under bench/data/ (git-ignored) with the
-encoders of kdump.format.build and full indexes from build_indexes (index.interval.bytes
+encoders of kdump.testing and full indexes from build_indexes (index.interval.bytes
 4096), then times ``kdump timeindex --verify-index-only`` on each in a fresh process and
 prints seconds, MB/s and the cost per byte relative to the smallest size (1.00 = linear). CPU
 time is reported beside wall time because the machine may be shared.
@@ -25,11 +25,11 @@ ROOT = HERE.parent
 DATA = HERE / "data"
 sys.path.insert(0, str(ROOT))
 
-from kdump.format.build import build_v2_batch  # noqa: E402
+from kdump.testing import build_v2_batch  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
 from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.format.timeindex import encode_timeindex  # noqa: E402
-from kdump.segment import MappedFile  # noqa: E402
+from kdump.storage.segment import MappedFile  # noqa: E402
 
 MIB = 1 << 20
 T0 = 1_700_000_000_000
@@ -89,7 +89,7 @@ def generate(size_mib: int) -> Path:
 
 def time_in_process(directory: Path) -> float:
     """Parse + verify_time_index alone, without interpreter start-up."""
-    from kdump.indexcheck import read_index_file, verify_time_index
+    from kdump.check.indexes import read_index_file, verify_time_index
 
     t = time.perf_counter()
     tix = read_index_file(str(directory / "00000000000000000000.timeindex"), "timeindex", 0)
@@ -125,7 +125,7 @@ def time_cli(directory: Path, runs: int) -> tuple[float, float, int]:
 
 def time_in_process(directory: Path, runs: int) -> float:
     """Best CPU time of parse + verify_time_index alone (no interpreter start-up, no output)."""
-    from kdump.indexcheck import read_index_file, verify_time_index
+    from kdump.check.indexes import read_index_file, verify_time_index
 
     best = float("inf")
     for _ in range(runs):

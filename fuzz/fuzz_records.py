@@ -24,7 +24,7 @@ from _common import LIMITS, expect, outcome, pure_python  # noqa: E402
 
 import kdump.decoders.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
 from kdump.format import varint  # noqa: E402
-from kdump.format.build import build_legacy_message  # noqa: E402
+from kdump.testing import build_legacy_message  # noqa: E402
 from kdump.format.codecs import GZIP, compress  # noqa: E402
 from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
 from kdump.format.records import decode_v2_payload  # noqa: E402

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402,F401 - sets sys.path for a checkout
 
-from kdump import logdir  # noqa: E402
+from kdump.storage import logdir  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format import legacy  # noqa: E402
 from kdump.format.records import batch_payload  # noqa: E402

@@ -46,7 +46,7 @@ def _declare(name: str, cls: str, doc: str) -> str:
     return name
 
 
-# -- a segment's batches (kdump.scan); the broker's cut is one of the first eight -------------------
+# -- a segment's batches (kdump.check.scan); the broker's cut is one of the first eight -------------------
 TORN_TAIL_KIND = _declare("torn_tail", DAMAGE, "the last batch runs past the end of the file (a write cut short): "
                                              "the broker cuts it")
 TRAILING_BYTES = _declare("trailing_bytes", DAMAGE, "17 bytes or fewer after the last batch, not all zero: the broker "
@@ -85,7 +85,7 @@ UNSUPPORTED_CODEC = _declare("unsupported_codec", ERROR, "--deep: the codec libr
                                                          "incomplete")
 UNREADABLE = _declare("unreadable", ERROR, "the file could not be read")
 
-# -- across the files of a partition (kdump.crosscheck) ---------------------------------------------
+# -- across the files of a partition (kdump.check.partition) ---------------------------------------------
 OFFSET_OVERLAP = _declare("offset_overlap", ANOMALY, "a segment starts at or below the previous segment's last "
                                                      "offset (left by an interrupted clean): the broker loads both")
 INDEX_MISSING = _declare("index_missing", INFO, "a segment has no .index/.timeindex: the broker rebuilds it")
@@ -120,7 +120,7 @@ INVALID_FILE = _declare("invalid_file", DAMAGE, "another side file (checkpoint, 
 LEFTOVER = _declare("leftover", INFO, "a .cleaned, .swap or .deleted file: the broker finishes it at startup")
 ORPHAN_INDEX = _declare("orphan_index", INFO, "an index with no segment: the broker deletes it at startup")
 
-# -- index files against their log (kdump.indexcheck, kdump index) ----------------------------------
+# -- index files against their log (kdump.check.indexes, kdump index) ----------------------------------
 INDEX_PARTIAL = _declare("index_partial_entry", ANOMALY, "an .index size not a multiple of 8: the broker ignores "
                                                          "the torn slot")
 INDEX_AFTER_TAIL = _declare("index_garbage_after_tail", DAMAGE, "a non-zero .index slot after the zero tail")

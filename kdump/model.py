@@ -12,7 +12,7 @@ import base64
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .findings import class_of
+from kdump.findings import class_of
 
 # -- codes and their Kafka names --------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from .errors import KdumpError
+from kdump.errors import KdumpError
 
 CHUNK_MAX = 16          # units per task: fewer round trips, still small enough to balance
 QUEUED_PER_WORKER = 2   # tasks sent ahead, so a worker never waits for the parent

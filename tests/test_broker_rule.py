@@ -17,10 +17,10 @@ from kdump.check.broker_rule import (  # noqa: E402
     log_start_past_end,
     recovered_epochs,
 )
-from kdump.format.build import build_v2_batch  # noqa: E402
+from kdump.testing import build_v2_batch  # noqa: E402
 from kdump.format.walk import Walker  # noqa: E402
-from kdump.scan import scan_segment  # noqa: E402
-from kdump.segment import filename_offset  # noqa: E402
+from kdump.check.scan import scan_segment  # noqa: E402
+from kdump.storage.segment import filename_offset  # noqa: E402
 
 LOGS = sorted(p for p in (FIXTURES / "generated").rglob("*.log") if filename_offset(str(p)) is not None)
 

@@ -1,4 +1,4 @@
-"""The encoders (kdump.format.build) against kdump's decoder and kafka-python.
+"""The encoders (kdump.testing) against kdump's decoder and kafka-python.
 
 A round trip through our own decoder alone could hide a shared misunderstanding, so
 every built batch is also read by kafka-python, and the reference's worked bytes pin
@@ -21,7 +21,7 @@ except ImportError:
     from oracle import kafka_python_decode, kdump_decode_buffer
 
 from kdump.errors import KdumpError
-from kdump.format.build import (
+from kdump.testing import (
     build_control_batch, build_end_txn_marker, build_legacy_message, build_legacy_wrapper, build_v2_batch,
 )
 from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD

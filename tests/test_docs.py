@@ -65,13 +65,13 @@ def test_readme_examples_run_and_leave_the_checkout_as_it_was(lines, tmp_path, m
 
 
 def test_man_pages_are_current():
-    from kdump.manpage import pages
+    from kdump.cli.manpage import pages
 
     generated = pages()
     committed = {p.name: p.read_text() for p in (ROOT / "man").glob("*.1")}
-    assert set(committed) == set(generated), "run: python -m kdump.manpage man/"
+    assert set(committed) == set(generated), "run: python -m kdump.cli.manpage man/"
     for name, text in generated.items():
-        assert committed[name] == text, f"man/{name} is out of date: run python -m kdump.manpage man/"
+        assert committed[name] == text, f"man/{name} is out of date: run python -m kdump.cli.manpage man/"
 
 
 def test_every_command_has_help_and_a_man_page():

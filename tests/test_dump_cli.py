@@ -16,7 +16,7 @@ import sys
 import pytest
 from kdumptest import GENERATED, REAL, run_kdump, write_segment
 
-from kdump.format import build
+from kdump import testing as build
 from kdump.format.codecs import GZIP, NONE
 
 NOW = 1_700_000_000_000
@@ -210,7 +210,7 @@ def test_a_fifo_named_like_a_kafka_file_is_refused_without_waiting(tmp_path, arg
 
 _TRUNCATE_AFTER_MAPPING = """
 import os, sys
-import kdump.segment as segment
+import kdump.storage.segment as segment
 from kdump.cli import main
 
 mapped = segment.MappedFile.__init__
@@ -334,7 +334,7 @@ RECORD_KEYS = ["offset", "timestamp", "key_size", "value_size", "sequence", "key
 def test_json_equals_model_to_dict(name):
     """The preformatted JSON fast path equals json.dumps of the model's to_dict()."""
     from kdump.format.walk import Walker, decode_records
-    from kdump.segment import MappedFile
+    from kdump.storage.segment import MappedFile
 
     part = GENERATED / name
     r = run_kdump("dump", part, "--data", "--encoding", "base64", "--json", "--no-auto-decode")
@@ -403,8 +403,8 @@ def test_seek_with_index_gives_the_same_records():
     assert seg.with_suffix(".index").stat().st_size > 64
     everything = _offsets(run_kdump("dump", seg, "--records", "--json"))
     target = everything[-5]
-    from kdump.logdir import expand
-    from kdump.reader import Filters, SegmentReader
+    from kdump.storage.logdir import expand
+    from kdump.storage.reader import Filters, SegmentReader
 
     reader = SegmentReader(expand(str(seg))[0], Filters(start_offset=target), records=True)
     got = [r.offset for it in reader for r in it.records]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from kdumptest import GENERATED, run_kdump
 
-from kdump import export as core
-from kdump.format.build import build_v2_batch
+from kdump.export import run as core
+from kdump.testing import build_v2_batch
 from kdump.format.index import encode_index
 
 pa = pytest.importorskip("pyarrow")
@@ -185,7 +185,7 @@ def test_cli_local_export(tmp_path, kdump):
 
 
 def test_export_modules_do_not_import_pyspark():
-    code = ("import sys, kdump.export, kdump.spark, kdump.cli.export; "
+    code = ("import sys, kdump.export.run, kdump.spark, kdump.cli.export; "
             "sys.exit(1 if any(m.split('.')[0] == 'pyspark' for m in sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

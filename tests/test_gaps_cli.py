@@ -1,7 +1,7 @@
 """kdump's own views (table, JSON) with --records: the offset gaps an operator has to look at.
 
 DumpLogSegments' text view lists every gap (tests/test_dls_cli.py); kdump's views leave out
-the ones the cleaner explains and the start of the log (kdump/gaps.py), and say how many.
+the ones the cleaner explains and the start of the log (kdump/check/gaps.py), and say how many.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import shutil
 import pytest
 from kdumptest import FIXTURES, GENERATED, run_kdump, write_segment
 
-from kdump.format import build
+from kdump import testing as build
 from kdump.format.checkpoint import encode_offsets
 
 BROKER_COMPACTED = FIXTURES / "broker" / "all-shapes" / "compacted-0"

@@ -25,7 +25,7 @@ from kdumptest import run_kdump
 
 from kdump.errors import CodecError, InvalidFileError, KdumpError
 from kdump.format import checkpoint, codecs, index, metadata, timeindex
-from kdump.format.build import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
+from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format.codecs import GZIP, LZ4, SNAPPY, ZSTD, compress, decompress
 from kdump.format.records import decode_v2_payload
 from kdump.format.varint import encode_varint
@@ -334,7 +334,7 @@ def _resync_bait(n: int) -> bytes:
 
 
 def test_resync_after_damage_is_linear(monkeypatch):
-    from kdump import scan
+    from kdump.check import scan
 
     work = {"bytes": 0}
     crc_ok = scan._crc_ok

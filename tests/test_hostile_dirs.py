@@ -17,10 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import FIXTURES, copy_tree, run_kdump  # noqa: E402
 
-from kdump import crosscheck  # noqa: E402
-from kdump.crosscheck import VerifyOptions, verify_files  # noqa: E402
-from kdump.logdir import partition_files  # noqa: E402
-from kdump.scan import ScanReport  # noqa: E402
+from kdump.check import partition as crosscheck  # noqa: E402
+from kdump.check.partition import VerifyOptions, verify_files  # noqa: E402
+from kdump.storage.logdir import partition_files  # noqa: E402
+from kdump.check.scan import ScanReport  # noqa: E402
 
 
 # -- fault 4: verify is linear in segments per partition -------------------------------------------
@@ -172,7 +172,7 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
     from test_recover import _messy_partition
     from test_repair import _run_killed_at
 
-    from kdump import recovery
+    from kdump.repair import recover as recovery
 
     src = _messy_partition(tmp_path / "src")
     ref = copy_tree(src, tmp_path / "ref")

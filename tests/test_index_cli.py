@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from kdump.format.build import build_legacy_message, build_v2_batch
+from kdump.testing import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index
 from kdump.check.broker_rule import build_indexes
 from kdump.format.rebuild import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
-from kdump.indexcheck import (IndexCheck, rebuild_indexes, verify_indexes, verify_offset_index,
+from kdump.check.indexes import (IndexCheck, rebuild_indexes, verify_indexes, verify_offset_index,
                               verify_time_index)
 from kdump.model import IndexEntry, TimeIndexEntry
 
@@ -647,7 +647,7 @@ def test_rebuild_failure_leaves_old_file(tmp_path, monkeypatch):
     log, _ = make_segment(tmp_path / "t-0")
     idx_path = log.with_suffix(".index")
     idx_path.write_bytes(b"\x00" * 3)
-    import kdump.indexcheck as ic
+    import kdump.check.indexes as ic
 
     def boom(*a, **k):
         raise OSError(28, "No space left on device")

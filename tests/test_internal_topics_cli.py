@@ -10,7 +10,7 @@ import json
 
 from kdumptest import REAL, run_kdump, write_segment
 
-from kdump.format import build
+from kdump import testing as build
 from kdump.format.control import KRAFT_VERSION, SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 
 NOW = 1_700_000_000_000
@@ -33,7 +33,7 @@ def topic_record(name: str) -> bytes:
 def test_every_internal_record_in_the_fixture_tree_decodes():
     r = run_kdump("dump", REAL, "--data", "--json")
     # Two fixture partitions were committed without their .log (the source repo ignores *.log).
-    # The other lines are the notes of gaps compaction explains (kdump/gaps.py): nothing unexplained.
+    # The other lines are the notes of gaps compaction explains (kdump/check/gaps.py): nothing unexplained.
     errors_, notes = [], []
     for line in r.err.splitlines():
         (errors_ if line.startswith("kdump: error:") else notes).append(line)

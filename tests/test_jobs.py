@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corruption import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
 from kdumptest import run_kdump  # noqa: E402
 
-from kdump.format import build  # noqa: E402
+from kdump import testing as build  # noqa: E402
 from kdump.parallel import ordered_map  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,7 +159,7 @@ def test_verify_truncate_quarantines_and_respects_locks_the_same_at_j2(tmp_path)
     import fcntl
     import re
 
-    from kdump.writelock import LOCK_NAME
+    from kdump.storage.writelock import LOCK_NAME
 
     def stamped(text: str) -> str:
         return re.sub(r"kdump-quarantine-[0-9TZ]+", "kdump-quarantine-T", text)

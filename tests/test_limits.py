@@ -24,7 +24,7 @@ import pytest
 from kdump.errors import CodecError, DecompressionLimitError, InvalidFileError, InvalidRecordError, KdumpError
 from kdump.format import accel, legacy, snapshot
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER
-from kdump.format.build import build_legacy_message, build_legacy_wrapper
+from kdump.testing import build_legacy_message, build_legacy_wrapper
 from kdump.format.codecs import GZIP, LZ4, SNAPPY, ZSTD, Limits, compress, decompress
 from kdump.format.crc import crc32c
 from kdump.format.records import decode_v2_payload
@@ -248,7 +248,7 @@ def bomb_segment(tmp_path_factory):
 
     Returns the path and the largest limit the default Limits give any of the bombs.
     """
-    from kdump.format.build import build_v2_batch
+    from kdump.testing import build_v2_batch
     from kdump.format.codecs import DEFAULT_LIMITS
 
     d = tmp_path_factory.mktemp("bombs") / "bombs-0"
@@ -285,7 +285,7 @@ def test_bombs_through_the_cli_are_findings(bomb_segment, command):
 # -- the --max-decompressed option ---------------------------------------------------------------
 
 def _megabyte_batches(tmp_path, codec):
-    from kdump.format.build import build_v2_batch
+    from kdump.testing import build_v2_batch
 
     part = tmp_path / "big-0"
     part.mkdir()

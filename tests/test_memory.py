@@ -122,7 +122,7 @@ def test_running_out_of_memory_is_a_located_error(tmp_path):
 @pytest.mark.parametrize("encoding", ["utf8", "base64", "hex"])
 def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
     """The streamed path writes exactly what ``py_batch_line`` (and so the C writer) writes."""
-    from kdump.format.build import build_v2_batch
+    from kdump.testing import build_v2_batch
     from kdump.format.walk import Walker, decode_records
 
     monkeypatch.setattr(jsonout, "STREAM_CHUNK", 7)
@@ -265,7 +265,7 @@ BIG = bytes(range(256)) * (6 * MiB // 256) + "é€😀\"\\".encode()
 def _large_records_segment(path: Path, codec: int) -> None:
     """Small records around keys, values and header values of 6 and 18 MiB (42 MiB in the
     batch: more than one Arrow batch's bound, so the batch is cut), and a batch of small ones."""
-    from kdump.format.build import build_v2_batch
+    from kdump.testing import build_v2_batch
 
     big = BIG
     recs = [(0, 1700000000000, b"k0", b"small", []),
@@ -284,7 +284,8 @@ def _large_records_segment(path: Path, codec: int) -> None:
 @pytest.mark.parametrize("fmt", ["ndjson", "parquet"])
 def test_large_records_are_exported_as_the_normal_path_writes_them(tmp_path, monkeypatch, fmt, codec):
     """Cut batches, wrapped values and NDJSON pieces give exactly the rows of whole ones."""
-    from kdump import export, exportwrite
+    from kdump.export import run as export
+    from kdump.export import write as exportwrite
 
     d = tmp_path / "t-0"
     d.mkdir()

@@ -143,7 +143,7 @@ def test_export_appears_complete_or_not_at_all(tmp_path, monkeypatch):
     r = run_kdump("export", GENERATED, "--out", out, "--format", "ndjson")
     assert r.code == 1 and (out / "_SUCCESS").is_file() and _staging(tmp_path) == []
     # Interrupted half-way: no --out at all, and nothing left behind.
-    import kdump.export as ex
+    import kdump.export.run as ex
 
     real = ex.json_items
 
@@ -325,7 +325,7 @@ def test_recover_apply_says_moved_x_to_y(tmp_path):
 
 
 def test_terminal_table_shows_invalid_utf8_as_the_replacement_character(tmp_path, monkeypatch):
-    from kdump.format.build import build_v2_batch
+    from kdump.testing import build_v2_batch
 
     d = tmp_path / "raw-0"
     d.mkdir()

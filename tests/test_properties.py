@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from kdump.errors import InvalidRecordError, KdumpError, TruncatedError
 from kdump.format import accel, checkpoint, index, metadata, snapshot, timeindex, txnindex, varint
 from kdump.format.batch import parse_v2
-from kdump.format.build import (
+from kdump.testing import (
     build_control_batch, build_end_txn_marker, build_legacy_message, build_legacy_wrapper, build_v2_batch,
 )
 from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, Limits, compress, decompress

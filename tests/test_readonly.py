@@ -23,8 +23,8 @@ import pytest
 
 from kdumptest import FIXTURES, run_kdump
 
-from kdump import logdir
-from kdump.format.build import build_v2_batch
+from kdump.storage import logdir
+from kdump.testing import build_v2_batch
 
 
 def tree_state(root: Path) -> dict[str, tuple]:

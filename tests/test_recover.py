@@ -1,6 +1,6 @@
 """``kdump recover``: LogLoader's startup recovery as a plan, ``--apply``, ``--salvage``.
 
-Partitions are built with ``kdump.format.build`` (three segments, indexes as the broker
+Partitions are built with ``kdump.testing`` (three segments, indexes as the broker
 writes them, producer snapshots, a leader-epoch checkpoint) or copied from fixtures/.
 Nothing the broker would delete is deleted: it is moved to a quarantine directory, so
 every byte of the original partition is still somewhere after ``--apply``.
@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corruption import FIXTURES, batches, copy_tree, flip_bit, run_kdump, tree_bytes, tree_state  # noqa: E402
 from test_repair import _run_killed_at, _subprocess_env  # noqa: E402
 
-from kdump.format.build import build_v2_batch  # noqa: E402
+from kdump.testing import build_v2_batch  # noqa: E402
 from kdump.format.checkpoint import encode_leader_epochs, encode_offsets  # noqa: E402
 from kdump.format.snapshot import encode_snapshot  # noqa: E402
-from kdump.recovery import LogDirState, plan_partition  # noqa: E402
-from kdump.repair import index_bytes  # noqa: E402
+from kdump.repair.recover import LogDirState, plan_partition  # noqa: E402
+from kdump.repair.cut import index_bytes  # noqa: E402
 
 T0 = 1700000000000
 

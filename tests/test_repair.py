@@ -27,8 +27,8 @@ from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, 
                         tree_bytes, truncate_at)
 
 from kdump.errors import WriteError  # noqa: E402
-from kdump.repair import save_cut_bytes, truncate_log  # noqa: E402
-from kdump.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
+from kdump.repair.cut import save_cut_bytes, truncate_log  # noqa: E402
+from kdump.storage.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -302,7 +302,7 @@ def _holes_supported(directory: Path) -> bool:
 
 
 def test_atomic_write_leaves_zero_chunks_as_holes(tmp_path):
-    from kdump.safewrite import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
+    from kdump.storage.safewrite import COPY_CHUNK, ZERO_CHUNK, read_range, same_content
 
     chunks = [b"head", ZERO_CHUNK, bytes(COPY_CHUNK), b"\x00\x00\x01", ZERO_CHUNK, bytes(10)]
     want = b"".join(chunks)
@@ -321,7 +321,7 @@ def test_atomic_write_leaves_zero_chunks_as_holes(tmp_path):
 def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
     if not _holes_supported(tmp_path):
         pytest.skip("this file system has no holes")
-    from kdump.format.build import build_v2_batch
+    from kdump.testing import build_v2_batch
 
     part = tmp_path / "t-0"
     part.mkdir()
@@ -349,7 +349,7 @@ def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
 
 
 def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
-    from kdump.safewrite import ZERO_CHUNK, read_range
+    from kdump.storage.safewrite import ZERO_CHUNK, read_range
 
     p = tmp_path / "sparse"
     with open(p, "wb") as f:
@@ -374,7 +374,7 @@ def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
 def test_a_copy_that_does_not_hold_the_cut_bytes_is_never_published(tmp_path, monkeypatch):
     """A copy losing bytes on the way (a disk, or the other run of issue #19 replacing the
     temporary file) is caught by its size and CRC-32 read back: nothing is saved, nothing cut."""
-    from kdump import safewrite
+    from kdump.storage import safewrite
 
     d, log, original = _damaged_dir(tmp_path)
     real = safewrite._write_all
@@ -386,7 +386,7 @@ def test_a_copy_that_does_not_hold_the_cut_bytes_is_never_published(tmp_path, mo
 
 
 def test_temporary_names_are_unique_and_recognised_as_stale(tmp_path):
-    from kdump.safewrite import temp_name
+    from kdump.storage.safewrite import temp_name
 
     p = str(tmp_path / "00000000000000000000.index")
     names = {temp_name(p) for _ in range(100)}

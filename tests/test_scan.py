@@ -19,11 +19,11 @@ from corruption import (FIXTURES, LEGACY_FIELDS, V2_CRC_COVERED, V2_FIELDS, batc
                         kafka_recover, set_base_offset, set_length, write_at)
 
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
-from kdump.format.build import build_legacy_message, build_v2_batch  # noqa: E402
+from kdump.testing import build_legacy_message, build_v2_batch  # noqa: E402
 from kdump.format.crc import crc32, crc32c  # noqa: E402
 from kdump.check.broker_rule import build_indexes  # noqa: E402
-from kdump.scan import TAIL_KINDS, scan_file, scan_segment  # noqa: E402
-from kdump.segment import filename_offset  # noqa: E402
+from kdump.check.scan import TAIL_KINDS, scan_file, scan_segment  # noqa: E402
+from kdump.storage.segment import filename_offset  # noqa: E402
 
 SEGMENTS = {
     "real-v2-none-gzip": "real/BiggerBrain__kafka/data/lsx1-0/00000000000000000000.log",
@@ -402,7 +402,7 @@ def test_large_zero_tail_and_garbage_are_scanned_quickly():
 
 @pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
 def test_first_nonzero_finds_the_first_non_zero_byte(kind):
-    from kdump.scan import _ZERO_CHUNK, first_nonzero
+    from kdump.check.scan import _ZERO_CHUNK, first_nonzero
 
     size = 2 * _ZERO_CHUNK + 100
     for where in (0, 1, _ZERO_CHUNK - 1, _ZERO_CHUNK, _ZERO_CHUNK + 7, size - 1, None):
@@ -442,7 +442,7 @@ def _fields(r):
 
 @pytest.mark.parametrize("name", IDS)
 def test_fast_path_equals_the_per_batch_checks(name, monkeypatch):
-    import kdump.scan as scan_module
+    import kdump.check.scan as scan_module
 
     s = seg(name)
     cases = [s.full, s.data + s.data[s.last.position:], bytes(set_base_offset(bytearray(s.data), s.mid.position, 0)),
@@ -456,7 +456,7 @@ def test_fast_path_equals_the_per_batch_checks(name, monkeypatch):
 
 
 def test_fast_path_with_epochs_transactions_and_index_regressions(monkeypatch):
-    import kdump.scan as scan_module
+    import kdump.check.scan as scan_module
 
     parts = [_v2(3 * i, size=400, partition_leader_epoch=i // 4) for i in range(30)]
     parts[12] = _v2(20, size=400, partition_leader_epoch=2)

@@ -27,7 +27,7 @@ from kdumptest import fixture_logs
 from kdump.format import accel, legacy
 from kdump.format import records as records_mod
 from kdump.format.batch import parse_v2
-from kdump.format.build import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
+from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record
 

@@ -1,6 +1,6 @@
 """``_speedups.scan_plain_run`` (the scanner's C fast path) against the pure-Python scanner.
 
-Each input is scanned twice: everything in Python (``kdump.scan.scan_plain_run`` and the
+Each input is scanned twice: everything in Python (``kdump.check.scan.scan_plain_run`` and the
 walker's C functions switched off) and everything in C. The reports must be identical:
 ``to_dict()``, every ScanReport field (findings, cut, valid_bytes, counts, epochs, max
 timestamp, transaction events, intact runs) and the scanner's own end state (the index
@@ -30,18 +30,18 @@ from kdumptest import fixture_logs  # noqa: E402
 from corruption import (FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset,  # noqa: E402
                         set_length, write_at)
 
-from kdump import scan as scan_mod  # noqa: E402
+from kdump.check import scan as scan_mod  # noqa: E402
 from kdump.format import accel  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
-from kdump.format.build import (build_control_batch, build_end_txn_marker, build_legacy_message,  # noqa: E402
+from kdump.testing import (build_control_batch, build_end_txn_marker, build_legacy_message,  # noqa: E402
                                 build_v2_batch)
 from kdump.format.codecs import DEFAULT_LIMITS  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
 from kdump.format.walk import Walker  # noqa: E402
 from kdump.model import Batch, Record  # noqa: E402
 from kdump.check.broker_rule import DEFAULT_MAX_MESSAGE_SIZE  # noqa: E402
-from kdump.scan import ScanReport, _Scan, scan_segment  # noqa: E402
-from kdump.segment import filename_offset  # noqa: E402
+from kdump.check.scan import ScanReport, _Scan, scan_segment  # noqa: E402
+from kdump.storage.segment import filename_offset  # noqa: E402
 
 _speedups.init(Batch, Record)
 

@@ -16,7 +16,7 @@ import pytest
 
 from kdumptest import GENERATED, REAL
 
-from kdump.format.build import build_end_txn_marker, build_v2_batch
+from kdump.testing import build_end_txn_marker, build_v2_batch
 from kdump.format.snapshot import encode_snapshot, parse_snapshot
 from kdump.format.walk import Walker
 from kdump.model import ProducerEntry

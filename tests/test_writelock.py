@@ -25,9 +25,9 @@ from corruption import FIXTURES, append_garbage, copy_tree, run_kdump, tree_byte
 from test_recover import _damage_middle, _final, make_partition  # noqa: E402
 from test_repair import _nothing_lost, _subprocess_env  # noqa: E402
 
-from kdump import logdir  # noqa: E402
+from kdump.storage import logdir  # noqa: E402
 from kdump.errors import WriteError  # noqa: E402
-from kdump.writelock import LOCK_NAME, PartitionLock  # noqa: E402
+from kdump.storage.writelock import LOCK_NAME, PartitionLock  # noqa: E402
 
 BUSY = "another kdump run is writing to this partition"
 CHANGES = ("saved", "truncated", "rebuilt", "trimmed", "moved", "renamed", "wrote", "removed_temp")

@@ -25,7 +25,7 @@ What a Kafka 4.3 broker does, read from its sources (``LogSegment.recover``,
    and update producer state; aborted transactions that complete go to the ``.txnindex``.
 
 After the walk: the log is cut to the bytes kept, and the largest timestamp gets a last
-time index entry if it grew. ``kdump.scan`` (verify), ``kdump index --rebuild``, ``verify
+time index entry if it grew. ``kdump.check.scan`` (verify), ``kdump index --rebuild``, ``verify
 --truncate`` and ``kdump recover`` all take these rules from here; the scanner's hot loop
 and its C twin (``_speedups.scan_plain_run``) inline step 4 for plain batches only, and
 ``tests/test_speedups_scan.py`` proves them equal to it.
@@ -35,15 +35,15 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import InvalidFileError, UsageError
-from ..format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
-from ..format.codecs import DEFAULT_LIMITS, Limits
-from ..format.crc import crc32
-from ..format.index import INT32_MAX
-from ..format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from ..format.rebuild import NO_TIMESTAMP, TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
-from ..format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
-from ..model import Batch, IndexEntry, TimeIndexEntry
+from kdump.errors import InvalidFileError, UsageError
+from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.crc import crc32
+from kdump.format.index import INT32_MAX
+from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from kdump.format.rebuild import NO_TIMESTAMP, TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
+from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
+from kdump.model import Batch, IndexEntry, TimeIndexEntry
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096       # index.interval.bytes
 # message.max.bytes' default since Kafka 0.11 (1 MiB + the 12-byte log overhead). Recovery does

@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import os
 
-from .. import logdir as K
-from ..errors import KdumpError
-from ..format.walk import Walker
-from ..logdir import LogFile
-from ..repair import index_bytes
-from ..safewrite import TEMP_SUFFIX
-from ..scan import ScanReport
-from ..segment import MappedFile, read_small
-from .broker_rule import log_start_past_end, recovered_epochs
-from .plan import (
+from kdump.storage import logdir as K
+from kdump.errors import KdumpError
+from kdump.format.walk import Walker
+from kdump.storage.logdir import LogFile
+from kdump.repair.cut import index_bytes
+from kdump.storage.safewrite import TEMP_SUFFIX
+from kdump.check.scan import ScanReport
+from kdump.storage.segment import MappedFile, read_small
+from kdump.check.broker_rule import log_start_past_end, recovered_epochs
+from kdump.check.plan import (
     NOTE,
     QUARANTINE,
     REBUILD,
@@ -68,7 +68,7 @@ def _raw_offset_files(directory: str) -> list[str]:
 
 def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
     """``TransactionIndex.sanityCheck``: an entry ending below the segment base."""
-    from ..format.txnindex import parse_txnindex
+    from kdump.format.txnindex import parse_txnindex
 
     path = source.get(f"{base:020d}.txnindex")
     if path is None:
@@ -253,8 +253,8 @@ def plan_partition(directory: str, state: LogDirState | None = None,
 def _plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:
     """What recovery writes to the ``.txnindex`` of each segment it recovers: the aborted
     transactions that complete in the kept part (an empty file where there were some)."""
-    from ..crosscheck import aborted_transactions
-    from ..format.txnindex import encode_txnindex
+    from kdump.check.partition import aborted_transactions
+    from kdump.format.txnindex import encode_txnindex
 
     logs = [(LogFile(source[f"{b:020d}.log"], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
     aborted = aborted_transactions(logs, vopts.limits)
@@ -284,7 +284,7 @@ def _plan_txnindexes(plan, directory, bases, present, source, scans, recovered, 
 def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -> None:
     """LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: every segment, the producer state
     and the leader epochs go; the broker then starts an empty segment at the log start offset."""
-    from ..format.checkpoint import LEADER_EPOCH
+    from kdump.format.checkpoint import LEADER_EPOCH
 
     plan.damaged = True
     why = f"the log start offset {lso} is above the log end offset {leo}: the broker deletes every segment"
@@ -306,7 +306,7 @@ def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) 
 
 
 def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
-    from ..crosscheck import index_findings
+    from kdump.check.partition import index_findings
 
     for b in bases:
         if b not in recovered and b not in cut_segments:
@@ -345,8 +345,8 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
 
 
 def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
-    from ..format.checkpoint import LEADER_EPOCH
-    from ..sidefiles import checkpoint_entries
+    from kdump.format.checkpoint import LEADER_EPOCH
+    from kdump.check.sidefiles import checkpoint_entries
 
     p = os.path.join(directory, LEADER_EPOCH)
     entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)

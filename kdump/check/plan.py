@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from ..errors import KdumpError
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.errors import KdumpError
 
 # Step actions.
 QUARANTINE, RENAME, TRUNCATE, REBUILD, WRITE_TXN, TRIM_EPOCHS, NOTE = (
@@ -41,7 +41,7 @@ class LogDirState:
     def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None) -> LogDirState:
         """The log dir's checkpoints, streamed; only the entries of ``partitions`` are kept
         when it is given (a checkpoint may list millions)."""
-        from ..sidefiles import checkpoint_entries
+        from kdump.check.sidefiles import checkpoint_entries
 
         state = cls()
         if not logdir:
@@ -92,6 +92,6 @@ class RecoverOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 
     def verify_options(self):
-        from ..crosscheck import VerifyOptions
+        from kdump.check.partition import VerifyOptions
 
         return VerifyOptions(max_message_size=self.max_message_size, index_interval_bytes=self.index_interval_bytes)

@@ -11,27 +11,27 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import __version__
-from ..errors import ExitStatus, KdumpError
+from kdump import __version__
+from kdump.errors import ExitStatus, KdumpError
 
 
 def __getattr__(name: str):
     # `kdump.cli.cli` (the Click group) is built on first use, keeping start-up light.
     if name in ("cli", "COMMANDS", "LazyGroup"):
-        from . import app
+        from kdump.cli import app
 
         return getattr(app, name)
     raise AttributeError(name)
 
 
 def error_line(e: KdumpError) -> str:
-    from ..render.escape import printable
+    from kdump.render.escape import printable
 
     return printable(f"kdump: error: {e}")
 
 
 def _report(e: KdumpError) -> None:
-    from ..render.escape import printable
+    from kdump.render.escape import printable
 
     print(error_line(e), file=sys.stderr)
     if e.hint:
@@ -39,7 +39,7 @@ def _report(e: KdumpError) -> None:
 
 
 def _printable(text: str) -> str:
-    from ..render.escape import printable
+    from kdump.render.escape import printable
 
     return printable(text)
 
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> None:
             pass
     import click
 
-    from ..segment import exit_on_sigbus
-    from .app import cli
+    from kdump.storage.segment import exit_on_sigbus
+    from kdump.cli.app import cli
 
     exit_on_sigbus()
 

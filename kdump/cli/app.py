@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import __version__
+from kdump import __version__
 
 # name -> "module:attribute"; imported on first use so `kdump --version` stays fast.
 COMMANDS = {

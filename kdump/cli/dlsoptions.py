@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import click
 
-from ..decoders import basic
-from ..dlsindex import IndexOptions
+from kdump.decoders import basic
+from kdump.check.dls_index import IndexOptions
 
 DEFAULT_MAX_MESSAGE_SIZE = IndexOptions().max_message_size
 

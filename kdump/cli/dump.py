@@ -6,16 +6,16 @@ import os
 
 import click
 
-from ..decoders import basic
-from ..errors import ExitStatus, InputError, KdumpError, UsageError
-from ..format.codecs import DEFAULT_LIMITS, Limits, limits_for
-from ..dlsindex import IndexOptions
-from ..logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
-from ..reader import Filters, SegmentReader, out_of_memory
-from ..render.payload import PayloadView
-from ..segment import file_size
-from .dlsoptions import decoder_for_class, dls_options, split_files
-from .options import Output, jobs_option, jobs_or_default, limits_option, output_options
+from kdump.decoders import basic
+from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
+from kdump.format.codecs import DEFAULT_LIMITS, Limits, limits_for
+from kdump.check.dls_index import IndexOptions
+from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
+from kdump.storage.reader import Filters, SegmentReader, out_of_memory
+from kdump.render.payload import PayloadView
+from kdump.storage.segment import file_size
+from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
+from kdump.cli.options import Output, jobs_option, jobs_or_default, limits_option, output_options
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -122,8 +122,8 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
 
 def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
               filters: Filters = Filters()):
-    from ..gaps import PartitionGaps
-    from ..render import dump as r
+    from kdump.check.gaps import PartitionGaps
+    from kdump.render import dump as r
 
     # kdump's own views report the gaps an operator has to look at (gaps.py), a partition
     # per renderer; not with a time range (the records shown are then a selection) or --quiet.
@@ -140,7 +140,7 @@ def _renderer(out: Output, view: PayloadView, records: bool, data: bool, skip_me
 def _auto_internal(f: LogFile, view: PayloadView, auto: bool) -> PayloadView:
     if not auto or view.internal is not None:
         return view
-    from ..decoders import for_topic
+    from kdump.decoders import for_topic
 
     topic = f.topic
     if f.kind == "kraft_snapshot" and topic is None:
@@ -176,7 +176,7 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
             status = max(status, e.exit_code)
             continue
         if os.path.isdir(path):
-            from ..logless import logless_dirs
+            from kdump.check.logless import logless_dirs
 
             for e in logless_dirs(expanded):
                 _error(out, e)
@@ -188,8 +188,8 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                 status = max(status, e.exit_code)
         files.extend((f, not os.path.isdir(path)) for f in expanded)
     next_base = _segment_ranges([f for f, _ in files])
-    from ..parallel import in_process, ordered_output
-    from .progress import Progress
+    from kdump.parallel import in_process, ordered_output
+    from kdump.cli.progress import Progress
 
     # A partition at a time (consecutive files of one directory), each with its own renderer:
     # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
@@ -244,7 +244,7 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
                     for f, _ in unit:       # a worker's reads are not seen here
                         progress.done(f.path)
         finally:
-            from ..render.dump import summary_lines
+            from kdump.render.dump import summary_lines
 
             for line in summary_lines(summary):
                 click.echo(line, err=True)
@@ -304,7 +304,7 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
 
 def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out: Output, opts: IndexOptions, limits: Limits) -> int:
     """An .index/.timeindex as kafka-dump-log.sh shows it: entries checked against the segment."""
-    from .. import dlsindex
+    from kdump.check import dls_index as dlsindex
 
     renderer.begin_file(f, view)
     if f.kind == INDEX:
@@ -326,7 +326,7 @@ def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out: Output, opts: 
 
 
 def _dump_side(f: LogFile, renderer, view: PayloadView, out: Output) -> int:
-    from ..sidefiles import describe
+    from kdump.check.sidefiles import describe
 
     renderer.begin_file(f, view)
     desc = describe(f)
@@ -341,6 +341,6 @@ def _dump_side(f: LogFile, renderer, view: PayloadView, out: Output) -> int:
 
 
 def _error(out: Output, e: KdumpError) -> None:
-    from . import error_line
+    from kdump.cli import error_line
 
     click.echo(error_line(e), err=True)

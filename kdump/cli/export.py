@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ExitStatus, KdumpError, UsageError
-from ..format.codecs import limits_for
-from .options import jobs_option, jobs_or_default, limits_option, paths_argument
+from kdump.errors import ExitStatus, KdumpError, UsageError
+from kdump.format.codecs import limits_for
+from kdump.cli.options import jobs_option, jobs_or_default, limits_option, paths_argument
 
 
 def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
@@ -55,7 +55,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     export; the exit status is then 1. So does a payload past --max-decompressed or
     --max-expansion.
     """
-    from ..export import parse_partition_by
+    from kdump.export.run import parse_partition_by
 
     conf_map = parse_conf(conf)
     if engine == "local" and (master or conf_map or writer):
@@ -66,17 +66,17 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
                "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion)}
     if engine == "spark":
-        from ..spark.session import check_requirements
+        from kdump.spark.session import check_requirements
 
         check_requirements()
-        from ..spark.export import run_export
+        from kdump.spark.export import run_export
 
         result = run_export(list(paths), out, master, conf_map, writer=writer, **options)
     else:
-        from ..export import export_local
-        from ..logdir import BATCH_KINDS, resolve
-        from .options import Output
-        from .progress import Progress
+        from kdump.export.run import export_local
+        from kdump.storage.logdir import BATCH_KINDS, resolve
+        from kdump.cli.options import Output
+        from kdump.cli.progress import Progress
 
         try:
             files = [f.path for f in resolve(list(paths), kinds=BATCH_KINDS)]
@@ -90,7 +90,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
 
 def _report(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: bool) -> None:
     if json_flag:
-        from ..render.jsonout import dumps
+        from kdump.render.jsonout import dumps
 
         click.echo(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}))
     if quiet:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ExitStatus
-from .options import Output, output_options, paths_argument
-from .state_options import Duration, emit_json, now_ms, now_option
+from kdump.errors import ExitStatus
+from kdump.cli.options import Output, output_options, paths_argument
+from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,9 +34,9 @@ def groups(paths, group_id, partitions, at, offsets_retention, now, json_flag, f
     Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it),
     2 usage error, 3 could not complete.
     """
-    from ..state.groups import run
-    from ..state.render import group_text, groups_table, offsets_topic_line
-    from .dump import parse_time
+    from kdump.state.groups import run
+    from kdump.state.render import group_text, groups_table, offsets_topic_line
+    from kdump.cli.dump import parse_time
 
     out = Output(json_flag, fmt, color, quiet)
     header, notes, found = run(paths, group_id=group_id, partitions=partitions, at_ms=parse_time(at),

@@ -1,6 +1,6 @@
 """``kdump help [COMMAND]``: the manual page, whatever way kdump was installed.
 
-The page is generated from the commands themselves (kdump.manpage), so it needs no
+The page is generated from the commands themselves (kdump.cli.manpage), so it needs no
 install path (an editable install puts nothing under share/man). It is shown with
 ``man -l``; without man(1) it is printed as plain text.
 """
@@ -16,15 +16,15 @@ import tempfile
 
 import click
 
-from .app import COMMANDS
+from kdump.cli.app import COMMANDS
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("command", required=False, type=click.Choice(sorted(COMMANDS)), metavar="[COMMAND]")
 def help(command: str | None) -> int:  # noqa: A001 - the command's name
     """Show the manual page of kdump, or of COMMAND (through man, else as text)."""
-    from ..manpage import render
-    from .app import cli
+    from kdump.cli.manpage import render
+    from kdump.cli.app import cli
 
     ctx = click.Context(cli, info_name="kdump", **cli.context_settings)
     page = render(None, cli) if command is None else render(command, cli.get_command(ctx, command), ctx)

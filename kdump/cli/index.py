@@ -12,11 +12,11 @@ from typing import NamedTuple
 
 import click
 
-from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
-from ..errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
-from ..logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
-from ..segment import file_size
-from .options import Output, force_option, jobs_option, jobs_or_default, output_options, paths_argument
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from kdump.errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
+from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
+from kdump.storage.segment import file_size
+from kdump.cli.options import Output, force_option, jobs_option, jobs_or_default, output_options, paths_argument
 
 DEFAULT_INTERVAL = DEFAULT_INDEX_INTERVAL_BYTES
 EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
@@ -105,7 +105,7 @@ def items_for(path: str, kind: str) -> list[Item]:
 
 def segments_for(path: str) -> list[str]:
     """The live ``.log`` files a PATH stands for (what --rebuild works on)."""
-    from ..indexcheck import segment_log_path
+    from kdump.check.indexes import segment_log_path
 
     files = expand(path)
     if not os.path.isdir(path):
@@ -176,7 +176,7 @@ def timeindex(paths, verify, verify_index_only, sanity, rebuild, interval_bytes,
 
 
 def _renderer(out: Output):
-    from ..render import index as r
+    from kdump.render import index as r
 
     if out.format == "json":
         return r.JsonIndex(out.stream)
@@ -197,8 +197,8 @@ def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild
             return int(_rebuild_all(paths, interval_bytes, time_offset, not no_backup, renderer, force))
         finally:
             renderer.finish()
-    from ..parallel import ordered_output
-    from .progress import Progress
+    from kdump.parallel import ordered_output
+    from kdump.cli.progress import Progress
 
     # A partition's items at a time (an unreadable PATH is a unit of its own, so its error
     # line comes where -j 1 prints it), each unit with its own renderer.
@@ -245,7 +245,7 @@ def run(kind: str, paths, verify: bool, verify_only: bool, sanity: bool, rebuild
 
 
 def _one(item: Item, verify: bool, verify_only: bool, sanity: bool, interval_bytes: int | None, renderer) -> int:
-    from ..render.index import FileReport
+    from kdump.render.index import FileReport
 
     rep = FileReport(item.path, item.kind, item.log if item.kind != TXNINDEX else None)
     if not os.path.exists(item.path):
@@ -265,7 +265,7 @@ def _one(item: Item, verify: bool, verify_only: bool, sanity: bool, interval_byt
 
 def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, interval_bytes: int | None,
            renderer) -> int:
-    from ..indexcheck import file_findings, live_entries, read_index_file, sanity_findings
+    from kdump.check.indexes import file_findings, live_entries, read_index_file, sanity_findings
 
     parsed = read_index_file(item.path, item.kind, item.base_offset)
     entries, tail = live_entries(parsed)
@@ -296,7 +296,7 @@ def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, inter
             _finish(rep, renderer)
             _error(InputError(rep.message, file=item.path))
             return ExitStatus.INCOMPLETE
-        from ..indexcheck import check_against_log
+        from kdump.check.indexes import check_against_log
 
         check = check_against_log(item.log, item.kind, item.base_offset, parsed, interval_bytes)
         rep.check = check
@@ -312,10 +312,10 @@ def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, inter
 
 
 def _txnindex(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, renderer) -> int:
-    from ..findings import TXN_PARTIAL, TXN_SANITY, TXN_VERSION
-    from ..format.txnindex import CURRENT_VERSION, kafka_version, parse_txnindex, sanity_check_txnindex, version_errors
-    from ..model import Finding
-    from ..segment import MappedFile
+    from kdump.findings import TXN_PARTIAL, TXN_SANITY, TXN_VERSION
+    from kdump.format.txnindex import CURRENT_VERSION, kafka_version, parse_txnindex, sanity_check_txnindex, version_errors
+    from kdump.model import Finding
+    from kdump.storage.segment import MappedFile
 
     with MappedFile(item.path) as mf:
         parsed = parse_txnindex(mf.buf)
@@ -348,7 +348,7 @@ def _finish(rep, renderer) -> None:
     renderer.end(rep)
     if rep.findings:
         renderer.finish()
-        from ..render.collapse import more_like_it, runs
+        from kdump.render.collapse import more_like_it, runs
 
         for run in runs(rep.findings):      # a run of one kind: one line (the JSON lists each)
             message = run[0].message if len(run) == 1 else f"{len(run)} {run[0].kind} faults from here: " \
@@ -360,8 +360,8 @@ def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, bac
                  force: bool = False) -> int:
     from itertools import groupby
 
-    from ..indexcheck import rebuild_indexes
-    from ..writelock import PartitionLock
+    from kdump.check.indexes import rebuild_indexes
+    from kdump.storage.writelock import PartitionLock
 
     status = ExitStatus.OK
     interval = DEFAULT_INTERVAL if interval_bytes is None else interval_bytes
@@ -397,10 +397,10 @@ def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, bac
 
 
 def _error(e: KdumpError) -> None:
-    from . import error_line
+    from kdump.cli import error_line
 
     click.echo(error_line(e), err=True)
     if e.hint:
-        from ..render.escape import printable
+        from kdump.render.escape import printable
 
         click.echo(printable(f"kdump: hint: {e.hint}"), err=True)

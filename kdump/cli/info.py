@@ -6,12 +6,12 @@ import os
 
 import click
 
-from ..errors import ExitStatus, KdumpError
-from ..logdir import BATCH_KINDS, resolve
-from ..render.escape import printable
-from ..state.render import when as _time
-from ..summary import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
-from .options import Output, jobs_option, jobs_or_default, output_options, paths_argument
+from kdump.errors import ExitStatus, KdumpError
+from kdump.storage.logdir import BATCH_KINDS, resolve
+from kdump.render.escape import printable
+from kdump.state.render import when as _time
+from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
+from kdump.cli.options import Output, jobs_option, jobs_or_default, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,11 +24,11 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
 
     Reads batch headers only, so it is fast even on large log dirs.
     """
-    from .progress import Progress
+    from kdump.cli.progress import Progress
 
     out = Output(json_flag, fmt, color, quiet)
-    from ..logdir import directory_groups
-    from ..parallel import ordered_map
+    from kdump.storage.logdir import directory_groups
+    from kdump.parallel import ordered_map
 
     files = resolve(paths, kinds=BATCH_KINDS)
     status = ExitStatus.OK
@@ -41,7 +41,7 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
             if out.format == "json":
-                from ..render.jsonout import dumps
+                from kdump.render.jsonout import dumps
 
                 out.stream.write(dumps(s.to_dict()) + "\n")
             elif out.format == "text":

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ExitStatus, UsageError
-from .options import Output, output_options
-from .state_options import emit_json
+from kdump.errors import ExitStatus, UsageError
+from kdump.cli.options import Output, output_options
+from kdump.cli.state_options import emit_json
 
 
 def _point(value: str | None):
-    from ..state.metadata import Point
-    from .dump import parse_time
+    from kdump.state.metadata import Point
+    from kdump.cli.dump import parse_time
 
     if value is None:
         return Point()
@@ -45,10 +45,10 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
     Exit status: 0 clean, 1 the replay stopped at a torn or damaged batch (records kdump
     cannot decode are listed, not counted as damage), 2 usage error, 3 could not complete.
     """
-    from ..state.metadata import diff as diff_images
-    from ..state.metadata import load, objects
-    from ..state.render import metadata_table, metadata_text
-    from ..state.source import LogDirs
+    from kdump.state.metadata import diff as diff_images
+    from kdump.state.metadata import load, objects
+    from kdump.state.render import metadata_table, metadata_text
+    from kdump.state.source import LogDirs
 
     out = Output(json_flag, fmt, color, quiet)
     if diff and at:

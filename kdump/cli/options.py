@@ -32,7 +32,7 @@ class ByteSize(click.ParamType):
 
 def limits_option(f: Callable) -> Callable:
     """--max-decompressed / --max-expansion: how far one compressed payload may expand."""
-    from ..format.codecs import DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_RATIO
+    from kdump.format.codecs import DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_RATIO
 
     f = click.option("--max-expansion", type=click.IntRange(min=1), default=DEFAULT_RATIO, show_default=True,
                      metavar="RATIO",
@@ -72,7 +72,7 @@ def jobs_option(f: Callable) -> Callable:
 def jobs_or_default(jobs: int | None) -> int:
     if jobs is not None:
         return jobs
-    from ..parallel import default_jobs
+    from kdump.parallel import default_jobs
 
     return default_jobs()
 
@@ -126,7 +126,7 @@ class Output:
 
     def note(self, message: str) -> None:
         """A diagnostic line on stderr (suppressed by --quiet), control characters escaped."""
-        from ..render.escape import printable
+        from kdump.render.escape import printable
 
         if not self.quiet:
             click.echo(printable(message), err=True)

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from .. import segment
+from kdump.storage import segment
 
 SHOW_AFTER = 1.0      # seconds: quick runs never flash a bar
 

@@ -7,9 +7,9 @@ import sys
 
 import click
 
-from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from ..errors import ExitStatus, KdumpError, UsageError
-from .options import Output, _isatty, force_option, jobs_option, jobs_or_default, output_options
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.errors import ExitStatus, KdumpError, UsageError
+from kdump.cli.options import Output, _isatty, force_option, jobs_option, jobs_or_default, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,7 +47,7 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
     3 could not complete.
     """
-    from ..writelock import Locks
+    from kdump.storage.writelock import Locks
 
     if apply_ and not yes and not _isatty(sys.stdin):
         # Nobody can answer the prompt: say how to consent instead of looking interrupted.
@@ -64,7 +64,7 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
 
 def _partitions(targets, logdir) -> set[tuple[str, int]]:
     """The (topic, partition)s of the targets in ``logdir``: the checkpoint entries to keep."""
-    from ..logdir import parse_partition_dir
+    from kdump.storage.logdir import parse_partition_dir
 
     out = set()
     for directory, ld in targets:
@@ -76,7 +76,7 @@ def _partitions(targets, logdir) -> set[tuple[str, int]]:
 
 def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, out,
              locks, jobs: int = 1) -> int:
-    from ..recovery import (
+    from kdump.repair.recover import (
         LogDirState,
         RecoverOptions,
         apply_plan,
@@ -87,11 +87,11 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
         salvage,
         timestamp,
     )
-    from ..render.escape import printable
-    from ..render.verify import change_line, plan_renderer
-    from ..segment import file_size
-    from . import error_line
-    from .progress import Progress
+    from kdump.render.escape import printable
+    from kdump.render.verify import change_line, plan_renderer
+    from kdump.storage.segment import file_size
+    from kdump.cli import error_line
+    from kdump.cli.progress import Progress
 
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     status = ExitStatus.OK
@@ -105,7 +105,7 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
     for extra in (quarantine_dir, salvage_dir):
         if extra:
             check_quarantine_root(extra, {ld for _, ld in targets})
-    from ..parallel import ordered_map
+    from kdump.parallel import ordered_map
 
     states = {logdir: LogDirState.read(logdir, _partitions(targets, logdir))
               for logdir in dict.fromkeys(ld for _, ld in targets)}
@@ -198,7 +198,7 @@ def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_s
 
 def _segments(targets: list[tuple[str, str | None]]) -> list[str]:
     """The segments a plan reads, for the progress bar's total."""
-    from ..logdir import LOG, partition_files
+    from kdump.storage.logdir import LOG, partition_files
 
     out = []
     for directory, _ in targets:

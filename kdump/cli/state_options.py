@@ -32,12 +32,12 @@ def now_option(f):
 
 
 def now_ms(value: str | None) -> int:
-    from .dump import parse_time
+    from kdump.cli.dump import parse_time
 
     return int(time.time() * 1000) if value is None else parse_time(value)
 
 
 def emit_json(out, obj) -> None:
-    from ..render.jsonout import dumps
+    from kdump.render.jsonout import dumps
 
     out.stream.write(dumps(obj) + "\n")

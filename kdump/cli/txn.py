@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ExitStatus
-from .options import Output, output_options, paths_argument
-from .state_options import Duration, emit_json, now_ms, now_option
+from kdump.errors import ExitStatus
+from kdump.cli.options import Output, output_options, paths_argument
+from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,8 +34,8 @@ def txn(paths, transactional_id, producer_id, hanging_after, now, json_flag, fmt
     Exit status: 0 no findings (hanging transactions are reported, not an error),
     1 findings, 2 usage error, 3 could not complete.
     """
-    from ..state.render import txn_id_line, txn_partition_text, txn_table
-    from ..state.txn import run
+    from kdump.state.render import txn_id_line, txn_partition_text, txn_table
+    from kdump.state.txn import run
 
     out = Output(json_flag, fmt, color, quiet)
     ids, notes, partitions = run(paths, now_ms=now_ms(now), hanging_after_ms=hanging_after,

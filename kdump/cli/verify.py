@@ -8,12 +8,12 @@ import os
 
 import click
 
-from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from ..errors import ExitStatus, KdumpError, UsageError
-from ..findings import ANOMALY
-from ..format.codecs import DEFAULT_LIMITS, limits_for
-from ..segment import file_size
-from .options import Output, force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.errors import ExitStatus, KdumpError, UsageError
+from kdump.findings import ANOMALY
+from kdump.format.codecs import DEFAULT_LIMITS, limits_for
+from kdump.storage.segment import file_size
+from kdump.cli.options import Output, force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -95,7 +95,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
-    from ..spark.verify import run_verify as spark_verify
+    from kdump.spark.verify import run_verify as spark_verify
 
     return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
                         index_interval_bytes=index_interval_bytes, limits=limits, strict=strict)
@@ -105,12 +105,12 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
                broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False,
                jobs: int = 1) -> int:
-    from ..crosscheck import VerifyOptions, summarize
-    from ..logdir import directory_groups
-    from ..parallel import in_process, ordered_map
-    from ..render.verify import summary_line, verify_renderer
-    from . import error_line, output_cut
-    from .progress import Progress
+    from kdump.check.partition import VerifyOptions, summarize
+    from kdump.storage.logdir import directory_groups
+    from kdump.parallel import in_process, ordered_map
+    from kdump.render.verify import summary_line, verify_renderer
+    from kdump.cli import error_line, output_cut
+    from kdump.cli.progress import Progress
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
@@ -162,9 +162,9 @@ REPORT, ERROR, CLEANED, REPAIRED = "report", "error", "cleaned", "repaired"
 def _directory(group, opts, truncate: bool, force: bool):
     """One directory, a unit of ``-j``: with --truncate it is locked before it is read and
     until it is repaired, by this process alone. Yields (kind, value) events."""
-    from ..crosscheck import verify_files
-    from ..logdir import take_listing
-    from ..writelock import Locks
+    from kdump.check.partition import verify_files
+    from kdump.storage.logdir import take_listing
+    from kdump.storage.writelock import Locks
 
     directory, files = group
     with Locks(force) as locks:
@@ -181,7 +181,7 @@ def _directory(group, opts, truncate: bool, force: bool):
             yield REPORT, r
             done.append(r)
         if truncate:
-            from ..truncate import truncate_reports
+            from kdump.repair.truncate import truncate_reports
 
             try:
                 yield REPAIRED, truncate_reports(done, opts)
@@ -194,7 +194,7 @@ def _listed(check, group) -> list:
 
 
 def _notes(out: Output, changes: list) -> list:
-    from ..render.verify import change_line
+    from kdump.render.verify import change_line
 
     for c in changes:
         out.note(change_line(c))
@@ -204,8 +204,8 @@ def _notes(out: Output, changes: list) -> list:
 def resolve_paths(paths) -> tuple[list, ExitStatus]:
     """The files under PATHS, each once (by real path: a file named twice is checked and
     repaired once), and the exit status so far; a PATH that cannot be read is reported."""
-    from ..logdir import resolve
-    from . import error_line
+    from kdump.storage.logdir import resolve
+    from kdump.cli import error_line
 
     status = ExitStatus.OK
     files = []
@@ -219,7 +219,7 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             status = max(status, e.exit_code)
             continue
         if os.path.isdir(path):
-            from ..logless import logless_dirs
+            from kdump.check.logless import logless_dirs
 
             for e in logless_dirs(found):
                 click.echo(error_line(e), err=True)

@@ -15,8 +15,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DecodeError
-from ..format.javautf8 import java_utf8
+from kdump.errors import DecodeError
+from kdump.format.javautf8 import java_utf8
 
 ENCODINGS = ("utf8", "hex", "base64")
 DECODERS = ("utf8", "hex", "base64", "json", "int", "long")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DecodeError
-from . import frame
-from .schema import strip_private, to_json
+from kdump.errors import DecodeError
+from kdump.decoders import frame
+from kdump.decoders.schema import strip_private, to_json
 
 SCHEMA_FILE = "cluster_metadata.json"
 ERROR_IN_PAYLOAD = True     # no key: DumpLogSegments prints a decode error as the payload

@@ -17,8 +17,8 @@ import binascii
 import struct
 from typing import Any
 
-from . import coordinator
-from .schema import SchemaError
+from kdump.decoders import coordinator
+from kdump.decoders.schema import SchemaError
 
 SCHEMA_FILE = "consumer_offsets.json"
 GROUP_METADATA = 2

@@ -13,8 +13,8 @@ import struct
 from functools import cache
 from typing import Any, NamedTuple
 
-from ..errors import DecodeError
-from .schema import Message, SchemaError, load, snake_name, strip_private, to_json
+from kdump.errors import DecodeError
+from kdump.decoders.schema import Message, SchemaError, load, snake_name, strip_private, to_json
 
 PREFIX = struct.Struct(">h")     # key: record type; value: value version
 DELETE = "<DELETE>"              # DumpLogSegments' text for a tombstone

@@ -13,9 +13,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from ..errors import DecodeError
-from .coordinator import UnknownRecordTypeError
-from .schema import Message, SchemaError, load, read_uvarint, snake_name
+from kdump.errors import DecodeError
+from kdump.decoders.coordinator import UnknownRecordTypeError
+from kdump.decoders.schema import Message, SchemaError, load, read_uvarint, snake_name
 
 FRAME_VERSION = 1
 SHORT_MAX = 0x7FFF

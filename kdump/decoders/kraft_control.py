@@ -12,8 +12,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..errors import DecodeError
-from .schema import SchemaError, load
+from kdump.errors import DecodeError
+from kdump.decoders.schema import SchemaError, load
 
 SCHEMA_FILE = "kraft_control.json"
 _VERSION = struct.Struct(">h")

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DecodeError
-from . import frame
-from .coordinator import insert_after
-from .schema import load, strip_private, to_json
+from kdump.errors import DecodeError
+from kdump.decoders import frame
+from kdump.decoders.coordinator import insert_after
+from kdump.decoders.schema import load, strip_private, to_json
 
 SCHEMA_FILE = "remote_log_metadata.json"
 ERROR_IN_PAYLOAD = True     # no key: the error line is the payload, as for cluster metadata

@@ -43,7 +43,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..errors import DecodeError
+from kdump.errors import DecodeError
 
 MAX_VERSION = 0x7FFF
 UNKNOWN_TAGS = "_unknown_tags"

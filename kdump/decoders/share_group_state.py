@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import coordinator
+from kdump.decoders import coordinator
 
 SCHEMA_FILE = "share_group_state.json"
 BATCHES = "stateBatches"

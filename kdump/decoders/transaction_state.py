@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import coordinator
+from kdump.decoders import coordinator
 
 SCHEMA_FILE = "transaction_state.json"
 STATUS = "transactionStatus"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from ..model import Batch, Record
+from kdump.model import Batch, Record
 
 scan_v2 = None
 decode_v2_records = None
@@ -27,7 +27,7 @@ if os.environ.get("KDUMP_NO_SPEEDUPS", "") not in ("", "0"):
     unavailable = "disabled by KDUMP_NO_SPEEDUPS"
 else:
     try:
-        from .. import _speedups
+        from kdump import _speedups
 
         _speedups.init(Batch, Record)
     except Exception as e:  # noqa: BLE001 - not built, or built against another model: stay pure Python

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from ..errors import InvalidFileError, UnknownFileKindError
+from kdump.errors import InvalidFileError, UnknownFileKindError
 
 LEADER_EPOCH = "leader-epoch-checkpoint"
 OFFSET_KINDS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",

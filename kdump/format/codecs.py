@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from ..errors import CodecError, DecompressionLimitError, UnsupportedCodecError
+from kdump.errors import CodecError, DecompressionLimitError, UnsupportedCodecError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}

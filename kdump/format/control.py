@@ -11,8 +11,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..errors import InvalidRecordError
-from ..model import Control
+from kdump.errors import InvalidRecordError
+from kdump.model import Control
 
 CONTROL_KEY = struct.Struct(">hh")       # version => int16, type => int16
 MARKER_VALUE = struct.Struct(">hi")      # version => int16, coordinatorEpoch => int32
@@ -39,7 +39,7 @@ def parse_control(key: bytes | None, value: bytes | None) -> Control:
 
 def _decode_kraft_control(ctype: int, value: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        from ..decoders.kraft_control import decode_control_value
+        from kdump.decoders.kraft_control import decode_control_value
     except ImportError:  # the schema reader is optional for the core
         return None, None
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from zlib import crc32
 
-from . import accel
+from kdump.format import accel
 
 __all__ = ["crc32", "crc32c"]
 

@@ -12,8 +12,8 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..errors import InvalidFileError
-from ..model import IndexEntry
+from kdump.errors import InvalidFileError
+from kdump.model import IndexEntry
 
 ENTRY = struct.Struct(
     ">i"   # relative_offset => int32 (offset - base offset)

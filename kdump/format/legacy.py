@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
-from ..model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
-from . import accel
-from .codecs import DEFAULT_LIMITS, Limits, decompress
-from .crc import crc32
+from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
+from kdump.model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
+from kdump.format import accel
+from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
+from kdump.format.crc import crc32
 
 ENTRY_HEAD = struct.Struct(">qi")             # offset => int64, size => int32
 MESSAGE_V0 = struct.Struct(">Ibb")            # crc => uint32, magic => int8, attributes => int8

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from ..errors import InvalidFileError
+from kdump.errors import InvalidFileError
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _INT = re.compile(r"[+-]?[0-9]+")

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import KdumpError
-from ..model import LOG_APPEND_TIME, Batch, TimeIndexEntry
-from .codecs import DEFAULT_LIMITS, Limits
-from .walk import Walker, decode_records
+from kdump.errors import KdumpError
+from kdump.model import LOG_APPEND_TIME, Batch, TimeIndexEntry
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.walk import Walker, decode_records
 
 NO_TIMESTAMP = -1
 TIME_OFFSET_CONVENTIONS = ("last", "record")

@@ -11,13 +11,13 @@ exactly its declared length, and the batch exactly its record count, as in Kafka
 
 from __future__ import annotations
 
-from ..errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
-from ..model import LOG_APPEND_TIME, Batch, Record
-from . import accel
-from .batch import RECORD_BATCH_OVERHEAD
-from .codecs import DEFAULT_LIMITS, Limits, decompress
-from .control import parse_control
-from .varint import read_varint
+from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
+from kdump.model import LOG_APPEND_TIME, Batch, Record
+from kdump.format import accel
+from kdump.format.batch import RECORD_BATCH_OVERHEAD
+from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
+from kdump.format.control import parse_control
+from kdump.format.varint import read_varint
 
 MIN_RECORD_BODY = 6        # attributes + five one-byte varints
 # A decompressed records section larger than this comes back as a LargeRecords list, so that

@@ -13,9 +13,9 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..errors import InvalidFileError, TruncatedError
-from ..model import ProducerEntry
-from .crc import crc32c
+from kdump.errors import InvalidFileError, TruncatedError
+from kdump.model import ProducerEntry
+from kdump.format.crc import crc32c
 
 HEADER = struct.Struct(
     ">h"   # version => int16 (1 is the only version)

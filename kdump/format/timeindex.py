@@ -12,9 +12,9 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..errors import InvalidFileError
-from ..model import TimeIndexEntry
-from .index import whole_slots, relative_offset, split_zero_tail
+from kdump.errors import InvalidFileError
+from kdump.model import TimeIndexEntry
+from kdump.format.index import whole_slots, relative_offset, split_zero_tail
 
 ENTRY = struct.Struct(
     ">q"   # timestamp => int64 (max timestamp so far, ms)

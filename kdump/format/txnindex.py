@@ -11,8 +11,8 @@ import struct
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..errors import InvalidFileError
-from ..model import AbortedTxn
+from kdump.errors import InvalidFileError
+from kdump.model import AbortedTxn
 
 ENTRY = struct.Struct(
     ">h"   # version => int16 (0); Kafka reads only its first byte, see kafka_version()

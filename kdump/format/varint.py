@@ -7,7 +7,7 @@ one-byte fast path; these functions are the general case and the encoders.
 
 from __future__ import annotations
 
-from ..errors import InvalidRecordError, TruncatedError
+from kdump.errors import InvalidRecordError, TruncatedError
 
 
 def read_varint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from ..errors import InvalidBatchError, KdumpError
-from ..model import Batch, Finding, Record
-from . import accel
-from .batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
-from .codecs import DEFAULT_LIMITS, Limits
-from .legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
-from .records import decode_v2
+from kdump.errors import InvalidBatchError, KdumpError
+from kdump.model import Batch, Finding, Record
+from kdump.format import accel
+from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
+from kdump.format.records import decode_v2
 
 ENTRY_HEAD = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic
 
@@ -35,7 +35,7 @@ SCAN_FIRST, SCAN_CHUNK = 4, 256
 # Bytes one C call may cover: the call holds the GIL and touches every page it crosses, so
 # a bound keeps memory (and the caller's chances to react) flat on segments of huge batches.
 SCAN_SPAN = 32 << 20
-# A buffer with a ``follow(position)`` method (kdump.segment's mapping of a large file)
+# A buffer with a ``follow(position)`` method (kdump.storage.segment's mapping of a large file)
 # is told how far the walk has come, every FOLLOW_STEP bytes or so, to drop pages behind.
 FOLLOW_STEP = 8 << 20
 

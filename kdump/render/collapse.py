@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from ..model import Finding
+from kdump.model import Finding
 
 
 def runs(findings: Iterable[Finding]) -> Iterator[list[Finding]]:

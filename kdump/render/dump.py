@@ -10,13 +10,13 @@ import itertools
 import json
 from typing import Any, TextIO
 
-from ..gaps import PartitionGaps, follow
-from ..logdir import LogFile
-from ..model import TIMESTAMP_TYPE_NAMES, compression_name
-from ..reader import Item
-from . import jsonout, text
-from .escape import printable
-from .payload import PayloadView
+from kdump.check.gaps import PartitionGaps, follow
+from kdump.storage.logdir import LogFile
+from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
+from kdump.storage.reader import Item
+from kdump.render import jsonout, text
+from kdump.render.escape import printable
+from kdump.render.payload import PayloadView
 
 FLUSH_LINES = 2048
 FLUSH_CHARS = 1 << 20       # large batches: keep each write (and its copy) about 1 MiB

@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, TextIO
 
-from ..model import Finding
-from . import jsonout
-from .escape import printable
+from kdump.model import Finding
+from kdump.render import jsonout
+from kdump.render.escape import printable
 
 FLUSH_LINES = 4096
 
@@ -113,7 +113,7 @@ def report_lines(rep: FileReport) -> list[str]:
             lines.append(f"gaps between entries fit index.interval.bytes {span}")
     elif rep.findings:
         lines.append(f"{len(rep.findings)} fault{'s' if len(rep.findings) > 1 else ''}")
-    from .collapse import collapsed, more_like_it, where
+    from kdump.render.collapse import collapsed, more_like_it, where
 
     lines += collapsed(rep.findings, finding_text,
                        lambda run: f"{len(run)} faults at {where(run)}: {more_like_it(run)} [{run[0].kind}]")

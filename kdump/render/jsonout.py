@@ -15,10 +15,10 @@ from json.encoder import encode_basestring_ascii
 from operator import itemgetter
 from typing import Any
 
-from ..format import accel
-from ..format.records import LargeRecords
-from ..model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
-from .payload import PayloadView
+from kdump.format import accel
+from kdump.format.records import LargeRecords
+from kdump.model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
+from kdump.render.payload import PayloadView
 
 # The C writer of whole lines for a plain view (kdump/_speedups.c), or None; it answers
 # None for what it does not write (legacy or control records, ...), and the Python code

@@ -11,9 +11,9 @@ import re
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
-from ..decoders import basic
-from ..errors import KdumpError
-from ..model import Record
+from kdump.decoders import basic
+from kdump.errors import KdumpError
+from kdump.model import Record
 
 
 # The text view is line-oriented: control characters in a value would break it (and a
@@ -45,7 +45,7 @@ class PayloadView:
         self.internal = internal
         self._internal_mod = None
         if internal is not None:
-            from ..decoders import INTERNAL_DECODERS
+            from kdump.decoders import INTERNAL_DECODERS
 
             self._internal_mod = importlib.import_module(INTERNAL_DECODERS[internal])
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 
-from ..model import CONTROL_TYPE_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Control, Record, compression_name
-from ..format.javautf8 import java_utf8
-from ..segment import snapshot_id
-from .escape import printable
+from kdump.model import CONTROL_TYPE_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Control, Record, compression_name
+from kdump.format.javautf8 import java_utf8
+from kdump.storage.segment import snapshot_id
+from kdump.render.escape import printable
 
 _BOOL = ("false", "true")
 
@@ -125,7 +125,7 @@ def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, 
     Kafka reports every gap, the first record of a segment not at offset 0 included
     (``-1 is followed by <base>``), whatever made it: compaction, a deleted batch.
     """
-    from ..dlsindex import NON_CONSECUTIVE, absolute
+    from kdump.check.dls_index import NON_CONSECUTIVE, absolute
 
     pairs = dict(gaps)         # Kafka keeps one per previous offset, in offset order
     return NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [

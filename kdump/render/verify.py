@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any, TextIO
 
-from .escape import printable
+from kdump.render.escape import printable
 
 STATUS_STYLE = {"ok": "green", "torn_tail": "yellow", "damaged": "bold red", "unreadable": "magenta"}
 
@@ -38,7 +38,7 @@ def finding_text(f) -> str:
 
 def finding_lines(findings) -> list[str]:
     """One line per finding, and one per run of findings of one kind (the JSON keeps each)."""
-    from .collapse import collapsed, more_like_it, where
+    from kdump.render.collapse import collapsed, more_like_it, where
 
     return collapsed(findings, finding_text,
                      lambda run: f"{run[0].kind} at {where(run)} ({len(run)} findings): {more_like_it(run)}")

@@ -19,8 +19,8 @@ import os
 import re
 import time
 
-from .. import export as core
-from ..format.codecs import DEFAULT_LIMITS, Limits
+from kdump.export import run as core
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
 
 WRITERS = ("arrow", "spark")
 
@@ -48,7 +48,7 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
     if is_uri(out):
         rows, errors, messages = write(out, overwrite)
     else:
-        from ..outdir import staged
+        from kdump.export.outdir import staged
 
         with staged(out, overwrite, paths) as tmp:      # a local --out appears only when complete
             rows, errors, messages = write(tmp, True)
@@ -85,7 +85,7 @@ def _spark_writer(spark, paths, out, fmt, partition_by, encoding, split_bytes, o
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from .source import RECORDS_FORMAT, register
+    from kdump.spark.source import RECORDS_FORMAT, register
 
     register(spark)
     reader = (spark.read.format(RECORDS_FORMAT).option("splitBytes", str(split_bytes))
@@ -135,7 +135,7 @@ def _first_errors(spark, out: str, fmt: str) -> list[str]:
 def run_export(paths: list[str], out: str, master: str | None = None, conf: dict[str, str] | None = None,
                **options) -> core.ExportResult:
     """Start (or reuse) a session, export, and stop the session if this call started it."""
-    from .session import get_session, owns_session
+    from kdump.spark.session import get_session, owns_session
 
     owned = owns_session()
     spark = get_session(master, conf)

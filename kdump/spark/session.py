@@ -26,7 +26,7 @@ import tempfile
 import zipfile
 from urllib.parse import urlparse
 
-from ..errors import KdumpError
+from kdump.errors import KdumpError
 
 DEFAULT_MASTER = "local[*]"
 MIN_JAVA = 17
@@ -197,7 +197,7 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None):
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        from .source import register
+        from kdump.spark.source import register
 
         register(active)
         return active
@@ -218,7 +218,7 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None):
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local_master(master):
         spark.sparkContext.addPyFile(package_zip())
-    from .source import register
+    from kdump.spark.source import register
 
     register(spark)
     return spark

@@ -3,9 +3,9 @@
     spark.read.format("kafka-log").load("/var/lib/kafka/data")
     spark.read.format("kafka-log").load(["topic-0", "topic-1"]).where("offset >= 1000")
 
-Each input partition is one slice of a segment (``kdump.export.plan``: segments split at
+Each input partition is one slice of a segment (``kdump.export.run.plan``: segments split at
 ``.index`` positions, ``splitBytes`` apiece) or a run of small files packed up to that
-size (``kdump.export.pack``); each task reads its slices with the same
+size (``kdump.export.run.pack``); each task reads its slices with the same
 reader and decoder as ``kdump dump`` and yields Arrow record batches whose schema is
 exactly pyspark's ``to_arrow_schema`` of ours, so the JVM takes them unconverted.
 
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                     InputPartition, LessThan, LessThanOrEqual)
 
-from .. import export as core
-from ..format.codecs import DEFAULT_CAP, DEFAULT_RATIO, limits_for
+from kdump.export import run as core
+from kdump.format.codecs import DEFAULT_CAP, DEFAULT_RATIO, limits_for
 
 RECORDS_FORMAT = "kafka-log"
 BATCHES_FORMAT = "kafka-log-batches"
@@ -216,7 +216,7 @@ def _pushdown(options) -> bool:
 
 
 class KafkaLogDataSource(DataSource):
-    """``spark.read.format("kafka-log")``: one row per record (see kdump.export.RECORD_COLUMNS)."""
+    """``spark.read.format("kafka-log")``: one row per record (see kdump.export.run.RECORD_COLUMNS)."""
 
     @classmethod
     def name(cls) -> str:

@@ -3,14 +3,14 @@ the offset-continuity check run on Spark.
 
 Three steps:
 
-1. Every segment the local run would scan is scanned by ``kdump.scan`` in a Spark task
+1. Every segment the local run would scan is scanned by ``kdump.check.scan`` in a Spark task
    (one task per segment: the broker-recovery rules need one ordered pass per file).
    This is where the time goes, most of all with ``--deep``.
 2. Offset continuity across segments is a window over the scan results in Spark SQL:
    per partition directory, ordered by base offset, the last earlier segment that has
    offsets; a segment that starts at or below that segment's last offset overlaps it.
 3. The per-directory cross-file checks (indexes, .txnindex, snapshots, leader epochs)
-   run on the driver through ``kdump.crosscheck`` with the scans from step 1 (they read
+   run on the driver through ``kdump.check.partition`` with the scans from step 1 (they read
    side files and a few batches only). Its own overlap finding is replaced by the one
    from step 2, in the same place, so the reports equal the local ones.
 
@@ -23,14 +23,14 @@ import os
 import pickle
 from dataclasses import dataclass, field
 
-from .. import logdir as K
-from ..check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from ..crosscheck import FileReport, VerifyOptions, check_directory, summarize
-from ..findings import OFFSET_OVERLAP as OVERLAP
-from ..format.codecs import DEFAULT_LIMITS
-from ..logdir import LogFile
-from ..model import Finding
-from ..scan import ScanReport
+from kdump.storage import logdir as K
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.check.partition import FileReport, VerifyOptions, check_directory, summarize
+from kdump.findings import OFFSET_OVERLAP as OVERLAP
+from kdump.format.codecs import DEFAULT_LIMITS
+from kdump.storage.logdir import LogFile
+from kdump.model import Finding
+from kdump.check.scan import ScanReport
 
 
 def overlap_finding(base_offset: int, first_offset: int | None, prev_name: str, prev_last: int) -> Finding | None:
@@ -62,7 +62,7 @@ class PrecomputedOptions(VerifyOptions):
 
 def segments_to_scan(directory: str, requested: list[LogFile]) -> list[LogFile]:
     """The segments ``check_directory`` scans up front for these requested files."""
-    from ..crosscheck import directory_context
+    from kdump.check.partition import directory_context
 
     context = directory_context(directory, requested)
     wanted = {f.path for f in requested}
@@ -146,8 +146,8 @@ def _with_spark_overlap(report: FileReport, overlap: Finding | None) -> FileRepo
 # -- the command ---------------------------------------------------------------------------------
 
 def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -> int:
-    from ..cli.verify import report_status, resolve_paths
-    from ..render.verify import summary_line, verify_renderer
+    from kdump.cli.verify import report_status, resolve_paths
+    from kdump.render.verify import summary_line, verify_renderer
 
     files, status = resolve_paths(paths)
     groups = K.directory_groups(files)
@@ -175,8 +175,8 @@ def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = N
                deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits=None, strict: bool = False) -> int:
     """``kdump verify --engine spark``: returns the exit status; output goes through ``out``."""
-    from ..cli.options import Output
-    from .session import check_requirements, get_session, owns_session
+    from kdump.cli.options import Output
+    from kdump.spark.session import check_requirements, get_session, owns_session
 
     out = out if out is not None else Output(False, None)
     check_requirements()

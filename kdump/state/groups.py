@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..decoders import consumer_offsets
-from ..format.control import COMMIT
-from .metadata import load as load_metadata
-from .source import (CLUSTER_METADATA, CONSUMER_OFFSETS, LogDirs, LogReader, decode_records_of, log_end_offset,
+from kdump.decoders import consumer_offsets
+from kdump.format.control import COMMIT
+from kdump.state.metadata import load as load_metadata
+from kdump.state.source import (CLUSTER_METADATA, CONSUMER_OFFSETS, LogDirs, LogReader, decode_records_of, log_end_offset,
                      segments)
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000      # offsets.retention.minutes = 10080
@@ -214,7 +214,7 @@ def run(paths, *, group_id: str | None = None, partitions: int | None = None, at
     wanted = present
     if group_id is not None:
         if partitions is None:
-            from ..errors import UsageError
+            from kdump.errors import UsageError
             raise UsageError("the __consumer_offsets partition count is not in __cluster_metadata here; "
                              "give it with --partitions")
         header["group_id"] = group_id

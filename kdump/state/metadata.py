@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..decoders import cluster_metadata
-from ..errors import NothingToDoError
-from ..logdir import KRAFT_SNAPSHOT
-from .source import CLUSTER_METADATA, LogDirs, LogReader, Stop, decode_records_of, segments, side_files
+from kdump.decoders import cluster_metadata
+from kdump.errors import NothingToDoError
+from kdump.storage.logdir import KRAFT_SNAPSHOT
+from kdump.state.source import CLUSTER_METADATA, LogDirs, LogReader, Stop, decode_records_of, segments, side_files
 
 RESOURCE_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
 NO_LEADER_CHANGE = -2

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..format.control import ABORT, COMMIT
-from ..model import CONTROL_TYPE_NAMES, AbortedTxn, Batch, ProducerEntry
-from .source import LogReader
+from kdump.format.control import ABORT, COMMIT
+from kdump.model import CONTROL_TYPE_NAMES, AbortedTxn, Batch, ProducerEntry
+from kdump.state.source import LogReader
 
 NO_PRODUCER_ID = -1
 

@@ -13,12 +13,12 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from ..errors import InputError, KdumpError, NothingToDoError
-from ..format.walk import Walker, decode_records
-from ..logdir import (LOG, MAX_DEPTH, LogFile, _is_partition_dir, _scandir, parse_partition_dir,
+from kdump.errors import InputError, KdumpError, NothingToDoError
+from kdump.format.walk import Walker, decode_records
+from kdump.storage.logdir import (LOG, MAX_DEPTH, LogFile, _is_partition_dir, _scandir, parse_partition_dir,
                       partition_files)
-from ..model import Batch, Record
-from ..segment import MappedFile
+from kdump.model import Batch, Record
+from kdump.storage.segment import MappedFile
 
 CLUSTER_METADATA = "__cluster_metadata"
 CONSUMER_OFFSETS = "__consumer_offsets"

@@ -14,17 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import findings as F
-from ..decoders import transaction_state
-from ..errors import KdumpError
-from ..format.txnindex import parse_txnindex
-from ..logdir import PRODUCER_SNAPSHOT, TXNINDEX
-from ..model import Finding
-from ..segment import read_small
-from ..sidefiles import read_snapshot
-from .metadata import partition_count
-from .producers import ProducerState
-from .source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of, segments,
+from kdump import findings as F
+from kdump.decoders import transaction_state
+from kdump.errors import KdumpError
+from kdump.format.txnindex import parse_txnindex
+from kdump.storage.logdir import PRODUCER_SNAPSHOT, TXNINDEX
+from kdump.model import Finding
+from kdump.storage.segment import read_small
+from kdump.check.sidefiles import read_snapshot
+from kdump.state.metadata import partition_count
+from kdump.state.producers import ProducerState
+from kdump.state.source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of, segments,
                      side_files)
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kdump.errors import InvalidFileError, KdumpError, UsageError
-from kdump.format.build import build_legacy_message, build_v2_batch
+from kdump.testing import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index, sanity_check_index
 from kdump.check.broker_rule import build_indexes
 from kdump.format.rebuild import detect_time_offset_convention, max_timestamp_record_offset

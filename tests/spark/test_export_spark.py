@@ -9,7 +9,7 @@ import os
 import pytest
 from sparkkit import GENERATED, run_cli
 
-from kdump import export as core
+from kdump.export import run as core
 
 pytestmark = pytest.mark.spark
 
@@ -98,7 +98,7 @@ def test_cli_export_with_the_spark_engine(spark, tmp_path, big_dir):
 
 
 def test_limits_reach_every_spark_writer(spark, tmp_path):
-    from kdump.format.build import build_v2_batch
+    from kdump.testing import build_v2_batch
     from kdump.format.codecs import ZSTD, limits_for
     from kdump.spark.export import export_spark
 

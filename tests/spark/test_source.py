@@ -8,8 +8,8 @@ import shutil
 import pytest
 from sparkkit import GENERATED, cli_records, digest, fixture_roots, make_segment
 
-from kdump import export as core
-from kdump.format.build import build_v2_batch
+from kdump.export import run as core
+from kdump.testing import build_v2_batch
 
 pytestmark = pytest.mark.spark
 

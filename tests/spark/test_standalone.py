@@ -15,7 +15,7 @@ import pytest
 from sparkkit import GENERATED, run_cli
 from test_export_spark import read_parquet
 
-from kdump import export as core
+from kdump.export import run as core
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -16,9 +16,9 @@ the same command again finishes the job:
    (``TransactionIndex.truncateTo``). An index that still agrees is left as it is, so an
    interrupted run and an uninterrupted one end with the same bytes.
 
-Files are written as ``kdump.safewrite`` writes every file (never through a symlink, the
+Files are written as ``kdump.storage.safewrite`` writes every file (never through a symlink, the
 saved copy checked before the cut); the caller holds the partition's lock
-(``kdump.writelock``), which also removed the temporary files of interrupted runs.
+(``kdump.storage.writelock``), which also removed the temporary files of interrupted runs.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
-from .errors import KdumpError, WriteError
-from .format.codecs import DEFAULT_LIMITS, Limits
-from .safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from kdump.errors import KdumpError, WriteError
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.storage.safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
 
 CORRUPT_INFIX = ".corrupt-"
 
@@ -98,7 +98,7 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
 def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                 limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
     """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""
-    from .segment import MappedFile
+    from kdump.storage.segment import MappedFile
 
     with MappedFile(log_path) as m:
         return encode_indexes(m.buf, base_offset, interval_bytes, limits)
@@ -107,9 +107,9 @@ def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_I
 def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                    limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
     """(.index, .timeindex) bytes for a segment's bytes ``buf``."""
-    from .check.broker_rule import build_indexes
-    from .format.index import encode_index
-    from .format.timeindex import encode_timeindex
+    from kdump.check.broker_rule import build_indexes
+    from kdump.format.index import encode_index
+    from kdump.format.timeindex import encode_timeindex
 
     offsets, times, _ = build_indexes(buf, base_offset, interval_bytes, "last", limits)
     return encode_index(offsets, base_offset), encode_timeindex(times, base_offset)
@@ -135,8 +135,8 @@ def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (".i
 
 def trim_txnindex(path: str, next_offset: int | None) -> Change | None:
     """Drop aborted transactions ending at or after ``next_offset`` (TransactionIndex.truncateTo)."""
-    from .format.txnindex import encode_txnindex, parse_txnindex
-    from .segment import read_small
+    from kdump.format.txnindex import encode_txnindex, parse_txnindex
+    from kdump.storage.segment import read_small
 
     t = parse_txnindex(read_small(path, 256 << 20))
     limit = next_offset if next_offset is not None else -1
@@ -182,8 +182,8 @@ def repair_reports(reports, opts) -> list[Change]:
 
 def fix_indexes(directory: str, reps, opts) -> list[Change]:
     """Rebuild or trim the index files of ``directory`` that disagree with their logs now."""
-    from . import logdir as K
-    from .crosscheck import check_directory, index_damage
+    from kdump.storage import logdir as K
+    from kdump.check.partition import check_directory, index_damage
 
     try:
         files = K.partition_files(directory)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import sys
 
+import kdump
+
 
 def _clone_root() -> str | None:
     """The source checkout kdump runs from, if it does (an editable install)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kdump.__file__)))
     return root if os.path.isfile(os.path.join(root, "pyproject.toml")) else None
 
 
@@ -38,7 +40,7 @@ def require_pyarrow() -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        from .errors import KdumpError
+        from kdump.errors import KdumpError
 
         raise KdumpError("Parquet export needs pyarrow (or use --format ndjson)",
                          hint=install_hint("parquet")) from None

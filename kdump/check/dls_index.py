@@ -22,16 +22,16 @@ import bisect
 import os
 from typing import NamedTuple
 
-from .errors import CorruptDataError, InputError, KdumpError
-from .format.codecs import DEFAULT_LIMITS, Limits
-from .format.index import ENTRY as INDEX_ENTRY
-from .format.index import parse_index
-from .format.timeindex import ENTRY as TIME_ENTRY
-from .format.timeindex import parse_timeindex
-from .format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, decode_records
-from .findings import is_damage
-from .indexcheck import check_against_log, read_index_file, segment_log_path
-from .segment import MappedFile
+from kdump.errors import CorruptDataError, InputError, KdumpError
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.index import ENTRY as INDEX_ENTRY
+from kdump.format.index import parse_index
+from kdump.format.timeindex import ENTRY as TIME_ENTRY
+from kdump.format.timeindex import parse_timeindex
+from kdump.format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, decode_records
+from kdump.findings import is_damage
+from kdump.check.indexes import check_against_log, read_index_file, segment_log_path
+from kdump.storage.segment import MappedFile
 
 NO_TIMESTAMP = -1
 _WALK_FAULTS = (INVALID_SIZE, INVALID_MAGIC, INVALID_BATCH)   # Kafka throws on these

@@ -12,8 +12,8 @@ import os
 import re
 from typing import NamedTuple
 
-from .errors import InputError, NothingToDoError, UnknownFileKindError
-from .segment import LEFTOVER_SUFFIXES, filename_offset, snapshot_id, strip_leftover
+from kdump.errors import InputError, NothingToDoError, UnknownFileKindError
+from kdump.storage.segment import LEFTOVER_SUFFIXES, filename_offset, snapshot_id, strip_leftover
 
 # File kinds.
 LOG, INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT = "log", "index", "timeindex", "txnindex", "producer_snapshot"

@@ -25,7 +25,7 @@ Finding kinds and their classes are declared in ``kdump.findings``. The first ei
 the broker stops (``ScanReport.cut`` is that finding); the others are kdump's own checks,
 reported but never moving the cut, because the broker keeps those batches. Findings placed
 after ``valid_bytes`` describe the part that is cut (what the resync found there). What the
-broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump.crosscheck``.
+broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump.check.partition``.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import findings as F
-from .check.broker_rule import (
+from kdump import findings as F
+from kdump.check.broker_rule import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_MAX_MESSAGE_SIZE,
     IndexStep,
@@ -43,15 +43,15 @@ from .check.broker_rule import (
     offset_in_range,
     read_on,
 )
-from .errors import CodecError, KdumpError, UnsupportedCodecError
-from .format import accel
-from .format.batch import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
-from .format.codecs import DEFAULT_LIMITS, Limits
-from .format.crc import crc32, crc32c
-from .format.index import INT32_MAX
-from .format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from .format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, decode_records
-from .model import Batch, Finding
+from kdump.errors import CodecError, KdumpError, UnsupportedCodecError
+from kdump.format import accel
+from kdump.format.batch import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.crc import crc32, crc32c
+from kdump.format.index import INT32_MAX
+from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, decode_records
+from kdump.model import Batch, Finding
 
 # The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
 scan_plain_run = getattr(accel.speedups, "scan_plain_run", None)
@@ -672,7 +672,7 @@ def scan_segment(buf, *, base_offset: int | None = None, file: str | None = None
 
 def scan_file(path: str, *, base_offset: int | None = None, **options: Any) -> ScanReport:
     """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read)."""
-    from .segment import MappedFile
+    from kdump.storage.segment import MappedFile
 
     with MappedFile(path) as f:
         f.advise_sequential()

@@ -24,8 +24,8 @@ import zlib
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from .errors import InputError, WriteError
-from .segment import data_at, hole_at
+from kdump.errors import InputError, WriteError
+from kdump.storage.segment import data_at, hole_at
 
 TEMP_SUFFIX = ".kdump-tmp"
 QUARANTINE_PREFIX = "kdump-quarantine-"     # recover's quarantine directories inside a partition

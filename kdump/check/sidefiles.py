@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from . import logdir as kinds
-from .errors import InputError, KdumpError
-from .format.snapshot import ProducerSnapshot
-from .logdir import LogFile
-from .model import ProducerEntry
-from .segment import open_regular, read_small
+from kdump.storage import logdir as kinds
+from kdump.errors import InputError, KdumpError
+from kdump.format.snapshot import ProducerSnapshot
+from kdump.storage.logdir import LogFile
+from kdump.model import ProducerEntry
+from kdump.storage.segment import open_regular, read_small
 
 SIDE_FILE_LIMIT = 256 << 20      # an index of a 2 GiB segment is far smaller
 
@@ -35,7 +35,7 @@ def _opt(v: int) -> str:
 
 
 def _index(f: LogFile, data: bytes) -> Description:
-    from .format.index import parse_index
+    from kdump.format.index import parse_index
 
     base = f.base_offset or 0
     idx = parse_index(data, base)
@@ -47,7 +47,7 @@ def _index(f: LogFile, data: bytes) -> Description:
 
 
 def _timeindex(f: LogFile, data: bytes) -> Description:
-    from .format.timeindex import parse_timeindex
+    from kdump.format.timeindex import parse_timeindex
 
     tidx = parse_timeindex(data, f.base_offset or 0)
     rows = [e.to_dict() for e in tidx.entries]
@@ -67,7 +67,7 @@ def _tail_problems(idx, slot: int) -> list[tuple[str, int | None]]:
 
 
 def _txnindex(f: LogFile, data: bytes) -> Description:
-    from .format.txnindex import parse_txnindex
+    from kdump.format.txnindex import parse_txnindex
 
     t = parse_txnindex(data)
     rows = [e.to_dict() for e in t.entries]
@@ -103,8 +103,8 @@ def read_snapshot(path: str) -> tuple[ProducerSnapshot, Callable[[], Iterator[Pr
     """A producer snapshot checked and its CRC computed in one streamed pass, and a function
     iterating its entries (read again, a chunk at a time): memory does not grow with the
     file. The snapshot's ``entries`` list is left empty."""
-    from .format.crc import crc32c
-    from .format.snapshot import CRC_START, ENTRY_SIZE, HEADER, ProducerSnapshot, entries_of, snapshot_header
+    from kdump.format.crc import crc32c
+    from kdump.format.snapshot import CRC_START, ENTRY_SIZE, HEADER, ProducerSnapshot, entries_of, snapshot_header
 
     size = os.path.getsize(path)
     head = b"".join(_chunks(path, 0, min(size, HEADER.size)))
@@ -122,7 +122,7 @@ def read_snapshot(path: str) -> tuple[ProducerSnapshot, Callable[[], Iterator[Pr
 
 def checkpoint_entries(path: str, kind: str) -> Iterator:
     """The entries of a checkpoint file, read a line at a time (``format.checkpoint.iter_checkpoint``)."""
-    from .format.checkpoint import iter_checkpoint, parse_checkpoint
+    from kdump.format.checkpoint import iter_checkpoint, parse_checkpoint
 
     fd = open_regular(path)
     try:
@@ -166,7 +166,7 @@ def _checkpoint(f: LogFile) -> Description:
 
 
 def _metadata(f: LogFile, data: bytes) -> Description:
-    from .format import metadata
+    from kdump.format import metadata
 
     parse = {kinds.PARTITION_METADATA: metadata.parse_partition_metadata,
              kinds.META_PROPERTIES: metadata.parse_meta_properties,

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from .errors import UsageError, WriteError
+from kdump.errors import UsageError, WriteError
 
 SUCCESS = "_SUCCESS"
 _STAGING = ".kdump-staging-"      # + out's name + random: hidden, and never a Hive partition name

@@ -16,7 +16,7 @@ import stat
 from contextlib import contextmanager
 from collections.abc import Callable, Iterator
 
-from .errors import InputError
+from kdump.errors import InputError
 
 # <20-digit base offset>.<ext>, optionally with .deleted/.cleaned/.swap appended.
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
@@ -154,7 +154,7 @@ def exit_on_sigbus() -> None:
 def _watch(mm: mmap.mmap, path: str) -> int | None:
     if not _sigbus["wanted"]:
         return None
-    from .format.accel import speedups
+    from kdump.format.accel import speedups
 
     if speedups is None:
         return None
@@ -165,7 +165,7 @@ def _watch(mm: mmap.mmap, path: str) -> int | None:
 
 def _unwatch(slot: int | None) -> None:
     if slot is not None:
-        from .format.accel import speedups
+        from kdump.format.accel import speedups
 
         speedups.unwatch_mapping(slot)
 

@@ -26,8 +26,8 @@ import errno
 import fcntl
 import os
 
-from .errors import WriteError
-from .safewrite import Change, remove_stale_temps
+from kdump.errors import WriteError
+from kdump.storage.safewrite import Change, remove_stale_temps
 
 LOCK_NAME = ".kdump.lock"
 BROKER_LOCK = ".lock"       # Kafka's LogManager.LockFileName, in each log dir

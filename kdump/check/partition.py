@@ -1,11 +1,11 @@
 """``verify``'s checks across the files of a partition directory, and the verify run itself.
 
-The scanner (``kdump.scan``) judges one segment alone. Here each file of a directory gets
+The scanner (``kdump.check.scan``) judges one segment alone. Here each file of a directory gets
 a ``FileReport``: segments their scan plus the checks that need a neighbour, the side
 files their consistency with the segments:
 
 - offsets continue across segments: gaps are normal (compaction), overlaps are not;
-- ``.index`` / ``.timeindex`` against the log, with ``kdump.indexcheck`` (the checks of
+- ``.index`` / ``.timeindex`` against the log, with ``kdump.check.indexes`` (the checks of
   ``kdump index --verify``) run over the part of the log the broker keeps, so an entry
   pointing into bytes recovery would cut counts as past the end;
 - ``.txnindex`` entries against the COMMIT/ABORT markers, replaying each producer's open
@@ -26,17 +26,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import findings as F
-from . import logdir as K
-from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from .errors import KdumpError
-from .format.codecs import DEFAULT_LIMITS, Limits
-from .format.control import ABORT, COMMIT
-from .format.walk import decode_records
-from .logdir import LogFile
-from .model import Finding
-from .scan import ScanReport, scan_file, status_of
-from .segment import MappedFile, read_small
+from kdump import findings as F
+from kdump.storage import logdir as K
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.errors import KdumpError
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.control import ABORT, COMMIT
+from kdump.format.walk import decode_records
+from kdump.storage.logdir import LogFile
+from kdump.model import Finding
+from kdump.check.scan import ScanReport, scan_file, status_of
+from kdump.storage.segment import MappedFile, read_small
 
 SIDE_FILE_LIMIT = 256 << 20
 FALLBACK_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
@@ -316,8 +316,8 @@ class _Partition:
 
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
         """The log dir's log-start-offset-checkpoint against this partition's log end."""
-        from .check.broker_rule import log_start_past_end
-        from .sidefiles import checkpoint_entries
+        from kdump.check.broker_rule import log_start_past_end
+        from kdump.check.sidefiles import checkpoint_entries
 
         parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(self.dir)))
         path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), "log-start-offset-checkpoint")
@@ -353,7 +353,7 @@ class _Partition:
     # -- side files -------------------------------------------------------------------------
 
     def _snapshot(self, f: LogFile) -> list[Finding]:
-        from .sidefiles import read_snapshot
+        from kdump.check.sidefiles import read_snapshot
 
         try:
             snap, _ = read_snapshot(f.path)      # streamed: a 2 M-entry snapshot is 92 MB
@@ -372,8 +372,8 @@ class _Partition:
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
         """The checkpoint against the batches, streamed twice (never held whole: a 10 M-entry
         file is 99 MB): its order, then the entries of the epochs the log holds."""
-        from .format.checkpoint import LEADER_EPOCH
-        from .sidefiles import checkpoint_entries
+        from kdump.format.checkpoint import LEADER_EPOCH
+        from kdump.check.sidefiles import checkpoint_entries
 
         out = []
         first = a = None
@@ -490,7 +490,7 @@ def _at_line(e: KdumpError) -> str:
 
 
 def _side_file(f: LogFile) -> list[Finding]:
-    from .sidefiles import describe
+    from kdump.check.sidefiles import describe
 
     text = f.kind in _TEXT_KINDS
     # A broker that cannot read these falls back (recovers everything, starts at the first segment).
@@ -509,13 +509,13 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | No
                                                                                             list[Finding]]:
     """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
 
-    ``kdump.indexcheck`` (the checks of ``kdump index --verify``) does the work, in one
+    ``kdump.check.indexes`` (the checks of ``kdump index --verify``) does the work, in one
     walk, over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the
     broker's recovery would cut is an ``index_past_end`` like one past the end of the file.
     """
-    from .format.index import parse_index
-    from .format.timeindex import parse_timeindex
-    from .indexcheck import verify_indexes
+    from kdump.format.index import parse_index
+    from kdump.format.timeindex import parse_timeindex
+    from kdump.check.indexes import verify_indexes
 
     idx = parse_index(index, base) if index is not None else None
     tix = parse_timeindex(timeindex, base) if timeindex is not None else None
@@ -538,7 +538,7 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | No
 
 def txn_index_findings(data: bytes, base: int, scan: ScanReport,
                        expected: dict[tuple[int, int], int | None]) -> list[Finding]:
-    from .format.txnindex import ENTRY_SIZE, parse_txnindex
+    from kdump.format.txnindex import ENTRY_SIZE, parse_txnindex
 
     t = parse_txnindex(data)
     out = []

@@ -22,11 +22,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from .dlsindex import NON_CONSECUTIVE
-from .errors import KdumpError
-from .format.checkpoint import parse_checkpoint
-from .logdir import LogFile
-from .render.escape import printable
+from kdump.check.dls_index import NON_CONSECUTIVE
+from kdump.errors import KdumpError
+from kdump.format.checkpoint import parse_checkpoint
+from kdump.storage.logdir import LogFile
+from kdump.render.escape import printable
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 LISTED_PER_FILE = 20

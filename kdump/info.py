@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import KdumpError
-from .format.walk import Walker
-from .logdir import BATCH_KINDS, LogFile
-from .model import compression_name
-from .segment import MappedFile
+from kdump.errors import KdumpError
+from kdump.format.walk import Walker
+from kdump.storage.logdir import BATCH_KINDS, LogFile
+from kdump.model import compression_name
+from kdump.storage.segment import MappedFile
 
 SIZE_BUCKETS = (128, 512, 2048, 8192, 32768, 131072, 524288, 1 << 21)
 

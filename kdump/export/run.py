@@ -22,8 +22,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-from .errors import ExitStatus, KdumpError, OutOfMemoryError, UsageError, WriteError
-from .exportschema import (  # noqa: F401
+from kdump.errors import ExitStatus, KdumpError, OutOfMemoryError, UsageError, WriteError
+from kdump.export.schema import (  # noqa: F401
     BATCH_COLUMNS,
     HEADER_DDL,
     JSON_COLUMNS,
@@ -34,13 +34,13 @@ from .exportschema import (  # noqa: F401
     ddl,
     text,
 )
-from .exportwrite import HIVE_NULL, ParquetSink, binary_array, hive_dir, joined, record_lines, size_parts  # noqa: F401
-from .format.codecs import DEFAULT_LIMITS, Limits
-from .logdir import BATCH_KINDS, LOG, LogFile, resolve
-from .model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
-from .reader import Filters, SegmentReader, out_of_memory
-from .render.jsonout import maybe_large
-from .segment import MappedFile, file_size
+from kdump.export.write import HIVE_NULL, ParquetSink, binary_array, hive_dir, joined, record_lines, size_parts  # noqa: F401
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
+from kdump.model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
+from kdump.storage.reader import Filters, SegmentReader, out_of_memory
+from kdump.render.jsonout import maybe_large
+from kdump.storage.segment import MappedFile, file_size
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # slice size: ~1-2 s of decoding per task
 DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
@@ -222,8 +222,8 @@ def _split(f: LogFile, size: int, split_bytes: int) -> list[tuple[int, int | Non
 
 
 def _sane_entries(f: LogFile, log_size: int):
-    from .format.index import parse_index
-    from .segment import read_small
+    from kdump.format.index import parse_index
+    from kdump.storage.segment import read_small
 
     path = os.path.join(os.path.dirname(f.path), f"{f.base_offset:020d}.index")
     try:
@@ -535,8 +535,8 @@ def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
                limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[str, Damage | None]]:
     """``(line, damage)`` pairs of ``json_lines``; damage is None on record lines, and a line
     holding a large record is an iterator of its pieces (``exportwrite.record_lines``)."""
-    from .render.jsonout import dumps
-    from .render.payload import PayloadView
+    from kdump.render.jsonout import dumps
+    from kdump.render.payload import PayloadView
 
     view = PayloadView(encoding)
     prefix = f'{{"topic":{dumps(text(sl.topic))},"partition":{dumps(sl.partition)},"segment":{dumps(text(sl.segment))},'
@@ -703,8 +703,8 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     ``jobs``: worker processes, each writing whole output directories (the files are the
     same as from one process).
     """
-    from .extras import require_pyarrow
-    from .outdir import check_out, staged
+    from kdump.export.extras import require_pyarrow
+    from kdump.export.outdir import check_out, staged
 
     started = time.monotonic()
     slices = plan(paths, split_bytes, scope)
@@ -714,7 +714,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     if fmt == "parquet":
         require_pyarrow()
     try:
-        from .parallel import ordered_map
+        from kdump.parallel import ordered_map
 
         with staged(out, overwrite, paths) as tmp:      # renamed to `out` only when complete
             def write(group: list[Slice]) -> _Tally:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 
-from . import logdir as K
-from .errors import KdumpError
-from .recovery import default_quarantine, move_to, timestamp
-from .repair import cut_position, repair_reports
-from .safewrite import Change
+from kdump.storage import logdir as K
+from kdump.errors import KdumpError
+from kdump.repair.recover import default_quarantine, move_to, timestamp
+from kdump.repair.cut import cut_position, repair_reports
+from kdump.storage.safewrite import Change
 
 SEGMENT_KINDS = (K.LOG, K.INDEX, K.TIMEINDEX, K.TXNINDEX)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from .errors import CorruptDataError
-from .logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
+from kdump.errors import CorruptDataError
+from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
 
 SEGMENT_SIDE_KINDS = (INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT)
 

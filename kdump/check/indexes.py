@@ -36,20 +36,20 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from .check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
-from .errors import InputError, KdumpError, UsageError
-from .findings import (
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes
+from kdump.errors import InputError, KdumpError, UsageError
+from kdump.findings import (
     INDEX_AFTER_TAIL, INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
     INDEX_PARTIAL, INDEX_PAST_END, INDEX_SANITY, TIME_AFTER_TAIL, TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH,
     TIME_NO_FINAL, TIME_NOT_FOUND, TIME_NOT_MAX, TIME_ORDER, TIME_PARTIAL, TIME_PAST_END, TIME_SANITY,
 )
-from .format.codecs import DEFAULT_LIMITS, Limits
-from .format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile, encode_index, parse_index
-from .format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, encode_timeindex, parse_timeindex
-from .format.walk import Walker, decode_records
-from .model import LOG_APPEND_TIME, Batch, Finding, IndexEntry
-from .safewrite import refuse_symlink, write_file
-from .segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset, open_regular
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile, encode_index, parse_index
+from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, encode_timeindex, parse_timeindex
+from kdump.format.walk import Walker, decode_records
+from kdump.model import LOG_APPEND_TIME, Batch, Finding, IndexEntry
+from kdump.storage.safewrite import refuse_symlink, write_file
+from kdump.storage.segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset, open_regular
 
 # Finding kinds: declared, with their class, in kdump.findings.
 
@@ -624,7 +624,7 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
     ``segment_path``: the ``.log`` (or one of its index files). ``time_offset``: "last" or
     "record" forces the time-index convention; None follows the existing ``.timeindex``
     when it shows one, else "last". Each file is written atomically (temporary file in the
-    same directory, fsync, rename, fsync of the directory: ``kdump.safewrite``); the old one
+    same directory, fsync, rename, fsync of the directory: ``kdump.storage.safewrite``); the old one
     is kept as ``.bak`` unless ``backup`` is False; a file with the same bytes is not
     touched. A symbolic link is refused, wherever it points (the caller holds the lock).
     """

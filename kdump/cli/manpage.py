@@ -1,6 +1,6 @@
 """Man pages generated from the Click definitions, plus hand-written sections.
 
-    python -m kdump.manpage man/          # rewrite man/kdump.1 and man/kdump-<command>.1
+    python -m kdump.cli.manpage man/          # rewrite man/kdump.1 and man/kdump-<command>.1
 
 OPTIONS and SYNOPSIS come from the commands themselves, so they cannot drift;
 DESCRIPTION, EXIT STATUS, EXAMPLES and SEE ALSO are written here. ``tests/test_docs.py``
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from kdump import __version__
 
 DATE = "2026-11-21"   # bumped by hand with the pages' content, so output is reproducible
 
@@ -165,7 +165,7 @@ def render(name: str | None, cmd: click.Command, parent: click.Context | None = 
                       f"See \\fBkdump\\-{sub}\\fR(1)."]
     lines += [".SH OPTIONS", *_option_lines(cmd, ctx)]
     if name == "verify":
-        from .findings import KINDS
+        from kdump.findings import KINDS
 
         lines += [".SH FINDINGS"]
         for k in KINDS.values():
@@ -188,7 +188,7 @@ def render(name: str | None, cmd: click.Command, parent: click.Context | None = 
 
 def pages() -> dict[str, str]:
     """File name -> roff text, for the group and every command."""
-    from .cli.app import cli
+    from kdump.cli.app import cli
 
     ctx = click.Context(cli, info_name="kdump", **cli.context_settings)
     out = {"kdump.1": render(None, cli)}

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import time
 
-from . import logdir as K
-from .check.loader_rule import plan_partition
-from .check.plan import (
+from kdump.storage import logdir as K
+from kdump.check.loader_rule import plan_partition
+from kdump.check.plan import (
     QUARANTINE,
     REBUILD,
     RENAME,
@@ -31,10 +31,10 @@ from .check.plan import (
     RecoverOptions,
     Step,
 )
-from .errors import InputError, KdumpError, UsageError, WriteError
-from .format.walk import Walker
-from .repair import index_bytes, rebuild_indexes, truncate_log
-from .safewrite import (
+from kdump.errors import InputError, KdumpError, UsageError, WriteError
+from kdump.format.walk import Walker
+from kdump.repair.cut import index_bytes, rebuild_indexes, truncate_log
+from kdump.storage.safewrite import (
     QUARANTINE_PREFIX,
     Change,
     atomic_write,
@@ -46,7 +46,7 @@ from .safewrite import (
     remove_stale_temps,
     same_content,
 )
-from .segment import MappedFile, read_small
+from kdump.storage.segment import MappedFile, read_small
 
 # -- finding the partitions -------------------------------------------------------------------
 
@@ -225,7 +225,7 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
 
 
 def _write_epochs(path: str, entries: list[tuple[int, int]], quarantine_dir: str) -> list[Change]:
-    from .format.checkpoint import encode_leader_epochs
+    from kdump.format.checkpoint import encode_leader_epochs
 
     if not os.path.isfile(path):
         return []
@@ -247,7 +247,7 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
     segment's int32 range), so every file written is a valid segment with its indexes.
     Rerunning writes nothing new: a file with the same bytes is left as it is.
     """
-    from .format.index import INT32_MAX
+    from kdump.format.index import INT32_MAX
 
     opts = opts or RecoverOptions()
     out_dir = os.path.join(out_root, os.path.basename(os.path.normpath(plan.directory)))
@@ -285,7 +285,7 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         _ensure_dir(target_dir, plan.directory)
         remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
-        from .repair import encode_indexes
+        from kdump.repair.cut import encode_indexes
 
         index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
         atomic_write(os.path.join(target_dir, f"{base:020d}.index"), index)

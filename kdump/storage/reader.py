@@ -13,15 +13,15 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .errors import KdumpError, OutOfMemoryError
-from .format import accel
-from .format.batch import RECORD_BATCH_OVERHEAD
-from .format.codecs import DEFAULT_LIMITS, Limits
-from .format.records import LargeRecords
-from .format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
-from .logdir import LogFile
-from .model import Batch, Finding, Record
-from .segment import MappedFile
+from kdump.errors import KdumpError, OutOfMemoryError
+from kdump.format import accel
+from kdump.format.batch import RECORD_BATCH_OVERHEAD
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.records import LargeRecords
+from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
+from kdump.storage.logdir import LogFile
+from kdump.model import Batch, Finding, Record
+from kdump.storage.segment import MappedFile
 
 
 class Filters(NamedTuple):
@@ -191,8 +191,8 @@ class SegmentReader:
         return entry.position
 
     def _sane_index(self, log_size: int):
-        from .format.index import parse_index
-        from .segment import read_small
+        from kdump.format.index import parse_index
+        from kdump.storage.segment import read_small
 
         path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.index")
         if not os.path.isfile(path):
@@ -212,8 +212,8 @@ class SegmentReader:
 
     def _time_seek_offset(self, start_time: int) -> int | None:
         """First offset that can hold a timestamp >= start_time, from a sane time index."""
-        from .format.timeindex import parse_timeindex
-        from .segment import read_small
+        from kdump.format.timeindex import parse_timeindex
+        from kdump.storage.segment import read_small
 
         path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.timeindex")
         if not os.path.isfile(path):
