@@ -13,8 +13,12 @@ import stat
 import struct
 from pathlib import Path
 
+from kdump.format.checkpoint import encode_leader_epochs
+from kdump.format.snapshot import encode_snapshot
 from kdump.format.walk import Walker
 from kdump.model import Batch
+from kdump.repair.cut import index_bytes
+from kdump.testing import build_v2_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -221,3 +225,119 @@ def kafka_recover(buf: bytes, base_offset: int, index_interval_bytes: int = 4096
 # -- running the CLI in-process: the suite's one helper ------------------------------------
 
 from kdumptest import Result, run_kdump  # noqa: E402,F401
+
+
+# -- partitions and crashes shared by the repair, recover, lock and hostile-dir tests --------------
+
+T0 = 1700000000000
+
+
+def partition_batch(base: int, n: int = 3, epoch: int = 0) -> bytes:
+    return build_v2_batch([(i, T0 + base + i, b"k%d" % (base + i), b"v" * 40) for i in range(n)],
+                          base_offset=base, partition_leader_epoch=epoch)
+
+
+def make_partition(root: Path, name: str = "orders-0", epochs=((0, 0), (1, 12), (2, 20))) -> Path:
+    """Three segments (0, 9, 18) of three 3-record batches; epochs change at 12 and 20."""
+    d = root / name
+    d.mkdir(parents=True)
+    epoch_at = lambda off: max(e for e, start in epochs if start <= off)  # noqa: E731
+    for base in (0, 9, 18):
+        log = d / f"{base:020d}.log"
+        log.write_bytes(b"".join(partition_batch(o, epoch=epoch_at(o)) for o in range(base, base + 9, 3)))
+        index, timeindex = index_bytes(str(log), base)     # as recovery writes them (interval 4096)
+        (d / f"{base:020d}.index").write_bytes(index)
+        (d / f"{base:020d}.timeindex").write_bytes(timeindex)
+        (d / f"{base:020d}.snapshot").write_bytes(encode_snapshot([]))
+    (d / f"{27:020d}.snapshot").write_bytes(encode_snapshot([]))
+    (d / "leader-epoch-checkpoint").write_bytes(encode_leader_epochs(epochs))
+    return d
+
+
+def damage_middle(d: Path) -> tuple[Path, int]:
+    """A bad CRC in the second batch of segment 9; returns the segment and where the broker cuts."""
+    log = d / f"{9:020d}.log"
+    b = batches(log)[1]
+    flip_bit(log, b.position + b.size - 1, 0)
+    return log, b.position
+
+
+def tree_and_quarantine(d: Path, q: Path) -> tuple[dict, dict]:
+    return tree_bytes(d), tree_bytes(q) if q.exists() else {}
+
+
+def messy_partition(root: Path) -> Path:
+    d = make_partition(root)
+    damage_middle(d)
+    # An interrupted cleaner swap of segment 0 (offsets 0..5 survive), and other leftovers.
+    swap = d / f"{0:020d}.log.swap"
+    swap.write_bytes(partition_batch(0) + partition_batch(3))
+    (d / f"{0:020d}.index.swap").write_bytes(index_bytes(str(swap), 0, 10)[0])
+    (d / f"{9:020d}.timeindex.cleaned").write_bytes(b"x" * 12)
+    (d / f"{0:020d}.log.deleted").write_bytes(b"old")
+    (d / f"{60:020d}.index").write_bytes(b"")
+    return d
+
+
+def assert_nothing_lost(log: Path, original: bytes) -> None:
+    kept = log.read_bytes()
+    assert original.startswith(kept)
+    saved = [p.read_bytes() for p in sorted(p for p in log.parent.iterdir() if ".corrupt-" in p.name)]
+    assert saved and saved[0] == original[len(kept):] or kept == original
+
+
+# The calls after which another process could see a different directory (fsync and chmod
+# change nothing a restarted run can observe after a kill, as opposed to a power loss).
+MUTATING = ("write", "replace", "rename", "ftruncate", "truncate", "unlink", "mkdir", "makedirs")
+
+
+def run_killed_at(n: int, args: list[str]) -> int:
+    """Run ``kdump ARGS`` in a forked child that dies (os._exit, no cleanup) at its n-th
+    file-system change; returns the child's exit code (99 = killed)."""
+    pid = os.fork()
+    if pid == 0:     # pragma: no cover - the child
+        try:
+            count = [0]
+
+            def wrap(orig):
+                def call(*a, **k):
+                    count[0] += 1
+                    if count[0] == n:
+                        os._exit(99)
+                    return orig(*a, **k)
+                return call
+
+            import builtins
+            for name in MUTATING:
+                if hasattr(os, name):
+                    setattr(os, name, wrap(getattr(os, name)))
+            real_os_open = os.open
+
+            def os_open(path, flags, *a, **k):
+                if flags & os.O_CREAT:
+                    count[0] += 1
+                    if count[0] == n:
+                        os._exit(99)
+                return real_os_open(path, flags, *a, **k)
+            os.open = os_open
+            real_open = builtins.open
+
+            def guarded_open(file, mode="r", *a, **k):
+                if any(c in mode for c in "wax+"):
+                    count[0] += 1
+                    if count[0] == n:
+                        os._exit(99)
+                return real_open(file, mode, *a, **k)
+            builtins.open = guarded_open
+            code = run_kdump(*args).code
+        except BaseException:
+            os._exit(98)
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def subprocess_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env

@@ -28,7 +28,7 @@ After the walk: the log is cut to the bytes kept, and the largest timestamp gets
 time index entry if it grew. ``kdump.check.scan`` (verify), ``kdump index --rebuild``, ``verify
 --truncate`` and ``kdump recover`` all take these rules from here; the scanner's hot loop
 and its C twin (``_speedups.scan_plain_run``) inline step 4 for plain batches only, and
-``tests/test_speedups_scan.py`` proves them equal to it.
+``tests/speedups/test_speedups_scan.py`` proves them equal to it.
 """
 
 from __future__ import annotations

@@ -360,7 +360,7 @@ class _Scan:
             return None
         r, st = self.r, self.step
         max_size, interval, epochs = self.max_size, self.interval, r.epochs
-        # broker_rule.IndexStep.take inlined for plain batches (tests/test_speedups_scan.py proves it equal).
+        # broker_rule.IndexStep.take inlined for plain batches (tests/speedups/test_speedups_scan.py proves it equal).
         valid, last_entry_at = st.valid, st.last_entry_at
         prev_last, prev_epoch = self.prev_last, self.prev_epoch
         max_ts, max_ts_offset = st.max_ts, st.max_ts_offset

@@ -3,7 +3,7 @@
     python -m kdump.cli.manpage man/          # rewrite man/kdump.1 and man/kdump-<command>.1
 
 OPTIONS and SYNOPSIS come from the commands themselves, so they cannot drift;
-DESCRIPTION, EXIT STATUS, EXAMPLES and SEE ALSO are written here. ``tests/test_docs.py``
+DESCRIPTION, EXIT STATUS, EXAMPLES and SEE ALSO are written here. ``tests/cli/test_docs.py``
 fails when a committed page differs from what this module generates.
 """
 

@@ -7,7 +7,7 @@ Python. kafka-dump-log.sh prints values with Java's rule; the text view follows 
 
 The two rules differ only where ED is followed by A0-BF (an encoded surrogate: Java takes
 the lead and what follows as one sequence); ED is never a continuation byte, so the bytes
-between such places decode with Python's own (C-speed) replacement. tests/test_javautf8.py
+between such places decode with Python's own (C-speed) replacement. tests/format/test_javautf8.py
 holds this against Java itself on every short byte sequence.
 """
 

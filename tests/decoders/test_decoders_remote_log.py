@@ -6,7 +6,7 @@ RemotePartitionDeleteMetadataRecord.json, RemoteLogSegmentMetadataSnapshotRecord
 from kdump's schema file. The DumpLogSegmentsTest scenarios for --remote-log-metadata-decoder
 (one delete record; an update with 4 bytes of custom metadata next to a delete; a corrupted
 value) are ported here as far as they concern bytes -> fields; the segment-level ones are in
-tests/test_internal_topics_cli.py.
+tests/render/test_internal_topics_cli.py.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from kdump.model import Batch, Record
 
 _speedups.init(Batch, Record)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
 INT64 = (-(1 << 63), (1 << 63) - 1)
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from corruption import (assert_nothing_lost, run_killed_at, subprocess_env)  # noqa: E402
 from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, garbage, run_kdump,  # noqa: E402
                         tree_bytes, truncate_at)
 
@@ -30,7 +30,7 @@ from kdump.errors import WriteError  # noqa: E402
 from kdump.repair.cut import save_cut_bytes, truncate_log  # noqa: E402
 from kdump.storage.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _damaged_dir(tmp_path: Path, name: str = "mixed-codecs-v2-0") -> tuple[Path, Path, bytes]:
@@ -47,11 +47,6 @@ def _corrupt_files(d: Path) -> list[Path]:
     return sorted(p for p in d.iterdir() if ".corrupt-" in p.name)
 
 
-def _nothing_lost(log: Path, original: bytes) -> None:
-    kept = log.read_bytes()
-    assert original.startswith(kept)
-    saved = [p.read_bytes() for p in _corrupt_files(log.parent)]
-    assert saved and saved[0] == original[len(kept):] or kept == original
 
 
 # -- primitives ----------------------------------------------------------------------------------
@@ -125,7 +120,7 @@ def test_truncate_rebuilds_indexes_that_point_past_the_cut(tmp_path):
     r = run_kdump("verify", "--truncate", d)
     assert r.code == 1
     assert "kdump: truncated" in r.err and "kdump: rebuilt" in r.err
-    _nothing_lost(log, original)
+    assert_nothing_lost(log, original)
     assert run_kdump("verify", "--deep", d).code == 0
     # Idempotent: a second --truncate has nothing to do and changes nothing.
     before = tree_bytes(d)
@@ -174,61 +169,14 @@ def test_truncate_of_the_last_segment_moves_nothing(tmp_path):
 def test_truncate_on_a_single_named_segment(tmp_path):
     d, log, original = _damaged_dir(tmp_path)
     assert run_kdump("verify", "--truncate", log).code == 1
-    _nothing_lost(log, original)
+    assert_nothing_lost(log, original)
     assert run_kdump("verify", d).code == 0
 
 
 # -- crashes -------------------------------------------------------------------------------------
 
-# The calls after which another process could see a different directory (fsync and chmod
-# change nothing a restarted run can observe after a kill, as opposed to a power loss).
-MUTATING = ("write", "replace", "rename", "ftruncate", "truncate", "unlink", "mkdir", "makedirs")
 
 
-def _run_killed_at(n: int, args: list[str]) -> int:
-    """Run ``kdump ARGS`` in a forked child that dies (os._exit, no cleanup) at its n-th
-    file-system change; returns the child's exit code (99 = killed)."""
-    pid = os.fork()
-    if pid == 0:     # pragma: no cover - the child
-        try:
-            count = [0]
-
-            def wrap(orig):
-                def call(*a, **k):
-                    count[0] += 1
-                    if count[0] == n:
-                        os._exit(99)
-                    return orig(*a, **k)
-                return call
-
-            import builtins
-            for name in MUTATING:
-                if hasattr(os, name):
-                    setattr(os, name, wrap(getattr(os, name)))
-            real_os_open = os.open
-
-            def os_open(path, flags, *a, **k):
-                if flags & os.O_CREAT:
-                    count[0] += 1
-                    if count[0] == n:
-                        os._exit(99)
-                return real_os_open(path, flags, *a, **k)
-            os.open = os_open
-            real_open = builtins.open
-
-            def guarded_open(file, mode="r", *a, **k):
-                if any(c in mode for c in "wax+"):
-                    count[0] += 1
-                    if count[0] == n:
-                        os._exit(99)
-                return real_open(file, mode, *a, **k)
-            builtins.open = guarded_open
-            code = run_kdump(*args).code
-        except BaseException:
-            os._exit(98)
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
 
 
 def _state(d: Path) -> dict[str, bytes]:
@@ -243,21 +191,17 @@ def test_killed_at_every_step_of_truncate_then_rerun(tmp_path):
     n = 1
     while True:
         d = copy_tree(d0, tmp_path / f"k{n}")
-        code = _run_killed_at(n, ["verify", "--truncate", str(d)])
+        code = run_killed_at(n, ["verify", "--truncate", str(d)])
         assert code in (99, 1), code
         run_kdump("verify", "--truncate", d)
         assert _state(d) == reference, f"killed at step {n}"
-        _nothing_lost(d / log0.name, original)
+        assert_nothing_lost(d / log0.name, original)
         if code != 99:
             break
         n += 1
     assert n > 5          # the run really had several steps to interrupt
 
 
-def _subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
 
 
 def test_sigkill_at_random_moments_then_rerun(tmp_path):
@@ -268,7 +212,7 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path):
     append_garbage(log, 8 << 20, 5)
     original = log.read_bytes()
     cmd = [sys.executable, "-m", "kdump", "verify", "--truncate", "-q"]
-    env = _subprocess_env()
+    env = subprocess_env()
     ref = copy_tree(d0, tmp_path / "ref")
     t = time.monotonic()
     assert subprocess.run(cmd + [str(ref)], env=env, capture_output=True).returncode == 1
@@ -286,7 +230,7 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path):
         rerun = subprocess.run(cmd + [str(d)], env=env, capture_output=True)
         assert rerun.returncode in (0, 1), rerun.stderr
         assert _state(d) == reference, f"run {i}"
-        _nothing_lost(d / log.name, original)
+        assert_nothing_lost(d / log.name, original)
     assert killed >= 1
 
 

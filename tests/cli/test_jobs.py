@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
 from kdumptest import run_kdump  # noqa: E402
@@ -26,7 +25,7 @@ from kdumptest import run_kdump  # noqa: E402
 from kdump import testing as build  # noqa: E402
 from kdump.parallel import ordered_map  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TREE = [str(FIXTURES / "generated"), str(FIXTURES / "real")]
 FORMATS = ("json", "text", "table")
 

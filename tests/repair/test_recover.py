@@ -19,48 +19,21 @@ import time
 from pathlib import Path
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corruption import FIXTURES, batches, copy_tree, flip_bit, run_kdump, tree_bytes, tree_state  # noqa: E402
-from test_repair import _run_killed_at, _subprocess_env  # noqa: E402
+from corruption import FIXTURES, batches, copy_tree, run_kdump, tree_bytes, tree_state  # noqa: E402
+from corruption import (damage_middle, make_partition, messy_partition, partition_batch, run_killed_at, subprocess_env,  # noqa: E402
+                        tree_and_quarantine)
 
-from kdump.testing import build_v2_batch  # noqa: E402
-from kdump.format.checkpoint import encode_leader_epochs, encode_offsets  # noqa: E402
-from kdump.format.snapshot import encode_snapshot  # noqa: E402
+from kdump.format.checkpoint import encode_offsets  # noqa: E402
 from kdump.repair.recover import LogDirState, plan_partition  # noqa: E402
 from kdump.repair.cut import index_bytes  # noqa: E402
 
-T0 = 1700000000000
 
 
-def _batch(base: int, n: int = 3, epoch: int = 0) -> bytes:
-    return build_v2_batch([(i, T0 + base + i, b"k%d" % (base + i), b"v" * 40) for i in range(n)],
-                          base_offset=base, partition_leader_epoch=epoch)
 
 
-def make_partition(root: Path, name: str = "orders-0", epochs=((0, 0), (1, 12), (2, 20))) -> Path:
-    """Three segments (0, 9, 18) of three 3-record batches; epochs change at 12 and 20."""
-    d = root / name
-    d.mkdir(parents=True)
-    epoch_at = lambda off: max(e for e, start in epochs if start <= off)  # noqa: E731
-    for base in (0, 9, 18):
-        log = d / f"{base:020d}.log"
-        log.write_bytes(b"".join(_batch(o, epoch=epoch_at(o)) for o in range(base, base + 9, 3)))
-        index, timeindex = index_bytes(str(log), base)     # as recovery writes them (interval 4096)
-        (d / f"{base:020d}.index").write_bytes(index)
-        (d / f"{base:020d}.timeindex").write_bytes(timeindex)
-        (d / f"{base:020d}.snapshot").write_bytes(encode_snapshot([]))
-    (d / f"{27:020d}.snapshot").write_bytes(encode_snapshot([]))
-    (d / "leader-epoch-checkpoint").write_bytes(encode_leader_epochs(epochs))
-    return d
 
 
-def _damage_middle(d: Path) -> tuple[Path, int]:
-    """A bad CRC in the second batch of segment 9; returns the segment and where the broker cuts."""
-    log = d / f"{9:020d}.log"
-    b = batches(log)[1]
-    flip_bit(log, b.position + b.size - 1, 0)
-    return log, b.position
 
 
 def _plan_json(out: str) -> list[dict]:
@@ -104,7 +77,7 @@ def test_clean_partitions_plan_nothing_and_change_nothing(tmp_path):
 
 def test_damaged_middle_segment_plan(tmp_path):
     d = make_partition(tmp_path)
-    log, cut = _damage_middle(d)
+    log, cut = damage_middle(d)
     before = tree_state(d)
     r = run_kdump("recover", "--json", d)
     assert r.code == 1
@@ -126,7 +99,7 @@ def test_damaged_middle_segment_plan(tmp_path):
 
 def test_apply_then_verify_is_clean_and_nothing_is_lost(tmp_path):
     d = make_partition(tmp_path)
-    log, cut = _damage_middle(d)
+    log, cut = damage_middle(d)
     original = tree_bytes(d)
     original = {str(d / k): v for k, v in original.items()}
     r = run_kdump("recover", "--apply", "--yes", d)
@@ -149,7 +122,7 @@ def test_apply_then_verify_is_clean_and_nothing_is_lost(tmp_path):
 def test_recovery_point_and_clean_shutdown(tmp_path):
     root = tmp_path / "logs"
     d = make_partition(root)
-    log, cut = _damage_middle(d)
+    log, cut = damage_middle(d)
     (root / "recovery-point-offset-checkpoint").write_bytes(encode_offsets([("orders", 0, 20)]))
     r = run_kdump("recover", "--json", d)
     rows = _plan_json(r.out)
@@ -169,7 +142,7 @@ def test_recovery_point_and_clean_shutdown(tmp_path):
 def test_swap_files_replace_their_originals(tmp_path):
     d = make_partition(tmp_path)
     # The cleaner merged segments 0 and 9 into one cleaned segment at 0, swapped in as .swap.
-    merged = b"".join(_batch(o) for o in (0, 6, 12))
+    merged = b"".join(partition_batch(o) for o in (0, 6, 12))
     (d / f"{0:020d}.log.swap").write_bytes(merged)
     (d / f"{0:020d}.log.swap").write_bytes(merged)
     index, timeindex = index_bytes(str(d / f"{0:020d}.log.swap"), 0)
@@ -224,7 +197,7 @@ def test_real_cleaner_leftovers(tmp_path):
 
 def test_salvage_copies_the_intact_batches_past_the_damage(tmp_path):
     d = make_partition(tmp_path / "logs")
-    log, cut = _damage_middle(d)
+    log, cut = damage_middle(d)
     out = tmp_path / "salvaged"
     before = tree_state(d)
     r = run_kdump("recover", "--salvage", out, d)
@@ -246,7 +219,7 @@ def test_salvage_copies_the_intact_batches_past_the_damage(tmp_path):
 
 def test_apply_asks_first(tmp_path, monkeypatch):
     d = make_partition(tmp_path)
-    _damage_middle(d)
+    damage_middle(d)
     before = tree_state(d)
     class Terminal(io.StringIO):
         def isatty(self):
@@ -273,7 +246,7 @@ def test_quarantine_inside_the_log_dir_is_refused(tmp_path):
 
 def test_quarantine_elsewhere(tmp_path):
     d = make_partition(tmp_path / "logs")
-    _damage_middle(d)
+    damage_middle(d)
     q = tmp_path / "q"
     assert run_kdump("recover", "--apply", "--yes", "--quarantine", q, d).code == 1
     assert (q / d.name / f"{18:020d}.log").exists()
@@ -282,37 +255,24 @@ def test_quarantine_elsewhere(tmp_path):
 
 # -- crashes ----------------------------------------------------------------------------------
 
-def _final(d: Path, q: Path) -> tuple[dict, dict]:
-    return tree_bytes(d), tree_bytes(q) if q.exists() else {}
 
 
-def _messy_partition(root: Path) -> Path:
-    d = make_partition(root)
-    _damage_middle(d)
-    # An interrupted cleaner swap of segment 0 (offsets 0..5 survive), and other leftovers.
-    swap = d / f"{0:020d}.log.swap"
-    swap.write_bytes(_batch(0) + _batch(3))
-    (d / f"{0:020d}.index.swap").write_bytes(index_bytes(str(swap), 0, 10)[0])
-    (d / f"{9:020d}.timeindex.cleaned").write_bytes(b"x" * 12)
-    (d / f"{0:020d}.log.deleted").write_bytes(b"old")
-    (d / f"{60:020d}.index").write_bytes(b"")
-    return d
 
 
 def test_killed_at_every_step_of_apply_then_rerun(tmp_path):
-    src = _messy_partition(tmp_path / "src")
+    src = messy_partition(tmp_path / "src")
     ref = copy_tree(src, tmp_path / "ref")
     q_ref = tmp_path / "ref-q"
     assert run_kdump("recover", "--apply", "--yes", "--quarantine", q_ref, ref).code == 1
-    reference = _final(ref, q_ref)
+    reference = tree_and_quarantine(ref, q_ref)
     n = 1
     while True:
         d = copy_tree(src, tmp_path / f"k{n}")
         q = tmp_path / f"k{n}-q"
-        code = _run_killed_at(n, ["recover", "--apply", "--yes", "--quarantine", str(q), str(d)])
+        code = run_killed_at(n, ["recover", "--apply", "--yes", "--quarantine", str(q), str(d)])
         assert code in (99, 1), code
         run_kdump("recover", "--apply", "--yes", "--quarantine", q, d)
-        assert _final(d, q) == reference, f"killed at step {n}"
+        assert tree_and_quarantine(d, q) == reference, f"killed at step {n}"
         if code != 99:
             break
         n += 1
@@ -328,16 +288,16 @@ def test_sigkill_apply_at_random_moments(tmp_path):
     """Killed while it moves, cuts, copies into the quarantine (a 48 MiB preallocated
     .timeindex makes that copy a good share of the run) or rebuilds; the rerun ends where an
     uninterrupted run does, with no temporary file left, in the quarantine either."""
-    src = _messy_partition(tmp_path / "src")
+    src = messy_partition(tmp_path / "src")
     with open(src / f"{9:020d}.timeindex", "ab") as f:
         f.write(bytes(48 << 20))            # written, not sparse: the copy reads it all
-    env = _subprocess_env()
+    env = subprocess_env()
     base = [sys.executable, "-m", "kdump", "recover", "--apply", "--yes", "-q", "--quarantine"]
     ref, q_ref = copy_tree(src, tmp_path / "ref"), tmp_path / "ref-q"
     t = time.monotonic()
     subprocess.run(base + [str(q_ref), str(ref)], env=env, capture_output=True, check=False)
     elapsed = time.monotonic() - t
-    reference = _final(ref, q_ref)
+    reference = tree_and_quarantine(ref, q_ref)
     rng = random.Random(4242)
     for i in range(4):
         d, q = copy_tree(src, tmp_path / f"k{i}"), tmp_path / f"k{i}-q"
@@ -346,7 +306,7 @@ def test_sigkill_apply_at_random_moments(tmp_path):
         p.send_signal(signal.SIGKILL)
         p.wait()
         subprocess.run(base + [str(q), str(d)], env=env, capture_output=True, check=False)
-        assert _final(d, q) == reference, f"run {i}"
+        assert tree_and_quarantine(d, q) == reference, f"run {i}"
         assert _temps(d, q) == [], f"run {i}"
 
 
@@ -379,10 +339,10 @@ def test_sigkill_during_the_quarantine_copy(tmp_path):
     index about to be rebuilt. The rerun a second later quarantines into another directory
     (issue #19, fault 9: the first one's temporary file outlived it); now it is removed, and
     the partition ends as an uninterrupted run leaves it."""
-    src = _messy_partition(tmp_path / "src")
+    src = messy_partition(tmp_path / "src")
     with open(src / f"{9:020d}.timeindex", "ab") as f:
         f.write(bytes(48 << 20))
-    env = _subprocess_env()
+    env = subprocess_env()
     cmd = [sys.executable, "-m", "kdump", "recover", "--apply", "--yes", "-q"]
     ref = copy_tree(src, tmp_path / "ref")
     subprocess.run(cmd + [str(ref)], env=env, capture_output=True, check=False)

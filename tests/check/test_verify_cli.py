@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import (FIXTURES, append_garbage, append_zeros, batches, copy_tree, duplicate_last_batch,  # noqa: E402
                         flip_bit, run_kdump, set_base_offset, set_length, tree_state, truncate_at, write_at)

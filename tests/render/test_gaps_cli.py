@@ -1,6 +1,6 @@
 """kdump's own views (table, JSON) with --records: the offset gaps an operator has to look at.
 
-DumpLogSegments' text view lists every gap (tests/test_dls_cli.py); kdump's views leave out
+DumpLogSegments' text view lists every gap (tests/render/test_dls_cli.py); kdump's views leave out
 the ones the cleaner explains and the start of the log (kdump/check/gaps.py), and say how many.
 """
 

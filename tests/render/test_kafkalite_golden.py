@@ -16,7 +16,7 @@ import pytest
 from kdump.format.walk import Walker, decode_records
 from kdump.storage.segment import MappedFile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEER = os.path.join(ROOT, "fixtures", "real", "asayers__kafkalite", "tests", "test-data")
 NAMES = sorted(os.listdir(os.path.join(PEER, "golden")))
 

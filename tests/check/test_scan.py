@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import (FIXTURES, LEGACY_FIELDS, V2_CRC_COVERED, V2_FIELDS, batches, flip_bit, garbage,  # noqa: E402
                         kafka_recover, set_base_offset, set_length, write_at)

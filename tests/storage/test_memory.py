@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_repair import _subprocess_env  # noqa: E402
+from corruption import subprocess_env  # noqa: E402
 
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
@@ -77,7 +76,7 @@ def _peak_rss_of(args: list[str]) -> tuple[int, subprocess.CompletedProcess]:
             "sys.stderr.buffer.write(p.stderr)\n"
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
             "sys.exit(p.returncode)\n")
-    r = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "kdump", *args], env=_subprocess_env(),
+    r = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "kdump", *args], env=subprocess_env(),
                        capture_output=True, text=True)
     return int(r.stdout.strip().splitlines()[-1]), r
 
@@ -112,7 +111,7 @@ def test_running_out_of_memory_is_a_located_error(tmp_path):
             "resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))\n"
             "from kdump.cli import main\n"
             "main(sys.argv[1:])\n")
-    r = subprocess.run([sys.executable, "-c", code, "dump", "--data", "--json", str(seg)], env=_subprocess_env(),
+    r = subprocess.run([sys.executable, "-c", code, "dump", "--data", "--json", str(seg)], env=subprocess_env(),
                        capture_output=True, text=True)
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert r.returncode == 3, r.stderr
@@ -154,7 +153,7 @@ def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path, codec)
     for above in (jsonout.STREAM_ABOVE, 1 << 40):         # in pieces, then as one line
         r = subprocess.run([sys.executable, "-c", f"from kdump.render import jsonout; jsonout.STREAM_ABOVE = "
                             f"{above}; from kdump.cli import main; main(['dump', '--data', '--json', {str(seg)!r}])"],
-                           env=_subprocess_env(), capture_output=True)
+                           env=subprocess_env(), capture_output=True)
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout)
     assert outs[0] == outs[1] and json.loads(outs[0])["records"][0]["value_size"] == 3 * MiB + 5
@@ -323,7 +322,7 @@ def test_export_running_out_of_memory_is_a_located_error(tmp_path, fmt, limit):
             "main(sys.argv[1:])\n")
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-c", code, "export", "--format", fmt, "--out", str(out), str(d)],
-                       env=_subprocess_env(), capture_output=True, text=True)
+                       env=subprocess_env(), capture_output=True, text=True)
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert r.returncode == 3, r.stderr
     assert r.stderr.splitlines()[0].startswith(f"kdump: error: {seg}:0: not enough memory to "), r.stderr

@@ -1,6 +1,6 @@
 """kafka-dump-log.sh's command line on ``kdump dump``: Kafka's options with Kafka's meaning.
 
-Exact output and exit codes; tests/test_dls_parity.py diffs the same options against
+Exact output and exit codes; tests/kafka/test_dls_parity.py diffs the same options against
 Kafka's own tool on every fixture.
 """
 

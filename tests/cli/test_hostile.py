@@ -32,7 +32,7 @@ from kdump.format.varint import encode_varint
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "fuzz"
 T0 = 1_700_000_000_000
 RATIO = 10.0          # 4x the input may cost at most 10x the time (quadratic is 16x)

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import FIXTURES, append_garbage, copy_tree, run_kdump, tree_bytes  # noqa: E402
-from test_recover import _damage_middle, _final, make_partition  # noqa: E402
-from test_repair import _nothing_lost, _subprocess_env  # noqa: E402
+from corruption import damage_middle, tree_and_quarantine, make_partition  # noqa: E402
+from corruption import assert_nothing_lost, subprocess_env  # noqa: E402
 
 from kdump.storage import logdir  # noqa: E402
 from kdump.errors import WriteError  # noqa: E402
@@ -41,7 +40,7 @@ def _big_damage(tmp_path: Path) -> tuple[Path, Path, bytes]:
 
 
 def _race(cmd: list[str], target: Path, gap: float) -> list[subprocess.CompletedProcess]:
-    env = _subprocess_env()
+    env = subprocess_env()
     first = subprocess.Popen(cmd + [str(target)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
     time.sleep(gap)
@@ -73,7 +72,7 @@ def _one_writer(runs, wrote: str) -> bool:
 
 def _elapsed(cmd: list[str], target: Path) -> float:
     t = time.monotonic()
-    r = subprocess.run(cmd + [str(target)], env=_subprocess_env(), capture_output=True)
+    r = subprocess.run(cmd + [str(target)], env=subprocess_env(), capture_output=True)
     assert r.returncode == 1, r.stderr
     return time.monotonic() - t
 
@@ -91,26 +90,26 @@ def test_two_truncates_at_random_gaps_lose_nothing_and_one_writes(tmp_path):
         runs = _race(cmd[:-1], d, rng.uniform(0, 0.4) * elapsed)
         overlapped += _one_writer(runs, "kdump: truncated")
         assert tree_bytes(d) == reference, f"run {i}"
-        _nothing_lost(d / log0.name, original)
+        assert_nothing_lost(d / log0.name, original)
         shutil.rmtree(d)
     assert overlapped >= 4
 
 
 def test_two_recover_applies_at_random_gaps_lose_nothing_and_one_writes(tmp_path):
     src = make_partition(tmp_path / "src")
-    log, _ = _damage_middle(src)
+    log, _ = damage_middle(src)
     append_garbage(log, 32 << 20, 11)
     cmd = [sys.executable, "-m", "kdump", "recover", "--apply", "--yes", "--quarantine"]
     ref, q_ref = copy_tree(src, tmp_path / "ref"), tmp_path / "ref-q"
     elapsed = _elapsed(cmd + [str(q_ref)], ref)
-    reference = _final(ref, q_ref)
+    reference = tree_and_quarantine(ref, q_ref)
     rng = random.Random(1976)
     overlapped = 0
     for i in range(5):
         d, q = copy_tree(src, tmp_path / f"r{i}"), tmp_path / f"r{i}-q"
         runs = _race(cmd + [str(q)], d, rng.uniform(0, 0.4) * elapsed)
         overlapped += _one_writer(runs, "kdump: truncated")
-        assert _final(d, q) == reference, f"run {i}"
+        assert tree_and_quarantine(d, q) == reference, f"run {i}"
         shutil.rmtree(d)
         shutil.rmtree(q)
     assert overlapped >= 2
@@ -138,7 +137,7 @@ def test_the_lock_file_is_removed_and_a_stale_one_is_taken_over(tmp_path):
     assert run_kdump("verify", d).code == 1     # readers ignore it
     assert run_kdump("verify", "--truncate", d).code == 1
     assert not (d / LOCK_NAME).exists()
-    _nothing_lost(log, original)
+    assert_nothing_lost(log, original)
 
 
 def _hold_broker_lock(path: Path) -> subprocess.Popen:
@@ -164,7 +163,7 @@ def _refused_then_forced(d: Path, log: Path, original: bytes) -> None:
     assert r.code == 3 and "a running Kafka broker holds" in r.err and log.read_bytes() == original
     r = run_kdump("verify", "--truncate", "--force", d)
     assert r.code == 1 and "kdump: truncated" in r.err
-    _nothing_lost(log, original)
+    assert_nothing_lost(log, original)
 
 
 def test_a_broker_holding_the_log_dir_lock_refuses_writes_unless_forced(tmp_path):

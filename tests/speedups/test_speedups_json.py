@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 _speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import FIXTURES, run_kdump  # noqa: E402
 from kdumptest import fixture_logs  # noqa: E402

@@ -24,7 +24,7 @@ except ImportError:
 from kdump.format.txnindex import parse_txnindex
 from kdump.format.walk import TORN_TAIL
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
 GENERATED = os.path.join(FIXTURES, "generated")
 DAMAGED_DIR = re.compile(r"^(torn-|corrupt-)|damaged")

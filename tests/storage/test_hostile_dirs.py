@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import FIXTURES, copy_tree, run_kdump  # noqa: E402
 
@@ -123,10 +122,10 @@ def test_an_oversized_index_does_not_drag_its_neighbours_down(tmp_path):
     past the new end of the log (``recover --apply`` did rebuild it)."""
     import json
 
-    from test_recover import _damage_middle, make_partition
+    from corruption import damage_middle, make_partition
 
     d = make_partition(tmp_path)
-    _damage_middle(d)
+    damage_middle(d)
     for base in (0, 9):
         with open(d / f"{base:020d}.index", "r+b") as f:
             f.truncate(300 << 20)               # sparse: no disk space
@@ -169,12 +168,12 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
     .kdump-tmp``; the rerun made ``kdump-quarantine-T2`` and never removed it. Every step of
     ``recover --apply`` is interrupted in turn; after a rerun no temporary file is left
     anywhere and the partition is what an uninterrupted run leaves."""
-    from test_recover import _messy_partition
-    from test_repair import _run_killed_at
+    from corruption import messy_partition
+    from corruption import run_killed_at
 
     from kdump.repair import recover as recovery
 
-    src = _messy_partition(tmp_path / "src")
+    src = messy_partition(tmp_path / "src")
     ref = copy_tree(src, tmp_path / "ref")
     assert run_kdump("recover", "--apply", "--yes", ref).code == 1
     reference = _split_quarantine(ref)
@@ -182,7 +181,7 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
     while True:
         d = copy_tree(src, tmp_path / f"k{n}")
         monkeypatch.setattr(recovery, "timestamp", lambda: "T1")       # the rerun's quarantine is another one
-        code = _run_killed_at(n, ["recover", "--apply", "--yes", str(d)])
+        code = run_killed_at(n, ["recover", "--apply", "--yes", str(d)])
         assert code in (99, 1), code
         temp_in_quarantine += any("kdump-quarantine-T1" in p for p in _temps(d))
         monkeypatch.setattr(recovery, "timestamp", lambda: "T2")
@@ -200,14 +199,14 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
 
 def test_recover_names_a_symlinked_index_not_its_quarantine_copy(tmp_path):
     """Issue #19, minor: the error named the copy in the quarantine instead of the link."""
-    from test_recover import _damage_middle, make_partition
+    from corruption import damage_middle, make_partition
 
     from corruption import batches
 
     from kdump.format.index import encode_index
 
     d = make_partition(tmp_path)
-    log, cut = _damage_middle(d)
+    log, cut = damage_middle(d)
     index = d / f"{9:020d}.index"
     # An entry for the batch the cut removes: the index must be rewritten (one already equal
     # to what recovery writes is left alone, link or not).

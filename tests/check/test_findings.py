@@ -10,7 +10,7 @@ import pytest
 from kdump import findings
 from kdump.findings import CLASSES, KINDS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

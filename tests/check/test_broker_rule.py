@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corruption import FIXTURES, flip_bit, write_at  # noqa: E402
 

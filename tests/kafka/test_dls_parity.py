@@ -20,7 +20,7 @@ import pytest
 import dls
 import parity
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 ROOTS = [FIXTURES / "real", FIXTURES / "generated",
          *sorted(p for p in (FIXTURES / "broker").glob("*") if p.is_dir())]

@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 
 _speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kdumptest import fixture_logs  # noqa: E402
 from corruption import (FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset,  # noqa: E402
