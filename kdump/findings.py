@@ -118,6 +118,9 @@ CHECKPOINT_INVALID = _declare("checkpoint_invalid", ANOMALY, "a recovery-point o
                                                              "starts at the first segment)")
 INVALID_FILE = _declare("invalid_file", DAMAGE, "another side file (checkpoint, metadata) does not parse")
 LEFTOVER = _declare("leftover", INFO, "a .cleaned, .swap or .deleted file: the broker finishes it at startup")
+LOG_MISSING = _declare("log_missing", ANOMALY, "a partition with indexes or producer snapshots but no .log (a copy "
+                                               "that skipped *.log): its records are gone; the broker deletes the "
+                                               "side files and starts the partition empty at its log start offset")
 ORPHAN_INDEX = _declare("orphan_index", INFO, "an index with no segment: the broker deletes it at startup")
 
 # -- index files against their log (kdump.check.indexes, kdump index) ----------------------------------
