@@ -39,7 +39,7 @@ def batch_name(batch: Batch) -> str:
     offset only if its CRC vouches for the header, else as the offset it claims."""
     if batch.crc_valid:
         return f"batch at offset {batch.base_offset}"
-    return f"batch with an invalid CRC (claimed offset {batch.base_offset})"
+    return f"batch at claimed offset {batch.base_offset} (its CRC fails)"
 
 
 def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:

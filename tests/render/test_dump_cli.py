@@ -532,8 +532,8 @@ def test_a_record_error_in_a_batch_whose_crc_fails_names_the_offset_as_claimed(t
     seg, pos = _bad_records_segment(tmp_path, "t-0", valid_crc=False)
     r = run_kdump("dump", "--records", *(["--json"] if json_flag else []), seg)
     assert r.code == 1
-    assert r.err.splitlines()[-1] == (f"kdump: error: {seg}:{pos}: Invalid record size 1 in record 0 of batch with "
-                                      f"an invalid CRC (claimed offset 3)")
+    assert r.err.splitlines()[-1] == (f"kdump: error: {seg}:{pos}: Invalid record size 1 in record 0 of batch at "
+                                      f"claimed offset 3 (its CRC fails)")
     assert "batch at offset 3" not in r.err
 
 
@@ -545,10 +545,27 @@ def test_a_record_error_in_a_batch_whose_crc_holds_names_its_offset(tmp_path):
 
 
 @pytest.mark.parametrize("valid_crc, named", [(True, "batch at offset 3"),
-                                              (False, "batch with an invalid CRC (claimed offset 3)")])
+                                              (False, "batch at claimed offset 3 (its CRC fails)")])
 def test_a_payload_that_does_not_decompress_names_the_batch_the_same_way(tmp_path, valid_crc, named):
     seg, pos = _bad_records_segment(tmp_path, "t-0", valid_crc=valid_crc, codec=GZIP)
     r = run_kdump("dump", "--records", seg)
     assert r.code == 1
     last = r.err.splitlines()[-1]
     assert last.startswith(f"kdump: error: {seg}:{pos}: {named}: gzip payload does not decompress"), last
+
+
+@pytest.mark.parametrize("valid_crc, named", [(True, "message at offset 5"),
+                                              (False, "message at claimed offset 5 (its CRC fails)")])
+def test_a_legacy_wrapper_that_does_not_decompress_names_its_offset_only_when_its_crc_holds(tmp_path, valid_crc, named):
+    import zlib
+
+    inner = [build.build_legacy_message(o, b"k", b"v%d" % o, magic=1, timestamp=NOW) for o in range(3, 6)]
+    wrapper = bytearray(build.build_legacy_wrapper(inner, magic=1, codec=GZIP, wrapper_offset=5))
+    wrapper[-8:] = b"\xff" * 8                      # the gzip trailer: the payload does not decompress
+    if valid_crc:
+        wrapper[12:16] = zlib.crc32(bytes(wrapper[16:])).to_bytes(4, "big")
+    seg = write_segment(tmp_path / "t-0", [bytes(wrapper)], base_offset=3)
+    r = run_kdump("dump", "--records", seg)
+    assert r.code == 1
+    last = r.err.splitlines()[-1]
+    assert last.startswith(f"kdump: error: {seg}:0: {named}: gzip payload does not decompress"), last
