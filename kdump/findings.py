@@ -1,8 +1,8 @@
 """Every finding kind kdump emits, with its class and a one-line doc: the one registry.
 
 A kind's class says what the state means for a broker starting on these bytes, decided by
-what a real Kafka 4.3 broker does with it (``tests/kafka/test_recovery_parity.py`` keeps
-that as a test):
+what a real Kafka 4.3 broker does with it (``tests/kafka/test_recovery_parity.py`` and
+``tests/kafka/test_broker_accepts.py`` keep that as tests):
 
 damage
     data a broker would cut, delete or fail to load, or data lost to readers (a reader
