@@ -11,7 +11,8 @@ from kdump.storage.logdir import BATCH_KINDS, resolve
 from kdump.render.escape import printable
 from kdump.state.render import when as _time
 from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
-from kdump.cli.options import Output, jobs_option, jobs_or_default, output_options, paths_argument
+from kdump.render.output import Output
+from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,7 +25,7 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
 
     Reads batch headers only, so it is fast even on large log dirs.
     """
-    from kdump.cli.progress import Progress
+    from kdump.render.progress import Progress
 
     out = Output(json_flag, fmt, color, quiet)
     from kdump.storage.logdir import directory_groups
