@@ -29,16 +29,19 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
 
     out = Output(json_flag, fmt, color, quiet)
     from kdump.storage.logdir import directory_groups
-    from kdump.parallel import ordered_map
+    from kdump.parallel import in_process, ordered_map
 
     files = resolve(paths, kinds=BATCH_KINDS)
     status = ExitStatus.OK
     summaries = []
     groups = directory_groups(files)
+    jobs = jobs_or_default(jobs)
+    here = in_process(groups, jobs)
     with Progress.for_paths(out, [f.path for f in files], "info") as progress:
-        for group, s in zip(groups, ordered_map(_summary, groups, jobs_or_default(jobs))):
-            for f in group[1]:
-                progress.done(f.path)       # a worker's reads are not seen here
+        # A worker counts what it reads for the bar as it goes, and hands the count back.
+        for group, result in zip(groups, ordered_map(_summary if here else progress.counted(_summary), groups, jobs)):
+            s, counted = (result, 0) if here else result
+            progress.unit_done((f.path for f in group[1]), counted)
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
             if out.format == "json":
