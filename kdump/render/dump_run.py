@@ -62,9 +62,9 @@ def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
     return nxt
 
 
-def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
-             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
-             index_opts: IndexOptions = IndexOptions(), jobs: int = 1) -> int:
+def _files(paths, out) -> tuple[list[tuple[LogFile, bool]], ExitStatus]:
+    """The files to dump, each with whether it was named itself, and the exit status so far
+    (a PATH that cannot be read, a partition directory without segments)."""
     status = ExitStatus.OK
     files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
     for path in paths:
@@ -86,6 +86,24 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
                 _error(out, e)
                 status = max(status, e.exit_code)
         files.extend((f, not os.path.isdir(path)) for f in expanded)
+    return files, status
+
+
+def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, bool]]]:
+    """Consecutive files of one directory together: the units of ``-j``."""
+    units: list[list[tuple[LogFile, bool]]] = []
+    for f, explicit in files:
+        if units and os.path.dirname(units[-1][-1][0].path) == os.path.dirname(f.path):
+            units[-1].append((f, explicit))
+        else:
+            units.append([(f, explicit)])
+    return units
+
+
+def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
+             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
+             index_opts: IndexOptions = IndexOptions(), jobs: int = 1) -> int:
+    files, status = _files(paths, out)
     next_base = _segment_ranges([f for f, _ in files])
     from kdump.parallel import in_process, ordered_output
     from kdump.render.progress import Progress
@@ -93,12 +111,7 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
     # A partition at a time (consecutive files of one directory), each with its own renderer:
     # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
     # which each unit hands back to be printed after all of them.
-    units: list[list[tuple[LogFile, bool]]] = []
-    for f, explicit in files:
-        if units and os.path.dirname(units[-1][-1][0].path) == os.path.dirname(f.path):
-            units[-1].append((f, explicit))
-        else:
-            units.append([(f, explicit)])
+    units = _partitions(files)
     here = in_process(units, jobs)
 
     def dump_unit(unit, out) -> tuple[int, int, list]:
