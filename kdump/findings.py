@@ -158,7 +158,7 @@ TXN_SANITY = _declare("txnindex_sanity", INFO, "TransactionIndex.sanityCheck fai
                                                "startup")
 
 # -- producer and transaction state rebuilt from the log (kdump.state.txn, kdump txn) ---------------
-# `kdump txn` exits 1 for any of these; the class says what a broker starting on the files makes of it.
+# `kdump txn` exits 1 for damage (anomalies too with --strict); the class says what a broker starting on the files makes of it.
 TXN_SNAPSHOT_UNREADABLE = _declare("txn_snapshot_unreadable", ANOMALY, "`kdump txn`: a producer snapshot that cannot "
                                                                       "be read: the broker deletes it and rebuilds "
                                                                       "producer state from the log")

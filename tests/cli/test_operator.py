@@ -88,7 +88,7 @@ def test_terminal_table_keeps_names_whole_and_sums_up_the_ok_files(cut_log, monk
 
 @pytest.fixture
 def no_delay(monkeypatch):
-    from kdump.cli import progress
+    from kdump.render import progress
 
     monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
     monkeypatch.delenv("KDUMP_NO_PROGRESS", raising=False)
@@ -104,12 +104,12 @@ def test_every_command_that_reads_data_shows_a_bar_on_a_terminal(argv, tmp_path,
 
 
 def test_the_bar_counts_bytes_from_the_mappings(no_delay, monkeypatch):
-    from kdump.cli import progress
-    from kdump.cli.options import Output
+    from kdump.render import progress
+    from kdump.render.output import Output
 
     seen = []
     monkeypatch.setattr(progress.Progress, "close", lambda self: seen.append((self.completed, self.total)))
-    from kdump.cli.verify import run_verify
+    from kdump.render.verify_output import run_verify
 
     monkeypatch.setattr(sys, "stderr", Tty())
     run_verify([str(PINTEREST)], Output(False, "text", stream=io.StringIO()))
