@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import os
 
+from kdump import findings as F
 from kdump.storage import logdir as K
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.storage.logdir import LogFile
-from kdump.repair.cut import index_bytes
 from kdump.storage.safewrite import TEMP_SUFFIX
 from kdump.check.scan import ScanReport
 from kdump.storage.segment import MappedFile, read_small
-from kdump.check.broker_rule import log_start_past_end, recovered_epochs
+from kdump.check.broker_rule import index_bytes, log_start_past_end, recovered_epochs
 from kdump.check.plan import (
     NOTE,
     QUARANTINE,
@@ -67,8 +67,8 @@ def _raw_offset_files(directory: str) -> list[str]:
 
 
 def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
-    """``TransactionIndex.sanityCheck``: an entry ending below the segment base."""
-    from kdump.format.txnindex import parse_txnindex
+    """Does ``TransactionIndex.sanityCheck`` fail (an entry ending below the segment base)?"""
+    from kdump.format.txnindex import parse_txnindex, sanity_check_txnindex
 
     path = source.get(f"{base:020d}.txnindex")
     if path is None:
@@ -77,7 +77,7 @@ def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
         entries = parse_txnindex(read_small(path, 256 << 20)).entries
     except KdumpError:
         return False
-    return any(e.last_offset < base for e in entries)
+    return bool(sanity_check_txnindex(entries, base, path))
 
 
 def _next_offset(path: str, base: int) -> int:
@@ -226,7 +226,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         plan.damaged = True
     for b in bases:
         s = scans.get(b)
-        if s is not None and any(f.kind == "offset_overflow" for f in s.findings):
+        if s is not None and any(f.kind == F.OFFSET_OVERFLOW for f in s.findings):
             plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, None, b,
                                    "offsets do not fit an int32 above the base: the broker would split this segment "
                                    "(LogSegmentOffsetOverflowException); kdump does not split", 0))

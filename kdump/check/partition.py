@@ -35,6 +35,7 @@ from kdump.format.control import ABORT, COMMIT
 from kdump.format.walk import decode_records
 from kdump.storage.logdir import LogFile
 from kdump.model import Finding
+from kdump.check.indexes import index_findings
 from kdump.check.scan import ScanReport, scan_file, status_of
 from kdump.storage.segment import MappedFile, read_small
 
@@ -500,40 +501,6 @@ def _side_file(f: LogFile) -> list[Finding]:
     except KdumpError as e:
         return [Finding(kind, None, None, _at_line(e)) if text else Finding(kind, e.position, None, e.message)]
     return [Finding(kind, None if text else pos, None, msg) for msg, pos in desc.problems]
-
-
-# -- index files against their segment -----------------------------------------------------------
-
-def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | None = None,
-                   timeindex: bytes | None = None, limits: Limits = DEFAULT_LIMITS) -> tuple[list[Finding],
-                                                                                            list[Finding]]:
-    """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
-
-    ``kdump.check.indexes`` (the checks of ``kdump index --verify``) does the work, in one
-    walk, over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the
-    broker's recovery would cut is an ``index_past_end`` like one past the end of the file.
-    """
-    from kdump.format.index import parse_index
-    from kdump.format.timeindex import parse_timeindex
-    from kdump.check.indexes import verify_indexes
-
-    idx = parse_index(index, base) if index is not None else None
-    tix = parse_timeindex(timeindex, base) if timeindex is not None else None
-    if idx is None and tix is None:
-        return [], []
-    with MappedFile(log_path) as m:
-        whole = memoryview(m.buf)
-        kept = whole[:scan.valid_bytes]
-        try:
-            # Findings only: the time index's convention (which costs decoding records) is not reported.
-            a, b = verify_indexes(kept, base, idx, tix, limits=limits, convention=False)
-        finally:
-            for v in (kept, whole):
-                try:
-                    v.release()
-                except BufferError:      # pragma: no cover - a view still in use; the GC releases it
-                    pass
-    return (a.findings if a else []), (b.findings if b else [])
 
 
 def txn_index_findings(data: bytes, base: int, scan: ScanReport,

@@ -265,7 +265,7 @@ def _one(item: Item, verify: bool, verify_only: bool, sanity: bool, interval_byt
 
 def _index(item: Item, rep, verify: bool, verify_only: bool, sanity: bool, interval_bytes: int | None,
            renderer) -> int:
-    from kdump.check.indexes import file_findings, live_entries, read_index_file, sanity_findings
+    from kdump.check.index_file import file_findings, live_entries, read_index_file, sanity_findings
 
     parsed = read_index_file(item.path, item.kind, item.base_offset)
     entries, tail = live_entries(parsed)
@@ -360,7 +360,7 @@ def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, bac
                  force: bool = False) -> int:
     from itertools import groupby
 
-    from kdump.check.indexes import rebuild_indexes
+    from kdump.repair.indexes import rebuild_indexes
     from kdump.storage.writelock import PartitionLock
 
     status = ExitStatus.OK
