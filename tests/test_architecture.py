@@ -35,7 +35,7 @@ MAX_MODULE_LINES = 400
 MAX_COMMAND_LINES = 150
 # Known exceptions, shrinking to nothing as issue #15 is carried out.
 OVERSIZED: dict[str, int] = {
-    "kdump.export.run": 770, "kdump.check.partition": 601,
+    "kdump.export.run": 770,
     "kdump.decoders.schema": 507, "kdump.cli.index": 406, "kdump.cli.dump": 346, "kdump.cli.verify": 262,
     "kdump.cli.recover": 209,
 }

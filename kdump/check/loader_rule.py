@@ -253,7 +253,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
 def _plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:
     """What recovery writes to the ``.txnindex`` of each segment it recovers: the aborted
     transactions that complete in the kept part (an empty file where there were some)."""
-    from kdump.check.partition import aborted_transactions
+    from kdump.check.txn_findings import aborted_transactions
     from kdump.format.txnindex import encode_txnindex
 
     logs = [(LogFile(source[f"{b:020d}.log"], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
@@ -306,7 +306,7 @@ def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) 
 
 
 def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
-    from kdump.check.partition import index_findings
+    from kdump.check.indexes import index_findings
 
     for b in bases:
         if b not in recovered and b not in cut_segments:
