@@ -40,7 +40,6 @@ OVERSIZED: dict[str, int] = {
     "kdump.cli.recover": 209,
 }
 UPWARD: set[tuple[str, str]] = {
-    ("kdump.check.gaps", "kdump.render.escape"),
     ("kdump.export.run", "kdump.render.jsonout"), ("kdump.export.run", "kdump.render.payload"),
     ("kdump.export.write", "kdump.render.jsonout"), ("kdump.format.control", "kdump.decoders.kraft_control"),
     ("kdump.spark.verify", "kdump.cli.options"), ("kdump.spark.verify", "kdump.cli.verify"),
