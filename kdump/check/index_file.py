@@ -52,6 +52,16 @@ def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[list, int | None]:
     return entries, tail
 
 
+def convention_of(counts: dict[str, int], other: str, neither: str) -> str:
+    """Which offset the entries hold, from how many fit only "last" or only ``other``
+    ("base" for the offset index, "record" for the time index); ``neither``: none told them apart."""
+    if counts["last"] and counts[other]:
+        return "mixed"
+    if counts["last"]:
+        return "last"
+    return other if counts[other] else neither
+
+
 def _slot(parsed) -> int:
     return INDEX_SLOT if isinstance(parsed, IndexFile) else TIME_SLOT
 
@@ -59,13 +69,14 @@ def _slot(parsed) -> int:
 def file_findings(parsed: IndexFile | TimeIndexFile) -> list[Finding]:
     """Faults visible in the index file itself: a torn last slot, data after the zero tail."""
     slot = _slot(parsed)
+    is_index = slot == INDEX_SLOT
     out = []
     if parsed.nonzero_after_tail is not None:
-        out.append(Finding(INDEX_AFTER_TAIL if slot == INDEX_SLOT else TIME_AFTER_TAIL, parsed.nonzero_after_tail * slot, None,
+        out.append(Finding(INDEX_AFTER_TAIL if is_index else TIME_AFTER_TAIL, parsed.nonzero_after_tail * slot, None,
                            f"non-zero slot {parsed.nonzero_after_tail} after the zero-filled tail that starts at "
                            f"slot {parsed.zero_tail_start}: entries were lost or the file was overwritten"))
     if parsed.partial_bytes:
-        out.append(Finding(INDEX_PARTIAL if slot == INDEX_SLOT else TIME_PARTIAL, parsed.size - parsed.partial_bytes, None,
+        out.append(Finding(INDEX_PARTIAL if is_index else TIME_PARTIAL, parsed.size - parsed.partial_bytes, None,
                            f"file size {parsed.size} is not a multiple of {slot}: the last {parsed.partial_bytes} "
                            f"bytes are a truncated entry"))
     return out

@@ -118,8 +118,9 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | No
                                                                                             list[Finding]]:
     """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
 
-    ``verify_indexes`` (the checks of ``kdump index --verify``) does the work, in one walk, over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the
-    broker's recovery would cut is an ``index_past_end`` like one past the end of the file.
+    ``verify_indexes`` (the checks of ``kdump index --verify``) does the work, in one walk,
+    over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the broker's
+    recovery would cut is an ``index_past_end`` like one past the end of the file.
     """
     idx = parse_index(index, base) if index is not None else None
     tix = parse_timeindex(timeindex, base) if timeindex is not None else None

@@ -8,7 +8,7 @@ the index.interval.bytes values the gaps fit.
 
 from __future__ import annotations
 
-from kdump.check.index_file import INF, LAST, POS, SIZE, IndexCheck, file_findings, live_entries
+from kdump.check.index_file import INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
 from kdump.findings import (INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
                             INDEX_PAST_END)
 from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile
@@ -186,16 +186,9 @@ class OffsetIndexCheck:
                           readable, log_size)
 
     def _convention(self) -> str | None:
-        c = self.counts
         if not self.entries:
             return None
-        if c["last"] and c["base"]:
-            return "mixed"
-        if c["last"]:
-            return "last"
-        if c["base"]:
-            return "base"
-        return "either" if c["either"] else "other"
+        return convention_of(self.counts, "base", "either" if self.counts["either"] else "other")
 
     def _interval(self, notes: list[str]) -> tuple[int, int | None] | None:
         """Which index.interval.bytes values explain the gaps: the broker adds an entry when

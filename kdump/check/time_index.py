@@ -10,7 +10,7 @@ point at, and only to tell the two conventions ("last", "record") apart.
 from __future__ import annotations
 
 from kdump.check.index_file import (INF, LAST, MAGIC, MAX_TS, POS, IndexCheck,
-                                    file_findings, live_entries)
+                                    convention_of, file_findings, live_entries)
 from kdump.errors import KdumpError
 from kdump.findings import (TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH, TIME_NO_FINAL, TIME_NOT_FOUND, TIME_NOT_MAX,
                             TIME_ORDER, TIME_PAST_END)
@@ -191,14 +191,7 @@ class TimeIndexCheck:
                           walker.stop_position, log_size)
 
     def _convention(self) -> str | None:
-        c = self.counts
         if not self.entries:
             return None
-        if c["last"] and c["record"]:
-            return "mixed"
-        if c["last"]:
-            return "last"
-        if c["record"]:
-            return "record"
-        return "either"
+        return convention_of(self.counts, "record", "either")
 

@@ -100,8 +100,8 @@ def _fresh(log: str, base: int, time_offset: str | None, interval_bytes: int, li
     return _Fresh(data, {"index": len(offsets), "timeindex": len(times)}, conv, source, valid, size, notes)
 
 
-def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, time_offset: str | None = None,
-                    backup: bool = True, kinds: tuple[str, ...] = KINDS,
+def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                    time_offset: str | None = None, backup: bool = True, kinds: tuple[str, ...] = KINDS,
                     limits: Limits = DEFAULT_LIMITS) -> RebuildResult:
     """``kdump index --rebuild``: write fresh ``.index``/``.timeindex`` files for a segment.
 
@@ -138,7 +138,8 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
 
 
 def rebuild_changes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
-                    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
+                    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                    limits: Limits = DEFAULT_LIMITS) -> list[Change]:
     """``verify --truncate`` and ``recover --apply``: rewrite the named index files of a segment
     (``which``: extensions) as the broker's recovery writes them, no ``.bak``. A log that cannot
     be read is skipped (one row says so)."""
