@@ -11,8 +11,8 @@ the same command again finishes the job:
    (``FileRecords.truncateTo``): copying a 1 GiB segment to drop a torn tail would cost
    more than it protects, and a truncate is all-or-nothing;
 3. only then are the indexes checked against the shortened log; those that disagree are
-   rebuilt with the broker's recovery rule (``check.broker_rule.build_indexes``) and
-   replaced atomically, and ``.txnindex`` entries past the new end are dropped
+   rebuilt with the broker's recovery rule (``repair.indexes.rebuild_changes``, the one
+   index rebuild) and replaced atomically, and ``.txnindex`` entries past the new end are dropped
    (``TransactionIndex.truncateTo``). An index that still agrees is left as it is, so an
    interrupted run and an uninterrupted one end with the same bytes.
 
@@ -111,7 +111,7 @@ def cut_position(r, opts) -> int | None:
 
 
 def repair_reports(reports, opts) -> list[Change]:
-    """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s.
+    """Carry out ``verify --truncate`` for these ``check.partition.FileReport``s.
 
     Each damaged live segment is cut at its first damaged batch (``intact_bytes``; with
     ``opts.broker_cut`` exactly where the broker would, ``valid_bytes``); then, against the logs as
