@@ -5,7 +5,8 @@ and checks each one, cheapest first, the way borg's ``_read`` does: framing (eno
 bytes, a length within [minimum for the magic, bytes left]), magic, CRC, then offsets
 and, with ``deep``, the records themselves. It does not stop at the first problem: it
 records a Finding for each, and past the damage it resyncs on the next plausible batch
-(magic, sane length, valid CRC) so the report says what lies beyond.
+(magic, sane length, valid CRC) so the report says what lies beyond. The checks of one
+batch are ``kdump.check.segment_checks``; the resync is ``kdump.check.resync``.
 
 Two positions matter and are kept apart:
 
