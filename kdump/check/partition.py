@@ -15,8 +15,7 @@ files their consistency with the segments:
 - leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
   finishes or deletes at startup: informational, not damage.
 
-Finding kinds (and whether they are damage, anomaly or info) are declared in
-``kdump.findings``.
+Finding kinds and their classes are declared in ``kdump.findings``.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from typing import Any
 from kdump import findings as F
 from kdump.storage import logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.check.logless import add_log_missing
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.storage.logdir import LogFile
@@ -137,7 +137,7 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
         if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f)
-    return [part.report(f) for f in requested]
+    return add_log_missing(context, requested, [part.report(f) for f in requested])
 
 
 class _Partition:

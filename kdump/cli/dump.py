@@ -178,11 +178,11 @@ def run_dump(paths, out: Output, view: PayloadView, records: bool, data: bool, f
         if os.path.isdir(path):
             from kdump.check.logless import logless_dirs
 
-            for e in logless_dirs(expanded):
-                _error(out, e)
-                status = max(status, e.exit_code)
+            missing = logless_dirs(expanded)        # verify's log_missing, in the same words
+            for d, finding in missing:
+                out.note(f"kdump: note: {d}: {finding.kind}: {finding.message}")
             expanded = [f for f in expanded if f.kind in BATCH_KINDS]
-            if not expanded and status == ExitStatus.OK:
+            if not expanded and not missing and status == ExitStatus.OK:
                 e = UsageError("no log segments or KRaft snapshots found here", file=path)
                 _error(out, e)
                 status = max(status, e.exit_code)

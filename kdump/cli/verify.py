@@ -218,12 +218,6 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)
             continue
-        if os.path.isdir(path):
-            from kdump.check.logless import logless_dirs
-
-            for e in logless_dirs(found):
-                click.echo(error_line(e), err=True)
-                status = max(status, e.exit_code)
         if len(paths) == 1:
             return found, status        # one PATH lists each file once: no need to resolve links
         for f in found:
