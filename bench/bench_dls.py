@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests" / "kafka"))
 import bench_decode  # noqa: E402
 import kafka_jars  # noqa: E402
 
-from kdump.check.indexes import rebuild_indexes  # noqa: E402
+from kdump.repair.indexes import rebuild_indexes  # noqa: E402
 
 DLS = "org.apache.kafka.tools.DumpLogSegments"
 KDUMP = [sys.executable, "-m", "kdump"]

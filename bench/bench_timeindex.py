@@ -89,7 +89,8 @@ def generate(size_mib: int) -> Path:
 
 def time_in_process(directory: Path) -> float:
     """Parse + verify_time_index alone, without interpreter start-up."""
-    from kdump.check.indexes import read_index_file, verify_time_index
+    from kdump.check.index_file import read_index_file
+    from kdump.check.indexes import verify_time_index
 
     t = time.perf_counter()
     tix = read_index_file(str(directory / "00000000000000000000.timeindex"), "timeindex", 0)
@@ -125,7 +126,8 @@ def time_cli(directory: Path, runs: int) -> tuple[float, float, int]:
 
 def time_in_process(directory: Path, runs: int) -> float:
     """Best CPU time of parse + verify_time_index alone (no interpreter start-up, no output)."""
-    from kdump.check.indexes import read_index_file, verify_time_index
+    from kdump.check.index_file import read_index_file
+    from kdump.check.indexes import verify_time_index
 
     best = float("inf")
     for _ in range(runs):

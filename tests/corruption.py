@@ -17,7 +17,7 @@ from kdump.format.checkpoint import encode_leader_epochs
 from kdump.format.snapshot import encode_snapshot
 from kdump.format.walk import Walker
 from kdump.model import Batch
-from kdump.repair.cut import index_bytes
+from kdump.check.broker_rule import index_bytes
 from kdump.testing import build_v2_batch
 
 ROOT = Path(__file__).resolve().parent.parent

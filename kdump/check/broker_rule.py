@@ -39,11 +39,13 @@ from kdump.errors import InvalidFileError, UsageError
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.crc import crc32
-from kdump.format.index import INT32_MAX
+from kdump.format.index import INT32_MAX, encode_index
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.rebuild import NO_TIMESTAMP, TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
+from kdump.format.timeindex import encode_timeindex
 from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
 from kdump.model import Batch, IndexEntry, TimeIndexEntry
+from kdump.storage.segment import MappedFile
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096       # index.interval.bytes
 # message.max.bytes' default since Kafka 0.11 (1 MiB + the 12-byte log overhead). Recovery does
@@ -207,6 +209,20 @@ def build_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INT
         step.take(b, ts_offset, skip_invalid=True)
     step.finish()
     return step.offsets, step.times, step.valid
+
+
+def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                   limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
+    """(.index, .timeindex) bytes for a segment's bytes ``buf``, as the broker's recovery writes them."""
+    offsets, times, _ = build_indexes(buf, base_offset, interval_bytes, "last", limits)
+    return encode_index(offsets, base_offset), encode_timeindex(times, base_offset)
+
+
+def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
+    """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""
+    with MappedFile(log_path) as m:
+        return encode_indexes(m.buf, base_offset, interval_bytes, limits)
 
 
 def log_start_past_end(log_end_offset: int | None, log_start_offset: int | None) -> bool:

@@ -30,7 +30,8 @@ from kdump.format.timeindex import ENTRY as TIME_ENTRY
 from kdump.format.timeindex import parse_timeindex
 from kdump.format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, decode_records
 from kdump.findings import is_damage
-from kdump.check.indexes import check_against_log, read_index_file, segment_log_path
+from kdump.check.index_file import read_index_file
+from kdump.check.indexes import check_against_log, segment_log_path
 from kdump.storage.segment import MappedFile
 
 NO_TIMESTAMP = -1

@@ -14,7 +14,8 @@ leaves out
 
 Leftover files (.deleted, .cleaned, .swap) are not the log and are not followed. With a
 time range the records shown are a selection, so there is no report at all. The report is
-a note, as DumpLogSegments' is: it does not change the exit status.
+a note, as DumpLogSegments' is: it does not change the exit status. ``PartitionGaps.report``
+returns the data; ``kdump.render.gaps`` words it.
 """
 
 from __future__ import annotations
@@ -22,14 +23,22 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from kdump.check.dls_index import NON_CONSECUTIVE
+from typing import NamedTuple
+
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import parse_checkpoint
 from kdump.storage.logdir import LogFile
-from kdump.render.escape import printable
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-LISTED_PER_FILE = 20
+
+
+class GapReport(NamedTuple):
+    """kdump's gap report for one partition (``kdump.render.gaps`` words it)."""
+
+    shown: list[tuple[str, list[tuple[int, int]]]]  # (file, gaps to list) per followed file
+    explained: int                                  # gaps the cleaner-offset-checkpoint explains
+    directory: str                                  # the partition directory
+    cleaned: int | None                             # the checkpoint's offset
 
 
 def follow(records: Iterable, last: int, gaps: list[tuple[int, int]]) -> int:
@@ -90,29 +99,16 @@ class PartitionGaps:
         self._file = None
         self._gaps = []
 
-    def lines(self) -> list[str]:
+    def report(self) -> GapReport | None:
+        """The gaps to show, per followed file, and how many the cleaner explains (None: no gap)."""
         if not self._by_file:
-            return []
+            return None
         f0 = self._by_file[0][0]
         cleaned = cleaned_up_to(os.path.dirname(os.path.dirname(os.path.abspath(f0.path))), f0.topic, f0.partition)
-        lines: list[str] = []
+        shown_by_file = []
         explained = 0
         for f, gaps in self._by_file:
             shown = [(a, b) for a, b in gaps if cleaned is None or a >= cleaned]
             explained += len(gaps) - len(shown)
-            name = printable(f.path)
-            lines += [f"kdump: non-consecutive offsets in {name}: {a} is followed by {b}"
-                      for a, b in shown[:LISTED_PER_FILE]]
-            if len(shown) > LISTED_PER_FILE:
-                lines.append(f"kdump: {len(shown) - LISTED_PER_FILE} more non-consecutive offsets in {name} "
-                             f"not listed")
-        if explained:
-            where = printable(os.path.dirname(f0.path) or ".")
-            lines.append(f"kdump: {explained} offset gap{'s' if explained != 1 else ''} in {where} explained by "
-                         f"compaction (cleaned up to offset {cleaned}) not listed")
-        return lines
-
-    def summary(self) -> list[tuple[int, list[str]]]:
-        """The report as a block of DumpLogSegments' closing report (printed after all files)."""
-        lines = self.lines()
-        return [(NON_CONSECUTIVE, lines)] if lines else []
+            shown_by_file.append((f.path, shown))
+        return GapReport(shown_by_file, explained, os.path.dirname(f0.path) or ".", cleaned)

@@ -29,28 +29,18 @@ from __future__ import annotations
 
 import os
 
+from kdump import findings as F
 from kdump.storage import logdir as K
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.storage.logdir import LogFile
-from kdump.repair.cut import index_bytes
 from kdump.storage.safewrite import TEMP_SUFFIX
 from kdump.check.scan import ScanReport
 from kdump.storage.segment import MappedFile, read_small
-from kdump.check.broker_rule import log_start_past_end, recovered_epochs
-from kdump.check.plan import (
-    NOTE,
-    QUARANTINE,
-    REBUILD,
-    RENAME,
-    TRIM_EPOCHS,
-    TRUNCATE,
-    WRITE_TXN,
-    LogDirState,
-    PartitionPlan,
-    RecoverOptions,
-    Step,
-)
+from kdump.check.broker_rule import log_start_past_end
+from kdump.check.loader_rewrites import plan_delete_all, plan_epochs_and_snapshots, plan_indexes
+from kdump.check.plan import NOTE, QUARANTINE, RENAME, TRUNCATE, LogDirState, PartitionPlan, RecoverOptions, Step
+from kdump.check.sidefiles import SIDE_FILE_LIMIT
 
 # -- planning ---------------------------------------------------------------------------------
 
@@ -67,17 +57,17 @@ def _raw_offset_files(directory: str) -> list[str]:
 
 
 def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
-    """``TransactionIndex.sanityCheck``: an entry ending below the segment base."""
-    from kdump.format.txnindex import parse_txnindex
+    """Does ``TransactionIndex.sanityCheck`` fail (an entry ending below the segment base)?"""
+    from kdump.format.txnindex import parse_txnindex, sanity_check_txnindex
 
     path = source.get(f"{base:020d}.txnindex")
     if path is None:
         return False
     try:
-        entries = parse_txnindex(read_small(path, 256 << 20)).entries
+        entries = parse_txnindex(read_small(path, SIDE_FILE_LIMIT)).entries
     except KdumpError:
         return False
-    return any(e.last_offset < base for e in entries)
+    return bool(sanity_check_txnindex(entries, base, path))
 
 
 def _next_offset(path: str, base: int) -> int:
@@ -91,287 +81,208 @@ def _next_offset(path: str, base: int) -> int:
 
 def plan_partition(directory: str, state: LogDirState | None = None,
                    opts: RecoverOptions | None = None) -> PartitionPlan:
-    opts = opts or RecoverOptions()
-    state = state or LogDirState()
-    plan = PartitionPlan(directory)
-    parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(directory)))
-    tp = (parsed[0], parsed[1]) if parsed else None
-    if parsed and parsed[2] == "delete":
-        plan.steps.append(Step(NOTE, "", None, None, None, "partition marked for deletion: the broker deletes it "
-                                                          "without recovering", 0))
-        return plan
-    files = K.partition_files(directory)
-    gone: set[str] = set()                    # names the plan moves away
-    renamed: dict[str, str] = {}              # swap name -> live name
-
-    def quarantine(name: str, reason: str, phase: int, offset: int | None = None) -> None:
-        if name not in gone:
-            gone.add(name)
-            plan.steps.append(Step(QUARANTINE, os.path.join(directory, name), None, None, offset, reason, phase))
-
-    # 1. temporary files (LogLoader.removeTempFilesAndCollectSwapFiles)
-    cleaned = [f for f in files if f.leftover == ".cleaned"]
-    min_cleaned = min((f.base_offset for f in cleaned if f.base_offset is not None), default=None)
-    swaps = [f for f in files if f.leftover == ".swap"]
-    for f in swaps:
-        if min_cleaned is not None and f.base_offset is not None and f.base_offset >= min_cleaned:
-            quarantine(f.name, f"swap file of an unfinished split (at or above the .cleaned offset {min_cleaned})", 1,
-                       f.base_offset)
-    for f in cleaned:
-        quarantine(f.name, "output of an interrupted log-cleaner run", 2, f.base_offset)
-    for f in files:
-        if f.leftover == ".deleted" and not f.name.endswith(".checkpoint.deleted"):
-            quarantine(f.name, "file awaiting asynchronous deletion", 2, f.base_offset)
-    good_swaps = [f for f in swaps if f.name not in gone]
-    # 2. swap range: originals the swap replaces, then the renames.
-    log_swaps = [f for f in good_swaps if f.kind == K.LOG and f.base_offset is not None]
-    if log_swaps:
-        lo = min(f.base_offset for f in log_swaps)
-        hi = max(_next_offset(f.path, f.base_offset) for f in log_swaps)
-        for name in _raw_offset_files(directory):
-            if name.endswith(".swap") or name in gone:
-                continue
-            off = int(name.split(".", 1)[0])
-            if lo <= off < hi:
-                quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
-    # The .log.swap first: once it is renamed no range is computed from it again, so a rerun
-    # after an interruption never takes an already-renamed index for an original to replace.
-    for f in sorted(good_swaps, key=lambda f: (f.kind != K.LOG, f.name)):
-        live = f.name[: -len(".swap")]
-        renamed[f.name] = live
-        plan.steps.append(Step(RENAME, f.path, live, None, f.base_offset, "finish the interrupted swap", 4))
-
-    # The directory as the broker sees it after steps 1-2.
-    present = {f.name for f in files if f.name not in gone and f.leftover is None} | set(renamed.values())
-    source = {f.name: f.path for f in files if f.leftover is None}
-    source.update({live: os.path.join(directory, swap) for swap, live in renamed.items()})
-    logs = sorted((int(n[:-4]), n) for n in present if n.endswith(".log") and n[:-4].isdigit())
-    log_bases = {b for b, _ in logs}
-    # 3. orphan indexes
-    for n in sorted(present):
-        stem, ext = os.path.splitext(n)
-        if ext in (".index", ".timeindex", ".txnindex") and stem.isdigit() and int(stem) not in log_bases:
-            quarantine(n, "index without a segment (orphan)", 5, int(stem))
-    vopts = opts.verify_options()
-    scans: dict[int, ScanReport] = {}
-    for base, n in logs:
-        try:
-            scans[base] = vopts.scan(LogFile(source[n], K.LOG, None, None, base, None))
-        except KdumpError as e:
-            plan.incomplete = True
-            why = e.message if e.message.startswith("cannot ") else f"cannot read: {e.message}"
-            plan.steps.append(Step(NOTE, source[n], None, None, base, why, 0))
-    # LogLoader recovers at load a segment without .index or whose .txnindex fails its sanity check.
-    load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present or _txnindex_corrupt(source, b)}
-    # 4. recoverLog
-    rp = (state.recovery_points.get(tp) if tp else None) or 0     # a missing checkpoint means 0
-    plan.recovery_point = rp
-    start_from = 0 if opts.full else rp
-    skip_log = state.clean_shutdown and not opts.full
-    if skip_log:
-        plan.steps.append(Step(NOTE, "", None, None, None, "clean shutdown marker present: the broker skips segment "
-                                                          "recovery (use --full to recover anyway)", 0))
-    bases = [b for b, _ in logs]
-    first_recovered = 0
-    for i, b in enumerate(bases):
-        if b <= start_from:
-            first_recovered = i
-    recovered = set() if skip_log else set(bases[first_recovered:])
-    truncated_at: int | None = None
-    cut_segments: set[int] = set()
-    later_sources: list[tuple[str, list[tuple[int, int]]]] = []
-    for b in bases:
-        s = scans.get(b)
-        if s is None or s.cut is None or s.valid_bytes >= s.size:
-            continue
-        if b in recovered and truncated_at is None:
-            truncated_at = b
-            cut_segments.add(b)
-        elif b in load_recover and (truncated_at is None or b < truncated_at):
-            cut_segments.add(b)
-        elif truncated_at is None or b < truncated_at:
-            plan.damaged = True
-            why = "after a clean shutdown" if skip_log else f"before the recovery point {rp}"
-            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, s.valid_bytes, b,
-                                   f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but a broker would not recover it "
-                                   f"{why} (use --full, or kdump verify --truncate)", 0))
-    if truncated_at is not None:
-        # Later segments go first (phase 6) so that a rerun after the cut still sees them as later.
-        for b in bases:
-            if b > truncated_at:
-                s = scans.get(b)
-                if s is not None:
-                    regions = [(0, s.valid_bytes)] if s.valid_bytes > 0 else []
-                    regions += [(a, e) for a, e, *_ in s.intact_beyond]
-                    if regions:
-                        later_sources.append((source[f"{b:020d}.log"], regions))
-                for ext in (".log", ".index", ".timeindex", ".txnindex"):
-                    n = f"{b:020d}{ext}"
-                    if n in present:
-                        quarantine(n, f"segment after the corruption in {truncated_at:020d}.log: the broker deletes "
-                                      f"it", 6, b)
-                present.discard(f"{b:020d}.log")
-        bases = [b for b in bases if b <= truncated_at]
-    for b in sorted(cut_segments):
-        s = scans[b]
-        name = f"{b:020d}.log"
-        plan.damaged = True
-        plan.steps.append(Step(TRUNCATE, os.path.join(directory, name), f"{name}.corrupt-{s.valid_bytes}",
-                               s.valid_bytes, s.cut.offset,
-                               f"{s.cut.kind}: {s.cut.message}; {s.cut_bytes} bytes cut and saved", 7))
-        if s.intact_beyond:
-            plan.salvage_sources.append((source[name], [(a, e) for a, e, *_ in s.intact_beyond]))
-    plan.salvage_sources += later_sources
-    if truncated_at is not None:
-        plan.damaged = True
-    for b in bases:
-        s = scans.get(b)
-        if s is not None and any(f.kind == "offset_overflow" for f in s.findings):
-            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, None, b,
-                                   "offsets do not fit an int32 above the base: the broker would split this segment "
-                                   "(LogSegmentOffsetOverflowException); kdump does not split", 0))
-    # 5. indexes, txnindex, epochs, snapshots, recovery point
-    leo = None
-    for b in bases:
-        s = scans.get(b)
-        if s is None:
-            continue
-        leo = s.next_offset if s.next_offset is not None else b     # an empty segment ends at its base
-    plan.log_end_offset = leo
-    lso = state.log_start_offsets.get(tp) if tp else None
-    if log_start_past_end(leo, lso):
-        _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp)
-        return plan
-    _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered | load_recover, vopts)
-    if leo is not None:
-        epochs = [e for b in bases if b in recovered | load_recover and b in scans for e in scans[b].epochs]
-        _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, lso)
-        plan.new_recovery_point = leo if state.clean_shutdown else min(rp, leo)
-    return plan
+    """What a broker's startup does to ``directory``, in the five steps of the module docstring."""
+    p = _Planner(directory, state or LogDirState(), opts or RecoverOptions())
+    if p.marked_for_deletion():
+        return p.plan
+    p.files = K.partition_files(directory)
+    p.remove_temp_files()       # 1
+    p.finish_swaps()            # 2
+    p.drop_orphans()            # 3
+    p.scan_segments()
+    p.recover_log()             # 4
+    p.rewrite()                 # 5
+    return p.plan
 
 
-def _plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:
-    """What recovery writes to the ``.txnindex`` of each segment it recovers: the aborted
-    transactions that complete in the kept part (an empty file where there were some)."""
-    from kdump.check.partition import aborted_transactions
-    from kdump.format.txnindex import encode_txnindex
+class _Planner:
+    """The state of one plan as the steps build it."""
 
-    logs = [(LogFile(source[f"{b:020d}.log"], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
-    aborted = aborted_transactions(logs, vopts.limits)
-    for b in bases:
-        if b not in recovered or b not in scans:
-            continue
-        name = f"{b:020d}.txnindex"
-        path = os.path.join(directory, name)
-        entries = aborted.get(b, [])
-        if any(first is None for _, first, _, _ in entries):
-            continue
-        data = encode_txnindex((0, pid, first, last, lso) for pid, first, last, lso in entries)
-        if name in present:
-            try:
-                old = read_small(source.get(name, path), 256 << 20)
-            except KdumpError:
-                old = None
-            if old == data:
-                continue
-        elif not entries:
-            continue
-        plan.txnindexes[path] = data
-        plan.steps.append(Step(WRITE_TXN, path, None, None, b, f"{len(entries)} aborted transaction(s) complete in "
-                                                             f"the data kept: .txnindex written as recovery does", 9))
+    def __init__(self, directory: str, state: LogDirState, opts: RecoverOptions) -> None:
+        self.dir, self.state, self.opts = directory, state, opts
+        self.plan = PartitionPlan(directory)
+        self.parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+        self.tp = (self.parsed[0], self.parsed[1]) if self.parsed else None
+        self.files: list[LogFile] = []
+        self.gone: set[str] = set()                 # names the plan moves away
+        self.renamed: dict[str, str] = {}           # swap name -> live name
+        self.good_swaps: list[LogFile] = []
 
+    def quarantine(self, name: str, reason: str, phase: int, offset: int | None = None) -> None:
+        if name not in self.gone:
+            self.gone.add(name)
+            self.plan.steps.append(Step(QUARANTINE, os.path.join(self.dir, name), None, None, offset, reason, phase))
 
-def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -> None:
-    """LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: every segment, the producer state
-    and the leader epochs go; the broker then starts an empty segment at the log start offset."""
-    from kdump.format.checkpoint import LEADER_EPOCH
+    def note(self, path: str, offset: int | None, reason: str, position: int | None = None) -> None:
+        self.plan.steps.append(Step(NOTE, path, None, position, offset, reason, 0))
 
-    plan.damaged = True
-    why = f"the log start offset {lso} is above the log end offset {leo}: the broker deletes every segment"
-    plan.steps = [st for st in plan.steps if st.action not in (TRUNCATE, REBUILD, WRITE_TXN)]
-    for b in bases:
-        for ext in (".log", ".index", ".timeindex", ".txnindex"):
-            if f"{b:020d}{ext}" in present:
-                quarantine(f"{b:020d}{ext}", why, 6, b)
-    for n in sorted(present):
-        if n.endswith(".snapshot") and n[:-9].isdigit():
-            quarantine(n, f"producer snapshot: {why}", 11, int(n[:-9]))
-    if LEADER_EPOCH in present:
-        plan.steps.append(Step(TRIM_EPOCHS, os.path.join(directory, LEADER_EPOCH), None, None, -1,
-                               f"drop every leader epoch: {why} (the old file is kept in quarantine)", 10))
-    plan.steps.append(Step(NOTE, "", None, None, lso, f"at its next start the broker creates an empty segment at "
-                                                     f"offset {lso}", 0))
-    plan.log_end_offset = lso
-    plan.new_recovery_point = min(rp, lso)
+    def marked_for_deletion(self) -> bool:
+        if self.parsed and self.parsed[2] == "delete":
+            self.note("", None, "partition marked for deletion: the broker deletes it without recovering")
+            return True
+        return False
 
+    def remove_temp_files(self) -> None:
+        """1. LogLoader.removeTempFilesAndCollectSwapFiles."""
+        files = self.files
+        cleaned = [f for f in files if f.leftover == ".cleaned"]
+        min_cleaned = min((f.base_offset for f in cleaned if f.base_offset is not None), default=None)
+        swaps = [f for f in files if f.leftover == ".swap"]
+        for f in swaps:
+            if min_cleaned is not None and f.base_offset is not None and f.base_offset >= min_cleaned:
+                self.quarantine(f.name, f"swap file of an unfinished split (at or above the .cleaned offset "
+                                        f"{min_cleaned})", 1, f.base_offset)
+        for f in cleaned:
+            self.quarantine(f.name, "output of an interrupted log-cleaner run", 2, f.base_offset)
+        for f in files:
+            if f.leftover == ".deleted" and not f.name.endswith(".checkpoint.deleted"):
+                self.quarantine(f.name, "file awaiting asynchronous deletion", 2, f.base_offset)
+        self.good_swaps = [f for f in swaps if f.name not in self.gone]
 
-def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
-    from kdump.check.partition import index_findings
-
-    for b in bases:
-        if b not in recovered and b not in cut_segments:
-            continue
-        s = scans.get(b)
-        if s is None:
-            continue
-        log = source[f"{b:020d}.log"]
-        for i, ext in enumerate((".index", ".timeindex")):
-            n = f"{b:020d}{ext}"
-            path = os.path.join(directory, n)
-            if n not in present:
-                if s.valid_bytes > 0:      # an empty segment's indexes are empty: the broker makes them
-                    plan.steps.append(Step(REBUILD, path, None, None, b, f"{ext} is missing: rebuilt from the log", 8))
-                continue
-            if b in cut_segments:
-                plan.steps.append(Step(REBUILD, path, None, None, b, "rebuilt after the cut if it points past it", 8))
-                continue
-            try:
-                data = read_small(source.get(n, path), 256 << 20)
-            except KdumpError as e:
-                plan.steps.append(Step(REBUILD, path, None, None, b, f"cannot be read ({e.message}): rebuilt from "
-                                       "the log", 8))
-                continue
-            try:
-                if data == index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]:
+    def finish_swaps(self) -> None:
+        """2. The swap range: originals the swap replaces, then the renames."""
+        log_swaps = [f for f in self.good_swaps if f.kind == K.LOG and f.base_offset is not None]
+        if log_swaps:
+            lo = min(f.base_offset for f in log_swaps)
+            hi = max(_next_offset(f.path, f.base_offset) for f in log_swaps)
+            for name in _raw_offset_files(self.dir):
+                if name.endswith(".swap") or name in self.gone:
                     continue
-            except KdumpError:
+                off = int(name.split(".", 1)[0])
+                if lo <= off < hi:
+                    self.quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
+        # The .log.swap first: once it is renamed no range is computed from it again, so a rerun
+        # after an interruption never takes an already-renamed index for an original to replace.
+        for f in sorted(self.good_swaps, key=lambda f: (f.kind != K.LOG, f.name)):
+            live = f.name[: -len(".swap")]
+            self.renamed[f.name] = live
+            self.plan.steps.append(Step(RENAME, f.path, live, None, f.base_offset, "finish the interrupted swap", 4))
+        # The directory as the broker sees it after steps 1-2.
+        self.present = {f.name for f in self.files if f.name not in self.gone and f.leftover is None} | \
+            set(self.renamed.values())
+        self.source = {f.name: f.path for f in self.files if f.leftover is None}
+        self.source.update({live: os.path.join(self.dir, swap) for swap, live in self.renamed.items()})
+        self.logs = sorted((int(n[:-4]), n) for n in self.present if n.endswith(".log") and n[:-4].isdigit())
+
+    def drop_orphans(self) -> None:
+        """3. Index files without a .log."""
+        log_bases = {b for b, _ in self.logs}
+        for n in sorted(self.present):
+            stem, ext = os.path.splitext(n)
+            if ext in (".index", ".timeindex", ".txnindex") and stem.isdigit() and int(stem) not in log_bases:
+                self.quarantine(n, "index without a segment (orphan)", 5, int(stem))
+
+    def scan_segments(self) -> None:
+        self.vopts = self.opts.verify_options()
+        self.scans: dict[int, ScanReport] = {}
+        for base, n in self.logs:
+            try:
+                self.scans[base] = self.vopts.scan(LogFile(self.source[n], K.LOG, None, None, base, None))
+            except KdumpError as e:
+                self.plan.incomplete = True
+                self.note(self.source[n], base, e.message if e.message.startswith("cannot ") else
+                          f"cannot read: {e.message}")
+        # LogLoader recovers at load a segment without .index or whose .txnindex fails its sanity check.
+        self.load_recover = {b for b, _ in self.logs
+                             if f"{b:020d}.index" not in self.present or _txnindex_corrupt(self.source, b)}
+
+    def recover_log(self) -> None:
+        """4. recoverLog: from the recovery point on, the first damaged segment is cut and every later one goes."""
+        rp = (self.state.recovery_points.get(self.tp) if self.tp else None) or 0     # a missing checkpoint means 0
+        self.plan.recovery_point = self.rp = rp
+        start_from = 0 if self.opts.full else rp
+        self.skip_log = self.state.clean_shutdown and not self.opts.full
+        if self.skip_log:
+            self.note("", None, "clean shutdown marker present: the broker skips segment recovery (use --full to "
+                                "recover anyway)")
+        self.bases = bases = [b for b, _ in self.logs]
+        first_recovered = 0
+        for i, b in enumerate(bases):
+            if b <= start_from:
+                first_recovered = i
+        self.recovered = set() if self.skip_log else set(bases[first_recovered:])
+        truncated_at = self._find_cut()
+        later_sources = self._drop_later(truncated_at) if truncated_at is not None else []
+        for b in sorted(self.cut_segments):
+            s = self.scans[b]
+            name = f"{b:020d}.log"
+            self.plan.damaged = True
+            self.plan.steps.append(Step(TRUNCATE, os.path.join(self.dir, name), f"{name}.corrupt-{s.valid_bytes}",
+                                        s.valid_bytes, s.cut.offset,
+                                        f"{s.cut.kind}: {s.cut.message}; {s.cut_bytes} bytes cut and saved", 7))
+            if s.intact_beyond:
+                self.plan.salvage_sources.append((self.source[name], [(a, e) for a, e, *_ in s.intact_beyond]))
+        self.plan.salvage_sources += later_sources
+        if truncated_at is not None:
+            self.plan.damaged = True
+        for b in self.bases:
+            s = self.scans.get(b)
+            if s is not None and any(f.kind == F.OFFSET_OVERFLOW for f in s.findings):
+                self.note(self.source[f"{b:020d}.log"], b, "offsets do not fit an int32 above the base: the broker "
+                          "would split this segment (LogSegmentOffsetOverflowException); kdump does not split")
+
+    def _find_cut(self) -> int | None:
+        """The segment recovery cuts (the first damaged one it recovers), and the segments cut:
+        that one and those recovered at load before it. Damage a broker would not look at is noted."""
+        truncated_at: int | None = None
+        self.cut_segments: set[int] = set()
+        for b in self.bases:
+            s = self.scans.get(b)
+            if s is None or s.cut is None or s.valid_bytes >= s.size:
                 continue
-            # The broker rewrites the indexes of every segment it recovers.
-            bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
-            why = (f"disagrees with the log: {bad[0].message}" if bad else
-                   "differs from what recovery writes (a preallocated tail, the last time index entry): rewritten")
-            plan.steps.append(Step(REBUILD, path, None, None, b, why, 8))
-    _plan_txnindexes(plan, directory, bases, present, source, scans, cut_segments | recovered, vopts)
+            if b in self.recovered and truncated_at is None:
+                truncated_at = b
+                self.cut_segments.add(b)
+            elif b in self.load_recover and (truncated_at is None or b < truncated_at):
+                self.cut_segments.add(b)
+            elif truncated_at is None or b < truncated_at:
+                self.plan.damaged = True
+                why = "after a clean shutdown" if self.skip_log else f"before the recovery point {self.rp}"
+                self.note(self.source[f"{b:020d}.log"], b, f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but a "
+                          f"broker would not recover it {why} (use --full, or kdump verify --truncate)",
+                          position=s.valid_bytes)
+        return truncated_at
 
+    def _drop_later(self, truncated_at: int) -> list[tuple[str, list[tuple[int, int]]]]:
+        """The segments after the cut go (phase 6, before the cut, so that a rerun after the cut
+        still sees them as later); their intact bytes are salvage sources."""
+        later_sources = []
+        for b in self.bases:
+            if b <= truncated_at:
+                continue
+            s = self.scans.get(b)
+            if s is not None:
+                regions = [(0, s.valid_bytes)] if s.valid_bytes > 0 else []
+                regions += [(a, e) for a, e, *_ in s.intact_beyond]
+                if regions:
+                    later_sources.append((self.source[f"{b:020d}.log"], regions))
+            for ext in (".log", ".index", ".timeindex", ".txnindex"):
+                n = f"{b:020d}{ext}"
+                if n in self.present:
+                    self.quarantine(n, f"segment after the corruption in {truncated_at:020d}.log: the broker "
+                                       f"deletes it", 6, b)
+            self.present.discard(f"{b:020d}.log")
+        self.bases = [b for b in self.bases if b <= truncated_at]
+        return later_sources
 
-def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
-    from kdump.format.checkpoint import LEADER_EPOCH
-    from kdump.check.sidefiles import checkpoint_entries
-
-    p = os.path.join(directory, LEADER_EPOCH)
-    entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
-    if LEADER_EPOCH in present and os.path.isfile(p):
-        try:        # parsed a line at a time (no size cap); the entries are kept: recovery rewrites them
-            entries = [tuple(e) for e in checkpoint_entries(p, LEADER_EPOCH)]
-        except KdumpError as e:
-            plan.damaged = True
-            plan.steps.append(Step(NOTE, p, None, None, None, f"{e.message}: the broker does not start on a "
-                                                              f"malformed leader-epoch-checkpoint", 0))
-            entries = None
-    if entries is not None:
-        # Recovery assigns the epochs of the batches it reads; entries past the new end go. Kafka
-        # drops those at the LEO too; kdump only those strictly past it (data that is gone),
-        # leaving the harmless == LEO case to the broker.
-        new = recovered_epochs(entries, epochs, log_start)
-        new = [e for e in new if e[1] <= leo]
-        if new != entries:
-            plan.epochs = new
-            late = len([e for e in entries if e[1] > leo])
-            added = len([e for e in new if e not in entries])
-            what = "; ".join(x for x in (f"drop {late} starting past the new log end offset {leo}" if late else "",
-                                         f"add {added} from the batches recovery reads" if added else "") if x)
-            plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
-                                                                    f"in quarantine)", 10))
-    for n in sorted(present):
-        if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
-            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, int(n[:-9]))
+    def rewrite(self) -> None:
+        """5. Indexes, .txnindex, epochs, snapshots, recovery point."""
+        plan, bases, scans = self.plan, self.bases, self.scans
+        leo = None
+        for b in bases:
+            s = scans.get(b)
+            if s is None:
+                continue
+            leo = s.next_offset if s.next_offset is not None else b     # an empty segment ends at its base
+        plan.log_end_offset = leo
+        lso = self.state.log_start_offsets.get(self.tp) if self.tp else None
+        if log_start_past_end(leo, lso):
+            plan_delete_all(plan, self.dir, bases, self.present, self.quarantine, leo, lso, self.rp)
+            return
+        recovered = self.recovered | self.load_recover
+        plan_indexes(plan, self.dir, bases, self.present, self.source, scans, self.cut_segments, recovered,
+                     self.vopts)
+        if leo is not None:
+            epochs = [e for b in bases if b in recovered and b in scans for e in scans[b].epochs]
+            plan_epochs_and_snapshots(plan, self.dir, self.present, leo, self.quarantine, epochs, lso)
+            plan.new_recovery_point = leo if self.state.clean_shutdown else min(self.rp, leo)

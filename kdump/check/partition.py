@@ -31,15 +31,16 @@ from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_ME
 from kdump.check.logless import add_log_missing
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.control import ABORT, COMMIT
-from kdump.format.walk import decode_records
 from kdump.storage.logdir import LogFile
 from kdump.model import Finding
+from kdump.check.indexes import index_findings
 from kdump.check.scan import ScanReport, scan_file, status_of
-from kdump.storage.segment import MappedFile, read_small
+from kdump.check.side_findings import (at_line, leader_epoch_order, leader_epochs_against_log, log_start_findings,
+                                       side_file_findings, snapshot_findings)
+from kdump.check.sidefiles import SIDE_FILE_LIMIT
+from kdump.check.txn_findings import aborted_transactions, txn_index_findings
+from kdump.storage.segment import read_small
 
-SIDE_FILE_LIMIT = 256 << 20
-FALLBACK_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 
 LEFTOVER_NOTES = {
     ".deleted": "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
@@ -259,7 +260,7 @@ class _Partition:
         elif f.kind == K.LEADER_EPOCH:
             findings.extend(self._leader_epochs(f))
         else:
-            findings.extend(_side_file(f))
+            findings.extend(side_file_findings(f))
         return FileReport(f.path, f.kind, size, findings, log=f)
 
     def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[tuple[list[Finding], list[Finding]],
@@ -315,25 +316,8 @@ class _Partition:
         return out
 
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
-        """The log dir's log-start-offset-checkpoint against this partition's log end."""
-        from kdump.check.broker_rule import log_start_past_end
-        from kdump.check.sidefiles import checkpoint_entries
-
-        parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(self.dir)))
-        path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), "log-start-offset-checkpoint")
-        if parsed is None or not os.path.isfile(path):
-            return []
-        try:        # streamed: a checkpoint may list millions of partitions
-            lso = next((e.offset for e in checkpoint_entries(path, "log-start-offset-checkpoint")
-                        if (e.topic, e.partition) == parsed[:2]), None)
-        except KdumpError:
-            return []       # reported on the checkpoint itself
         leo = scan.next_offset if scan.next_offset is not None else last.base_offset
-        if not log_start_past_end(leo, lso):
-            return []
-        return [Finding(F.LOG_START_PAST_END, None, lso,
-                        f"the log-start-offset-checkpoint says {lso}, above the log end offset {leo}: the broker "
-                        f"deletes every segment of this partition at startup")]
+        return log_start_findings(self.dir, leo)
 
     # -- transactions -----------------------------------------------------------------------
 
@@ -353,230 +337,29 @@ class _Partition:
     # -- side files -------------------------------------------------------------------------
 
     def _snapshot(self, f: LogFile) -> list[Finding]:
-        from kdump.check.sidefiles import read_snapshot
-
-        try:
-            snap, _ = read_snapshot(f.path)      # streamed: a 2 M-entry snapshot is 92 MB
-        except KdumpError as e:
-            return [Finding(F.SNAPSHOT_INVALID, e.position, f.base_offset, e.message)]
-        out = []
-        if not snap.crc_valid:
-            out.append(Finding(F.SNAPSHOT_CRC, 2, f.base_offset, snap.crc_error or "CRC mismatch"))
         leo = self.log_end_offset() if self.logs and len(self.scans) >= len(self.logs) else None
-        if leo is not None and f.base_offset is not None and f.base_offset > leo:
-            out.append(Finding(F.SNAPSHOT_STALE, None, f.base_offset,
-                               f"snapshot of offset {f.base_offset} is past the log end offset {leo}: the broker "
-                               f"deletes it at startup"))
-        return out
+        return snapshot_findings(f, leo)
 
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
-        """The checkpoint against the batches, streamed twice (never held whole: a 10 M-entry
-        file is 99 MB): its order, then the entries of the epochs the log holds."""
-        from kdump.format.checkpoint import LEADER_EPOCH
-        from kdump.check.sidefiles import checkpoint_entries
-
-        out = []
-        first = a = None
+        """The checkpoint's order, then (every segment scanned) its entries against the batches."""
         try:
-            for b in checkpoint_entries(f.path, LEADER_EPOCH):
-                if a is None:
-                    first = b
-                elif b.epoch <= a.epoch or b.start_offset < a.start_offset:
-                    out.append(Finding(F.LEADER_EPOCH_ORDER, None, b.start_offset,
-                                       f"entries out of order: epoch {a.epoch} at {a.start_offset} is followed by "
-                                       f"epoch {b.epoch} at {b.start_offset}"))
-                a = b
+            out, first, last = leader_epoch_order(f.path)
         except KdumpError as e:
-            return [Finding(F.LEADER_EPOCH_INVALID, None, None, _at_line(e))]
+            return [Finding(F.LEADER_EPOCH_INVALID, None, None, at_line(e))]
         if first is None:
             return out
         for log in self.logs.values():
             if log.path not in self.scans and log.path not in self.errors:
                 self.scan(log)
         scans = self.live_scans()
-        log_epochs: list[tuple[int, int]] = []
-        for _, s in scans:
-            for epoch, start in s.epochs:
-                if not log_epochs or epoch > log_epochs[-1][0]:
-                    log_epochs.append((epoch, start))
-        wanted = {epoch for epoch, _ in log_epochs}
         leo = self.log_end_offset()
         check_late = leo is not None and scans and len(scans) == len(self.logs)
-        by_epoch: dict[int, int] = {}
-        late, first_late = 0, None
-        for e in checkpoint_entries(f.path, LEADER_EPOCH):
-            if e.epoch in wanted:
-                by_epoch[e.epoch] = e.start_offset      # the last one of an epoch, as a dict of all would keep
-            if check_late and e.start_offset > leo:
-                late += 1
-                first_late = e.start_offset if first_late is None else first_late
-        first_epoch, last_epoch = first.epoch, a.epoch
-        for epoch, start in log_epochs:
-            ck = by_epoch.get(epoch)
-            if ck is not None and start < ck and epoch != first_epoch:
-                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
-                                   f"batches of leader epoch {epoch} start at offset {start}, before the checkpoint's "
-                                   f"start offset {ck} for that epoch"))
-            elif ck is None and epoch < last_epoch:
-                out.append(Finding(F.LEADER_EPOCH_MISMATCH, None, start,
-                                   f"leader epoch {epoch} (from offset {start}) is in the log but not in the "
-                                   f"checkpoint"))
-        if late:
-            out.append(Finding(F.LEADER_EPOCH_STALE, None, first_late,
-                               f"{late} entr{'ies' if late > 1 else 'y'} start past the log end offset "
-                               f"{leo}: the broker drops them at startup"))
-        return out
+        return out + leader_epochs_against_log(f.path, first.epoch, last.epoch, scans, leo if check_late else None)
 
 
 def in_offset_order(logs: dict[int, LogFile], scans: dict[str, ScanReport]) -> list[tuple[LogFile, ScanReport]]:
     """The scanned segments of ``logs`` (by base offset) in offset order: the one sort."""
     return [(f, scans[f.path]) for _, f in sorted(logs.items()) if f.path in scans]
-
-
-def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:
-    """Per segment base, the aborted transactions that complete in it, in marker order:
-    (producer id, first offset, ABORT marker offset, last stable offset), replaying each
-    producer's open transaction across the ``(LogFile, ScanReport)`` pairs given in order.
-
-    This is what recovery writes to the ``.txnindex`` (``AbortedTxn``): the last stable
-    offset is the first offset of the earliest transaction still open then (another
-    producer's), or the marker's offset + 1 (``ProducerStateManager.lastStableOffset``).
-    """
-    out: dict[int, list[tuple[int, int | None, int, int]]] = {}
-    open_txns: dict[int, int | None] = {}
-    if not any(s.txn_events for _, s in scans):
-        return out
-    for f, s in scans:
-        if not s.txn_events:
-            continue
-        per = out.setdefault(f.base_offset, [])
-        markers = _marker_types(f.path, [b for _, _, b in s.txn_events if b is not None], limits)
-        for first, pid, batch in s.txn_events:
-            if batch is None:
-                open_txns.setdefault(pid, first)
-                continue
-            mtype = markers.get(batch.position)
-            if mtype == ABORT and pid in open_txns:
-                others = [o for p, o in open_txns.items() if p != pid and o is not None]
-                per.append((pid, open_txns[pid], batch.last_offset, min(others, default=batch.last_offset + 1)))
-            if mtype in (ABORT, COMMIT):
-                open_txns.pop(pid, None)
-    return out
-
-
-def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
-    """Control type of each control batch (by position), decoding only those batches."""
-    out: dict[int, int] = {}
-    if not batches:
-        return out
-    with MappedFile(path) as m:
-        for b in batches:
-            try:
-                records = decode_records(m.buf, b, limits)
-            except KdumpError:
-                continue
-            if records and records[0].control is not None:
-                out[b.position] = records[0].control.type
-    return out
-
-
-_TEXT_KINDS = (K.LEADER_EPOCH, K.OFFSET_CHECKPOINT, K.PARTITION_METADATA, K.META_PROPERTIES, K.QUORUM_STATE,
-               K.CLEAN_SHUTDOWN)
-
-
-def _at_line(e: KdumpError) -> str:
-    """Text files report a line number, not a byte position: it goes into the message."""
-    return e.message if e.position is None else f"{e.message} (line {e.position})"
-
-
-def _side_file(f: LogFile) -> list[Finding]:
-    from kdump.check.sidefiles import describe
-
-    text = f.kind in _TEXT_KINDS
-    # A broker that cannot read these falls back (recovers everything, starts at the first segment).
-    kind = F.CHECKPOINT_INVALID if os.path.basename(f.path) in FALLBACK_CHECKPOINTS else F.INVALID_FILE
-    try:
-        desc = describe(f)
-    except KdumpError as e:
-        return [Finding(kind, None, None, _at_line(e)) if text else Finding(kind, e.position, None, e.message)]
-    return [Finding(kind, None if text else pos, None, msg) for msg, pos in desc.problems]
-
-
-# -- index files against their segment -----------------------------------------------------------
-
-def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | None = None,
-                   timeindex: bytes | None = None, limits: Limits = DEFAULT_LIMITS) -> tuple[list[Finding],
-                                                                                            list[Finding]]:
-    """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
-
-    ``kdump.check.indexes`` (the checks of ``kdump index --verify``) does the work, in one
-    walk, over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the
-    broker's recovery would cut is an ``index_past_end`` like one past the end of the file.
-    """
-    from kdump.format.index import parse_index
-    from kdump.format.timeindex import parse_timeindex
-    from kdump.check.indexes import verify_indexes
-
-    idx = parse_index(index, base) if index is not None else None
-    tix = parse_timeindex(timeindex, base) if timeindex is not None else None
-    if idx is None and tix is None:
-        return [], []
-    with MappedFile(log_path) as m:
-        whole = memoryview(m.buf)
-        kept = whole[:scan.valid_bytes]
-        try:
-            # Findings only: the time index's convention (which costs decoding records) is not reported.
-            a, b = verify_indexes(kept, base, idx, tix, limits=limits, convention=False)
-        finally:
-            for v in (kept, whole):
-                try:
-                    v.release()
-                except BufferError:      # pragma: no cover - a view still in use; the GC releases it
-                    pass
-    return (a.findings if a else []), (b.findings if b else [])
-
-
-def txn_index_findings(data: bytes, base: int, scan: ScanReport,
-                       expected: dict[tuple[int, int], int | None]) -> list[Finding]:
-    from kdump.format.txnindex import ENTRY_SIZE, parse_txnindex
-
-    t = parse_txnindex(data)
-    out = []
-    if t.partial_bytes:
-        out.append(Finding(F.TXNINDEX_SIZE, t.size - t.partial_bytes, None,
-                           f"{t.partial_bytes} bytes of a partial entry at the end"))
-    prev = None
-    seen = set()
-    for i, e in enumerate(t.entries):
-        at = i * ENTRY_SIZE
-        seen.add((e.producer_id, e.last_offset))
-        if e.last_offset < base or e.first_offset > e.last_offset:
-            out.append(Finding(F.TXNINDEX_OFFSET, at, e.last_offset,
-                               f"entry {i}: aborted transaction {e.first_offset}..{e.last_offset} of producer "
-                               f"{e.producer_id} does not fit the segment (base {base})"))
-        elif prev is not None and e.last_offset <= prev.last_offset:
-            out.append(Finding(F.TXNINDEX_ORDER, at, e.last_offset,
-                               f"entry {i}: last offset {e.last_offset} does not follow {prev.last_offset}"))
-        elif scan.last_offset is None or e.last_offset > scan.last_offset:
-            out.append(Finding(F.TXNINDEX_PAST_END, at, e.last_offset,
-                               f"entry {i}: the ABORT marker at offset {e.last_offset} is past the last offset kept "
-                               f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
-        elif (e.producer_id, e.last_offset) not in expected:
-            out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
-                               f"entry {i}: no ABORT marker of producer {e.producer_id} closing an open transaction "
-                               f"at offset {e.last_offset}"))
-        else:
-            first = expected[(e.producer_id, e.last_offset)]
-            if first is not None and first != e.first_offset:
-                out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
-                                   f"entry {i}: the transaction of producer {e.producer_id} aborted at "
-                                   f"{e.last_offset} began at offset {first}, not {e.first_offset}"))
-        prev = e
-    for (pid, last), _ in sorted(expected.items(), key=lambda kv: kv[0][1]):
-        if (pid, last) not in seen:
-            out.append(Finding(F.TXNINDEX_MARKER, None, last,
-                               f"the ABORT marker of producer {pid} at offset {last} has no entry"))
-    return out
 
 
 def index_damage(report: FileReport) -> bool:

@@ -5,7 +5,8 @@ and checks each one, cheapest first, the way borg's ``_read`` does: framing (eno
 bytes, a length within [minimum for the magic, bytes left]), magic, CRC, then offsets
 and, with ``deep``, the records themselves. It does not stop at the first problem: it
 records a Finding for each, and past the damage it resyncs on the next plausible batch
-(magic, sane length, valid CRC) so the report says what lies beyond.
+(magic, sane length, valid CRC) so the report says what lies beyond. The checks of one
+batch are ``kdump.check.segment_checks``; the resync is ``kdump.check.resync``.
 
 Two positions matter and are kept apart:
 
@@ -30,43 +31,26 @@ broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import findings as F
-from kdump.check.broker_rule import (
-    DEFAULT_INDEX_INTERVAL_BYTES,
-    DEFAULT_MAX_MESSAGE_SIZE,
-    IndexStep,
-    assign_epoch,
-    offset_in_range,
-    read_on,
-)
-from kdump.errors import CodecError, KdumpError, UnsupportedCodecError
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, read_on
+from kdump.check.resync import INT64_MAX, entry_head, intact_run, next_candidate, rest_is_zero
+from kdump.check.segment_checks import SegmentChecks
 from kdump.format import accel
-from kdump.format.batch import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from kdump.format.batch import LOG_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.crc import crc32, crc32c
 from kdump.format.index import INT32_MAX
-from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, decode_records
+from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker
 from kdump.model import Batch, Finding
 
 # The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
 scan_plain_run = getattr(accel.speedups, "scan_plain_run", None)
-find_candidate = getattr(accel.speedups, "find_candidate", None)
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
 PLAIN_RUN_CHUNK = 1 << 16
 PLAIN_RUN_BYTES = 32 << 20
-
-INT64_MAX = (1 << 63) - 1
-MAX_FINDINGS_PER_KIND = 50
-
-# Finding kinds (declared, with their class, in kdump.findings).
-ZERO_TAIL, OVERSIZE, CRC_MISMATCH, INVALID_OFFSET = F.ZERO_TAIL, F.OVERSIZE, F.CRC_MISMATCH, F.INVALID_OFFSET
-CODEC, RECORD_DECODE, UNSUPPORTED_CODEC, INTACT_BEYOND = F.CODEC, F.RECORD_DECODE, F.UNSUPPORTED_CODEC, F.INTACT_BEYOND
 
 # A segment whose only damage is one of these at its end was cut short, not corrupted.
 TAIL_KINDS = frozenset({F.TORN_TAIL_KIND, F.TRAILING_BYTES, F.ZERO_TAIL})
@@ -75,8 +59,6 @@ TAIL_KINDS = frozenset({F.TORN_TAIL_KIND, F.TRAILING_BYTES, F.ZERO_TAIL})
 # remains verifies clean; the broker's cut (valid_bytes) is never later than that.
 KDUMP_CUT_KINDS = frozenset({F.OFFSET_REGRESSION, F.BASE_OFFSET_MISMATCH, F.LAST_OFFSET_DELTA, F.CODEC,
                              F.RECORD_DECODE, F.INVALID_BATCH_KIND, F.INVALID_MAGIC_KIND, F.INVALID_SIZE_KIND})
-
-_MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}
 
 
 @dataclass
@@ -152,169 +134,8 @@ def status_of(findings: list[Finding]) -> str:
 
 
 _ZERO_CHUNK = 1 << 20
-_ZEROS = bytes(_ZERO_CHUNK)
-
-
-def first_nonzero(buf, pos: int, end: int) -> int | None:
-    """Where the first byte in [pos, end) that is not zero is, or None. A chunk at a time
-    against zeros (memcmp speed: a preallocated 1 GiB tail is a common sight after a crash);
-    a large mapping that knows the file's holes (``data_from``) skips them unread, and one
-    that trims (``follow``) is told how far the check has gone."""
-    holes = getattr(buf, "data_from", None)
-    follow = getattr(buf, "follow", None)
-    while pos < end:
-        if holes is not None:
-            pos = holes(pos, end)
-            if pos >= end:
-                return None
-        n = min(_ZERO_CHUNK, end - pos)
-        chunk = bytes(buf[pos:pos + n])
-        if chunk != (_ZEROS if n == _ZERO_CHUNK else _ZEROS[:n]):
-            return pos + n - len(chunk.lstrip(b"\x00"))
-        pos += n
-        if follow is not None:
-            follow(pos)
-    return None
-
-
-def _rest_is_zero(buf, pos: int, end: int) -> bool:
-    return first_nonzero(buf, pos, end) is None
-
-
-def _head(buf, pos: int, end: int) -> tuple[int, int, int] | None:
-    """(offset, size, signed magic) of the entry at ``pos`` if 17 header bytes are there."""
-    if end - pos < HEADER_SIZE_UP_TO_MAGIC:
-        return None
-    offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, pos)
-    return offset, size, magic
-
-
-def computed_crc(buf, b: Batch) -> int:
-    """The CRC the stored one should have been (for the message, as Kafka prints both)."""
-    view = memoryview(buf)
-    try:
-        if b.magic >= 2:
-            return crc32c(view[b.position + ATTRIBUTES_OFFSET:b.position + b.size])
-        return crc32(view[b.position + 16:b.position + b.size])
-    finally:
-        view.release()
-
-
-def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: int = INT64_MAX,
-                   budget: list[int] | None = None) -> int | None:
-    """The first position >= ``start`` holding a plausible batch: magic 0..2, a length in
-    [minimum, bytes left] and not above ``max_size``, an offset field in [lo, hi] and a
-    valid CRC.
-
-    A legacy message must also be followed by another valid entry, the end of the file or
-    only zeros: compressed v0/v1 wrappers carry their inner messages, CRC and all, and
-    snappy or lz4 literals can leave those verbatim in the payload. A regular expression
-    finds candidates (the length's high byte and the magic) in C; runs of zeros are
-    skipped whole with ``first_nonzero``.
-
-    ``budget`` (a one-item list, shared by every call of one scan) caps the bytes whose CRC
-    is checked: crafted data full of plausible headers would otherwise cost bytes x length.
-    When it runs out the search gives up (returns None), which only shortens the report of
-    what lies beyond the damage.
-    """
-    top = min(max_size >> 24, 0x7F)
-    pattern = _candidate_pattern(top)
-    follow = getattr(buf, "follow", None)     # a large mapping drops the pages left behind
-    pos = start
-    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
-        # The search starts at the length field (a leading byte class lets re skip fast).
-        if find_candidate is not None:
-            at = find_candidate(buf, pos + 8, end, top)
-            if at < 0:
-                return None
-        else:
-            m = pattern.search(buf, pos + 8, end)
-            if m is None:
-                return None
-            at = m.start()
-        c = at - 8
-        if follow is not None:
-            follow(c)
-        offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, c)
-        if size == 0:
-            # Probably inside a run of zeros: no entry can start before the next non-zero
-            # byte could be part of its length field.
-            nz = first_nonzero(buf, c + 8, end)
-            if nz is None:
-                return None
-            pos = max(c + 1, nz - 11)
-            continue
-        nxt = c + LOG_OVERHEAD + size
-        plausible = _MIN_SIZE[magic] <= size <= max_size and lo <= offset <= hi and nxt <= end
-        if plausible and budget is not None:
-            budget[0] -= nxt - c
-            if budget[0] < 0:
-                return None
-        if plausible and _crc_ok(buf, c, nxt):
-            if magic == 2 or nxt == end or _rest_is_zero(buf, nxt, end) or _crc_ok(buf, nxt, end):
-                return c
-        pos = c + 1
-    return None
-
-
-def _crc_ok(buf, pos: int, end: int) -> bool:
-    """Is there a whole entry with a valid CRC at ``pos``?"""
-    for b in Walker(buf, pos, end):
-        return b.crc_valid
-    return False
-
-
-_PATTERNS: dict[int, re.Pattern] = {}
-
-
-def _candidate_pattern(hi: int) -> re.Pattern:
-    p = _PATTERNS.get(hi)
-    if p is None:
-        p = _PATTERNS[hi] = re.compile(rb"(?s)[\x00-" + bytes([hi]) + rb"].{7}[\x00-\x02]")
-    return p
-
-
-class _Scan:
-    """State of one scan; ``run`` fills a ScanReport."""
-
-    def __init__(self, buf, report: ScanReport, deep: bool, max_size: int, interval: int, resync: bool,
-                 limits: Limits) -> None:
-        self.buf, self.r, self.deep, self.max_size = buf, report, deep, max_size
-        self.interval, self.resync, self.limits = interval, resync, limits
-        self.end = len(buf)
-        self.base = report.base_offset
-        # CRC bytes the resync may check in all: linear in the file, whatever it holds.
-        self.crc_budget = [8 * self.end + (64 << 20)]
-        # Kafka's recovery state: bytes kept, index-append bookkeeping (LogSegment.recover).
-        self.step = IndexStep(interval)
-        self.reach_base_at: int | None = None     # first batch with last offset >= base (truncateTo)
-        # kdump's own checks.
-        self.prev_last: int | None = None
-        self.prev_epoch = -1
-        self.base_from_name = report.base_offset is not None
-        self.kept_before: tuple = ()
-        self.open_txns: set[int] = set()
-        self.counts: dict[str, int] = {}
-        # The offset field of entries that failed their checks, by position: a resync hint,
-        # never shown (a finding does not quote an offset read from bytes that failed).
-        self.unchecked_offset: dict[int, int | None] = {}
-
-    def add(self, kind: str, pos: int | None, offset: int | None, message: str, checked: bool = True) -> Finding:
-        if not checked:
-            self.unchecked_offset[pos] = offset
-            offset = None
-        f = Finding(kind, pos, offset, message)
-        n = self.counts[kind] = self.counts.get(kind, 0) + 1
-        # A wrongly named segment would flag every batch: list the first few of each kind.
-        if n <= MAX_FINDINGS_PER_KIND:
-            self.r.findings.append(f)
-        return f
-
-    def note_suppressed(self) -> None:
-        for kind, n in self.counts.items():
-            if n > MAX_FINDINGS_PER_KIND:
-                self.r.findings.append(Finding(kind, None, None, f"{n - MAX_FINDINGS_PER_KIND} more {kind} "
-                                                                 f"findings in this file are not listed"))
+class _Scan(SegmentChecks):
+    """One scan: ``run`` walks the segment and fills a ScanReport (the checks: ``SegmentChecks``)."""
 
     # -- phase 1: the part the broker keeps ------------------------------------------------------
 
@@ -449,141 +270,20 @@ class _Scan:
         if prev_last is not None:
             r.last_offset = prev_last
 
-    def batch(self, b: Batch) -> Finding | None:
-        """Check one batch in order; returns the cut finding if the broker stops here."""
-        pos = b.position
-        first = b.base_offset if b.base_offset is not None else b.last_offset
-        last = b.last_offset
-        if not b.crc_valid:
-            extra = f"; its length {b.size} also exceeds the maximum message size" if b.size > self.max_size else ""
-            return self.add(CRC_MISMATCH, pos, first, f"Record is corrupt (stored crc = {b.crc}, computed crc = "
-                                                      f"{computed_crc(self.buf, b)}){extra}", checked=False)
-        base = self.base
-        if base is None:
-            base = self.base = first
-        # LogSegment.recover, step by step: offset range, then (below) max timestamp and index appends.
-        if not offset_in_range(base, last):
-            self.add(F.OFFSET_OVERFLOW, pos, last,
-                     f"last offset {last} is not within an int32 of the segment base {base}: the broker would "
-                     f"split the segment (LogSegmentOffsetOverflowException)")
-        if self.reach_base_at is None and last >= base:
-            r = self.r
-            self.reach_base_at = pos
-            self.kept_before = (r.batches, r.records, r.first_offset, r.last_offset, len(r.epochs),
-                                len(r.txn_events))
-        # kdump's checks (before the index step, so they are reported even where the broker
-        # stops): the broker keeps the batch whatever they say.
-        r = self.r
-        if b.size > self.max_size:
-            self.add(F.OVERSIZE_BATCH, pos, first, f"batch of {b.size} bytes exceeds the maximum message size "
-                                                   f"{self.max_size} (the CRC is valid, so the broker keeps it)")
-        if first < base and self.base_from_name:
-            self.add(F.BASE_OFFSET_MISMATCH, pos, first,
-                     f"first offset {first} is below the segment's base offset {base}")
-        if self.prev_last is not None and first <= self.prev_last:
-            self.add(F.OFFSET_REGRESSION, pos, first,
-                     f"offsets go backwards: batch {first}..{last} starts at or below the previous "
-                     f"batch's last offset {self.prev_last}")
-        if first > last:
-            self.add(F.LAST_OFFSET_DELTA, pos, first, f"last offset {last} is below the first offset {first}")
-        elif b.magic >= 2 and b.count is not None and b.count > last - first + 1:
-            self.add(F.LAST_OFFSET_DELTA, pos, first,
-                     f"{b.count} records do not fit lastOffsetDelta {last - first} (at most {last - first + 1})")
-        codec = b.attributes & 0x07
-        if codec > 4 or (b.magic < 2 and codec == 4):
-            self.add(CODEC, pos, first, f"unknown compression type id {codec} for magic {b.magic}")
-        elif b.magic < 2 and b.count is None:
-            self.add(CODEC, pos, first, "the compressed wrapper's value does not decompress into messages")
-        if b.magic >= 2:
-            epoch = b.partition_leader_epoch
-            if epoch >= 0:
-                if epoch < self.prev_epoch:
-                    self.add(F.EPOCH_REGRESSION, pos, first,
-                             f"partition leader epoch {epoch} is lower than the previous batch's {self.prev_epoch}")
-                else:
-                    assign_epoch(r.epochs, epoch, first)
-                    self.prev_epoch = epoch
-            if b.attributes & 0x10:
-                pid = b.producer_id
-                if b.attributes & 0x20:
-                    r.txn_events.append((first, pid, b))
-                    self.open_txns.discard(pid)
-                elif pid not in self.open_txns:
-                    self.open_txns.add(pid)
-                    r.txn_events.append((first, pid, None))
-        why = self.step.take(b)
-        if why is not None:
-            cut = self.invalid_offset(why)
-            if cut is not None:
-                return cut
-            # No batch reaches the base yet: truncateTo(base) finds nothing to cut, the walk goes on.
-            self.step.last_entry_at = self.step.valid
-            self.step.valid += b.size
-        count = b.count if b.count is not None and b.count > 0 else 0
-        if self.deep:
-            count = self.decode(b, first, last, count)
-        r.batches += 1
-        r.records += count
-        if r.first_offset is None:
-            r.first_offset = first
-        r.last_offset = last
-        self.prev_last = last
-        return None
-
-    def final_time_entry(self) -> Finding | None:
-        # After the loop recovery appends the max timestamp once more (it may throw too).
-        why = self.step.finish() if self.step.time_last is not None else None
-        return None if why is None else self.invalid_offset(why)
-
-    def invalid_offset(self, why: str) -> Finding | None:
-        """InvalidOffsetException: LogLoader truncates the segment to its base offset, i.e. to the
-        first batch whose last offset reaches the base."""
-        at = self.reach_base_at
-        if at is None:
-            return None
-        r = self.r
-        r.batches, r.records, r.first_offset, r.last_offset, n_epochs, n_events = self.kept_before
-        del r.epochs[n_epochs:], r.txn_events[n_events:]
-        return self.add(INVALID_OFFSET, at, self.base,
-                        f"{why} (InvalidOffsetException): the broker's recovery empties the segment from "
-                        f"byte {at}")
-
-    def decode(self, b: Batch, first: int, last: int, count: int) -> int:
-        try:
-            records = decode_records(self.buf, b, self.limits)
-        except UnsupportedCodecError as e:
-            self.add(UNSUPPORTED_CODEC, b.position, first, e.message)
-            return count
-        except CodecError as e:
-            self.add(CODEC, b.position, first, e.message)
-            return count
-        except KdumpError as e:
-            self.add(RECORD_DECODE, b.position, first, e.message)
-            return count
-        prev = None
-        for rec in records:
-            o = rec.offset
-            if (prev is not None and o <= prev) or o < first or o > last:
-                self.add(RECORD_DECODE, b.position, first,
-                         f"record offset {o} is out of order or outside the batch's range {first}..{last}")
-                break
-            prev = o
-        return len(records)
-
     # -- phase 1 ends: what the stop was ----------------------------------------------------------
 
     def stop(self, f: Finding) -> Finding:
         buf, end, pos = self.buf, self.end, f.position
-        head = _head(buf, pos, end)
+        head = entry_head(buf, pos, end)
         if f.kind == TRAILING or f.kind == INVALID_SIZE:
-            if _rest_is_zero(buf, pos, end):
-                return self.add(ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
+            if rest_is_zero(buf, pos, end):
+                return self.add(F.ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
                                                       f"or unflushed tail)")
             return self.add(f.kind, pos, f.offset, f.message, checked=False)
         if f.kind == TORN_TAIL and head is not None:
             size = head[1] + LOG_OVERHEAD
             if size > self.max_size:
-                return self.add(OVERSIZE, pos, f.offset, f"entry length {size} exceeds the maximum message size "
+                return self.add(F.OVERSIZE, pos, f.offset, f"entry length {size} exceeds the maximum message size "
                                                          f"{self.max_size} and runs past the end of the file",
                                 checked=False)
             if self.resync and next_candidate(buf, pos + 1, end, self.max_size, *self.window(f.offset),
@@ -593,7 +293,8 @@ class _Scan:
                                 f"although intact batches follow: the length field is corrupt", checked=False)
             return self.add(TORN_TAIL, pos, f.offset, f.message, checked=False)
         if f.kind == INVALID_BATCH:
-            return self.add(CRC_MISMATCH, pos, f.offset, f"{f.message}; the CRC does not match either", checked=False)
+            return self.add(F.CRC_MISMATCH, pos, f.offset, f"{f.message}; the CRC does not match either",
+                            checked=False)
         return self.add(f.kind, pos, f.offset, f.message, checked=False)
 
     # -- phase 2: what lies beyond the cut --------------------------------------------------------
@@ -609,10 +310,10 @@ class _Scan:
         return max(lo, 0), hi
 
     def beyond(self, cut: Finding) -> None:
-        if not self.resync or cut.kind in (ZERO_TAIL, F.TRAILING_BYTES):
+        if not self.resync or cut.kind in (F.ZERO_TAIL, F.TRAILING_BYTES):
             return
         buf, end = self.buf, self.end
-        if cut.kind == INVALID_OFFSET:
+        if cut.kind == F.INVALID_OFFSET:
             search, (lo, hi) = cut.position, self.window(None, self.base - 1)
         else:
             search, (lo, hi) = cut.position + 1, self.window(self.unchecked_offset.get(cut.position, cut.offset))
@@ -620,31 +321,13 @@ class _Scan:
             start = next_candidate(buf, search, end, self.max_size, lo, hi, budget=self.crc_budget)
             if start is None:
                 return
-            n, first, last, stop_at = 0, None, None, start
-            w = Walker(buf, start, end, self.limits)
-            bad: Finding | None = None
-            for b in w:
-                if not b.crc_valid:
-                    bad = Finding(CRC_MISMATCH, b.position, b.base_offset, "Record is corrupt (CRC mismatch) "
-                                                                           "past the cut")
-                    break
-                n += 1
-                if first is None:
-                    first = b.base_offset if b.base_offset is not None else b.last_offset
-                last = b.last_offset
-                stop_at = b.next_position
-            else:
-                if w.stop is not None:
-                    bad = w.stop
-                stop_at = w.stop_position
-            if bad is not None:
-                stop_at = bad.position
+            stop_at, n, first, last, bad = intact_run(buf, start, end, self.limits)
             self.r.intact_beyond.append((start, stop_at, n, first, last))
-            self.add(INTACT_BEYOND, start, first,
+            self.add(F.INTACT_BEYOND, start, first,
                      f"{n} intact batch{'es' if n != 1 else ''} (offsets {first}..{last}, {stop_at - start} bytes) "
                      f"past the cut at byte {cut.position}; `kdump recover --salvage` can copy them out")
-            if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and _rest_is_zero(buf, bad.position,
-                                                                                                end)):
+            if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and rest_is_zero(buf, bad.position,
+                                                                                               end)):
                 self.add(bad.kind, bad.position, bad.offset, bad.message, checked=False)
             search = stop_at + 1 if bad is not None else end
             lo, hi = self.window(bad.offset if bad is not None else None, last)

@@ -16,6 +16,7 @@ from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
 from kdump.storage.reader import Item
 from kdump.render import jsonout, text
 from kdump.render.escape import printable
+from kdump.render.gaps import gap_summary
 from kdump.render.payload import PayloadView
 
 FLUSH_LINES = 2048
@@ -169,7 +170,7 @@ class JsonDump:
 
     @property
     def summary(self) -> list[tuple[int, list[str]]]:
-        return self.gaps.summary() if self.gaps is not None else []
+        return gap_summary(self.gaps)
 
     def finish(self) -> None:
         self.out.flush()
@@ -291,7 +292,7 @@ class TableDump:
 
     @property
     def summary(self) -> list[tuple[int, list[str]]]:
-        return self.gaps.summary() if self.gaps is not None else []
+        return gap_summary(self.gaps)
 
     def finish(self) -> None:
         self._flush()

@@ -140,7 +140,8 @@ def _one(item: Item, mode: Mode, renderer) -> int:
 
 
 def _index(item: Item, rep, mode: Mode, renderer) -> None:
-    from kdump.check.indexes import check_against_log, file_findings, live_entries, read_index_file, sanity_findings
+    from kdump.check.index_file import file_findings, live_entries, read_index_file, sanity_findings
+    from kdump.check.indexes import check_against_log
 
     parsed = read_index_file(item.path, item.kind, item.base_offset)
     entries, tail = live_entries(parsed)
@@ -237,7 +238,7 @@ def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, bac
                  force: bool = False) -> int:
     from itertools import groupby
 
-    from kdump.check.indexes import rebuild_indexes
+    from kdump.repair.indexes import rebuild_indexes
     from kdump.storage.writelock import PartitionLock
 
     status = ExitStatus.OK

@@ -11,8 +11,8 @@ the same command again finishes the job:
    (``FileRecords.truncateTo``): copying a 1 GiB segment to drop a torn tail would cost
    more than it protects, and a truncate is all-or-nothing;
 3. only then are the indexes checked against the shortened log; those that disagree are
-   rebuilt with the broker's recovery rule (``check.broker_rule.build_indexes``) and
-   replaced atomically, and ``.txnindex`` entries past the new end are dropped
+   rebuilt with the broker's recovery rule (``repair.indexes.rebuild_changes``, the one
+   index rebuild) and replaced atomically, and ``.txnindex`` entries past the new end are dropped
    (``TransactionIndex.truncateTo``). An index that still agrees is left as it is, so an
    interrupted run and an uninterrupted one end with the same bytes.
 
@@ -24,11 +24,11 @@ saved copy checked before the cut); the caller holds the partition's lock
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable
 
-from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
+from kdump import findings as F
 from kdump.errors import KdumpError, WriteError
-from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.repair.indexes import rebuild_changes, trim_txnindex
 from kdump.storage.safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
 
 CORRUPT_INFIX = ".corrupt-"
@@ -39,6 +39,21 @@ def corrupt_name(log_path: str, position: int) -> str:
     return f"{log_path}{CORRUPT_INFIX}{position}"
 
 
+def keep_bytes(path: str, start: int, end: int, first: str, numbered: Callable[[int], str],
+               like: str | None = None) -> tuple[str, bool]:
+    """A verified copy of bytes [start, end) of ``path`` at ``first``, or at ``numbered(n)`` for
+    n = 2, 3...: the first name that is free or already holds exactly these bytes (the copy an
+    interrupted run made: a rerun keeps it). Returns (copy, newly written)."""
+    target, n = first, 1
+    while os.path.lexists(target):
+        if same_content(target, read_range(path, start, end)):
+            return target, False
+        n += 1
+        target = numbered(n)
+    atomic_write(target, read_range(path, start, end), like=like or path, verify=True)
+    return target, True
+
+
 def save_cut_bytes(log_path: str, position: int, size: int) -> tuple[str, bool]:
     """Copy bytes [position, size) of the segment beside it; (path, newly written).
 
@@ -46,16 +61,7 @@ def save_cut_bytes(log_path: str, position: int, size: int) -> tuple[str, bool]:
     run already made; one with other bytes is kept, and the new copy gets a ``-N`` suffix.
     """
     base = corrupt_name(log_path, position)
-    n = 1
-    target = base
-    while os.path.lexists(target):
-        if os.path.isfile(target) and not os.path.islink(target) and \
-                same_content(target, read_range(log_path, position, size)):
-            return target, False
-        n += 1
-        target = f"{base}-{n}"
-    atomic_write(target, read_range(log_path, position, size), like=log_path, verify=True)
-    return target, True
+    return keep_bytes(log_path, position, size, base, lambda n: f"{base}-{n}")
 
 
 def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Change]:
@@ -93,61 +99,6 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
     return changes
 
 
-# -- indexes ----------------------------------------------------------------------------------
-
-def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
-    """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""
-    from kdump.storage.segment import MappedFile
-
-    with MappedFile(log_path) as m:
-        return encode_indexes(m.buf, base_offset, interval_bytes, limits)
-
-
-def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                   limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
-    """(.index, .timeindex) bytes for a segment's bytes ``buf``."""
-    from kdump.check.broker_rule import build_indexes
-    from kdump.format.index import encode_index
-    from kdump.format.timeindex import encode_timeindex
-
-    offsets, times, _ = build_indexes(buf, base_offset, interval_bytes, "last", limits)
-    return encode_index(offsets, base_offset), encode_timeindex(times, base_offset)
-
-
-def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
-                    interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
-    """Rewrite the named index files of a segment from its log (``which``: extensions)."""
-    stem = log_path[: -len(".log")] if log_path.endswith(".log") else log_path
-    try:
-        index, timeindex = index_bytes(log_path, base_offset, interval_bytes, limits)
-    except KdumpError as e:
-        return [Change("skipped", log_path, f"indexes not rebuilt: {e.message}")]
-    out = []
-    for ext in which:
-        data = index if ext == ".index" else timeindex
-        path = stem + ext
-        atomic_write(path, data, like=path if os.path.exists(path) else log_path)
-        n = len(data) // (8 if ext == ".index" else 12)
-        out.append(Change("rebuilt", path, f"{n} entr{'y' if n == 1 else 'ies'} from the log"))
-    return out
-
-
-def trim_txnindex(path: str, next_offset: int | None) -> Change | None:
-    """Drop aborted transactions ending at or after ``next_offset`` (TransactionIndex.truncateTo)."""
-    from kdump.format.txnindex import encode_txnindex, parse_txnindex
-    from kdump.storage.segment import read_small
-
-    t = parse_txnindex(read_small(path, 256 << 20))
-    limit = next_offset if next_offset is not None else -1
-    keep = [e for e in t.entries if e.last_offset < limit]
-    if len(keep) == len(t.entries) and not t.partial_bytes:
-        return None
-    atomic_write(path, encode_txnindex(keep))
-    return Change("trimmed", path, f"kept {len(keep)} of {len(t.entries)} aborted transactions "
-                                   f"(those ending before offset {limit})")
-
-
 # -- verify --truncate --------------------------------------------------------------------------
 
 def cut_position(r, opts) -> int | None:
@@ -160,7 +111,7 @@ def cut_position(r, opts) -> int | None:
 
 
 def repair_reports(reports, opts) -> list[Change]:
-    """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s.
+    """Carry out ``verify --truncate`` for these ``check.partition.FileReport``s.
 
     Each damaged live segment is cut at its first damaged batch (``intact_bytes``; with
     ``opts.broker_cut`` exactly where the broker would, ``valid_bytes``); then, against the logs as
@@ -205,7 +156,7 @@ def fix_indexes(directory: str, reps, opts) -> list[Change]:
         if log is None or not index_damage(fr):
             continue
         if target.kind == K.TXNINDEX:
-            if any(x.kind == "txnindex_past_end" for x in fr.findings):
+            if any(x.kind == F.TXNINDEX_PAST_END for x in fr.findings):
                 scan = opts.scan(log)
                 ch = trim_txnindex(target.path, scan.next_offset)
                 if ch is not None:
@@ -213,5 +164,5 @@ def fix_indexes(directory: str, reps, opts) -> list[Change]:
             continue
         rebuild.setdefault(target.base_offset, []).append(".index" if target.kind == K.INDEX else ".timeindex")
     for base, exts in sorted(rebuild.items()):
-        changes += rebuild_indexes(logs[base].path, base, exts, opts.index_interval_bytes, opts.limits)
+        changes += rebuild_changes(logs[base].path, base, exts, opts.index_interval_bytes, opts.limits)
     return changes

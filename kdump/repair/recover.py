@@ -33,7 +33,9 @@ from kdump.check.plan import (
 )
 from kdump.errors import InputError, KdumpError, UsageError, WriteError
 from kdump.format.walk import Walker
-from kdump.repair.cut import index_bytes, rebuild_indexes, truncate_log
+from kdump.check.broker_rule import encode_indexes, index_bytes
+from kdump.repair.cut import keep_bytes, truncate_log
+from kdump.repair.indexes import rebuild_changes
 from kdump.storage.safewrite import (
     QUARANTINE_PREFIX,
     Change,
@@ -205,7 +207,7 @@ def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: s
             if data is not None and data == want:
                 continue                # already what recovery writes (a rerun after an interruption)
             keep_copy(step.path, quarantine_dir)       # derived data, but nothing is thrown away
-        changes += rebuild_indexes(log, base, [ext], opts.index_interval_bytes, vopts.limits)
+        changes += rebuild_changes(log, base, [ext], opts.index_interval_bytes, vopts.limits)
     return changes
 
 
@@ -215,15 +217,8 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
     refuse_symlink(path)        # it is about to be rewritten: named as itself, not as its copy
     size = os.path.getsize(path)
     _ensure_dir(quarantine_dir, os.path.dirname(path))
-    name = os.path.basename(path)
-    copy = os.path.join(quarantine_dir, name)
-    n = 1
-    while os.path.lexists(copy) and not same_content(copy, read_range(path, 0, size)):
-        n += 1
-        copy = os.path.join(quarantine_dir, f"{name}.{n}")
-    if not os.path.lexists(copy):
-        atomic_write(copy, read_range(path, 0, size), like=path, verify=True)
-    return copy
+    copy = os.path.join(quarantine_dir, os.path.basename(path))
+    return keep_bytes(path, 0, size, copy, lambda n: f"{copy}.{n}")[0]
 
 
 def _write_epochs(path: str, entries: list[tuple[int, int]], quarantine_dir: str) -> list[Change]:
@@ -287,8 +282,6 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         _ensure_dir(target_dir, plan.directory)
         remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
-        from kdump.repair.cut import encode_indexes
-
         index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
         atomic_write(os.path.join(target_dir, f"{base:020d}.index"), index)
         atomic_write(os.path.join(target_dir, f"{base:020d}.timeindex"), timeindex)

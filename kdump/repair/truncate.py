@@ -22,7 +22,7 @@ SEGMENT_KINDS = (K.LOG, K.INDEX, K.TIMEINDEX, K.TXNINDEX)
 
 
 def truncate_reports(reports, opts) -> list[Change]:
-    """Carry out ``verify --truncate`` for these ``crosscheck.FileReport``s."""
+    """Carry out ``verify --truncate`` for these ``check.partition.FileReport``s."""
     by_dir: dict[str, list] = {}
     for r in reports:
         by_dir.setdefault(os.path.dirname(r.file), []).append(r)

@@ -22,8 +22,9 @@ from kdump.check.broker_rule import build_indexes
 from kdump.format.rebuild import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
-from kdump.check.indexes import (IndexCheck, rebuild_indexes, verify_indexes, verify_offset_index,
-                              verify_time_index)
+from kdump.check.index_file import IndexCheck
+from kdump.check.indexes import verify_indexes, verify_offset_index, verify_time_index
+from kdump.repair.indexes import rebuild_indexes
 from kdump.model import IndexEntry, TimeIndexEntry
 
 from kdumptest import GENERATED, REAL, run_kdump, snapshot_tree, write_segment  # noqa: E402
@@ -665,7 +666,7 @@ def test_rebuild_failure_leaves_old_file(tmp_path, monkeypatch):
     log, _ = make_segment(tmp_path / "t-0")
     idx_path = log.with_suffix(".index")
     idx_path.write_bytes(b"\x00" * 3)
-    import kdump.check.indexes as ic
+    import kdump.repair.indexes as ic
 
     def boom(*a, **k):
         raise OSError(28, "No space left on device")

@@ -401,7 +401,7 @@ def test_large_zero_tail_and_garbage_are_scanned_quickly():
 
 @pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
 def test_first_nonzero_finds_the_first_non_zero_byte(kind):
-    from kdump.check.scan import _ZERO_CHUNK, first_nonzero
+    from kdump.check.resync import _ZERO_CHUNK, first_nonzero
 
     size = 2 * _ZERO_CHUNK + 100
     for where in (0, 1, _ZERO_CHUNK - 1, _ZERO_CHUNK, _ZERO_CHUNK + 7, size - 1, None):

@@ -334,16 +334,16 @@ def _resync_bait(n: int) -> bytes:
 
 
 def test_resync_after_damage_is_linear(monkeypatch):
-    from kdump.check import scan
+    from kdump.check import resync, scan
 
     work = {"bytes": 0}
-    crc_ok = scan._crc_ok
+    crc_ok = resync._crc_ok
 
     def counting(buf, pos, end):
         work["bytes"] += end - pos
         return crc_ok(buf, pos, end)
 
-    monkeypatch.setattr(scan, "_crc_ok", counting)
+    monkeypatch.setattr(resync, "_crc_ok", counting)
     costs = []
     for n in (16 << 10, 64 << 10):
         work["bytes"] = 0

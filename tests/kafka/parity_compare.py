@@ -76,7 +76,7 @@ def _log_end(d: Path) -> int | None:
 def _index_entries(path: Path, kind: str, base: int):
     from kdump.format.index import parse_index
     from kdump.format.timeindex import parse_timeindex
-    from kdump.check.indexes import live_entries
+    from kdump.check.index_file import live_entries
 
     parsed = (parse_index if kind == ".index" else parse_timeindex)(path.read_bytes(), base)
     return live_entries(parsed)[0]

@@ -26,7 +26,7 @@ from corruption import (damage_middle, make_partition, messy_partition, partitio
 
 from kdump.format.checkpoint import encode_offsets  # noqa: E402
 from kdump.repair.recover import LogDirState, plan_partition  # noqa: E402
-from kdump.repair.cut import index_bytes  # noqa: E402
+from kdump.check.broker_rule import index_bytes  # noqa: E402
 
 
 

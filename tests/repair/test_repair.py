@@ -26,8 +26,10 @@ from corruption import (assert_nothing_lost, run_killed_at, subprocess_env)  # n
 from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, garbage, run_kdump,  # noqa: E402
                         tree_bytes, truncate_at)
 
+from kdump.check.broker_rule import index_bytes  # noqa: E402
 from kdump.errors import WriteError  # noqa: E402
 from kdump.repair.cut import save_cut_bytes, truncate_log  # noqa: E402
+from kdump.repair.indexes import rebuild_changes, rebuild_indexes  # noqa: E402
 from kdump.storage.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +129,37 @@ def test_truncate_rebuilds_indexes_that_point_past_the_cut(tmp_path):
     r = run_kdump("verify", "--truncate", d)
     assert r.code == 0 and "kdump: truncated" not in r.err
     assert tree_bytes(d) == before
+
+
+def test_the_one_index_rebuild_refuses_a_symlink_before_writing_anything(tmp_path):
+    """``verify --truncate`` and ``recover --apply`` rebuild through repair.indexes.rebuild_changes,
+    ``index --rebuild`` through rebuild_indexes: one policy, links refused before any file is written."""
+    d, log, _ = _damaged_dir(tmp_path)
+    index, timeindex = log.with_suffix(".index"), log.with_suffix(".timeindex")
+    old_index = index.read_bytes()
+    elsewhere = tmp_path / "elsewhere.timeindex"
+    elsewhere.write_bytes(timeindex.read_bytes())
+    timeindex.unlink()
+    timeindex.symlink_to(elsewhere)
+    with pytest.raises(WriteError):
+        rebuild_changes(str(log), 0, (".index", ".timeindex"))
+    with pytest.raises(WriteError):
+        rebuild_indexes(str(log), backup=False)
+    assert index.read_bytes() == old_index and not list(d.glob("*.bak"))
+    assert elsewhere.read_bytes() == timeindex.read_bytes()
+
+
+def test_the_one_index_rebuild_leaves_identical_bytes_alone(tmp_path):
+    d, log, _ = _damaged_dir(tmp_path)
+    index = log.with_suffix(".index")
+    want = index_bytes(str(log), 0)[0]
+    index.write_bytes(want)
+    inode = index.stat().st_ino
+    changes = rebuild_changes(str(log), 0, (".index",))
+    assert [(c.action, c.path) for c in changes] == [("rebuilt", str(index))]
+    assert index.stat().st_ino == inode and index.read_bytes() == want
+    assert rebuild_indexes(str(log), kinds=("index",)).files[0].status == "unchanged"
+    assert not list(d.glob("*.bak"))
 
 
 def test_truncate_mid_partition_quarantines_later_segments(tmp_path):

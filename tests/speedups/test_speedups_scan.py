@@ -29,6 +29,7 @@ from kdumptest import fixture_logs  # noqa: E402
 from corruption import (FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset,  # noqa: E402
                         set_length, write_at)
 
+from kdump.check import resync as resync_mod  # noqa: E402
 from kdump.check import scan as scan_mod  # noqa: E402
 from kdump.format import accel  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
@@ -75,13 +76,13 @@ class _Mode:
 
     def __enter__(self):
         self.saved = (accel.scan_v2, accel.decode_v2_records, scan_mod.scan_plain_run, scan_mod.PLAIN_RUN_CHUNK,
-                      scan_mod.PLAIN_RUN_BYTES, scan_mod.find_candidate)
+                      scan_mod.PLAIN_RUN_BYTES, resync_mod.find_candidate)
         if self.use_c:
             accel.scan_v2, accel.decode_v2_records = _speedups.scan_v2, _speedups.decode_v2_records
             scan_mod.scan_plain_run = Counter()
-            scan_mod.find_candidate = _speedups.find_candidate
+            resync_mod.find_candidate = _speedups.find_candidate
         else:
-            accel.scan_v2 = accel.decode_v2_records = scan_mod.scan_plain_run = scan_mod.find_candidate = None
+            accel.scan_v2 = accel.decode_v2_records = scan_mod.scan_plain_run = resync_mod.find_candidate = None
         if self.chunk is not None:
             scan_mod.PLAIN_RUN_CHUNK = self.chunk
         if self.chunk_bytes is not None:
@@ -90,7 +91,7 @@ class _Mode:
 
     def __exit__(self, *exc) -> None:
         (accel.scan_v2, accel.decode_v2_records, scan_mod.scan_plain_run, scan_mod.PLAIN_RUN_CHUNK,
-         scan_mod.PLAIN_RUN_BYTES, scan_mod.find_candidate) = self.saved
+         scan_mod.PLAIN_RUN_BYTES, resync_mod.find_candidate) = self.saved
 
 
 def strict(x):
@@ -506,7 +507,7 @@ def test_long_runs_with_epoch_changes():
        pos=st.integers(-3, 420), end=st.integers(-3, 420))
 def test_find_candidate_is_the_regular_expression(data, top, pos, end):
     """The C search and the pattern Python falls back on find the same position."""
-    m = scan_mod._candidate_pattern(top).search(data, max(pos, 0), max(min(end, len(data)), 0))
+    m = resync_mod._candidate_pattern(top).search(data, max(pos, 0), max(min(end, len(data)), 0))
     want = -1 if m is None else m.start()
     assert _speedups.find_candidate(data, pos, end, top) == want
 
@@ -516,10 +517,10 @@ def test_find_candidate_on_random_bytes_and_zeros():
     data = rnd.randbytes(1 << 16) + bytes(4096) + rnd.randbytes(1 << 12)
     for top in (0, 1, 0x7F):
         for pos in range(0, len(data), 997):
-            m = scan_mod._candidate_pattern(top).search(data, pos, len(data))
+            m = resync_mod._candidate_pattern(top).search(data, pos, len(data))
             assert _speedups.find_candidate(data, pos, len(data), top) == (-1 if m is None else m.start())
     # An end past the buffer is clamped to it.
-    m = scan_mod._candidate_pattern(0).search(data[:100])
+    m = resync_mod._candidate_pattern(0).search(data[:100])
     assert _speedups.find_candidate(memoryview(data)[:100], 0, 1 << 30, 0) == (-1 if m is None else m.start())
     with pytest.raises(TypeError):
         _speedups.find_candidate("text", 0, 10, 0)

@@ -1,0 +1,106 @@
+"""What an ``.index``/``.timeindex`` file shows alone, and the result of checking it against its log.
+
+``IndexCheck`` is what ``kdump.check.indexes`` returns (its fields are described there).
+``file_findings(parsed)``: a torn last slot, non-zero slots after the zero tail.
+``sanity_findings(parsed, file_name)``: Kafka's ``sanityCheck`` conditions and messages,
+verbatim. ``live_entries(parsed)``: the entries before the zero tail.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kdump.errors import InputError
+from kdump.findings import INDEX_AFTER_TAIL, INDEX_PARTIAL, INDEX_SANITY, TIME_AFTER_TAIL, TIME_PARTIAL, TIME_SANITY
+from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile, parse_index
+from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, parse_timeindex
+from kdump.model import Finding, IndexEntry
+from kdump.storage.segment import MappedFile
+
+INF = float("inf")
+# Batch fields the checks read in their hot loops (a NamedTuple's attribute access costs more).
+POS, LAST, SIZE, MAGIC, MAX_TS = 0, 2, 4, 5, 11
+
+
+class IndexCheck(NamedTuple):
+    """The result of checking one index file against its log."""
+
+    kind: str                                # "index" | "timeindex"
+    findings: list[Finding]
+    convention: str | None                   # see the module docstring
+    entries: int                             # entries checked (zero tail excluded)
+    interval: tuple[int, int | None] | None  # index.interval.bytes range the gaps fit (lo, hi; hi None = any)
+    notes: list[str]
+    log_bytes: int                           # bytes of whole batches walked
+    log_size: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[list, int | None]:
+    """(entries, first slot of the zero tail): a file of zeros only is all tail, slot 0 included."""
+    tail = parsed.zero_tail_start
+    entries = parsed.entries
+    if tail == 1 and len(entries) == 1 and parsed.nonzero_after_tail is None:
+        first = entries[0]
+        zero = (first.offset == parsed.base_offset and
+                (first.position == 0 if isinstance(first, IndexEntry) else first.timestamp == 0))
+        if zero:
+            return [], 0
+    return entries, tail
+
+
+def convention_of(counts: dict[str, int], other: str, neither: str) -> str:
+    """Which offset the entries hold, from how many fit only "last" or only ``other``
+    ("base" for the offset index, "record" for the time index); ``neither``: none told them apart."""
+    if counts["last"] and counts[other]:
+        return "mixed"
+    if counts["last"]:
+        return "last"
+    return other if counts[other] else neither
+
+
+def _slot(parsed) -> int:
+    return INDEX_SLOT if isinstance(parsed, IndexFile) else TIME_SLOT
+
+
+def file_findings(parsed: IndexFile | TimeIndexFile) -> list[Finding]:
+    """Faults visible in the index file itself: a torn last slot, data after the zero tail."""
+    slot = _slot(parsed)
+    is_index = slot == INDEX_SLOT
+    out = []
+    if parsed.nonzero_after_tail is not None:
+        out.append(Finding(INDEX_AFTER_TAIL if is_index else TIME_AFTER_TAIL, parsed.nonzero_after_tail * slot, None,
+                           f"non-zero slot {parsed.nonzero_after_tail} after the zero-filled tail that starts at "
+                           f"slot {parsed.zero_tail_start}: entries were lost or the file was overwritten"))
+    if parsed.partial_bytes:
+        out.append(Finding(INDEX_PARTIAL if is_index else TIME_PARTIAL, parsed.size - parsed.partial_bytes, None,
+                           f"file size {parsed.size} is not a multiple of {slot}: the last {parsed.partial_bytes} "
+                           f"bytes are a truncated entry"))
+    return out
+
+
+def sanity_findings(parsed: IndexFile | TimeIndexFile, file_name: str) -> list[Finding]:
+    """Kafka's ``OffsetIndex``/``TimeIndex.sanityCheck()`` failures, Kafka's messages verbatim.
+
+    ``file_name`` goes into the messages (Kafka uses the absolute path). Kafka throws
+    with the first; all failing conditions are returned, in Kafka's order.
+    """
+    slot = _slot(parsed)
+    kind = INDEX_SANITY if slot == INDEX_SLOT else TIME_SANITY
+    last_slot_at = (parsed.size // slot - 1) * slot if parsed.size >= slot else None
+    out = []
+    for message in parsed.sanity_check(file_name):
+        position = parsed.size - parsed.partial_bytes if "neither positive" in message else last_slot_at
+        out.append(Finding(kind, position, None, message))
+    return out
+
+
+def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeIndexFile:
+    """Parse an ``.index``/``.timeindex`` read through a read-only map."""
+    with MappedFile(path) as mf:
+        if mf.size > (1 << 31):
+            raise InputError(f"{mf.size} bytes is larger than any index Kafka writes (2 GiB)", file=path)
+        return (parse_index if kind == "index" else parse_timeindex)(mf.buf, base_offset)

@@ -1,0 +1,139 @@
+"""Step 5 of ``LogLoader.load`` as a plan (``kdump.check.loader_rule``): what a broker's recovery
+rewrites once the log is cut. The indexes and ``.txnindex`` of the segments it recovers are
+written as recovery writes them; the leader epochs of the batches read are assigned (entries
+past the new log end dropped) and producer snapshots past it go. A log start offset above
+the new log end instead makes every segment go (``plan_delete_all``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from kdump.check.broker_rule import index_bytes, recovered_epochs
+from kdump.check.indexes import index_findings
+from kdump.check.plan import NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
+from kdump.check.sidefiles import SIDE_FILE_LIMIT, checkpoint_entries
+from kdump.check.txn_findings import aborted_transactions
+from kdump.errors import KdumpError
+from kdump.format.checkpoint import LEADER_EPOCH
+from kdump.format.txnindex import encode_txnindex
+from kdump.storage import logdir as K
+from kdump.storage.logdir import LogFile
+from kdump.storage.segment import read_small
+
+
+def plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:
+    """What recovery writes to the ``.txnindex`` of each segment it recovers: the aborted
+    transactions that complete in the kept part (an empty file where there were some)."""
+    logs = [(LogFile(source[f"{b:020d}.log"], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
+    aborted = aborted_transactions(logs, vopts.limits)
+    for b in bases:
+        if b not in recovered or b not in scans:
+            continue
+        name = f"{b:020d}.txnindex"
+        path = os.path.join(directory, name)
+        entries = aborted.get(b, [])
+        if any(first is None for _, first, _, _ in entries):
+            continue
+        data = encode_txnindex((0, pid, first, last, lso) for pid, first, last, lso in entries)
+        if name in present:
+            try:
+                old = read_small(source.get(name, path), SIDE_FILE_LIMIT)
+            except KdumpError:
+                old = None
+            if old == data:
+                continue
+        elif not entries:
+            continue
+        plan.txnindexes[path] = data
+        plan.steps.append(Step(WRITE_TXN, path, None, None, b, f"{len(entries)} aborted transaction(s) complete in "
+                                                             f"the data kept: .txnindex written as recovery does", 9))
+
+
+def plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -> None:
+    """LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: every segment, the producer state
+    and the leader epochs go; the broker then starts an empty segment at the log start offset."""
+    plan.damaged = True
+    why = f"the log start offset {lso} is above the log end offset {leo}: the broker deletes every segment"
+    plan.steps = [st for st in plan.steps if st.action not in (TRUNCATE, REBUILD, WRITE_TXN)]
+    for b in bases:
+        for ext in (".log", ".index", ".timeindex", ".txnindex"):
+            if f"{b:020d}{ext}" in present:
+                quarantine(f"{b:020d}{ext}", why, 6, b)
+    for n in sorted(present):
+        if n.endswith(".snapshot") and n[:-9].isdigit():
+            quarantine(n, f"producer snapshot: {why}", 11, int(n[:-9]))
+    if LEADER_EPOCH in present:
+        plan.steps.append(Step(TRIM_EPOCHS, os.path.join(directory, LEADER_EPOCH), None, None, -1,
+                               f"drop every leader epoch: {why} (the old file is kept in quarantine)", 10))
+    plan.steps.append(Step(NOTE, "", None, None, lso, f"at its next start the broker creates an empty segment at "
+                                                     f"offset {lso}", 0))
+    plan.log_end_offset = lso
+    plan.new_recovery_point = min(rp, lso)
+
+
+def plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
+    for b in bases:
+        if b not in recovered and b not in cut_segments:
+            continue
+        s = scans.get(b)
+        if s is None:
+            continue
+        log = source[f"{b:020d}.log"]
+        for i, ext in enumerate((".index", ".timeindex")):
+            n = f"{b:020d}{ext}"
+            path = os.path.join(directory, n)
+            if n not in present:
+                if s.valid_bytes > 0:      # an empty segment's indexes are empty: the broker makes them
+                    plan.steps.append(Step(REBUILD, path, None, None, b, f"{ext} is missing: rebuilt from the log", 8))
+                continue
+            if b in cut_segments:
+                plan.steps.append(Step(REBUILD, path, None, None, b, "rebuilt after the cut if it points past it", 8))
+                continue
+            try:
+                data = read_small(source.get(n, path), SIDE_FILE_LIMIT)
+            except KdumpError as e:
+                plan.steps.append(Step(REBUILD, path, None, None, b, f"cannot be read ({e.message}): rebuilt from "
+                                       "the log", 8))
+                continue
+            try:
+                if data == index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]:
+                    continue
+            except KdumpError:
+                continue
+            # The broker rewrites the indexes of every segment it recovers.
+            bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
+            why = (f"disagrees with the log: {bad[0].message}" if bad else
+                   "differs from what recovery writes (a preallocated tail, the last time index entry): rewritten")
+            plan.steps.append(Step(REBUILD, path, None, None, b, why, 8))
+    plan_txnindexes(plan, directory, bases, present, source, scans, cut_segments | recovered, vopts)
+
+
+def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
+    p = os.path.join(directory, LEADER_EPOCH)
+    entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
+    if LEADER_EPOCH in present and os.path.isfile(p):
+        try:        # parsed a line at a time (no size cap); the entries are kept: recovery rewrites them
+            entries = [tuple(e) for e in checkpoint_entries(p, LEADER_EPOCH)]
+        except KdumpError as e:
+            plan.damaged = True
+            plan.steps.append(Step(NOTE, p, None, None, None, f"{e.message}: the broker does not start on a "
+                                                              f"malformed leader-epoch-checkpoint", 0))
+            entries = None
+    if entries is not None:
+        # Recovery assigns the epochs of the batches it reads; entries past the new end go. Kafka
+        # drops those at the LEO too; kdump only those strictly past it (data that is gone),
+        # leaving the harmless == LEO case to the broker.
+        new = recovered_epochs(entries, epochs, log_start)
+        new = [e for e in new if e[1] <= leo]
+        if new != entries:
+            plan.epochs = new
+            late = len([e for e in entries if e[1] > leo])
+            added = len([e for e in new if e not in entries])
+            what = "; ".join(x for x in (f"drop {late} starting past the new log end offset {leo}" if late else "",
+                                         f"add {added} from the batches recovery reads" if added else "") if x)
+            plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
+                                                                    f"in quarantine)", 10))
+    for n in sorted(present):
+        if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
+            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, int(n[:-9]))

@@ -1,0 +1,223 @@
+"""The offset index against its log: one forward pass, entries matched as the walk passes them.
+
+``OffsetIndexCheck`` is fed every batch in log order (``kdump.check.indexes.verify_indexes``
+drives it) and returns an ``IndexCheck``: entries at batch starts holding their offset (or,
+for a multi-batch append, a later batch's), strictly increasing, nothing past the end, and
+the index.interval.bytes values the gaps fit.
+"""
+
+from __future__ import annotations
+
+from kdump.check.index_file import INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
+from kdump.findings import (INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
+                            INDEX_PAST_END)
+from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile
+from kdump.format.walk import Walker
+from kdump.model import Batch, Finding
+
+
+class OffsetIndexCheck:
+    """Fed every batch in log order; matches entries (sorted by position) as the walk passes them."""
+
+    def __init__(self, base_offset: int, index: IndexFile, interval_bytes: int | None) -> None:
+        self.base = base_offset
+        self.entries, self.tail = live_entries(index)
+        self.findings = file_findings(index)
+        self.interval_bytes = interval_bytes
+        targets = []
+        prev = None
+        for i, e in enumerate(self.entries):
+            if e.offset < base_offset or e.position < 0:
+                what = (f"offset {e.offset} is below the segment base offset {base_offset}" if e.offset < base_offset
+                        else f"position {e.position} is negative")
+                self._fault(INDEX_BELOW_BASE, i, e.offset, f"slot {i}: {what}")
+                continue
+            if prev is not None:
+                j, p = prev
+                if e.offset <= p.offset:
+                    self._fault(INDEX_ORDER, i, e.offset,
+                                f"slot {i}: offset {e.offset} is not greater than {p.offset} in slot {j}")
+                if e.position <= p.position:
+                    self._fault(INDEX_ORDER, i, e.offset,
+                                f"slot {i}: position {e.position} is not greater than {p.position} in slot {j}")
+            prev = (i, e)
+            targets.append((e.position, i))
+        targets.sort()
+        self.targets = targets
+        self.t = 0
+        self.next_pos = targets[0][0] if targets else INF
+        self.pending: list[tuple[int, int, int]] = []   # (offset, slot, position) of multi-batch entries
+        self.prev_last = base_offset - 1
+        self.counts = {"last": 0, "base": 0, "either": 0, "inside": 0, "append": 0}
+        # index.interval.bytes evidence: the smallest gap between entries, the largest unindexed run.
+        self.last_entry_at = 0
+        self.min_gap = INF
+        self.min_gap_at: tuple[int, int] | None = None
+        self.max_skip = 0
+        self.max_skip_at: tuple[int, int] | None = None
+        self.log_last = None
+
+    def _fault(self, kind: str, slot: int, offset: int | None, message: str) -> None:
+        self.findings.append(Finding(kind, slot * INDEX_SLOT, offset, message))
+
+    def run(self, batches) -> None:
+        """Feed batches in log order. The hot loop keeps its state in locals; a batch that an
+        entry points into (or that may hold a pending offset) goes to ``_visit``."""
+        next_pos, pending = self.next_pos, self.pending
+        last_entry_at, max_skip, prev_last = self.last_entry_at, self.max_skip, self.prev_last
+        b = None
+        for b in batches:
+            s = b[POS]
+            if pending or next_pos < s + b[SIZE]:
+                self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
+                self._visit(b)
+                next_pos, pending = self.next_pos, self.pending
+                last_entry_at, max_skip = self.last_entry_at, self.max_skip
+            elif s > 0 and s - last_entry_at > max_skip:
+                max_skip = s - last_entry_at
+                self.max_skip_at = (last_entry_at, s)
+            prev_last = b[LAST]
+        self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
+        if b is not None:
+            self.log_last = b[LAST]
+
+    def on_batch(self, b: Batch) -> None:
+        self.run((b,))
+
+    def _visit(self, b: Batch) -> None:
+        s = b.position
+        end = s + b.size
+        last = b.last_offset
+        if self.pending:
+            self._resolve(b)
+        hit = False
+        if self.next_pos < end:
+            hit = self.next_pos == s
+            if hit and self.pending:
+                for o, i, p in self.pending:
+                    self._fault(INDEX_MISMATCH, i, o,
+                                f"slot {i}: offset {o} is neither in the batch at position {p} nor in the batches "
+                                f"that follow it before the next entry (position {s})")
+                self.pending = []
+            targets = self.targets
+            t = self.t
+            while t < len(targets) and targets[t][0] < end:
+                pos, i = targets[t]
+                if pos == s:
+                    self._match(i, b)
+                else:
+                    e = self.entries[i]
+                    self._fault(INDEX_MID_BATCH, i, e.offset,
+                                f"slot {i}: position {pos} is inside the batch at position {s} ({b.size} bytes, "
+                                f"offsets {self._low(b)}..{last}), not at a batch start")
+                t += 1
+            self.t = t
+            self.next_pos = targets[t][0] if t < len(targets) else INF
+        if hit:
+            gap = s - self.last_entry_at
+            if gap < self.min_gap:
+                self.min_gap, self.min_gap_at = gap, (self.last_entry_at, s)
+            self.last_entry_at = s
+        elif s > 0:
+            skip = s - self.last_entry_at
+            if skip > self.max_skip:
+                self.max_skip, self.max_skip_at = skip, (self.last_entry_at, s)
+
+    def _low(self, b: Batch) -> int:
+        return b.base_offset if b.base_offset is not None else self.prev_last + 1
+
+    def _match(self, i: int, b: Batch) -> None:
+        o = self.entries[i].offset
+        low = self._low(b)
+        if o < low:
+            self._fault(INDEX_MISMATCH, i, o,
+                        f"slot {i}: offset {o} is before the batch it points at (position {b.position}, "
+                        f"offsets {low}..{b.last_offset})")
+        elif o <= b.last_offset:
+            is_last = o == b.last_offset
+            is_base = b.base_offset is not None and o == b.base_offset
+            key = "either" if is_last and is_base else "last" if is_last else "base" if is_base else "inside"
+            self.counts[key] += 1
+        else:
+            # A broker indexes a multi-batch append (follower fetch, log cleaner) at its first
+            # batch with the append's last offset: the offset lies in a later batch.
+            self.pending.append((o, i, b.position))
+
+    def _resolve(self, b: Batch) -> None:
+        keep = []
+        for o, i, p in self.pending:
+            if o > b.last_offset:
+                keep.append((o, i, p))
+            elif o < self._low(b):
+                self._fault(INDEX_GAP, i, o,
+                            f"slot {i}: offset {o} is in no batch (the log goes from {self.prev_last} to "
+                            f"{self._low(b)}); the entry points at position {p}")
+            else:
+                self.counts["append"] += 1
+                self.counts["last" if o == b.last_offset else "inside"] += 1
+        self.pending = keep
+
+    def finish(self, walker: Walker, log_size: int) -> IndexCheck:
+        notes = []
+        readable = walker.stop_position
+        for pos, i in self.targets[self.t:]:
+            e = self.entries[i]
+            if pos >= log_size:
+                self._fault(INDEX_PAST_END, i, e.offset,
+                            f"slot {i}: position {pos} is past the end of the log ({log_size} bytes)")
+            else:
+                self._fault(INDEX_PAST_END, i, e.offset,
+                            f"slot {i}: position {pos} is past the last whole batch (the log is readable up to "
+                            f"byte {readable}: {walker.stop.message if walker.stop else 'end of data'})")
+        for o, i, _ in self.pending:
+            self._fault(INDEX_PAST_END, i, o, f"slot {i}: offset {o} is past the last offset in the log "
+                                              f"({self.log_last if self.log_last is not None else 'no batches'})")
+        if walker.stop is not None:
+            notes.append(f"the log is readable only up to byte {readable} of {log_size} ({walker.stop.message})")
+        if self.counts["inside"]:
+            notes.append(f"{self.counts['inside']} entries hold an offset inside their batch or append "
+                         f"(neither a batch's base nor its last offset)")
+        if self.counts["append"]:
+            notes.append(f"{self.counts['append']} entries index a multi-batch append (offset in a later batch, "
+                         f"as a follower or the log cleaner writes)")
+        interval = self._interval(notes)
+        self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
+        return IndexCheck("index", self.findings, self._convention(), len(self.entries), interval, notes,
+                          readable, log_size)
+
+    def _convention(self) -> str | None:
+        if not self.entries:
+            return None
+        return convention_of(self.counts, "base", "either" if self.counts["either"] else "other")
+
+    def _interval(self, notes: list[str]) -> tuple[int, int | None] | None:
+        """Which index.interval.bytes values explain the gaps: the broker adds an entry when
+        more than the interval has been appended since the last one, the first batch never."""
+        lo = self.max_skip
+        hi = None if self.min_gap == INF else int(self.min_gap) - 1
+        given = self.interval_bytes
+        if given is not None and self.min_gap_at is not None and self.min_gap <= given:
+            self._interval_faults(given)
+        if hi is not None and lo > hi:
+            (a, b), (c, d) = self.min_gap_at, self.max_skip_at
+            notes.append(f"no single index.interval.bytes explains the gaps: entries at {a} and {b} are only "
+                         f"{b - a} bytes apart, yet the batch at {d} is {d - c} bytes after the entry at {c} without "
+                         f"one (broker restart, multi-batch appends, a config change, or lost entries)")
+            return None
+        if given is not None and lo > given:
+            c, d = self.max_skip_at
+            notes.append(f"the batch at {d} is {d - c} bytes after the entry at {c} without one, more than "
+                         f"index.interval.bytes={given} (broker restart, multi-batch appends, or lost entries)")
+        return lo, hi
+
+    def _interval_faults(self, given: int) -> None:
+        prev = 0
+        for pos, i in self.targets:
+            if pos - prev <= given:
+                e = self.entries[i]
+                self._fault(INDEX_INTERVAL, i, e.offset,
+                            f"slot {i}: position {pos} is only {pos - prev} bytes after "
+                            f"{'the segment start' if prev == 0 else f'the previous entry ({prev})'}; with "
+                            f"index.interval.bytes={given} a broker adds an entry only after more than {given} bytes")
+            prev = pos
+

@@ -1,0 +1,34 @@
+"""kdump's gap report (``kdump.check.gaps``) in words: a block of DumpLogSegments' closing report."""
+
+from __future__ import annotations
+
+from kdump.check.dls_index import NON_CONSECUTIVE
+from kdump.check.gaps import GapReport, PartitionGaps
+from kdump.render.escape import printable
+
+LISTED_PER_FILE = 20
+
+
+def gap_lines(report: GapReport | None) -> list[str]:
+    """One line per unexplained gap (at most ``LISTED_PER_FILE`` a file), then one for those the cleaner explains."""
+    if report is None:
+        return []
+    lines: list[str] = []
+    for path, shown in report.shown:
+        name = printable(path)
+        lines += [f"kdump: non-consecutive offsets in {name}: {a} is followed by {b}"
+                  for a, b in shown[:LISTED_PER_FILE]]
+        if len(shown) > LISTED_PER_FILE:
+            lines.append(f"kdump: {len(shown) - LISTED_PER_FILE} more non-consecutive offsets in {name} "
+                         f"not listed")
+    if report.explained:
+        n = report.explained
+        lines.append(f"kdump: {n} offset gap{'s' if n != 1 else ''} in {printable(report.directory)} explained by "
+                     f"compaction (cleaned up to offset {report.cleaned}) not listed")
+    return lines
+
+
+def gap_summary(gaps: PartitionGaps | None) -> list[tuple[int, list[str]]]:
+    """The report as a block of DumpLogSegments' closing report (printed after all files)."""
+    lines = gap_lines(gaps.report()) if gaps is not None else []
+    return [(NON_CONSECUTIVE, lines)] if lines else []
