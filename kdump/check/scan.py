@@ -44,7 +44,7 @@ from kdump.check.broker_rule import (
     read_on,
 )
 from kdump.errors import CodecError, KdumpError, UnsupportedCodecError
-from kdump.format import accel
+from kdump import _accel
 from kdump.format.batch import ATTRIBUTES_OFFSET, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.crc import crc32, crc32c
@@ -53,9 +53,6 @@ from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, decode_records
 from kdump.model import Batch, Finding
 
-# The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
-scan_plain_run = getattr(accel.speedups, "scan_plain_run", None)
-find_candidate = getattr(accel.speedups, "find_candidate", None)
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
 PLAIN_RUN_CHUNK = 1 << 16
@@ -220,6 +217,8 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
     top = min(max_size >> 24, 0x7F)
     pattern = _candidate_pattern(top)
     follow = getattr(buf, "follow", None)     # a large mapping drops the pages left behind
+    c_native = _accel.native()
+    find_candidate = c_native.find_candidate if c_native is not None else None
     pos = start
     while pos < end - HEADER_SIZE_UP_TO_MAGIC:
         # The search starts at the length field (a leading byte class lets re skip fast).
@@ -367,7 +366,8 @@ class _Scan:
         n, records = r.batches, r.records
         lo = hi = None
         index_last, time_last = st.index_last, st.time_last
-        plain_run = scan_plain_run
+        c_native = _accel.native()
+        plain_run = c_native.scan_plain_run if c_native is not None else None
         buf, end = self.buf, self.end
         follow = getattr(buf, "follow", None)     # a large mapping drops pages behind the scan
         batches = w
