@@ -152,6 +152,37 @@ shift_by(const uint32_t tab[4][256], uint32_t crc)
     return tab[0][crc & 0xFF] ^ tab[1][(crc >> 8) & 0xFF] ^ tab[2][(crc >> 16) & 0xFF] ^ tab[3][crc >> 24];
 }
 
+/* While three blocks of ``block`` bytes remain: one stream each, then the first two moved
+ * past the blocks after them (``shift``) and combined. Advances *pp and *np. */
+__attribute__((target("sse4.2"), always_inline))
+static inline uint64_t
+crc_three_streams(uint64_t c0, const unsigned char **pp, size_t *np, size_t block, const uint32_t shift[4][256])
+{
+    const unsigned char *p = *pp;
+    size_t n = *np;
+    while (n >= 3 * block) {
+        uint64_t c1 = 0, c2 = 0;
+        const unsigned char *stop = p + block;
+        do {
+            uint64_t w0, w1, w2;
+            memcpy(&w0, p, 8);
+            memcpy(&w1, p + block, 8);
+            memcpy(&w2, p + 2 * block, 8);
+            c0 = _mm_crc32_u64(c0, w0);
+            c1 = _mm_crc32_u64(c1, w1);
+            c2 = _mm_crc32_u64(c2, w2);
+            p += 8;
+        } while (p < stop);
+        c0 = shift_by(shift, (uint32_t)c0) ^ (uint32_t)c1;
+        c0 = shift_by(shift, (uint32_t)c0) ^ (uint32_t)c2;
+        p += 2 * block;
+        n -= 3 * block;
+    }
+    *pp = p;
+    *np = n;
+    return c0;
+}
+
 __attribute__((target("sse4.2")))
 static uint32_t
 crc_hw(uint32_t crc, const unsigned char *p, size_t n)
@@ -161,42 +192,8 @@ crc_hw(uint32_t crc, const unsigned char *p, size_t n)
         c0 = _mm_crc32_u8((uint32_t)c0, *p++);
         n--;
     }
-    while (n >= 3 * CRC_LONG) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char *stop = p + CRC_LONG;
-        do {
-            uint64_t w0, w1, w2;
-            memcpy(&w0, p, 8);
-            memcpy(&w1, p + CRC_LONG, 8);
-            memcpy(&w2, p + 2 * CRC_LONG, 8);
-            c0 = _mm_crc32_u64(c0, w0);
-            c1 = _mm_crc32_u64(c1, w1);
-            c2 = _mm_crc32_u64(c2, w2);
-            p += 8;
-        } while (p < stop);
-        c0 = shift_by(shift_long, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = shift_by(shift_long, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * CRC_LONG;
-        n -= 3 * CRC_LONG;
-    }
-    while (n >= 3 * CRC_SHORT) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char *stop = p + CRC_SHORT;
-        do {
-            uint64_t w0, w1, w2;
-            memcpy(&w0, p, 8);
-            memcpy(&w1, p + CRC_SHORT, 8);
-            memcpy(&w2, p + 2 * CRC_SHORT, 8);
-            c0 = _mm_crc32_u64(c0, w0);
-            c1 = _mm_crc32_u64(c1, w1);
-            c2 = _mm_crc32_u64(c2, w2);
-            p += 8;
-        } while (p < stop);
-        c0 = shift_by(shift_short, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = shift_by(shift_short, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * CRC_SHORT;
-        n -= 3 * CRC_SHORT;
-    }
+    c0 = crc_three_streams(c0, &p, &n, CRC_LONG, shift_long);
+    c0 = crc_three_streams(c0, &p, &n, CRC_SHORT, shift_short);
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);

@@ -245,16 +245,7 @@ put_payload(outbuf *o, PyObject *d, int encoding)
 static inline int
 exact_i64(PyObject *x, int64_t *out)
 {
-    if (!PyLong_CheckExact(x))
-        return -1;
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
-    if (overflow || (v == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return -1;
-    }
-    *out = (int64_t)v;
-    return 0;
+    return PyLong_CheckExact(x) ? as_int64(x, out) : -1;
 }
 
 static const char *const codec_names[8] = {"none", "gzip", "snappy", "lz4", "zstd",

@@ -13,6 +13,23 @@
 #define LEGACY_OVERHEAD_V0 14
 #define LEGACY_OVERHEAD_V1 22
 
+/* A key or value: int32 length (-1: null), then the bytes, all before ``end``. Its start
+ * goes to *start and *q moves past it; -1 if malformed. */
+static inline int
+read_bytes_field(const unsigned char *d, Py_ssize_t *q, Py_ssize_t end, int32_t *len, Py_ssize_t *start)
+{
+    if (end - *q < 4)
+        return -1;
+    *len = (int32_t)be32(d + *q);
+    *q += 4;
+    if (*len < -1 || (*len >= 0 && *len > end - *q))
+        return -1;
+    *start = *q;
+    if (*len > 0)
+        *q += *len;
+    return 0;
+}
+
 static PyObject *
 decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
               PyObject *log_append_ts)
@@ -72,25 +89,9 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
             q += 8;
         }
         int32_t klen, vlen;
-        if (mend - q < 4)
-            goto malformed;
-        klen = (int32_t)be32(d + q);
-        q += 4;
-        if (klen < -1 || (klen >= 0 && klen > mend - q))
-            goto malformed;
-        Py_ssize_t kstart = q;
-        if (klen > 0)
-            q += klen;
-        if (mend - q < 4)
-            goto malformed;
-        vlen = (int32_t)be32(d + q);
-        q += 4;
-        if (vlen < -1 || (vlen >= 0 && vlen > mend - q))
-            goto malformed;
-        Py_ssize_t vstart = q;
-        if (vlen > 0)
-            q += vlen;
-        if (q != mend)
+        Py_ssize_t kstart, vstart;
+        if (read_bytes_field(d, &q, mend, &klen, &kstart) < 0 || read_bytes_field(d, &q, mend, &vlen, &vstart) < 0
+            || q != mend)
             goto malformed;
         if (add_overflows(base, inner_offset, &offset))
             goto malformed;

@@ -69,18 +69,18 @@ read_varint64(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t *
     return -1;
 }
 
-int
-as_int64(PyObject *o, int64_t *out)
+/* A key or value: varint length (-1: null), then the bytes, all before ``end``. *at is
+ * where they start (NULL for null) and *p moves past them; -1 if malformed. */
+static inline int
+read_bytes_field(const unsigned char *d, Py_ssize_t *p, Py_ssize_t end, int32_t *len, const unsigned char **at)
 {
-    if (!PyLong_Check(o))
+    if (read_varint32(d, p, end, len) < 0 || *len < -1 || (*len >= 0 && *len > end - *p))
         return -1;
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow || (v == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return -1;
+    *at = NULL;
+    if (*len >= 0) {
+        *at = d + *p;
+        *p += *len;
     }
-    *out = (int64_t)v;
     return 0;
 }
 
@@ -121,22 +121,9 @@ decode_records(const unsigned char *d, Py_ssize_t end, int64_t base_offset, int6
         } else {
             seq = -1;
         }
-        /* key */
-        const unsigned char *kp = NULL;
-        if (read_varint32(d, &p, rend, &klen) < 0 || klen < -1 || (klen >= 0 && klen > rend - p))
+        const unsigned char *kp, *vp;
+        if (read_bytes_field(d, &p, rend, &klen, &kp) < 0 || read_bytes_field(d, &p, rend, &vlen, &vp) < 0)
             goto malformed;
-        if (klen >= 0) {
-            kp = d + p;
-            p += klen;
-        }
-        /* value */
-        const unsigned char *vp = NULL;
-        if (read_varint32(d, &p, rend, &vlen) < 0 || vlen < -1 || (vlen >= 0 && vlen > rend - p))
-            goto malformed;
-        if (vlen >= 0) {
-            vp = d + p;
-            p += vlen;
-        }
         /* headers */
         if (read_varint32(d, &p, rend, &hcount) < 0 || hcount < 0 || hcount > rend - p)
             goto malformed;

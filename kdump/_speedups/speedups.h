@@ -111,7 +111,20 @@ sub_overflows(int64_t a, int64_t b, int64_t *out)
 int span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches);
 
 /* An int64 from a Python int; 0 on success, -1 (no exception set) if not an int64. */
-int as_int64(PyObject *o, int64_t *out);
+static inline int
+as_int64(PyObject *o, int64_t *out)
+{
+    if (!PyLong_Check(o))
+        return -1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
 
 /* ------------------------------------------------------------------------------------ */
 /* CRCs (crc.c)                                                                          */
