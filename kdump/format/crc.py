@@ -15,29 +15,41 @@ from kdump import _accel
 
 __all__ = ["crc32", "crc32c"]
 
-try:
-    from crc32c import crc32c as _crc32c_wheel
-except ImportError:  # pragma: no cover - only without the wheel
-    _crc32c_wheel = None  # type: ignore[assignment]
+_POLY = 0x82F63B78
+_TABLE: list[int] = []
 
-if _crc32c_wheel is None:  # pragma: no cover - without the wheel
-    _POLY = 0x82F63B78
-    _TABLE = []
-    for _n in range(256):
-        _c = _n
-        for _ in range(8):
-            _c = (_c >> 1) ^ _POLY if _c & 1 else _c >> 1
-        _TABLE.append(_c)
 
-    def _crc32c_wheel(data, value: int = 0) -> int:  # type: ignore[misc]
-        crc = value ^ 0xFFFFFFFF
-        for b in bytes(data):
-            crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-        return crc ^ 0xFFFFFFFF
+def _crc32c_table(data, value: int = 0) -> int:  # pragma: no cover - only without the wheel
+    if not _TABLE:
+        for n in range(256):
+            c = n
+            for _ in range(8):
+                c = (c >> 1) ^ _POLY if c & 1 else c >> 1
+            _TABLE.append(c)
+    crc = value ^ 0xFFFFFFFF
+    for b in bytes(data):
+        crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+# The wheel's function (or the table), loaded on first use with the accelerator off:
+# importing the crc32c package costs ~0.1 s of start-up (it loads importlib.metadata).
+_fallback = None
+
+
+def _load_fallback():
+    global _fallback
+    try:
+        from crc32c import crc32c as _fallback
+    except ImportError:  # pragma: no cover - only without the wheel
+        _fallback = _crc32c_table
+    return _fallback
 
 
 def crc32c(data, value: int = 0) -> int:
     """The CRC-32C of ``data`` continuing from ``value``: kdump's C one while the
     accelerator is on (it releases the GIL on large buffers), else the wheel's."""
     fast = _accel.native()
-    return (fast.crc32c if fast is not None else _crc32c_wheel)(data, value)
+    if fast is not None:
+        return fast.crc32c(data, value)
+    return (_fallback or _load_fallback())(data, value)
