@@ -12,6 +12,7 @@ off; the tests and CI run both ways (tests/speedups/ compares the two).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -27,6 +28,9 @@ def _load() -> tuple[ModuleType | None, str | None]:
 
         native.init(Batch, Record)
     except Exception as e:  # noqa: BLE001 - not built, or built against another model: stay pure Python
+        old = getattr(sys.modules.get("kdump._speedups"), "__file__", None)
+        if old:     # the one-file build of before kdump/_speedups/ was a folder hides the folder
+            return None, f"hidden by a stale {old}: delete it and reinstall (pip install -e .)"
         return None, f"not built ({type(e).__name__}: {e})"
     return native, None
 
