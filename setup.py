@@ -1,10 +1,20 @@
 """Builds the optional C accelerator; everything else is in pyproject.toml.
 
-``optional=True``: without a compiler the install still succeeds and kdump runs on its
-pure-Python code (kdump/format/accel.py decides at import).
+One extension, ``kdump._speedups.native``, from every C file in kdump/_speedups/ (one per
+Python module it twins; speedups.h says which). ``optional=True``: without a compiler the
+install still succeeds and kdump runs on its pure-Python code (kdump/_accel.py decides).
 """
+
+from pathlib import Path
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("kdump._speedups", ["kdump/_speedups.c"], optional=True,
-                             extra_compile_args=["-O3"])])
+SOURCES = "kdump/_speedups"
+
+setup(ext_modules=[Extension(
+    "kdump._speedups.native",
+    sorted(str(p.as_posix()) for p in Path(SOURCES).glob("*.c")),
+    depends=sorted(str(p.as_posix()) for p in Path(SOURCES).glob("*.h")),
+    optional=True,
+    extra_compile_args=["-O3", "-fvisibility=hidden"],
+)])

@@ -173,11 +173,8 @@ def main() -> None:
     args = ap.parse_args()
     names = args.only or DEFAULT_SETS
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; best of {args.repeat}")
-    try:
-        from kdump.format import accel
-        print("kdump C accelerator:", "on" if accel.scan_v2 else "off")
-    except ImportError:
-        print("kdump C accelerator: not built")
+    from kdump import _accel
+    print("kdump C accelerator:", _accel.status())
     # Start-up as from the second run on: where PYTHONDONTWRITEBYTECODE is set (some
     # sandboxes set it), an editable install would otherwise compile kdump on every command.
     compileall.compile_dir(str(ROOT / "kdump"), quiet=1)

@@ -18,8 +18,8 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:          # run from a checkout without an installed kdump
     sys.path.insert(0, ROOT)
 
+from kdump import _accel  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
-from kdump.format import accel  # noqa: E402
 from kdump.format.codecs import Limits  # noqa: E402
 
 # Small limits keep every input cheap; the limit logic is the same at any size.
@@ -35,19 +35,13 @@ def expect(condition: bool, message: str) -> None:
         raise Misbehaviour(message)
 
 
-@contextlib.contextmanager
-def pure_python():
-    """Run the block without the C accelerator (accel looks its functions up per call)."""
-    saved = accel.scan_v2, accel.decode_v2_records
-    accel.scan_v2 = accel.decode_v2_records = None
-    try:
-        yield
-    finally:
-        accel.scan_v2, accel.decode_v2_records = saved
+def pure_python() -> contextlib.AbstractContextManager[None]:
+    """Run the block without the C accelerator (kdump reads the switch per call)."""
+    return _accel.using(False)
 
 
 def has_accel() -> bool:
-    return accel.scan_v2 is not None or accel.decode_v2_records is not None
+    return _accel.native() is not None
 
 
 def outcome(fn, *args, **kwargs):

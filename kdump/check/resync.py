@@ -12,15 +12,13 @@ from __future__ import annotations
 import re
 
 from kdump import findings as F
-from kdump.format import accel
+from kdump import _accel
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.walk import ENTRY_HEAD, Walker
 from kdump.model import Finding
 
-# The C search of next_candidate (kdump/_speedups.c), or None: a regular expression.
-find_candidate = getattr(accel.speedups, "find_candidate", None)
 
 INT64_MAX = (1 << 63) - 1
 _MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}
@@ -84,6 +82,8 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
     top = min(max_size >> 24, 0x7F)
     pattern = _candidate_pattern(top)
     follow = getattr(buf, "follow", None)     # a large mapping drops the pages left behind
+    c_native = _accel.native()
+    find_candidate = c_native.find_candidate if c_native is not None else None
     pos = start
     while pos < end - HEADER_SIZE_UP_TO_MAGIC:
         # The search starts at the length field (a leading byte class lets re skip fast).

@@ -38,15 +38,13 @@ from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, read_on
 from kdump.check.resync import INT64_MAX, entry_head, intact_run, next_candidate, rest_is_zero
 from kdump.check.segment_checks import SegmentChecks
-from kdump.format import accel
+from kdump import _accel
 from kdump.format.batch import LOG_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX
 from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker
 from kdump.model import Batch, Finding
 
-# The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
-scan_plain_run = getattr(accel.speedups, "scan_plain_run", None)
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
 PLAIN_RUN_CHUNK = 1 << 16
@@ -188,7 +186,8 @@ class _Scan(SegmentChecks):
         n, records = r.batches, r.records
         lo = hi = None
         index_last, time_last = st.index_last, st.time_last
-        plain_run = scan_plain_run
+        c_native = _accel.native()
+        plain_run = c_native.scan_plain_run if c_native is not None else None
         buf, end = self.buf, self.end
         follow = getattr(buf, "follow", None)     # a large mapping drops pages behind the scan
         batches = w

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import struct
 
+from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
 from kdump.model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
-from kdump.format import accel
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
 
@@ -25,9 +25,6 @@ RECORD_OVERHEAD_V0 = 14                       # crc + magic + attributes + key l
 RECORD_OVERHEAD_V1 = 22
 CRC_SIZE = 4
 _batch_new = tuple.__new__
-# The C version of the inner-message loop below (None without the accelerator); it answers
-# None for anything malformed and this code, the reference, then raises the precise error.
-_c_decode_set = getattr(accel.speedups, "decode_legacy_set", None)
 
 
 def min_size(magic: int) -> int:
@@ -147,8 +144,10 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
         e.message = f"message at {off}{why}: {e.message}"
         raise
     log_append = wrapper.magic >= 1 and wrapper.timestamp_type == LOG_APPEND_TIME
-    if _c_decode_set is not None:
-        records = _c_decode_set(data, wrapper_offset, wrapper.magic, wrapper.timestamp if log_append else None)
+    if (c := _accel.native()) is not None:
+        # The C version of the loop below answers None for anything malformed, and this
+        # code, the reference, then raises the precise error.
+        records = c.decode_legacy_set(data, wrapper_offset, wrapper.magic, wrapper.timestamp if log_append else None)
         if records is not None:
             return records
     entries = []

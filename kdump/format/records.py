@@ -11,9 +11,9 @@ exactly its declared length, and the batch exactly its record count, as in Kafka
 
 from __future__ import annotations
 
+from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
 from kdump.model import LOG_APPEND_TIME, Batch, Record
-from kdump.format import accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.control import parse_control
@@ -54,14 +54,14 @@ def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:
 
 def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """All records of the v2 ``batch`` found in ``buf``; raises a located KdumpError."""
-    fast = accel.decode_v2_records
-    if fast is not None and not batch.attributes & 0x27:
+    c = _accel.native()
+    if c is not None and not batch.attributes & 0x27:
         # Uncompressed and not control: straight to C. None means malformed somewhere, and
         # the path below (decode_v2_payload's Python loop) raises the precise error.
         (position, base_offset, _, count, size, _, _, _, attributes, _, base_ts, max_ts,
          _, _, base_seq) = batch
-        records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset, base_ts,
-                       max_ts if attributes & 0x08 else None, base_seq, count)
+        records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset, base_ts,
+                                      max_ts if attributes & 0x08 else None, base_seq, count)
         if records is not None:
             return records
     try:
@@ -89,9 +89,9 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
     base_seq = batch.base_sequence
     control = batch.attributes & 0x20
-    if not control and accel.decode_v2_records is not None and type(data) is bytes:
+    if not control and type(data) is bytes and (c := _accel.native()) is not None:
         # (only for bytes: the Python loop slices other buffer types into their own type)
-        fast = accel.decode_v2_records(data, base_offset, base_ts, log_append_ts, base_seq, count)
+        fast = c.decode_v2_records(data, base_offset, base_ts, log_append_ts, base_seq, count)
         if fast is not None:
             return fast
         # malformed somewhere: the loop below finds where and raises the precise error

@@ -12,9 +12,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from kdump import _accel
 from kdump.errors import InvalidBatchError, KdumpError
 from kdump.model import Batch, Finding, Record
-from kdump.format import accel
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
@@ -29,7 +29,7 @@ INVALID_SIZE = "invalid_size"    # size field below the minimum for the entry
 INVALID_MAGIC = "invalid_magic"  # magic byte not 0, 1 or 2
 INVALID_BATCH = "invalid_batch"  # a legacy message whose framing does not parse
 
-# Batches per call of the C scanner (accel.scan_v2): 4 at first, so that a caller wanting
+# Batches per call of the C scanner (scan_v2): 4 at first, so that a caller wanting
 # only the first batch or two does not pay for CRC-checking hundreds, then up to 256.
 SCAN_FIRST, SCAN_CHUNK = 4, 256
 # Bytes one C call may cover: the call holds the GIL and touches every page it crosses, so
@@ -61,7 +61,8 @@ class Walker:
         unpack_head = ENTRY_HEAD.unpack_from
         last_head = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
-        scan = accel.scan_v2
+        c = _accel.native()     # once per walk
+        scan = c.scan_v2 if c is not None else None
         chunk = SCAN_FIRST
         follow = getattr(buf, "follow", None)
         next_follow = pos + FOLLOW_STEP

@@ -10,6 +10,7 @@ import itertools
 import json
 from typing import Any, TextIO
 
+from kdump import _accel
 from kdump.check.gaps import PartitionGaps, follow
 from kdump.storage.logdir import LogFile
 from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
@@ -125,8 +126,8 @@ class JsonDump:
         # The C line writer, when this view lets it write lines (jsonout.batch_line's own test,
         # taken once per file instead of once per batch).
         encoding = jsonout.C_ENCODINGS.get(view.encoding)
-        usable = jsonout.c_batch_line is not None and view.plain and encoding is not None
-        self._c_line = jsonout.c_batch_line if usable else None
+        c = _accel.native()
+        self._c_line = c.json_batch_line if c is not None and view.plain and encoding is not None else None
         self._c_encoding = encoding
 
     def item(self, f: LogFile, it: Item) -> None:

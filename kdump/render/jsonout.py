@@ -15,15 +15,14 @@ from json.encoder import encode_basestring_ascii
 from operator import itemgetter
 from typing import Any
 
-from kdump.format import accel
+from kdump import _accel
 from kdump.format.records import LargeRecords
 from kdump.model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
 from kdump.render.payload import PayloadView
 
-# The C writer of whole lines for a plain view (kdump/_speedups.c), or None; it answers
-# None for what it does not write (legacy or control records, ...), and the Python code
-# below, the reference, writes those.
-c_batch_line = getattr(accel.speedups, "json_batch_line", None)
+# The C writer of whole lines for a plain view (json_batch_line, kdump/_speedups/jsonout.c)
+# takes these encodings; it answers None for what it does not write (legacy or control
+# records, ...), and the Python code below, the reference, writes those.
 C_ENCODINGS = {"base64": 0, "hex": 1, "utf8": 2}
 
 _B = ("false", "true")
@@ -212,8 +211,8 @@ def batch_pieces(file_json: str, b: Batch, records: list[Record] | None, view: P
 
 def batch_line(file_json: str, b: Batch, records: list[Record] | None, view: PayloadView,
                error: str | None = None) -> str:
-    if error is None and c_batch_line is not None and view.plain:
-        line = c_batch_line(file_json, b, records, C_ENCODINGS.get(view.encoding, -1))
+    if error is None and view.plain and (c := _accel.native()) is not None:
+        line = c.json_batch_line(file_json, b, records, C_ENCODINGS.get(view.encoding, -1))
         if line is not None:
             return line
     return py_batch_line(file_json, b, records, view, error)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from kdump.errors import KdumpError, OutOfMemoryError
-from kdump.format import accel
+from kdump import _accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.records import LargeRecords
@@ -110,7 +110,8 @@ class SegmentReader:
             # Uncompressed non-control v2 batches go straight to the C record decoder (what
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
-            fast = accel.decode_v2_records
+            c = _accel.native()     # once per segment
+            fast = c.decode_v2_records if c is not None else None
             for batch in walker:
                 if check_offsets and not flt.batch_offsets_overlap(batch):
                     if flt.end_offset is not None and batch.base_offset is not None \

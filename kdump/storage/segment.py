@@ -16,6 +16,7 @@ import stat
 from contextlib import contextmanager
 from collections.abc import Callable, Iterator
 
+from kdump import _accel
 from kdump.errors import InputError
 
 # <20-digit base offset>.<ext>, optionally with .deleted/.cleaned/.swap appended.
@@ -154,20 +155,17 @@ def exit_on_sigbus() -> None:
 def _watch(mm: mmap.mmap, path: str) -> int | None:
     if not _sigbus["wanted"]:
         return None
-    from kdump.format.accel import speedups
-
-    if speedups is None:
+    c = _accel.native()
+    if c is None:
         return None
     if not _sigbus["installed"]:
-        _sigbus["installed"] = speedups.catch_sigbus()
-    return speedups.watch_mapping(mm, os.fsencode(path))
+        _sigbus["installed"] = c.catch_sigbus()
+    return c.watch_mapping(mm, os.fsencode(path))
 
 
 def _unwatch(slot: int | None) -> None:
-    if slot is not None:
-        from kdump.format.accel import speedups
-
-        speedups.unwatch_mapping(slot)
+    if slot is not None:    # registered while the accelerator was on: undone even if now off
+        _accel.built().unwatch_mapping(slot)
 
 
 def open_regular(path: str) -> int:

@@ -19,7 +19,7 @@ import textwrap
 
 import pytest
 
-from kdump.format import accel
+from kdump import _accel
 from kdump.testing import build_v2_batch
 
 pytestmark = pytest.mark.slow
@@ -144,22 +144,25 @@ def test_verify_a_4_gib_segment(big_segment, deep):
 
 
 def test_the_c_scanner_is_called_on_bounded_spans(tmp_path, monkeypatch):
-    if accel.scan_v2 is None:
-        pytest.skip("C accelerator not built")
+    if _accel.built() is None:
+        pytest.skip(f"C accelerator {_accel.unavailable}")
     from kdump.format.walk import Walker
     from kdump.storage.segment import MappedFile
 
     path = str(tmp_path / "00000000000000000000.log")
     make_segment(path, 320 * MiB, MiB)
     spans = []
-    scan = accel.scan_v2
+    scan = _accel.built().scan_v2
 
     def recording(buf, pos, end, max_batches):
         batches, new_pos = scan(buf, pos, end, max_batches)
         spans.append(new_pos - pos)
         return batches, new_pos
 
-    monkeypatch.setattr(accel, "scan_v2", recording)
+    recording_native = type(_accel)("native_recording")
+    vars(recording_native).update(vars(_accel.built()), scan_v2=recording)
+    monkeypatch.setattr(_accel, "_built", recording_native)
+    monkeypatch.setattr(_accel, "_active", recording_native)
     with MappedFile(path) as m:
         assert sum(1 for _ in Walker(m.buf)) == 320
     assert max(spans) <= 64 * MiB, f"one call scanned {max(spans) / MiB:.0f} MiB"

@@ -22,7 +22,8 @@ import tracemalloc
 import pytest
 
 from kdump.errors import CodecError, DecompressionLimitError, InvalidFileError, InvalidRecordError, KdumpError
-from kdump.format import accel, legacy, snapshot
+from kdump import _accel
+from kdump.format import legacy, snapshot
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER
 from kdump.testing import build_legacy_message, build_legacy_wrapper
 from kdump.format.codecs import GZIP, LZ4, SNAPPY, ZSTD, Limits, compress, decompress
@@ -151,10 +152,9 @@ def _batch(count: int) -> Batch:
 @pytest.mark.parametrize("speedups", ["accel", "pure"])
 @pytest.mark.parametrize("count", [1 << 20, (1 << 31) - 1])
 def test_record_count_is_bounded_by_the_bytes(monkeypatch, speedups, count):
-    if speedups == "pure":
-        monkeypatch.setattr(accel, "decode_v2_records", None)
-    elif accel.decode_v2_records is None:
-        pytest.skip("C accelerator not built")
+    if speedups == "accel" and _accel.built() is None:
+        pytest.skip(f"C accelerator {_accel.unavailable}")
+    monkeypatch.setattr(_accel, "_active", _accel.built() if speedups == "accel" else None)
     data = (b"\x0c" + bytes(6)) * 3       # three minimal records: length 6, every field zero
     result, peak = peak_allocation(decode_v2_payload, data, _batch(count))
     assert isinstance(result, KdumpError), result

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kdump.errors import InvalidRecordError, KdumpError, TruncatedError
-from kdump.format import accel, checkpoint, index, metadata, snapshot, timeindex, txnindex, varint
+from kdump import _accel
+from kdump.format import checkpoint, index, metadata, snapshot, timeindex, txnindex, varint
 from kdump.format.batch import parse_v2
 from kdump.testing import (
     build_control_batch, build_end_txn_marker, build_legacy_message, build_legacy_wrapper, build_v2_batch,
@@ -50,26 +51,20 @@ LIMITS = Limits(ratio=64, floor=1 << 20, cap=16 << 20)
 
 
 @pytest.fixture(params=["accel", "pure"])
-def speedups(request, monkeypatch):
+def speedups(request):
     """Run a test with the C accelerator and again without it (skipped if not built)."""
-    if request.param == "accel":
-        if accel.scan_v2 is None and accel.decode_v2_records is None:
-            pytest.skip("C accelerator not built")
-    else:
-        monkeypatch.setattr(accel, "scan_v2", None)
-        monkeypatch.setattr(accel, "decode_v2_records", None)
-    return request.param
+    if request.param == "accel" and _accel.built() is None:
+        pytest.skip(f"C accelerator {_accel.unavailable}")
+    was = _accel.use(request.param == "accel")
+    yield request.param
+    _accel.use(was)
 
 
 def both_ways(fn, *args):
     """``fn(*args)`` with the C accelerator and without; the two results must be equal."""
     got = fn(*args)
-    saved = accel.scan_v2, accel.decode_v2_records
-    accel.scan_v2 = accel.decode_v2_records = None
-    try:
+    with _accel.using(False):
         assert fn(*args) == got, "C accelerator and pure Python disagree"
-    finally:
-        accel.scan_v2, accel.decode_v2_records = saved
     return got
 
 

@@ -1,12 +1,12 @@
-"""The C accelerator ``kdump._speedups`` against the pure-Python reference.
+"""The C accelerator ``kdump._speedups.native`` against the pure-Python reference.
 
-Every test runs the same input through both paths (the C functions switched in and out
-of ``kdump.format.accel``) and requires identical output: the batches of the Walker with
+Every test runs the same input through both paths (``kdump._accel.use(True)`` and
+``use(False)``) and requires identical output: the batches of the Walker with
 its stop finding and stop position after every step, and the records (or the exact error)
 of ``decode_records``. Inputs: every fixture segment, then generated segments, cut,
 bit-flipped and with hostile header fields. The module is skipped when the extension is
-not built; it runs whether or not KDUMP_NO_SPEEDUPS is set (it switches the C functions
-in by itself).
+not built; it runs whether or not KDUMP_NO_SPEEDUPS is set (it switches the accelerator
+on by itself).
 """
 
 from __future__ import annotations
@@ -20,18 +20,20 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-_speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
+from kdump import _accel
+
+_speedups = _accel.built()
+if _speedups is None:
+    pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 from kdumptest import fixture_logs
 
-from kdump.format import accel, legacy
+from kdump.format import legacy
 from kdump.format import records as records_mod
 from kdump.format.batch import parse_v2
 from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record
-
-_speedups.init(Batch, Record)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -46,23 +48,9 @@ REAL_LOGS = [p for p in LOGS if p.startswith("real" + os.sep)]
 
 # -- running both paths -----------------------------------------------------------------------
 
-class _Path:
-    """Switch the C functions into ``accel`` (or out of it) for the duration of a block."""
-
-    def __init__(self, use_c: bool) -> None:
-        self.use_c = use_c
-
-    def __enter__(self):
-        self.saved = accel.scan_v2, accel.decode_v2_records, legacy._c_decode_set
-        if self.use_c:
-            accel.scan_v2, accel.decode_v2_records = _speedups.scan_v2, _speedups.decode_v2_records
-            legacy._c_decode_set = _speedups.decode_legacy_set
-        else:
-            accel.scan_v2 = accel.decode_v2_records = legacy._c_decode_set = None
-        return self
-
-    def __exit__(self, *exc) -> None:
-        accel.scan_v2, accel.decode_v2_records, legacy._c_decode_set = self.saved
+def _Path(use_c: bool):
+    """The accelerator on (or off) for the duration of a block."""
+    return _accel.using(use_c)
 
 
 def strict(x):
@@ -140,11 +128,16 @@ def test_crc32c_chains_and_takes_any_buffer(tmp_path):
         _speedups.crc32c("text")
 
 
-def test_crc_module_prefers_the_extension():
+def test_crc_module_prefers_the_extension(monkeypatch):
     from kdump.format import crc
-    if accel.crc32c is not None:
-        assert crc.crc32c is accel.crc32c
-    assert crc.crc32c(b"123456789") == 0xE3069283
+    calls = []
+    monkeypatch.setattr(crc, "_fallback", lambda data, value=0: calls.append(value) or 0)
+    with _accel.using(True):
+        assert crc.crc32c(b"123456789") == 0xE3069283
+    assert not calls
+    with _accel.using(False):
+        assert crc.crc32c(b"123456789", 7) == 0
+    assert calls == [7]
 
 
 # -- real and generated fixtures --------------------------------------------------------------

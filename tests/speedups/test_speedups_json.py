@@ -19,20 +19,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-_speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
+from kdump import _accel  # noqa: E402
+
+_speedups = _accel.built()
+if _speedups is None:
+    pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 
 from corruption import FIXTURES, run_kdump  # noqa: E402
 from kdumptest import fixture_logs  # noqa: E402
 
 from kdump.errors import KdumpError  # noqa: E402
-from kdump.format import accel  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
 from kdump.model import Batch, Control, Record  # noqa: E402
 from kdump.render import jsonout  # noqa: E402
 from kdump.render.payload import PayloadView  # noqa: E402
-
-_speedups.init(Batch, Record)
 
 ENCODINGS = {"base64": 0, "hex": 1, "utf8": 2}
 VIEWS = {name: PayloadView(name) for name in ENCODINGS}
@@ -252,23 +253,9 @@ def test_large_payloads_and_many_records():
 
 # -- whole dumps -----------------------------------------------------------------------------
 
-class _Writer:
-    """jsonout's C writer (and the walker's C functions) switched in or out."""
-
-    def __init__(self, use_c: bool) -> None:
-        self.use_c = use_c
-
-    def __enter__(self):
-        self.saved = jsonout.c_batch_line, accel.scan_v2, accel.decode_v2_records
-        if self.use_c:
-            jsonout.c_batch_line = _speedups.json_batch_line
-            accel.scan_v2, accel.decode_v2_records = _speedups.scan_v2, _speedups.decode_v2_records
-        else:
-            jsonout.c_batch_line = accel.scan_v2 = accel.decode_v2_records = None
-        return self
-
-    def __exit__(self, *exc) -> None:
-        jsonout.c_batch_line, accel.scan_v2, accel.decode_v2_records = self.saved
+def _Writer(use_c: bool):
+    """jsonout's C writer (and the walker's C functions) switched on or off."""
+    return _accel.using(use_c)
 
 
 @pytest.mark.parametrize("args", [

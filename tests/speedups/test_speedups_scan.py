@@ -1,7 +1,7 @@
 """``_speedups.scan_plain_run`` (the scanner's C fast path) against the pure-Python scanner.
 
-Each input is scanned twice: everything in Python (``kdump.check.scan.scan_plain_run`` and the
-walker's C functions switched off) and everything in C. The reports must be identical:
+Each input is scanned twice: everything in Python (``kdump._accel.use(False)``) and
+everything in C. The reports must be identical:
 ``to_dict()``, every ScanReport field (findings, cut, valid_bytes, counts, epochs, max
 timestamp, transaction events, intact runs) and the scanner's own end state (the index
 and time-index tracking, previous offset and epoch). Inputs: every fixture segment under
@@ -22,7 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-_speedups = pytest.importorskip("kdump._speedups", reason="the C extension kdump._speedups is not built")
+from kdump import _accel  # noqa: E402
+
+_speedups = _accel.built()
+if _speedups is None:
+    pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 
 from kdumptest import fixture_logs  # noqa: E402
@@ -31,7 +35,6 @@ from corruption import (FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset,
 
 from kdump.check import resync as resync_mod  # noqa: E402
 from kdump.check import scan as scan_mod  # noqa: E402
-from kdump.format import accel  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
 from kdump.testing import (build_control_batch, build_end_txn_marker, build_legacy_message,  # noqa: E402
                                 build_v2_batch)
@@ -42,8 +45,6 @@ from kdump.model import Batch, Record  # noqa: E402
 from kdump.check.broker_rule import DEFAULT_MAX_MESSAGE_SIZE  # noqa: E402
 from kdump.check.scan import ScanReport, _Scan, scan_segment  # noqa: E402
 from kdump.storage.segment import filename_offset  # noqa: E402
-
-_speedups.init(Batch, Record)
 
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
@@ -75,14 +76,11 @@ class _Mode:
         self.use_c, self.chunk, self.chunk_bytes = use_c, chunk, chunk_bytes
 
     def __enter__(self):
-        self.saved = (accel.scan_v2, accel.decode_v2_records, scan_mod.scan_plain_run, scan_mod.PLAIN_RUN_CHUNK,
-                      scan_mod.PLAIN_RUN_BYTES, resync_mod.find_candidate)
-        if self.use_c:
-            accel.scan_v2, accel.decode_v2_records = _speedups.scan_v2, _speedups.decode_v2_records
-            scan_mod.scan_plain_run = Counter()
-            resync_mod.find_candidate = _speedups.find_candidate
-        else:
-            accel.scan_v2 = accel.decode_v2_records = scan_mod.scan_plain_run = resync_mod.find_candidate = None
+        self.saved = _accel._built, scan_mod.PLAIN_RUN_CHUNK, scan_mod.PLAIN_RUN_BYTES
+        # the native module as it is, but for a scan_plain_run that counts what C takes
+        _accel._built = type(sys)("native_counting")
+        vars(_accel._built).update(vars(_speedups), scan_plain_run=Counter())
+        self.was_on = _accel.use(self.use_c)
         if self.chunk is not None:
             scan_mod.PLAIN_RUN_CHUNK = self.chunk
         if self.chunk_bytes is not None:
@@ -90,8 +88,8 @@ class _Mode:
         return self
 
     def __exit__(self, *exc) -> None:
-        (accel.scan_v2, accel.decode_v2_records, scan_mod.scan_plain_run, scan_mod.PLAIN_RUN_CHUNK,
-         scan_mod.PLAIN_RUN_BYTES, resync_mod.find_candidate) = self.saved
+        _accel._built, scan_mod.PLAIN_RUN_CHUNK, scan_mod.PLAIN_RUN_BYTES = self.saved
+        _accel.use(self.was_on)
 
 
 def strict(x):

@@ -1,0 +1,489 @@
+/* json_batch_line: the twin of batch_line in kdump/render/jsonout.py */
+
+#include "speedups.h"
+
+/*
+ * The NDJSON line of kdump/render/jsonout.py batch_line for the plain case (no decoders,
+ * no records_error): a batch (v0, v1 or v2) and its non-control records, payloads in
+ * base64, hex or utf8. It returns None for anything else (control records, a wrapper
+ * whose base offset is unknown, values that are not exact ints or bytes, ints beyond
+ * int64), and jsonout's
+ * Python code, the reference, writes that line instead.
+ */
+
+enum { ENC_BASE64 = 0, ENC_HEX = 1, ENC_UTF8 = 2 };
+
+/* One output buffer, kept between calls (the GIL serialises them); a huge one is freed. */
+static char *out_mem = NULL;
+static Py_ssize_t out_cap = 0;
+#define OUT_KEEP ((Py_ssize_t)4 << 20)
+
+typedef struct {
+    char *p;
+    Py_ssize_t len;
+} outbuf;
+
+/* Room for ``extra`` more bytes; -1 with MemoryError set on failure. */
+static int
+out_reserve(outbuf *o, Py_ssize_t extra)
+{
+    if (extra <= out_cap - o->len)
+        return 0;
+    if (extra > PY_SSIZE_T_MAX / 2 - o->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t cap = out_cap < 4096 ? 4096 : out_cap;
+    while (cap - o->len < extra)
+        cap *= 2;
+    char *p = PyMem_Realloc(out_mem, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    out_mem = o->p = p;
+    out_cap = cap;
+    return 0;
+}
+
+/* Callers reserve first: the put_* functions below write without checking. */
+static inline void
+put_raw(outbuf *o, const char *s, Py_ssize_t n)
+{
+    memcpy(o->p + o->len, s, (size_t)n);
+    o->len += n;
+}
+
+#define PUT_LIT(o, s) put_raw((o), (s), (Py_ssize_t)(sizeof(s) - 1))
+#define INT_CHARS 21     /* "-9223372036854775808" and one to spare */
+
+static inline void
+put_i64(outbuf *o, int64_t v)
+{
+    char tmp[20];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    char *w = o->p + o->len;
+    if (v < 0)
+        *w++ = '-';
+    do {
+        tmp[k++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (k)
+        *w++ = tmp[--k];
+    o->len = w - o->p;
+}
+
+static const char hex_digits[] = "0123456789abcdef";
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static inline char *
+put_u_escape(char *w, unsigned c)
+{
+    w[0] = '\\';
+    w[1] = 'u';
+    w[2] = hex_digits[(c >> 12) & 0xF];
+    w[3] = hex_digits[(c >> 8) & 0xF];
+    w[4] = hex_digits[(c >> 4) & 0xF];
+    w[5] = hex_digits[c & 0xF];
+    return w + 6;
+}
+
+/*
+ * json.encoder.encode_basestring_ascii(data.decode("utf-8", "replace")), quotes included.
+ * CPython's decoder replaces each maximal invalid subpart (Unicode's recommended
+ * practice) by one U+FFFD: a lead byte with the continuation bytes that are valid for it
+ * so far, or a lone byte that cannot start a sequence. Non-ASCII characters come out as
+ * \uXXXX, astral ones as a surrogate pair; " \ \b \f \n \r \t get their short escapes;
+ * other controls and DEL \u00XX.
+ */
+static int
+put_utf8_json(outbuf *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (n > (PY_SSIZE_T_MAX - 2) / 6 || out_reserve(o, 6 * n + 2) < 0) {   /* \ufffd per byte at worst */
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    char *w = o->p + o->len;
+    *w++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7F) {
+                *w++ = (char)c;
+                continue;
+            }
+            char e = 0;
+            switch (c) {
+            case '"': e = '"'; break;
+            case '\\': e = '\\'; break;
+            case '\b': e = 'b'; break;
+            case '\f': e = 'f'; break;
+            case '\n': e = 'n'; break;
+            case '\r': e = 'r'; break;
+            case '\t': e = 't'; break;
+            default: break;
+            }
+            if (e) {
+                *w++ = '\\';
+                *w++ = e;
+            } else {
+                w = put_u_escape(w, c);
+            }
+            continue;
+        }
+        /* A multi-byte sequence: ``take`` bytes form a valid prefix so far. */
+        Py_ssize_t left = n - i;
+        uint32_t cp = 0;
+        int need, take = 1;
+        unsigned lo2 = 0x80, hi2 = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 2;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 3;
+            cp = c & 0x0F;
+            if (c == 0xE0)
+                lo2 = 0xA0;       /* no overlong forms */
+            else if (c == 0xED)
+                hi2 = 0x9F;       /* no surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 4;
+            cp = c & 0x07;
+            if (c == 0xF0)
+                lo2 = 0x90;       /* no overlong forms */
+            else if (c == 0xF4)
+                hi2 = 0x8F;       /* nothing above U+10FFFF */
+        } else {
+            need = 1;             /* 80..C1, F5..FF never start a sequence */
+        }
+        if (need > 1) {
+            while (take < need && take < left) {
+                unsigned b = s[i + take];
+                if (take == 1 ? (b < lo2 || b > hi2) : (b & 0xC0) != 0x80)
+                    break;
+                cp = (cp << 6) | (b & 0x3F);
+                take++;
+            }
+        }
+        if (take < need || need == 1) {
+            w = put_u_escape(w, 0xFFFD);
+        } else if (cp >= 0x10000) {
+            cp -= 0x10000;
+            w = put_u_escape(w, 0xD800 | (cp >> 10));
+            w = put_u_escape(w, 0xDC00 | (cp & 0x3FF));
+        } else {
+            w = put_u_escape(w, cp);
+        }
+        i += take;
+    }
+    *w++ = '"';
+    o->len = w - o->p;
+    return 0;
+}
+
+/* A JSON literal for a key, value or header value: null, or a string in the encoding. */
+static int
+put_payload(outbuf *o, PyObject *d, int encoding)
+{
+    if (d == Py_None) {
+        if (out_reserve(o, 4) < 0)
+            return -1;
+        PUT_LIT(o, "null");
+        return 0;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(d);
+    Py_ssize_t n = PyBytes_GET_SIZE(d);
+    if (encoding == ENC_UTF8)
+        return put_utf8_json(o, s, n);
+    Py_ssize_t need = encoding == ENC_HEX ? 2 * n + 2 : (n + 2) / 3 * 4 + 2;
+    if (n > PY_SSIZE_T_MAX / 4 || out_reserve(o, need) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    char *w = o->p + o->len;
+    *w++ = '"';
+    if (encoding == ENC_HEX) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            *w++ = hex_digits[s[i] >> 4];
+            *w++ = hex_digits[s[i] & 0xF];
+        }
+    } else {
+        Py_ssize_t i = 0;
+        for (; i + 3 <= n; i += 3) {
+            uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+            *w++ = b64_alphabet[v >> 18];
+            *w++ = b64_alphabet[(v >> 12) & 0x3F];
+            *w++ = b64_alphabet[(v >> 6) & 0x3F];
+            *w++ = b64_alphabet[v & 0x3F];
+        }
+        if (n - i == 1) {
+            uint32_t v = (uint32_t)s[i] << 16;
+            *w++ = b64_alphabet[v >> 18];
+            *w++ = b64_alphabet[(v >> 12) & 0x3F];
+            *w++ = '=';
+            *w++ = '=';
+        } else if (n - i == 2) {
+            uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+            *w++ = b64_alphabet[v >> 18];
+            *w++ = b64_alphabet[(v >> 12) & 0x3F];
+            *w++ = b64_alphabet[(v >> 6) & 0x3F];
+            *w++ = '=';
+        }
+    }
+    *w++ = '"';
+    o->len = w - o->p;
+    return 0;
+}
+
+/* An exact int within int64 (bool and other subclasses print differently): 0, else -1. */
+static inline int
+exact_i64(PyObject *x, int64_t *out)
+{
+    return PyLong_CheckExact(x) ? as_int64(x, out) : -1;
+}
+
+static const char *const codec_names[8] = {"none", "gzip", "snappy", "lz4", "zstd",
+                                           "unknown(5)", "unknown(6)", "unknown(7)"};
+
+/* The fields of a batch as batch_prefix writes them (file first, then these). */
+static const char *const batch_keys[] = {
+    ",\"position\":", ",\"base_offset\":", ",\"last_offset\":", ",\"count\":", ",\"size\":",
+    ",\"magic\":", ",\"crc\":",
+};
+
+/* 1 written, 0 not ours (fall back to Python), -1 error set. */
+static int
+put_batch(outbuf *o, PyObject *batch)
+{
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
+        return 0;
+    PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
+    int64_t v[BATCH_FIELDS];
+    for (int i = 0; i < BATCH_FIELDS; i++) {
+        if (i == 7)
+            continue;                             /* crc_valid, a bool */
+        if (exact_i64(f[i], &v[i]) < 0)
+            return 0;
+    }
+    if (v[5] < 0 || v[5] > 2 || (f[7] != Py_True && f[7] != Py_False))
+        return 0;
+    int v2 = v[5] == 2;
+    int64_t attributes = v[8];
+    if (out_reserve(o, 1024) < 0)                 /* the fixed text plus 12 numbers */
+        return -1;
+    for (int i = 0; i < 7; i++) {
+        put_raw(o, batch_keys[i], (Py_ssize_t)strlen(batch_keys[i]));
+        put_i64(o, v[i]);
+    }
+    if (f[7] == Py_True)
+        PUT_LIT(o, ",\"crc_valid\":true");
+    else
+        PUT_LIT(o, ",\"crc_valid\":false");
+    PUT_LIT(o, ",\"compression\":\"");
+    const char *codec = codec_names[attributes & 7];
+    put_raw(o, codec, (Py_ssize_t)strlen(codec));
+    if (v[5] == 0)
+        PUT_LIT(o, "\",\"timestamp_type\":\"NoTimestampType\"");
+    else if (attributes & 0x08)
+        PUT_LIT(o, "\",\"timestamp_type\":\"LogAppendTime\"");
+    else
+        PUT_LIT(o, "\",\"timestamp_type\":\"CreateTime\"");
+    PUT_LIT(o, ",\"base_timestamp\":");
+    put_i64(o, v[10]);
+    PUT_LIT(o, ",\"max_timestamp\":");
+    put_i64(o, v[11]);
+    PUT_LIT(o, ",\"partition_leader_epoch\":");
+    put_i64(o, v[9]);
+    PUT_LIT(o, ",\"producer_id\":");
+    put_i64(o, v[12]);
+    PUT_LIT(o, ",\"producer_epoch\":");
+    put_i64(o, v[13]);
+    PUT_LIT(o, ",\"base_sequence\":");
+    put_i64(o, v[14]);
+    /* legacy messages have none of the v2 flags, whatever their attribute bits say */
+    if (v2 && (attributes & 0x10))
+        PUT_LIT(o, ",\"is_transactional\":true");
+    else
+        PUT_LIT(o, ",\"is_transactional\":false");
+    if (v2 && (attributes & 0x20))
+        PUT_LIT(o, ",\"is_control\":true");
+    else
+        PUT_LIT(o, ",\"is_control\":false");
+    PUT_LIT(o, ",\"delete_horizon_ms\":");
+    if (v2 && (attributes & 0x40))
+        put_i64(o, v[10]);
+    else
+        PUT_LIT(o, "null");
+    return 1;
+}
+
+/* One record object; same return convention as put_batch. */
+static int
+put_record(outbuf *o, PyObject *rec, int encoding)
+{
+    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != RECORD_FIELDS)
+        return 0;
+    PyObject *const *f = &PyTuple_GET_ITEM(rec, 0);
+    int64_t offset, timestamp, sequence, magic, crc = 0;
+    PyObject *key = f[3], *value = f[4], *headers = f[5];
+    if (exact_i64(f[0], &offset) < 0 || exact_i64(f[1], &timestamp) < 0 || exact_i64(f[6], &sequence) < 0 ||
+        exact_i64(f[8], &magic) < 0 || magic < 0 || magic > 2 || f[7] != Py_None)
+        return 0;
+    /* a legacy record also carries its own crc and crc_valid */
+    if (magic < 2 && (exact_i64(f[9], &crc) < 0 || (f[10] != Py_True && f[10] != Py_False)))
+        return 0;
+    if ((key != Py_None && !PyBytes_CheckExact(key)) || (value != Py_None && !PyBytes_CheckExact(value)))
+        return 0;
+    if (!PyTuple_Check(headers) && !PyList_Check(headers))
+        return 0;
+    Py_ssize_t nh = PySequence_Fast_GET_SIZE(headers);
+    PyObject **hs = PySequence_Fast_ITEMS(headers);
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        PyObject *h = hs[i];
+        if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(h, 0)))
+            return 0;
+        PyObject *hv = PyTuple_GET_ITEM(h, 1);
+        if (hv != Py_None && !PyBytes_CheckExact(hv))
+            return 0;
+    }
+    if (out_reserve(o, 128 + 5 * INT_CHARS) < 0)
+        return -1;
+    PUT_LIT(o, "{\"offset\":");
+    put_i64(o, offset);
+    PUT_LIT(o, ",\"timestamp\":");
+    put_i64(o, timestamp);
+    PUT_LIT(o, ",\"key_size\":");
+    put_i64(o, key == Py_None ? -1 : (int64_t)PyBytes_GET_SIZE(key));
+    PUT_LIT(o, ",\"value_size\":");
+    put_i64(o, value == Py_None ? -1 : (int64_t)PyBytes_GET_SIZE(value));
+    PUT_LIT(o, ",\"sequence\":");
+    put_i64(o, sequence);
+    PUT_LIT(o, ",\"key\":");
+    if (put_payload(o, key, encoding) < 0 || out_reserve(o, 16) < 0)
+        return -1;
+    PUT_LIT(o, ",\"value\":");
+    if (put_payload(o, value, encoding) < 0 || out_reserve(o, 16) < 0)
+        return -1;
+    PUT_LIT(o, ",\"headers\":[");
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        PyObject *hk = PyTuple_GET_ITEM(hs[i], 0);
+        if (out_reserve(o, 16) < 0)
+            return -1;
+        if (i)
+            PUT_LIT(o, ",");
+        PUT_LIT(o, "{\"key\":");
+        /* header keys are text whatever the encoding */
+        if (put_utf8_json(o, (const unsigned char *)PyBytes_AS_STRING(hk), PyBytes_GET_SIZE(hk)) < 0 ||
+            out_reserve(o, 16) < 0)
+            return -1;
+        PUT_LIT(o, ",\"value\":");
+        if (put_payload(o, PyTuple_GET_ITEM(hs[i], 1), encoding) < 0 || out_reserve(o, 4) < 0)
+            return -1;
+        PUT_LIT(o, "}");
+    }
+    if (out_reserve(o, 48 + INT_CHARS) < 0)
+        return -1;
+    PUT_LIT(o, "]");
+    if (magic < 2) {
+        PUT_LIT(o, ",\"crc\":");
+        put_i64(o, crc);
+        if (f[10] == Py_True)
+            PUT_LIT(o, ",\"crc_valid\":true");
+        else
+            PUT_LIT(o, ",\"crc_valid\":false");
+    }
+    PUT_LIT(o, "}");
+    return 1;
+}
+
+PyObject *
+kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "json_batch_line(file_json, batch, records, encoding)");
+        return NULL;
+    }
+    PyObject *file_json = args[0], *batch = args[1], *records = args[2];
+    long encoding = PyLong_AsLong(args[3]);
+    if (encoding == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyUnicode_CheckExact(file_json) || (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8))
+        Py_RETURN_NONE;
+    if (records != Py_None && !PyList_Check(records) && !PyTuple_Check(records))
+        Py_RETURN_NONE;
+    PyObject *result = NULL;
+    outbuf o = {out_mem, 0};
+    Py_ssize_t head;
+    int rc = -1;
+    /* An ASCII file name goes straight into the buffer; any other is joined at the end. */
+    int ascii_file = PyUnicode_IS_ASCII(file_json);
+    if (out_reserve(&o, 16) < 0)
+        goto done;
+    PUT_LIT(&o, "{\"file\":");
+    if (ascii_file) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(file_json);
+        if (out_reserve(&o, n) < 0)
+            goto done;
+        put_raw(&o, (const char *)PyUnicode_DATA(file_json), n);
+    }
+    head = o.len;
+    rc = put_batch(&o, batch);
+    if (rc <= 0)
+        goto done;
+    rc = -1;
+    if (records != Py_None) {
+        Py_ssize_t nr = PySequence_Fast_GET_SIZE(records);
+        PyObject **rs = PySequence_Fast_ITEMS(records);
+        if (out_reserve(&o, 16) < 0)
+            goto done;
+        PUT_LIT(&o, ",\"records\":[");
+        for (Py_ssize_t i = 0; i < nr; i++) {
+            if (i) {
+                if (out_reserve(&o, 1) < 0)
+                    goto done;
+                PUT_LIT(&o, ",");
+            }
+            rc = put_record(&o, rs[i], (int)encoding);
+            if (rc <= 0)
+                goto done;
+        }
+        rc = -1;
+        if (out_reserve(&o, 1) < 0)
+            goto done;
+        PUT_LIT(&o, "]");
+    }
+    if (out_reserve(&o, 1) < 0)
+        goto done;
+    PUT_LIT(&o, "}");
+    rc = 1;
+    if (ascii_file) {
+        result = PyUnicode_New(o.len, 127);
+        if (result != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(result), o.p, (size_t)o.len);
+    } else {
+        PyObject *start = PyUnicode_FromStringAndSize(o.p, head);
+        PyObject *rest = PyUnicode_FromStringAndSize(o.p + head, o.len - head);
+        PyObject *part = (start && rest) ? PyUnicode_Concat(start, file_json) : NULL;
+        result = part ? PyUnicode_Concat(part, rest) : NULL;
+        Py_XDECREF(start);
+        Py_XDECREF(rest);
+        Py_XDECREF(part);
+    }
+done:
+    if (out_cap > OUT_KEEP) {
+        PyMem_Free(out_mem);
+        out_mem = NULL;
+        out_cap = 0;
+    }
+    if (rc == 0)
+        Py_RETURN_NONE;     /* not ours: the Python writer does this line */
+    return result;          /* NULL with an exception set when rc < 0 */
+}
+

@@ -1,0 +1,168 @@
+/* decode_legacy_set: the twin of the inner-message loop of kdump/format/legacy.py */
+
+#include "speedups.h"
+
+/*
+ * The inner message set of a decompressed v0/v1 wrapper as Records: legacy.py's
+ * _inner_messages after its decompress() call, check for check. Any malformation, and
+ * anything Python would turn into a big int, gives NULL with no exception set, and the
+ * Python code reruns to raise its precise error. A bad inner CRC is not a malformation:
+ * it is reported in the record's crc_valid, as Python does.
+ */
+
+#define LEGACY_OVERHEAD_V0 14
+#define LEGACY_OVERHEAD_V1 22
+
+/* A key or value: int32 length (-1: null), then the bytes, all before ``end``. Its start
+ * goes to *start and *q moves past it; -1 if malformed. */
+static inline int
+read_bytes_field(const unsigned char *d, Py_ssize_t *q, Py_ssize_t end, int32_t *len, Py_ssize_t *start)
+{
+    if (end - *q < 4)
+        return -1;
+    *len = (int32_t)be32(d + *q);
+    *q += 4;
+    if (*len < -1 || (*len >= 0 && *len > end - *q))
+        return -1;
+    *start = *q;
+    if (*len > 0)
+        *q += *len;
+    return 0;
+}
+
+static PyObject *
+decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
+              PyObject *log_append_ts)
+{
+    /* pass 1: framing, and the last inner offset (v1 offsets are relative to it) */
+    Py_ssize_t p = 0, n = 0;
+    int64_t last_inner = 0;
+    while (p < end) {
+        if (end - p < LOG_OVERHEAD)
+            return NULL;
+        int64_t size = (int32_t)be32(d + p + 8);
+        if (size < LEGACY_OVERHEAD_V0 || size > end - p - LOG_OVERHEAD)
+            return NULL;
+        last_inner = (int64_t)be64(d + p);
+        p += LOG_OVERHEAD + (Py_ssize_t)size;
+        n++;
+    }
+    if (n == 0)
+        return NULL;
+    int64_t base = 0;                  /* v0 inner offsets are absolute */
+    if (wrapper_magic >= 1 && wrapper_offset != 0) {    /* librdkafka's 0 means base 0 */
+        if (wrapper_offset < last_inner)
+            return NULL;
+        base = wrapper_offset - last_inner;
+    }
+    PyObject *list = PyList_New(n);
+    if (list == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *ts_types[3] = {NULL, NULL, NULL};       /* -1, 0, 1 */
+    for (int i = 0; i < 3; i++) {
+        ts_types[i] = PyLong_FromLong(i - 1);
+        if (ts_types[i] == NULL)
+            goto error;
+    }
+    p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t inner_offset = (int64_t)be64(d + p), offset;
+        Py_ssize_t mstart = p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + p + 8);
+        p = mend;
+        const unsigned char *m = d + mstart;
+        uint32_t crc = be32(m);
+        int magic = (int8_t)m[4], attributes = (int8_t)m[5];
+        if (magic != 0 && magic != 1)
+            goto malformed;
+        if (magic == 1 && mend - mstart < LEGACY_OVERHEAD_V1)
+            goto malformed;
+        if (attributes & 0x07)           /* inner messages must not be compressed */
+            goto malformed;
+        Py_ssize_t q = mstart + 6;
+        int64_t ts = -1;
+        int ts_type = -1;
+        if (magic == 1) {
+            ts = (int64_t)be64(d + q);
+            ts_type = (attributes & 0x08) ? 1 : 0;
+            q += 8;
+        }
+        int32_t klen, vlen;
+        Py_ssize_t kstart, vstart;
+        if (read_bytes_field(d, &q, mend, &klen, &kstart) < 0 || read_bytes_field(d, &q, mend, &vlen, &vstart) < 0
+            || q != mend)
+            goto malformed;
+        if (add_overflows(base, inner_offset, &offset))
+            goto malformed;
+        int crc_ok = crc32_ieee(m + 4, (size_t)(mend - mstart - 4)) == crc;
+        PyObject *items[RECORD_FIELDS];
+        items[0] = PyLong_FromLongLong(offset);
+        if (log_append_ts != NULL) {
+            items[1] = Py_NewRef(log_append_ts);
+            items[2] = Py_NewRef(ts_types[2]);
+        } else {
+            items[1] = PyLong_FromLongLong(ts);
+            items[2] = Py_NewRef(ts_types[ts_type + 1]);
+        }
+        items[3] = klen >= 0 ? PyBytes_FromStringAndSize((const char *)d + kstart, klen) : Py_NewRef(Py_None);
+        items[4] = vlen >= 0 ? PyBytes_FromStringAndSize((const char *)d + vstart, vlen) : Py_NewRef(Py_None);
+        items[5] = Py_NewRef(empty_tuple);
+        items[6] = PyLong_FromLong(-1);
+        items[7] = Py_NewRef(Py_None);
+        items[8] = PyLong_FromLong(magic);
+        items[9] = PyLong_FromUnsignedLong(crc);
+        items[10] = Py_NewRef(crc_ok ? Py_True : Py_False);
+        PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
+        if (rec == NULL)
+            goto error;
+        PyList_SET_ITEM(list, i, rec);
+    }
+    for (int i = 0; i < 3; i++)
+        Py_DECREF(ts_types[i]);
+    return list;
+
+malformed:
+error:
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(ts_types[i]);
+    Py_DECREF(list);
+    PyErr_Clear();          /* memory errors included: the Python decoder reruns */
+    return NULL;
+}
+
+PyObject *
+kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time)");
+        return NULL;
+    }
+    if (RecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+        return NULL;
+    }
+    int64_t wrapper_offset, wrapper_magic;
+    PyObject *lat = args[3];
+    if (as_int64(args[1], &wrapper_offset) < 0 || as_int64(args[2], &wrapper_magic) < 0 ||
+        wrapper_magic < 0 || wrapper_magic > 1)
+        Py_RETURN_NONE;
+    if (lat == Py_None)
+        lat = NULL;
+    else if (!PyLong_Check(lat))
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *result = decode_legacy((const unsigned char *)view.buf, view.len, wrapper_offset,
+                                     (int)wrapper_magic, lat);
+    PyBuffer_Release(&view);
+    if (result == NULL)
+        Py_RETURN_NONE;
+    return result;
+}
+

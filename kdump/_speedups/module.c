@@ -1,0 +1,106 @@
+/* The module kdump._speedups.native: its function table, init(Batch, Record), and the
+ * shared state speedups.h declares */
+
+#include "speedups.h"
+
+PyTypeObject *BatchType = NULL;
+PyTypeObject *RecordType = NULL;
+PyObject *empty_tuple = NULL;
+PyObject *int_two = NULL;
+
+static PyObject *
+kd_init(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *batch, *record;
+    if (!PyArg_ParseTuple(args, "OO:init", &batch, &record))
+        return NULL;
+    Py_ssize_t want[2] = {BATCH_FIELDS, RECORD_FIELDS};
+    PyObject *types[2] = {batch, record};
+    for (int i = 0; i < 2; i++) {
+        PyObject *t = types[i];
+        if (!PyType_Check(t) || !PyType_IsSubtype((PyTypeObject *)t, &PyTuple_Type) ||
+            ((PyTypeObject *)t)->tp_alloc == NULL) {
+            PyErr_SetString(PyExc_TypeError, "init() wants two tuple subclasses (Batch, Record)");
+            return NULL;
+        }
+        PyObject *fields = PyObject_GetAttrString(t, "_fields");
+        Py_ssize_t nf = fields == NULL ? -1 : PyObject_Length(fields);
+        Py_XDECREF(fields);
+        if (nf != want[i]) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s is not a named tuple of %zd fields",
+                         ((PyTypeObject *)t)->tp_name, want[i]);
+            return NULL;
+        }
+    }
+    Py_INCREF(batch);
+    Py_INCREF(record);
+    Py_XSETREF(BatchType, (PyTypeObject *)batch);
+    Py_XSETREF(RecordType, (PyTypeObject *)record);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Module                                                                                */
+/* ------------------------------------------------------------------------------------ */
+
+static PyMethodDef kd_methods[] = {
+    {"init", kd_init, METH_VARARGS,
+     "init(Batch, Record): the classes scan_v2 and decode_v2_records build."},
+    {"scan_v2", (PyCFunction)(void (*)(void))kd_scan_v2, METH_FASTCALL,
+     "scan_v2(buf, pos, end, max_batches) -> (list of Batch, new_pos): the well-formed v2 "
+     "batches from pos on, stopping before the first entry the Python walker must judge."},
+    {"decode_v2_records", (PyCFunction)(void (*)(void))kd_decode_v2_records, METH_FASTCALL,
+     "decode_v2_records(data, base_offset, base_timestamp, log_append_time, base_sequence, count) "
+     "-> list of Record, or None if the data is malformed in any way."},
+    {"decode_legacy_set", (PyCFunction)(void (*)(void))kd_decode_legacy_set, METH_FASTCALL,
+     "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time) -> list of Record, or None "
+     "if the decompressed inner message set is malformed in any way."},
+    {"scan_plain_run", (PyCFunction)(void (*)(void))kd_scan_plain_run, METH_FASTCALL,
+     "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state) -> None | "
+     "(new_pos, state): the recovery scanner's fast path over the plain v2 batches from pos on; "
+     "state = (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, batches, records, "
+     "index_last, time_last); epochs is appended to in place. None: nothing consumed."},
+    {"json_batch_line", (PyCFunction)(void (*)(void))kd_json_batch_line, METH_FASTCALL,
+     "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
+     "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
+    {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
+    {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
+     "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},
+    {"watch_mapping", kd_watch_mapping, METH_VARARGS,
+     "watch_mapping(mapping, path_bytes) -> slot | None: name the file if a read of the mapping raises SIGBUS."},
+    {"unwatch_mapping", kd_unwatch_mapping, METH_O, "unwatch_mapping(slot): the mapping is about to close."},
+    {"catch_sigbus", kd_catch_sigbus, METH_NOARGS,
+     "catch_sigbus() -> bool: on SIGBUS, write one located error line and exit with status 3."},
+    {"_crc32c_sw", kd_crc32c_sw, METH_VARARGS, "crc32c without hardware acceleration (for tests)."},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef kd_module = {
+    PyModuleDef_HEAD_INIT, "kdump._speedups.native",
+    "Optional C accelerators for kdump's hot loops (the pure-Python code is the reference).",
+    -1, kd_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit_native(void)
+{
+    crc_init();
+    PyObject *m = PyModule_Create(&kd_module);
+    if (m == NULL)
+        return NULL;
+    if (empty_tuple == NULL) {
+        empty_tuple = PyTuple_New(0);
+        int_two = PyLong_FromLong(2);
+        if (empty_tuple == NULL || int_two == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    if (PyModule_AddStringConstant(m, "crc32c_impl", crc_impl_name) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,258 @@
+/* decode_v2_records: the twin of decode_v2_payload in kdump/format/records.py */
+
+#include "speedups.h"
+
+/*
+ * Zigzag varints exactly as kdump/format/varint.py read_varint: at most 5 bytes and the
+ * raw value must fit in 32 bits (varint), at most 10 bytes (varlong). Reads stop at
+ * ``end``. Return 0 on success, -1 where Python raises.
+ */
+static inline int
+read_varint32(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int32_t *out)
+{
+    Py_ssize_t p = *pos;
+    if (p < end && d[p] < 0x80) {             /* the one-byte case */
+        uint32_t r = d[p];
+        *out = (int32_t)((r >> 1) ^ (0u - (r & 1)));
+        *pos = p + 1;
+        return 0;
+    }
+    uint64_t r = 0;
+    for (int i = 0; i < 5; i++) {
+        if (p + i >= end)
+            return -1;
+        unsigned b = d[p + i];
+        r |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            if (r > 0xFFFFFFFFu)
+                return -1;
+            uint32_t u = (uint32_t)r;
+            *out = (int32_t)((u >> 1) ^ (0u - (u & 1)));
+            *pos = p + i + 1;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Varlong: 0 on success; 1 when the raw value needs more than 64 bits (only the lowest bit
+ * of the tenth byte fits), ``*out`` then holding junk, which varint.py rejects too; -1
+ * where Python raises. */
+static inline int
+read_varint64(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+{
+    Py_ssize_t p = *pos;
+    if (p < end && d[p] < 0x80) {
+        uint64_t r = d[p];
+        *out = (int64_t)((r >> 1) ^ ((uint64_t)0 - (r & 1)));
+        *pos = p + 1;
+        return 0;
+    }
+    uint64_t r = 0;
+    int big = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p + i >= end)
+            return -1;
+        unsigned b = d[p + i];
+        if (i < 9) {
+            r |= (uint64_t)(b & 0x7F) << (7 * i);
+        } else {
+            r |= (uint64_t)(b & 1) << 63;
+            big = (b & 0x7E) != 0;
+        }
+        if (b < 0x80) {
+            *out = (int64_t)((r >> 1) ^ ((uint64_t)0 - (r & 1)));
+            *pos = p + i + 1;
+            return big;
+        }
+    }
+    return -1;
+}
+
+/* A key or value: varint length (-1: null), then the bytes, all before ``end``. *at is
+ * where they start (NULL for null) and *p moves past them; -1 if malformed. */
+static inline int
+read_bytes_field(const unsigned char *d, Py_ssize_t *p, Py_ssize_t end, int32_t *len, const unsigned char **at)
+{
+    if (read_varint32(d, p, end, len) < 0 || *len < -1 || (*len >= 0 && *len > end - *p))
+        return -1;
+    *at = NULL;
+    if (*len >= 0) {
+        *at = d + *p;
+        *p += *len;
+    }
+    return 0;
+}
+
+/* The records of ``d[0:end]``; NULL with no exception set means "malformed". */
+static PyObject *
+decode_records(const unsigned char *d, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
+               PyObject *log_append_ts, int64_t base_seq, int64_t count)
+{
+    if (count < 0 || count > end / 7)   /* every record takes 7 bytes or more */
+        return NULL;
+    PyObject *ts_type = PyLong_FromLong(log_append_ts != NULL ? 1 : 0);
+    if (ts_type == NULL)
+        return NULL;
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    if (list == NULL) {
+        Py_DECREF(ts_type);
+        return NULL;
+    }
+    Py_ssize_t p = 0;
+    for (Py_ssize_t n = 0; n < (Py_ssize_t)count; n++) {
+        int32_t length, off_delta, klen, vlen, hcount;
+        int64_t ts_delta, offset, ts = 0, seq;
+        if (read_varint32(d, &p, end, &length) < 0 || length < 6 || length > end - p)
+            goto malformed;
+        Py_ssize_t rend = p + length;
+        p += 1;                                  /* attributes, unused */
+        /* nonzero: malformed, a raw value beyond 64 bits included (varint.py rejects it) */
+        if (read_varint64(d, &p, rend, &ts_delta) != 0 || read_varint32(d, &p, rend, &off_delta) < 0)
+            goto malformed;
+        if (add_overflows(base_offset, off_delta, &offset))
+            goto malformed;
+        if (log_append_ts == NULL && add_overflows(base_ts, ts_delta, &ts))
+            goto malformed;
+        if (base_seq >= 0) {
+            if (add_overflows(base_seq, off_delta, &seq))
+                goto malformed;
+            seq &= 0x7FFFFFFF;
+        } else {
+            seq = -1;
+        }
+        const unsigned char *kp, *vp;
+        if (read_bytes_field(d, &p, rend, &klen, &kp) < 0 || read_bytes_field(d, &p, rend, &vlen, &vp) < 0)
+            goto malformed;
+        /* headers */
+        if (read_varint32(d, &p, rend, &hcount) < 0 || hcount < 0 || hcount > rend - p)
+            goto malformed;
+        PyObject *headers;
+        if (hcount == 0) {
+            headers = Py_NewRef(empty_tuple);
+        } else {
+            headers = PyTuple_New(hcount);
+            if (headers == NULL)
+                goto error;
+            for (int32_t i = 0; i < hcount; i++) {
+                int32_t hk, hv;
+                if (read_varint32(d, &p, rend, &hk) < 0 || hk < 0 || hk > rend - p) {
+                    Py_DECREF(headers);
+                    goto malformed;
+                }
+                Py_ssize_t kstart = p;
+                p += hk;
+                if (read_varint32(d, &p, rend, &hv) < 0 || hv < -1 || (hv >= 0 && hv > rend - p)) {
+                    Py_DECREF(headers);
+                    goto malformed;
+                }
+                PyObject *pair = PyTuple_New(2);
+                if (pair == NULL) {
+                    Py_DECREF(headers);
+                    goto error;
+                }
+                PyTuple_SET_ITEM(headers, i, pair);
+                PyObject *hkey = PyBytes_FromStringAndSize((const char *)d + kstart, hk);
+                if (hkey == NULL) {
+                    Py_DECREF(headers);
+                    goto error;
+                }
+                PyTuple_SET_ITEM(pair, 0, hkey);
+                PyObject *hval;
+                if (hv < 0) {
+                    hval = Py_NewRef(Py_None);
+                } else {
+                    hval = PyBytes_FromStringAndSize((const char *)d + p, hv);
+                    p += hv;
+                    if (hval == NULL) {
+                        Py_DECREF(headers);
+                        goto error;
+                    }
+                }
+                PyTuple_SET_ITEM(pair, 1, hval);
+                PyObject_GC_UnTrack(pair);
+            }
+            PyObject_GC_UnTrack(headers);
+        }
+        if (p != rend) {
+            Py_DECREF(headers);
+            goto malformed;
+        }
+        PyObject *items[RECORD_FIELDS];
+        items[0] = PyLong_FromLongLong(offset);
+        items[1] = log_append_ts != NULL ? Py_NewRef(log_append_ts) : PyLong_FromLongLong(ts);
+        items[2] = Py_NewRef(ts_type);
+        items[3] = kp != NULL ? PyBytes_FromStringAndSize((const char *)kp, klen) : Py_NewRef(Py_None);
+        items[4] = vp != NULL ? PyBytes_FromStringAndSize((const char *)vp, vlen) : Py_NewRef(Py_None);
+        items[5] = headers;
+        items[6] = PyLong_FromLongLong(seq);
+        items[7] = Py_NewRef(Py_None);
+        items[8] = Py_NewRef(int_two);
+        items[9] = Py_NewRef(Py_None);
+        items[10] = Py_NewRef(Py_None);
+        PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
+        if (rec == NULL)
+            goto error;
+        PyList_SET_ITEM(list, n, rec);
+    }
+    if (p != end)
+        goto malformed;
+    Py_DECREF(ts_type);
+    return list;
+
+malformed:
+    Py_DECREF(ts_type);
+    Py_DECREF(list);
+    return NULL;
+error:
+    Py_DECREF(ts_type);
+    Py_DECREF(list);
+    PyErr_Clear();          /* memory errors included: the Python decoder reruns */
+    return NULL;
+}
+
+PyObject *
+kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_v2_records(data, base_offset, base_timestamp, log_append_time, "
+                        "base_sequence, count)");
+        return NULL;
+    }
+    if (RecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+        return NULL;
+    }
+    int64_t base_offset, base_ts, base_seq, count;
+    PyObject *lat = args[3];
+    if (as_int64(args[1], &base_offset) < 0 || as_int64(args[2], &base_ts) < 0 ||
+        as_int64(args[4], &base_seq) < 0 || as_int64(args[5], &count) < 0)
+        Py_RETURN_NONE;
+    if (lat == Py_None) {
+        lat = NULL;
+    } else if (!PyLong_Check(lat)) {
+        Py_RETURN_NONE;
+    }
+
+    PyObject *data = args[0];
+    PyObject *result;
+    if (PyBytes_Check(data)) {
+        result = decode_records((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
+                                base_offset, base_ts, lat, base_seq, count);
+    } else {
+        Py_buffer view;
+        if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        result = decode_records((const unsigned char *)view.buf, view.len,
+                                base_offset, base_ts, lat, base_seq, count);
+        PyBuffer_Release(&view);
+    }
+    if (result == NULL)
+        Py_RETURN_NONE;
+    return result;
+}
+

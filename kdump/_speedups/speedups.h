@@ -1,0 +1,228 @@
+/*
+ * kdump._speedups.native: optional C versions of kdump's hot loops, one file per Python
+ * module it twins (kdump/_accel.py is the switch; module.c lists every function):
+ *
+ *   crc.c      kdump/format/crc.py       crc32c(data, value=0) -> int
+ *   walk.c     kdump/format/walk.py      scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos)
+ *   records.c  kdump/format/records.py   decode_v2_records(data, base_offset, base_timestamp,
+ *                                          log_append_time, base_sequence, count) -> list[Record] | None
+ *   legacy.c   kdump/format/legacy.py    decode_legacy_set(data, wrapper_offset, wrapper_magic,
+ *                                          log_append_time) -> list[Record] | None
+ *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
+ *                                          interval, epochs, state) -> (new_pos, state) | None,
+ *                                        find_candidate(buf, pos, end, top) -> int
+ *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None
+ *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
+ *                                        unwatch_mapping(slot), catch_sigbus() -> bool
+ *   module.c   the module itself         init(Batch, Record), and this header's shared state
+ *
+ * The pure-Python code is the reference: these functions must produce exactly what it
+ * produces, and hand everything unusual back to it. scan_v2 stops, without consuming, at
+ * the first entry it does not like (legacy magic, bad sizes, torn tails, values Python
+ * would turn into big ints); the decoders return None on any malformation so that the
+ * Python decoder reruns and raises its precise error. Every read is bounds-checked
+ * against the buffer length. tests/speedups/ proves each function equal to its twin.
+ */
+#ifndef KDUMP_SPEEDUPS_H
+#define KDUMP_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Release the GIL around CRCs of at least this many bytes. */
+#define KD_NOGIL_BYTES ((Py_ssize_t)1 << 16)
+
+/* ------------------------------------------------------------------------------------ */
+/* Small helpers                                                                         */
+/* ------------------------------------------------------------------------------------ */
+
+static inline uint32_t
+be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static inline uint64_t
+be64(const unsigned char *p)
+{
+    return ((uint64_t)be32(p) << 32) | (uint64_t)be32(p + 4);
+}
+
+static inline int16_t
+be16s(const unsigned char *p)
+{
+    return (int16_t)(uint16_t)(((unsigned)p[0] << 8) | (unsigned)p[1]);
+}
+
+static inline uint64_t
+le64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = ((uint64_t)p[0]) | ((uint64_t)p[1] << 8) | ((uint64_t)p[2] << 16) | ((uint64_t)p[3] << 24) |
+        ((uint64_t)p[4] << 32) | ((uint64_t)p[5] << 40) | ((uint64_t)p[6] << 48) | ((uint64_t)p[7] << 56);
+#endif
+    return v;
+}
+
+/* a + b in int64; returns nonzero on overflow (Python would make a big int: not ours). */
+static inline int
+add_overflows(int64_t a, int64_t b, int64_t *out)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_add_overflow(a, b, out);
+#else
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+        return 1;
+    *out = a + b;
+    return 0;
+#endif
+}
+
+/* a - b in int64; returns nonzero on overflow. */
+static inline int
+sub_overflows(int64_t a, int64_t b, int64_t *out)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_sub_overflow(a, b, out);
+#else
+    if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b))
+        return 1;
+    *out = a - b;
+    return 0;
+#endif
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The v2 batch layout (kdump/format/batch.py)                                          */
+/* ------------------------------------------------------------------------------------ */
+
+#define LOG_OVERHEAD 12
+#define HEADER_UP_TO_MAGIC 17
+#define RECORD_BATCH_OVERHEAD 61
+#define ATTRIBUTES_OFFSET 21
+
+/* args[1..3] of the walking functions: pos, end, max_batches; -1 with an exception set. */
+int span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches);
+
+/* An int64 from a Python int; 0 on success, -1 (no exception set) if not an int64. */
+static inline int
+as_int64(PyObject *o, int64_t *out)
+{
+    if (!PyLong_Check(o))
+        return -1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* CRCs (crc.c)                                                                          */
+/* ------------------------------------------------------------------------------------ */
+
+/* The raw CRC-32C register update, software or SSE4.2 (chosen by crc_init). */
+extern uint32_t (*crc_raw)(uint32_t, const unsigned char *, size_t);
+extern const char *crc_impl_name;
+void crc_init(void);
+
+static inline uint32_t
+crc32c_value(uint32_t value, const unsigned char *p, size_t n)
+{
+    return ~crc_raw(~value, p, n);
+}
+
+/* The IEEE CRC-32 of p[0:n], finished (what zlib.crc32(data) returns). */
+uint32_t crc32_ieee(const unsigned char *p, size_t n);
+
+/* ------------------------------------------------------------------------------------ */
+/* The Batch and Record classes, and building their instances                            */
+/* ------------------------------------------------------------------------------------ */
+
+#define BATCH_FIELDS 15
+#define RECORD_FIELDS 11
+
+extern PyTypeObject *BatchType;     /* kdump.model.Batch, given by init() */
+extern PyTypeObject *RecordType;    /* kdump.model.Record */
+extern PyObject *empty_tuple;
+extern PyObject *int_two;           /* the magic of every v2 record */
+
+/*
+ * An instance of the tuple subclass ``tp`` holding ``items`` (references stolen, also on
+ * failure): what ``tuple.__new__(tp, items)`` builds, without the intermediate tuple.
+ * Every item is an int, bool, bytes, None or a tuple of those, so the result can never
+ * be part of a cycle: it is untracked at once, as the collector would do on its first
+ * pass anyway.
+ */
+static inline PyObject *
+new_struct(PyTypeObject *tp, PyObject **items, Py_ssize_t n)
+{
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        if (items[i] == NULL) {
+            for (Py_ssize_t j = 0; j < n; j++)
+                Py_XDECREF(items[j]);
+            return NULL;
+        }
+    }
+#if PY_VERSION_HEX >= 0x030F0000 || defined(KDUMP_GENERIC_TUPLES)
+    /* Unknown future tuple layout: go through tuple.__new__ itself. */
+    PyObject *plain = PyTuple_New(n);
+    if (plain == NULL) {
+        for (i = 0; i < n; i++)
+            Py_DECREF(items[i]);
+        return NULL;
+    }
+    for (i = 0; i < n; i++)
+        PyTuple_SET_ITEM(plain, i, items[i]);
+    PyObject *args = PyTuple_Pack(1, plain);
+    Py_DECREF(plain);
+    if (args == NULL)
+        return NULL;
+    PyObject *obj = PyTuple_Type.tp_new(tp, args, NULL);
+    Py_DECREF(args);
+    return obj;
+#else
+    PyObject *obj = tp->tp_alloc(tp, n);
+    if (obj == NULL) {
+        for (i = 0; i < n; i++)
+            Py_DECREF(items[i]);
+        return NULL;
+    }
+#  if PY_VERSION_HEX >= 0x030E0000
+    ((PyTupleObject *)obj)->ob_hash = -1;     /* 3.14 caches tuple hashes; -1 = not yet */
+#  endif
+    for (i = 0; i < n; i++)
+        PyTuple_SET_ITEM(obj, i, items[i]);
+    if (PyObject_GC_IsTracked(obj))
+        PyObject_GC_UnTrack(obj);
+    return obj;
+#endif
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The module's functions, one file each (see the table at the top)                     */
+/* ------------------------------------------------------------------------------------ */
+
+PyObject *kd_crc32c(PyObject *self, PyObject *args);
+PyObject *kd_crc32c_sw(PyObject *self, PyObject *args);
+PyObject *kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
+PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
+PyObject *kd_catch_sigbus(PyObject *self, PyObject *unused);
+
+#endif /* KDUMP_SPEEDUPS_H */

@@ -1,0 +1,134 @@
+/* scan_v2: the twin of Walker in kdump/format/walk.py */
+
+#include "speedups.h"
+
+int
+span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches)
+{
+    Py_ssize_t *out[3] = {pos, end, max_batches};
+    for (int i = 0; i < 3; i++) {
+        *out[i] = PyLong_AsSsize_t(args[i + 1]);
+        if (*out[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+PyObject *
+kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "scan_v2(buf, pos, end, max_batches)");
+        return NULL;
+    }
+    if (BatchType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+        return NULL;
+    }
+    Py_ssize_t pos, end, max_batches;
+    if (span_args(args, &pos, &end, &max_batches) < 0)
+        return NULL;
+
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        /* Not a flat buffer: consume nothing, the Python walker decides what happens. */
+        PyErr_Clear();
+        goto done;
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    if (end > view.len)
+        end = view.len;
+
+    Py_ssize_t n = 0;
+    while (n < max_batches && pos >= 0 && end - pos > HEADER_UP_TO_MAGIC) {
+        const unsigned char *h = buf + pos;
+        if (h[16] != 2)
+            break;
+        int32_t length = (int32_t)be32(h + 8);
+        if ((int64_t)length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD)
+            break;
+        if ((int64_t)length + LOG_OVERHEAD > (int64_t)(end - pos))
+            break;
+        Py_ssize_t size = (Py_ssize_t)length + LOG_OVERHEAD;
+        /* From here the whole entry, header included, lies inside [pos, end). */
+        int64_t base_offset = (int64_t)be64(h);
+        int32_t last_delta = (int32_t)be32(h + 23);
+        int64_t last_offset;
+        if (add_overflows(base_offset, last_delta, &last_offset))
+            break;    /* Python would make a big int: let it */
+        int32_t epoch = (int32_t)be32(h + 12);
+        uint32_t crc = be32(h + 17);
+        int16_t attributes = be16s(h + 21);
+        int64_t base_ts = (int64_t)be64(h + 27);
+        int64_t max_ts = (int64_t)be64(h + 35);
+        int64_t producer_id = (int64_t)be64(h + 43);
+        int16_t producer_epoch = be16s(h + 51);
+        int32_t base_sequence = (int32_t)be32(h + 53);
+        int32_t count = (int32_t)be32(h + 57);
+
+        const unsigned char *crc_start = h + ATTRIBUTES_OFFSET;
+        size_t crc_len = (size_t)(size - ATTRIBUTES_OFFSET);
+        uint32_t computed;
+        if ((Py_ssize_t)crc_len >= KD_NOGIL_BYTES) {
+            Py_BEGIN_ALLOW_THREADS
+            computed = crc32c_value(0, crc_start, crc_len);
+            Py_END_ALLOW_THREADS
+        } else {
+            computed = crc32c_value(0, crc_start, crc_len);
+        }
+
+        PyObject *items[BATCH_FIELDS];
+        items[0] = PyLong_FromSsize_t(pos);
+        items[1] = PyLong_FromLongLong(base_offset);
+        /* equal values share one int object (one-record batches: both pairs) */
+        items[2] = (last_delta == 0 && items[1] != NULL) ? Py_NewRef(items[1]) : PyLong_FromLongLong(last_offset);
+        items[3] = PyLong_FromLong(count);
+        items[4] = PyLong_FromSsize_t(size);
+        items[5] = Py_NewRef(int_two);
+        items[6] = PyLong_FromUnsignedLong(crc);
+        items[7] = PyBool_FromLong(computed == crc);
+        items[8] = PyLong_FromLong(attributes);
+        items[9] = PyLong_FromLong(epoch);
+        items[10] = PyLong_FromLongLong(base_ts);
+        items[11] = (max_ts == base_ts && items[10] != NULL) ? Py_NewRef(items[10]) : PyLong_FromLongLong(max_ts);
+        items[12] = PyLong_FromLongLong(producer_id);
+        items[13] = PyLong_FromLong(producer_epoch);
+        items[14] = PyLong_FromLong(base_sequence);
+        PyObject *batch = new_struct(BatchType, items, BATCH_FIELDS);
+        if (batch == NULL)
+            goto fail;
+        int rc = PyList_Append(list, batch);
+        Py_DECREF(batch);
+        if (rc < 0)
+            goto fail;
+        pos += size;
+        n++;
+    }
+    PyBuffer_Release(&view);
+done:;
+    PyObject *pos_obj = PyLong_FromSsize_t(pos);
+    if (pos_obj == NULL) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    PyObject *result = PyTuple_New(2);
+    if (result == NULL) {
+        Py_DECREF(list);
+        Py_DECREF(pos_obj);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(result, 0, list);
+    PyTuple_SET_ITEM(result, 1, pos_obj);
+    return result;
+
+fail:
+    PyBuffer_Release(&view);
+    Py_DECREF(list);
+    return NULL;
+}
+
