@@ -12,7 +12,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits, limits_for
 from kdump.check.dls_index import IndexOptions
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.reader import Filters, SegmentReader, out_of_memory
-from kdump.render.payload import PayloadView
+from kdump.decoders.payload import PayloadView
 from kdump.storage.segment import file_size
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.cli.options import Output, jobs_option, jobs_or_default, limits_option, output_options

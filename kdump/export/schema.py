@@ -1,6 +1,6 @@
 """The one row schema of ``kdump export``: column layouts as Spark DDL and as Arrow types.
 
-Both engines (``kdump.export.run``'s local writers and the Spark source) build their rows
+Both engines (``kdump.export.local``'s writers and the Spark source) build their rows
 against these lists, so they produce the same rows.
 """
 

@@ -1,7 +1,7 @@
 """How keys, values and headers are shown: --encoding, --key/--value-decoder, internal decoders.
 
-One ``PayloadView`` is built per command from its options and handed to every renderer,
-so text, table and JSON agree on what a value looks like.
+One ``PayloadView`` is built per command from its options and handed to every renderer
+and to the export's rows, so text, table and JSON agree on what a value looks like.
 """
 
 from __future__ import annotations
