@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from kdump.export.plan import Scope, Slice
 from kdump.export.read import Damage, damage_message, in_range, read_slice
-from kdump.export.schema import BATCH_COLUMNS, HEADER_DDL, RECORD_COLUMNS, arrow_schema, arrow_type, text
+from kdump.export.schema import BATCH_COLUMNS, RECORD_COLUMNS, arrow_schema, arrow_type, text
 from kdump.export.write import binary_array, size_parts
 from kdump.export.ndjson import maybe_large
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
+from kdump.model import COMPRESSION_NAMES, FIELD_TYPES, HEADERS_TYPE, TIMESTAMP_TYPE_NAMES, Batch, Record
 from kdump.storage.reader import out_of_memory
 
 DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
@@ -64,10 +64,10 @@ class RecordColumns:
         # group level: one tuple per group, in _GROUP_TYPES order
         self.groups: list[tuple] = []
 
-    # position, base_offset, timestamp_type, magic, compression, producer_id, producer_epoch,
-    # is_transactional, is_control, partition_leader_epoch, crc_valid, error
-    _GROUP_TYPES = ("bigint", "bigint", "string", "int", "string", "bigint", "int", "boolean", "boolean", "int",
-                    "boolean", "string")
+    # The columns kept once per group, in the order of ``_group``'s tuples.
+    _GROUP_FIELDS = ("position", "base_offset", "timestamp_type", "magic", "compression", "producer_id",
+                     "producer_epoch", "is_transactional", "is_control", "partition_leader_epoch", "crc_valid", "error")
+    _GROUP_TYPES = tuple(FIELD_TYPES[name] for name in _GROUP_FIELDS)
 
     @staticmethod
     def _group(b: Batch, ts_type: int, crc_valid: bool | None, error: str | None = None) -> tuple:
@@ -133,31 +133,23 @@ class RecordColumns:
         import pyarrow as pa
 
         sl, n = self.slice, self.rows
-        group_cols = [pa.array(c, arrow_type(t)) for c, t in zip(zip(*self.groups), self._GROUP_TYPES)]
         take = pa.array(self.group, pa.int32())
-        (position, base_offset, ts_type, magic, codec, producer_id, producer_epoch, transactional, control, epoch,
-         crc_valid, error) = [c.take(take) for c in group_cols]
+        cols = {name: pa.array(c, arrow_type(t)).take(take)
+                for name, c, t in zip(self._GROUP_FIELDS, zip(*self.groups), self._GROUP_TYPES)}
         header_struct = pa.StructArray.from_arrays(
             [pa.array(self.header_keys, pa.string()), binary_array(self.header_values)],
             fields=[pa.field("key", pa.string()), pa.field("value", pa.binary())])
-        headers = pa.ListArray.from_arrays(pa.array(self.header_ends, pa.int32()), header_struct,
-                                           type=arrow_type(HEADER_DDL))
-        arrays = [
-            pa.repeat(pa.scalar(text(sl.topic), pa.string()), n),
-            pa.repeat(pa.scalar(sl.partition, pa.int32()), n),
-            pa.repeat(pa.scalar(text(sl.segment), pa.string()), n),
-            pa.repeat(pa.scalar(text(sl.path), pa.string()), n),
-            position, base_offset,
-            pa.array(self.offset, pa.int64()),
-            _timestamps(self.timestamp),
-            ts_type,
-            binary_array(self.key),
-            binary_array(self.value),
-            headers,
-            magic, codec, producer_id, producer_epoch,
-            pa.array(self.sequence, pa.int32()),
-            transactional, control, epoch, crc_valid, error,
-        ]
+        cols["headers"] = pa.ListArray.from_arrays(pa.array(self.header_ends, pa.int32()), header_struct,
+                                                   type=arrow_type(HEADERS_TYPE))
+        for name, value in (("topic", text(sl.topic)), ("partition", sl.partition), ("segment", text(sl.segment)),
+                            ("file", text(sl.path))):
+            cols[name] = pa.repeat(pa.scalar(value, arrow_type(FIELD_TYPES[name])), n)
+        cols["offset"] = pa.array(self.offset, pa.int64())
+        cols["timestamp"] = _timestamps(self.timestamp)
+        cols["key"] = binary_array(self.key)
+        cols["value"] = binary_array(self.value)
+        cols["sequence"] = pa.array(self.sequence, pa.int32())
+        arrays = [cols[name] for name, _ in RECORD_COLUMNS]
         batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(RECORD_COLUMNS))
         self._reset()
         return batch

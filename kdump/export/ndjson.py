@@ -17,7 +17,9 @@ from operator import itemgetter
 from typing import Any
 
 from kdump.format.records import LargeRecords
-from kdump.model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
+from kdump.model import (BATCH_FIELDS, COMPRESSION_MASK, CONTROL_FLAG, CREATE_TIME, DELETE_HORIZON_FLAG, HEADER_FIELDS,
+                          LEGACY_RECORD_FIELDS, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, RECORD_FIELDS, TIMESTAMP_TYPE_MASK,
+                          TIMESTAMP_TYPE_NAMES, TRANSACTIONAL_FLAG, Batch, Record, compression_name)
 from kdump.decoders.payload import PayloadView
 
 _B = ("false", "true")
@@ -27,21 +29,45 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-_FRAGMENTS: dict[tuple[int, int], tuple[str, str]] = {}
+def _members(names: tuple[str, ...]) -> str:
+    """A %-template of JSON object members, one per schema field: ``"a":%s,"b":%s``."""
+    return ",".join(f'"{name}":%s' for name in names)
 
 
-def _fragments(magic: int, attributes: int) -> tuple[str, str]:
-    """The parts of a batch object fixed by its magic and attributes, built once each."""
+def _compiled(args: str, head: str, names: tuple[str, ...], values: dict[str, str]):
+    """``lambda args: head + '"a":<value a>,"b":<value b>'``, compiled once from the schema (as
+    namedtuple builds its methods): the keys and their order are the layout's, each value
+    the expression ``values`` gives for it. An f-string: the hottest object is written at
+    the speed of hand-written code."""
+    members = ",".join(f'"{name}":{{{values[name]}}}' for name in names)
+    return eval(f"lambda {args}: f'{head}{members}'")  # noqa: S307 - the text is ours, built from constants
+
+
+# The objects' text, from the row schema's layouts.
+_BATCH = '{"file":%s,' + _members(BATCH_FIELDS)
+_RECORD = _compiled("offset, timestamp, key, value, sequence, lit, hjson", "{{", RECORD_FIELDS, {
+    "offset": "offset", "timestamp": "timestamp", "key_size": "-1 if key is None else len(key)",
+    "value_size": "-1 if value is None else len(value)", "sequence": "sequence", "key": "lit(key)",
+    "value": "lit(value)", "headers": "hjson"})
+_LEGACY = "," + _members(LEGACY_RECORD_FIELDS)
+_HEADER = "{" + _members(HEADER_FIELDS) + "}"
+
+_FRAGMENTS: dict[tuple[int, int], tuple[str, str, str, str]] = {}
+
+
+def _fragments(magic: int, attributes: int) -> tuple[str, str, str, str]:
+    """The batch values fixed by its magic and attributes, as JSON literals, built once each:
+    compression, timestamp_type, is_transactional, is_control."""
     key = (magic, attributes)
     frag = _FRAGMENTS.get(key)
     if frag is None:
-        ts_type = -1 if magic == 0 else (1 if attributes & 0x08 else 0)
+        ts_type = NO_TIMESTAMP_TYPE if magic == 0 else (
+            LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME)
         v2 = magic >= 2
-        middle = (f',"compression":"{compression_name(attributes & 7)}",'
-                  f'"timestamp_type":"{TIMESTAMP_TYPE_NAMES[ts_type]}"')
-        tail = (f',"is_transactional":{_B[v2 and bool(attributes & 0x10)]},'
-                f'"is_control":{_B[v2 and bool(attributes & 0x20)]},"delete_horizon_ms":')
-        frag = _FRAGMENTS[key] = (middle, tail)
+        frag = _FRAGMENTS[key] = (f'"{compression_name(attributes & COMPRESSION_MASK)}"',
+                                  f'"{TIMESTAMP_TYPE_NAMES[ts_type]}"',
+                                  _B[v2 and bool(attributes & TRANSACTIONAL_FLAG)],
+                                  _B[v2 and bool(attributes & CONTROL_FLAG)])
     return frag
 
 
@@ -49,15 +75,12 @@ def batch_prefix(file_json: str, b: Batch) -> str:
     """The batch object without its closing brace (records may follow)."""
     (position, base_offset, last_offset, count, size, magic, crc, crc_valid, attributes, epoch,
      base_ts, max_ts, producer_id, producer_epoch, base_sequence) = b
-    middle, tail = _fragments(magic, attributes)
-    horizon = base_ts if magic >= 2 and attributes & 0x40 else "null"
-    return (f'{{"file":{file_json},"position":{position},'
-            f'"base_offset":{"null" if base_offset is None else base_offset},'
-            f'"last_offset":{last_offset},"count":{"null" if count is None else count},'
-            f'"size":{size},"magic":{magic},"crc":{crc},"crc_valid":{_B[crc_valid]}{middle},'
-            f'"base_timestamp":{base_ts},"max_timestamp":{max_ts},'
-            f'"partition_leader_epoch":{epoch},"producer_id":{producer_id},'
-            f'"producer_epoch":{producer_epoch},"base_sequence":{base_sequence}{tail}{horizon}')
+    compression, ts_type, transactional, control = _fragments(magic, attributes)
+    horizon = base_ts if magic >= 2 and attributes & DELETE_HORIZON_FLAG else "null"
+    return _BATCH % (file_json, position, "null" if base_offset is None else base_offset, last_offset,
+                     "null" if count is None else count, size, magic, crc, _B[crc_valid], compression, ts_type,
+                     base_ts, max_ts, epoch, producer_id, producer_epoch, base_sequence, transactional, control,
+                     horizon)
 
 
 def _literal_fn(view: PayloadView):
@@ -90,15 +113,12 @@ def record_json(r: Record, lit, view: PayloadView) -> str:
     offset, timestamp, _, key, value, headers, sequence, control, magic, crc, crc_valid = r
     if headers:
         hjson = "[" + ",".join(
-            f'{{"key":{encode_basestring_ascii(k.decode("utf-8", "replace"))},"value":{lit(v)}}}'
-            for k, v in headers) + "]"
+            _HEADER % (encode_basestring_ascii(k.decode("utf-8", "replace")), lit(v)) for k, v in headers) + "]"
     else:
         hjson = "[]"
-    s = (f'{{"offset":{offset},"timestamp":{timestamp},'
-         f'"key_size":{-1 if key is None else len(key)},"value_size":{-1 if value is None else len(value)},'
-         f'"sequence":{sequence},"key":{lit(key)},"value":{lit(value)},"headers":{hjson}')
+    s = _RECORD(offset, timestamp, key, value, sequence, lit, hjson)
     if magic < 2:
-        s += f',"crc":{crc},"crc_valid":{_B[bool(crc_valid)]}'
+        s += _LEGACY % (crc, _B[bool(crc_valid)])
     if control is not None:
         s += ',"control":' + dumps(control.to_dict())
     if not view.plain:
@@ -128,7 +148,7 @@ def maybe_large(b: Batch, records: list[Record]) -> bool:
     """May these records hold more than STREAM_ABOVE bytes? Decided from the batch without
     measuring its records (every batch asks): its size when uncompressed, the decoder's
     LargeRecords mark for a v2 compressed one; a legacy compressed wrapper is measured."""
-    compressed = b[8] & 7
+    compressed = b[8] & COMPRESSION_MASK
     if not compressed:
         return b[4] > STREAM_ABOVE
     return type(records) is LargeRecords or b[5] < 2
