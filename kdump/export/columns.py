@@ -71,7 +71,7 @@ class RecordColumns:
 
     @staticmethod
     def _group(b: Batch, ts_type: int, crc_valid: bool | None, error: str | None = None) -> tuple:
-        return (b.position, b.base_offset, TIMESTAMP_TYPE_NAMES[ts_type], b.magic, _CODEC_NAMES[b.attributes & 7],
+        return (b.position, b.base_offset, TIMESTAMP_TYPE_NAMES[ts_type], b.magic, _CODEC_NAMES[b.compression],
                 b.producer_id, b.producer_epoch, b.is_transactional, b.is_control, b.partition_leader_epoch,
                 crc_valid, error)
 
@@ -185,8 +185,11 @@ def batch_rows(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_RO
     import pyarrow as pa
 
     rows: list[tuple] = []
-    head = (text(sl.topic), sl.partition, text(sl.segment), text(sl.path))
+    head = {"topic": text(sl.topic), "partition": sl.partition, "segment": text(sl.segment), "file": text(sl.path)}
     schema = arrow_schema(BATCH_COLUMNS)
+
+    def row(values: dict) -> tuple:
+        return tuple(values.get(name) for name, _ in BATCH_COLUMNS)
 
     def flush():
         cols = list(zip(*rows))
@@ -195,14 +198,10 @@ def batch_rows(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_RO
     # Offsets are not filtered per batch here: a batch row stands for the whole batch.
     for item in read_slice(sl, Scope(), records=False):
         if isinstance(item, Damage):
-            rows.append(head + (item.position, None, None, item.offset, None, None, None, None, None, None,
-                                None, None, None, None, None, None, None, None, item.kind, item.message))
+            rows.append(row({**head, "position": item.position, "last_offset": item.offset, "error_kind": item.kind,
+                             "error": item.message}))
         else:
-            b = item[0]
-            rows.append(head + (b.position, b.size, b.base_offset, b.last_offset, b.count, b.magic, b.crc,
-                                b.crc_valid, _CODEC_NAMES[b.attributes & 7], TIMESTAMP_TYPE_NAMES[b.timestamp_type],
-                                b.base_timestamp, b.max_timestamp, b.partition_leader_epoch, b.producer_id,
-                                b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control, None, None))
+            rows.append(row({**head, **item[0].to_dict()}))     # the batch's fields as --json has them
         if len(rows) >= max_rows:
             yield flush()
             rows = []
