@@ -237,6 +237,19 @@ class Reader:
             return [self.read_element(f, version, flexible) for _ in range(n)]
         return self.read_element(f, version, flexible, tagged)
 
+    def sized(self, f: Any, version: int, flexible: bool, what: str) -> int | None:
+        """The length of a string or bytes element (``what``), None where it is a null the
+        field allows; a null it does not allow or a negative length is an error."""
+        at = self.pos
+        n = self.length(flexible, what == "string", f"{what} {f.name}")
+        if n >= 0:
+            return n
+        if n == -1 and not f.array and within(f.nullable, version):
+            return None
+        if n == -1:
+            raise self.fail(f"non-nullable field {f.name} was serialized as null", at)
+        raise self.fail(f"{what} field {f.name} had invalid length {n}", at)
+
     def read_element(self, f: Any, version: int, flexible: bool, tagged: bool = False) -> Any:
         kind = f.kind
         if kind in _FIXED:
@@ -245,26 +258,15 @@ class Reader:
             return uuid_text(self.take(16, "uuid"))
         if kind == "string":
             at = self.pos
-            n = self.length(flexible, True, f"string {f.name}")
-            if n < 0:
-                if n == -1 and not f.array and within(f.nullable, version):
-                    return None
-                if n == -1:
-                    raise self.fail(f"non-nullable field {f.name} was serialized as null", at)
-                raise self.fail(f"string field {f.name} had invalid length {n}", at)
+            n = self.sized(f, version, flexible, "string")
+            if n is None:
+                return None
             if n > 0x7FFF:
                 raise self.fail(f"string field {f.name} had invalid length {n}", at)
             return self.take(n, "string").decode("utf-8", "replace")
         if kind in ("bytes", "records"):
-            at = self.pos
-            n = self.length(flexible, False, f"bytes {f.name}")
-            if n < 0:
-                if n == -1 and not f.array and within(f.nullable, version):
-                    return None
-                if n == -1:
-                    raise self.fail(f"non-nullable field {f.name} was serialized as null", at)
-                raise self.fail(f"bytes field {f.name} had invalid length {n}", at)
-            return b64(self.take(n, "byte array"))
+            n = self.sized(f, version, flexible, "bytes")
+            return None if n is None else b64(self.take(n, "byte array"))
         # struct: nullable structs carry a marker (KIP-893): a byte (-1 null, 1 present), or
         # as a tagged field an unsigned varint (0 null, above 0 present).
         if not f.array and within(f.nullable, version):
