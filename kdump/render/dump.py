@@ -156,7 +156,7 @@ class JsonDump:
         self.out.write()
         write = self.out.stream.write
         for piece in ndjson.batch_pieces(self._file_json, batch, records, self.view,
-                                          None if error is None else error.message):
+                                         None if error is None else error.message):
             write(piece)
         write("\n")
 
