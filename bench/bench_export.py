@@ -111,7 +111,7 @@ def generate(root: str, size_gib: float, partitions: int, segments: int) -> dict
 
 
 def bench_local(root: str, out: str, threads: bool) -> tuple[float, int]:
-    from kdump.export.run import export_local
+    from kdump.export.local import export_local
 
     t = time.monotonic()
     result = export_local([root], out, overwrite=True, threads=threads)

@@ -17,8 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 
 from kdump.decoders import (  # noqa: E402
-    basic, cluster_metadata, consumer_offsets, kraft_control, schema, transaction_state,
+    basic, cluster_metadata, consumer_offsets, kafka_text, transaction_state,
 )
+from kdump.format import kraft_control  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 
 NULL_VALUE = 0x80
@@ -31,7 +32,7 @@ def _internal(module):
         except KdumpError:
             return
         module.text(decoded)
-        schema.to_json(schema.strip_private(decoded))
+        kafka_text.to_json(kafka_text.strip_private(decoded))
     return run
 
 
@@ -41,7 +42,7 @@ def _control(ctype: int):
             decoded = kraft_control.decode_control_value(ctype, value)
         except KdumpError:
             return
-        schema.to_json(decoded)
+        kafka_text.to_json(decoded)
     return run
 
 

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 from _common import LIMITS, expect, outcome, pure_python  # noqa: E402
 
-import kdump.decoders.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
+import kdump.format.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
 from kdump.format import varint  # noqa: E402
 from kdump.testing import build_legacy_message  # noqa: E402
 from kdump.format.codecs import GZIP, compress  # noqa: E402

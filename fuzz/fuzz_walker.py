@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 from _common import LIMITS, expect, outcome, pure_python  # noqa: E402
 
-import kdump.decoders.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
+import kdump.format.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
 from kdump.format.walk import Walker, decode_records  # noqa: E402
 
 

@@ -1,9 +1,10 @@
-"""The typed objects the decoding core produces.
+"""The typed objects the decoding core produces, and the one row schema of their output.
 
 They are immutable named tuples: cheap to build in the hot loops (one tuple per batch or
-record) and read by attribute. ``to_dict()`` on each type *is* the JSON model of
-``--json`` (design.md) and the row layout of the Spark source; renderers never invent
-fields of their own.
+record) and read by attribute. ``FIELD_TYPES`` and the layouts after it are the row schema:
+``to_dict()``, the ``--json``/NDJSON writer (``kdump.export.ndjson``) and the Arrow/Spark
+columns (``kdump.export.schema``) are derived from them, and the C writer is tested against
+them (tests/export/test_row_schema.py); renderers never invent fields of their own.
 """
 
 from __future__ import annotations
@@ -27,6 +28,42 @@ TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
 DELETE_HORIZON_FLAG = 0x40
+
+
+# -- the row schema -------------------------------------------------------------------------
+# Every field of a ``--json`` object or an export row, declared once: name -> type, in Spark
+# DDL words. In JSON a bigint, int or timestamp is a number (a timestamp in epoch ms, -1 for
+# none), binary a string under --encoding, and headers a list of {"key", "value"} objects.
+
+HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+FIELD_TYPES: dict[str, str] = {
+    # where a row comes from
+    "topic": "string", "partition": "int", "segment": "string", "file": "string",
+    # a batch (or legacy shallow message)
+    "position": "bigint", "base_offset": "bigint", "last_offset": "bigint", "count": "int", "size": "bigint",
+    "magic": "int", "crc": "bigint", "crc_valid": "boolean", "compression": "string", "timestamp_type": "string",
+    "base_timestamp": "bigint", "max_timestamp": "bigint", "partition_leader_epoch": "int",
+    "producer_id": "bigint", "producer_epoch": "int", "base_sequence": "int",
+    "is_transactional": "boolean", "is_control": "boolean", "delete_horizon_ms": "bigint",
+    # a record
+    "offset": "bigint", "timestamp": "timestamp", "key_size": "int", "value_size": "int", "sequence": "int",
+    "key": "binary", "value": "binary", "headers": HEADERS_TYPE,
+    "control": "struct",                  # JSON only: Control.to_dict() on records of control batches
+    # damage, and export's NDJSON lines as Spark's text writer takes them
+    "records_error": "string", "error_kind": "string", "error": "string", "line": "string", "is_error": "boolean",
+}
+JSON_NULLABLE = frozenset({"base_offset", "count", "delete_horizon_ms", "key", "value"})
+
+# The --json batch line: {"file", *BATCH_FIELDS, "records": [...]?, "records_error"?}.
+BATCH_FIELDS = ("position", "base_offset", "last_offset", "count", "size", "magic", "crc", "crc_valid",
+                "compression", "timestamp_type", "base_timestamp", "max_timestamp", "partition_leader_epoch",
+                "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
+                "delete_horizon_ms")
+# A record object: RECORD_FIELDS, then LEGACY_RECORD_FIELDS for v0/v1 messages (their own
+# CRC), then "control" on records of control batches, then what a decoder adds.
+RECORD_FIELDS = ("offset", "timestamp", "key_size", "value_size", "sequence", "key", "value", "headers")
+LEGACY_RECORD_FIELDS = ("crc", "crc_valid")
+HEADER_FIELDS = ("key", "value")
 
 
 def compression_name(codec: int) -> str:
@@ -102,27 +139,10 @@ class Batch(NamedTuple):
         return self.position + self.size
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "position": self.position,
-            "base_offset": self.base_offset,
-            "last_offset": self.last_offset,
-            "count": self.count,
-            "size": self.size,
-            "magic": self.magic,
-            "crc": self.crc,
-            "crc_valid": self.crc_valid,
-            "compression": compression_name(self.compression),
-            "timestamp_type": TIMESTAMP_TYPE_NAMES[self.timestamp_type],
-            "base_timestamp": self.base_timestamp,
-            "max_timestamp": self.max_timestamp,
-            "partition_leader_epoch": self.partition_leader_epoch,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "base_sequence": self.base_sequence,
-            "is_transactional": self.is_transactional,
-            "is_control": self.is_control,
-            "delete_horizon_ms": self.delete_horizon_ms,
-        }
+        """The JSON model of the batch: BATCH_FIELDS, the codes by their Kafka names."""
+        named = {"compression": compression_name(self.compression),
+                 "timestamp_type": TIMESTAMP_TYPE_NAMES[self.timestamp_type]}
+        return {name: named[name] if name in named else getattr(self, name) for name in BATCH_FIELDS}
 
 
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
@@ -178,20 +198,13 @@ class Record(NamedTuple):
     def to_dict(self, encode: Encoder | None = _b64) -> dict[str, Any]:
         """JSON model of one record; ``encode`` turns bytes into JSON values (None: raw)."""
         enc = encode or (lambda b: b)
-        out: dict[str, Any] = {
-            "offset": self.offset,
-            "timestamp": self.timestamp,
-            "key_size": self.key_size,
-            "value_size": self.value_size,
-            "sequence": self.sequence,
-            "key": None if self.key is None else enc(self.key),
-            "value": None if self.value is None else enc(self.value),
-            "headers": [{"key": k.decode("utf-8", "replace"), "value": None if v is None else enc(v)}
-                        for k, v in self.headers],
-        }
+        named = {"key": None if self.key is None else enc(self.key),
+                 "value": None if self.value is None else enc(self.value),
+                 "headers": [dict(zip(HEADER_FIELDS, (k.decode("utf-8", "replace"), None if v is None else enc(v))))
+                             for k, v in self.headers]}
+        out = {name: named[name] if name in named else getattr(self, name) for name in RECORD_FIELDS}
         if self.magic < 2:
-            out["crc"] = self.crc
-            out["crc_valid"] = self.crc_valid
+            out.update((name, getattr(self, name)) for name in LEGACY_RECORD_FIELDS)
         if self.control is not None:
             out["control"] = self.control.to_dict()
         return out

@@ -55,7 +55,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     export; the exit status is then 1. So does a payload past --max-decompressed or
     --max-expansion.
     """
-    from kdump.export.run import parse_partition_by
+    from kdump.export.local import parse_partition_by
 
     conf_map = parse_conf(conf)
     if engine == "local" and (master or conf_map or writer):
@@ -73,7 +73,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
 
         result = run_export(list(paths), out, master, conf_map, writer=writer, **options)
     else:
-        from kdump.export.run import export_local
+        from kdump.export.local import export_local
         from kdump.storage.logdir import BATCH_KINDS, resolve
         from kdump.render.output import Output
         from kdump.render.progress import Progress
@@ -90,7 +90,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
 
 def _report(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: bool) -> None:
     if json_flag:
-        from kdump.render.jsonout import dumps
+        from kdump.export.ndjson import dumps
 
         click.echo(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}))
     if quiet:

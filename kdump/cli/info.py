@@ -45,7 +45,7 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
             if out.format == "json":
-                from kdump.render.jsonout import dumps
+                from kdump.export.ndjson import dumps
 
                 out.stream.write(dumps(s.to_dict()) + "\n")
             elif out.format == "text":

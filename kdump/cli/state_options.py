@@ -38,6 +38,6 @@ def now_ms(value: str | None) -> int:
 
 
 def emit_json(out, obj) -> None:
-    from kdump.render.jsonout import dumps
+    from kdump.export.ndjson import dumps
 
     out.stream.write(dumps(obj) + "\n")

@@ -1,8 +1,13 @@
-"""Payload decoders for Kafka's internal topics.
+"""Payload views and the decoders of Kafka's internal topics.
 
-Each decoder module exposes ``decode(key, value) -> dict`` and ``text(decoded)``; they
-are imported lazily by name (see ``INTERNAL_DECODERS``) so that plain dumps never pay
-for loading schemas.
+``payload.PayloadView`` is how a command shows keys, values and headers (``basic``:
+--encoding and --key/--value-decoder; an internal-topic decoder below); renderers format
+what it gives and never decode. ``kafka_text`` prints names and JSON as Kafka's tools do.
+The generated-message reader these decoders use is ``kdump.format.message_spec``.
+
+Each internal-topic decoder module exposes ``decode(key, value) -> dict`` and
+``text(decoded)``; they are imported lazily by name (see ``INTERNAL_DECODERS``) so that
+plain dumps never pay for loading schemas.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import struct
 from typing import Any
 
 from kdump.decoders import coordinator
-from kdump.decoders.schema import SchemaError
+from kdump.format.message_reader import SchemaError
 
 SCHEMA_FILE = "consumer_offsets.json"
 GROUP_METADATA = 2

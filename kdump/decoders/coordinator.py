@@ -14,7 +14,9 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from kdump.errors import DecodeError
-from kdump.decoders.schema import Message, SchemaError, load, snake_name, strip_private, to_json
+from kdump.decoders.kafka_text import snake_name, strip_private, to_json
+from kdump.format.message_reader import SchemaError
+from kdump.format.message_spec import Message, load
 
 PREFIX = struct.Struct(">h")     # key: record type; value: value version
 DELETE = "<DELETE>"              # DumpLogSegments' text for a tombstone

@@ -15,7 +15,9 @@ from typing import Any, NamedTuple
 
 from kdump.errors import DecodeError
 from kdump.decoders.coordinator import UnknownRecordTypeError
-from kdump.decoders.schema import Message, SchemaError, load, read_uvarint, snake_name
+from kdump.decoders.kafka_text import snake_name
+from kdump.format.message_reader import SchemaError, read_uvarint
+from kdump.format.message_spec import Message, load
 
 FRAME_VERSION = 1
 SHORT_MAX = 0x7FFF

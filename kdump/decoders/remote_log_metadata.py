@@ -26,7 +26,8 @@ from typing import Any
 from kdump.errors import DecodeError
 from kdump.decoders import frame
 from kdump.decoders.coordinator import insert_after
-from kdump.decoders.schema import load, strip_private, to_json
+from kdump.decoders.kafka_text import strip_private, to_json
+from kdump.format.message_spec import load
 
 SCHEMA_FILE = "remote_log_metadata.json"
 ERROR_IN_PAYLOAD = True     # no key: the error line is the payload, as for cluster metadata

@@ -1,6 +1,7 @@
-"""The one row schema of ``kdump export``: column layouts as Spark DDL and as Arrow types.
+"""The columns of ``kdump export``: layouts of the one row schema (``kdump.model``) as Spark
+DDL and as Arrow types.
 
-Both engines (``kdump.export.run``'s local writers and the Spark source) build their rows
+Both engines (``kdump.export.local``'s writers and the Spark source) build their rows
 against these lists, so they produce the same rows.
 """
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+
+from kdump.model import FIELD_TYPES, HEADERS_TYPE
 
 
 def text(name: str | None) -> str | None:
@@ -20,38 +23,29 @@ def text(name: str | None) -> str | None:
 
 
 # -- row layouts ---------------------------------------------------------------------------------
-# One list each, in column order: (name, Spark DDL type). The Arrow types follow from
-# ``arrow_type`` and equal pyspark's to_arrow_schema(..., timezone="UTC") for the DDL
-# (tests/spark/test_source.py checks this), so record batches go to the JVM unconverted.
+# One list each, in column order: (name, Spark DDL type), the types those of the one row
+# schema (``kdump.model.FIELD_TYPES``). The Arrow types follow from ``arrow_type`` and equal
+# pyspark's to_arrow_schema(..., timezone="UTC") for the DDL (tests/spark/test_source.py
+# checks this), so record batches go to the JVM unconverted.
 
-HEADER_DDL = "array<struct<key:string,value:binary>>"
 
-RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("file", "string"),
-    ("position", "bigint"), ("base_offset", "bigint"), ("offset", "bigint"),
-    ("timestamp", "timestamp"), ("timestamp_type", "string"),
-    ("key", "binary"), ("value", "binary"), ("headers", HEADER_DDL),
-    ("magic", "int"), ("compression", "string"),
-    ("producer_id", "bigint"), ("producer_epoch", "int"), ("sequence", "int"),
-    ("is_transactional", "boolean"), ("is_control", "boolean"),
-    ("partition_leader_epoch", "int"), ("crc_valid", "boolean"), ("error", "string"),
-)
+def columns(*names: str) -> tuple[tuple[str, str], ...]:
+    return tuple((name, FIELD_TYPES[name]) for name in names)
 
-BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("file", "string"),
-    ("position", "bigint"), ("size", "bigint"), ("base_offset", "bigint"), ("last_offset", "bigint"),
-    ("count", "int"), ("magic", "int"), ("crc", "bigint"), ("crc_valid", "boolean"),
-    ("compression", "string"), ("timestamp_type", "string"),
-    ("base_timestamp", "bigint"), ("max_timestamp", "bigint"),
-    ("partition_leader_epoch", "int"), ("producer_id", "bigint"), ("producer_epoch", "int"),
-    ("base_sequence", "int"), ("is_transactional", "boolean"), ("is_control", "boolean"),
-    ("error_kind", "string"), ("error", "string"),
-)
+
+RECORD_COLUMNS = columns(
+    "topic", "partition", "segment", "file", "position", "base_offset", "offset", "timestamp", "timestamp_type",
+    "key", "value", "headers", "magic", "compression", "producer_id", "producer_epoch", "sequence",
+    "is_transactional", "is_control", "partition_leader_epoch", "crc_valid", "error")
+
+BATCH_COLUMNS = columns(
+    "topic", "partition", "segment", "file", "position", "size", "base_offset", "last_offset", "count", "magic",
+    "crc", "crc_valid", "compression", "timestamp_type", "base_timestamp", "max_timestamp",
+    "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
+    "error_kind", "error")
 
 # The NDJSON rows, as the Spark text writer needs them: partition columns and one line.
-JSON_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("topic", "string"), ("partition", "int"), ("segment", "string"), ("line", "string"), ("is_error", "boolean"),
-)
+JSON_COLUMNS = columns("topic", "partition", "segment", "line", "is_error")
 
 PARTITION_COLUMNS = ("topic", "partition", "segment")
 
@@ -69,7 +63,7 @@ def arrow_type(kind: str):
               "boolean": pa.bool_(), "timestamp": pa.timestamp("us", tz="UTC")}
     if kind in simple:
         return simple[kind]
-    if kind == HEADER_DDL:
+    if kind == HEADERS_TYPE:
         return pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
     raise ValueError(kind)
 

@@ -2,8 +2,8 @@
 
 A control batch carries records whose key is ``version int16 | type int16``. COMMIT and
 ABORT markers have the value ``version int16 | coordinatorEpoch int32``; the KRaft
-control types (2-6) carry a flexible-version message whose body the generated-schema
-reader in ``kdump.decoders`` decodes.
+control types (2-6) carry a flexible-version message whose body ``kdump.format.kraft_control``
+decodes with the generated-message reader.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ def parse_control(key: bytes | None, value: bytes | None) -> Control:
 
 
 def _decode_kraft_control(ctype: int, value: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        from kdump.decoders.kraft_control import decode_control_value
-    except ImportError:  # the schema reader is optional for the core
-        return None, None
+    # Imported here: loading the message specs costs start-up time a dump without
+    # KRaft control records does not need to pay.
+    from kdump.format.kraft_control import decode_control_value
+
     try:
         return decode_control_value(ctype, value), None
     except Exception as e:  # noqa: BLE001 - a bad body is reported on the record, never fatal

@@ -12,13 +12,14 @@ from typing import Any, TextIO
 
 from kdump import _accel
 from kdump.check.gaps import PartitionGaps, follow
+from kdump.decoders.payload import PayloadView
+from kdump.export import ndjson
 from kdump.storage.logdir import LogFile
 from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
 from kdump.storage.reader import Item
 from kdump.render import jsonout, text
 from kdump.render.escape import printable
 from kdump.render.gaps import gap_summary
-from kdump.render.payload import PayloadView
 
 FLUSH_LINES = 2048
 FLUSH_CHARS = 1 << 20       # large batches: keep each write (and its copy) about 1 MiB
@@ -120,7 +121,7 @@ class JsonDump:
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
-        self._file_json = jsonout.dumps(f.path)
+        self._file_json = ndjson.dumps(f.path)
         if self.gaps is not None:
             self.gaps.begin_file(f)
         # The C line writer, when this view lets it write lines (jsonout.batch_line's own test,
@@ -134,14 +135,14 @@ class JsonDump:
         batch, records, error = it
         if records and self.gaps is not None:
             self.gaps.records(records)
-        if records and jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE:
+        if records and ndjson.maybe_large(batch, records) and ndjson.payload_bytes(records) > ndjson.STREAM_ABOVE:
             return self._stream(f, it)
         line = None
         if error is None:
             if self._c_line is not None:
                 line = self._c_line(self._file_json, batch, records, self._c_encoding)
             if line is None:
-                line = jsonout.py_batch_line(self._file_json, batch, records, self.view)
+                line = ndjson.py_batch_line(self._file_json, batch, records, self.view)
         else:
             line = jsonout.batch_line(self._file_json, batch, records, self.view, error.message)
         # _Lines.add, inline: this runs once per batch
@@ -156,14 +157,14 @@ class JsonDump:
         batch, records, error = it
         self.out.write()
         write = self.out.stream.write
-        for piece in jsonout.batch_pieces(self._file_json, batch, records, self.view,
-                                          None if error is None else error.message):
+        for piece in ndjson.batch_pieces(self._file_json, batch, records, self.view,
+                                         None if error is None else error.message):
             write(piece)
         write("\n")
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for row in rows:
-            self.out.add(jsonout.dumps({"file": f.path, **row}))
+            self.out.add(ndjson.dumps({"file": f.path, **row}))
 
     def end_file(self, f: LogFile, trailing: int) -> None:
         if self.gaps is not None:

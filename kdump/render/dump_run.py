@@ -13,7 +13,7 @@ from kdump.check.dls_index import IndexOptions
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.render.diagnostics import report_error
-from kdump.render.payload import PayloadView
+from kdump.decoders.payload import PayloadView
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.reader import Filters, SegmentReader, out_of_memory
 from kdump.storage.segment import file_size

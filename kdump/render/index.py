@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Any, TextIO
 
 from kdump.model import Finding
-from kdump.render import jsonout
+from kdump.export import ndjson
 from kdump.render.escape import printable
 
 FLUSH_LINES = 4096
@@ -209,7 +209,7 @@ class JsonIndex:
         pass
 
     def entries(self, rep: FileReport, entries) -> None:
-        f = jsonout.dumps(rep.path)
+        f = ndjson.dumps(rep.path)
         add = self.out.add
         if rep.kind == "index":
             for i, e in enumerate(entries):
@@ -219,17 +219,17 @@ class JsonIndex:
                 add(f'{{"type":"entry","file":{f},"slot":{i},"timestamp":{e.timestamp},"offset":{e.offset}}}')
         else:
             for i, e in enumerate(entries):
-                add(jsonout.dumps(entry_dict(rep.kind, rep.path, i, e)))
+                add(ndjson.dumps(entry_dict(rep.kind, rep.path, i, e)))
 
     def end(self, rep: FileReport) -> None:
-        self.out.add(jsonout.dumps(rep.to_dict()))
+        self.out.add(ndjson.dumps(rep.to_dict()))
 
     def missing(self, rep: FileReport) -> None:
         self.end(rep)
 
     def rebuilt(self, result) -> None:
         for d in rebuild_dicts(result):
-            self.out.add(jsonout.dumps(d))
+            self.out.add(ndjson.dumps(d))
 
     def finish(self) -> None:
         self.out.flush()

@@ -19,7 +19,8 @@ import os
 import re
 import time
 
-from kdump.export import run as core
+from kdump.export.local import ExportResult, MAX_REPORTED_ERRORS, json_error_summary, write_group
+from kdump.export.plan import DEFAULT_SPLIT_BYTES, pack, plan
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 
 WRITERS = ("arrow", "spark")
@@ -31,14 +32,14 @@ def is_uri(path: str) -> bool:
 
 def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
-                 split_bytes: int = core.DEFAULT_SPLIT_BYTES, overwrite: bool = False,
-                 writer: str | None = None, limits: Limits = DEFAULT_LIMITS) -> core.ExportResult:
+                 split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False,
+                 writer: str | None = None, limits: Limits = DEFAULT_LIMITS) -> ExportResult:
     started = time.monotonic()
     writer = writer or ("spark" if is_uri(out) else "arrow")
     if writer not in WRITERS:
         raise ValueError(f"writer must be one of {WRITERS}")
     paths = [os.path.abspath(p) for p in paths]
-    slices = core.plan(paths, split_bytes)          # usage errors surface here, before any job
+    slices = plan(paths, split_bytes)      # usage errors surface here, before any job
 
     def write(target: str, overwrite: bool):
         if writer == "arrow":
@@ -52,26 +53,26 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
 
         with staged(out, overwrite, paths) as tmp:      # a local --out appears only when complete
             rows, errors, messages = write(tmp, True)
-    return core.ExportResult(rows, errors, len(slices), time.monotonic() - started, messages)
+    return ExportResult(rows, errors, len(slices), time.monotonic() - started, messages)
 
 
 # -- writer "arrow": files written by the tasks ------------------------------------------------------
 
 def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, limits):
     sc = spark.sparkContext
-    groups = core.pack(slices, split_bytes, sc.defaultParallelism)
+    groups = pack(slices, split_bytes, sc.defaultParallelism)
     os.makedirs(out, exist_ok=True)
     rows = errors = 0
     messages: list[str] = []
     if groups:
         def task(item):
             number, group = item
-            return core.write_group(number, group, out, fmt, partition_by, encoding, limits=limits)
+            return write_group(number, group, out, fmt, partition_by, encoding, limits=limits)
 
         for r, e, m in sc.parallelize(list(enumerate(groups)), len(groups)).map(task).collect():
             rows += r
             errors += e
-            messages += m[:max(0, core.MAX_REPORTED_ERRORS - len(messages))]
+            messages += m[:max(0, MAX_REPORTED_ERRORS - len(messages))]
     if is_uri(out):     # a local --out gets it from its staging directory
         # As Spark's committer does: readers may wait for this marker.
         with open(os.path.join(out, "_SUCCESS"), "w"):
@@ -120,20 +121,20 @@ def _first_errors(spark, out: str, fmt: str) -> list[str]:
 
     if fmt == "parquet":
         rows = (spark.read.parquet(out).where(F.col("error").isNotNull())
-                .select("file", "position", "error").limit(core.MAX_REPORTED_ERRORS).collect())
+                .select("file", "position", "error").limit(MAX_REPORTED_ERRORS).collect())
         return [f"{r['file']}:{r['position']}: {r['error']}" for r in rows]
     rows = (spark.read.text(out).where(F.instr("value", '"error":') > 0)
-            .select("value").limit(core.MAX_REPORTED_ERRORS).collect())
+            .select("value").limit(MAX_REPORTED_ERRORS).collect())
     out_lines = []
     for r in rows:
         d = json.loads(r["value"])
-        out_lines.append(core.json_error_summary(d.get("topic"), d.get("partition"), d.get("segment"),
-                                                 d.get("position"), d.get("error")))
+        out_lines.append(json_error_summary(d.get("topic"), d.get("partition"), d.get("segment"),
+                                            d.get("position"), d.get("error")))
     return out_lines
 
 
 def run_export(paths: list[str], out: str, master: str | None = None, conf: dict[str, str] | None = None,
-               **options) -> core.ExportResult:
+               **options) -> ExportResult:
     """Start (or reuse) a session, export, and stop the session if this call started it."""
     from kdump.spark.session import get_session, owns_session
 

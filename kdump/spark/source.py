@@ -3,9 +3,9 @@
     spark.read.format("kafka-log").load("/var/lib/kafka/data")
     spark.read.format("kafka-log").load(["topic-0", "topic-1"]).where("offset >= 1000")
 
-Each input partition is one slice of a segment (``kdump.export.run.plan``: segments split at
+Each input partition is one slice of a segment (``kdump.export.plan.plan``: segments split at
 ``.index`` positions, ``splitBytes`` apiece) or a run of small files packed up to that
-size (``kdump.export.run.pack``); each task reads its slices with the same
+size (``kdump.export.plan.pack``); each task reads its slices with the same
 reader and decoder as ``kdump dump`` and yields Arrow record batches whose schema is
 exactly pyspark's ``to_arrow_schema`` of ours, so the JVM takes them unconverted.
 
@@ -36,7 +36,10 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
                                     InputPartition, LessThan, LessThanOrEqual)
 
-from kdump.export import run as core
+from kdump.export.columns import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, batch_rows, record_batches
+from kdump.export.lines import json_batches
+from kdump.export.plan import DEFAULT_SPLIT_BYTES, Scope, Slice, pack, plan
+from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, ddl
 from kdump.format.codecs import DEFAULT_CAP, DEFAULT_RATIO, limits_for
 
 RECORDS_FORMAT = "kafka-log"
@@ -47,7 +50,7 @@ BATCHES_FORMAT = "kafka-log-batches"
 class SlicePartition(InputPartition):
     """One task: a slice of a big segment, or several small files read one after another."""
 
-    slices: list[core.Slice]
+    slices: list[Slice]
 
 
 def _paths(options) -> list[str]:
@@ -69,7 +72,7 @@ def _int_option(options, name: str, default: int) -> int:
 
 # -- pushdown ------------------------------------------------------------------------------------
 
-def _narrow(scope: core.Scope, f) -> tuple[core.Scope, bool]:
+def _narrow(scope: Scope, f) -> tuple[Scope, bool]:
     """The scope with filter ``f`` applied, and whether the result is exact for that filter."""
     if not isinstance(f, (EqualTo, In, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)):
         return scope, False
@@ -88,12 +91,12 @@ def _narrow(scope: core.Scope, f) -> tuple[core.Scope, bool]:
     return scope, False
 
 
-def _topics(scope: core.Scope, values: set) -> core.Scope:
+def _topics(scope: Scope, values: set) -> Scope:
     topics = frozenset(values) if scope.topics is None else scope.topics & frozenset(values)
     return scope._replace(topics=topics)
 
 
-def _bounds(scope: core.Scope, f, low_name: str, high_name: str, partitions: bool) -> tuple[core.Scope, bool]:
+def _bounds(scope: Scope, f, low_name: str, high_name: str, partitions: bool) -> tuple[Scope, bool]:
     value = f.value
     if isinstance(f, In):
         if not value or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
@@ -135,18 +138,18 @@ def _bounds(scope: core.Scope, f, low_name: str, high_name: str, partitions: boo
 class _Reader(DataSourceReader):
     """Plans slices on the driver; reads one slice per task."""
 
-    columns: tuple = core.RECORD_COLUMNS
+    columns: tuple = RECORD_COLUMNS
 
     def __init__(self, options, schema) -> None:
         self.paths = _paths(options)
-        self.split_bytes = _int_option(options, "splitBytes", core.DEFAULT_SPLIT_BYTES)
-        self.max_rows = _int_option(options, "maxRowsPerBatch", core.DEFAULT_MAX_ROWS)
-        self.max_bytes = _int_option(options, "maxBytesPerBatch", core.DEFAULT_MAX_BYTES)
+        self.split_bytes = _int_option(options, "splitBytes", DEFAULT_SPLIT_BYTES)
+        self.max_rows = _int_option(options, "maxRowsPerBatch", DEFAULT_MAX_ROWS)
+        self.max_bytes = _int_option(options, "maxBytesPerBatch", DEFAULT_MAX_BYTES)
         self.min_partitions = _int_option(options, "minPartitions", 2)
         self.limits = limits_for(_int_option(options, "maxDecompressed", DEFAULT_CAP),
                                  _int_option(options, "maxExpansion", DEFAULT_RATIO))
         self.encoding = options.get("json")
-        self.scope = core.Scope()
+        self.scope = Scope()
         # A user-given .schema(...) with fewer columns selects them (no other pruning exists).
         names = [f.name for f in schema.fields] if schema is not None else None
         own = [name for name, _ in self.columns]
@@ -156,8 +159,8 @@ class _Reader(DataSourceReader):
             raise ValueError(f"{type(self).__name__}: unknown columns {unknown}; the columns are {own}")
 
     def partitions(self):
-        slices = core.plan(self.paths, self.split_bytes, self.scope)
-        return [SlicePartition(group) for group in core.pack(slices, self.split_bytes, self.min_partitions)]
+        slices = plan(self.paths, self.split_bytes, self.scope)
+        return [SlicePartition(group) for group in pack(slices, self.split_bytes, self.min_partitions)]
 
     def read(self, partition):
         if not isinstance(partition, SlicePartition):
@@ -166,7 +169,7 @@ class _Reader(DataSourceReader):
             for batch in self._batches(sl):
                 yield batch.select(self.select) if self.select is not None else batch
 
-    def _batches(self, sl: core.Slice):
+    def _batches(self, sl: Slice):
         raise NotImplementedError
 
 
@@ -186,13 +189,13 @@ class _PushdownMixin:
 
 class RecordReader(_Reader):
     def __init__(self, options, schema) -> None:
-        self.columns = core.JSON_COLUMNS if options.get("json") else core.RECORD_COLUMNS
+        self.columns = JSON_COLUMNS if options.get("json") else RECORD_COLUMNS
         super().__init__(options, schema)
 
-    def _batches(self, sl: core.Slice):
+    def _batches(self, sl: Slice):
         if self.encoding:
-            return core.json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes, self.limits)
-        return core.record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits)
+            return json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes, self.limits)
+        return record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits)
 
 
 class PushdownRecordReader(_PushdownMixin, RecordReader):
@@ -200,10 +203,10 @@ class PushdownRecordReader(_PushdownMixin, RecordReader):
 
 
 class BatchReader(_Reader):
-    columns = core.BATCH_COLUMNS
+    columns = BATCH_COLUMNS
 
-    def _batches(self, sl: core.Slice):
-        return core.batch_rows(sl, self.scope, self.max_rows)
+    def _batches(self, sl: Slice):
+        return batch_rows(sl, self.scope, self.max_rows)
 
 
 class PushdownBatchReader(_PushdownMixin, BatchReader):
@@ -216,14 +219,14 @@ def _pushdown(options) -> bool:
 
 
 class KafkaLogDataSource(DataSource):
-    """``spark.read.format("kafka-log")``: one row per record (see kdump.export.run.RECORD_COLUMNS)."""
+    """``spark.read.format("kafka-log")``: one row per record (see kdump.export.schema.RECORD_COLUMNS)."""
 
     @classmethod
     def name(cls) -> str:
         return RECORDS_FORMAT
 
     def schema(self) -> str:
-        return core.ddl(core.JSON_COLUMNS if self.options.get("json") else core.RECORD_COLUMNS)
+        return ddl(JSON_COLUMNS if self.options.get("json") else RECORD_COLUMNS)
 
     def reader(self, schema):
         return (PushdownRecordReader if _pushdown(self.options) else RecordReader)(self.options, schema)
@@ -237,7 +240,7 @@ class KafkaLogBatchesDataSource(DataSource):
         return BATCHES_FORMAT
 
     def schema(self) -> str:
-        return core.ddl(core.BATCH_COLUMNS)
+        return ddl(BATCH_COLUMNS)
 
     def reader(self, schema):
         return (PushdownBatchReader if _pushdown(self.options) else BatchReader)(self.options, schema)

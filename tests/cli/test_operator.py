@@ -143,7 +143,7 @@ def test_export_appears_complete_or_not_at_all(tmp_path, monkeypatch):
     r = run_kdump("export", GENERATED, "--out", out, "--format", "ndjson")
     assert r.code == 1 and (out / "_SUCCESS").is_file() and _staging(tmp_path) == []
     # Interrupted half-way: no --out at all, and nothing left behind.
-    import kdump.export.run as ex
+    import kdump.export.local as ex
 
     real = ex.json_items
 

@@ -1,7 +1,7 @@
 """Byte builders for decoder tests: Kafka's primitive encodings written out by hand.
 
 ``encode()`` walks a kdump schema and writes a value dict the way Kafka's generated
-writers would; it shares no code with the reader in ``kdump.decoders.schema``, so a
+writers would; it shares no code with the reader in ``kdump.format.message_reader``, so a
 round trip through both checks one against the other.
 """
 

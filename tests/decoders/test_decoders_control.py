@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kdump.decoders.kraft_control import control_name, decode_control_value
-from kdump.decoders.schema import to_json
+from kdump.format.kraft_control import control_name, decode_control_value
+from kdump.decoders.kafka_text import to_json
 from kdump.errors import DecodeError
 from kdump.format.control import encode_control_key, parse_control
 

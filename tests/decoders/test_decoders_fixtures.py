@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kdump.decoders import cluster_metadata, consumer_offsets
-from kdump.decoders.kraft_control import decode_control_value
+from kdump.format.kraft_control import decode_control_value
 from kdump.format.walk import Walker, decode_records
 from kdump.storage.segment import MappedFile, snapshot_id
 

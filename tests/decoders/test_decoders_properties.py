@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdump.decoders import cluster_metadata, consumer_offsets, remote_log_metadata, share_group_state, transaction_state
-from kdump.decoders.kraft_control import decode_control_value
-from kdump.decoders.schema import load
+from kdump.format.kraft_control import decode_control_value
+from kdump.format.message_spec import load
 from kdump.errors import DecodeError
 
 import kafka_wire

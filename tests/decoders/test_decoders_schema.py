@@ -8,8 +8,9 @@ import time
 import pytest
 
 from kdump.decoders import INTERNAL_DECODERS, for_topic
-from kdump.decoders.schema import (Message, SchemaError, java_double, load, parse_versions, snake_name,
-                                   strip_private, to_json, uuid_text)
+from kdump.decoders.kafka_text import java_double, snake_name, strip_private, to_json
+from kdump.format.message_reader import SchemaError, parse_versions, uuid_text
+from kdump.format.message_spec import Message, load
 from kdump.errors import DecodeError
 
 from kafka_wire import blob, count, i8, i16, i32, string, tags, uvarint

@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from kdumptest import GENERATED, run_kdump
 
-from kdump.export import run as core
+from kdump.export.columns import record_batches
+from kdump.export.local import export_local
+from kdump.export.plan import Scope, plan
+from kdump.export.schema import RECORD_COLUMNS, arrow_schema
+from kdump.export.write import HIVE_NULL
 from kdump.testing import build_v2_batch
 from kdump.format.index import encode_index
 
@@ -40,7 +44,7 @@ def _segment(directory: Path, batches: int, records: int = 20, base: int = 0) ->
 
 def read(out: str):
     part = ds.HivePartitioning(pa.schema([("topic", pa.string()), ("partition", pa.int32())]),
-                               null_fallback=core.HIVE_NULL)
+                               null_fallback=HIVE_NULL)
     t = ds.dataset(out, format="parquet", partitioning=part).to_table()
     return t.sort_by([("topic", "ascending"), ("partition", "ascending"), ("segment", "ascending"),
                       ("offset", "ascending")])
@@ -60,7 +64,7 @@ def dump_records(path) -> list[tuple]:
 
 def test_parquet_holds_the_records_dump_decodes(tmp_path):
     out = tmp_path / "out"
-    result = core.export_local([str(GENERATED)], str(out))
+    result = export_local([str(GENERATED)], str(out))
     t = read(str(out))
     assert t.num_rows == result.rows
     assert result.error_rows == 1 and "torn_tail" in result.errors[0]
@@ -82,9 +86,9 @@ def _key(r):
 
 
 def test_schema_and_row_fields(tmp_path):
-    rows = [r for sl in core.plan([str(GENERATED / "headers-0")]) for b in core.record_batches(sl)
+    rows = [r for sl in plan([str(GENERATED / "headers-0")]) for b in record_batches(sl)
             for r in b.to_pylist()]
-    assert [f.name for f in core.arrow_schema()] == [n for n, _ in core.RECORD_COLUMNS]
+    assert [f.name for f in arrow_schema()] == [n for n, _ in RECORD_COLUMNS]
     r = rows[0]
     assert (r["topic"], r["partition"], r["segment"], r["magic"], r["timestamp_type"]) == \
         ("headers", 0, "00000000000000000000.log", 2, "CreateTime")
@@ -92,31 +96,31 @@ def test_schema_and_row_fields(tmp_path):
     with_headers = [r for r in rows if r["headers"]]
     assert any(h["value"] is None for r in with_headers for h in r["headers"])
     assert {r["compression"] for r in rows} == {"none", "snappy", "zstd"}
-    legacy = [r for sl in core.plan([str(GENERATED / "lz4-v0-0")]) for b in core.record_batches(sl)
+    legacy = [r for sl in plan([str(GENERATED / "lz4-v0-0")]) for b in record_batches(sl)
               for r in b.to_pylist()]
     assert {r["timestamp_type"] for r in legacy} == {"NoTimestampType"} and legacy[0]["timestamp"] is None
 
 
 def test_batches_are_bounded_by_rows_and_bytes(tmp_path):
     log = _segment(tmp_path / "t-0", batches=50, records=40)
-    sl = core.plan([str(log)])[0]
-    by_rows = list(core.record_batches(sl, max_rows=100))
+    sl = plan([str(log)])[0]
+    by_rows = list(record_batches(sl, max_rows=100))
     assert all(b.num_rows <= 100 + 40 for b in by_rows) and sum(b.num_rows for b in by_rows) == 2000
-    by_bytes = list(core.record_batches(sl, max_bytes=20_000))
+    by_bytes = list(record_batches(sl, max_bytes=20_000))
     assert len(by_bytes) >= 2000 * 100 // 20_000
-    assert all(b.schema == core.arrow_schema() for b in by_bytes)
+    assert all(b.schema == arrow_schema() for b in by_bytes)
 
 
 def test_split_slices_read_the_same_records_as_one(tmp_path):
     log = _segment(tmp_path / "t-0", batches=300)
-    whole = core.plan([str(log)], split_bytes=0)
-    split = core.plan([str(log)], split_bytes=50_000)
+    whole = plan([str(log)], split_bytes=0)
+    split = plan([str(log)], split_bytes=50_000)
     assert len(whole) == 1 and len(split) >= 5
     assert split[0].start == 0 and split[-1].end is None
     assert all(a.end == b.start for a, b in zip(split, split[1:]))
 
     def rows(slices):
-        return [(r["offset"], r["value"]) for sl in slices for b in core.record_batches(sl) for r in b.to_pylist()]
+        return [(r["offset"], r["value"]) for sl in slices for b in record_batches(sl) for r in b.to_pylist()]
 
     assert rows(split) == rows(whole)
     # Offset bounds from the index: every record of a slice lies inside them.
@@ -131,7 +135,7 @@ def test_a_lying_index_is_not_used_to_cut(tmp_path):
     index = log.with_suffix(".index")
     entries = [(200 + i, 7000 + 4096 * i) for i in range(20)]     # positions inside batches
     index.write_bytes(encode_index(entries, 0))
-    split = core.plan([str(log)], split_bytes=50_000)
+    split = plan([str(log)], split_bytes=50_000)
     assert len(split) == 1
 
 
@@ -139,22 +143,22 @@ def test_scope_prunes_files_and_slices(tmp_path):
     a = _segment(tmp_path / "a-0", batches=300)
     _segment(tmp_path / "a-0", batches=100, base=6000)
     _segment(tmp_path / "b-3", batches=10)
-    everything = core.plan([str(tmp_path)], split_bytes=50_000)
+    everything = plan([str(tmp_path)], split_bytes=50_000)
     assert {(s.topic, s.partition) for s in everything} == {("a", 0), ("b", 3)}
-    only_b = core.plan([str(tmp_path)], 50_000, core.Scope(topics=frozenset({"b"})))
+    only_b = plan([str(tmp_path)], 50_000, Scope(topics=frozenset({"b"})))
     assert {s.topic for s in only_b} == {"b"}
-    assert core.plan([str(tmp_path)], 50_000, core.Scope(partition_min=1, partition_max=2)) == []
-    scope = core.Scope(start_offset=3000, end_offset=3100)
-    narrow = core.plan([str(tmp_path)], 50_000, scope)
+    assert plan([str(tmp_path)], 50_000, Scope(partition_min=1, partition_max=2)) == []
+    scope = Scope(start_offset=3000, end_offset=3100)
+    narrow = plan([str(tmp_path)], 50_000, scope)
     assert 1 <= len(narrow) < len([s for s in everything if s.topic == "a"]) / 2
-    got = [r["offset"] for sl in narrow for b in core.record_batches(sl, scope) for r in b.to_pylist()]
+    got = [r["offset"] for sl in narrow for b in record_batches(sl, scope) for r in b.to_pylist()]
     assert got == list(range(3000, 3101))
     assert os.path.basename(narrow[0].path) == os.path.basename(a)
 
 
 def test_ndjson_lines_are_dump_record_objects(tmp_path):
     out = tmp_path / "j"
-    result = core.export_local([str(GENERATED / "headers-0")], str(out), fmt="ndjson", partition_by=())
+    result = export_local([str(GENERATED / "headers-0")], str(out), fmt="ndjson", partition_by=())
     lines = (out / "part-00000.ndjson").read_text().splitlines()
     assert len(lines) == result.rows == 18
     code, dumped, _ = run_kdump("dump", "--records", "--data", "--json", "--encoding", "base64",
@@ -185,7 +189,7 @@ def test_cli_local_export(tmp_path, kdump):
 
 
 def test_export_modules_do_not_import_pyspark():
-    code = ("import sys, kdump.export.run, kdump.spark, kdump.cli.export; "
+    code = ("import sys, kdump.export.local, kdump.export.lines, kdump.spark, kdump.cli.export; "
             "sys.exit(1 if any(m.split('.')[0] == 'pyspark' for m in sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
@@ -193,8 +197,8 @@ def test_export_modules_do_not_import_pyspark():
 def test_threaded_and_inline_parquet_writers_agree(tmp_path):
     _segment(tmp_path / "in" / "t-0", batches=120)
     _segment(tmp_path / "in" / "u-1", batches=30)
-    a = core.export_local([str(tmp_path / "in")], str(tmp_path / "a"), threads=True, split_bytes=40_000)
-    b = core.export_local([str(tmp_path / "in")], str(tmp_path / "b"), threads=False)
+    a = export_local([str(tmp_path / "in")], str(tmp_path / "a"), threads=True, split_bytes=40_000)
+    b = export_local([str(tmp_path / "in")], str(tmp_path / "b"), threads=False)
     assert a.rows == b.rows == 3000
     ta, tb = read(str(tmp_path / "a")), read(str(tmp_path / "b"))
     assert ta.equals(tb)
@@ -211,7 +215,7 @@ def test_a_write_failure_is_raised_not_swallowed(tmp_path, monkeypatch):
     from kdump.errors import WriteError
 
     with pytest.raises(WriteError, match="disk full"):
-        core.export_local([str(GENERATED / "zstd-v2-0")], str(tmp_path / "o"))
+        export_local([str(GENERATED / "zstd-v2-0")], str(tmp_path / "o"))
 
 
 def test_spark_engine_without_java_is_a_clear_error(tmp_path, monkeypatch, kdump):

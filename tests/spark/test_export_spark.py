@@ -9,7 +9,10 @@ import os
 import pytest
 from sparkkit import GENERATED, run_cli
 
-from kdump.export import run as core
+from kdump.export.columns import record_batches
+from kdump.export.local import export_local
+from kdump.export.plan import plan
+from kdump.export.write import HIVE_NULL
 
 pytestmark = pytest.mark.spark
 
@@ -21,7 +24,7 @@ def read_parquet(out):
     import pyarrow.dataset as ds
 
     part = ds.HivePartitioning(pa.schema([("topic", pa.string()), ("partition", pa.int32())]),
-                               null_fallback=core.HIVE_NULL)
+                               null_fallback=HIVE_NULL)
     table = ds.dataset(out, format="parquet", partitioning=part).to_table()
     return table.select(table.schema.names).sort_by([(c, "ascending") for c in SORT])
 
@@ -41,7 +44,7 @@ def test_parquet_from_both_engines_round_trips_with_the_same_rows(spark, tmp_pat
     from kdump.spark.export import export_spark
 
     paths = [str(GENERATED), str(big_dir)]
-    local = core.export_local(paths, str(tmp_path / "local"), split_bytes=1 << 20)
+    local = export_local(paths, str(tmp_path / "local"), split_bytes=1 << 20)
     a = read_parquet(str(tmp_path / "local"))
     assert a.num_rows == local.rows > 1000
     for writer in ("arrow", "spark"):
@@ -53,8 +56,8 @@ def test_parquet_from_both_engines_round_trips_with_the_same_rows(spark, tmp_pat
         for name in a.schema.names:
             assert a.column(name).to_pylist() == b.column(name).to_pylist(), (writer, name)
     # Round trip: what was decoded is what is read back, timestamps in milliseconds, zstd.
-    direct = sorted(((r["topic"], r["partition"], r["offset"], r["key"], r["value"]) for sl in core.plan(paths)
-                     for batch in core.record_batches(sl) for r in batch.to_pylist()), key=_nulls_last)
+    direct = sorted(((r["topic"], r["partition"], r["offset"], r["key"], r["value"]) for sl in plan(paths)
+                     for batch in record_batches(sl) for r in batch.to_pylist()), key=_nulls_last)
     assert sorted(zip(*(a.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value"))),
                   key=_nulls_last) == direct
     for engine in ("local", "arrow", "spark"):
@@ -73,7 +76,7 @@ def _nulls_last(t):
 def test_ndjson_from_both_engines_is_the_same(spark, tmp_path):
     from kdump.spark.export import export_spark
 
-    local = core.export_local([str(GENERATED)], str(tmp_path / "local"), fmt="ndjson", encoding="hex")
+    local = export_local([str(GENERATED)], str(tmp_path / "local"), fmt="ndjson", encoding="hex")
     a = ndjson_lines(str(tmp_path / "local"))
     assert len(a) == local.rows
     assert {"topic", "partition", "segment", "offset", "key", "value", "headers"} <= set(json.loads(a[0]))
@@ -107,7 +110,7 @@ def test_limits_reach_every_spark_writer(spark, tmp_path):
     recs = [(i, 1_700_000_000_000, None, b"\0" * 1_000_000) for i in range(8)]      # 8 MB, a few KiB of zstd
     (part / "00000000000000000000.log").write_bytes(build_v2_batch(recs, codec=ZSTD))
     limits = limits_for(1 << 20)
-    local = core.export_local([str(part)], str(tmp_path / "local"), fmt="ndjson", limits=limits)
+    local = export_local([str(part)], str(tmp_path / "local"), fmt="ndjson", limits=limits)
     assert (local.rows, local.error_rows) == (1, 1) and "beyond 1048576 bytes" in local.errors[0]
     for writer in ("arrow", "spark"):
         for fmt in ("ndjson", "parquet"):

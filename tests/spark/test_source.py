@@ -8,7 +8,9 @@ import shutil
 import pytest
 from sparkkit import GENERATED, cli_records, digest, fixture_roots, make_segment
 
-from kdump.export import run as core
+from kdump.export.columns import record_batches
+from kdump.export.plan import DEFAULT_SPLIT_BYTES, plan
+from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, arrow_schema
 from kdump.testing import build_v2_batch
 
 pytestmark = pytest.mark.spark
@@ -28,11 +30,11 @@ def _sorted_rows(table, columns=("file", "position", "offset")):
 def test_schemas_are_pysparks_arrow_schemas(spark):
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    for fmt, options, columns in (("kafka-log", {}, core.RECORD_COLUMNS),
-                                  ("kafka-log", {"json": "base64"}, core.JSON_COLUMNS),
-                                  ("kafka-log-batches", {}, core.BATCH_COLUMNS)):
+    for fmt, options, columns in (("kafka-log", {}, RECORD_COLUMNS),
+                                  ("kafka-log", {"json": "base64"}, JSON_COLUMNS),
+                                  ("kafka-log-batches", {}, BATCH_COLUMNS)):
         df = spark.read.format(fmt).options(**options).load(str(GENERATED))
-        assert to_arrow_schema(df.schema, timezone="UTC") == core.arrow_schema(columns), fmt
+        assert to_arrow_schema(df.schema, timezone="UTC") == arrow_schema(columns), fmt
 
 
 def test_whole_fixture_tree_gives_the_rows_the_cli_decodes(spark):
@@ -72,8 +74,8 @@ def test_a_split_segment_gives_the_same_rows_as_one_task(spark, tmp_path):
         sorted(((r["offset"], r["key"], r["value"]) for r in local), key=lambda t: t[0])
 
 
-def _local_rows(paths, split_bytes=core.DEFAULT_SPLIT_BYTES):
-    return [r for sl in core.plan(paths, split_bytes) for b in core.record_batches(sl) for r in b.to_pylist()]
+def _local_rows(paths, split_bytes=DEFAULT_SPLIT_BYTES):
+    return [r for sl in plan(paths, split_bytes) for b in record_batches(sl) for r in b.to_pylist()]
 
 
 def test_pushdown_prunes_partitions_and_results_stay_correct(spark, big_dir):
@@ -132,14 +134,14 @@ def test_damaged_data_becomes_error_rows_not_a_failed_job(spark, tmp_path):
     intact = [r for r in rows if r["error"] is None]
     assert [r["offset"] for r in intact] == list(range(10)) + list(range(15, 20))
     assert [r["crc_valid"] for r in intact] == [True] * 5 + [False] * 5 + [True] * 5
-    local = [r for sl in core.plan([str(path.parent)]) for b in core.record_batches(sl) for r in b.to_pylist()]
+    local = [r for sl in plan([str(path.parent)]) for b in record_batches(sl) for r in b.to_pylist()]
     assert _sorted_rows(_arrow(local)) == rows
 
 
 def _arrow(rows):
     import pyarrow as pa
 
-    return pa.Table.from_pylist(rows, schema=core.arrow_schema())
+    return pa.Table.from_pylist(rows, schema=arrow_schema())
 
 
 def test_batches_source_lists_every_batch_and_the_stop(spark):
@@ -148,7 +150,7 @@ def test_batches_source_lists_every_batch_and_the_stop(spark):
     df = spark.read.format("kafka-log-batches").load(str(GENERATED))
     rows = df.collect()
     expected = 0
-    for f in core.plan([str(GENERATED)]):
+    for f in plan([str(GENERATED)]):
         with open(f.path, "rb") as fh:
             expected += len(list(Walker(fh.read())))
     assert len([r for r in rows if r["error"] is None]) == expected

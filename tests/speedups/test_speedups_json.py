@@ -1,7 +1,7 @@
-"""``_speedups.json_batch_line`` (the C NDJSON writer) against jsonout's Python writer.
+"""``_speedups.json_batch_line`` (the C NDJSON writer) against the Python writer (``kdump.export.ndjson``).
 
 For a plain view (no decoders) the C function must return exactly the line
-``jsonout.py_batch_line`` writes, for base64, hex and utf8, or None when it leaves the
+``ndjson.py_batch_line`` writes, for base64, hex and utf8, or None when it leaves the
 line to Python (control records, a batch without a base offset, anything not an exact int
 within int64 or exact bytes). Inputs: every batch of every fixture segment, hypothesis
 records with arbitrary keys, values and headers, every short UTF-8 sequence (valid or
@@ -33,13 +33,14 @@ from kdump.errors import KdumpError  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
 from kdump.model import Batch, Control, Record  # noqa: E402
 from kdump.render import jsonout  # noqa: E402
-from kdump.render.payload import PayloadView  # noqa: E402
+from kdump.decoders.payload import PayloadView  # noqa: E402
+from kdump.export import ndjson  # noqa: E402
 
 ENCODINGS = {"base64": 0, "hex": 1, "utf8": 2}
 VIEWS = {name: PayloadView(name) for name in ENCODINGS}
 INT64 = (-(1 << 63), (1 << 63) - 1)
-FILE_JSONS = [jsonout.dumps("fixtures/x/00000000000000000000.log"), jsonout.dumps("/tmp/ünï cödé/日本/0.log"),
-              jsonout.dumps('a "quoted" \\ path\n\x01'), "null"]
+FILE_JSONS = [ndjson.dumps("fixtures/x/00000000000000000000.log"), ndjson.dumps("/tmp/ünï cödé/日本/0.log"),
+              ndjson.dumps('a "quoted" \\ path\n\x01'), "null"]
 
 
 
@@ -72,7 +73,7 @@ def c_writes(batch, records) -> bool:
 
 
 def check(file_json, batch, records, encoding: str, expect_c: bool | None = None) -> str:
-    want = jsonout.py_batch_line(file_json, batch, records, VIEWS[encoding])
+    want = ndjson.py_batch_line(file_json, batch, records, VIEWS[encoding])
     got = _speedups.json_batch_line(file_json, batch, records, ENCODINGS[encoding])
     if expect_c is None:
         expect_c = c_writes(batch, records)
@@ -89,7 +90,7 @@ def check(file_json, batch, records, encoding: str, expect_c: bool | None = None
 @pytest.mark.parametrize("name", LOGS)
 def test_fixture_lines_are_identical(name):
     buf = (FIXTURES / name).read_bytes()
-    file_json = jsonout.dumps(str(FIXTURES / name))
+    file_json = ndjson.dumps(str(FIXTURES / name))
     for batch in Walker(buf):
         try:
             records = decode_records(buf, batch)
@@ -234,10 +235,10 @@ def test_utf8_every_short_sequence():
         # each sample as its own header key (decoded alone) and, followed by "A", as a value
         rec = Record(0, 0, 0, None, None, tuple((s, s + b"A") for s in chunk), -1)
         got = _speedups.json_batch_line("null", batch, [rec], 2)
-        assert got == jsonout.py_batch_line("null", batch, [rec], VIEWS["utf8"])
+        assert got == ndjson.py_batch_line("null", batch, [rec], VIEWS["utf8"])
     for s in samples[::97]:
         assert _speedups.json_batch_line("null", batch, [Record(0, 0, 0, s, None, (), -1)], 2) == \
-            jsonout.py_batch_line("null", batch, [Record(0, 0, 0, s, None, (), -1)], VIEWS["utf8"])
+            ndjson.py_batch_line("null", batch, [Record(0, 0, 0, s, None, (), -1)], VIEWS["utf8"])
         k = json.loads(_speedups.json_batch_line("null", batch, [Record(0, 0, 0, s, None, (), -1)], 2))
         assert encode_basestring_ascii(k["records"][0]["key"]) == encode_basestring_ascii(s.decode("utf-8", "replace"))
 

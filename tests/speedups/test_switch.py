@@ -22,7 +22,7 @@ from kdump.format import crc
 from kdump.format.records import decode_v2_payload
 from kdump.format.walk import Walker, decode_records
 from kdump.render import jsonout
-from kdump.render.payload import PayloadView
+from kdump.decoders.payload import PayloadView
 from kdump.storage import segment
 from kdump.testing import build_legacy_wrapper, build_v2_batch
 

@@ -24,8 +24,8 @@ from corruption import subprocess_env  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
 from kdump.format.varint import encode_varint  # noqa: E402
-from kdump.render import jsonout  # noqa: E402
-from kdump.render.payload import PayloadView  # noqa: E402
+from kdump.export import ndjson  # noqa: E402
+from kdump.decoders.payload import PayloadView  # noqa: E402
 
 MiB = 1 << 20
 NONE, GZIP, LZ4 = 0, 1, 3
@@ -124,7 +124,7 @@ def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
     from kdump.testing import build_v2_batch
     from kdump.format.walk import Walker, decode_records
 
-    monkeypatch.setattr(jsonout, "STREAM_CHUNK", 7)
+    monkeypatch.setattr(ndjson, "STREAM_CHUNK", 7)
     values = [bytes(range(256)) * 3, "é€😀 \x00\x1f\"\\".encode() * 5, b"\xff\xfe\xc3" * 11, b"", None, b"x" * 7]
     recs = [(i, 1700000000000 + i, b"k" * (3 * i), v, [("h", b"\x00" * 20), ("g", None)]) for i, v in
             enumerate(values)]
@@ -132,10 +132,10 @@ def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
     batch = next(iter(Walker(buf)))
     records = decode_records(buf, batch)
     view = PayloadView(encoding)
-    line = jsonout.py_batch_line('"f"', batch, records, view)
-    assert "".join(jsonout.batch_pieces('"f"', batch, records, view)) == line
-    assert "".join(jsonout.batch_pieces('"f"', batch, records, view, "oops")) == \
-        jsonout.py_batch_line('"f"', batch, records, view, "oops")
+    line = ndjson.py_batch_line('"f"', batch, records, view)
+    assert "".join(ndjson.batch_pieces('"f"', batch, records, view)) == line
+    assert "".join(ndjson.batch_pieces('"f"', batch, records, view, "oops")) == \
+        ndjson.py_batch_line('"f"', batch, records, view, "oops")
     json.loads(line)
 
 
@@ -148,10 +148,10 @@ def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path, codec)
     data = seg.read_bytes()
     batch = next(iter(Walker(data)))
     records = decode_records(data, batch)
-    assert jsonout.maybe_large(batch, records) and jsonout.payload_bytes(records) > jsonout.STREAM_ABOVE
+    assert ndjson.maybe_large(batch, records) and ndjson.payload_bytes(records) > ndjson.STREAM_ABOVE
     outs = []
-    for above in (jsonout.STREAM_ABOVE, 1 << 40):         # in pieces, then as one line
-        r = subprocess.run([sys.executable, "-c", f"from kdump.render import jsonout; jsonout.STREAM_ABOVE = "
+    for above in (ndjson.STREAM_ABOVE, 1 << 40):         # in pieces, then as one line
+        r = subprocess.run([sys.executable, "-c", f"from kdump.export import ndjson; ndjson.STREAM_ABOVE = "
                             f"{above}; from kdump.cli import main; main(['dump', '--data', '--json', {str(seg)!r}])"],
                            env=subprocess_env(), capture_output=True)
         assert r.returncode == 0, r.stderr
@@ -283,19 +283,19 @@ def _large_records_segment(path: Path, codec: int) -> None:
 @pytest.mark.parametrize("fmt", ["ndjson", "parquet"])
 def test_large_records_are_exported_as_the_normal_path_writes_them(tmp_path, monkeypatch, fmt, codec):
     """Cut batches, wrapped values and NDJSON pieces give exactly the rows of whole ones."""
-    from kdump.export import run as export
+    from kdump.export import columns, local
     from kdump.export import write as exportwrite
 
     d = tmp_path / "t-0"
     d.mkdir()
     _large_records_segment(d / "00000000000000000000.log", codec)
-    export.export_local([str(d)], str(tmp_path / "large"), fmt)
+    local.export_local([str(d)], str(tmp_path / "large"), fmt)
     with monkeypatch.context() as m:             # the normal path: nothing counts as large
-        for module in (export, exportwrite):
+        for module in (columns, exportwrite):
             m.setattr(module, "maybe_large", lambda *_: False)
         m.setattr(exportwrite, "STREAM_CHUNK", 1 << 40)
         m.setattr(exportwrite, "LARGE_BATCH", 1 << 40)
-        export.export_local([str(d)], str(tmp_path / "normal"), fmt)
+        local.export_local([str(d)], str(tmp_path / "normal"), fmt)
     rel = Path("topic=t/partition=0") / ("part-00000.ndjson" if fmt == "ndjson" else "part-00000.zstd.parquet")
     large, normal = tmp_path / "large" / rel, tmp_path / "normal" / rel
     if fmt == "ndjson":

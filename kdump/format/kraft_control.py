@@ -13,7 +13,8 @@ import struct
 from typing import Any
 
 from kdump.errors import DecodeError
-from kdump.decoders.schema import SchemaError, load
+from kdump.format.message_reader import SchemaError
+from kdump.format.message_spec import load
 
 SCHEMA_FILE = "kraft_control.json"
 _VERSION = struct.Struct(">h")

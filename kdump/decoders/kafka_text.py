@@ -1,0 +1,69 @@
+"""Names and JSON text as Kafka's tools print decoded records (DumpLogSegments, Jackson).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+
+def snake_name(camel: str) -> str:
+    """``RegisterBrokerRecord`` -> ``REGISTER_BROKER_RECORD`` (Kafka's enum naming)."""
+    out = []
+    for i, c in enumerate(camel):
+        if c.isupper() and i and (camel[i - 1].islower() or camel[i - 1].isdigit()):
+            out.append("_")
+        out.append(c.upper())
+    return "".join(out)
+
+
+# -- JSON text as Kafka's Jackson-based converters print it ---------------------------------
+
+def java_double(value: float) -> str:
+    """``Double.toString``: plain between 1e-3 and 1e7, else ``d.dddE±n`` (shortest digits)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    exact = Decimal(repr(abs(value))).normalize()     # repr: shortest round-trip digits
+    if 1e-3 <= abs(value) < 1e7:
+        text = format(exact, "f")
+        return sign + (text if "." in text else text + ".0")
+    _, digits, exponent = exact.as_tuple()
+    head, tail = str(digits[0]), "".join(map(str, digits[1:])) or "0"
+    return f"{sign}{head}.{tail}E{len(digits) - 1 + exponent}"
+
+
+def to_json(obj: Any) -> str:
+    """Compact one-line JSON (no spaces, non-ASCII kept, Java-style doubles)."""
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, int):
+        return str(obj)
+    if isinstance(obj, float):
+        return java_double(obj)
+    if isinstance(obj, str):
+        return json.dumps(obj, ensure_ascii=False)
+    if isinstance(obj, dict):
+        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{to_json(v)}" for k, v in obj.items()) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(to_json(v) for v in obj) + "]"
+    raise TypeError(f"cannot render {type(obj).__name__} as JSON")
+
+
+def strip_private(obj: Any) -> Any:
+    """Drop kdump's own keys (``_unknown_tags`` and friends) for Kafka-identical text."""
+    if isinstance(obj, dict):
+        return {k: strip_private(v) for k, v in obj.items() if not k.startswith("_")}
+    if isinstance(obj, list):
+        return [strip_private(v) for v in obj]
+    return obj

@@ -1,0 +1,208 @@
+"""Planning an export: the log dir cut into *slices*, the unit of work of both engines.
+
+A slice is a byte range of one segment that starts and ends on batch boundaries.
+``plan()`` cuts big segments at positions taken from their ``.index`` (each cut is checked
+to be a real batch with a valid CRC before it is used) and drops slices a
+topic/partition/offset scope cannot touch; ``pack()`` groups small slices into tasks.
+The local engine (``kdump.export.local``) and the Spark source (``kdump.spark.source``)
+run the same plan, so they produce the same rows.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from kdump.errors import KdumpError
+from kdump.format.index import parse_index
+from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
+from kdump.storage.reader import Filters, SegmentReader
+from kdump.storage.segment import MappedFile, file_size, read_small
+
+DEFAULT_SPLIT_BYTES = 32 << 20       # slice size: ~1-2 s of decoding per task
+
+
+class Scope(NamedTuple):
+    """What a query asks for: files and slices outside it are skipped, and ``read_slice`` drops
+    the records outside the offset range (so a pushed-down filter is applied exactly)."""
+
+    topics: frozenset | None = None           # None: any topic
+    partitions: frozenset | None = None       # None: any partition
+    partition_min: int | None = None
+    partition_max: int | None = None
+    start_offset: int | None = None           # inclusive
+    end_offset: int | None = None             # inclusive
+
+    def keeps_file(self, topic: str | None, partition: int | None) -> bool:
+        if self.topics is not None and topic not in self.topics:
+            return False
+        if self.partitions is None and self.partition_min is None and self.partition_max is None:
+            return True
+        if partition is None:
+            return False
+        if self.partitions is not None and partition not in self.partitions:
+            return False
+        if self.partition_min is not None and partition < self.partition_min:
+            return False
+        return not (self.partition_max is not None and partition > self.partition_max)
+
+    def overlaps(self, low: int | None, high: int | None) -> bool:
+        """Can records with offsets in [low, high] (None: unknown) be in the offset range?"""
+        if self.start_offset is not None and high is not None and high < self.start_offset:
+            return False
+        return not (self.end_offset is not None and low is not None and low > self.end_offset)
+
+    def record_filters(self) -> Filters:
+        return Filters(start_offset=self.start_offset, end_offset=self.end_offset)
+
+    @property
+    def empty(self) -> bool:
+        """A range no offset can satisfy (offset > 5 AND offset < 3)."""
+        return (self.start_offset is not None and self.end_offset is not None
+                and self.start_offset > self.end_offset)
+
+
+class Slice(NamedTuple):
+    """Batches of one file from byte ``start`` up to ``end`` (None: the end of the file)."""
+
+    path: str                 # absolute, so a task on another machine or cwd finds it
+    kind: str
+    topic: str | None
+    partition: int | None
+    base_offset: int | None   # the segment's, from its name
+    leftover: str | None
+    start: int
+    end: int | None
+    low: int | None           # every record of the slice has an offset in [low, high] (if known)
+    high: int | None
+    nbytes: int = 0           # bytes of the file the slice covers (for packing small slices into a task)
+
+    @property
+    def segment(self) -> str:
+        return os.path.basename(self.path)
+
+    def log_file(self) -> LogFile:
+        return LogFile(self.path, self.kind, self.topic, self.partition, self.base_offset, self.leftover)
+
+
+def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Scope = Scope()) -> list[Slice]:
+    """The slices of every segment (and KRaft snapshot) under ``paths``, in dump order.
+
+    Raises a UsageError/InputError for a PATH that names nothing readable, as the other
+    commands do; damage inside files is left to the readers.
+    """
+    files = resolve(list(paths), kinds=BATCH_KINDS)
+    if scope.empty:
+        return []
+    upper = _segment_upper_bounds(files)
+    out: list[Slice] = []
+    for f in files:
+        if not scope.keeps_file(f.topic, f.partition):
+            continue
+        live = f.kind == LOG and f.leftover is None and f.base_offset is not None
+        low = f.base_offset if live else None
+        high = upper.get(f.path) if live else None
+        if live and not scope.overlaps(low, high):
+            continue
+        path = os.path.abspath(f.path)
+        size = file_size(path)
+        pieces = _split(f, size, split_bytes) if live and split_bytes > 0 else [(0, None, None, None)]
+        for start, end, slow, shigh in pieces:
+            s_low = low if slow is None else slow
+            s_high = high if shigh is None else shigh
+            if scope.overlaps(s_low, s_high):
+                out.append(Slice(path, f.kind, f.topic, f.partition, f.base_offset, f.leftover, start, end,
+                                 s_low, s_high, (size if end is None else end) - start))
+    return out
+
+
+def pack(slices: list[Slice], target_bytes: int, min_groups: int = 1) -> list[list[Slice]]:
+    """Group consecutive slices into tasks of about ``target_bytes``, at least ``min_groups`` of them.
+
+    A log dir holds many small segments (and empty active ones); a task each would cost
+    more in scheduling than in reading. Slices of split segments are already about
+    ``target_bytes`` and stay alone; a small tree is still spread over ``min_groups`` tasks.
+    """
+    if target_bytes <= 0:
+        return [[sl] for sl in slices]
+    weights = [max(sl.nbytes, 4096) for sl in slices]     # an empty file still costs an open and a walk
+    target = min(target_bytes, max(4096, -(-sum(weights) // max(1, min_groups))))
+    groups: list[list[Slice]] = []
+    current: list[Slice] = []
+    total = 0
+    for sl, weight in zip(slices, weights):
+        current.append(sl)
+        total += weight
+        if total >= target:
+            groups.append(current)
+            current, total = [], 0
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _segment_upper_bounds(files: list[LogFile]) -> dict[str, int]:
+    """For each live segment, the last offset it may hold: the next segment's base - 1."""
+    by_dir: dict[str, list[LogFile]] = {}
+    for f in files:
+        if f.kind == LOG and f.leftover is None and f.base_offset is not None:
+            by_dir.setdefault(os.path.dirname(os.path.abspath(f.path)), []).append(f)
+    out = {}
+    for segs in by_dir.values():
+        segs.sort(key=lambda f: f.base_offset)
+        for a, b in zip(segs, segs[1:]):
+            out[a.path] = b.base_offset - 1
+    return out
+
+
+def _split(f: LogFile, size: int, split_bytes: int) -> list[tuple[int, int | None, int | None, int | None]]:
+    """(start, end, low, high) pieces of a segment cut at ``.index`` positions.
+
+    A cut is used only where the index entry points at a batch that parses, has a valid
+    CRC and holds the entry's offset: a lying index must not split a batch in two.
+    ``low``/``high`` are offset bounds from neighbouring entries (None: the segment's own).
+    """
+    if size <= split_bytes:
+        return [(0, None, None, None)]
+    entries = _sane_entries(f, size)
+    if not entries:
+        return [(0, None, None, None)]
+    cuts: list[tuple[int, int, int | None]] = []     # (position, entry offset, offset of the entry before)
+    last = 0
+    try:
+        mapped = MappedFile(f.path)
+    except KdumpError:
+        return [(0, None, None, None)]
+    try:
+        for i, e in enumerate(entries):
+            if e.position - last < split_bytes or size - e.position < split_bytes // 4:
+                continue
+            # Reuses the reader's own check of "does this index entry point at its batch".
+            if SegmentReader._batch_starts_at(mapped.buf, e.position, e.offset, size):
+                cuts.append((e.position, e.offset, entries[i - 1].offset if i else None))
+                last = e.position
+    finally:
+        mapped.close()
+    pieces = []
+    start, low = 0, None
+    for position, entry_offset, before in cuts:
+        # Records before the cut are below the cut batch's base, so at most its entry offset.
+        pieces.append((start, position, low, entry_offset))
+        start, low = position, before
+    pieces.append((start, None, low, None))
+    return pieces
+
+
+def _sane_entries(f: LogFile, log_size: int):
+    path = os.path.join(os.path.dirname(f.path), f"{f.base_offset:020d}.index")
+    try:
+        entries = parse_index(read_small(path, 256 << 20), f.base_offset).entries
+    except (KdumpError, OSError):
+        return None
+    prev_off = prev_pos = -1
+    for e in entries:
+        if e.offset <= prev_off or e.position <= prev_pos or e.position >= log_size:
+            return None
+        prev_off, prev_pos = e.offset, e.position
+    return entries
