@@ -62,7 +62,32 @@ def classify(path: str, strict: bool = True) -> tuple[str, int | None, str | Non
     ``strict=False`` (a file the user named) also takes a segment-style extension on a
     name that is not an offset, such as a copy called ``broken.log``; its base offset is None.
     """
-    name, leftover = strip_leftover(os.path.basename(path))
+    name = os.path.basename(path)
+    return _classify_name(name) if strict else _classify(name, False)
+
+
+# A log dir repeats a handful of names thousands of times (00000000000000000000.log in
+# every partition): each is classified once.
+_names: dict[str, tuple[tuple[str, int | None, str | None] | None, bool]] = {}
+_NAMES_KEPT = 1 << 16
+
+
+def _name_info(name: str) -> tuple[tuple[str, int | None, str | None] | None, bool]:
+    """(``classify(name)``, whether the name starts with a base offset) for a strict name."""
+    info = _names.get(name)
+    if info is None:
+        if len(_names) >= _NAMES_KEPT:
+            _names.clear()
+        info = _names[name] = (_classify(name, True), filename_offset(name) is not None)
+    return info
+
+
+def _classify_name(name: str) -> tuple[str, int | None, str | None] | None:
+    return _name_info(name)[0]
+
+
+def _classify(basename: str, strict: bool) -> tuple[str, int | None, str | None] | None:
+    name, leftover = strip_leftover(basename)
     if name in FIXED_NAMES:
         return FIXED_NAMES[name], None, leftover
     if name.endswith(".checkpoint.part"):
@@ -91,21 +116,35 @@ def _partition_of(directory: str) -> tuple[str | None, int | None]:
 
 
 def _sort_key(f: LogFile):
-    leftover_rank = 0 if f.leftover is None else 1 + LEFTOVER_SUFFIXES.index(f.leftover)
-    base = -1 if f.base_offset is None else f.base_offset
-    return (f.base_offset is None, base, _KIND_ORDER.get(f.kind, 9), leftover_rank, f.name)
+    return _order(f.base_offset, f.kind, f.leftover, f.name)
 
 
-def partition_files(directory: str, entries: list[os.DirEntry] | None = None) -> list[LogFile]:
+def _order(base: int | None, kind: str, leftover: str | None, name: str):
+    leftover_rank = 0 if leftover is None else 1 + LEFTOVER_SUFFIXES.index(leftover)
+    return (base is None, -1 if base is None else base, _KIND_ORDER.get(kind, 9), leftover_rank, name)
+
+
+def partition_files(directory: str, entries: list[os.DirEntry] | None = None,
+                    parsed: tuple[str, int, str | None] | None = None) -> list[LogFile]:
     """Every file kdump knows in one partition dir, segments in base-offset order
-    (``entries``: its listing, when the caller has just made one)."""
-    topic, partition = _partition_of(directory)
-    files = []
+    (``entries``: its listing, when the caller has just made one; ``parsed``: its name's
+    ``parse_partition_dir``)."""
+    topic, partition = parsed[:2] if parsed is not None else _partition_of(directory)
+    prefix = _prefix(directory)
+    keyed = []
     for entry in _scandir(directory) if entries is None else entries:
-        f = _log_file(os.path.join(directory, entry.name), topic, partition)
-        if f is not None and _is_file(entry):
-            files.append(f)
-    return sorted(files, key=_sort_key)
+        name = entry.name
+        c = _name_info(name)[0]
+        if c is not None and _is_file(entry):
+            keyed.append((_order(c[1], c[0], c[2], name), LogFile(prefix + name, c[0], topic, partition, c[1], c[2])))
+    if len(keyed) > 1:
+        keyed.sort(key=lambda k: k[0])
+    return [f for _, f in keyed]
+
+
+def _prefix(directory: str) -> str:
+    """What ``os.path.join(directory, name)`` puts before ``name``."""
+    return directory if not directory or directory.endswith("/") else directory + "/"
 
 
 def _is_file(entry: os.DirEntry) -> bool:
@@ -147,8 +186,10 @@ def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
 
     The name alone cannot decide: a log dir called ``kafka-1`` looks like a partition.
     """
-    if any(classify(e.name) is not None and filename_offset(e.name) is not None and _is_file(e) for e in entries):
-        return True
+    for e in entries:
+        c, offset_named = _name_info(e.name)
+        if c is not None and offset_named and _is_file(e):
+            return True
     if any(e.is_dir(follow_symlinks=False) for e in entries):
         return False
     return parse_partition_dir(name) is not None
@@ -189,8 +230,8 @@ def expand(path: str, _depth: int = 0) -> list[LogFile]:
             partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub, listing))
         else:
             others.append(sub)
-    for _, directory, listing in sorted(partitions, key=lambda p: p[:2]):
-        out.extend(_listed(partition_files(directory, listing)))
+    for key, directory, listing in sorted(partitions, key=lambda p: p[:2]):
+        out.extend(_listed(partition_files(directory, listing, key)))
     if _depth < MAX_DEPTH:
         for sub in sorted(others):
             out.extend(expand(sub, _depth + 1))
