@@ -266,12 +266,18 @@ def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
     """``files`` cut into runs of one directory each: a partition, the unit the whole-log-dir
     commands check and spread over worker processes."""
     groups: list[tuple[str, list[LogFile]]] = []
-    for f in files:
-        d = os.path.dirname(f.path)
+    prefix = None       # the last group's directory and separator: a file starting with it, with no
+    for f in files:     # separator after it, is in that directory (no dirname call per file)
+        p = f.path
+        if prefix is not None and p.startswith(prefix) and p.find("/", len(prefix)) < 0:
+            groups[-1][1].append(f)
+            continue
+        d = os.path.dirname(p)
         if groups and groups[-1][0] == d:
             groups[-1][1].append(f)
         else:
             groups.append((d, [f]))
+        prefix = p[:len(d) + 1] if d and p[len(d):len(d) + 1] == "/" and "//" not in p else None
     return groups
 
 

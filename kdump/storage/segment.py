@@ -277,10 +277,10 @@ def read_small(path: str, limit: int = 64 << 20) -> bytes:
         if size > limit:        # refused unread: it may be a sparse file of any size
             raise InputError(f"{size} bytes is more than kdump reads of this kind of file ({limit})", file=path)
         # Ask for the size seen (+1 to notice growth), not for the limit: a read of `limit`
-        # bytes allocates that much for every small file. Read on the descriptor: a file
-        # object would cost three more system calls per file.
-        data = _read_fd(fd, size + 1)
-        if len(data) > size:
+        # bytes allocates that much for every small file. Read on the descriptor (a file
+        # object costs three more system calls), once: a regular file read short has ended.
+        data = os.pread(fd, size + 1, 0)
+        if len(data) != size:       # grown, or cut meanwhile: read what there is now
             data = _read_fd(fd, limit + 1)
     except OSError as e:
         raise _input_error(path, e) from None
