@@ -114,7 +114,7 @@ def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int 
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
-    files, status = resolve_paths(paths)
+    files, status = resolve_paths(paths, jobs)
     groups = directory_groups(files)
     if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
         jobs = 1        # a directory named in pieces: repair it in one process
@@ -201,7 +201,7 @@ def _notes(out: Output, changes: list) -> list:
     return changes
 
 
-def resolve_paths(paths) -> tuple[list, ExitStatus]:
+def resolve_paths(paths, jobs: int = 1) -> tuple[list, ExitStatus]:
     """The files under PATHS, each once (by real path: a file named twice is checked and
     repaired once), and the exit status so far; a PATH that cannot be read is reported."""
     from kdump.storage.logdir import resolve
@@ -213,7 +213,7 @@ def resolve_paths(paths) -> tuple[list, ExitStatus]:
     dirs: dict[str, str] = {}
     for path in paths:
         try:
-            found = resolve([path])
+            found = resolve([path], jobs=jobs)
         except KdumpError as e:
             click.echo(error_line(e), err=True)
             status = max(status, e.exit_code)

@@ -196,14 +196,18 @@ def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
 
 
 MAX_DEPTH = 6
+# Partition dirs from which a log dir is listed by ``jobs`` worker processes: below, listing
+# them here takes less than starting the workers.
+PARALLEL_LISTING_FROM = 1000
 
 
-def expand(path: str, _depth: int = 0) -> list[LogFile]:
+def expand(path: str, _depth: int = 0, jobs: int = 1) -> list[LogFile]:
     """The files one PATH stands for, in the order kdump processes them.
 
     A log dir lists its own files (meta.properties, checkpoints), then its partition dirs
     sorted by topic then partition number; other subdirectories are searched for more log
     dirs (a data root holding several ``log.dirs``), in name order, not following links.
+    Thousands of partition dirs are listed by ``jobs`` worker processes.
     """
     if not os.path.exists(path):
         raise InputError("cannot read: no such file or directory", file=path)
@@ -219,27 +223,47 @@ def expand(path: str, _depth: int = 0) -> list[LogFile]:
         return _listed(partition_files(path, entries))
     out = [f for e in sorted(entries, key=lambda e: e.name)
            for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None and _is_file(e)]
-    partitions, others = [], []
+    candidates, others = [], []
     for e in entries:
         if not e.is_dir(follow_symlinks=False):
             continue
         sub = os.path.join(path, e.name)
         parsed = parse_partition_dir(e.name)
-        listing = _scandir(sub) if parsed is not None else None
-        if listing is not None and _is_partition_dir(listing, e.name):
-            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub, listing))
+        if parsed is not None:
+            candidates.append((sub, e.name, parsed))
         else:
             others.append(sub)
-    for key, directory, listing in sorted(partitions, key=lambda p: p[:2]):
-        out.extend(_listed(partition_files(directory, listing, key)))
+    partitions = []
+    for (sub, _, parsed), files in zip(candidates, _list_partitions(candidates, jobs)):
+        if files is None:       # named like a partition, but holding only dirs: a log dir
+            others.append(sub)
+        else:
+            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub, files))
+    for _, _, files in sorted(partitions, key=lambda p: p[:2]):
+        out.extend(_listed(files))
     if _depth < MAX_DEPTH:
         for sub in sorted(others):
-            out.extend(expand(sub, _depth + 1))
+            out.extend(expand(sub, _depth + 1, jobs))
     return out
 
 
+def _list_partitions(candidates: list[tuple[str, str, tuple]], jobs: int) -> list[list[LogFile] | None]:
+    if jobs > 1 and len(candidates) >= PARALLEL_LISTING_FROM:
+        from kdump.parallel import ordered_map
+
+        return list(ordered_map(_partition_listing, candidates, jobs))
+    return [_partition_listing(c) for c in candidates]
+
+
+def _partition_listing(candidate: tuple[str, str, tuple]) -> list[LogFile] | None:
+    """``partition_files`` of a dir named like a partition, or None if it is not one."""
+    sub, name, parsed = candidate
+    listing = _scandir(sub)
+    return partition_files(sub, listing, parsed) if _is_partition_dir(listing, name) else None
+
+
 def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
-            explicit_kinds: tuple[str, ...] | None = None) -> list[LogFile]:
+            explicit_kinds: tuple[str, ...] | None = None, jobs: int = 1) -> list[LogFile]:
     """Expand every PATH; keep ``kinds`` from directories and ``explicit_kinds`` from named files.
 
     A file named explicitly with a kind the command does not take is a usage error, and
@@ -248,7 +272,7 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
     out: list[LogFile] = []
     explicit_kinds = explicit_kinds or kinds
     for path in paths:
-        files = expand(path)
+        files = expand(path, jobs=jobs)
         if os.path.isdir(path):
             chosen = [f for f in files if kinds is None or f.kind in kinds]
             if not chosen:
