@@ -18,11 +18,11 @@ over the rounds), its CPU seconds, and its ratio to the cat run just before it (
 then the ratios issue 18 asks for: verify >= 0.5x cat and >= 1.7x its own -j 1; info and
 recover <= 2x verify; dump's records/s on the whole dir against the single segment.
 
-Once a round ``verify -j N`` also runs with its phases timed: the parent's CPU before the
-workers start (start-up, listing the log dir), the parent's CPU after (receiving and
-printing the reports) and the workers' CPU. From those, the wall time the run would take on
-N idle cores (before + (after + workers) / N), which a shared machine cannot show directly,
-against cat's CPU time (what cat takes on an idle machine).
+Once a round ``verify -j N`` also runs with its phases timed: the parent's CPU while no
+worker runs (start-up; between listing the partition dirs and checking them), its CPU while
+workers run (receiving and printing the reports) and the workers' CPU. From those, the wall
+time the run would take on N idle cores (alone + (beside + workers) / N), which a shared
+machine cannot show directly, against cat's CPU time (what cat takes on an idle machine).
 
 kdump runs without PYTHONUNBUFFERED (set in some sandboxes: it makes every printed line a
 write system call), with its bytecode compiled beforehand (PYTHONDONTWRITEBYTECODE would
@@ -130,16 +130,20 @@ def spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):6.2f}s ({min(xs):.2f}-{max(xs):.2f})"
 
 
-# ``verify -j N`` with its phases timed, as a child process: the parent's CPU when the
-# workers are started, and at the end the parent's and the workers' CPU.
+# ``verify -j N`` with its phases timed, as a child process: the parent's CPU while no
+# workers run (start-up; between the listing workers and the checking workers), while
+# workers run, and the workers' CPU.
 PHASES = """
-import os, sys, time
+import os, sys
 import kdump.parallel as P
-fan_out, at_fork = P._fan_out, []
-def timed_fan_out(fn, units, jobs):
+fan_out, marks = P._fan_out, []
+def cpu():
     t = os.times()
-    at_fork.append(t.user + t.system)
+    return t.user + t.system
+def timed_fan_out(fn, units, jobs):
+    marks.append(cpu())
     yield from fan_out(fn, units, jobs)
+    marks.append(cpu())
 P._fan_out = timed_fan_out
 from kdump.cli import main
 sys.argv = ["kdump", *sys.argv[1:]]
@@ -147,17 +151,19 @@ try:
     main()
 except SystemExit:
     pass
+marks.append(cpu())
+alone = marks[0] + sum(marks[i + 1] - marks[i] for i in range(1, len(marks) - 1, 2))
 t = os.times()
-print(at_fork[0], t.user + t.system - at_fork[0], t.children_user + t.children_system, file=sys.stderr)
+print(alone, marks[-1] - alone, t.children_user + t.children_system, file=sys.stderr)
 """
 
 
 def phases(logdir: str, jobs: int) -> tuple[float, float, float]:
-    """(parent CPU before the workers start, parent CPU after, workers' CPU) of verify -j N."""
+    """(parent CPU while no worker runs, parent CPU while they run, workers' CPU) of verify -j N."""
     rc = subprocess.run([sys.executable, "-c", PHASES, "verify", "-q", logdir, "-j", str(jobs)], env=ENV,
                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, text=True)
-    before, after, workers = map(float, rc.stderr.split()[-3:])
-    return before, after, workers
+    alone, beside, workers = map(float, rc.stderr.split()[-3:])
+    return alone, beside, workers
 
 
 def _spin() -> None:
@@ -264,10 +270,10 @@ def main() -> None:
         print(f"verify -j {n}: {med(vs_cat['verify', n]):.2f}x cat's throughput (target >= 0.5x), {ratio:.2f}x its "
               f"own -j 1 (target >= 1.7x); -j 1: {med(vs_cat['verify', 1]):.2f}x cat")
         if split:
-            before, after, workers = (med(x) for x in zip(*split))
-            ideal = before + (after + workers) / n
-            print(f"verify -j {n} phases (CPU s, median): parent before the workers start {before:.2f}, parent "
-                  f"after {after:.2f}, workers {workers:.2f}; on {n} idle cores: {ideal:.2f}s, "
+            alone, beside, workers = (med(x) for x in zip(*split))
+            ideal = alone + (beside + workers) / n
+            print(f"verify -j {n} phases (CPU s, median): parent with no worker running {alone:.2f}, parent beside "
+                  f"the workers {beside:.2f}, workers {workers:.2f}; on {n} idle cores: {ideal:.2f}s, "
                   f"{med(cat_cpu) / ideal:.2f}x cat's CPU time, {med(cpu['verify', 1]) / ideal:.2f}x -j 1's CPU time")
         for name in ("info", "recover"):
             if (name, n) in runs:
