@@ -9,13 +9,24 @@ files for 5,000 partitions; a few dozen distinct segments are written round-robi
 generation takes seconds. A second dir holds one partition whose single segment is the
 same batches back to back (for dump's single-segment record rate).
 
-Then, page cache warm, the best of REPEAT runs of each command, all in this one run (so
-figures are relative to each other on a machine whose load changes between runs):
-``cat`` of every file, and ``verify -q``, ``info``, ``recover`` (plan), ``index --verify``,
-``timeindex --verify``, ``dump --records --json`` and ``export --format ndjson`` (local
-engine), each at ``-j 1`` and ``-j N`` (N = all cores). It prints each time, its ratio to
-cat and the ratios issue 18 asks for: verify >= 0.5x cat and >= 1.7x its own -j 1; info
-and recover <= 2x verify; dump's records/s on the whole dir against the single segment.
+Then, page cache warm, REPEAT rounds; each round runs every command (``verify -q``,
+``info``, ``recover`` (plan), ``index --verify``, ``timeindex --verify``, ``dump --records
+--json``, ``export --format ndjson`` with the local engine) at ``-j 1`` and ``-j N`` (N = all
+cores), each right after a ``cat`` of every file, so that kdump and cat are measured under
+the same load, interleaved. It prints each one's median wall time with its spread (min-max
+over the rounds), its CPU seconds, and its ratio to the cat run just before it (median),
+then the ratios issue 18 asks for: verify >= 0.5x cat and >= 1.7x its own -j 1; info and
+recover <= 2x verify; dump's records/s on the whole dir against the single segment.
+
+Once a round ``verify -j N`` also runs with its phases timed: the parent's CPU while no
+worker runs (start-up; between listing the partition dirs and checking them), its CPU while
+workers run (receiving and printing the reports) and the workers' CPU. From those, the wall
+time the run would take on N idle cores (alone + (beside + workers) / N), which a shared
+machine cannot show directly, against cat's CPU time (what cat takes on an idle machine).
+
+kdump runs without PYTHONUNBUFFERED (set in some sandboxes: it makes every printed line a
+write system call), with its bytecode compiled beforehand (PYTHONDONTWRITEBYTECODE would
+otherwise make an editable install compile kdump on every run).
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import compileall
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -97,24 +109,61 @@ def generate(root: Path, partitions: int) -> tuple[Path, Path]:
     return logdir, single.parent
 
 
-CPU: dict[str, float] = {}      # CPU seconds (user + system, all processes) of the best run, by command
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
-def best(args: list[str], repeat: int, shell: bool = False) -> float:
+def timed(args: list[str] | str, shell: bool = False) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the run and its children) of one run."""
     import resource
 
-    times = []
-    for _ in range(repeat):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        rc = subprocess.run(args, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-        times.append(time.perf_counter() - t)
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if times[-1] == min(times):
-            CPU[str(args)] = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
-        if rc.returncode not in (0, 1):
-            raise SystemExit(f"failed ({rc.returncode}): {args}\n{rc.stderr.decode()[-2000:]}")
-    return min(times)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    rc = subprocess.run(args, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=ENV)
+    wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc.returncode not in (0, 1):
+        raise SystemExit(f"failed ({rc.returncode}): {args}\n{rc.stderr.decode()[-2000:]}")
+    return wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+
+
+def spread(xs: list[float]) -> str:
+    return f"{statistics.median(xs):6.2f}s ({min(xs):.2f}-{max(xs):.2f})"
+
+
+# ``verify -j N`` with its phases timed, as a child process: the parent's CPU while no
+# workers run (start-up; between the listing workers and the checking workers), while
+# workers run, and the workers' CPU.
+PHASES = """
+import os, sys
+import kdump.parallel as P
+fan_out, marks = P._fan_out, []
+def cpu():
+    t = os.times()
+    return t.user + t.system
+def timed_fan_out(fn, units, jobs):
+    marks.append(cpu())
+    yield from fan_out(fn, units, jobs)
+    marks.append(cpu())
+P._fan_out = timed_fan_out
+from kdump.cli import main
+sys.argv = ["kdump", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+marks.append(cpu())
+alone = marks[0] + sum(marks[i + 1] - marks[i] for i in range(1, len(marks) - 1, 2))
+t = os.times()
+print(alone, marks[-1] - alone, t.children_user + t.children_system, file=sys.stderr)
+"""
+
+
+def phases(logdir: str, jobs: int) -> tuple[float, float, float]:
+    """(parent CPU while no worker runs, parent CPU while they run, workers' CPU) of verify -j N."""
+    rc = subprocess.run([sys.executable, "-c", PHASES, "verify", "-q", logdir, "-j", str(jobs)], env=ENV,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, text=True)
+    alone, beside, workers = map(float, rc.stderr.split()[-3:])
+    return alone, beside, workers
 
 
 def _spin() -> None:
@@ -167,47 +216,74 @@ def main() -> None:
     args = ap.parse_args()
     compileall.compile_dir(str(ROOT / "kdump"), quiet=1)
     t = time.perf_counter()
-    logdir, single = generate(args.data, args.partitions)
+    logdir, single_dir = generate(args.data, args.partitions)
     files = files_of(logdir)
     size = sum(os.path.getsize(f) for f in files)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; "
           f"{args.partitions} partitions, {len(files)} files, {size / 1e6:.0f} MB "
-          f"(ready in {time.perf_counter() - t:.1f}s); best of {args.repeat}")
+          f"(ready in {time.perf_counter() - t:.1f}s)")
     listing = Path(tempfile.mkstemp(prefix="kdump-bench-files-")[1])
     listing.write_text("\0".join(files))
     # cat's own start-up is paid once per xargs batch, as kdump's once per run.
-    t_cat = best(f"xargs -0 cat < '{listing}' > /dev/null", args.repeat + 2, shell=True)
-    print(f"{'cat of every file':<34} {t_cat:7.2f}s  {size / t_cat / 1e6:7.0f} MB/s")
+    cat = f"xargs -0 cat < '{listing}' > /dev/null"
     out = tempfile.mkdtemp(prefix="kdump-bench-export-")
-    times: dict[tuple[str, int], float] = {}
+    n = args.jobs
+    runs = {(name, jobs): [*KDUMP, *COMMANDS[name](str(logdir), out), "-j", str(jobs)]
+            for name in args.only or COMMANDS for jobs in (1, n)}
+    wall: dict = {k: [] for k in ["cat", *runs]}
+    cat_cpu: list[float] = []
+    cpu: dict = {k: [] for k in runs}
+    vs_cat: dict = {k: [] for k in runs}
+    split: list[tuple[float, float, float]] = []
+    loads = []
     try:
-        for name in args.only or COMMANDS:
-            for jobs in (1, args.jobs):
-                cmd = [*KDUMP, *COMMANDS[name](str(logdir), out), "-j", str(jobs)]
-                times[name, jobs] = t_k = best(cmd, args.repeat)
-                print(f"kdump {name:<12} -j {jobs:<3}{'':13} {t_k:7.2f}s  {size / t_k / 1e6:7.0f} MB/s  "
-                      f"{t_cat / t_k:5.2f}x cat  (cpu {CPU[str(cmd)]:.2f}s)", flush=True)
+        for _ in range(args.repeat):
+            loads.append(os.getloadavg()[0])
+            for key, cmd in runs.items():
+                t_cat, c = timed(cat, shell=True)       # right before: the same load
+                wall["cat"].append(t_cat)
+                cat_cpu.append(c)
+                w, c = timed(cmd)
+                wall[key].append(w)
+                cpu[key].append(c)
+                vs_cat[key].append(t_cat / w)
+            if ("verify", n) in runs and n > 1:
+                split.append(phases(str(logdir), n))
+        if ("dump", 1) in runs:
+            single = [timed([*KDUMP, "dump", "--records", "--json", str(single_dir)])[0] for _ in range(args.repeat)]
     finally:
         shutil.rmtree(out, ignore_errors=True)
         listing.unlink()
-    n = args.jobs
+    med = statistics.median
+    print(f"load average during the rounds: {min(loads):.1f}-{max(loads):.1f}; median (min-max) of {args.repeat} "
+          f"interleaved rounds\n")
+    print(f"{'cat of every file':<34} {spread(wall['cat'])}  {size / med(wall['cat']) / 1e6:6.0f} MB/s  "
+          f"(cpu {med(cat_cpu):.2f}s)")
+    for (name, jobs), ws in ((k, wall[k]) for k in runs):
+        print(f"kdump {name:<12} -j {jobs:<3}{'':10} {spread(ws)}  {size / med(ws) / 1e6:6.0f} MB/s  "
+              f"{med(vs_cat[name, jobs]):5.2f}x cat  (cpu {med(cpu[name, jobs]):.2f}s)")
     print(f"\ncores this run could get (two busy processes against one, best of 3): {cores_available(3):.2f}, "
           f"load {os.getloadavg()[0]:.1f}")
-    if ("verify", n) in times:
-        v1, vn = times["verify", 1], times["verify", n]
-        print(f"verify -j {n}: {t_cat / vn:.2f}x cat's throughput (target >= 0.5x), {v1 / vn:.2f}x its own -j 1 "
-              f"(target >= 1.7x)")
+    if ("verify", n) in runs:
+        v1, vn = med(wall["verify", 1]), med(wall["verify", n])
+        ratio = med([a / b for a, b in zip(wall["verify", 1], wall["verify", n])])
+        print(f"verify -j {n}: {med(vs_cat['verify', n]):.2f}x cat's throughput (target >= 0.5x), {ratio:.2f}x its "
+              f"own -j 1 (target >= 1.7x); -j 1: {med(vs_cat['verify', 1]):.2f}x cat")
+        if split:
+            alone, beside, workers = (med(x) for x in zip(*split))
+            ideal = alone + (beside + workers) / n
+            print(f"verify -j {n} phases (CPU s, median): parent with no worker running {alone:.2f}, parent beside "
+                  f"the workers {beside:.2f}, workers {workers:.2f}; on {n} idle cores: {ideal:.2f}s, "
+                  f"{med(cat_cpu) / ideal:.2f}x cat's CPU time, {med(cpu['verify', 1]) / ideal:.2f}x -j 1's CPU time")
         for name in ("info", "recover"):
-            if (name, n) in times:
-                print(f"{name} -j {n}: {times[name, n] / vn:.2f}x verify's time (target <= 2x); -j 1: "
-                      f"{times[name, 1] / v1:.2f}x")
-    if ("dump", 1) in times:
+            if (name, n) in runs:
+                print(f"{name} -j {n}: {med(wall[name, n]) / vn:.2f}x verify's time (target <= 2x); -j 1: "
+                      f"{med(wall[name, 1]) / v1:.2f}x")
+    if ("dump", 1) in runs:
         records = args.partitions * BATCHES * PER_BATCH
         single_records = min(args.partitions, 500) * BATCHES * PER_BATCH
-        t_single = best([*KDUMP, "dump", "--records", "--json", str(single)], args.repeat)
-        print(f"dump --records --json: one segment {single_records / t_single:,.0f} rec/s; whole dir -j 1 "
-              f"{records / times['dump', 1]:,.0f} rec/s, -j {n} {records / times['dump', n]:,.0f} rec/s")
-
+        print(f"dump --records --json: one segment {single_records / med(single):,.0f} rec/s; whole dir -j 1 "
+              f"{records / med(wall['dump', 1]):,.0f} rec/s, -j {n} {records / med(wall['dump', n]):,.0f} rec/s")
 
 if __name__ == "__main__":
     main()

@@ -44,7 +44,7 @@ def classes_status(classes, strict: bool = False) -> ExitStatus:
     return ExitStatus.OK
 
 
-def resolve_paths(paths) -> tuple[list, ExitStatus, list[KdumpError]]:
+def resolve_paths(paths, jobs: int = 1) -> tuple[list, ExitStatus, list[KdumpError]]:
     """The files under PATHS, each once (by real path: a file named twice is checked and
     repaired once), the exit status so far, and the errors to report for PATHS that cannot
     be read (in order; they come before any report)."""
@@ -57,7 +57,7 @@ def resolve_paths(paths) -> tuple[list, ExitStatus, list[KdumpError]]:
     dirs: dict[str, str] = {}
     for path in paths:
         try:
-            found = resolve([path])
+            found = resolve([path], jobs=jobs)
         except KdumpError as e:
             errors.append(e)
             status = max(status, e.exit_code)

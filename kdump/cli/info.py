@@ -31,7 +31,7 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
     from kdump.storage.logdir import directory_groups
     from kdump.parallel import in_process, ordered_map
 
-    files = resolve(paths, kinds=BATCH_KINDS)
+    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs))
     status = ExitStatus.OK
     summaries = []
     groups = directory_groups(files)

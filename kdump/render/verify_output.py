@@ -32,7 +32,7 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
-    files, status, errors = resolve_paths(paths)
+    files, status, errors = resolve_paths(paths, jobs)
     for e in errors:
         report_error(e, hint=False)
     groups = directory_groups(files)

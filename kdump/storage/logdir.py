@@ -62,7 +62,32 @@ def classify(path: str, strict: bool = True) -> tuple[str, int | None, str | Non
     ``strict=False`` (a file the user named) also takes a segment-style extension on a
     name that is not an offset, such as a copy called ``broken.log``; its base offset is None.
     """
-    name, leftover = strip_leftover(os.path.basename(path))
+    name = os.path.basename(path)
+    return _classify_name(name) if strict else _classify(name, False)
+
+
+# A log dir repeats a handful of names thousands of times (00000000000000000000.log in
+# every partition): each is classified once.
+_names: dict[str, tuple[tuple[str, int | None, str | None] | None, bool]] = {}
+_NAMES_KEPT = 1 << 16
+
+
+def _name_info(name: str) -> tuple[tuple[str, int | None, str | None] | None, bool]:
+    """(``classify(name)``, whether the name starts with a base offset) for a strict name."""
+    info = _names.get(name)
+    if info is None:
+        if len(_names) >= _NAMES_KEPT:
+            _names.clear()
+        info = _names[name] = (_classify(name, True), filename_offset(name) is not None)
+    return info
+
+
+def _classify_name(name: str) -> tuple[str, int | None, str | None] | None:
+    return _name_info(name)[0]
+
+
+def _classify(basename: str, strict: bool) -> tuple[str, int | None, str | None] | None:
+    name, leftover = strip_leftover(basename)
     if name in FIXED_NAMES:
         return FIXED_NAMES[name], None, leftover
     if name.endswith(".checkpoint.part"):
@@ -91,21 +116,35 @@ def _partition_of(directory: str) -> tuple[str | None, int | None]:
 
 
 def _sort_key(f: LogFile):
-    leftover_rank = 0 if f.leftover is None else 1 + LEFTOVER_SUFFIXES.index(f.leftover)
-    base = -1 if f.base_offset is None else f.base_offset
-    return (f.base_offset is None, base, _KIND_ORDER.get(f.kind, 9), leftover_rank, f.name)
+    return _order(f.base_offset, f.kind, f.leftover, f.name)
 
 
-def partition_files(directory: str, entries: list[os.DirEntry] | None = None) -> list[LogFile]:
+def _order(base: int | None, kind: str, leftover: str | None, name: str):
+    leftover_rank = 0 if leftover is None else 1 + LEFTOVER_SUFFIXES.index(leftover)
+    return (base is None, -1 if base is None else base, _KIND_ORDER.get(kind, 9), leftover_rank, name)
+
+
+def partition_files(directory: str, entries: list[os.DirEntry] | None = None,
+                    parsed: tuple[str, int, str | None] | None = None) -> list[LogFile]:
     """Every file kdump knows in one partition dir, segments in base-offset order
-    (``entries``: its listing, when the caller has just made one)."""
-    topic, partition = _partition_of(directory)
-    files = []
+    (``entries``: its listing, when the caller has just made one; ``parsed``: its name's
+    ``parse_partition_dir``)."""
+    topic, partition = parsed[:2] if parsed is not None else _partition_of(directory)
+    prefix = _prefix(directory)
+    keyed = []
     for entry in _scandir(directory) if entries is None else entries:
-        f = _log_file(os.path.join(directory, entry.name), topic, partition)
-        if f is not None and _is_file(entry):
-            files.append(f)
-    return sorted(files, key=_sort_key)
+        name = entry.name
+        c = _name_info(name)[0]
+        if c is not None and _is_file(entry):
+            keyed.append((_order(c[1], c[0], c[2], name), LogFile(prefix + name, c[0], topic, partition, c[1], c[2])))
+    if len(keyed) > 1:
+        keyed.sort(key=lambda k: k[0])
+    return [f for _, f in keyed]
+
+
+def _prefix(directory: str) -> str:
+    """What ``os.path.join(directory, name)`` puts before ``name``."""
+    return directory if not directory or directory.endswith("/") else directory + "/"
 
 
 def _is_file(entry: os.DirEntry) -> bool:
@@ -147,22 +186,28 @@ def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
 
     The name alone cannot decide: a log dir called ``kafka-1`` looks like a partition.
     """
-    if any(classify(e.name) is not None and filename_offset(e.name) is not None and _is_file(e) for e in entries):
-        return True
+    for e in entries:
+        c, offset_named = _name_info(e.name)
+        if c is not None and offset_named and _is_file(e):
+            return True
     if any(e.is_dir(follow_symlinks=False) for e in entries):
         return False
     return parse_partition_dir(name) is not None
 
 
 MAX_DEPTH = 6
+# Partition dirs from which a log dir is listed by ``jobs`` worker processes: below, listing
+# them here takes less than starting the workers.
+PARALLEL_LISTING_FROM = 1000
 
 
-def expand(path: str, _depth: int = 0) -> list[LogFile]:
+def expand(path: str, _depth: int = 0, jobs: int = 1) -> list[LogFile]:
     """The files one PATH stands for, in the order kdump processes them.
 
     A log dir lists its own files (meta.properties, checkpoints), then its partition dirs
     sorted by topic then partition number; other subdirectories are searched for more log
     dirs (a data root holding several ``log.dirs``), in name order, not following links.
+    Thousands of partition dirs are listed by ``jobs`` worker processes.
     """
     if not os.path.exists(path):
         raise InputError("cannot read: no such file or directory", file=path)
@@ -178,27 +223,47 @@ def expand(path: str, _depth: int = 0) -> list[LogFile]:
         return _listed(partition_files(path, entries))
     out = [f for e in sorted(entries, key=lambda e: e.name)
            for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None and _is_file(e)]
-    partitions, others = [], []
+    candidates, others = [], []
     for e in entries:
         if not e.is_dir(follow_symlinks=False):
             continue
         sub = os.path.join(path, e.name)
         parsed = parse_partition_dir(e.name)
-        listing = _scandir(sub) if parsed is not None else None
-        if listing is not None and _is_partition_dir(listing, e.name):
-            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub, listing))
+        if parsed is not None:
+            candidates.append((sub, e.name, parsed))
         else:
             others.append(sub)
-    for _, directory, listing in sorted(partitions, key=lambda p: p[:2]):
-        out.extend(_listed(partition_files(directory, listing)))
+    partitions = []
+    for (sub, _, parsed), files in zip(candidates, _list_partitions(candidates, jobs)):
+        if files is None:       # named like a partition, but holding only dirs: a log dir
+            others.append(sub)
+        else:
+            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub, files))
+    for _, _, files in sorted(partitions, key=lambda p: p[:2]):
+        out.extend(_listed(files))
     if _depth < MAX_DEPTH:
         for sub in sorted(others):
-            out.extend(expand(sub, _depth + 1))
+            out.extend(expand(sub, _depth + 1, jobs))
     return out
 
 
+def _list_partitions(candidates: list[tuple[str, str, tuple]], jobs: int) -> list[list[LogFile] | None]:
+    if jobs > 1 and len(candidates) >= PARALLEL_LISTING_FROM:
+        from kdump.parallel import ordered_map
+
+        return list(ordered_map(_partition_listing, candidates, jobs))
+    return [_partition_listing(c) for c in candidates]
+
+
+def _partition_listing(candidate: tuple[str, str, tuple]) -> list[LogFile] | None:
+    """``partition_files`` of a dir named like a partition, or None if it is not one."""
+    sub, name, parsed = candidate
+    listing = _scandir(sub)
+    return partition_files(sub, listing, parsed) if _is_partition_dir(listing, name) else None
+
+
 def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
-            explicit_kinds: tuple[str, ...] | None = None) -> list[LogFile]:
+            explicit_kinds: tuple[str, ...] | None = None, jobs: int = 1) -> list[LogFile]:
     """Expand every PATH; keep ``kinds`` from directories and ``explicit_kinds`` from named files.
 
     A file named explicitly with a kind the command does not take is a usage error, and
@@ -207,7 +272,7 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
     out: list[LogFile] = []
     explicit_kinds = explicit_kinds or kinds
     for path in paths:
-        files = expand(path)
+        files = expand(path, jobs=jobs)
         if os.path.isdir(path):
             chosen = [f for f in files if kinds is None or f.kind in kinds]
             if not chosen:
@@ -225,12 +290,18 @@ def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
     """``files`` cut into runs of one directory each: a partition, the unit the whole-log-dir
     commands check and spread over worker processes."""
     groups: list[tuple[str, list[LogFile]]] = []
-    for f in files:
-        d = os.path.dirname(f.path)
+    prefix = None       # the last group's directory and separator: a file starting with it, with no
+    for f in files:     # separator after it, is in that directory (no dirname call per file)
+        p = f.path
+        if prefix is not None and p.startswith(prefix) and p.find("/", len(prefix)) < 0:
+            groups[-1][1].append(f)
+            continue
+        d = os.path.dirname(p)
         if groups and groups[-1][0] == d:
             groups[-1][1].append(f)
         else:
             groups.append((d, [f]))
+        prefix = p[:len(d) + 1] if d and p[len(d):len(d) + 1] == "/" and "//" not in p else None
     return groups
 
 

@@ -172,18 +172,24 @@ def open_regular(path: str) -> int:
     """A read-only descriptor of ``path``, which must be a regular file. Opened without
     blocking, then checked on the descriptor: opening a FIFO (or a tape, or a terminal)
     named like a segment must not wait forever for a writer."""
+    return _open_regular(path)[0]
+
+
+def _open_regular(path: str) -> tuple[int, os.stat_result]:
+    """``open_regular`` and the descriptor's ``fstat`` (one call for both checks and size)."""
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except OSError as e:
         raise _input_error(path, e) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise InputError("not a regular file", file=path)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
 
 
 class MappedFile:
@@ -193,9 +199,8 @@ class MappedFile:
         self.path = path
         self._mm: mmap.mmap | None = None
         self._watch_slot: int | None = None
-        fd = open_regular(path)
+        fd, st = _open_regular(path)
         try:
-            st = os.fstat(fd)
             self.size = st.st_size
             if st.st_size == 0:
                 self.buf: bytes | mmap.mmap = b""
@@ -264,20 +269,21 @@ def _read_fd(fd: int, size: int) -> bytes:
 
 def read_small(path: str, limit: int = 64 << 20) -> bytes:
     """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
-    fd = open_regular(path)
+    fd, st = _open_regular(path)
     try:
-        with open(fd, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > limit:        # refused unread: it may be a sparse file of any size
-                raise InputError(f"{size} bytes is more than kdump reads of this kind of file ({limit})",
-                                 file=path)
-            # Ask for the size seen (+1 to notice growth), not for the limit: a read of
-            # `limit` bytes allocates that much for every small file.
-            data = f.read(size + 1)
-            if len(data) > size:
-                data += f.read(limit + 1 - len(data))
+        size = st.st_size
+        if size > limit:        # refused unread: it may be a sparse file of any size
+            raise InputError(f"{size} bytes is more than kdump reads of this kind of file ({limit})", file=path)
+        # Ask for the size seen (+1 to notice growth), not for the limit: a read of `limit`
+        # bytes allocates that much for every small file. Read on the descriptor (a file
+        # object costs three more system calls), once: a regular file read short has ended.
+        data = os.pread(fd, size + 1, 0)
+        if len(data) != size:       # grown, or cut meanwhile: read what there is now
+            data = _read_fd(fd, limit + 1)
     except OSError as e:
         raise _input_error(path, e) from None
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise InputError(f"more than {limit} bytes: more than kdump reads of this kind of file", file=path)
     return data

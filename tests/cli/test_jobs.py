@@ -364,3 +364,52 @@ def test_workers_writing_in_turn_keep_the_order(tmp_path, monkeypatch, spill_at)
         assert list(P.ordered_output(_numbered_lines, list(range(60)), 2, out)) == list(range(60))
     assert (tmp_path / "out").read_text() == "".join(f"{u}:{k}\n" for u in range(60) for k in range(50))
     assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
+    assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
+
+
+def _listing_by_workers(monkeypatch) -> list:
+    """From here on, a log dir's partition dirs are listed by workers from the first one;
+    returns the functions ``ordered_map`` is given, to show that it was."""
+    import kdump.parallel as P
+    import kdump.storage.logdir as K
+
+    monkeypatch.setattr(K, "PARALLEL_LISTING_FROM", 1)
+    given = []
+    real = P.ordered_map
+
+    def recording(fn, units, jobs):
+        given.append(getattr(fn, "__name__", None))
+        return real(fn, units, jobs)
+
+    monkeypatch.setattr(P, "ordered_map", recording)
+    return given
+
+
+@pytest.mark.parametrize("name", ["verify", "info", "verify-strict-problems"])
+def test_partition_dirs_listed_by_workers_give_the_same_output(name, monkeypatch):
+    one = run_kdump(*COMMANDS[name], "--format", "json", "-j", "1")
+    given = _listing_by_workers(monkeypatch)
+    two = run_kdump(*COMMANDS[name], "--format", "json", "-j", "2")
+    assert "_partition_listing" in given
+    assert (two.code, two.out, two.err) == (one.code, one.out, one.err)
+
+
+def test_log_dirs_named_like_partitions_are_found_when_workers_list(tmp_path, monkeypatch):
+    from kdump.storage.logdir import resolve
+
+    seg = build.build_v2_batch([(0, 1_700_000_000_000, b"k", b"v")], base_offset=0)
+    for d in ("kafka-1/orders-0", "kafka-1/orders-1", "kafka-0/a-3", "t-2", "t-10", "t-1", "z-0.abcd", "y"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "00000000000000000000.log").write_bytes(seg)
+    (tmp_path / "t-1" / "00000000000000000000.index").write_bytes(b"")
+    (tmp_path / "t-1" / "00000000000000000000.log.deleted").write_bytes(seg)
+    (tmp_path / "empty-4").mkdir()
+    one = resolve([str(tmp_path)])
+    given = _listing_by_workers(monkeypatch)
+    assert resolve([str(tmp_path)], jobs=2) == one
+    assert "_partition_listing" in given
+    assert [os.path.relpath(f.path, tmp_path) for f in one] == [
+        "t-1/00000000000000000000.log", "t-1/00000000000000000000.log.deleted", "t-1/00000000000000000000.index",
+        "t-2/00000000000000000000.log", "t-10/00000000000000000000.log", "kafka-0/a-3/00000000000000000000.log",
+        "kafka-1/orders-0/00000000000000000000.log", "kafka-1/orders-1/00000000000000000000.log",
+        "y/00000000000000000000.log", "z-0.abcd/00000000000000000000.log"]
