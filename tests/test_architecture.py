@@ -25,6 +25,7 @@ LAYERS = [
     ("testing", "check"),
     ("repair", "state", "export", "info"),
     ("render",),
+    ("run",),
     ("spark",),
     ("cli",),
     ("__main__",),
@@ -150,3 +151,11 @@ def test_kdump_never_imports_its_test_builders():
     graph = _imports(_modules())
     users = sorted(m for m, ts in graph.items() if "kdump.testing" in ts)
     assert not users, f"kdump.testing is for tests, fuzzers and benchmarks only: {users}"
+
+
+def test_the_readme_shows_every_package():
+    readme = (KDUMP.parent / "README.md").read_text()
+    section = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    packages = sorted(p.name for p in KDUMP.iterdir() if (p / "__init__.py").exists() or p.name == "_speedups")
+    missing = [p for p in packages if f"kdump/{p}/" not in section]
+    assert not missing, f"README's architecture section lacks: {missing}"

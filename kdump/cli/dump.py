@@ -7,7 +7,7 @@ import click
 from kdump.check.dls_index import IndexOptions
 from kdump.decoders import basic
 from kdump.format.codecs import limits_for
-from kdump.render.dump_run import run_dump
+from kdump.run.dump import run_dump
 from kdump.decoders.payload import PayloadView
 from kdump.storage.reader import Filters
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files

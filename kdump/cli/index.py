@@ -11,7 +11,7 @@ from collections.abc import Callable
 import click
 
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, output_options, paths_argument
-from kdump.render.index_run import DEFAULT_INTERVAL, Mode, run
+from kdump.run.index import DEFAULT_INTERVAL, Mode, run
 from kdump.render.output import Output
 from kdump.storage.logdir import INDEX, TIMEINDEX
 

@@ -47,7 +47,7 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
     3 could not complete.
     """
-    from kdump.render.recover_run import run_recover
+    from kdump.run.recover import run_recover
     from kdump.repair.recover import RecoverOptions
     from kdump.storage.writelock import Locks
 

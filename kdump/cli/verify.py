@@ -84,7 +84,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict)
     if master:
         raise UsageError("--master is for --engine spark")
-    from kdump.render.verify_output import run_verify
+    from kdump.run.verify import run_verify
 
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,

@@ -109,7 +109,7 @@ def test_the_bar_counts_bytes_from_the_mappings(no_delay, monkeypatch):
 
     seen = []
     monkeypatch.setattr(progress.Progress, "close", lambda self: seen.append((self.completed, self.total)))
-    from kdump.render.verify_output import run_verify
+    from kdump.run.verify import run_verify
 
     monkeypatch.setattr(sys, "stderr", Tty())
     run_verify([str(PINTEREST)], Output(False, "text", stream=io.StringIO()))

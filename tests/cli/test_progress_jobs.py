@@ -76,7 +76,7 @@ def test_a_workers_reads_move_the_bar_before_its_unit_comes_back(tmp_path, termi
 
 
 def test_the_verify_bar_ends_at_the_total_with_workers(tmp_path, terminal, monkeypatch):
-    from kdump.render.verify_output import run_verify
+    from kdump.run.verify import run_verify
 
     terminal()
     totals = []

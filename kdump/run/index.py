@@ -13,7 +13,7 @@ import os
 from typing import NamedTuple
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
-from kdump.check.index_files import Item, items_for, segments_for
+from kdump.check.index_targets import Item, items_for, segments_for
 from kdump.check.verify_run import findings_status
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.render.diagnostics import report_error
