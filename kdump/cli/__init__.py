@@ -46,22 +46,39 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     args = _debug_first(args)
     debug = "--debug" in args or bool(os.environ.get("KDUMP_DEBUG"))
-    # A file name that is not valid UTF-8 (kept by Python as surrogates) is printed as a
-    # \udcXX escape rather than failing the run: in --json output it stays valid JSON, and
-    # os.fsencode() of the decoded string gives back the name's bytes.
+    _names_as_escapes()
+    from kdump.render.diagnostics import quiet_broken_pipe
+    from kdump.storage.segment import exit_on_sigbus
+
+    exit_on_sigbus()
+    code = _run(args, debug)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Everything was checked; only the last of the output was not read: keep the verdict.
+        quiet_broken_pipe()
+    sys.exit(int(code))
+
+
+def _names_as_escapes() -> None:
+    """A file name that is not valid UTF-8 (kept by Python as surrogates) is printed as a
+    \\udcXX escape rather than failing the run: in --json output it stays valid JSON, and
+    os.fsencode() of the decoded string gives back the name's bytes."""
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:
         try:
             reconfigure(errors="backslashreplace")
         except (ValueError, OSError):
             pass
+
+
+def _run(args: list[str], debug: bool) -> int:
+    """The command's exit status; every error it ends with becomes one line on stderr (the
+    one error handler)."""
     import click
 
-    from kdump.storage.segment import exit_on_sigbus
     from kdump.cli.app import cli
     from kdump.render.diagnostics import quiet_broken_pipe, report_error
-
-    exit_on_sigbus()
 
     try:
         rv = cli.main(args=args, prog_name="kdump", standalone_mode=False)
@@ -105,9 +122,4 @@ def main(argv: list[str] | None = None) -> None:
         print(_printable(f"kdump: internal error: {type(e).__name__}: {e} (rerun with --debug for a traceback)"),
               file=sys.stderr)
         code = ExitStatus.INCOMPLETE
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Everything was checked; only the last of the output was not read: keep the verdict.
-        quiet_broken_pipe()
-    sys.exit(int(code))
+    return code
