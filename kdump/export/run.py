@@ -520,21 +520,12 @@ def batch_rows(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_RO
 
 # -- NDJSON --------------------------------------------------------------------------------------
 
-def json_lines(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
-               limits: Limits = DEFAULT_LIMITS) -> Iterator[str]:
-    """One line per record: ``dump --json``'s record object with topic, partition and segment first.
-
-    The record part is written by ``render.jsonout.records_json``, the dump's own writer.
-    A damaged stretch gives ``{"topic",...,"position","offset","error"}`` instead.
-    """
-    for line, _ in json_items(sl, encoding, scope, limits):
-        yield joined(line)
-
-
 def json_items(sl: Slice, encoding: str = "base64", scope: Scope = Scope(),
                limits: Limits = DEFAULT_LIMITS) -> Iterator[tuple[str, Damage | None]]:
-    """``(line, damage)`` pairs of ``json_lines``; damage is None on record lines, and a line
-    holding a large record is an iterator of its pieces (``exportwrite.record_lines``)."""
+    """``(line, damage)`` pairs, one line per record: ``dump --json``'s record object with topic,
+    partition and segment first, or ``{"topic",...,"position","offset","error"}`` for a damaged
+    stretch. Damage is None on record lines, and a line holding a large record is an iterator
+    of its pieces (``export.write.record_lines``)."""
     from kdump.render.jsonout import dumps
     from kdump.render.payload import PayloadView
 

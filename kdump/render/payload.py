@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import re
-from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
 from kdump.decoders import basic
@@ -61,14 +60,6 @@ class PayloadView:
         return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal)
 
     # -- JSON -----------------------------------------------------------------------------------
-
-    def encode_json(self, data: bytes | None) -> str:
-        """A JSON literal for bytes under --encoding (a string, or null)."""
-        if data is None:
-            return "null"
-        if self.encoding == "utf8":
-            return _json_str(data.decode("utf-8", "replace"))
-        return '"' + self.encode(data) + '"'
 
     def record_extras(self, r: Record) -> dict[str, Any]:
         """Fields a decoder adds to a record's JSON object."""

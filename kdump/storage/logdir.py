@@ -232,9 +232,3 @@ def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
         else:
             groups.append((d, [f]))
     return groups
-
-
-def siblings(f: LogFile, ext: str) -> str:
-    """Path of the file with the same base offset and another extension (``.index`` of a ``.log``)."""
-    directory = os.path.dirname(f.path)
-    return os.path.join(directory, f"{f.base_offset:020d}{ext}")

@@ -13,8 +13,7 @@ import mmap
 import os
 import re
 import stat
-from contextlib import contextmanager
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from kdump.errors import InputError
 
@@ -28,10 +27,6 @@ def filename_offset(name: str) -> int | None:
     """The base offset a segment-style name starts with (``00000000000000000042.log`` -> 42)."""
     m = _OFFSET_NAME.match(os.path.basename(name))
     return int(m.group(1)) if m else None
-
-
-def offset_filename(offset: int, ext: str) -> str:
-    return f"{offset:020d}{ext}"
 
 
 def snapshot_id(name: str) -> tuple[int, int] | None:
@@ -233,15 +228,6 @@ class MappedFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-@contextmanager
-def open_mapped(path: str) -> Iterator[MappedFile]:
-    f = MappedFile(path)
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def file_size(path: str) -> int:
