@@ -49,7 +49,8 @@ from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, encod
 from kdump.format.walk import Walker, decode_records
 from kdump.model import LOG_APPEND_TIME, Batch, Finding, IndexEntry
 from kdump.storage.safewrite import refuse_symlink, write_file
-from kdump.storage.segment import LEFTOVER_SUFFIXES, MappedFile, filename_offset, open_regular
+from kdump.storage import names as N
+from kdump.storage.segment import MappedFile, open_regular
 
 # Finding kinds: declared, with their class, in kdump.findings.
 
@@ -592,14 +593,14 @@ class RebuildResult(NamedTuple):
 def segment_log_path(path: str) -> str:
     """The ``.log`` a segment file belongs to (``00..42.index`` -> ``00..42.log``)."""
     directory, name = os.path.split(path)
-    for suffix in LEFTOVER_SUFFIXES:
+    for suffix in N.LEFTOVER_SUFFIXES:
         if name.endswith(suffix):
             raise UsageError(f"{suffix} files are leftovers of the log cleaner or deletion, not live segments; "
                              f"rebuild works on live segments only", file=path)
     stem, ext = os.path.splitext(name)
-    if ext not in (".log", ".index", ".timeindex", ".txnindex"):
+    if ext not in N.SEGMENT_SUFFIXES:
         raise UsageError("not a segment file (.log, .index or .timeindex)", file=path)
-    return os.path.join(directory, stem + ".log")
+    return os.path.join(directory, stem + N.LOG_SUFFIX)
 
 
 def existing_time_convention(log_buf, base_offset: int, timeindex_path: str,
@@ -633,14 +634,13 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
     if time_offset not in (None, "last", "record"):
         raise UsageError(f"time offset must be 'last' or 'record', not {time_offset!r}")
     log = segment_log_path(segment_path)
-    base = filename_offset(log)
+    base = N.filename_offset(log)
     if base is None:
         raise UsageError("the segment's name does not start with its base offset", file=log)
     if not os.path.lexists(log):
         raise InputError("cannot rebuild: the segment's .log is missing", file=log)
     os.close(open_regular(log))         # a link loop, a FIFO...: one located error
-    stem = log[:-len(".log")]
-    paths = {"index": stem + ".index", "timeindex": stem + ".timeindex"}
+    paths = {"index": N.sibling(log, N.INDEX_SUFFIX), "timeindex": N.sibling(log, N.TIMEINDEX_SUFFIX)}
     for kind in kinds:
         refuse_symlink(paths[kind])         # before any work
     notes: list[str] = []

@@ -36,6 +36,9 @@ from kdump.storage.logdir import LogFile
 from kdump.repair.cut import index_bytes
 from kdump.storage.safewrite import TEMP_SUFFIX
 from kdump.check.scan import ScanReport
+from kdump.storage.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_SUFFIXES,
+                                 SNAPSHOT_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset,
+                                 offset_name)
 from kdump.storage.segment import MappedFile, read_small
 from kdump.check.broker_rule import log_start_past_end, recovered_epochs
 from kdump.check.plan import (
@@ -60,8 +63,7 @@ def _raw_offset_files(directory: str) -> list[str]:
     for e in os.scandir(directory):
         if not e.is_file(follow_symlinks=False):
             continue
-        head = e.name.split(".", 1)[0]
-        if head.isdigit() and "." in e.name and not e.name.endswith(TEMP_SUFFIX):
+        if filename_offset(e.name) is not None and not e.name.endswith(TEMP_SUFFIX):
             out.append(e.name)
     return sorted(out)
 
@@ -70,7 +72,7 @@ def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
     """``TransactionIndex.sanityCheck``: an entry ending below the segment base."""
     from kdump.format.txnindex import parse_txnindex
 
-    path = source.get(f"{base:020d}.txnindex")
+    path = source.get(offset_name(base, TXNINDEX_SUFFIX))
     if path is None:
         return False
     try:
@@ -110,9 +112,9 @@ def plan_partition(directory: str, state: LogDirState | None = None,
             plan.steps.append(Step(QUARANTINE, os.path.join(directory, name), None, None, offset, reason, phase))
 
     # 1. temporary files (LogLoader.removeTempFilesAndCollectSwapFiles)
-    cleaned = [f for f in files if f.leftover == ".cleaned"]
+    cleaned = [f for f in files if f.leftover == CLEANED_SUFFIX]
     min_cleaned = min((f.base_offset for f in cleaned if f.base_offset is not None), default=None)
-    swaps = [f for f in files if f.leftover == ".swap"]
+    swaps = [f for f in files if f.leftover == SWAP_SUFFIX]
     for f in swaps:
         if min_cleaned is not None and f.base_offset is not None and f.base_offset >= min_cleaned:
             quarantine(f.name, f"swap file of an unfinished split (at or above the .cleaned offset {min_cleaned})", 1,
@@ -120,7 +122,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
     for f in cleaned:
         quarantine(f.name, "output of an interrupted log-cleaner run", 2, f.base_offset)
     for f in files:
-        if f.leftover == ".deleted" and not f.name.endswith(".checkpoint.deleted"):
+        if f.leftover == DELETED_SUFFIX and not f.name.endswith(".checkpoint.deleted"):
             quarantine(f.name, "file awaiting asynchronous deletion", 2, f.base_offset)
     good_swaps = [f for f in swaps if f.name not in gone]
     # 2. swap range: originals the swap replaces, then the renames.
@@ -129,15 +131,15 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         lo = min(f.base_offset for f in log_swaps)
         hi = max(_next_offset(f.path, f.base_offset) for f in log_swaps)
         for name in _raw_offset_files(directory):
-            if name.endswith(".swap") or name in gone:
+            if name.endswith(SWAP_SUFFIX) or name in gone:
                 continue
-            off = int(name.split(".", 1)[0])
+            off = filename_offset(name)
             if lo <= off < hi:
                 quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
     # The .log.swap first: once it is renamed no range is computed from it again, so a rerun
     # after an interruption never takes an already-renamed index for an original to replace.
     for f in sorted(good_swaps, key=lambda f: (f.kind != K.LOG, f.name)):
-        live = f.name[: -len(".swap")]
+        live = f.name[: -len(SWAP_SUFFIX)]
         renamed[f.name] = live
         plan.steps.append(Step(RENAME, f.path, live, None, f.base_offset, "finish the interrupted swap", 4))
 
@@ -145,13 +147,14 @@ def plan_partition(directory: str, state: LogDirState | None = None,
     present = {f.name for f in files if f.name not in gone and f.leftover is None} | set(renamed.values())
     source = {f.name: f.path for f in files if f.leftover is None}
     source.update({live: os.path.join(directory, swap) for swap, live in renamed.items()})
-    logs = sorted((int(n[:-4]), n) for n in present if n.endswith(".log") and n[:-4].isdigit())
+    logs = sorted((b, n) for n in present if (b := filename_offset(n, LOG_SUFFIX)) is not None)
     log_bases = {b for b, _ in logs}
     # 3. orphan indexes
     for n in sorted(present):
-        stem, ext = os.path.splitext(n)
-        if ext in (".index", ".timeindex", ".txnindex") and stem.isdigit() and int(stem) not in log_bases:
-            quarantine(n, "index without a segment (orphan)", 5, int(stem))
+        ext = os.path.splitext(n)[1]
+        b = filename_offset(n, ext) if ext in (INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX) else None
+        if b is not None and b not in log_bases:
+            quarantine(n, "index without a segment (orphan)", 5, b)
     vopts = opts.verify_options()
     scans: dict[int, ScanReport] = {}
     for base, n in logs:
@@ -162,7 +165,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
             why = e.message if e.message.startswith("cannot ") else f"cannot read: {e.message}"
             plan.steps.append(Step(NOTE, source[n], None, None, base, why, 0))
     # LogLoader recovers at load a segment without .index or whose .txnindex fails its sanity check.
-    load_recover = {b for b, _ in logs if f"{b:020d}.index" not in present or _txnindex_corrupt(source, b)}
+    load_recover = {b for b, _ in logs if offset_name(b, INDEX_SUFFIX) not in present or _txnindex_corrupt(source, b)}
     # 4. recoverLog
     rp = (state.recovery_points.get(tp) if tp else None) or 0     # a missing checkpoint means 0
     plan.recovery_point = rp
@@ -192,7 +195,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
         elif truncated_at is None or b < truncated_at:
             plan.damaged = True
             why = "after a clean shutdown" if skip_log else f"before the recovery point {rp}"
-            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, s.valid_bytes, b,
+            plan.steps.append(Step(NOTE, source[offset_name(b, LOG_SUFFIX)], None, s.valid_bytes, b,
                                    f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but a broker would not recover it "
                                    f"{why} (use --full, or kdump verify --truncate)", 0))
     if truncated_at is not None:
@@ -204,17 +207,17 @@ def plan_partition(directory: str, state: LogDirState | None = None,
                     regions = [(0, s.valid_bytes)] if s.valid_bytes > 0 else []
                     regions += [(a, e) for a, e, *_ in s.intact_beyond]
                     if regions:
-                        later_sources.append((source[f"{b:020d}.log"], regions))
-                for ext in (".log", ".index", ".timeindex", ".txnindex"):
-                    n = f"{b:020d}{ext}"
+                        later_sources.append((source[offset_name(b, LOG_SUFFIX)], regions))
+                for ext in SEGMENT_SUFFIXES:
+                    n = offset_name(b, ext)
                     if n in present:
-                        quarantine(n, f"segment after the corruption in {truncated_at:020d}.log: the broker deletes "
+                        quarantine(n, f"segment after the corruption in {offset_name(truncated_at, LOG_SUFFIX)}: the broker deletes "
                                       f"it", 6, b)
-                present.discard(f"{b:020d}.log")
+                present.discard(offset_name(b, LOG_SUFFIX))
         bases = [b for b in bases if b <= truncated_at]
     for b in sorted(cut_segments):
         s = scans[b]
-        name = f"{b:020d}.log"
+        name = offset_name(b, LOG_SUFFIX)
         plan.damaged = True
         plan.steps.append(Step(TRUNCATE, os.path.join(directory, name), f"{name}.corrupt-{s.valid_bytes}",
                                s.valid_bytes, s.cut.offset,
@@ -227,7 +230,7 @@ def plan_partition(directory: str, state: LogDirState | None = None,
     for b in bases:
         s = scans.get(b)
         if s is not None and any(f.kind == "offset_overflow" for f in s.findings):
-            plan.steps.append(Step(NOTE, source[f"{b:020d}.log"], None, None, b,
+            plan.steps.append(Step(NOTE, source[offset_name(b, LOG_SUFFIX)], None, None, b,
                                    "offsets do not fit an int32 above the base: the broker would split this segment "
                                    "(LogSegmentOffsetOverflowException); kdump does not split", 0))
     # 5. indexes, txnindex, epochs, snapshots, recovery point
@@ -256,12 +259,12 @@ def _plan_txnindexes(plan, directory, bases, present, source, scans, recovered, 
     from kdump.check.partition import aborted_transactions
     from kdump.format.txnindex import encode_txnindex
 
-    logs = [(LogFile(source[f"{b:020d}.log"], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
+    logs = [(LogFile(source[offset_name(b, LOG_SUFFIX)], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
     aborted = aborted_transactions(logs, vopts.limits)
     for b in bases:
         if b not in recovered or b not in scans:
             continue
-        name = f"{b:020d}.txnindex"
+        name = offset_name(b, TXNINDEX_SUFFIX)
         path = os.path.join(directory, name)
         entries = aborted.get(b, [])
         if any(first is None for _, first, _, _ in entries):
@@ -290,12 +293,13 @@ def _plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) 
     why = f"the log start offset {lso} is above the log end offset {leo}: the broker deletes every segment"
     plan.steps = [st for st in plan.steps if st.action not in (TRUNCATE, REBUILD, WRITE_TXN)]
     for b in bases:
-        for ext in (".log", ".index", ".timeindex", ".txnindex"):
-            if f"{b:020d}{ext}" in present:
-                quarantine(f"{b:020d}{ext}", why, 6, b)
+        for ext in SEGMENT_SUFFIXES:
+            if offset_name(b, ext) in present:
+                quarantine(offset_name(b, ext), why, 6, b)
     for n in sorted(present):
-        if n.endswith(".snapshot") and n[:-9].isdigit():
-            quarantine(n, f"producer snapshot: {why}", 11, int(n[:-9]))
+        snap = filename_offset(n, SNAPSHOT_SUFFIX)
+        if snap is not None:
+            quarantine(n, f"producer snapshot: {why}", 11, snap)
     if LEADER_EPOCH in present:
         plan.steps.append(Step(TRIM_EPOCHS, os.path.join(directory, LEADER_EPOCH), None, None, -1,
                                f"drop every leader epoch: {why} (the old file is kept in quarantine)", 10))
@@ -314,9 +318,9 @@ def _plan_indexes(plan, directory, bases, present, source, scans, cut_segments, 
         s = scans.get(b)
         if s is None:
             continue
-        log = source[f"{b:020d}.log"]
-        for i, ext in enumerate((".index", ".timeindex")):
-            n = f"{b:020d}{ext}"
+        log = source[offset_name(b, LOG_SUFFIX)]
+        for i, ext in enumerate((INDEX_SUFFIX, TIMEINDEX_SUFFIX)):
+            n = offset_name(b, ext)
             path = os.path.join(directory, n)
             if n not in present:
                 if s.valid_bytes > 0:      # an empty segment's indexes are empty: the broker makes them
@@ -373,5 +377,6 @@ def _plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs
             plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
                                                                     f"in quarantine)", 10))
     for n in sorted(present):
-        if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
-            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, int(n[:-9]))
+        snap = filename_offset(n, SNAPSHOT_SUFFIX)
+        if snap is not None and snap > leo:
+            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, snap)

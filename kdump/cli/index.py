@@ -15,11 +15,12 @@ import click
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.errors import ExitStatus, InputError, KdumpError, NothingToDoError, UnknownFileKindError, UsageError
 from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
+from kdump.storage.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 from kdump.storage.segment import file_size
 from kdump.cli.options import Output, force_option, jobs_option, jobs_or_default, output_options, paths_argument
 
 DEFAULT_INTERVAL = DEFAULT_INDEX_INTERVAL_BYTES
-EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
+EXT = {INDEX: INDEX_SUFFIX, TIMEINDEX: TIMEINDEX_SUFFIX, TXNINDEX: TXNINDEX_SUFFIX, LOG: LOG_SUFFIX}
 MISSING_TEXT = {
     INDEX: "no offset index for segment {log} (a broker rebuilds a missing .index at startup)",
     TIMEINDEX: "no time index for segment {log} (a broker creates it empty and rebuilds it at startup)",
@@ -54,12 +55,10 @@ def _sibling(f: LogFile, kind: str) -> str:
 def _log_of(f: LogFile) -> str:
     """The .log an index belongs to; a cleaner leftover may sit beside a .log.swap or .log.cleaned."""
     first = _sibling(f, LOG)
-    if f.leftover in (".cleaned", ".swap") and not os.path.exists(first):
+    if f.leftover in (CLEANED_SUFFIX, SWAP_SUFFIX) and not os.path.exists(first):
         directory, stem = _stem(f)
-        for other in (".swap", ".cleaned"):
-            candidate = os.path.join(directory, stem + ".log" + other)
-            if os.path.exists(candidate):
-                return candidate
+        candidates = (os.path.join(directory, stem + LOG_SUFFIX + other) for other in (SWAP_SUFFIX, CLEANED_SUFFIX))
+        return next((c for c in candidates if os.path.exists(c)), first)
     return first
 
 

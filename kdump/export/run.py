@@ -40,6 +40,7 @@ from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
 from kdump.model import COMPRESSION_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Record
 from kdump.storage.reader import Filters, SegmentReader, out_of_memory
 from kdump.render.jsonout import maybe_large
+from kdump.storage.names import INDEX_SUFFIX, offset_path
 from kdump.storage.segment import MappedFile, file_size
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # slice size: ~1-2 s of decoding per task
@@ -225,7 +226,7 @@ def _sane_entries(f: LogFile, log_size: int):
     from kdump.format.index import parse_index
     from kdump.storage.segment import read_small
 
-    path = os.path.join(os.path.dirname(f.path), f"{f.base_offset:020d}.index")
+    path = offset_path(os.path.dirname(f.path), f.base_offset, INDEX_SUFFIX)
     try:
         entries = parse_index(read_small(path, 256 << 20), f.base_offset).entries
     except (KdumpError, OSError):

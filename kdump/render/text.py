@@ -12,7 +12,7 @@ import os
 
 from kdump.model import CONTROL_TYPE_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Control, Record, compression_name
 from kdump.format.javautf8 import java_utf8
-from kdump.storage.segment import snapshot_id
+from kdump.storage.names import filename_offset, snapshot_id
 from kdump.render.escape import printable
 
 _BOOL = ("false", "true")
@@ -31,8 +31,8 @@ def start_line(path: str) -> str | None:
         sid = snapshot_id(name)
         if sid is not None:
             return f"Snapshot end offset: {sid[0]}, epoch: {sid[1]}"
-    digits = name.split(".")[0]
-    return f"Log starting offset: {int(digits)}" if digits.isdigit() else None
+    base = filename_offset(name)
+    return f"Log starting offset: {base}" if base is not None else None
 
 
 _V2_PARTS: dict[int, tuple[str, str, str]] = {}

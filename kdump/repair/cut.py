@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.errors import KdumpError, WriteError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, sibling
 from kdump.storage.safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
 
 CORRUPT_INFIX = ".corrupt-"
@@ -115,20 +116,19 @@ def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_IN
     return encode_index(offsets, base_offset), encode_timeindex(times, base_offset)
 
 
-def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
+def rebuild_indexes(log_path: str, base_offset: int, which: Iterable[str] = (INDEX_SUFFIX, TIMEINDEX_SUFFIX),
                     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits: Limits = DEFAULT_LIMITS) -> list[Change]:
     """Rewrite the named index files of a segment from its log (``which``: extensions)."""
-    stem = log_path[: -len(".log")] if log_path.endswith(".log") else log_path
     try:
         index, timeindex = index_bytes(log_path, base_offset, interval_bytes, limits)
     except KdumpError as e:
         return [Change("skipped", log_path, f"indexes not rebuilt: {e.message}")]
     out = []
     for ext in which:
-        data = index if ext == ".index" else timeindex
-        path = stem + ext
+        data = index if ext == INDEX_SUFFIX else timeindex
+        path = sibling(log_path, ext)
         atomic_write(path, data, like=path if os.path.exists(path) else log_path)
-        n = len(data) // (8 if ext == ".index" else 12)
+        n = len(data) // (8 if ext == INDEX_SUFFIX else 12)
         out.append(Change("rebuilt", path, f"{n} entr{'y' if n == 1 else 'ies'} from the log"))
     return out
 
@@ -211,7 +211,7 @@ def fix_indexes(directory: str, reps, opts) -> list[Change]:
                 if ch is not None:
                     changes.append(ch)
             continue
-        rebuild.setdefault(target.base_offset, []).append(".index" if target.kind == K.INDEX else ".timeindex")
+        rebuild.setdefault(target.base_offset, []).append(INDEX_SUFFIX if target.kind == K.INDEX else TIMEINDEX_SUFFIX)
     for base, exts in sorted(rebuild.items()):
         changes += rebuild_indexes(logs[base].path, base, exts, opts.index_interval_bytes, opts.limits)
     return changes

@@ -13,7 +13,8 @@ import re
 from typing import NamedTuple
 
 from kdump.errors import InputError, NothingToDoError, UnknownFileKindError
-from kdump.storage.segment import LEFTOVER_SUFFIXES, filename_offset, snapshot_id, strip_leftover
+from kdump.storage.names import (INDEX_SUFFIX, LEFTOVER_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIMEINDEX_SUFFIX,
+                                 TXNINDEX_SUFFIX, filename_offset, snapshot_id, strip_leftover)
 
 # File kinds.
 LOG, INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT = "log", "index", "timeindex", "txnindex", "producer_snapshot"
@@ -21,8 +22,8 @@ KRAFT_SNAPSHOT, LEADER_EPOCH, OFFSET_CHECKPOINT = "kraft_snapshot", "leader_epoc
 PARTITION_METADATA, META_PROPERTIES, QUORUM_STATE, CLEAN_SHUTDOWN = (
     "partition_metadata", "meta_properties", "quorum_state", "clean_shutdown")
 
-SEGMENT_EXTENSIONS = {".log": LOG, ".index": INDEX, ".timeindex": TIMEINDEX, ".txnindex": TXNINDEX,
-                      ".snapshot": PRODUCER_SNAPSHOT}
+SEGMENT_EXTENSIONS = {LOG_SUFFIX: LOG, INDEX_SUFFIX: INDEX, TIMEINDEX_SUFFIX: TIMEINDEX, TXNINDEX_SUFFIX: TXNINDEX,
+                      SNAPSHOT_SUFFIX: PRODUCER_SNAPSHOT}
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                       "replication-offset-checkpoint", "cleaner-offset-checkpoint")
 FIXED_NAMES = {"leader-epoch-checkpoint": LEADER_EPOCH, "partition.metadata": PARTITION_METADATA,
@@ -70,11 +71,12 @@ def classify(path: str, strict: bool = True) -> tuple[str, int | None, str | Non
     if name.endswith(".checkpoint"):
         sid = snapshot_id(name)
         return (KRAFT_SNAPSHOT, sid[0], leftover) if sid else None
-    base, ext = os.path.splitext(name)
+    ext = os.path.splitext(name)[1]
     kind = SEGMENT_EXTENSIONS.get(ext)
-    if kind is None or (strict and not base.isdigit()):
+    base = None if kind is None else filename_offset(name, ext)
+    if kind is None or (strict and base is None):
         return None
-    return kind, int(base) if base.isdigit() else None, leftover
+    return kind, base, leftover
 
 
 def _log_file(path: str, topic: str | None, partition: int | None, strict: bool = True) -> LogFile | None:

@@ -21,6 +21,7 @@ from kdump.format.records import LargeRecords
 from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
 from kdump.storage.logdir import LogFile
 from kdump.model import Batch, Finding, Record
+from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
 from kdump.storage.segment import MappedFile
 
 
@@ -194,7 +195,7 @@ class SegmentReader:
         from kdump.format.index import parse_index
         from kdump.storage.segment import read_small
 
-        path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.index")
+        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, INDEX_SUFFIX)
         if not os.path.isfile(path):
             return None
         try:
@@ -215,7 +216,7 @@ class SegmentReader:
         from kdump.format.timeindex import parse_timeindex
         from kdump.storage.segment import read_small
 
-        path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.timeindex")
+        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, TIMEINDEX_SUFFIX)
         if not os.path.isfile(path):
             return None
         try:
