@@ -51,7 +51,7 @@ from kdump.format.crc import crc32, crc32c
 from kdump.format.index import INT32_MAX
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker, decode_records
-from kdump.model import Batch, Finding
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TRANSACTIONAL_FLAG, Batch, Finding
 
 # The C fast path of _Scan.walk (kdump/_speedups.c), or None: pure Python.
 scan_plain_run = getattr(accel.speedups, "scan_plain_run", None)
@@ -377,8 +377,8 @@ class _Scan:
                 _, first, last, count, size, magic, _, crc_valid, attributes, epoch, _, mts, _, _, _ = b
                 taken = False
                 if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size
-                        and not attributes & 0x30 and (attributes & 7) <= 4 and 0 <= count <= last - first + 1
-                        and epoch >= prev_epoch):
+                        and not attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG) and 0 <= count <= last - first + 1
+                        and (attributes & COMPRESSION_MASK) <= 4 and epoch >= prev_epoch):
                     m_ts, m_offset = (mts, last) if mts > max_ts else (max_ts, max_ts_offset)
                     due = valid - last_entry_at > interval
                     # The index step of LogSegment.recover inline; its irregular cases take the slow path.
@@ -489,7 +489,7 @@ class _Scan:
         elif b.magic >= 2 and b.count is not None and b.count > last - first + 1:
             self.add(F.LAST_OFFSET_DELTA, pos, first,
                      f"{b.count} records do not fit lastOffsetDelta {last - first} (at most {last - first + 1})")
-        codec = b.attributes & 0x07
+        codec = b.compression
         if codec > 4 or (b.magic < 2 and codec == 4):
             self.add(CODEC, pos, first, f"unknown compression type id {codec} for magic {b.magic}")
         elif b.magic < 2 and b.count is None:
@@ -503,9 +503,9 @@ class _Scan:
                 else:
                     assign_epoch(r.epochs, epoch, first)
                     self.prev_epoch = epoch
-            if b.attributes & 0x10:
+            if b.is_transactional:
                 pid = b.producer_id
-                if b.attributes & 0x20:
+                if b.is_control:
                     r.txn_events.append((first, pid, b))
                     self.open_txns.discard(pid)
                 elif pid not in self.open_txns:

@@ -372,7 +372,7 @@ class RecordColumns:
 
     @staticmethod
     def _group(b: Batch, ts_type: int, crc_valid: bool | None, error: str | None = None) -> tuple:
-        return (b.position, b.base_offset, TIMESTAMP_TYPE_NAMES[ts_type], b.magic, _CODEC_NAMES[b.attributes & 7],
+        return (b.position, b.base_offset, TIMESTAMP_TYPE_NAMES[ts_type], b.magic, _CODEC_NAMES[b.compression],
                 b.producer_id, b.producer_epoch, b.is_transactional, b.is_control, b.partition_leader_epoch,
                 crc_valid, error)
 
@@ -509,7 +509,7 @@ def batch_rows(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_RO
         else:
             b = item[0]
             rows.append(head + (b.position, b.size, b.base_offset, b.last_offset, b.count, b.magic, b.crc,
-                                b.crc_valid, _CODEC_NAMES[b.attributes & 7], TIMESTAMP_TYPE_NAMES[b.timestamp_type],
+                                b.crc_valid, _CODEC_NAMES[b.compression], TIMESTAMP_TYPE_NAMES[b.timestamp_type],
                                 b.base_timestamp, b.max_timestamp, b.partition_leader_epoch, b.producer_id,
                                 b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control, None, None))
         if len(rows) >= max_rows:

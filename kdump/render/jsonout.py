@@ -17,7 +17,9 @@ from typing import Any
 
 from kdump.format import accel
 from kdump.format.records import LargeRecords
-from kdump.model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
+from kdump.model import (COMPRESSION_MASK, CONTROL_FLAG, CREATE_TIME, DELETE_HORIZON_FLAG, LOG_APPEND_TIME,
+                         NO_TIMESTAMP_TYPE, TIMESTAMP_TYPE_MASK, TIMESTAMP_TYPE_NAMES, TRANSACTIONAL_FLAG, Batch,
+                         Record, compression_name)
 from kdump.render.payload import PayloadView
 
 # The C writer of whole lines for a plain view (kdump/_speedups.c), or None; it answers
@@ -41,12 +43,13 @@ def _fragments(magic: int, attributes: int) -> tuple[str, str]:
     key = (magic, attributes)
     frag = _FRAGMENTS.get(key)
     if frag is None:
-        ts_type = -1 if magic == 0 else (1 if attributes & 0x08 else 0)
+        ts_type = (NO_TIMESTAMP_TYPE if magic == 0 else
+                   LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME)
         v2 = magic >= 2
-        middle = (f',"compression":"{compression_name(attributes & 7)}",'
+        middle = (f',"compression":"{compression_name(attributes & COMPRESSION_MASK)}",'
                   f'"timestamp_type":"{TIMESTAMP_TYPE_NAMES[ts_type]}"')
-        tail = (f',"is_transactional":{_B[v2 and bool(attributes & 0x10)]},'
-                f'"is_control":{_B[v2 and bool(attributes & 0x20)]},"delete_horizon_ms":')
+        tail = (f',"is_transactional":{_B[v2 and bool(attributes & TRANSACTIONAL_FLAG)]},'
+                f'"is_control":{_B[v2 and bool(attributes & CONTROL_FLAG)]},"delete_horizon_ms":')
         frag = _FRAGMENTS[key] = (middle, tail)
     return frag
 
@@ -56,7 +59,7 @@ def batch_prefix(file_json: str, b: Batch) -> str:
     (position, base_offset, last_offset, count, size, magic, crc, crc_valid, attributes, epoch,
      base_ts, max_ts, producer_id, producer_epoch, base_sequence) = b
     middle, tail = _fragments(magic, attributes)
-    horizon = base_ts if magic >= 2 and attributes & 0x40 else "null"
+    horizon = base_ts if magic >= 2 and attributes & DELETE_HORIZON_FLAG else "null"
     return (f'{{"file":{file_json},"position":{position},'
             f'"base_offset":{"null" if base_offset is None else base_offset},'
             f'"last_offset":{last_offset},"count":{"null" if count is None else count},'

@@ -17,10 +17,10 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format import accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import LargeRecords
+from kdump.format.records import COMPRESSED_OR_CONTROL, LargeRecords
 from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
 from kdump.storage.logdir import LogFile
-from kdump.model import Batch, Finding, Record
+from kdump.model import TIMESTAMP_TYPE_MASK, Batch, Finding, Record
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
 from kdump.storage.segment import MappedFile
 
@@ -127,9 +127,9 @@ class SegmentReader:
                  _, _, base_seq) = batch
                 records = None
                 try:
-                    if fast is not None and magic == 2 and not attributes & 0x27:
+                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL:
                         records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
-                                       base_ts, max_ts if attributes & 0x08 else None, base_seq, count)
+                                       base_ts, max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
                     if records is None:
                         records = decode_records(buf, batch, limits)
                 except KdumpError as e:
