@@ -24,11 +24,10 @@ from collections.abc import Iterable
 
 from kdump.check.dls_index import NON_CONSECUTIVE
 from kdump.errors import KdumpError
-from kdump.format.checkpoint import parse_checkpoint
+from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, parse_checkpoint
 from kdump.storage.logdir import LogFile
 from kdump.render.escape import printable
 
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 LISTED_PER_FILE = 20
 
 
@@ -49,8 +48,8 @@ def cleaned_up_to(log_dir: str, topic: str | None, partition: int | None) -> int
     if topic is None or partition is None:
         return None
     try:
-        with open(os.path.join(log_dir, CLEANER_CHECKPOINT), "rb") as fh:
-            entries = parse_checkpoint(fh.read(), CLEANER_CHECKPOINT)
+        with open(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT), "rb") as fh:
+            entries = parse_checkpoint(fh.read(), CLEANER_OFFSET_CHECKPOINT)
     except (OSError, KdumpError):
         return None
     return next((e.offset for e in entries if e.topic == topic and e.partition == partition), None)

@@ -28,8 +28,9 @@ from typing import Any
 
 from kdump import findings as F
 from kdump.storage import logdir as K
-from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, log_start_past_end
 from kdump.errors import KdumpError
+from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.control import ABORT, COMMIT
 from kdump.format.walk import decode_records
@@ -40,7 +41,7 @@ from kdump.storage.names import INDEX_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXN
 from kdump.storage.segment import MappedFile, read_small
 
 SIDE_FILE_LIMIT = 256 << 20
-FALLBACK_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
+FALLBACK_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
 
 LEFTOVER_NOTES = {
     ".deleted": "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
@@ -316,15 +317,14 @@ class _Partition:
 
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
         """The log dir's log-start-offset-checkpoint against this partition's log end."""
-        from kdump.check.broker_rule import log_start_past_end
         from kdump.check.sidefiles import checkpoint_entries
 
         parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(self.dir)))
-        path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), "log-start-offset-checkpoint")
+        path = os.path.join(os.path.dirname(os.path.abspath(self.dir)), LOG_START_OFFSET_CHECKPOINT)
         if parsed is None or not os.path.isfile(path):
             return []
         try:        # streamed: a checkpoint may list millions of partitions
-            lso = next((e.offset for e in checkpoint_entries(path, "log-start-offset-checkpoint")
+            lso = next((e.offset for e in checkpoint_entries(path, LOG_START_OFFSET_CHECKPOINT)
                         if (e.topic, e.partition) == parsed[:2]), None)
         except KdumpError:
             return []       # reported on the checkpoint itself
@@ -372,7 +372,6 @@ class _Partition:
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
         """The checkpoint against the batches, streamed twice (never held whole: a 10 M-entry
         file is 99 MB): its order, then the entries of the epochs the log holds."""
-        from kdump.format.checkpoint import LEADER_EPOCH
         from kdump.check.sidefiles import checkpoint_entries
 
         out = []

@@ -14,7 +14,7 @@ from kdump.model import (COMPRESSION_MASK, CONTROL_FLAG, CONTROL_TYPE_NAMES, CRE
                          LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, TIMESTAMP_TYPE_NAMES, TRANSACTIONAL_FLAG, Batch, Control,
                          Record, compression_name)
 from kdump.format.javautf8 import java_utf8
-from kdump.storage.names import filename_offset, snapshot_id
+from kdump.storage.names import BOOTSTRAP_CHECKPOINT, filename_offset, snapshot_id
 from kdump.render.escape import printable
 
 _BOOL = ("false", "true")
@@ -27,7 +27,7 @@ def dumping_line(path: str) -> str:
 def start_line(path: str) -> str | None:
     """``Log starting offset: N`` for segments; the snapshot line for KRaft ``.checkpoint`` files."""
     name = os.path.basename(path)
-    if name.startswith("bootstrap.checkpoint"):
+    if name.startswith(BOOTSTRAP_CHECKPOINT):
         return "KRaft bootstrap snapshot"
     if ".checkpoint" in name:
         sid = snapshot_id(name)

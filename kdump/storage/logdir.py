@@ -13,8 +13,9 @@ import re
 from typing import NamedTuple
 
 from kdump.errors import InputError, NothingToDoError, UnknownFileKindError
-from kdump.storage.names import (INDEX_SUFFIX, LEFTOVER_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX, TIMEINDEX_SUFFIX,
-                                 TXNINDEX_SUFFIX, filename_offset, snapshot_id, strip_leftover)
+from kdump.format import checkpoint, metadata
+from kdump.storage.names import (BOOTSTRAP_CHECKPOINT, INDEX_SUFFIX, LEFTOVER_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX,
+                                 TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset, snapshot_id, strip_leftover)
 
 # File kinds.
 LOG, INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT = "log", "index", "timeindex", "txnindex", "producer_snapshot"
@@ -24,12 +25,10 @@ PARTITION_METADATA, META_PROPERTIES, QUORUM_STATE, CLEAN_SHUTDOWN = (
 
 SEGMENT_EXTENSIONS = {LOG_SUFFIX: LOG, INDEX_SUFFIX: INDEX, TIMEINDEX_SUFFIX: TIMEINDEX, TXNINDEX_SUFFIX: TXNINDEX,
                       SNAPSHOT_SUFFIX: PRODUCER_SNAPSHOT}
-OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
-FIXED_NAMES = {"leader-epoch-checkpoint": LEADER_EPOCH, "partition.metadata": PARTITION_METADATA,
-               "meta.properties": META_PROPERTIES, "quorum-state": QUORUM_STATE,
-               ".kafka_cleanshutdown": CLEAN_SHUTDOWN, "bootstrap.checkpoint": KRAFT_SNAPSHOT,
-               **{name: OFFSET_CHECKPOINT for name in OFFSET_CHECKPOINTS}}
+FIXED_NAMES = {checkpoint.LEADER_EPOCH: LEADER_EPOCH, metadata.PARTITION_METADATA_FILE: PARTITION_METADATA,
+               metadata.META_PROPERTIES_FILE: META_PROPERTIES, metadata.QUORUM_STATE_FILE: QUORUM_STATE,
+               metadata.CLEAN_SHUTDOWN_FILE: CLEAN_SHUTDOWN, BOOTSTRAP_CHECKPOINT: KRAFT_SNAPSHOT,
+               **{name: OFFSET_CHECKPOINT for name in checkpoint.OFFSET_KINDS}}
 BATCH_KINDS = (LOG, KRAFT_SNAPSHOT)           # files made of record batches
 _KIND_ORDER = {LOG: 0, INDEX: 1, TIMEINDEX: 2, TXNINDEX: 3, PRODUCER_SNAPSHOT: 4, KRAFT_SNAPSHOT: 5}
 

@@ -4,6 +4,8 @@ A segment's files are named by its base offset, zero-padded to 20 digits, and a 
 ``00000000000000000042.log`` and its ``.index``, ``.timeindex``, ``.txnindex``; a producer
 snapshot likewise (``.snapshot``). The log cleaner and deletion append ``.cleaned``,
 ``.swap`` or ``.deleted`` to such a name. A KRaft snapshot is ``<end offset>-<epoch>.checkpoint``.
+The side files' fixed names are defined beside their formats, which kdump/format holds
+(``format.checkpoint``, ``format.metadata``); ``storage.logdir`` maps every name to a kind.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ SNAPSHOT_SUFFIX = ".snapshot"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX)   # one segment's files
 DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX = ".deleted", ".cleaned", ".swap"
 LEFTOVER_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
+
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"     # the KRaft bootstrap snapshot
 
 _OFFSET_NAME = re.compile(r"^(\d+)\.")
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint")
