@@ -1,8 +1,8 @@
 """Every finding kind kdump emits, with its class and a one-line doc: the one registry.
 
 A kind's class says what the state means for a broker starting on these bytes, decided by
-what a real Kafka 4.3 broker does with it (``tests/kafka/test_recovery_parity.py`` keeps
-that as a test):
+what a real Kafka 4.3 broker does with it (``tests/kafka/test_recovery_parity.py`` and
+``tests/kafka/test_broker_accepts.py`` keep that as tests):
 
 damage
     data a broker would cut, delete or fail to load, or data lost to readers (a reader
@@ -118,6 +118,9 @@ CHECKPOINT_INVALID = _declare("checkpoint_invalid", ANOMALY, "a recovery-point o
                                                              "starts at the first segment)")
 INVALID_FILE = _declare("invalid_file", DAMAGE, "another side file (checkpoint, metadata) does not parse")
 LEFTOVER = _declare("leftover", INFO, "a .cleaned, .swap or .deleted file: the broker finishes it at startup")
+LOG_MISSING = _declare("log_missing", ANOMALY, "a partition with indexes or producer snapshots but no .log (a copy "
+                                               "that skipped *.log): its records are gone; the broker deletes the "
+                                               "side files and starts the partition empty at its log start offset")
 ORPHAN_INDEX = _declare("orphan_index", INFO, "an index with no segment: the broker deletes it at startup")
 
 # -- index files against their log (kdump.check.indexes, kdump index) ----------------------------------
@@ -155,7 +158,7 @@ TXN_SANITY = _declare("txnindex_sanity", INFO, "TransactionIndex.sanityCheck fai
                                                "startup")
 
 # -- producer and transaction state rebuilt from the log (kdump.state.txn, kdump txn) ---------------
-# `kdump txn` exits 1 for any of these; the class says what a broker starting on the files makes of it.
+# `kdump txn` exits 1 for damage (anomalies too with --strict); the class says what a broker starting on the files makes of it.
 TXN_SNAPSHOT_UNREADABLE = _declare("txn_snapshot_unreadable", ANOMALY, "`kdump txn`: a producer snapshot that cannot "
                                                                       "be read: the broker deletes it and rebuilds "
                                                                       "producer state from the log")

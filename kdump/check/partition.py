@@ -15,8 +15,7 @@ files their consistency with the segments:
 - leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
   finishes or deletes at startup: informational, not damage.
 
-Finding kinds (and whether they are damage, anomaly or info) are declared in
-``kdump.findings``.
+Finding kinds and their classes are declared in ``kdump.findings``.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from typing import Any
 from kdump import findings as F
 from kdump.storage import logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, log_start_past_end
+from kdump.check.logless import add_log_missing
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -138,7 +138,7 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
         if f.kind in K.BATCH_KINDS and f.leftover in (None, SWAP_SUFFIX):
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f)
-    return [part.report(f) for f in requested]
+    return add_log_missing(context, requested, [part.report(f) for f in requested])
 
 
 class _Partition:

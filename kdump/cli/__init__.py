@@ -1,7 +1,8 @@
 """The ``kdump`` command: the entry point and the one place errors become exit statuses.
 
-``main()`` maps every outcome to an exit status (errors.py): a KdumpError prints
-``kdump: error: <file>:<position>: <message>``; a broken pipe is quiet; Ctrl-C exits
+``main()`` is the CLI's one error handler: it maps every outcome to an exit status
+(errors.py). A KdumpError prints ``kdump: error: <file>:<position>: <message>``
+(``kdump.render.diagnostics``); a broken pipe is quiet; Ctrl-C exits
 130; anything unexpected is reported as an internal error without a traceback unless
 ``--debug`` is given. ``kdump --version`` answers before Click is even imported.
 """
@@ -24,34 +25,10 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-def error_line(e: KdumpError) -> str:
-    from kdump.render.escape import printable
-
-    return printable(f"kdump: error: {e}")
-
-
-def _report(e: KdumpError) -> None:
-    from kdump.render.escape import printable
-
-    print(error_line(e), file=sys.stderr)
-    if e.hint:
-        print(printable(f"kdump: hint: {e.hint}"), file=sys.stderr)
-
-
 def _printable(text: str) -> str:
     from kdump.render.escape import printable
 
     return printable(text)
-
-
-def _quiet_broken_pipe() -> int:
-    # Point stdout at devnull so the interpreter's final flush does not complain.
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    return ExitStatus.OK
 
 
 def _debug_first(args: list[str]) -> list[str]:
@@ -60,14 +37,6 @@ def _debug_first(args: list[str]) -> list[str]:
     if "--debug" not in args[:end]:
         return args
     return ["--debug"] + [a for a in args[:end] if a != "--debug"] + args[end:]
-
-
-def output_cut(status: int) -> int:
-    """The reader of stdout went away (``kdump verify DIR | head -1``) before everything was
-    checked: keep the status of what was checked if it found something, else 3 (could not
-    complete): a cut verdict is never "clean"."""
-    _quiet_broken_pipe()
-    return int(status) if status else ExitStatus.INCOMPLETE
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -90,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from kdump.storage.segment import exit_on_sigbus
     from kdump.cli.app import cli
+    from kdump.render.diagnostics import quiet_broken_pipe, report_error
 
     exit_on_sigbus()
 
@@ -115,15 +85,15 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        _report(e)
+        report_error(e)
         code = e.exit_code
     except BrokenPipeError:
-        code = _quiet_broken_pipe()
+        code = quiet_broken_pipe()
     except SystemExit as e:
         # Click turns EPIPE into exit(1) after wrapping stdout; for kdump the reader going
         # away (`kdump dump x | head`) is not damage: stay quiet and exit 0.
         if e.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
-            code = _quiet_broken_pipe()
+            code = quiet_broken_pipe()
         else:
             raise
     except KeyboardInterrupt:
@@ -139,5 +109,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         # Everything was checked; only the last of the output was not read: keep the verdict.
-        _quiet_broken_pipe()
+        quiet_broken_pipe()
     sys.exit(int(code))

@@ -75,8 +75,8 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     else:
         from kdump.export.run import export_local
         from kdump.storage.logdir import BATCH_KINDS, resolve
-        from kdump.cli.options import Output
-        from kdump.cli.progress import Progress
+        from kdump.render.output import Output
+        from kdump.render.progress import Progress
 
         try:
             files = [f.path for f in resolve(list(paths), kinds=BATCH_KINDS)]

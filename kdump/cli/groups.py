@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from kdump.errors import ExitStatus
-from kdump.cli.options import Output, output_options, paths_argument
+from kdump.render.output import Output
+from kdump.cli.options import output_options, paths_argument
 from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
 
 

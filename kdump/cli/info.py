@@ -11,7 +11,8 @@ from kdump.storage.logdir import BATCH_KINDS, resolve
 from kdump.render.escape import printable
 from kdump.state.render import when as _time
 from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
-from kdump.cli.options import Output, jobs_option, jobs_or_default, output_options, paths_argument
+from kdump.render.output import Output
+from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,20 +25,23 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
 
     Reads batch headers only, so it is fast even on large log dirs.
     """
-    from kdump.cli.progress import Progress
+    from kdump.render.progress import Progress
 
     out = Output(json_flag, fmt, color, quiet)
     from kdump.storage.logdir import directory_groups
-    from kdump.parallel import ordered_map
+    from kdump.parallel import in_process, ordered_map
 
     files = resolve(paths, kinds=BATCH_KINDS)
     status = ExitStatus.OK
     summaries = []
     groups = directory_groups(files)
+    jobs = jobs_or_default(jobs)
+    here = in_process(groups, jobs)
     with Progress.for_paths(out, [f.path for f in files], "info") as progress:
-        for group, s in zip(groups, ordered_map(_summary, groups, jobs_or_default(jobs))):
-            for f in group[1]:
-                progress.done(f.path)       # a worker's reads are not seen here
+        # A worker counts what it reads for the bar as it goes, and hands the count back.
+        for group, result in zip(groups, ordered_map(_summary if here else progress.counted(_summary), groups, jobs)):
+            s, counted = (result, 0) if here else result
+            progress.unit_done((f.path for f in group[1]), counted)
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
             if out.format == "json":

@@ -20,7 +20,7 @@ DATE = "2026-11-21"   # bumped by hand with the pages' content, so output is rep
 
 EXIT_STATUS = [
     ("0", "Clean: everything read was intact (anomalies, states a broker accepts as they are, do not count "
-          "unless verify --strict)."),
+          "unless --strict is given to verify, index, timeindex or txn)."),
     ("1", "Damage found (also when it was repaired): data a broker would cut, delete or fail to load, or that "
           "readers lose."),
     ("2", "Usage error: a bad option, or a PATH that names nothing kdump reads."),
@@ -78,9 +78,17 @@ Every finding has a class (listed under FINDINGS): \\fIdamage\\fR (exit status 1
     "index": """Lists, verifies, sanity-checks or rebuilds offset indexes (.index). \\fB--verify\\fR checks
 every entry against the log in one forward pass and accepts both the 2.0+ (last offset) and
 pre-2.0 (base offset) conventions; the zero-filled preallocated tail of an active segment is
-recognised, not reported as damage. Nothing is created or modified unless \\fB--rebuild\\fR is given.""",
+recognised, not reported as damage. Nothing is created or modified unless \\fB--rebuild\\fR is given.
+.PP
+Each finding has the class \\fBkdump verify\\fR gives its kind (see \\fBkdump\\-verify\\fR(1)): damage
+exits 1; an anomaly (an entry naming an offset compaction removed, a partial last entry) is
+reported as a note and exits 0 unless \\fB--strict\\fR is given.""",
     "timeindex": """Lists, verifies, sanity-checks or rebuilds time indexes (.timeindex), in one forward pass
-over the log (DumpLogSegments rescans the segment for every entry).""",
+over the log (DumpLogSegments rescans the segment for every entry).
+.PP
+Each finding has the class \\fBkdump verify\\fR gives its kind (see \\fBkdump\\-verify\\fR(1)): damage
+exits 1; an anomaly (an entry naming an offset compaction removed, a missing final entry) is
+reported as a note and exits 0 unless \\fB--strict\\fR is given.""",
     "recover": """Shows what a broker would do to a log directory at startup (LogLoader): leftover
 .cleaned, .swap and .deleted files, orphan indexes, the truncation point, later segments it
 would delete (all of them when the log start offset is above the log end), indexes to

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from kdump.errors import ExitStatus, UsageError
-from kdump.cli.options import Output, output_options
+from kdump.render.output import Output
+from kdump.cli.options import output_options
 from kdump.cli.state_options import emit_json
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -79,71 +77,3 @@ def jobs_or_default(jobs: int | None) -> int:
 
 def paths_argument(f: Callable) -> Callable:
     return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(f)
-
-
-class Output:
-    """Where and how a command writes: the resolved format, stdout, and colour choice."""
-
-    def __init__(self, json_flag: bool, fmt: str | None, color: str = "auto", quiet: bool = False,
-                 stream: Any = None) -> None:
-        if stream is None:
-            # On a terminal, write to whatever sys.stdout is at the time: a progress bar on
-            # the same terminal redirects it so the output scrolls above the bar.
-            stream = _CurrentStdout() if _isatty(sys.stdout) else sys.stdout
-        self.stream = stream
-        if json_flag:
-            if fmt not in (None, "json"):
-                raise click.UsageError(f"--json and --format {fmt} contradict each other: give one")
-            fmt = "json"
-        if fmt is None:
-            fmt = "table" if _isatty(self.stream) else "text"
-        self.format = fmt
-        self.quiet = quiet
-        self.color = color
-
-    @property
-    def color_enabled(self) -> bool:
-        if self.color == "never" or (self.color == "auto" and os.environ.get("NO_COLOR")):
-            return False
-        if self.color == "always":
-            return True
-        return _isatty(self.stream)
-
-    def console(self, stderr: bool = False):
-        """A Rich console on stdout (or stderr) honouring --color and NO_COLOR."""
-        from rich.console import Console
-
-        stream = sys.stderr if stderr else self.stream
-        color = self.color_enabled if not stderr else (self.color != "never" and not os.environ.get("NO_COLOR")
-                                                       and _isatty(stream))
-        # A table asked for on a pipe gets a fixed width instead of Rich's default 80.
-        width = None if _isatty(stream) else int(os.environ.get("COLUMNS", "160"))
-        # No markup: file names, keys and values are printed as they are (a "[red]" in a path
-        # is text, not a style); the renderers style with Text and style= instead.
-        return Console(file=stream, no_color=not color, color_system="auto" if color else None,
-                       force_terminal=True if self.color == "always" else None, highlight=False,
-                       markup=False, soft_wrap=False, width=width)
-
-    def note(self, message: str) -> None:
-        """A diagnostic line on stderr (suppressed by --quiet), control characters escaped."""
-        from kdump.render.escape import printable
-
-        if not self.quiet:
-            click.echo(printable(message), err=True)
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-class _CurrentStdout:
-    """sys.stdout, looked up at each call."""
-
-    def write(self, text: str) -> int:
-        return sys.stdout.write(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(sys.stdout, name)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.errors import ExitStatus, KdumpError, UsageError
-from kdump.cli.options import Output, _isatty, force_option, jobs_option, jobs_or_default, output_options
+from kdump.errors import UsageError
+from kdump.render.output import Output, isatty
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, output_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,9 +47,11 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
     3 could not complete.
     """
+    from kdump.render.recover_run import run_recover
+    from kdump.repair.recover import RecoverOptions
     from kdump.storage.writelock import Locks
 
-    if apply_ and not yes and not _isatty(sys.stdin):
+    if apply_ and not yes and not isatty(sys.stdin):
         # Nobody can answer the prompt: say how to consent instead of looking interrupted.
         raise click.UsageError("--apply asks before changing anything and there is no terminal to answer: "
                                "add --yes to apply without asking")
@@ -57,153 +59,8 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     if force and not (apply_ or salvage_dir):
         raise UsageError("--force applies only with --apply or --salvage")
     # Writing: each partition is locked before it is planned, until its plan is carried out.
-    with Locks(force) as locks:
-        return _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes,
-                        out, locks if (apply_ or salvage_dir) else None, jobs_or_default(jobs))
-
-
-def _partitions(targets, logdir) -> set[tuple[str, int]]:
-    """The (topic, partition)s of the targets in ``logdir``: the checkpoint entries to keep."""
-    from kdump.storage.logdir import parse_partition_dir
-
-    out = set()
-    for directory, ld in targets:
-        parsed = parse_partition_dir(os.path.basename(os.path.normpath(directory)))
-        if ld == logdir and parsed is not None:
-            out.add(parsed[:2])
-    return out
-
-
-def _recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, out,
-             locks, jobs: int = 1) -> int:
-    from kdump.repair.recover import (
-        LogDirState,
-        RecoverOptions,
-        apply_plan,
-        check_quarantine_root,
-        default_quarantine,
-        partition_dirs,
-        plan_partition,
-        salvage,
-        timestamp,
-    )
-    from kdump.render.escape import printable
-    from kdump.render.verify import change_line, plan_renderer
-    from kdump.storage.segment import file_size
-    from kdump.cli import error_line
-    from kdump.cli.progress import Progress
-
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
-    status = ExitStatus.OK
-    targets: list[tuple[str, str | None]] = []
-    for d in dirs:
-        try:
-            targets.extend(partition_dirs(d))
-        except KdumpError as e:
-            click.echo(error_line(e), err=True)
-            status = max(status, e.exit_code)
-    for extra in (quarantine_dir, salvage_dir):
-        if extra:
-            check_quarantine_root(extra, {ld for _, ld in targets})
-    from kdump.parallel import ordered_map
-
-    states = {logdir: LogDirState.read(logdir, _partitions(targets, logdir))
-              for logdir in dict.fromkeys(ld for _, ld in targets)}
-
-    def plan_one(target):
-        # With --apply/--salvage the partition is locked (here: plans are then made in this
-        # process) before it is planned, until its plan is carried out.
-        directory, logdir = target
-        cleaned = []
-        try:
-            if locks is not None:
-                cleaned = locks.take(directory)
-            return cleaned, plan_partition(directory, states[logdir], opts)
-        except KdumpError as e:
-            return cleaned, e.located(directory)
-
-    renderer = plan_renderer(out)
-    plans = []          # those with something to salvage or apply; the others are only printed
-    planned = 0
-    try:
-        with Progress.for_output(out, lambda: sum(file_size(p) for p in _segments(targets)), "recover"):
-            for cleaned, plan in ordered_map(plan_one, targets, 1 if locks is not None else jobs):
-                for c in cleaned:
-                    out.note(change_line(c))
-                if isinstance(plan, KdumpError):
-                    click.echo(error_line(plan), err=True)
-                    status = max(status, plan.exit_code)
-                    continue
-                if locks is not None and not plan.actions and not (salvage_dir and plan.salvage_sources):
-                    locks.drop(plan.directory)
-                renderer.plan(plan)
-                planned += 1
-                if salvage_dir or plan.actions:
-                    plans.append(plan)
-                if plan.incomplete:
-                    status = max(status, ExitStatus.INCOMPLETE)
-                elif plan.damaged:
-                    status = max(status, ExitStatus.DAMAGE)
-    finally:
-        renderer.finish()
-    if salvage_dir:
-        for plan in plans:
-            try:
-                for c in salvage(plan, salvage_dir, opts):
-                    out.note(change_line(c))
-            except KdumpError as e:
-                click.echo(error_line(e), err=True)
-                status = max(status, e.exit_code)
-    todo = [p for p in plans if p.actions]
-    steps = sum(len(p.actions) for p in todo)
-    if not apply_:
-        if steps:
-            out.note(f"kdump: {steps} step{'s' if steps != 1 else ''} planned in {len(todo)} partition"
-                     f"{'s' if len(todo) != 1 else ''}; nothing changed (use --apply to carry them out)")
-        else:
-            out.note(f"kdump: {planned} partition{'s' if planned != 1 else ''}: nothing to do")
-        return int(status)
-    if not todo:
-        out.note("kdump: nothing to apply")
-        return int(status)
-    stamp = timestamp()
-    if not yes:
-        where = quarantine_dir or f"<partition>/kdump-quarantine-{stamp}"
-        if not click.confirm(f"Apply {steps} step(s) to {len(todo)} partition(s)? Files a broker would delete are "
-                             f"moved to {where}", err=True, default=False):
-            out.note("kdump: not applied; nothing changed")
-            return int(status)
-    def apply_one(plan):
-        # Each partition is carried out by one process: the worker given its plan.
-        q = (os.path.join(quarantine_dir, os.path.basename(os.path.normpath(plan.directory))) if quarantine_dir
-             else default_quarantine(plan.directory, stamp))
-        try:
-            return apply_plan(plan, q, opts), None, ExitStatus.OK
-        except KdumpError as e:
-            return [], error_line(e.located(plan.directory)), e.exit_code
-        except OSError as e:
-            return [], printable(f"kdump: error: {plan.directory}: {e.strerror or e}"), ExitStatus.INCOMPLETE
-
-    if len({os.path.realpath(p.directory) for p in todo}) < len(todo):
-        jobs = 1            # one partition named twice: carry its plans out one after the other
-    # The parent holds the partitions' locks; a forked worker shares them while it writes.
-    for changes, error, code in ordered_map(apply_one, todo, jobs):
-        for c in changes:
-            out.note(change_line(c))
-        if error is not None:
-            click.echo(error, err=True)
-            status = max(status, code)
-    return int(status)
-
-
-def _segments(targets: list[tuple[str, str | None]]) -> list[str]:
-    """The segments a plan reads, for the progress bar's total."""
-    from kdump.storage.logdir import LOG, partition_files
-
-    out = []
-    for directory, _ in targets:
-        try:
-            out += [f.path for f in partition_files(directory) if f.kind == LOG]
-        except (OSError, KdumpError):
-            pass
-    return out
+    with Locks(force) as locks:
+        return run_recover(dirs, out, opts, apply_=apply_, yes=yes, salvage_dir=salvage_dir,
+                           quarantine_dir=quarantine_dir, locks=locks if (apply_ or salvage_dir) else None,
+                           jobs=jobs_or_default(jobs))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from kdump.check.verify_run import classes_status
 from kdump.errors import ExitStatus
-from kdump.cli.options import Output, output_options, paths_argument
+from kdump.render.output import Output
+from kdump.cli.options import output_options, paths_argument
 from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
 
 
@@ -16,9 +18,12 @@ from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
 @click.option("--hanging-after", type=Duration(), default="15m", show_default=True,
               help="An open transaction whose last write is older than this (and that the coordinator does not "
                    "list as ongoing on the partition) is hanging; as find-hanging's --max-transaction-timeout.")
+@click.option("--strict", is_flag=True,
+              help="Also exit 1 for anomalies: states a broker accepts as they are (an unreadable or disagreeing "
+                   "producer snapshot, a batch its append would refuse, a disagreement with __transaction_state).")
 @now_option
 @output_options
-def txn(paths, transactional_id, producer_id, hanging_after, now, json_flag, fmt, color, quiet):
+def txn(paths, transactional_id, producer_id, hanging_after, strict, now, json_flag, fmt, color, quiet):
     """Rebuild producer state from the logs, as a broker does at load.
 
     For every partition under PATHS (log dirs, partition dirs, several log dirs of one
@@ -30,9 +35,14 @@ def txn(paths, transactional_id, producer_id, hanging_after, now, json_flag, fmt
     .snapshot files against the replayed state, open transactions unknown to
     __transaction_state, and a log that ends in a torn or corrupt batch.
 
+    Each finding has a class, as in kdump verify: damage (read_committed consumers see
+    aborted records or miss committed ones, the log stops at damage), anomaly (odd, but
+    a broker starting on the files accepts them as they are), info.
+
     \b
-    Exit status: 0 no findings (hanging transactions are reported, not an error),
-    1 findings, 2 usage error, 3 could not complete.
+    Exit status: 0 no damage (anomalies and hanging transactions are reported, not an
+    error), 1 damage found (anomalies too with --strict), 2 usage error, 3 could not
+    complete.
     """
     from kdump.state.render import txn_id_line, txn_partition_text, txn_table
     from kdump.state.txn import run
@@ -51,8 +61,7 @@ def txn(paths, transactional_id, producer_id, hanging_after, now, json_flag, fmt
         for i in ids:
             out.stream.write(txn_id_line(i) + "\n")
     for p in partitions:
-        if p["findings"]:
-            status = ExitStatus.DAMAGE
+        status = max(status, classes_status((f["class"] for f in p["findings"]), strict))
         if out.format == "json":
             emit_json(out, p)
         elif out.format == "text":

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 import importlib.util
-import os
 
 import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.errors import ExitStatus, KdumpError, UsageError
-from kdump.findings import ANOMALY
-from kdump.format.codecs import DEFAULT_LIMITS, limits_for
-from kdump.storage.segment import file_size
-from kdump.cli.options import Output, force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
+from kdump.errors import UsageError
+from kdump.format.codecs import limits_for
+from kdump.render.output import Output
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -87,6 +84,8 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict)
     if master:
         raise UsageError("--master is for --engine spark")
+    from kdump.render.verify_output import run_verify
+
     return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
                       index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
                       strict=strict, limits=limits, force=force, jobs=jobs_or_default(jobs))
@@ -99,164 +98,3 @@ def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, lim
 
     return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
                         index_interval_bytes=index_interval_bytes, limits=limits, strict=strict)
-
-
-def run_verify(paths, out: Output, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-               index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
-               broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False,
-               jobs: int = 1) -> int:
-    from kdump.check.partition import VerifyOptions, summarize
-    from kdump.storage.logdir import directory_groups
-    from kdump.parallel import in_process, ordered_map
-    from kdump.render.verify import summary_line, verify_renderer
-    from kdump.cli import error_line, output_cut
-    from kdump.cli.progress import Progress
-
-    opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
-                         broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
-    files, status = resolve_paths(paths)
-    groups = directory_groups(files)
-    if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
-        jobs = 1        # a directory named in pieces: repair it in one process
-    check = functools.partial(_directory, opts=opts, truncate=truncate, force=force)
-    if not in_process(groups, jobs):
-        check = functools.partial(_listed, check)     # a worker sends a directory's events at once
-    renderer = verify_renderer(out)
-    counts = summarize([])
-    changes: list | None = [] if truncate else None
-    try:
-        with Progress.for_output(out, lambda: sum(file_size(f.path) for f in files), "verify") as progress:
-            for events in ordered_map(check, groups, jobs):
-                done = []
-                for kind, x in events:
-                    if kind == REPORT:
-                        status = max(status, report_status(x.status, x.findings if strict else ()))
-                        renderer.file(x)
-                        done.append(x)
-                        progress.done(x.file, x.size or 0)
-                    elif kind == ERROR:
-                        click.echo(error_line(x), err=True)
-                        status = max(status, x.exit_code)
-                    else:
-                        changes += _notes(out, x)
-                        if kind == REPAIRED and any(c.action == "skipped" for c in x):
-                            status = max(status, ExitStatus.DAMAGE)
-                for k, v in summarize(done).items():
-                    counts[k] += v
-        renderer.finish()
-    except BrokenPipeError:
-        return output_cut(status)         # nothing more repaired: the run stopped here
-    out.note(summary_line(counts, None if changes is None else len(changes)))
-    return int(status)
-
-
-# What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
-# is read without taking its lock.
-WRITABLE = ("log", "index", "timeindex", "txnindex")
-
-# What checking one directory gives, in the order it is printed: a file's report, an error,
-# the stale temporary files removed on locking, the changes of the repair.
-REPORT, ERROR, CLEANED, REPAIRED = "report", "error", "cleaned", "repaired"
-
-
-def _directory(group, opts, truncate: bool, force: bool):
-    """One directory, a unit of ``-j``: with --truncate it is locked before it is read and
-    until it is repaired, by this process alone. Yields (kind, value) events."""
-    from kdump.check.partition import verify_files
-    from kdump.storage.logdir import take_listing
-    from kdump.storage.writelock import Locks
-
-    directory, files = group
-    with Locks(force) as locks:
-        if truncate and any(f.kind in WRITABLE for f in files):
-            try:
-                yield CLEANED, locks.take(directory)
-            except KdumpError as e:
-                yield ERROR, e
-                return
-            take_listing(directory)     # listed before the lock: list it again
-        done = []
-        for r in verify_files(files, opts):
-            r = _light(r)
-            yield REPORT, r
-            done.append(r)
-        if truncate:
-            from kdump.repair.truncate import truncate_reports
-
-            try:
-                yield REPAIRED, truncate_reports(done, opts)
-            except KdumpError as e:
-                yield ERROR, e
-
-
-def _listed(check, group) -> list:
-    return list(check(group))
-
-
-def _notes(out: Output, changes: list) -> list:
-    from kdump.render.verify import change_line
-
-    for c in changes:
-        out.note(change_line(c))
-    return changes
-
-
-def resolve_paths(paths) -> tuple[list, ExitStatus]:
-    """The files under PATHS, each once (by real path: a file named twice is checked and
-    repaired once), and the exit status so far; a PATH that cannot be read is reported."""
-    from kdump.storage.logdir import resolve
-    from kdump.cli import error_line
-
-    status = ExitStatus.OK
-    files = []
-    seen: set[str] = set()
-    dirs: dict[str, str] = {}
-    for path in paths:
-        try:
-            found = resolve([path])
-        except KdumpError as e:
-            click.echo(error_line(e), err=True)
-            status = max(status, e.exit_code)
-            continue
-        if os.path.isdir(path):
-            from kdump.check.logless import logless_dirs
-
-            for e in logless_dirs(found):
-                click.echo(error_line(e), err=True)
-                status = max(status, e.exit_code)
-        if len(paths) == 1:
-            return found, status        # one PATH lists each file once: no need to resolve links
-        for f in found:
-            key = _real(f.path, dirs)
-            if key not in seen:
-                seen.add(key)
-                files.append(f)
-    return files, status
-
-
-def _real(path: str, dirs: dict[str, str]) -> str:
-    """``os.path.realpath(path)``, resolving each directory once (a partition may hold
-    100,000 segments) and only a file that is itself a link in full."""
-    if os.path.islink(path):
-        return os.path.realpath(path)
-    directory, name = os.path.split(path)
-    real = dirs.get(directory)
-    if real is None:
-        real = dirs[directory] = os.path.realpath(directory)
-    return os.path.join(real, name)
-
-
-def report_status(s: str, strict_findings=()) -> ExitStatus:
-    """The exit status a file report's status gives; with --strict its anomalies count too."""
-    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
-    if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
-        return ExitStatus.DAMAGE
-    return status
-
-
-def _light(r):
-    """Keep what the summary and the repair need, not the per-segment transaction lists."""
-    if r.scan is not None:
-        r.scan.txn_events = []
-        r.scan.epochs = []
-    return r

@@ -137,12 +137,15 @@ def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Re
 
 
 def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> list[Record]:
+    # The wrapper's offset is named as only claimed when its CRC fails (records.batch_name for v2).
+    off, why = (f"offset {wrapper_offset}", "") if wrapper.crc_valid else (f"claimed offset {wrapper_offset}",
+                                                                          " (its CRC fails)")
     if wrapper.value is None:
-        raise InvalidRecordError(f"compressed message at offset {wrapper_offset} has a null value")
+        raise InvalidRecordError(f"compressed message at {off} has a null value{why}")
     try:
         data = decompress(wrapper.codec, wrapper.value, wrapper.magic, limits=limits)
     except CodecError as e:
-        e.message = f"message at offset {wrapper_offset}: {e.message}"
+        e.message = f"message at {off}{why}: {e.message}"
         raise
     log_append = wrapper.magic >= 1 and wrapper.timestamp_type == LOG_APPEND_TIME
     if _c_decode_set is not None:
@@ -153,25 +156,25 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
     pos, end = 0, len(data)
     while pos < end:
         if end - pos < 12:
-            raise TruncatedError(f"inner message set of offset {wrapper_offset} ends inside an entry header")
+            raise TruncatedError(f"inner message set of {off} ends inside an entry header{why}")
         inner_offset, size = ENTRY_HEAD.unpack_from(data, pos)
         if size < RECORD_OVERHEAD_V0 or pos + 12 + size > end:
             raise InvalidRecordError(f"inner message of {size} bytes at inner byte {pos} does not fit "
-                                     f"(wrapper offset {wrapper_offset})")
+                                     f"(wrapper {off}){why}")
         msg = Message(data, pos + 12, pos + 12 + size)
         if msg.codec != 0:
-            raise InvalidRecordError(f"Inner messages must not be compressed (wrapper offset {wrapper_offset})")
+            raise InvalidRecordError(f"Inner messages must not be compressed (wrapper {off}){why}")
         entries.append((inner_offset, msg))
         pos += 12 + size
     if not entries:
-        raise InvalidRecordError(f"Found invalid compressed record set with no inner records at offset {wrapper_offset}")
+        raise InvalidRecordError(f"Found invalid compressed record set with no inner records at {off}{why}")
     if wrapper.magic >= 1:
         last_relative = entries[-1][0]
         if wrapper_offset == 0:
             base = 0                 # librdkafka wrote 0 as the wrapper offset (Kafka's special case)
         elif wrapper_offset < last_relative:
-            raise InvalidRecordError(f"wrapper offset {wrapper_offset} is less than the last inner "
-                                     f"relative offset {last_relative}")
+            raise InvalidRecordError(f"wrapper {off} is less than the last inner relative offset "
+                                     f"{last_relative}{why}")
         else:
             base = wrapper_offset - last_relative
     else:

@@ -36,6 +36,14 @@ _rec_new = tuple.__new__
 _NO_HEADERS: tuple = ()
 
 
+def batch_name(batch: Batch) -> str:
+    """A batch as an error names it (the error's file and byte position say where it is): by its
+    offset only if its CRC vouches for the header, else as the offset it claims."""
+    if batch.crc_valid:
+        return f"batch at offset {batch.base_offset}"
+    return f"batch at claimed offset {batch.base_offset} (its CRC fails)"
+
+
 def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:
     """The records section of a v2 batch, decompressed."""
     start = batch.position + RECORD_BATCH_OVERHEAD
@@ -69,14 +77,14 @@ def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record
         return decode_v2_payload(data, batch)
     except KdumpError as e:
         if isinstance(e, CodecError):
-            e.message = f"batch at offset {batch.base_offset}: {e.message}"
+            e.message = f"{batch_name(batch)}: {e.message}"
         raise e.located(position=batch.position)
 
 
 def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     count = batch.count
     if count is None or count < 0:
-        raise InvalidRecordError(f"Found invalid record count {count} in batch at offset {batch.base_offset}")
+        raise InvalidRecordError(f"Found invalid record count {count} in {batch_name(batch)}")
     base_offset = batch.base_offset
     base_ts = batch.base_timestamp
     ts_type = batch.timestamp_type
@@ -111,8 +119,8 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
             if length < MIN_RECORD_BODY or record_end > end:
                 if record_end > end and length >= MIN_RECORD_BODY:
                     raise TruncatedError(f"Incorrect declared batch size, premature EOF reached in record {n} "
-                                         f"(length {length}) of batch at offset {base_offset}")
-                raise InvalidRecordError(f"Invalid record size {length} in record {n} of batch at offset {base_offset}")
+                                         f"(length {length}) of {batch_name(batch)}")
+                raise InvalidRecordError(f"Invalid record size {length} in record {n} of {batch_name(batch)}")
             pos += 1  # attributes => int8, unused
             # timestampDelta => varlong
             b = data[pos]
@@ -206,10 +214,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
             n += 1
     except IndexError:
         raise TruncatedError(f"Incorrect declared batch size, premature EOF reached in record {n} "
-                             f"of batch at offset {base_offset}") from None
+                             f"of {batch_name(batch)}") from None
     if pos != end:
         raise InvalidRecordError(f"Incorrect declared batch size, records still remaining in file "
-                                 f"({end - pos} bytes after {count} records) in batch at offset {base_offset}")
+                                 f"({end - pos} bytes after {count} records) in {batch_name(batch)}")
     return records
 
 

@@ -46,7 +46,7 @@ from kdump.storage.safewrite import (
     remove_stale_temps,
     same_content,
 )
-from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, filename_offset, offset_name, offset_path
+from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.segment import MappedFile, read_small
 
 # -- finding the partitions -------------------------------------------------------------------
@@ -59,8 +59,10 @@ def partition_dirs(path: str) -> list[tuple[str, str | None]]:
         raise UsageError("recover works on directories (a partition or a log dir)", file=path)
     name = os.path.basename(os.path.normpath(path))
     parent = os.path.dirname(os.path.abspath(path))
-    if K.parse_partition_dir(name) is not None or any(
-            filename_offset(n, LOG_SUFFIX) is not None for n in os.listdir(path)):
+    # The listing decides, as for every command (a log dir may be called kafka-1); a partition's
+    # own quarantine folders do not make it a log dir.
+    entries = [e for e in K._scandir(path) if not e.name.startswith(QUARANTINE_PREFIX)]
+    if K._is_partition_dir(entries, name):
         return [(path, parent)]
     out = []
     for e in sorted(os.scandir(path), key=lambda e: e.name):

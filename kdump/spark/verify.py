@@ -79,8 +79,9 @@ def segments_to_scan(directory: str, requested: list[LogFile]) -> list[LogFile]:
     return out
 
 
-def _scan_task(opts: VerifyOptions, item: tuple) -> tuple:
-    """Runs on an executor: one segment's scan, pickled, with the fields the window needs."""
+def _scan_task(opts: VerifyOptions, item: tuple, counter=None) -> tuple:
+    """Runs on an executor: one segment's scan, pickled, with the fields the window needs;
+    ``counter`` (an accumulator: the driver's progress bar) gets the segment's size."""
     directory, f = item
     absolute = f._replace(path=os.path.abspath(f.path)) if not os.path.isabs(f.path) else f
     try:
@@ -90,6 +91,11 @@ def _scan_task(opts: VerifyOptions, item: tuple) -> tuple:
     ok = isinstance(report, ScanReport)
     if ok:
         report.file = f.path
+    if counter is not None:
+        try:
+            counter.add(os.path.getsize(absolute.path))
+        except OSError:
+            pass
     live = f.kind == K.LOG and f.leftover is None and f.base_offset is not None
     return (directory, f.path, os.path.basename(f.path), live and ok, f.base_offset,
             report.first_offset if ok else None, report.last_offset if ok else None,
@@ -102,8 +108,9 @@ SCAN_SCHEMA = ("dir string, path string, name string, live boolean, base_offset 
 
 # -- step 2: offsets across segments, in Spark ---------------------------------------------------
 
-def scan_and_link(spark, items: list[tuple[str, LogFile]], opts: VerifyOptions):
-    """Scan ``items`` in Spark; return ({path: report or exception}, {path: overlap Finding})."""
+def scan_and_link(spark, items: list[tuple[str, LogFile]], opts: VerifyOptions, counter=None):
+    """Scan ``items`` in Spark; return ({path: report or exception}, {path: overlap Finding}).
+    ``counter``: an accumulator for the bytes scanned (``spark/progress.py``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -112,8 +119,9 @@ def scan_and_link(spark, items: list[tuple[str, LogFile]], opts: VerifyOptions):
     sc = spark.sparkContext
     task_opts = VerifyOptions(deep=opts.deep, max_message_size=opts.max_message_size,
                               index_interval_bytes=opts.index_interval_bytes, limits=opts.limits)
-    rdd = sc.parallelize(items, min(len(items), 10_000)).map(lambda item: _scan_task(task_opts, item))
-    scans = spark.createDataFrame(rdd, SCAN_SCHEMA)
+    rdd = sc.parallelize(items, min(len(items), 10_000)).map(lambda item: _scan_task(task_opts, item, counter))
+    # Kept once computed: the window and the collect of the reports both read the scans.
+    scans = spark.createDataFrame(rdd, SCAN_SCHEMA).persist()
     # The last earlier live segment (by base offset, per directory) that holds offsets.
     earlier = Window.partitionBy("dir").orderBy("base_offset").rowsBetween(Window.unboundedPreceding, -1)
     prev = F.last(F.when(F.col("live") & F.col("last_offset").isNotNull(),
@@ -129,6 +137,7 @@ def scan_and_link(spark, items: list[tuple[str, LogFile]], opts: VerifyOptions):
         if finding is not None:
             overlaps[row["path"]] = finding
     results = {row["path"]: pickle.loads(row["report"]) for row in scans.select("path", "report").collect()}
+    scans.unpersist()
     return results, overlaps
 
 
@@ -147,36 +156,56 @@ def _with_spark_overlap(report: FileReport, overlap: Finding | None) -> FileRepo
 # -- the command ---------------------------------------------------------------------------------
 
 def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -> int:
-    from kdump.cli.verify import report_status, resolve_paths
+    from kdump.check.verify_run import report_status, resolve_paths
+    from kdump.render.diagnostics import report_error
+    from kdump.render.progress import Progress
     from kdump.render.verify import summary_line, verify_renderer
+    from kdump.spark.progress import scan_progress
 
-    files, status = resolve_paths(paths)
+    files, status, errors = resolve_paths(paths)
+    for e in errors:
+        report_error(e, hint=False)
     groups = K.directory_groups(files)
     items = [(directory, f) for directory, requested in groups for f in segments_to_scan(directory, requested)]
-    results, overlaps = scan_and_link(spark, items, opts)
-    local_opts = PrecomputedOptions(deep=opts.deep, max_message_size=opts.max_message_size,
-                                    index_interval_bytes=opts.index_interval_bytes, limits=opts.limits,
-                                    results=results)
-    renderer = verify_renderer(out)
-    reports = []
-    try:
-        for directory, requested in groups:
-            for r in check_directory(directory, requested, local_opts):
-                r = _with_spark_overlap(r, overlaps.get(r.file))
-                renderer.file(r)
-                reports.append(r)
-                status = max(status, report_status(r.status, r.findings if strict else ()))
-    finally:
-        renderer.finish()
+    scanned = {f.path for _, f in items}
+    # The bar of the local run: the segments' bytes as Spark's tasks finish them, then the
+    # other files as the driver checks them.
+    with Progress.for_output(out, lambda: _total(files, items), "verify") as progress:
+        with scan_progress(spark, progress, items) as counter:
+            results, overlaps = scan_and_link(spark, items, opts, counter)
+        local_opts = PrecomputedOptions(deep=opts.deep, max_message_size=opts.max_message_size,
+                                        index_interval_bytes=opts.index_interval_bytes, limits=opts.limits,
+                                        results=results)
+        renderer = verify_renderer(out)
+        reports = []
+        try:
+            for directory, requested in groups:
+                for r in check_directory(directory, requested, local_opts):
+                    r = _with_spark_overlap(r, overlaps.get(r.file))
+                    renderer.file(r)
+                    reports.append(r)
+                    if r.file not in scanned:
+                        progress.done(r.file, r.size or 0)
+                    status = max(status, report_status(r.status, r.findings if strict else ()))
+        finally:
+            renderer.finish()
     out.note(summary_line(summarize(reports), None))
     return int(status)
+
+
+def _total(files: list[LogFile], items: list[tuple[str, LogFile]]) -> int:
+    from kdump.storage.segment import file_size
+
+    paths = {f.path for f in files} | {f.path for _, f in items}
+    return sum(file_size(p) for p in paths)
 
 
 def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = None, *, out=None,
                deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits=None, strict: bool = False) -> int:
-    """``kdump verify --engine spark``: returns the exit status; output goes through ``out``."""
-    from kdump.cli.options import Output
+    """``kdump verify --engine spark``: returns the exit status; output goes through ``out``
+    (a ``kdump.render.output.Output``; text on stdout by default)."""
+    from kdump.render.output import Output
     from kdump.spark.session import check_requirements, get_session, owns_session
 
     out = out if out is not None else Output(False, None)

@@ -94,17 +94,30 @@ def _faults(r, path: Path) -> list[dict]:
     return obj["findings"]
 
 
-def _assert_reported(r, path: Path, kind: str) -> dict:
-    """The fault is in the JSON report, the exit status is 1 and stderr has its one-line form."""
-    assert r.code == 1, (r.out, r.err)
+def _assert_reported(r, path: Path, kind: str, cls: str = "damage") -> dict:
+    """The fault is in the JSON report with its class, and stderr has its one-line form: for
+    damage an error and exit status 1; for an anomaly (accepted by a broker as it is) a note
+    and exit status 0, as verify gives (--strict makes it fail: ``_assert_strict``)."""
+    assert r.code == (1 if cls == "damage" else 0), (r.out, r.err)
     faults = _faults(r, path)
     hits = [f for f in faults if f["kind"] == kind]
     assert hits, faults
     f = hits[0]
+    assert f["class"] == cls
     where = f"{path}:{f['position']}: " if f["position"] is not None else f"{path}: "
-    assert f"kdump: error: {where}{f['message']}" in r.err.splitlines()
+    if cls == "damage":
+        assert f"kdump: error: {where}{f['message']}" in r.err.splitlines()
+    else:
+        assert f"kdump: note: {where}{f['message']} ({cls})" in r.err.splitlines()
+        assert "kdump: error:" not in r.err
     assert "Traceback" not in r.err and "internal error" not in r.err
     return f
+
+
+def _assert_strict(*args) -> None:
+    """With --strict an anomaly fails: exit 1, an error line instead of the note."""
+    r = run_kdump(*args, "--strict")
+    assert r.code == 1 and "kdump: error: " in r.err and "kdump: note: " not in r.err, (r.code, r.err)
 
 
 def test_generated_segment_verifies_clean(tmp_path):
@@ -191,12 +204,14 @@ def test_fault_truncated_last_entry(tmp_path, cmd, slot):
     p = log.with_suffix("." + cmd)
     data = p.read_bytes()
     p.write_bytes(data[:-3])
-    f = _assert_reported(run_kdump(cmd, "--verify", "--json", p), p, f"{cmd}_partial_entry")
+    f = _assert_reported(run_kdump(cmd, "--verify", "--json", p), p, f"{cmd}_partial_entry", "anomaly")
     assert f["position"] == len(data) - slot
     assert f"not a multiple of {slot}: the last {slot - 3} bytes are a truncated entry" in f["message"]
+    _assert_strict(cmd, "--verify", "--json", p)
     # Listing alone reports it too (it needs no log), and the whole entries are still listed.
     r = run_kdump(cmd, p)
-    assert r.code == 1 and "truncated entry" in r.out and len(r.out.splitlines()) > 5
+    assert r.code == 0 and "truncated entry" in r.out and len(r.out.splitlines()) > 5
+    assert run_kdump(cmd, p, "--strict").code == 1
 
 
 def test_fault_wrong_file_size(tmp_path):
@@ -204,15 +219,17 @@ def test_fault_wrong_file_size(tmp_path):
     # .index grown by 5 bytes: Kafka's size check fails, kdump reports a torn slot.
     p = log.with_suffix(".index")
     p.write_bytes(p.read_bytes() + b"\x00" * 5)
-    _assert_reported(run_kdump("index", "--verify", "--json", p), p, "index_partial_entry")
+    _assert_reported(run_kdump("index", "--verify", "--json", p), p, "index_partial_entry", "anomaly")
     r = run_kdump("index", "--sanity", p)
     assert r.code == 1 and f"found {p.stat().st_size} bytes which is neither positive nor a multiple of 8" in r.err
     # .timeindex cut at an entry boundary: the entry a broker appends at roll/close is missing.
     t = log.with_suffix(".timeindex")
     data = t.read_bytes()
     t.write_bytes(data[:-12])
-    f = _assert_reported(run_kdump("timeindex", "--verify", "--json", t), t, "timeindex_missing_final_entry")
+    f = _assert_reported(run_kdump("timeindex", "--verify", "--json", t), t, "timeindex_missing_final_entry",
+                         "anomaly")
     assert f["position"] == len(data) - 12 and "roll" in f["message"]
+    _assert_strict("timeindex", "--verify", t)
 
 
 def test_fault_index_offset_outside_its_batch(tmp_path):
@@ -293,7 +310,8 @@ def test_interval_bytes_given_to_verify(tmp_path):
     log, _ = make_segment(tmp_path / "t-0", interval=1024)
     assert run_kdump("index", "--verify", "--interval-bytes", "1024", log).code == 0
     r = run_kdump("index", "--verify", "--json", "--interval-bytes", "4096", log)
-    assert r.code == 1 and {f["kind"] for f in _faults(r, log.with_suffix(".index"))} == {"index_interval"}
+    assert r.code == 0 and {f["kind"] for f in _faults(r, log.with_suffix(".index"))} == {"index_interval"}
+    _assert_strict("index", "--verify", "--json", "--interval-bytes", "4096", log)
     # Entries missing in the middle: no single interval explains the gaps; a note, not a fault.
     idx, _ = _entries(log)
     p = _write_index(log, idx[:3] + idx[8:])

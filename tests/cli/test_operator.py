@@ -88,7 +88,7 @@ def test_terminal_table_keeps_names_whole_and_sums_up_the_ok_files(cut_log, monk
 
 @pytest.fixture
 def no_delay(monkeypatch):
-    from kdump.cli import progress
+    from kdump.render import progress
 
     monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
     monkeypatch.delenv("KDUMP_NO_PROGRESS", raising=False)
@@ -104,12 +104,12 @@ def test_every_command_that_reads_data_shows_a_bar_on_a_terminal(argv, tmp_path,
 
 
 def test_the_bar_counts_bytes_from_the_mappings(no_delay, monkeypatch):
-    from kdump.cli import progress
-    from kdump.cli.options import Output
+    from kdump.render import progress
+    from kdump.render.output import Output
 
     seen = []
     monkeypatch.setattr(progress.Progress, "close", lambda self: seen.append((self.completed, self.total)))
-    from kdump.cli.verify import run_verify
+    from kdump.render.verify_output import run_verify
 
     monkeypatch.setattr(sys, "stderr", Tty())
     run_verify([str(PINTEREST)], Output(False, "text", stream=io.StringIO()))
@@ -240,16 +240,20 @@ def test_a_bad_crc_finding_quotes_no_offset_from_the_bad_batch(tmp_path):
     assert f"kdump: error: {d / SEG0}.log:910: batch has an invalid CRC (stored 2765771479)\n" in r.err
 
 
-def test_a_partition_with_indexes_but_no_log_is_the_same_damage_for_dump_and_verify(tmp_path):
+def test_a_partition_with_indexes_but_no_log_is_the_same_anomaly_for_dump_and_verify(tmp_path):
     d = tmp_path / "orders-0"
     d.mkdir()
     for ext in (".index", ".snapshot"):
         shutil.copy(PINTEREST / f"00000000000000007729{ext}", d)
-    line = (f"kdump: error: {d}: no log segment (.log) here, only 00000000000000007729.index, "
-            f"00000000000000007729.snapshot: the partition's log is missing")
+    message = ("no log segment (.log) in this partition, only 00000000000000007729.index, "
+               "00000000000000007729.snapshot: the records they describe are gone; a broker deletes them and "
+               "starts the partition empty at its log start offset")
     v, dump = run_kdump("verify", d), run_kdump("dump", d)
-    assert (v.code, dump.code) == (1, 1)
-    assert line in v.err.splitlines() and dump.err.splitlines() == [line]
+    assert (v.code, dump.code) == (0, 0)
+    assert f"  log_missing (anomaly): {message}" in v.out.splitlines()
+    assert v.err.endswith("; 1 anomaly (states a broker accepts)\n")
+    assert dump.err.splitlines() == [f"kdump: note: {d}: log_missing: {message}"] and dump.out == ""
+    assert run_kdump("verify", "--strict", d).code == 1
 
 
 def test_debug_after_the_subcommand(tmp_path):

@@ -43,8 +43,8 @@ def test_progress_is_off_when_stderr_is_not_a_terminal():
 
 
 def test_progress_appears_only_for_slow_work_on_a_terminal(monkeypatch):
-    from kdump.cli import progress as p
-    from kdump.cli.options import Output
+    from kdump.render import progress as p
+    from kdump.render.output import Output
 
     class Tty(io.StringIO):
         def isatty(self):

@@ -507,3 +507,65 @@ def test_rich_markup_in_a_file_name_is_text(tmp_path):
         assert r.code == 0, (argv, r.err)
         # (a narrow table cell may wrap the name; markup would have eaten "[red]" and "[/red]")
         assert "t[red]x[" in r.out and "tx-0" not in r.out, (argv, r.out[:400])
+
+
+# -- records that do not decode: an offset is named only when the CRC vouches for it ------------
+
+def _bad_records_segment(tmp_path, name: str, valid_crc: bool, codec: int = NONE):
+    """Two batches of 3 records (offsets 0..2, 3..5); the second one's records section broken."""
+    from kdump.format.crc import crc32c
+
+    recs = [(i, NOW + i, b"k", b"v%d" % i) for i in range(3)]
+    first = build.build_v2_batch(recs, base_offset=0)
+    second = bytearray(build.build_v2_batch(recs, base_offset=3, codec=codec))
+    if codec == NONE:
+        second[61] = 2                              # the first record's length: 1, below the minimum
+    else:
+        second[61:] = b"\xff" * (len(second) - 61)  # not gzip at all
+    if valid_crc:
+        second[17:21] = crc32c(bytes(second[21:])).to_bytes(4, "big")
+    return write_segment(tmp_path / name, [first, bytes(second)]), len(first)
+
+
+@pytest.mark.parametrize("json_flag", [False, True], ids=["text", "json"])
+def test_a_record_error_in_a_batch_whose_crc_fails_names_the_offset_as_claimed(tmp_path, json_flag):
+    seg, pos = _bad_records_segment(tmp_path, "t-0", valid_crc=False)
+    r = run_kdump("dump", "--records", *(["--json"] if json_flag else []), seg)
+    assert r.code == 1
+    assert r.err.splitlines()[-1] == (f"kdump: error: {seg}:{pos}: Invalid record size 1 in record 0 of batch at "
+                                      f"claimed offset 3 (its CRC fails)")
+    assert "batch at offset 3" not in r.err
+
+
+def test_a_record_error_in_a_batch_whose_crc_holds_names_its_offset(tmp_path):
+    seg, pos = _bad_records_segment(tmp_path, "t-0", valid_crc=True)
+    r = run_kdump("dump", "--records", seg)
+    assert r.code == 1
+    assert r.err == f"kdump: error: {seg}:{pos}: Invalid record size 1 in record 0 of batch at offset 3\n"
+
+
+@pytest.mark.parametrize("valid_crc, named", [(True, "batch at offset 3"),
+                                              (False, "batch at claimed offset 3 (its CRC fails)")])
+def test_a_payload_that_does_not_decompress_names_the_batch_the_same_way(tmp_path, valid_crc, named):
+    seg, pos = _bad_records_segment(tmp_path, "t-0", valid_crc=valid_crc, codec=GZIP)
+    r = run_kdump("dump", "--records", seg)
+    assert r.code == 1
+    last = r.err.splitlines()[-1]
+    assert last.startswith(f"kdump: error: {seg}:{pos}: {named}: gzip payload does not decompress"), last
+
+
+@pytest.mark.parametrize("valid_crc, named", [(True, "message at offset 5"),
+                                              (False, "message at claimed offset 5 (its CRC fails)")])
+def test_a_legacy_wrapper_that_does_not_decompress_names_its_offset_only_when_its_crc_holds(tmp_path, valid_crc, named):
+    import zlib
+
+    inner = [build.build_legacy_message(o, b"k", b"v%d" % o, magic=1, timestamp=NOW) for o in range(3, 6)]
+    wrapper = bytearray(build.build_legacy_wrapper(inner, magic=1, codec=GZIP, wrapper_offset=5))
+    wrapper[-8:] = b"\xff" * 8                      # the gzip trailer: the payload does not decompress
+    if valid_crc:
+        wrapper[12:16] = zlib.crc32(bytes(wrapper[16:])).to_bytes(4, "big")
+    seg = write_segment(tmp_path / "t-0", [bytes(wrapper)], base_offset=3)
+    r = run_kdump("dump", "--records", seg)
+    assert r.code == 1
+    last = r.err.splitlines()[-1]
+    assert last.startswith(f"kdump: error: {seg}:0: {named}: gzip payload does not decompress"), last

@@ -244,6 +244,28 @@ def test_quarantine_inside_the_log_dir_is_refused(tmp_path):
     assert run_kdump("recover", d / f"{0:020d}.log").code == 2
 
 
+def test_a_log_dir_named_like_a_partition_is_a_log_dir(tmp_path):
+    """A log dir called kafka-1 holding partition dirs: each partition is planned, not kafka-1 as one."""
+    root = tmp_path / "kafka-1"
+    d = make_partition(root)
+    make_partition(root, "orders-1")
+    damage_middle(d)
+    rows = _plan_json(run_kdump("recover", "--json", root).out)
+    assert sorted({os.path.basename(r["partition"]) for r in rows}) == ["orders-0", "orders-1"]
+    assert [r["action"] for r in rows if r["partition"].endswith("orders-1")] == ["summary"]
+    r = run_kdump("recover", "--apply", "--yes", root)
+    assert r.code == 1 and run_kdump("verify", root).code == 0
+    # A partition holding only its quarantine folder (everything moved out) stays a partition.
+    empty = make_partition(tmp_path, "empty-0")
+    q = empty / "kdump-quarantine-20260101T000000Z"
+    q.mkdir()
+    for p in list(empty.iterdir()):
+        if p.is_file() and p.name[0].isdigit():
+            p.rename(q / p.name)
+    rows = _plan_json(run_kdump("recover", "--json", empty).out)
+    assert [os.path.basename(r["partition"]) for r in rows] == ["empty-0"]
+
+
 def test_quarantine_elsewhere(tmp_path):
     d = make_partition(tmp_path / "logs")
     damage_middle(d)

@@ -64,3 +64,33 @@ def test_a_file_named_twice_is_checked_once_like_local(spark):
     (lcode, lout, _), (scode, sout, _) = both(seg, str(GENERATED / "zstd-v2-0"), seg)
     assert (scode, sout) == (lcode, lout) and lcode == 0
     assert sum(f'"file":"{seg}"' in line for line in sout.splitlines()) == 1
+
+
+class _Tty(__import__("io").StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_local_progress_bar_on_a_terminal(spark, monkeypatch):
+    """On a terminal the Spark engine shows the local verify's bar (label, bytes, rate, eta),
+    moved by the bytes Spark's tasks scanned, and ends at the total; stdout is unchanged."""
+    from kdumptest import run_kdump
+
+    from kdump.render import progress
+
+    monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
+    monkeypatch.delenv("KDUMP_NO_PROGRESS", raising=False)
+    ends = []
+    close = progress.Progress.close
+
+    def record(self):
+        ends.append((self.label, self.completed, self.total))
+        close(self)
+    monkeypatch.setattr(progress.Progress, "close", record)
+    paths = [str(GENERATED / "zstd-v2-0"), str(GENERATED / "transactions-0")]
+    r = run_kdump("verify", "--engine", "spark", "--master", "local[2]", "--format", "text", *paths, err=_Tty())
+    local = run_kdump("verify", "--format", "text", *paths)
+    assert (r.code, r.out) == (local.code, local.out) == (0, local.out)
+    assert "kdump verify" in r.err and "/s" in r.err and "eta" in r.err, r.err[-500:]
+    total = sum(f.stat().st_size for d in paths for f in __import__("pathlib").Path(d).iterdir() if f.is_file())
+    assert ends[0] == ("verify", total, total)

@@ -116,6 +116,28 @@ def test_txnindex_and_snapshot_disagreements_are_findings(kdump, tmp_path):
     assert parse_snapshot(encode_snapshot(entries)).entries == entries
 
 
+def test_txn_exit_status_follows_the_finding_classes(kdump, tmp_path):
+    """A producer snapshot that disagrees with the log is an anomaly (the broker rebuilds
+    producer state from the log): exit 0, 1 with --strict; a missing .txnindex entry is
+    damage (read_committed consumers see aborted records): exit 1 either way."""
+    part = tmp_path / TXN.name
+    shutil.copytree(TXN, part)
+    entries = [ProducerEntry(1000, 0, 7, 11, 0, 0, 5, -1)]
+    (part / "00000000000000000019.snapshot").write_bytes(encode_snapshot(entries))
+    r = kdump("txn", part, "--json", "--now", NOW)
+    (obj,) = _json(r)
+    assert [(f["kind"], f["class"]) for f in obj["findings"]] == [("txn_snapshot_mismatch", "anomaly")]
+    assert r.code == 0
+    assert kdump("txn", part, "--now", NOW).code == 0
+    assert kdump("txn", part, "--json", "--now", NOW, "--strict").code == 1
+    (part / "00000000000000000019.txnindex").unlink()
+    r = kdump("txn", part, "--json", "--now", NOW)
+    (obj,) = _json(r)
+    assert [f["class"] for f in obj["findings"]] == ["anomaly", "damage"]
+    assert r.code == 1
+    assert kdump("txn", part, "--json", "--now", NOW, "--strict").code == 1
+
+
 def test_txn_filters(kdump):
     (obj,) = _json(kdump("txn", TXN, "--json", "--now", NOW, "--producer-id", "2000"))
     assert {p["producer_id"] for p in obj["producers"]} == {2000}
@@ -421,7 +443,11 @@ def test_hanging_needs_every_transaction_state_partition_to_blame_the_coordinato
     (obj,) = [o for o in _json(r) if o["object"] == "partition" and o["topic"] == "transactions"]
     (p2000,) = [p for p in obj["producers"] if p["producer_id"] == 2000]
     assert p2000["hanging_reasons"][1] == "no transactional id with this producer id in __transaction_state"
-    assert [f["kind"] for f in obj["findings"]] == ["txn_coordinator_mismatch"] and r.code == 1
+    # an anomaly (the broker starts on it as it is): exit 0, as the man page's EXIT STATUS says; 1 with --strict
+    assert [f["kind"] for f in obj["findings"]] == ["txn_coordinator_mismatch"] and r.code == 0
+    assert [f["class"] for f in obj["findings"]] == ["anomaly"]
+    r = kdump("txn", tmp_path, "--json", "--now", NOW, "--hanging-after", "0", "--strict")
+    assert r.code == 1
 
 
 def test_a_log_dir_named_like_a_partition(kdump, tmp_path):

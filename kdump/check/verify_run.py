@@ -1,0 +1,126 @@
+"""The verify run without its output: which files, checked a directory at a time, and the
+exit status their reports give.
+
+``kdump verify`` (local and ``--engine spark``) resolves its PATHS here and turns each file
+report into an exit status here; the local run checks each directory with
+``directory_events``, in this process or a worker of ``-j``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+from kdump.errors import ExitStatus, KdumpError
+from kdump.findings import ANOMALY, DAMAGE
+
+# What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
+# is read without taking its lock.
+WRITABLE = ("log", "index", "timeindex", "txnindex")
+
+# What checking one directory gives, in the order it is printed: a file's report, an error,
+# the stale temporary files removed on locking, the changes of the repair.
+REPORT, ERROR, CLEANED, REPAIRED = "report", "error", "cleaned", "repaired"
+
+
+def report_status(s: str, strict_findings=()) -> ExitStatus:
+    """The exit status a file report's status gives; with --strict its anomalies count too."""
+    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+    if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
+        return ExitStatus.DAMAGE
+    return status
+
+
+def findings_status(findings, strict: bool = False) -> ExitStatus:
+    """The exit status a list of findings gives by their classes: damage 1, anomalies 1 only
+    with --strict, info never (what ``index`` and ``txn`` report with)."""
+    return classes_status((f.cls for f in findings), strict)
+
+
+def classes_status(classes, strict: bool = False) -> ExitStatus:
+    """``findings_status`` of findings given by their classes (``txn``'s are dicts)."""
+    if any(c == DAMAGE or (strict and c == ANOMALY) for c in classes):
+        return ExitStatus.DAMAGE
+    return ExitStatus.OK
+
+
+def resolve_paths(paths) -> tuple[list, ExitStatus, list[KdumpError]]:
+    """The files under PATHS, each once (by real path: a file named twice is checked and
+    repaired once), the exit status so far, and the errors to report for PATHS that cannot
+    be read (in order; they come before any report)."""
+    from kdump.storage.logdir import resolve
+
+    status = ExitStatus.OK
+    errors: list[KdumpError] = []
+    files = []
+    seen: set[str] = set()
+    dirs: dict[str, str] = {}
+    for path in paths:
+        try:
+            found = resolve([path])
+        except KdumpError as e:
+            errors.append(e)
+            status = max(status, e.exit_code)
+            continue
+        if len(paths) == 1:
+            return found, status, errors     # one PATH lists each file once: no need to resolve links
+        for f in found:
+            key = _real(f.path, dirs)
+            if key not in seen:
+                seen.add(key)
+                files.append(f)
+    return files, status, errors
+
+
+def _real(path: str, dirs: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, resolving each directory once (a partition may hold
+    100,000 segments) and only a file that is itself a link in full."""
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    directory, name = os.path.split(path)
+    real = dirs.get(directory)
+    if real is None:
+        real = dirs[directory] = os.path.realpath(directory)
+    return os.path.join(real, name)
+
+
+def directory_events(group, opts, repair: Callable | None = None, force: bool = False) -> Iterator[tuple]:
+    """One directory, a unit of ``-j``. With ``repair`` (``verify --truncate``: it takes the
+    directory's reports and options and returns the changes) the directory is locked before it
+    is read and until it is repaired, by this process alone. Yields (kind, value) events."""
+    from kdump.check.partition import verify_files
+    from kdump.storage.logdir import take_listing
+    from kdump.storage.writelock import Locks
+
+    directory, files = group
+    with Locks(force) as locks:
+        if repair is not None and any(f.kind in WRITABLE for f in files):
+            try:
+                yield CLEANED, locks.take(directory)
+            except KdumpError as e:
+                yield ERROR, e
+                return
+            take_listing(directory)     # listed before the lock: list it again
+        done = []
+        for r in verify_files(files, opts):
+            r = light(r)
+            yield REPORT, r
+            done.append(r)
+        if repair is not None:
+            try:
+                yield REPAIRED, repair(done, opts)
+            except KdumpError as e:
+                yield ERROR, e
+
+
+def listed(check, group) -> list:
+    """A worker sends a directory's events at once."""
+    return list(check(group))
+
+
+def light(r):
+    """Keep what the summary and the repair need, not the per-segment transaction lists."""
+    if r.scan is not None:
+        r.scan.txn_events = []
+        r.scan.epochs = []
+    return r

@@ -1,0 +1,45 @@
+"""The lines kdump writes on stderr about a run, and what a cut-off stdout means.
+
+Every error becomes one line, ``kdump: error: <file>:<byte position>: <what>``, with its
+hint (if any) on a second; ``kdump.cli.main`` uses these for the errors that end a run, the
+commands' runs for the errors they report and carry on after.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from kdump.errors import ExitStatus, KdumpError
+from kdump.render.escape import printable
+
+
+def error_line(e: KdumpError) -> str:
+    return printable(f"kdump: error: {e}")
+
+
+def report_error(e: KdumpError, hint: bool = True) -> None:
+    """``e``'s line (and its hint's) on stderr."""
+    import click
+
+    click.echo(error_line(e), err=True)
+    if hint and e.hint:
+        click.echo(printable(f"kdump: hint: {e.hint}"), err=True)
+
+
+def quiet_broken_pipe() -> int:
+    """Point stdout at devnull so the interpreter's final flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return ExitStatus.OK
+
+
+def output_cut(status: int) -> int:
+    """The reader of stdout went away (``kdump verify DIR | head -1``) before everything was
+    checked: keep the status of what was checked if it found something, else 3 (could not
+    complete): a cut verdict is never "clean"."""
+    quiet_broken_pipe()
+    return int(status) if status else ExitStatus.INCOMPLETE

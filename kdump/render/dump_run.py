@@ -1,0 +1,258 @@
+"""The ``kdump dump`` run: each file shown batch by batch (segments, KRaft snapshots), as
+kafka-dump-log.sh shows it (indexes) or described (side files), a partition at a time,
+here or in the workers of ``-j``; the errors on stderr; the exit status.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from kdump.check.dls_index import IndexOptions
+from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
+from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.render.diagnostics import report_error
+from kdump.render.payload import PayloadView
+from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
+from kdump.storage.reader import Filters, SegmentReader, out_of_memory
+from kdump.storage.segment import file_size
+
+
+def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
+              filters: Filters = Filters()):
+    from kdump.check.gaps import PartitionGaps
+    from kdump.render import dump as r
+
+    # kdump's own views report the gaps an operator has to look at (gaps.py), a partition
+    # per renderer; not with a time range (the records shown are then a selection) or --quiet.
+    gaps = None
+    if records and not out.quiet and filters.start_time is None and filters.end_time is None:
+        gaps = PartitionGaps(start_chosen=filters.start_offset is not None)
+    if out.format == "json":
+        return r.JsonDump(out.stream, view, gaps)
+    if out.format == "table":
+        return r.TableDump(out.console(), view, records, data, gaps)
+    return r.TextDump(out.stream, view, records, data, skip_metadata)
+
+
+def _auto_internal(f: LogFile, view: PayloadView, auto: bool) -> PayloadView:
+    if not auto or view.internal is not None:
+        return view
+    from kdump.decoders import for_topic
+
+    topic = f.topic
+    if f.kind == "kraft_snapshot" and topic is None:
+        topic = "__cluster_metadata"
+    name = for_topic(topic) if topic else None
+    return view.with_internal(name) if name else view
+
+
+def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
+    """For each live segment, the base offset of the next segment in its partition dir."""
+    nxt: dict[str, int] = {}
+    by_dir: dict[str, list[LogFile]] = {}
+    for f in files:
+        if f.kind == "log" and f.leftover is None and f.base_offset is not None:
+            by_dir.setdefault(os.path.dirname(f.path), []).append(f)
+    for segs in by_dir.values():
+        segs.sort(key=lambda f: f.base_offset)
+        for a, b in zip(segs, segs[1:]):
+            nxt[a.path] = b.base_offset
+    return nxt
+
+
+def _files(paths, out) -> tuple[list[tuple[LogFile, bool]], ExitStatus]:
+    """The files to dump, each with whether it was named itself, and the exit status so far
+    (a PATH that cannot be read, a partition directory without segments)."""
+    status = ExitStatus.OK
+    files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
+    for path in paths:
+        try:
+            expanded = expand(path)
+        except KdumpError as e:
+            _error(out, e)
+            status = max(status, e.exit_code)
+            continue
+        if os.path.isdir(path):
+            from kdump.check.logless import logless_dirs
+
+            missing = logless_dirs(expanded)        # verify's log_missing, in the same words
+            for d, finding in missing:
+                out.note(f"kdump: note: {d}: {finding.kind}: {finding.message}")
+            expanded = [f for f in expanded if f.kind in BATCH_KINDS]
+            if not expanded and not missing and status == ExitStatus.OK:
+                e = UsageError("no log segments or KRaft snapshots found here", file=path)
+                _error(out, e)
+                status = max(status, e.exit_code)
+        files.extend((f, not os.path.isdir(path)) for f in expanded)
+    return files, status
+
+
+def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, bool]]]:
+    """Consecutive files of one directory together: the units of ``-j``."""
+    units: list[list[tuple[LogFile, bool]]] = []
+    for f, explicit in files:
+        if units and os.path.dirname(units[-1][-1][0].path) == os.path.dirname(f.path):
+            units[-1].append((f, explicit))
+        else:
+            units.append([(f, explicit)])
+    return units
+
+
+def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
+             skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
+             index_opts: IndexOptions = IndexOptions(), jobs: int = 1) -> int:
+    files, status = _files(paths, out)
+    next_base = _segment_ranges([f for f, _ in files])
+    from kdump.parallel import in_process, ordered_output
+    from kdump.render.progress import Progress
+
+    # A partition at a time (consecutive files of one directory), each with its own renderer:
+    # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
+    # which each unit hands back to be printed after all of them.
+    units = _partitions(files)
+    here = in_process(units, jobs)
+
+    def dump_unit(unit, out) -> tuple[int, int, list]:
+        status = ExitStatus.OK
+        matched = [0]                          # batches shown, to say when a range matched nothing
+        renderer = _renderer(out, view, records, data, skip_metadata, filters)
+        mine = progress if here else None
+        try:
+            for f, explicit in unit:
+                if not explicit and _outside_range(f, next_base.get(f.path), filters):
+                    if mine is not None:
+                        mine.done(f.path)
+                    continue
+                try:
+                    if f.kind in BATCH_KINDS:
+                        status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
+                                                           records, filters, out, mine, limits, matched))
+                    elif out.format == "text" and f.kind in (INDEX, TIMEINDEX) and f.leftover is None \
+                            and f.base_offset is not None:
+                        status = max(status, _dump_dls_index(f, renderer, view, out, index_opts, limits))
+                    else:
+                        status = max(status, _dump_side(f, renderer, view, out))
+                except KdumpError as e:
+                    renderer.finish()
+                    _error(out, e.located(f.path))
+                    status = max(status, e.exit_code)
+                if mine is not None:
+                    mine.done(f.path)
+        finally:
+            renderer.finish()
+        return status, matched[0], getattr(renderer, "summary", [])
+
+    matched = 0
+    summary: list = []
+    with Progress.for_output(out, lambda: sum(file_size(f.path) for f, _ in files), "dump") as progress:
+        try:
+            # A worker counts what it reads for the bar as it goes, and hands the count back.
+            work = dump_unit if here else progress.counted(dump_unit)
+            for unit, result in zip(units, ordered_output(work, units, jobs, out)):
+                (unit_status, n, blocks), counted = (result, 0) if here else result
+                status = max(status, unit_status)
+                matched += n
+                summary += blocks
+                if not here:
+                    progress.unit_done((f.path for f, _ in unit), counted)
+        finally:
+            from kdump.render.dump import summary_lines
+
+            for line in summary_lines(summary):
+                click.echo(line, err=True)
+    ranges = _ranges(filters)
+    if ranges and not matched and status == ExitStatus.OK and any(f.kind in BATCH_KINDS for f, _ in files):
+        out.note(f"kdump: nothing matched {ranges}: no batch in the files read has offsets or times in that range")
+    return int(status)
+
+
+def _ranges(flt: Filters) -> str:
+    return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in flt._asdict().items()
+                    if value is not None and name != "max_bytes")
+
+
+def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:
+    if f.kind != "log" or f.base_offset is None or f.leftover is not None:
+        return False
+    if flt.end_offset is not None and f.base_offset > flt.end_offset:
+        return True
+    return flt.start_offset is not None and next_base is not None and next_base <= flt.start_offset
+
+
+def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filters: Filters, out,
+                  progress=None, limits: Limits = DEFAULT_LIMITS, matched: list[int] | None = None) -> int:
+    status = ExitStatus.OK
+    renderer.begin_file(f, view)
+    reader = SegmentReader(f, filters, records, limits)
+    problems: list[KdumpError] = []
+    n = 0
+    for it in reader:
+        try:
+            renderer.item(f, it)
+        except MemoryError:
+            raise out_of_memory(f.path, it.batch.position, it.batch.base_offset, "write") from None
+        n += 1
+        if progress is not None and not n & 0x7FF:
+            progress.advance(f.path, it.batch.position)
+        b = it.batch
+        if not b.crc_valid:
+            problems.append(KdumpError(f"batch has an invalid CRC (stored {b.crc})",   # its offsets are unchecked too
+                                       file=f.path, position=b.position))
+        if it.error is not None:
+            problems.append(it.error)
+    renderer.end_file(f, reader.trailing_bytes)
+    if matched is not None:
+        matched[0] += n
+    if reader.stop is not None:
+        problems.append(KdumpError(reader.stop.message, file=f.path, position=reader.stop.position))
+    if problems:
+        renderer.finish()
+        for e in problems:
+            _error(out, e)
+        # damage; a batch that could not be read at all (out of memory) did not complete
+        status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
+    return status
+
+
+def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOptions, limits: Limits) -> int:
+    """An .index/.timeindex as kafka-dump-log.sh shows it: entries checked against the segment."""
+    from kdump.check import dls_index as dlsindex
+
+    renderer.begin_file(f, view)
+    if f.kind == INDEX:
+        result = dlsindex.offset_index(f.path, opts)
+    else:
+        result = dlsindex.time_index(f.path, opts, limits)
+    renderer.side(f, [], result.lines)
+    renderer.end_file(f, 0)
+    renderer.add_summary(result.summary)
+    if result.error is not None:
+        renderer.finish()
+        _error(out, result.error.located(f.path))
+        return max(ExitStatus.DAMAGE, result.error.exit_code)
+    # Kafka's report of entries that disagree with the segment comes in its words after all files;
+    # the exit status is kdump's own verdict on the index (dlsindex.damaged says why).
+    if result.summary and dlsindex.damaged(f.path, f.kind, f.base_offset):
+        return ExitStatus.DAMAGE
+    return ExitStatus.OK
+
+
+def _dump_side(f: LogFile, renderer, view: PayloadView, out) -> int:
+    from kdump.check.sidefiles import describe
+
+    renderer.begin_file(f, view)
+    desc = describe(f)
+    renderer.side(f, desc.rows, desc.lines)
+    renderer.end_file(f, 0)
+    if desc.problems:
+        renderer.finish()
+        for message, position in desc.problems:
+            _error(out, KdumpError(message, file=f.path, position=position))
+        return ExitStatus.DAMAGE
+    return ExitStatus.OK
+
+
+def _error(out, e: KdumpError) -> None:
+    report_error(e, hint=False)
