@@ -73,10 +73,6 @@ class TruncatedError(CorruptDataError, EOFError):
     """The data ends before a structure does."""
 
 
-class InvalidBatchError(CorruptDataError):
-    """A batch (or legacy message) header is invalid."""
-
-
 class InvalidRecordError(CorruptDataError):
     """A record inside a batch does not decode."""
 

@@ -92,7 +92,7 @@ class PartitionSummary:
                 else b.max_timestamp
             if self.min_timestamp is None or low < self.min_timestamp:
                 self.min_timestamp = low
-        self.codecs[compression_name(b.attributes & 7)] += 1
+        self.codecs[compression_name(b.compression)] += 1
         self.magics[b.magic] += 1
         if b.producer_id >= 0:
             self.producers.add(b.producer_id)

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kdump.model import CONTROL_FLAG, DELETE_HORIZON_FLAG, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, DELETE_HORIZON_FLAG, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, LOG_OVERHEAD, V2_HEADER
 from kdump.format.codecs import compress
 from kdump.format.control import ABORT, COMMIT, encode_control_key, encode_marker_value
@@ -121,7 +121,7 @@ def build_v2_batch(records: Iterable[Any], *, base_offset: int = 0, codec: int =
     if codec:
         payload = compress(codec, payload, 2, xerial)
 
-    attributes = codec & 0x07
+    attributes = codec & COMPRESSION_MASK
     if timestamp_type:
         attributes |= TIMESTAMP_TYPE_MASK
     if is_transactional:
@@ -182,7 +182,7 @@ def build_legacy_message(offset: int, key: bytes | None, value: bytes | None, *,
     """
     if magic not in (0, 1):
         raise ValueError(f"legacy messages have magic 0 or 1, not {magic}")
-    attributes = codec & 0x07
+    attributes = codec & COMPRESSION_MASK
     if magic == 1 and timestamp_type:
         attributes |= TIMESTAMP_TYPE_MASK
     body = bytes((magic, attributes))

@@ -32,6 +32,7 @@ from kdump.format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID
 from kdump.findings import is_damage
 from kdump.check.index_file import read_index_file
 from kdump.check.indexes import check_against_log, segment_log_path
+from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX
 from kdump.storage.segment import MappedFile
 
 NO_TIMESTAMP = -1
@@ -61,6 +62,7 @@ def absolute(path: str) -> str:
     return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
+# DumpLogSegments' own rule, looser than the log dir's: the name up to its first dot.
 def _segment_path(path: str, ext: str) -> str:
     directory, name = os.path.split(path)
     return os.path.join(directory, name.split(".")[0] + ext)
@@ -76,7 +78,7 @@ def _slots(data, entry) -> list[tuple]:
 
 def offset_index(path: str, opts: IndexOptions = IndexOptions()) -> IndexView:
     base = _base_offset(path)
-    log_path = _segment_path(path, ".log")
+    log_path = _segment_path(path, LOG_SUFFIX)
     lines: list[str] = []
     mismatches: dict[int, int] = {}
     with MappedFile(path) as ix:
@@ -135,8 +137,8 @@ def _sanity(path: str, parsed, lines: list[str]) -> IndexView:
 
 def time_index(path: str, opts: IndexOptions = IndexOptions(), limits: Limits = DEFAULT_LIMITS) -> IndexView:
     base = _base_offset(path)
-    log_path = _segment_path(path, ".log")
-    index_path = _segment_path(path, ".index")
+    log_path = _segment_path(path, LOG_SUFFIX)
+    index_path = _segment_path(path, INDEX_SUFFIX)
     lines: list[str] = []
     if not os.path.exists(log_path):
         return IndexView(lines, [], InputError("its segment is missing", file=log_path))

@@ -8,8 +8,9 @@ from typing import NamedTuple
 
 from kdump.errors import NothingToDoError, UnknownFileKindError
 from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
+from kdump.storage.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 
-EXT = {INDEX: ".index", TIMEINDEX: ".timeindex", TXNINDEX: ".txnindex", LOG: ".log"}
+EXT = {INDEX: INDEX_SUFFIX, TIMEINDEX: TIMEINDEX_SUFFIX, TXNINDEX: TXNINDEX_SUFFIX, LOG: LOG_SUFFIX}
 
 
 class Item(NamedTuple):
@@ -38,10 +39,10 @@ def _sibling(f: LogFile, kind: str) -> str:
 def _log_of(f: LogFile) -> str:
     """The .log an index belongs to; a cleaner leftover may sit beside a .log.swap or .log.cleaned."""
     first = _sibling(f, LOG)
-    if f.leftover in (".cleaned", ".swap") and not os.path.exists(first):
+    if f.leftover in (CLEANED_SUFFIX, SWAP_SUFFIX) and not os.path.exists(first):
         directory, stem = _stem(f)
-        for other in (".swap", ".cleaned"):
-            candidate = os.path.join(directory, stem + ".log" + other)
+        for other in (SWAP_SUFFIX, CLEANED_SUFFIX):
+            candidate = os.path.join(directory, stem + LOG_SUFFIX + other)
             if os.path.exists(candidate):
                 return candidate
     return first

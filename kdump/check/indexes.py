@@ -44,7 +44,8 @@ from kdump.format.index import IndexFile, parse_index
 from kdump.format.timeindex import TimeIndexFile, parse_timeindex
 from kdump.format.walk import Walker
 from kdump.model import Finding
-from kdump.storage.segment import LEFTOVER_SUFFIXES, MappedFile
+from kdump.storage import names as N
+from kdump.storage.segment import MappedFile
 
 
 def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, timeindex: TimeIndexFile | None = None,
@@ -93,14 +94,14 @@ def verify_time_index(log_buf, base_offset: int, timeindex: TimeIndexFile, *,
 def segment_log_path(path: str) -> str:
     """The ``.log`` a segment file belongs to (``00..42.index`` -> ``00..42.log``)."""
     directory, name = os.path.split(path)
-    for suffix in LEFTOVER_SUFFIXES:
+    for suffix in N.LEFTOVER_SUFFIXES:
         if name.endswith(suffix):
             raise UsageError(f"{suffix} files are leftovers of the log cleaner or deletion, not live segments; "
                              f"rebuild works on live segments only", file=path)
     stem, ext = os.path.splitext(name)
-    if ext not in (".log", ".index", ".timeindex", ".txnindex"):
+    if ext not in N.SEGMENT_SUFFIXES:
         raise UsageError("not a segment file (.log, .index or .timeindex)", file=path)
-    return os.path.join(directory, stem + ".log")
+    return os.path.join(directory, stem + N.LOG_SUFFIX)
 
 
 def check_against_log(log_path: str, kind: str, base_offset: int, parsed: IndexFile | TimeIndexFile,

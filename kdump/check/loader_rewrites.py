@@ -19,18 +19,21 @@ from kdump.format.checkpoint import LEADER_EPOCH
 from kdump.format.txnindex import encode_txnindex
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
+from kdump.storage.names import (INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_SUFFIXES, SNAPSHOT_SUFFIX, TIMEINDEX_SUFFIX,
+                                 TXNINDEX_SUFFIX, filename_offset, offset_name)
 from kdump.storage.segment import read_small
 
 
 def plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:
     """What recovery writes to the ``.txnindex`` of each segment it recovers: the aborted
     transactions that complete in the kept part (an empty file where there were some)."""
-    logs = [(LogFile(source[f"{b:020d}.log"], K.LOG, None, None, b, None), scans[b]) for b in bases if b in scans]
+    logs = [(LogFile(source[offset_name(b, LOG_SUFFIX)], K.LOG, None, None, b, None), scans[b])
+            for b in bases if b in scans]
     aborted = aborted_transactions(logs, vopts.limits)
     for b in bases:
         if b not in recovered or b not in scans:
             continue
-        name = f"{b:020d}.txnindex"
+        name = offset_name(b, TXNINDEX_SUFFIX)
         path = os.path.join(directory, name)
         entries = aborted.get(b, [])
         if any(first is None for _, first, _, _ in entries):
@@ -57,12 +60,13 @@ def plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -
     why = f"the log start offset {lso} is above the log end offset {leo}: the broker deletes every segment"
     plan.steps = [st for st in plan.steps if st.action not in (TRUNCATE, REBUILD, WRITE_TXN)]
     for b in bases:
-        for ext in (".log", ".index", ".timeindex", ".txnindex"):
-            if f"{b:020d}{ext}" in present:
-                quarantine(f"{b:020d}{ext}", why, 6, b)
+        for ext in SEGMENT_SUFFIXES:
+            if offset_name(b, ext) in present:
+                quarantine(offset_name(b, ext), why, 6, b)
     for n in sorted(present):
-        if n.endswith(".snapshot") and n[:-9].isdigit():
-            quarantine(n, f"producer snapshot: {why}", 11, int(n[:-9]))
+        snap = filename_offset(n, SNAPSHOT_SUFFIX)
+        if snap is not None:
+            quarantine(n, f"producer snapshot: {why}", 11, snap)
     if LEADER_EPOCH in present:
         plan.steps.append(Step(TRIM_EPOCHS, os.path.join(directory, LEADER_EPOCH), None, None, -1,
                                f"drop every leader epoch: {why} (the old file is kept in quarantine)", 10))
@@ -79,9 +83,9 @@ def plan_indexes(plan, directory, bases, present, source, scans, cut_segments, r
         s = scans.get(b)
         if s is None:
             continue
-        log = source[f"{b:020d}.log"]
-        for i, ext in enumerate((".index", ".timeindex")):
-            n = f"{b:020d}{ext}"
+        log = source[offset_name(b, LOG_SUFFIX)]
+        for i, ext in enumerate((INDEX_SUFFIX, TIMEINDEX_SUFFIX)):
+            n = offset_name(b, ext)
             path = os.path.join(directory, n)
             if n not in present:
                 if s.valid_bytes > 0:      # an empty segment's indexes are empty: the broker makes them
@@ -135,5 +139,6 @@ def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs,
             plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
                                                                     f"in quarantine)", 10))
     for n in sorted(present):
-        if n.endswith(".snapshot") and n[:-9].isdigit() and int(n[:-9]) > leo:
-            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, int(n[:-9]))
+        snap = filename_offset(n, SNAPSHOT_SUFFIX)
+        if snap is not None and snap > leo:
+            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, snap)

@@ -36,6 +36,8 @@ from kdump.format.walk import Walker
 from kdump.storage.logdir import LogFile
 from kdump.storage.safewrite import TEMP_SUFFIX
 from kdump.check.scan import ScanReport
+from kdump.storage.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_SUFFIXES,
+                                 SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset, offset_name)
 from kdump.storage.segment import MappedFile, read_small
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.loader_rewrites import plan_delete_all, plan_epochs_and_snapshots, plan_indexes
@@ -50,8 +52,7 @@ def _raw_offset_files(directory: str) -> list[str]:
     for e in os.scandir(directory):
         if not e.is_file(follow_symlinks=False):
             continue
-        head = e.name.split(".", 1)[0]
-        if head.isdigit() and "." in e.name and not e.name.endswith(TEMP_SUFFIX):
+        if filename_offset(e.name) is not None and not e.name.endswith(TEMP_SUFFIX):
             out.append(e.name)
     return sorted(out)
 
@@ -60,7 +61,7 @@ def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
     """Does ``TransactionIndex.sanityCheck`` fail (an entry ending below the segment base)?"""
     from kdump.format.txnindex import parse_txnindex, sanity_check_txnindex
 
-    path = source.get(f"{base:020d}.txnindex")
+    path = source.get(offset_name(base, TXNINDEX_SUFFIX))
     if path is None:
         return False
     try:
@@ -125,9 +126,9 @@ class _Planner:
     def remove_temp_files(self) -> None:
         """1. LogLoader.removeTempFilesAndCollectSwapFiles."""
         files = self.files
-        cleaned = [f for f in files if f.leftover == ".cleaned"]
+        cleaned = [f for f in files if f.leftover == CLEANED_SUFFIX]
         min_cleaned = min((f.base_offset for f in cleaned if f.base_offset is not None), default=None)
-        swaps = [f for f in files if f.leftover == ".swap"]
+        swaps = [f for f in files if f.leftover == SWAP_SUFFIX]
         for f in swaps:
             if min_cleaned is not None and f.base_offset is not None and f.base_offset >= min_cleaned:
                 self.quarantine(f.name, f"swap file of an unfinished split (at or above the .cleaned offset "
@@ -135,7 +136,7 @@ class _Planner:
         for f in cleaned:
             self.quarantine(f.name, "output of an interrupted log-cleaner run", 2, f.base_offset)
         for f in files:
-            if f.leftover == ".deleted" and not f.name.endswith(".checkpoint.deleted"):
+            if f.leftover == DELETED_SUFFIX and not f.name.endswith(".checkpoint.deleted"):
                 self.quarantine(f.name, "file awaiting asynchronous deletion", 2, f.base_offset)
         self.good_swaps = [f for f in swaps if f.name not in self.gone]
 
@@ -146,15 +147,15 @@ class _Planner:
             lo = min(f.base_offset for f in log_swaps)
             hi = max(_next_offset(f.path, f.base_offset) for f in log_swaps)
             for name in _raw_offset_files(self.dir):
-                if name.endswith(".swap") or name in self.gone:
+                if name.endswith(SWAP_SUFFIX) or name in self.gone:
                     continue
-                off = int(name.split(".", 1)[0])
+                off = filename_offset(name)
                 if lo <= off < hi:
                     self.quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
         # The .log.swap first: once it is renamed no range is computed from it again, so a rerun
         # after an interruption never takes an already-renamed index for an original to replace.
         for f in sorted(self.good_swaps, key=lambda f: (f.kind != K.LOG, f.name)):
-            live = f.name[: -len(".swap")]
+            live = f.name[: -len(SWAP_SUFFIX)]
             self.renamed[f.name] = live
             self.plan.steps.append(Step(RENAME, f.path, live, None, f.base_offset, "finish the interrupted swap", 4))
         # The directory as the broker sees it after steps 1-2.
@@ -162,15 +163,16 @@ class _Planner:
             set(self.renamed.values())
         self.source = {f.name: f.path for f in self.files if f.leftover is None}
         self.source.update({live: os.path.join(self.dir, swap) for swap, live in self.renamed.items()})
-        self.logs = sorted((int(n[:-4]), n) for n in self.present if n.endswith(".log") and n[:-4].isdigit())
+        self.logs = sorted((b, n) for n in self.present if (b := filename_offset(n, LOG_SUFFIX)) is not None)
 
     def drop_orphans(self) -> None:
         """3. Index files without a .log."""
         log_bases = {b for b, _ in self.logs}
         for n in sorted(self.present):
-            stem, ext = os.path.splitext(n)
-            if ext in (".index", ".timeindex", ".txnindex") and stem.isdigit() and int(stem) not in log_bases:
-                self.quarantine(n, "index without a segment (orphan)", 5, int(stem))
+            ext = os.path.splitext(n)[1]
+            b = filename_offset(n, ext) if ext in (INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX) else None
+            if b is not None and b not in log_bases:
+                self.quarantine(n, "index without a segment (orphan)", 5, b)
 
     def scan_segments(self) -> None:
         self.vopts = self.opts.verify_options()
@@ -184,7 +186,7 @@ class _Planner:
                           f"cannot read: {e.message}")
         # LogLoader recovers at load a segment without .index or whose .txnindex fails its sanity check.
         self.load_recover = {b for b, _ in self.logs
-                             if f"{b:020d}.index" not in self.present or _txnindex_corrupt(self.source, b)}
+                             if offset_name(b, INDEX_SUFFIX) not in self.present or _txnindex_corrupt(self.source, b)}
 
     def recover_log(self) -> None:
         """4. recoverLog: from the recovery point on, the first damaged segment is cut and every later one goes."""
@@ -205,7 +207,7 @@ class _Planner:
         later_sources = self._drop_later(truncated_at) if truncated_at is not None else []
         for b in sorted(self.cut_segments):
             s = self.scans[b]
-            name = f"{b:020d}.log"
+            name = offset_name(b, LOG_SUFFIX)
             self.plan.damaged = True
             self.plan.steps.append(Step(TRUNCATE, os.path.join(self.dir, name), f"{name}.corrupt-{s.valid_bytes}",
                                         s.valid_bytes, s.cut.offset,
@@ -218,8 +220,9 @@ class _Planner:
         for b in self.bases:
             s = self.scans.get(b)
             if s is not None and any(f.kind == F.OFFSET_OVERFLOW for f in s.findings):
-                self.note(self.source[f"{b:020d}.log"], b, "offsets do not fit an int32 above the base: the broker "
-                          "would split this segment (LogSegmentOffsetOverflowException); kdump does not split")
+                self.note(self.source[offset_name(b, LOG_SUFFIX)], b, "offsets do not fit an int32 above the base: "
+                          "the broker would split this segment (LogSegmentOffsetOverflowException); kdump does not "
+                          "split")
 
     def _find_cut(self) -> int | None:
         """The segment recovery cuts (the first damaged one it recovers), and the segments cut:
@@ -238,8 +241,9 @@ class _Planner:
             elif truncated_at is None or b < truncated_at:
                 self.plan.damaged = True
                 why = "after a clean shutdown" if self.skip_log else f"before the recovery point {self.rp}"
-                self.note(self.source[f"{b:020d}.log"], b, f"damaged ({s.cut.kind} at byte {s.valid_bytes}) but a "
-                          f"broker would not recover it {why} (use --full, or kdump verify --truncate)",
+                self.note(self.source[offset_name(b, LOG_SUFFIX)], b, f"damaged ({s.cut.kind} at byte "
+                          f"{s.valid_bytes}) but a broker would not recover it {why} (use --full, or kdump verify "
+                          f"--truncate)",
                           position=s.valid_bytes)
         return truncated_at
 
@@ -255,13 +259,13 @@ class _Planner:
                 regions = [(0, s.valid_bytes)] if s.valid_bytes > 0 else []
                 regions += [(a, e) for a, e, *_ in s.intact_beyond]
                 if regions:
-                    later_sources.append((self.source[f"{b:020d}.log"], regions))
-            for ext in (".log", ".index", ".timeindex", ".txnindex"):
-                n = f"{b:020d}{ext}"
+                    later_sources.append((self.source[offset_name(b, LOG_SUFFIX)], regions))
+            for ext in SEGMENT_SUFFIXES:
+                n = offset_name(b, ext)
                 if n in self.present:
-                    self.quarantine(n, f"segment after the corruption in {truncated_at:020d}.log: the broker "
-                                       f"deletes it", 6, b)
-            self.present.discard(f"{b:020d}.log")
+                    self.quarantine(n, f"segment after the corruption in {offset_name(truncated_at, LOG_SUFFIX)}: "
+                                       f"the broker deletes it", 6, b)
+            self.present.discard(offset_name(b, LOG_SUFFIX))
         self.bases = [b for b in self.bases if b <= truncated_at]
         return later_sources
 

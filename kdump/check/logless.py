@@ -15,13 +15,14 @@ import os
 from kdump.findings import LOG_MISSING
 from kdump.model import Finding
 from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
+from kdump.storage.names import SWAP_SUFFIX
 
 SEGMENT_SIDE_KINDS = (INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT)
 
 
 def log_missing(files: list[LogFile]) -> Finding | None:
     """The ``log_missing`` finding of one partition directory's ``files``, or None."""
-    if any(f.kind == LOG and f.leftover in (None, ".swap") for f in files):
+    if any(f.kind == LOG and f.leftover in (None, SWAP_SUFFIX) for f in files):
         return None         # a .swap becomes the log at startup; .cleaned and .deleted go away
     # (only in a <topic>-<partition> directory is a log expected)
     side = [f.name for f in files if f.kind in SEGMENT_SIDE_KINDS and f.topic is not None]

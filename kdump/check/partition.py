@@ -39,13 +39,15 @@ from kdump.check.side_findings import (at_line, leader_epoch_order, leader_epoch
                                        side_file_findings, snapshot_findings)
 from kdump.check.sidefiles import SIDE_FILE_LIMIT
 from kdump.check.txn_findings import aborted_transactions, txn_index_findings
+from kdump.storage.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX,
+                                 TXNINDEX_SUFFIX, offset_name, sibling)
 from kdump.storage.segment import read_small
 
 
 LEFTOVER_NOTES = {
-    ".deleted": "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
-    ".cleaned": "output of an interrupted log-cleaner run: the broker deletes it at startup",
-    ".swap": "a cleaned or split segment not yet swapped in: the broker completes the swap at startup",
+    DELETED_SUFFIX: "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
+    CLEANED_SUFFIX: "output of an interrupted log-cleaner run: the broker deletes it at startup",
+    SWAP_SUFFIX: "a cleaned or split segment not yet swapped in: the broker completes the swap at startup",
 }
 
 
@@ -134,7 +136,7 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
     whole = part.wants_all(wanted)
     # Scan the segments asked for, and those whose side files were asked for.
     for f in context:
-        if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
+        if f.kind in K.BATCH_KINDS and f.leftover in (None, SWAP_SUFFIX):
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f)
     return add_log_missing(context, requested, [part.report(f) for f in requested])
@@ -219,7 +221,7 @@ class _Partition:
         findings: list[Finding] = []
         if f.leftover is not None:
             findings.append(Finding(F.LEFTOVER, None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
-            if f.leftover != ".swap" or f.kind not in K.BATCH_KINDS:
+            if f.leftover != SWAP_SUFFIX or f.kind not in K.BATCH_KINDS:
                 return FileReport(f.path, f.kind, size, findings, log=f)
         if f.kind in K.BATCH_KINDS:
             scan = self.scans.get(f.path)
@@ -270,10 +272,9 @@ class _Partition:
         is checked alone."""
         got = self._index_checks.get(log.path)
         if got is None:
-            stem = log.path[:-len(".log")]
             data: list[bytes | None] = []
             errors: list[KdumpError | None] = []
-            for p in (stem + ".index", stem + ".timeindex"):
+            for p in (sibling(log.path, INDEX_SUFFIX), sibling(log.path, TIMEINDEX_SUFFIX)):
                 try:
                     data.append(read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None)
                     errors.append(None)
@@ -298,8 +299,8 @@ class _Partition:
                                    f"segment overlaps the previous one: it starts at offset {min(f.base_offset, first)}"
                                    f" but {os.path.basename(g.path)} ends at {s.last_offset}"))
         if scan.valid_bytes > 0 and f.base_offset is not None:
-            for ext in (".index", ".timeindex"):
-                name = f"{f.base_offset:020d}{ext}"
+            for ext in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+                name = offset_name(f.base_offset, ext)
                 if name not in self.names:
                     out.append(Finding(F.INDEX_MISSING, None, f.base_offset,
                                        f"{name} is missing: the broker rebuilds it at startup"))
@@ -307,7 +308,7 @@ class _Partition:
         if live and live[-1][0].path == f.path:
             out.extend(self._log_start_check(f, scan))
         expected = self.txn_expected().get(f.base_offset or 0, {})
-        if expected and f"{f.base_offset:020d}.txnindex" not in self.names:
+        if expected and offset_name(f.base_offset, TXNINDEX_SUFFIX) not in self.names:
             (pid, last), first = next(iter(expected.items()))
             out.append(Finding(F.TXNINDEX_MISSING, None, last,
                                f"{len(expected)} aborted transaction(s) end in this segment (e.g. producer {pid} at "

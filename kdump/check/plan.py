@@ -9,6 +9,8 @@ from typing import Any, NamedTuple
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.errors import KdumpError
+from kdump.format.checkpoint import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
+from kdump.format.metadata import CLEAN_SHUTDOWN_FILE
 
 # Step actions.
 QUARANTINE, RENAME, TRUNCATE, REBUILD, WRITE_TXN, TRIM_EPOCHS, NOTE = (
@@ -46,8 +48,8 @@ class LogDirState:
         state = cls()
         if not logdir:
             return state
-        for name, attr in (("recovery-point-offset-checkpoint", "recovery_points"),
-                           ("log-start-offset-checkpoint", "log_start_offsets")):
+        for name, attr in ((RECOVERY_POINT_CHECKPOINT, "recovery_points"),
+                           (LOG_START_OFFSET_CHECKPOINT, "log_start_offsets")):
             p = os.path.join(logdir, name)
             if os.path.isfile(p):
                 found = {}
@@ -58,7 +60,7 @@ class LogDirState:
                 except KdumpError:
                     continue        # the broker would fall back to recovering everything
                 getattr(state, attr).update(found)
-        state.clean_shutdown = os.path.isfile(os.path.join(logdir, ".kafka_cleanshutdown"))
+        state.clean_shutdown = os.path.isfile(os.path.join(logdir, CLEAN_SHUTDOWN_FILE))
         return state
 
 

@@ -43,7 +43,7 @@ from kdump.format.batch import LOG_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX
 from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker
-from kdump.model import Batch, Finding
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TRANSACTIONAL_FLAG, Batch, Finding
 
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
@@ -197,8 +197,8 @@ class _Scan(SegmentChecks):
                 _, first, last, count, size, magic, _, crc_valid, attributes, epoch, _, mts, _, _, _ = b
                 taken = False
                 if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size
-                        and not attributes & 0x30 and (attributes & 7) <= 4 and 0 <= count <= last - first + 1
-                        and epoch >= prev_epoch):
+                        and not attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG) and 0 <= count <= last - first + 1
+                        and (attributes & COMPRESSION_MASK) <= 4 and epoch >= prev_epoch):
                     m_ts, m_offset = (mts, last) if mts > max_ts else (max_ts, max_ts_offset)
                     due = valid - last_entry_at > interval
                     # The index step of LogSegment.recover inline; its irregular cases take the slow path.

@@ -139,7 +139,7 @@ class SegmentChecks:
         elif b.magic >= 2 and b.count is not None and b.count > last - first + 1:
             self.add(F.LAST_OFFSET_DELTA, pos, first,
                      f"{b.count} records do not fit lastOffsetDelta {last - first} (at most {last - first + 1})")
-        codec = b.attributes & 0x07
+        codec = b.compression
         if codec > 4 or (b.magic < 2 and codec == 4):
             self.add(F.CODEC, pos, first, f"unknown compression type id {codec} for magic {b.magic}")
         elif b.magic < 2 and b.count is None:
@@ -157,9 +157,9 @@ class SegmentChecks:
             else:
                 assign_epoch(r.epochs, epoch, first)
                 self.prev_epoch = epoch
-        if b.attributes & 0x10:
+        if b.is_transactional:
             pid = b.producer_id
-            if b.attributes & 0x20:
+            if b.is_control:
                 r.txn_events.append((first, pid, b))
                 self.open_txns.discard(pid)
             elif pid not in self.open_txns:

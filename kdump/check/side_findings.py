@@ -14,23 +14,22 @@ from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.sidefiles import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError
-from kdump.format.checkpoint import LEADER_EPOCH
+from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from kdump.model import Finding
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
 
-FALLBACK_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+FALLBACK_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
 
 
 def log_start_findings(directory: str, leo: int | None) -> list[Finding]:
     """The log dir's log-start-offset-checkpoint against this partition's log end offset."""
     parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(directory)))
-    path = os.path.join(os.path.dirname(os.path.abspath(directory)), LOG_START_CHECKPOINT)
+    path = os.path.join(os.path.dirname(os.path.abspath(directory)), LOG_START_OFFSET_CHECKPOINT)
     if parsed is None or not os.path.isfile(path):
         return []
     try:        # streamed: a checkpoint may list millions of partitions
-        lso = next((e.offset for e in checkpoint_entries(path, LOG_START_CHECKPOINT)
+        lso = next((e.offset for e in checkpoint_entries(path, LOG_START_OFFSET_CHECKPOINT)
                     if (e.topic, e.partition) == parsed[:2]), None)
     except KdumpError:
         return []       # reported on the checkpoint itself

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from kdump.errors import UsageError, WriteError
+from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX
 
 SUCCESS = "_SUCCESS"
 _STAGING = ".kdump-staging-"      # + out's name + random: hidden, and never a Hive partition name
@@ -34,7 +35,7 @@ def check_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
         if not overwrite:
             raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
         for dirpath, _, names in os.walk(out):
-            if any(n.endswith((".log", ".index", ".timeindex")) for n in names):
+            if any(n.endswith((LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX)) for n in names):
                 raise UsageError(f"refusing to replace {dirpath}: it holds Kafka log files", file=out)
 
 

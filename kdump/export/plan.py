@@ -17,6 +17,7 @@ from typing import NamedTuple
 from kdump.errors import KdumpError
 from kdump.format.index import parse_index
 from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
+from kdump.storage.names import INDEX_SUFFIX, offset_path
 from kdump.storage.reader import Filters, SegmentReader
 from kdump.storage.segment import MappedFile, file_size, read_small
 
@@ -195,7 +196,7 @@ def _split(f: LogFile, size: int, split_bytes: int) -> list[tuple[int, int | Non
 
 
 def _sane_entries(f: LogFile, log_size: int):
-    path = os.path.join(os.path.dirname(f.path), f"{f.base_offset:020d}.index")
+    path = offset_path(os.path.dirname(f.path), f.base_offset, INDEX_SUFFIX)
     try:
         entries = parse_index(read_small(path, 256 << 20), f.base_offset).entries
     except (KdumpError, OSError):

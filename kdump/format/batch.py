@@ -50,8 +50,3 @@ def parse_v2(buf, pos: int, view: memoryview | None = None) -> Batch:
     crc_valid = size >= RECORD_BATCH_OVERHEAD and crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size]) == crc
     return _batch_new(Batch, (pos, base_offset, base_offset + last_delta, count, size, magic, crc, crc_valid,
                               attributes, epoch, base_ts, max_ts, producer_id, producer_epoch, base_sequence))
-
-
-def v2_crc(data: bytes | memoryview) -> int:
-    """CRC-32C of a whole v2 batch (``data`` starts at its base offset)."""
-    return crc32c(memoryview(data)[ATTRIBUTES_OFFSET:])

@@ -21,9 +21,14 @@ from typing import NamedTuple
 
 from kdump.errors import InvalidFileError, UnknownFileKindError
 
+# The files' names, which are also their kinds.
 LEADER_EPOCH = "leader-epoch-checkpoint"
-OFFSET_KINDS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+OFFSET_KINDS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+                CLEANER_OFFSET_CHECKPOINT)
 KINDS = (LEADER_EPOCH, *OFFSET_KINDS)
 VERSION = 0      # the only version of every kind above
 

@@ -20,7 +20,6 @@ import zlib
 from kdump.errors import CodecError, DecompressionLimitError, UnsupportedCodecError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
-CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 # Bounds on decompressed size: ratio x compressed size, at least FLOOR, at most CAP.
 DEFAULT_RATIO = 255

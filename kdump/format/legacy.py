@@ -13,7 +13,8 @@ import struct
 
 from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
-from kdump.model import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, Batch, Record
+from kdump.model import (COMPRESSION_MASK, CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, TIMESTAMP_TYPE_MASK, Batch,
+                         Record)
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
 
@@ -61,13 +62,13 @@ class Message:
 
     @property
     def codec(self) -> int:
-        return self.attributes & 0x07
+        return self.attributes & COMPRESSION_MASK
 
     @property
     def timestamp_type(self) -> int:
         if self.magic == 0:
             return NO_TIMESTAMP_TYPE
-        return LOG_APPEND_TIME if self.attributes & 0x08 else CREATE_TIME
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
 
 
 def _read_bytes(data, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
@@ -119,7 +120,7 @@ def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Re
     cached = _last_inner
     # The walker has just opened this wrapper: same buffer, same place, same stored CRC.
     if cached is not None and cached[0] is buf and cached[1] == pos and cached[2] == batch.crc \
-            and batch.attributes & 0x07:
+            and batch.attributes & COMPRESSION_MASK:
         return list(cached[3])
     try:
         offset, size = ENTRY_HEAD.unpack_from(buf, pos)

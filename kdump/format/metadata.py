@@ -14,6 +14,9 @@ from typing import Any
 
 from kdump.errors import InvalidFileError
 
+PARTITION_METADATA_FILE, META_PROPERTIES_FILE = "partition.metadata", "meta.properties"
+QUORUM_STATE_FILE, CLEAN_SHUTDOWN_FILE = "quorum-state", ".kafka_cleanshutdown"
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _INT = re.compile(r"[+-]?[0-9]+")
 _INT32 = (-(1 << 31), (1 << 31) - 1)
@@ -67,7 +70,7 @@ def encode_uuid(raw: bytes) -> str:
 _KEY_SEP = re.compile(r":[ \t\n\x0b\f\r]+")     # Java ":\s+"
 
 
-def parse_partition_metadata(data: bytes, file_name: str = "partition.metadata") -> dict[str, Any]:
+def parse_partition_metadata(data: bytes, file_name: str = PARTITION_METADATA_FILE) -> dict[str, Any]:
     """``{"version": int, "topic_id": str}``; only the first two lines are read, as by Kafka."""
     lines = _LINE_END.split(_text(data, file_name))
 
@@ -188,7 +191,7 @@ def parse_properties(data: bytes) -> dict[str, str]:
     return props
 
 
-def parse_meta_properties(data: bytes, file_name: str = "meta.properties") -> dict[str, Any]:
+def parse_meta_properties(data: bytes, file_name: str = META_PROPERTIES_FILE) -> dict[str, Any]:
     """meta.properties by MetaProperties' rules.
 
     v0 (ZooKeeper era): ``broker_id`` and ``cluster_id`` optional. v1 (KRaft): ``node_id``
@@ -240,12 +243,12 @@ def _json_object(data: bytes, file_name: str) -> dict[str, Any]:
     return value
 
 
-def parse_quorum_state(data: bytes, file_name: str = "quorum-state") -> dict[str, Any]:
+def parse_quorum_state(data: bytes, file_name: str = QUORUM_STATE_FILE) -> dict[str, Any]:
     """The KRaft ``quorum-state`` JSON (FileQuorumStateStore) as written, keys unchanged."""
     return _json_object(data, file_name)
 
 
-def parse_clean_shutdown(data: bytes, file_name: str = ".kafka_cleanshutdown") -> dict[str, Any]:
+def parse_clean_shutdown(data: bytes, file_name: str = CLEAN_SHUTDOWN_FILE) -> dict[str, Any]:
     """``{"version": int|None, "broker_epoch": int|None}``.
 
     Before KIP-966 the file was empty (its presence alone means "clean"): both are None.

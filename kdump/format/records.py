@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
-from kdump.model import LOG_APPEND_TIME, Batch, Record
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.control import parse_control
@@ -24,6 +24,8 @@ MIN_RECORD_BODY = 6        # attributes + five one-byte varints
 # writers know, without measuring every record, that its keys and values may not fit in
 # a single string (a 4 MB segment can hold a 1000 MiB value).
 LARGE_PAYLOAD = 1 << 20
+# Batches the C record decoder takes whole need neither decompression nor control parsing.
+COMPRESSED_OR_CONTROL = COMPRESSION_MASK | CONTROL_FLAG
 
 
 class LargeRecords(list):
@@ -46,7 +48,7 @@ def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:
     """The records section of a v2 batch, decompressed."""
     start = batch.position + RECORD_BATCH_OVERHEAD
     raw = buf[start:batch.position + batch.size]
-    codec = batch.attributes & 0x07
+    codec = batch.compression
     if codec == 0:
         return bytes(raw)
     return decompress(codec, raw, 2, limits=limits)
@@ -55,17 +57,17 @@ def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:
 def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """All records of the v2 ``batch`` found in ``buf``; raises a located KdumpError."""
     c = _accel.native()
-    if c is not None and not batch.attributes & 0x27:
+    if c is not None and not batch.attributes & COMPRESSED_OR_CONTROL:
         # Uncompressed and not control: straight to C. None means malformed somewhere, and
         # the path below (decode_v2_payload's Python loop) raises the precise error.
         (position, base_offset, _, count, size, _, _, _, attributes, _, base_ts, max_ts,
          _, _, base_seq) = batch
         records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset, base_ts,
-                                      max_ts if attributes & 0x08 else None, base_seq, count)
+                                      max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
         if records is not None:
             return records
     try:
-        if batch.attributes & 0x07:
+        if batch.attributes & COMPRESSION_MASK:
             data = batch_payload(buf, batch, limits)
             if len(data) > LARGE_PAYLOAD:
                 return LargeRecords(decode_v2_payload(data, batch))
@@ -85,10 +87,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
         raise InvalidRecordError(f"Found invalid record count {count} in {batch_name(batch)}")
     base_offset = batch.base_offset
     base_ts = batch.base_timestamp
-    ts_type = (batch.attributes >> 3) & 1
+    ts_type = batch.timestamp_type
     log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
     base_seq = batch.base_sequence
-    control = batch.attributes & 0x20
+    control = batch.attributes & CONTROL_FLAG
     if not control and type(data) is bytes and (c := _accel.native()) is not None:
         # (only for bytes: the Python loop slices other buffer types into their own type)
         fast = c.decode_v2_records(data, base_offset, base_ts, log_append_ts, base_seq, count)

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterator
 
 from kdump import _accel
-from kdump.errors import InvalidBatchError, KdumpError
+from kdump.errors import KdumpError
 from kdump.model import Batch, Finding, Record
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -142,10 +142,3 @@ def decode_records(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[R
     if batch.magic >= 2:
         return decode_v2(buf, batch, limits)
     return decode_legacy(buf, batch, limits)
-
-
-def check_batch(batch: Batch) -> None:
-    """Raise InvalidBatchError if the header is self-inconsistent (used by strict readers)."""
-    if not batch.crc_valid:
-        raise InvalidBatchError(f"Record is corrupt (stored crc = {batch.crc}) at offset {batch.last_offset}",
-                                position=batch.position)

@@ -266,7 +266,7 @@ class TableDump:
             producer = "" if b.producer_id < 0 else f"{b.producer_id}/{b.producer_epoch}"
             offsets = f"{b.base_offset}–{b.last_offset}" if b.base_offset != b.last_offset else str(b.last_offset)
             self.rows.append((str(b.position), offsets, "" if b.count is None else str(b.count), str(b.size),
-                              str(b.magic), compression_name(b.attributes & 7), _ts(b.max_timestamp, b.timestamp_type),
+                              str(b.magic), compression_name(b.compression), _ts(b.max_timestamp, b.timestamp_type),
                               producer, flags, ok))
         if len(self.rows) >= self.CHUNK:
             self._flush()

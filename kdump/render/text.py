@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 
-from kdump.model import CONTROL_TYPE_NAMES, TIMESTAMP_TYPE_NAMES, Batch, Control, Record, compression_name
+from kdump.model import (COMPRESSION_MASK, CONTROL_FLAG, CONTROL_TYPE_NAMES, CREATE_TIME, DELETE_HORIZON_FLAG,
+                         LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, TIMESTAMP_TYPE_NAMES, TRANSACTIONAL_FLAG, Batch, Control,
+                         Record, compression_name)
 from kdump.format.javautf8 import java_utf8
-from kdump.storage.segment import snapshot_id
+from kdump.storage.names import BOOTSTRAP_CHECKPOINT, filename_offset, snapshot_id
 from kdump.render.escape import printable
 
 _BOOL = ("false", "true")
@@ -25,14 +27,14 @@ def dumping_line(path: str) -> str:
 def start_line(path: str) -> str | None:
     """``Log starting offset: N`` for segments; the snapshot line for KRaft ``.checkpoint`` files."""
     name = os.path.basename(path)
-    if name.startswith("bootstrap.checkpoint"):
+    if name.startswith(BOOTSTRAP_CHECKPOINT):
         return "KRaft bootstrap snapshot"
     if ".checkpoint" in name:
         sid = snapshot_id(name)
         if sid is not None:
             return f"Snapshot end offset: {sid[0]}, epoch: {sid[1]}"
-    digits = name.split(".")[0]
-    return f"Log starting offset: {int(digits)}" if digits.isdigit() else None
+    base = filename_offset(name)
+    return f"Log starting offset: {base}" if base is not None else None
 
 
 _V2_PARTS: dict[int, tuple[str, str, str]] = {}
@@ -42,11 +44,11 @@ def _v2_parts(attributes: int) -> tuple[str, str, str]:
     """The pieces of a v2 batch line fixed by its attributes, built once per value."""
     parts = _V2_PARTS.get(attributes)
     if parts is None:
-        flags = (f" isTransactional: {_BOOL[bool(attributes & 0x10)]} "
-                 f"isControl: {_BOOL[bool(attributes & 0x20)]} deleteHorizonMs: ")
-        ts_name = TIMESTAMP_TYPE_NAMES[1 if attributes & 0x08 else 0]
+        flags = (f" isTransactional: {_BOOL[bool(attributes & TRANSACTIONAL_FLAG)]} "
+                 f"isControl: {_BOOL[bool(attributes & CONTROL_FLAG)]} deleteHorizonMs: ")
+        ts_name = TIMESTAMP_TYPE_NAMES[LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME]
         parts = _V2_PARTS[attributes] = (flags, f" {ts_name}: ", f" magic: 2 compresscodec: "
-                                         f"{compression_name(attributes & 7)} crc: ")
+                                         f"{compression_name(attributes & COMPRESSION_MASK)} crc: ")
     return parts
 
 
@@ -57,7 +59,7 @@ def batch_line(b: Batch) -> str:
     valid = _BOOL[crc_valid]
     if magic >= 2:
         flags, ts_part, codec_part = _v2_parts(attributes)
-        horizon_text = f"OptionalLong[{base_ts}]" if attributes & 0x40 else "OptionalLong.empty"
+        horizon_text = f"OptionalLong[{base_ts}]" if attributes & DELETE_HORIZON_FLAG else "OptionalLong.empty"
         if base_sequence < 0 or base_offset is None:
             last_sequence = -1
         else:
@@ -67,7 +69,7 @@ def batch_line(b: Batch) -> str:
                 f"producerEpoch: {producer_epoch} partitionLeaderEpoch: {epoch}{flags}{horizon_text} "
                 f"position: {position}{ts_part}{max_ts} size: {size}{codec_part}{crc} isvalid: {valid}")
     ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
-    codec = compression_name(attributes & 7)
+    codec = compression_name(attributes & COMPRESSION_MASK)
     return (f"offset: {last_offset} position: {position} {ts_name}: {max_ts} size: {size} "
             f"magic: {magic} compresscodec: {codec} crc: {crc} isvalid: {valid}")
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from kdump import findings as F
 from kdump.errors import KdumpError, WriteError
 from kdump.repair.indexes import rebuild_changes, trim_txnindex
+from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX
 from kdump.storage.safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
 
 CORRUPT_INFIX = ".corrupt-"
@@ -162,7 +163,7 @@ def fix_indexes(directory: str, reps, opts) -> list[Change]:
                 if ch is not None:
                     changes.append(ch)
             continue
-        rebuild.setdefault(target.base_offset, []).append(".index" if target.kind == K.INDEX else ".timeindex")
+        rebuild.setdefault(target.base_offset, []).append(INDEX_SUFFIX if target.kind == K.INDEX else TIMEINDEX_SUFFIX)
     for base, exts in sorted(rebuild.items()):
         changes += rebuild_changes(logs[base].path, base, exts, opts.index_interval_bytes, opts.limits)
     return changes

@@ -27,7 +27,8 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, encode_index
 from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, encode_timeindex, parse_timeindex
 from kdump.storage.safewrite import Change, atomic_write, refuse_symlink, write_file
-from kdump.storage.segment import MappedFile, filename_offset, open_regular, read_small
+from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, filename_offset, sibling
+from kdump.storage.segment import MappedFile, open_regular, read_small
 
 KINDS = ("index", "timeindex")
 
@@ -76,8 +77,7 @@ def existing_time_convention(log_buf, base_offset: int, timeindex_path: str,
 
 
 def _paths(log: str) -> dict[str, str]:
-    stem = log[:-len(".log")] if log.endswith(".log") else log
-    return {"index": stem + ".index", "timeindex": stem + ".timeindex"}
+    return {"index": sibling(log, INDEX_SUFFIX), "timeindex": sibling(log, TIMEINDEX_SUFFIX)}
 
 
 def _fresh(log: str, base: int, time_offset: str | None, interval_bytes: int, limits: Limits,
@@ -137,7 +137,7 @@ def rebuild_indexes(segment_path: str, interval_bytes: int = DEFAULT_INDEX_INTER
                          fresh.log_size, notes)
 
 
-def rebuild_changes(log_path: str, base_offset: int, which: Iterable[str] = (".index", ".timeindex"),
+def rebuild_changes(log_path: str, base_offset: int, which: Iterable[str] = (INDEX_SUFFIX, TIMEINDEX_SUFFIX),
                     interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                     limits: Limits = DEFAULT_LIMITS) -> list[Change]:
     """``verify --truncate`` and ``recover --apply``: rewrite the named index files of a segment

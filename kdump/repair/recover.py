@@ -48,6 +48,7 @@ from kdump.storage.safewrite import (
     remove_stale_temps,
     same_content,
 )
+from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.segment import MappedFile, read_small
 
 # -- finding the partitions -------------------------------------------------------------------
@@ -176,7 +177,7 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
                 if same_content(step.path, [data]):
                     continue
                 keep_copy(step.path, quarantine_dir)
-            atomic_write(step.path, data, like=os.path.join(d, f"{step.offset:020d}.log"))
+            atomic_write(step.path, data, like=offset_path(d, step.offset, LOG_SUFFIX))
             changes.append(Change("wrote", step.path, f"{len(data) // 34} aborted transaction(s), as recovery "
                                                       f"writes them"))
         elif step.action == TRIM_EPOCHS:
@@ -191,17 +192,17 @@ def _finish_indexes(plan: PartitionPlan, opts: RecoverOptions, quarantine_dir: s
         if step.action != REBUILD:
             continue
         base = step.offset
-        log = os.path.join(plan.directory, f"{base:020d}.log")
+        log = offset_path(plan.directory, base, LOG_SUFFIX)
         if not os.path.isfile(log):
             continue
-        ext = ".index" if step.path.endswith(".index") else ".timeindex"
+        ext = INDEX_SUFFIX if step.path.endswith(INDEX_SUFFIX) else TIMEINDEX_SUFFIX
         if os.path.exists(step.path):
             try:
                 data = read_small(step.path, 256 << 20)
             except KdumpError:          # too large to read (as planned): rebuilt all the same
                 data = None
             try:
-                want = index_bytes(log, base, opts.index_interval_bytes, vopts.limits)[0 if ext == ".index" else 1]
+                want = index_bytes(log, base, opts.index_interval_bytes, vopts.limits)[0 if ext == INDEX_SUFFIX else 1]
             except KdumpError:
                 want = None
             if data is not None and data == want:
@@ -271,7 +272,7 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         data = b"".join(b"".join(read_range(p, pos, pos + size)) for p, pos, size, _, _ in seg)
         target_dir = out_dir
         k = 1
-        name = f"{base:020d}.log"
+        name = offset_name(base, LOG_SUFFIX)
         while os.path.exists(os.path.join(target_dir, name)) and \
                 not same_content(os.path.join(target_dir, name), [data]):
             k += 1
@@ -283,8 +284,8 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
         index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
-        atomic_write(os.path.join(target_dir, f"{base:020d}.index"), index)
-        atomic_write(os.path.join(target_dir, f"{base:020d}.timeindex"), timeindex)
+        atomic_write(offset_path(target_dir, base, INDEX_SUFFIX), index)
+        atomic_write(offset_path(target_dir, base, TIMEINDEX_SUFFIX), timeindex)
         atomic_write(log, data)
         changes.append(Change("wrote", log, f"{len(seg)} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
                                             f"{len(data)} bytes, with .index and .timeindex"))

@@ -16,6 +16,7 @@ from kdump.storage import logdir as K
 from kdump.errors import KdumpError
 from kdump.repair.recover import default_quarantine, move_to, timestamp
 from kdump.repair.cut import cut_position, repair_reports
+from kdump.storage.names import LOG_SUFFIX, offset_name
 from kdump.storage.safewrite import Change
 
 SEGMENT_KINDS = (K.LOG, K.INDEX, K.TIMEINDEX, K.TXNINDEX)
@@ -54,6 +55,6 @@ def quarantine_later(directory: str, base: int) -> list[Change]:
     out = []
     for f in later:
         moved = move_to(f.path, target)
-        out.append(Change("moved", f.path, f"to {moved}: segment after the cut in {base:020d}.log (a broker's "
-                                           f"recovery deletes it; kept here, no offset gap is left)"))
+        out.append(Change("moved", f.path, f"to {moved}: segment after the cut in {offset_name(base, LOG_SUFFIX)} "
+                                           f"(a broker's recovery deletes it; kept here, no offset gap is left)"))
     return out

@@ -29,6 +29,7 @@ from kdump.check.partition import FileReport, VerifyOptions, check_directory, su
 from kdump.findings import OFFSET_OVERLAP as OVERLAP
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.storage.logdir import LogFile
+from kdump.storage.names import SWAP_SUFFIX
 from kdump.model import Finding
 from kdump.check.scan import ScanReport
 
@@ -71,7 +72,7 @@ def segments_to_scan(directory: str, requested: list[LogFile]) -> list[LogFile]:
                if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX) and f.path in wanted}
     out = []
     for f in context:
-        if f.kind in K.BATCH_KINDS and f.leftover in (None, ".swap"):
+        if f.kind in K.BATCH_KINDS and f.leftover in (None, SWAP_SUFFIX):
             sibling = f.leftover is None and (every_log or f.base_offset in indexed)
             if f.path in wanted or sibling:
                 out.append(f)

@@ -13,7 +13,9 @@ import re
 from typing import NamedTuple
 
 from kdump.errors import InputError, NothingToDoError, UnknownFileKindError
-from kdump.storage.segment import LEFTOVER_SUFFIXES, filename_offset, snapshot_id, strip_leftover
+from kdump.format import checkpoint, metadata
+from kdump.storage.names import (BOOTSTRAP_CHECKPOINT, INDEX_SUFFIX, LEFTOVER_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX,
+                                 TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset, snapshot_id, strip_leftover)
 
 # File kinds.
 LOG, INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT = "log", "index", "timeindex", "txnindex", "producer_snapshot"
@@ -21,14 +23,12 @@ KRAFT_SNAPSHOT, LEADER_EPOCH, OFFSET_CHECKPOINT = "kraft_snapshot", "leader_epoc
 PARTITION_METADATA, META_PROPERTIES, QUORUM_STATE, CLEAN_SHUTDOWN = (
     "partition_metadata", "meta_properties", "quorum_state", "clean_shutdown")
 
-SEGMENT_EXTENSIONS = {".log": LOG, ".index": INDEX, ".timeindex": TIMEINDEX, ".txnindex": TXNINDEX,
-                      ".snapshot": PRODUCER_SNAPSHOT}
-OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-                      "replication-offset-checkpoint", "cleaner-offset-checkpoint")
-FIXED_NAMES = {"leader-epoch-checkpoint": LEADER_EPOCH, "partition.metadata": PARTITION_METADATA,
-               "meta.properties": META_PROPERTIES, "quorum-state": QUORUM_STATE,
-               ".kafka_cleanshutdown": CLEAN_SHUTDOWN, "bootstrap.checkpoint": KRAFT_SNAPSHOT,
-               **{name: OFFSET_CHECKPOINT for name in OFFSET_CHECKPOINTS}}
+SEGMENT_EXTENSIONS = {LOG_SUFFIX: LOG, INDEX_SUFFIX: INDEX, TIMEINDEX_SUFFIX: TIMEINDEX, TXNINDEX_SUFFIX: TXNINDEX,
+                      SNAPSHOT_SUFFIX: PRODUCER_SNAPSHOT}
+FIXED_NAMES = {checkpoint.LEADER_EPOCH: LEADER_EPOCH, metadata.PARTITION_METADATA_FILE: PARTITION_METADATA,
+               metadata.META_PROPERTIES_FILE: META_PROPERTIES, metadata.QUORUM_STATE_FILE: QUORUM_STATE,
+               metadata.CLEAN_SHUTDOWN_FILE: CLEAN_SHUTDOWN, BOOTSTRAP_CHECKPOINT: KRAFT_SNAPSHOT,
+               **{name: OFFSET_CHECKPOINT for name in checkpoint.OFFSET_KINDS}}
 BATCH_KINDS = (LOG, KRAFT_SNAPSHOT)           # files made of record batches
 _KIND_ORDER = {LOG: 0, INDEX: 1, TIMEINDEX: 2, TXNINDEX: 3, PRODUCER_SNAPSHOT: 4, KRAFT_SNAPSHOT: 5}
 
@@ -95,11 +95,12 @@ def _classify(basename: str, strict: bool) -> tuple[str, int | None, str | None]
     if name.endswith(".checkpoint"):
         sid = snapshot_id(name)
         return (KRAFT_SNAPSHOT, sid[0], leftover) if sid else None
-    base, ext = os.path.splitext(name)
+    ext = os.path.splitext(name)[1]
     kind = SEGMENT_EXTENSIONS.get(ext)
-    if kind is None or (strict and not base.isdigit()):
+    base = None if kind is None else filename_offset(name, ext)
+    if kind is None or (strict and base is None):
         return None
-    return kind, int(base) if base.isdigit() else None, leftover
+    return kind, base, leftover
 
 
 def _log_file(path: str, topic: str | None, partition: int | None, strict: bool = True) -> LogFile | None:
@@ -303,9 +304,3 @@ def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:
             groups.append((d, [f]))
         prefix = p[:len(d) + 1] if d and p[len(d):len(d) + 1] == "/" and "//" not in p else None
     return groups
-
-
-def siblings(f: LogFile, ext: str) -> str:
-    """Path of the file with the same base offset and another extension (``.index`` of a ``.log``)."""
-    directory = os.path.dirname(f.path)
-    return os.path.join(directory, f"{f.base_offset:020d}{ext}")

@@ -17,10 +17,11 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump import _accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import LargeRecords
+from kdump.format.records import COMPRESSED_OR_CONTROL, LargeRecords
 from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
 from kdump.storage.logdir import LogFile
-from kdump.model import Batch, Finding, Record
+from kdump.model import TIMESTAMP_TYPE_MASK, Batch, Finding, Record
+from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
 from kdump.storage.segment import MappedFile
 
 
@@ -127,9 +128,9 @@ class SegmentReader:
                  _, _, base_seq) = batch
                 records = None
                 try:
-                    if fast is not None and magic == 2 and not attributes & 0x27:
+                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL:
                         records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
-                                       base_ts, max_ts if attributes & 0x08 else None, base_seq, count)
+                                       base_ts, max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
                     if records is None:
                         records = decode_records(buf, batch, limits)
                 except KdumpError as e:
@@ -195,7 +196,7 @@ class SegmentReader:
         from kdump.format.index import parse_index
         from kdump.storage.segment import read_small
 
-        path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.index")
+        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, INDEX_SUFFIX)
         if not os.path.isfile(path):
             return None
         try:
@@ -216,7 +217,7 @@ class SegmentReader:
         from kdump.format.timeindex import parse_timeindex
         from kdump.storage.segment import read_small
 
-        path = os.path.join(os.path.dirname(self.file.path), f"{self.file.base_offset:020d}.timeindex")
+        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, TIMEINDEX_SUFFIX)
         if not os.path.isfile(path):
             return None
         try:

@@ -1,4 +1,4 @@
-"""Opening log-dir files read-only, and the file-name conventions of a log dir.
+"""Opening log-dir files read-only (the file-name rules are in ``kdump.storage.names``).
 
 Segments are mapped with ``mmap`` (ACCESS_READ): nothing is read until it is touched, a
 segment larger than 2 GiB works, and nothing kdump opens this way can be changed or
@@ -11,43 +11,11 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import re
 import stat
-from contextlib import contextmanager
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from kdump import _accel
 from kdump.errors import InputError
-
-# <20-digit base offset>.<ext>, optionally with .deleted/.cleaned/.swap appended.
-LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
-_OFFSET_NAME = re.compile(r"^(\d+)\.")
-_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint")
-
-
-def filename_offset(name: str) -> int | None:
-    """The base offset a segment-style name starts with (``00000000000000000042.log`` -> 42)."""
-    m = _OFFSET_NAME.match(os.path.basename(name))
-    return int(m.group(1)) if m else None
-
-
-def offset_filename(offset: int, ext: str) -> str:
-    return f"{offset:020d}{ext}"
-
-
-def snapshot_id(name: str) -> tuple[int, int] | None:
-    """(end offset, epoch) of a KRaft snapshot named ``<offset>-<epoch>.checkpoint``."""
-    m = _SNAPSHOT_NAME.match(os.path.basename(name))
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def strip_leftover(name: str) -> tuple[str, str | None]:
-    """Split ``x.log.deleted`` into (``x.log``, ``.deleted``)."""
-    for suffix in LEFTOVER_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)], suffix
-    return name, None
-
 
 # Mapped pages count as the process's memory once touched: walking a 4 GiB segment would
 # leave 4 GiB resident. Mappings larger than TRIM_ABOVE are a _SegmentMap, which sequential
@@ -236,15 +204,6 @@ class MappedFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-@contextmanager
-def open_mapped(path: str) -> Iterator[MappedFile]:
-    f = MappedFile(path)
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def file_size(path: str) -> int:

@@ -19,7 +19,7 @@ from kdump.check.broker_rule import (  # noqa: E402
 from kdump.testing import build_v2_batch  # noqa: E402
 from kdump.format.walk import Walker  # noqa: E402
 from kdump.check.scan import scan_segment  # noqa: E402
-from kdump.storage.segment import filename_offset  # noqa: E402
+from kdump.storage.names import filename_offset  # noqa: E402
 
 LOGS = sorted(p for p in (FIXTURES / "generated").rglob("*.log") if filename_offset(str(p)) is not None)
 

@@ -22,7 +22,7 @@ from kdump.testing import build_legacy_message, build_v2_batch  # noqa: E402
 from kdump.format.crc import crc32, crc32c  # noqa: E402
 from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.check.scan import TAIL_KINDS, scan_file, scan_segment  # noqa: E402
-from kdump.storage.segment import filename_offset  # noqa: E402
+from kdump.storage.names import filename_offset  # noqa: E402
 
 SEGMENTS = {
     "real-v2-none-gzip": "real/BiggerBrain__kafka/data/lsx1-0/00000000000000000000.log",

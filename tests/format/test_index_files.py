@@ -16,7 +16,8 @@ from kdump.errors import InvalidFileError, KdumpError, UsageError
 from kdump.testing import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index, sanity_check_index
 from kdump.check.broker_rule import build_indexes
-from kdump.format.rebuild import detect_time_offset_convention, max_timestamp_record_offset
+from kdump.check.indexes import verify_time_index
+from kdump.format.rebuild import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex, sanity_check_timeindex
 from kdump.format.txnindex import (encode_txnindex, kafka_version, parse_txnindex, sanity_check_txnindex,
                                    version_errors)
@@ -412,14 +413,18 @@ def test_small_interval_reproduces_first_segments(part):
     (_CONSUMER + "test_topic_a-0", "record"),
     (_CONSUMER + "test_topic_a-1", "record"),
 ])
-def test_detect_time_offset_convention(rel, expected):
+def test_time_offset_convention(rel, expected):
     log = sorted((PINTEREST / rel).glob("*.log"))[0]
-    buf = log.read_bytes()
-    entries = parse_timeindex(log.with_suffix(".timeindex").read_bytes(), _base(log)).entries
-    assert detect_time_offset_convention(entries, buf, _base(log)) == expected
-    _, rebuilt, _ = build_indexes(buf, _base(log), time_offset="last")
-    assert detect_time_offset_convention(rebuilt, buf, _base(log)) in ("last", "either")
-    assert detect_time_offset_convention([TimeIndexEntry(1, _base(log))], buf, _base(log)) == "unknown"
+    buf, base = log.read_bytes(), _base(log)
+
+    def check(entries):
+        return verify_time_index(buf, base, parse_timeindex(encode_timeindex(entries, base), base))
+
+    entries = parse_timeindex(log.with_suffix(".timeindex").read_bytes(), base).entries
+    assert check(entries).convention == expected
+    _, rebuilt, _ = build_indexes(buf, base, time_offset="last")
+    assert check(rebuilt).convention in ("last", "either")
+    assert not check([TimeIndexEntry(1, base)]).ok     # a timestamp no batch carries
 
 
 def test_max_timestamp_record_offset_log_append_time_uses_last_offset():

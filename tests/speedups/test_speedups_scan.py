@@ -44,7 +44,7 @@ from kdump.format.walk import Walker  # noqa: E402
 from kdump.model import Batch, Record  # noqa: E402
 from kdump.check.broker_rule import DEFAULT_MAX_MESSAGE_SIZE  # noqa: E402
 from kdump.check.scan import ScanReport, _Scan, scan_segment  # noqa: E402
-from kdump.storage.segment import filename_offset  # noqa: E402
+from kdump.storage.names import filename_offset  # noqa: E402
 
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
