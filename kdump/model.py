@@ -79,6 +79,13 @@ def _b64(data: bytes) -> str:
 
 # -- log segments -----------------------------------------------------------------------------
 
+
+def timestamp_type_of(magic: int, attributes: int) -> int:
+    """CREATE_TIME or LOG_APPEND_TIME from a v1/v2 attributes byte; magic 0 has none."""
+    if magic == 0:
+        return NO_TIMESTAMP_TYPE
+    return LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+
 class Batch(NamedTuple):
     """A v2 record batch, or a v0/v1 shallow message (a compressed wrapper counts as one).
 
@@ -109,9 +116,7 @@ class Batch(NamedTuple):
 
     @property
     def timestamp_type(self) -> int:
-        if self.magic == 0:
-            return NO_TIMESTAMP_TYPE
-        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+        return timestamp_type_of(self.magic, self.attributes)
 
     @property
     def is_transactional(self) -> bool:

@@ -104,21 +104,26 @@ def iter_checkpoint(lines: Iterable[str], kind: str, file_name: str | None = Non
         return InvalidFileError(f"Malformed line in checkpoint file [{name}]: {line}", file=file_name, position=i + 1)
 
     it = iter(lines)
-    first = next(it, None)
-    if first is None:
-        return
-    version = _java_int(first, INT32)
+
+    def header(i: int) -> int | None:
+        """The version (line 0) or the entry count (line 1); None at the end of the file."""
+        line = next(it, None)
+        if line is None:
+            return None
+        value = _java_int(line, INT32)
+        if value is None:
+            raise malformed(i, line)
+        return value
+
+    version = header(0)
     if version is None:
-        raise malformed(0, first)
+        return
     if version != VERSION:
         raise InvalidFileError(f"Unrecognised version:{version}, expected version: {VERSION} in checkpoint file "
                                f"at: {name}", file=file_name, position=1)
-    second = next(it, None)
-    if second is None:
-        return
-    expected = _java_int(second, INT32)
+    expected = header(1)
     if expected is None:
-        raise malformed(1, second)
+        return
     found = 0
     for i, line in enumerate(it, 2):
         entry = _parse_entry(line, kind)

@@ -13,8 +13,7 @@ import struct
 
 from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
-from kdump.model import (COMPRESSION_MASK, CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, TIMESTAMP_TYPE_MASK, Batch,
-                         Record)
+from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
 
@@ -66,9 +65,7 @@ class Message:
 
     @property
     def timestamp_type(self) -> int:
-        if self.magic == 0:
-            return NO_TIMESTAMP_TYPE
-        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+        return timestamp_type_of(self.magic, self.attributes)
 
 
 def _read_bytes(data, pos: int, end: int, what: str) -> tuple[bytes | None, int]:

@@ -10,24 +10,30 @@ from __future__ import annotations
 from kdump.errors import InvalidRecordError, TruncatedError
 
 
-def read_varint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """Decode a zigzag varint at ``pos``; return (value, next position)."""
+def _read_raw(data: bytes, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
+    """The 7-bit groups of a varint at ``pos`` as one number (no zigzag); (value, next position)."""
     result = 0
     shift = 0
     end = len(data)
     for i in range(max_bytes):
         if pos + i >= end:
-            raise TruncatedError(f"varint runs past the end of its data at byte {pos}")
+            raise TruncatedError(f"{what} runs past the end of its data at byte {pos}")
         b = data[pos + i]
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            # The last byte may carry bits past the type's width: reject, never widen.
-            bits = 32 if max_bytes <= 5 else 64
-            if result >> bits:
-                raise InvalidRecordError(f"varint at byte {pos} does not fit in {bits} bits")
-            return (result >> 1) ^ -(result & 1), pos + i + 1
+            return result, pos + i + 1
         shift += 7
-    raise InvalidRecordError(f"varint at byte {pos} is longer than {max_bytes} bytes")
+    raise InvalidRecordError(f"{what} at byte {pos} is longer than {max_bytes} bytes")
+
+
+def read_varint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Decode a zigzag varint at ``pos``; return (value, next position)."""
+    result, nxt = _read_raw(data, pos, max_bytes, "varint")
+    # The last byte may carry bits past the type's width: reject, never widen.
+    bits = 32 if max_bytes <= 5 else 64
+    if result >> bits:
+        raise InvalidRecordError(f"varint at byte {pos} does not fit in {bits} bits")
+    return (result >> 1) ^ -(result & 1), nxt
 
 
 def read_varlong(data: bytes, pos: int) -> tuple[int, int]:
@@ -36,18 +42,7 @@ def read_varlong(data: bytes, pos: int) -> tuple[int, int]:
 
 def read_uvarint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     """Unsigned varint (no zigzag), as in the generated-message protocol."""
-    result = 0
-    shift = 0
-    end = len(data)
-    for i in range(max_bytes):
-        if pos + i >= end:
-            raise TruncatedError(f"unsigned varint runs past the end of its data at byte {pos}")
-        b = data[pos + i]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos + i + 1
-        shift += 7
-    raise InvalidRecordError(f"unsigned varint at byte {pos} is longer than {max_bytes} bytes")
+    return _read_raw(data, pos, max_bytes, "unsigned varint")
 
 
 def encode_uvarint(value: int) -> bytes:

@@ -19,44 +19,15 @@ from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
 from kdump.storage.reader import Item
 from kdump.render import jsonout, text
 from kdump.render.escape import printable
+from kdump.render.lines import FLUSH_CHARS, FLUSH_LINES, Lines
 from kdump.render.gaps import gap_summary
-
-FLUSH_LINES = 2048
-FLUSH_CHARS = 1 << 20       # large batches: keep each write (and its copy) about 1 MiB
-
-
-class _Lines:
-    """Buffered line output: one write per few thousand lines or per MiB."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.buf: list[str] = []
-        self.chars = 0
-
-    def add(self, line: str) -> None:
-        self.buf.append(line)
-        self.chars += len(line)
-        if len(self.buf) >= FLUSH_LINES or self.chars >= FLUSH_CHARS:
-            self.write()
-
-    def write(self) -> None:
-        if self.buf:
-            self.buf.append("")
-            self.stream.write("\n".join(self.buf))
-            self.buf = []
-            self.chars = 0
-
-    def flush(self) -> None:
-        self.write()
-        self.stream.flush()
-
 
 class TextDump:
     """kafka-dump-log.sh lines."""
 
     def __init__(self, stream: TextIO, view: PayloadView, records: bool, data: bool,
                  skip_metadata: bool = False) -> None:
-        self.out = _Lines(stream)
+        self.out = Lines(stream)
         self.view = view
         self.records = records
         self.data = data
@@ -108,11 +79,34 @@ class TextDump:
         self.out.flush()
 
 
-class JsonDump:
+class _GapReport:
+    """kdump's own gap report (JSON and table views, with --records): fed per file, shown
+    on stderr after all files."""
+
+    gaps: PartitionGaps | None = None
+
+    def _begin_gaps(self, f: LogFile) -> None:
+        if self.gaps is not None:
+            self.gaps.begin_file(f)
+
+    def _gap_records(self, records) -> None:
+        if records and self.gaps is not None:
+            self.gaps.records(records)
+
+    def _end_gaps(self) -> None:
+        if self.gaps is not None:
+            self.gaps.end_file()
+
+    @property
+    def summary(self) -> list[tuple[int, list[str]]]:
+        return gap_summary(self.gaps)
+
+
+class JsonDump(_GapReport):
     """NDJSON: one object per batch (or per side-file row)."""
 
     def __init__(self, stream: TextIO, view: PayloadView, gaps: PartitionGaps | None = None) -> None:
-        self.out = _Lines(stream)
+        self.out = Lines(stream)
         self.view = view
         self.gaps = gaps            # kdump's gap report, with --records
         self._file_json = "null"
@@ -122,8 +116,7 @@ class JsonDump:
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
         self._file_json = ndjson.dumps(f.path)
-        if self.gaps is not None:
-            self.gaps.begin_file(f)
+        self._begin_gaps(f)
         # The C line writer, when this view lets it write lines (jsonout.batch_line's own test,
         # taken once per file instead of once per batch).
         encoding = jsonout.C_ENCODINGS.get(view.encoding)
@@ -133,8 +126,7 @@ class JsonDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
-        if records and self.gaps is not None:
-            self.gaps.records(records)
+        self._gap_records(records)
         if records and ndjson.maybe_large(batch, records) and ndjson.payload_bytes(records) > ndjson.STREAM_ABOVE:
             return self._stream(f, it)
         line = None
@@ -145,7 +137,7 @@ class JsonDump:
                 line = ndjson.py_batch_line(self._file_json, batch, records, self.view)
         else:
             line = jsonout.batch_line(self._file_json, batch, records, self.view, error.message)
-        # _Lines.add, inline: this runs once per batch
+        # Lines.add, inline: this runs once per batch
         out = self.out
         out.buf.append(line)
         out.chars += len(line)
@@ -167,18 +159,13 @@ class JsonDump:
             self.out.add(ndjson.dumps({"file": f.path, **row}))
 
     def end_file(self, f: LogFile, trailing: int) -> None:
-        if self.gaps is not None:
-            self.gaps.end_file()
-
-    @property
-    def summary(self) -> list[tuple[int, list[str]]]:
-        return gap_summary(self.gaps)
+        self._end_gaps()
 
     def finish(self) -> None:
         self.out.flush()
 
 
-class TableDump:
+class TableDump(_GapReport):
     """Rich tables for a terminal: one per file, drawn in chunks so memory stays flat."""
 
     CHUNK = 500
@@ -200,8 +187,7 @@ class TableDump:
         self._title = printable(f.path)
         self._first_chunk = True
         self._side_cols: list[str] | None = None
-        if self.gaps is not None:
-            self.gaps.begin_file(f)
+        self._begin_gaps(f)
 
     def _table(self):
         from rich.table import Table
@@ -240,8 +226,7 @@ class TableDump:
         b = it.batch
         ok = self._ok if b.crc_valid else self._bad_crc
         if self.records:
-            if it.records and self.gaps is not None:
-                self.gaps.records(it.records)
+            self._gap_records(it.records)
             if it.records is None:
                 self.rows.append(("", "", "", _styled(it.error.message if it.error else "", "red"), "",
                                   str(b.position), ok))
@@ -289,12 +274,7 @@ class TableDump:
         self._flush()
         if trailing > 0:
             self.console.print(f"{trailing} invalid bytes at the end of {printable(f.name)}", style="yellow")
-        if self.gaps is not None:
-            self.gaps.end_file()
-
-    @property
-    def summary(self) -> list[tuple[int, list[str]]]:
-        return gap_summary(self.gaps)
+        self._end_gaps()
 
     def finish(self) -> None:
         self._flush()

@@ -14,8 +14,8 @@ from typing import Any, TextIO
 from kdump.model import Finding
 from kdump.export import ndjson
 from kdump.render.escape import printable
+from kdump.render.lines import Lines
 
-FLUSH_LINES = 4096
 
 TAIL_TEXT = "zero-filled preallocated tail from slot {start} (active segment or unclean shutdown): {slots} slots"
 
@@ -144,29 +144,11 @@ def rebuild_dicts(result) -> list[dict[str, Any]]:
             for w in result.files]
 
 
-class _Lines:
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.buf: list[str] = []
-
-    def add(self, line: str) -> None:
-        self.buf.append(line)
-        if len(self.buf) >= FLUSH_LINES:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.buf:
-            self.buf.append("")
-            self.stream.write("\n".join(self.buf))
-            self.buf = []
-        self.stream.flush()
-
-
 class TextIndex:
     """DumpLogSegments lines, then kdump's report lines."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.out = _Lines(stream)
+        self.out = Lines(stream)
 
     def begin(self, rep: FileReport) -> None:
         self.out.add(printable(f"Dumping {rep.path}"))
@@ -203,7 +185,7 @@ class JsonIndex:
     """NDJSON: one object per entry (``type: entry``), then one per file (``type: file``)."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.out = _Lines(stream)
+        self.out = Lines(stream)
 
     def begin(self, rep: FileReport) -> None:
         pass

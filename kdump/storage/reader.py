@@ -192,16 +192,24 @@ class SegmentReader:
         self.seek_note = f"seeked to position {entry.position} with the offset index"
         return entry.position
 
-    def _sane_index(self, log_size: int):
-        from kdump.format.index import parse_index
+    def _beside(self, suffix: str, parse):
+        """The index file of this segment parsed, or None: absent or unreadable, it is simply
+        not used to seek (``verify`` is where its damage is reported)."""
         from kdump.storage.segment import read_small
 
-        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, INDEX_SUFFIX)
+        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, suffix)
         if not os.path.isfile(path):
             return None
         try:
-            idx = parse_index(read_small(path, 256 << 20), self.file.base_offset)
+            return parse(read_small(path, 256 << 20), self.file.base_offset)
         except KdumpError:
+            return None
+
+    def _sane_index(self, log_size: int):
+        from kdump.format.index import parse_index
+
+        idx = self._beside(INDEX_SUFFIX, parse_index)
+        if idx is None:
             return None
         entries = idx.entries
         prev_off = prev_pos = -1
@@ -215,14 +223,9 @@ class SegmentReader:
     def _time_seek_offset(self, start_time: int) -> int | None:
         """First offset that can hold a timestamp >= start_time, from a sane time index."""
         from kdump.format.timeindex import parse_timeindex
-        from kdump.storage.segment import read_small
 
-        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, TIMEINDEX_SUFFIX)
-        if not os.path.isfile(path):
-            return None
-        try:
-            tidx = parse_timeindex(read_small(path, 256 << 20), self.file.base_offset)
-        except KdumpError:
+        tidx = self._beside(TIMEINDEX_SUFFIX, parse_timeindex)
+        if tidx is None:
             return None
         best = None
         prev_ts = prev_off = -1
