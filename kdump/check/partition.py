@@ -274,8 +274,9 @@ class _Partition:
             data: list[bytes | None] = []
             errors: list[KdumpError | None] = []
             for p in (stem + ".index", stem + ".timeindex"):
-                try:
-                    data.append(read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None)
+                try:        # listed, or there after all: a stat only for one the listing lacks
+                    there = os.path.basename(p) in self.names or os.path.isfile(p)
+                    data.append(read_small(p, SIDE_FILE_LIMIT) if there else None)
                     errors.append(None)
                 except KdumpError as e:
                     data.append(None)
