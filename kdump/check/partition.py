@@ -56,6 +56,8 @@ class VerifyOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     limits: Limits = DEFAULT_LIMITS
     broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
+    # The run's log dirs -> their log-start-offset-checkpoint (None: none), found once each.
+    checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
     def scan(self, f: LogFile) -> ScanReport:
         base = f.base_offset if f.kind == K.LOG else None
@@ -318,7 +320,7 @@ class _Partition:
 
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
         leo = scan.next_offset if scan.next_offset is not None else last.base_offset
-        return log_start_findings(self.dir, leo)
+        return log_start_findings(self.dir, leo, self.opts.checkpoints)
 
     # -- transactions -----------------------------------------------------------------------
 
