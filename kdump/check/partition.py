@@ -214,7 +214,8 @@ class _Partition:
             return _unreadable(f, e)
 
     def _report(self, f: LogFile) -> FileReport:
-        size = _size(f.path)
+        scanned = self.scans.get(f.path)        # a scanned segment's size is its scan's: no stat
+        size = scanned.size if scanned is not None else _size(f.path)
         if size is None:
             return FileReport(f.path, f.kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
