@@ -10,9 +10,11 @@ reports on the first side file and ``dump`` as a note, in the same words.
 
 from __future__ import annotations
 
+import os
+
 from kdump.findings import LOG_MISSING
 from kdump.model import Finding
-from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile, directory_groups
+from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
 
 SEGMENT_SIDE_KINDS = (INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT)
 
@@ -46,7 +48,7 @@ def add_log_missing(context: list[LogFile], requested: list[LogFile], reports: l
 def logless_dirs(files: list[LogFile]) -> list[tuple[str, Finding]]:
     """(directory, finding) for each directory among ``files`` that has side files but no log."""
     by_dir: dict[str, list[LogFile]] = {}
-    for d, group in directory_groups(files):        # no dirname call per file
-        by_dir.setdefault(d, []).extend(group)
+    for f in files:
+        by_dir.setdefault(os.path.dirname(f.path), []).append(f)
     found = ((d, log_missing(group)) for d, group in by_dir.items())
     return [(d or ".", finding) for d, finding in found if finding is not None]
