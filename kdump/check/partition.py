@@ -58,6 +58,8 @@ class VerifyOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     limits: Limits = DEFAULT_LIMITS
     broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
+    # The run's log dirs -> their log-start-offset-checkpoint (None: none), found once each.
+    checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
     def scan(self, f: LogFile) -> ScanReport:
         base = f.base_offset if f.kind == K.LOG else None
@@ -214,7 +216,8 @@ class _Partition:
             return _unreadable(f, e)
 
     def _report(self, f: LogFile) -> FileReport:
-        size = _size(f.path)
+        scanned = self.scans.get(f.path)        # a scanned segment's size is its scan's: no stat
+        size = scanned.size if scanned is not None else _size(f.path)
         if size is None:
             return FileReport(f.path, f.kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
@@ -275,8 +278,9 @@ class _Partition:
             data: list[bytes | None] = []
             errors: list[KdumpError | None] = []
             for p in (sibling(log.path, INDEX_SUFFIX), sibling(log.path, TIMEINDEX_SUFFIX)):
-                try:
-                    data.append(read_small(p, SIDE_FILE_LIMIT) if os.path.isfile(p) else None)
+                try:        # listed, or there after all: a stat only for one the listing lacks
+                    there = os.path.basename(p) in self.names or os.path.isfile(p)
+                    data.append(read_small(p, SIDE_FILE_LIMIT) if there else None)
                     errors.append(None)
                 except KdumpError as e:
                     data.append(None)
@@ -318,7 +322,7 @@ class _Partition:
 
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
         leo = scan.next_offset if scan.next_offset is not None else last.base_offset
-        return log_start_findings(self.dir, leo)
+        return log_start_findings(self.dir, leo, self.opts.checkpoints)
 
     # -- transactions -----------------------------------------------------------------------
 

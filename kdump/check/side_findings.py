@@ -22,11 +22,15 @@ from kdump.storage.logdir import LogFile
 FALLBACK_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
 
 
-def log_start_findings(directory: str, leo: int | None) -> list[Finding]:
-    """The log dir's log-start-offset-checkpoint against this partition's log end offset."""
-    parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(directory)))
-    path = os.path.join(os.path.dirname(os.path.abspath(directory)), LOG_START_OFFSET_CHECKPOINT)
-    if parsed is None or not os.path.isfile(path):
+def log_start_findings(directory: str, leo: int | None, checkpoints: dict | None = None) -> list[Finding]:
+    """The log dir's log-start-offset-checkpoint against this partition's log end offset
+    (``checkpoints``: the run's ``log_start_checkpoint`` lookups, kept across partitions)."""
+    norm = os.path.normpath(directory)
+    parsed = K.parse_partition_dir(os.path.basename(norm))
+    if parsed is None:
+        return []
+    path = log_start_checkpoint(os.path.dirname(norm), {} if checkpoints is None else checkpoints)
+    if path is None:
         return []
     try:        # streamed: a checkpoint may list millions of partitions
         lso = next((e.offset for e in checkpoint_entries(path, LOG_START_OFFSET_CHECKPOINT)
@@ -38,6 +42,15 @@ def log_start_findings(directory: str, leo: int | None) -> list[Finding]:
     return [Finding(F.LOG_START_PAST_END, None, lso,
                     f"the log-start-offset-checkpoint says {lso}, above the log end offset {leo}: the broker "
                     f"deletes every segment of this partition at startup")]
+
+
+def log_start_checkpoint(log_dir: str, checkpoints: dict[str, str | None]) -> str | None:
+    """The path of ``log_dir``'s log-start-offset-checkpoint, or None if it has none: looked
+    up once per log dir and kept in ``checkpoints`` (a log dir holds thousands of partitions)."""
+    if log_dir not in checkpoints:
+        path = os.path.join(os.path.abspath(log_dir), LOG_START_OFFSET_CHECKPOINT)
+        checkpoints[log_dir] = path if os.path.isfile(path) else None
+    return checkpoints[log_dir]
 
 
 def snapshot_findings(f: LogFile, leo: int | None) -> list[Finding]:

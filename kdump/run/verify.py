@@ -9,7 +9,9 @@ terminal, with the progress bar.
 
 from __future__ import annotations
 
+import copy
 import functools
+import io
 import os
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
@@ -48,13 +50,27 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
     try:
         with Progress.for_output(out, lambda: sum(file_size(f.path) for f in files), "verify") as progress:
             here = in_process(groups, jobs)
-            # A worker sends a directory's events at once, and what it read so far moves the bar.
-            work = check if here else progress.counted(functools.partial(listed, check))
+            # A worker sends a directory's events at once, and what it read so far moves the bar;
+            # text and NDJSON it renders itself (a table needs every report here).
+            if here:
+                work = check
+            elif out.format == "table":
+                work = progress.counted(functools.partial(listed, check))
+            else:
+                work = progress.counted(functools.partial(_rendered, check, out, strict, progress.enabled))
             for result in ordered_map(work, groups, jobs):
                 events, counted = (result, 0) if here else result
                 done = []
                 for kind, x in events:
-                    if kind == REPORT:
+                    if kind == RENDERED:
+                        text, unit_status, unit_counts, sizes = x
+                        out.stream.write(text)
+                        status = max(status, unit_status)
+                        for k, v in unit_counts.items():
+                            counts[k] += v
+                        for path, size in sizes:
+                            progress.done(path, size)
+                    elif kind == REPORT:
                         status = max(status, report_status(x.status, x.findings if strict else ()))
                         renderer.file(x)
                         done.append(x)
@@ -74,6 +90,43 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
         return output_cut(status)         # nothing more repaired: the run stopped here
     out.note(summary_line(counts, None if changes is None else len(changes)))
     return int(status)
+
+
+# A worker's reports of one directory, rendered: (text, exit status, summary counts, the
+# files' (path, size) for the bar or none without one).
+RENDERED = "rendered"
+
+
+def _rendered(check, out, strict: bool, sizes: bool, group) -> list:
+    """``listed`` for text and NDJSON: each run of reports comes back as one RENDERED event,
+    so the parent only writes the text (no report objects to unpickle and render there)."""
+    from kdump.check.partition import summarize
+    from kdump.render.verify import verify_renderer
+
+    events: list = []
+    reports: list = []
+    local = copy.copy(out)
+
+    def flush() -> None:
+        if reports:
+            local.stream = io.StringIO()
+            renderer = verify_renderer(local)
+            status = ExitStatus.OK
+            for r in reports:
+                renderer.file(r)
+                status = max(status, report_status(r.status, r.findings if strict else ()))
+            events.append((RENDERED, (local.stream.getvalue(), status, summarize(reports),
+                                      [(r.file, r.size or 0) for r in reports] if sizes else ())))
+            reports.clear()
+
+    for kind, x in check(group):
+        if kind == REPORT:
+            reports.append(x)
+        else:
+            flush()
+            events.append((kind, x))
+    flush()
+    return events
 
 
 def _notes(out, changes: list) -> list:

@@ -413,3 +413,29 @@ def test_log_dirs_named_like_partitions_are_found_when_workers_list(tmp_path, mo
         "t-2/00000000000000000000.log", "t-10/00000000000000000000.log", "kafka-0/a-3/00000000000000000000.log",
         "kafka-1/orders-0/00000000000000000000.log", "kafka-1/orders-1/00000000000000000000.log",
         "y/00000000000000000000.log", "z-0.abcd/00000000000000000000.log"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "table"])
+def test_verify_workers_send_text_not_reports_for_text_and_json(fmt, monkeypatch):
+    """Text and NDJSON are rendered in the workers: the parent unpickles no report (a table,
+    which needs them all, still gets them), and writes the bytes of -j 1."""
+    import io
+
+    from kdump.check.partition import FileReport
+    from kdump.render.output import Output
+    from kdump.run.verify import run_verify
+
+    monkeypatch.setenv("KDUMP_NO_PROGRESS", "1")
+    monkeypatch.setenv("COLUMNS", "160")
+    unpickled = []
+
+    def setstate(self, state):
+        unpickled.append(state["file"])
+        self.__dict__.update(state)
+    monkeypatch.setattr(FileReport, "__setstate__", setstate, raising=False)
+    paths = [str(FIXTURES / "generated" / d) for d in ("torn-tail-0", "transactions-0", "compacted-0")]
+    one, two = io.StringIO(), io.StringIO()
+    assert run_verify(paths, Output(False, fmt, stream=two), jobs=2) == run_verify(
+        paths, Output(False, fmt, stream=one), jobs=1) == 1
+    assert two.getvalue() == one.getvalue() and one.getvalue()
+    assert (unpickled != []) == (fmt == "table")
