@@ -1,4 +1,4 @@
-"""Fixtures shared by the whole suite; helpers live in tests/kdumptest.py."""
+"""Fixtures shared by the whole suite; helpers live in tests/support/."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Kafka's own jars and broker; tests/kafka is no package (`kafka` is kafka-python's name).
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
-from kdumptest import run_kdump  # noqa: E402
+from support.run import run_kdump  # noqa: E402
 # A real Kafka broker: session-wide `kafka_broker`, per-test `make_broker` (tests/kafka/broker.py).
 from broker_fixtures import kafka_broker, make_broker, pytest_runtest_makereport  # noqa: E402,F401
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 
-from corruption import FIXTURES, flip_bit, write_at  # noqa: E402
+from support.damage import FIXTURES, flip_bit, write_at  # noqa: E402
 
 from kdump.check.broker_rule import (  # noqa: E402
     build_indexes,

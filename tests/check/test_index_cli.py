@@ -27,7 +27,7 @@ from kdump.check.indexes import verify_indexes, verify_offset_index, verify_time
 from kdump.repair.indexes import rebuild_indexes
 from kdump.model import IndexEntry, TimeIndexEntry
 
-from kdumptest import GENERATED, REAL, run_kdump, snapshot_tree, write_segment  # noqa: E402
+from support.run import GENERATED, REAL, run_kdump, snapshot_tree, write_segment  # noqa: E402
 
 T0 = 1_700_000_000_000
 PINTEREST = REAL / "pinterest__tiered-storage"

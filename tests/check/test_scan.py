@@ -2,7 +2,7 @@
 
 For each damage the scanner must name the right kind of finding at the right position,
 and its ``valid_bytes`` must equal what Kafka's ``LogSegment.recover`` keeps, computed
-by an independent transcription of the Java code (``corruption.kafka_recover``).
+by an independent transcription of the Java code (``support.damage.kafka_recover``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 
-from corruption import (FIXTURES, LEGACY_FIELDS, V2_CRC_COVERED, V2_FIELDS, batches, flip_bit, garbage,  # noqa: E402
+from support.damage import (FIXTURES, LEGACY_FIELDS, V2_CRC_COVERED, V2_FIELDS, batches, flip_bit, garbage,  # noqa: E402
                         kafka_recover, set_base_offset, set_length, write_at)
 
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402

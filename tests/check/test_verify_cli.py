@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 
-from corruption import (FIXTURES, append_garbage, append_zeros, batches, copy_tree, duplicate_last_batch,  # noqa: E402
+from support.damage import (FIXTURES, append_garbage, append_zeros, batches, copy_tree, duplicate_last_batch,  # noqa: E402
                         flip_bit, run_kdump, set_base_offset, set_length, tree_state, truncate_at, write_at)
 
 from kdump.format.crc import crc32c  # noqa: E402

@@ -8,7 +8,7 @@ import shlex
 import subprocess
 
 import pytest
-from kdumptest import ROOT, run_kdump
+from support.run import ROOT, run_kdump
 
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```sh\n(.*?)```", README, re.S)

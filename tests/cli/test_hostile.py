@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kdumptest import run_kdump
+from support.run import run_kdump
 
 from kdump.errors import CodecError, InvalidFileError, KdumpError
 from kdump.format import checkpoint, codecs, index, metadata, timeindex

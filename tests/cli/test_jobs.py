@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 
-from corruption import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
-from kdumptest import run_kdump  # noqa: E402
+from support.damage import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
+from support.run import run_kdump  # noqa: E402
 
 from kdump import testing as build  # noqa: E402
 from kdump.parallel import ordered_map  # noqa: E402

@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from kdumptest import GENERATED, REAL, ROOT, run_kdump, snapshot_tree
+from support.run import GENERATED, REAL, ROOT, run_kdump, snapshot_tree
 
 PINTEREST = REAL / "pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test"
 SEG0 = "00000000000000000000"

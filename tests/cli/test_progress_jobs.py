@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from kdumptest import GENERATED
+from support.run import GENERATED
 
 from kdump.parallel import ordered_map
 from kdump.render import progress as P

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from kdumptest import GENERATED, ROOT, run_kdump
+from support.run import GENERATED, ROOT, run_kdump
 
 from kdump.errors import CorruptDataError, ExitStatus, InputError, UsageError
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kdumptest import GENERATED, run_kdump
+from support.run import GENERATED, run_kdump
 
 from kdump.export.columns import record_batches
 from kdump.export.local import export_local

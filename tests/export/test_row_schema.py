@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from kdumptest import FIXTURES
+from support.run import FIXTURES
 
 from kdump import _accel
 from kdump.decoders.payload import PayloadView

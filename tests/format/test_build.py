@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 try:
     from tests.oracle import kafka_python_decode, kdump_decode_buffer
 except ImportError:
-    from oracle import kafka_python_decode, kdump_decode_buffer
+    from support.peers import kafka_python_decode, kdump_decode_buffer
 
 from kdump.errors import KdumpError
 from kdump.testing import (

@@ -296,7 +296,7 @@ def _megabyte_batches(tmp_path, codec):
 
 @pytest.mark.parametrize("codec", [GZIP, LZ4, ZSTD, SNAPPY])
 def test_max_decompressed_option(tmp_path, codec):
-    from kdumptest import run_kdump
+    from support.run import run_kdump
 
     part = _megabyte_batches(tmp_path, codec)
     seg = str(part / "00000000000000000000.log")
@@ -331,7 +331,7 @@ def test_max_decompressed_sizes():
 
 
 def test_max_expansion_option(tmp_path):
-    from kdumptest import run_kdump
+    from support.run import run_kdump
 
     part = _megabyte_batches(tmp_path, GZIP)
     assert run_kdump("verify", part, "--deep", "--max-expansion", "2", "-q").code == 0     # under the 64 MiB floor
@@ -340,7 +340,7 @@ def test_max_expansion_option(tmp_path):
 
 
 def test_max_decompressed_rejects_nonsense():
-    from kdumptest import run_kdump
+    from support.run import run_kdump
 
     r = run_kdump("verify", "fixtures", "--max-decompressed", "lots")
     assert r.code == 2 and r.err.startswith("kdump: error: Invalid value for '--max-decompressed': 'lots' is not a size")
@@ -348,7 +348,7 @@ def test_max_decompressed_rejects_nonsense():
 
 @pytest.mark.parametrize("fmt", ["ndjson", "parquet"])
 def test_export_max_decompressed_gives_error_rows(tmp_path, fmt):
-    from kdumptest import run_kdump
+    from support.run import run_kdump
 
     part = _megabyte_batches(tmp_path, ZSTD)
     ok = run_kdump("export", part, "--out", tmp_path / "ok", "--format", fmt, "--json")

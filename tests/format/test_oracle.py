@@ -19,7 +19,7 @@ import pytest
 try:
     from tests.oracle import kafka_python_decode_file, kdump_decode_file
 except ImportError:
-    from oracle import kafka_python_decode_file, kdump_decode_file
+    from support.peers import kafka_python_decode_file, kdump_decode_file
 
 from kdump.format.txnindex import parse_txnindex
 from kdump.format.walk import TORN_TAIL

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker import KafkaBroker
-from kdumptest import run_kdump
+from support.run import run_kdump
 from parity_cases import INTERVAL, Case, _logs, leftover_swap, missing_timeindex
 
 

@@ -79,7 +79,7 @@ def test_kdump_reads_a_running_broker_dir(kafka_broker):
 
     from kafka import KafkaProducer
 
-    from kdumptest import run_kdump
+    from support.run import run_kdump
 
     sent = 0
     for codec in (None, "gzip", "snappy", "lz4", "zstd"):
@@ -108,7 +108,7 @@ def test_a_broker_starts_on_a_copy_of_the_committed_fixture(make_broker, tmp_pat
     tests damage): a broker started on a copy serves its topics and their committed records."""
     from kafka import KafkaConsumer
 
-    from kdumptest import FIXTURES
+    from support.run import FIXTURES
 
     copy = tmp_path / "all-shapes"
     shutil.copytree(FIXTURES / "broker" / "all-shapes", copy)

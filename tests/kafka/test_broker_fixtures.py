@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kdumptest import FIXTURES, run_kdump
+from support.run import FIXTURES, run_kdump
 
 BROKER = FIXTURES / "broker"
 LOG_DIR = BROKER / "all-shapes"

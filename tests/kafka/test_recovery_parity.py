@@ -38,7 +38,7 @@ from pathlib import Path
 import kafka_jars
 import pytest
 from broker import KafkaBroker
-from kdumptest import run_kdump
+from support.run import run_kdump
 from parity_cases import CASES, TOPIC_CONFIG, Case, mid_bitflip, nothing, partition_of, produce, set_checkpoint
 from parity_compare import Outcome, compare_partition, run_both
 

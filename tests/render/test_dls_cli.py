@@ -10,7 +10,7 @@ import os
 import shutil
 import struct
 
-from kdumptest import GENERATED, REAL, run_kdump
+from support.run import GENERATED, REAL, run_kdump
 
 COMPACTED = GENERATED / "compacted-0" / "00000000000000000000"
 GZIP = GENERATED / "gzip-v2-0"

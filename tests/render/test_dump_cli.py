@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from kdumptest import GENERATED, REAL, run_kdump, write_segment
+from support.run import GENERATED, REAL, run_kdump, write_segment
 
 from kdump import _accel
 from kdump import testing as build

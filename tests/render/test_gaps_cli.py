@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from kdumptest import FIXTURES, GENERATED, run_kdump, write_segment
+from support.run import FIXTURES, GENERATED, run_kdump, write_segment
 
 from kdump import testing as build
 from kdump.format.checkpoint import encode_offsets

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kdumptest import GENERATED, REAL, run_kdump
+from support.run import GENERATED, REAL, run_kdump
 
 
 def test_info_json_on_transactions():

@@ -20,8 +20,8 @@ from pathlib import Path
 
 
 
-from corruption import FIXTURES, batches, copy_tree, run_kdump, tree_bytes, tree_state  # noqa: E402
-from corruption import (damage_middle, make_partition, messy_partition, partition_batch, run_killed_at, subprocess_env,  # noqa: E402
+from support.damage import FIXTURES, batches, copy_tree, run_kdump, tree_bytes, tree_state  # noqa: E402
+from support.damage import (damage_middle, make_partition, messy_partition, partition_batch, run_killed_at, subprocess_env,  # noqa: E402
                         tree_and_quarantine)
 
 from kdump.format.checkpoint import encode_offsets  # noqa: E402

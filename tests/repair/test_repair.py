@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 
-from corruption import (assert_nothing_lost, run_killed_at, subprocess_env)  # noqa: E402
-from corruption import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, garbage, run_kdump,  # noqa: E402
+from support.damage import (assert_nothing_lost, run_killed_at, subprocess_env)  # noqa: E402
+from support.damage import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, garbage, run_kdump,  # noqa: E402
                         tree_bytes, truncate_at)
 
 from kdump.check.broker_rule import index_bytes  # noqa: E402

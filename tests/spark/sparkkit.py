@@ -34,7 +34,7 @@ def fixture_roots() -> list[str]:
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
-    from kdumptest import run_kdump
+    from support.run import run_kdump
 
     r = run_kdump(*args)
     return r.code, r.out, r.err

@@ -26,7 +26,7 @@ _speedups = _accel.built()
 if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
-from kdumptest import fixture_logs
+from support.run import fixture_logs
 
 from kdump.format import legacy
 from kdump.format import records as records_mod

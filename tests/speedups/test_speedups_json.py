@@ -26,8 +26,8 @@ if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 
-from corruption import FIXTURES, run_kdump  # noqa: E402
-from kdumptest import fixture_logs  # noqa: E402
+from support.damage import FIXTURES, run_kdump  # noqa: E402
+from support.run import fixture_logs  # noqa: E402
 
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402

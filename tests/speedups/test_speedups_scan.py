@@ -5,7 +5,7 @@ everything in C. The reports must be identical:
 ``to_dict()``, every ScanReport field (findings, cut, valid_bytes, counts, epochs, max
 timestamp, transaction events, intact runs) and the scanner's own end state (the index
 and time-index tracking, previous offset and epoch). Inputs: every fixture segment under
-several settings, damaged copies of them (tests/corruption.py), and hypothesis-built
+several settings, damaged copies of them (tests/support/damage.py), and hypothesis-built
 segments with leader-epoch changes, timestamps going up and down, regressions, index
 intervals of a few bytes, and transactional, control and legacy batches mixed in.
 """
@@ -29,8 +29,8 @@ if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 
-from kdumptest import fixture_logs  # noqa: E402
-from corruption import (FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset,  # noqa: E402
+from support.run import fixture_logs  # noqa: E402
+from support.damage import (FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset,  # noqa: E402
                         set_length, write_at)
 
 from kdump.check import resync as resync_mod  # noqa: E402

@@ -14,7 +14,7 @@ import types
 from pathlib import Path
 
 import pytest
-from kdumptest import run_kdump, write_segment
+from support.run import run_kdump, write_segment
 
 from kdump import _accel
 from kdump.check.scan import scan_segment

@@ -14,7 +14,7 @@ import struct
 
 import pytest
 
-from kdumptest import GENERATED, REAL
+from support.run import GENERATED, REAL
 
 from kdump.testing import build_end_txn_marker, build_v2_batch
 from kdump.format.snapshot import encode_snapshot, parse_snapshot
@@ -416,7 +416,7 @@ def test_group_tombstone_keeps_offsets_that_have_none(kdump, tmp_path):
 
 
 def test_state_commands_change_nothing(kdump, tmp_path):
-    from kdumptest import snapshot_tree
+    from support.run import snapshot_tree
 
     copy = tmp_path / "all-shapes"
     shutil.copytree(BROKER, copy)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 
-from corruption import FIXTURES, copy_tree, run_kdump  # noqa: E402
+from support.damage import FIXTURES, copy_tree, run_kdump  # noqa: E402
 
 from kdump.check import partition as crosscheck  # noqa: E402
 from kdump.check.partition import VerifyOptions, verify_files  # noqa: E402
@@ -122,7 +122,7 @@ def test_an_oversized_index_does_not_drag_its_neighbours_down(tmp_path):
     past the new end of the log (``recover --apply`` did rebuild it)."""
     import json
 
-    from corruption import damage_middle, make_partition
+    from support.damage import damage_middle, make_partition
 
     d = make_partition(tmp_path)
     damage_middle(d)
@@ -168,8 +168,8 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
     .kdump-tmp``; the rerun made ``kdump-quarantine-T2`` and never removed it. Every step of
     ``recover --apply`` is interrupted in turn; after a rerun no temporary file is left
     anywhere and the partition is what an uninterrupted run leaves."""
-    from corruption import messy_partition
-    from corruption import run_killed_at
+    from support.damage import messy_partition
+    from support.damage import run_killed_at
 
     from kdump.repair import recover as recovery
 
@@ -199,9 +199,9 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
 
 def test_recover_names_a_symlinked_index_not_its_quarantine_copy(tmp_path):
     """Issue #19, minor: the error named the copy in the quarantine instead of the link."""
-    from corruption import damage_middle, make_partition
+    from support.damage import damage_middle, make_partition
 
-    from corruption import batches
+    from support.damage import batches
 
     from kdump.format.index import encode_index
 
@@ -238,7 +238,7 @@ def test_control_characters_are_escaped_in_every_human_readable_line(tmp_path, a
     report lines and the saved/truncated notes. Escaped as \\xNN; JSON keeps the name exact."""
     import json
 
-    from corruption import append_garbage
+    from support.damage import append_garbage
 
     d = copy_tree(FIXTURES / "generated" / "zstd-v2-0", tmp_path / "logs")
     d = d.rename(d.parent / HOSTILE_NAME)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 
-from corruption import subprocess_env  # noqa: E402
+from support.damage import subprocess_env  # noqa: E402
 
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
@@ -199,7 +199,7 @@ def test_checkpoints_and_snapshots_are_read_in_bounded_memory(tmp_path, what):
 
 
 def test_streamed_side_files_show_the_same_rows(tmp_path):
-    from corruption import run_kdump
+    from support.damage import run_kdump
 
     from kdump.format.checkpoint import parse_checkpoint
     from kdump.format.snapshot import parse_snapshot

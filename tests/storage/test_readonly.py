@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kdumptest import FIXTURES, run_kdump
+from support.run import FIXTURES, run_kdump
 
 from kdump.storage import logdir
 from kdump.testing import build_v2_batch

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 
-from corruption import FIXTURES, append_garbage, copy_tree, run_kdump, tree_bytes  # noqa: E402
-from corruption import damage_middle, tree_and_quarantine, make_partition  # noqa: E402
-from corruption import assert_nothing_lost, subprocess_env  # noqa: E402
+from support.damage import FIXTURES, append_garbage, copy_tree, run_kdump, tree_bytes  # noqa: E402
+from support.damage import damage_middle, tree_and_quarantine, make_partition  # noqa: E402
+from support.damage import assert_nothing_lost, subprocess_env  # noqa: E402
 
 from kdump.storage import logdir  # noqa: E402
 from kdump.errors import WriteError  # noqa: E402

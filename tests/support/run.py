@@ -1,6 +1,6 @@
 """Shared test helpers: run the CLI in-process, locate fixtures, write segments.
 
-A plain module (not conftest.py) so that `from kdumptest import ...` means the same thing in
+A plain module (not conftest.py) so that `from support.run import ...` means the same thing in
 every test directory; bare `conftest` names clash between tests/ and tests/spark/.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 REAL = FIXTURES / "real"
 GENERATED = FIXTURES / "generated"

@@ -20,7 +20,7 @@ from kdump.model import Batch
 from kdump.check.broker_rule import index_bytes
 from kdump.testing import build_v2_batch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 
 # v2 header fields: name -> (offset, size). CRC-32C covers attributes (21) onward.
@@ -224,7 +224,7 @@ def kafka_recover(buf: bytes, base_offset: int, index_interval_bytes: int = 4096
 
 # -- running the CLI in-process: the suite's one helper ------------------------------------
 
-from kdumptest import Result, run_kdump  # noqa: E402,F401
+from support.run import Result, run_kdump  # noqa: E402,F401
 
 
 # -- partitions and crashes shared by the repair, recover, lock and hostile-dir tests --------------
