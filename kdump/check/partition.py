@@ -33,12 +33,7 @@ from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.storage.logdir import LogFile
 from kdump.model import Finding
-from kdump.check.indexes import index_findings
 from kdump.check.scan import ScanReport, scan_file, status_of
-from kdump.check.side_findings import (at_line, leader_epoch_order, leader_epochs_against_log, log_start_findings,
-                                       side_file_findings, snapshot_findings)
-from kdump.check.sidefiles import SIDE_FILE_LIMIT
-from kdump.check.txn_findings import aborted_transactions, txn_index_findings
 from kdump.storage.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX,
                                  TXNINDEX_SUFFIX, offset_name, sibling)
 from kdump.storage.segment import read_small
@@ -251,6 +246,11 @@ class _Partition:
                     self.scan(log)
                     scan = self.scans.get(log.path)
                 if scan is not None and f.kind == K.TXNINDEX:
+                    # Side-file checks are imported when such a file is met: verify of a lone
+                    # segment starts faster without them.
+                    from kdump.check.sidefiles import SIDE_FILE_LIMIT
+                    from kdump.check.txn_findings import txn_index_findings
+
                     data = read_small(f.path, SIDE_FILE_LIMIT)
                     findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
                                                        self.txn_expected().get(f.base_offset or 0, {})))
@@ -265,6 +265,8 @@ class _Partition:
         elif f.kind == K.LEADER_EPOCH:
             findings.extend(self._leader_epochs(f))
         else:
+            from kdump.check.side_findings import side_file_findings
+
             findings.extend(side_file_findings(f))
         return FileReport(f.path, f.kind, size, findings, log=f)
 
@@ -273,6 +275,8 @@ class _Partition:
         """Both index files of a segment, checked in one walk (cached: each is reported apart).
         One that cannot be read (too large, say) raises for its own report only: the other
         is checked alone."""
+        from kdump.check.indexes import index_findings
+        from kdump.check.sidefiles import SIDE_FILE_LIMIT
         got = self._index_checks.get(log.path)
         if got is None:
             data: list[bytes | None] = []
@@ -321,6 +325,7 @@ class _Partition:
         return out
 
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
+        from kdump.check.side_findings import log_start_findings
         leo = scan.next_offset if scan.next_offset is not None else last.base_offset
         return log_start_findings(self.dir, leo, self.opts.checkpoints)
 
@@ -333,6 +338,7 @@ class _Partition:
         segment. Markers with no open transaction are not expected in the index (the
         coordinator also writes them to partitions that got no data).
         """
+        from kdump.check.txn_findings import aborted_transactions
         if self._txn_expected is None:
             aborted = aborted_transactions(self.live_scans(), self.opts.limits)
             self._txn_expected = {base: {(pid, last): first for pid, first, last, _ in entries}
@@ -342,11 +348,13 @@ class _Partition:
     # -- side files -------------------------------------------------------------------------
 
     def _snapshot(self, f: LogFile) -> list[Finding]:
+        from kdump.check.side_findings import snapshot_findings
         leo = self.log_end_offset() if self.logs and len(self.scans) >= len(self.logs) else None
         return snapshot_findings(f, leo)
 
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
         """The checkpoint's order, then (every segment scanned) its entries against the batches."""
+        from kdump.check.side_findings import at_line, leader_epoch_order, leader_epochs_against_log
         try:
             out, first, last = leader_epoch_order(f.path)
         except KdumpError as e:
