@@ -31,6 +31,7 @@ from support.run import fixture_logs
 from kdump.format import legacy
 from kdump.format import records as records_mod
 from kdump.format.batch import parse_v2
+from kdump.format.varint import encode_uvarint
 from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record
@@ -497,13 +498,7 @@ _varint_values = st.one_of(st.integers(-3, 300), st.sampled_from(
 
 def _zigzag(v: int) -> bytes:
     """Zigzag varint of any Python int (more than 10 bytes for values beyond 64 bits)."""
-    u = v << 1 if v >= 0 else ((-v) << 1) - 1
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
+    return encode_uvarint(v << 1 if v >= 0 else ((-v) << 1) - 1)
 
 
 @st.composite
