@@ -38,14 +38,14 @@ from kdump.check.index_file import IndexCheck
 from kdump.check.offset_index import OffsetIndexCheck
 from kdump.check.scan import ScanReport
 from kdump.check.time_index import TimeIndexCheck
-from kdump.errors import UsageError
+from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import IndexFile, parse_index
 from kdump.format.timeindex import TimeIndexFile, parse_timeindex
 from kdump.format.walk import Walker
 from kdump.model import Finding
 from kdump.storage import names as N
-from kdump.storage.segment import MappedFile
+from kdump.storage.segment import MappedFile, read_small
 
 
 def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, timeindex: TimeIndexFile | None = None,
@@ -115,28 +115,57 @@ def check_against_log(log_path: str, kind: str, base_offset: int, parsed: IndexF
 
 
 def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | None = None,
-                   timeindex: bytes | None = None, limits: Limits = DEFAULT_LIMITS) -> tuple[list[Finding],
-                                                                                            list[Finding]]:
+                   timeindex: bytes | None = None, limits: Limits = DEFAULT_LIMITS,
+                   log_buf=None) -> tuple[list[Finding], list[Finding]]:
     """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
 
     ``verify_indexes`` (the checks of ``kdump index --verify``) does the work, in one walk,
     over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the broker's
     recovery would cut is an ``index_past_end`` like one past the end of the file.
+    ``log_buf``: the segment's bytes as the scan had them (None: the file is read again).
     """
     idx = parse_index(index, base) if index is not None else None
     tix = parse_timeindex(timeindex, base) if timeindex is not None else None
     if idx is None and tix is None:
         return [], []
-    with MappedFile(log_path) as m:
-        whole = memoryview(m.buf)
-        kept = whole[:scan.valid_bytes]
-        try:
-            # Findings only: the time index's convention (which costs decoding records) is not reported.
-            a, b = verify_indexes(kept, base, idx, tix, limits=limits, convention=False)
-        finally:
-            for v in (kept, whole):
-                try:
-                    v.release()
-                except BufferError:      # pragma: no cover - a view still in use; the GC releases it
-                    pass
+    if log_buf is None:
+        with MappedFile(log_path) as m:
+            return _kept_findings(m.buf, base, scan, idx, tix, limits)
+    return _kept_findings(log_buf, base, scan, idx, tix, limits)
+
+
+def _kept_findings(buf, base: int, scan: ScanReport, idx: IndexFile | None, tix: TimeIndexFile | None,
+                   limits: Limits) -> tuple[list[Finding], list[Finding]]:
+    whole = memoryview(buf)
+    kept = whole[:scan.valid_bytes]
+    try:
+        # Findings only: the time index's convention (which costs decoding records) is not reported.
+        a, b = verify_indexes(kept, base, idx, tix, limits=limits, convention=False)
+    finally:
+        for v in (kept, whole):
+            try:
+                v.release()
+            except BufferError:      # pragma: no cover - a view still in use; the GC releases it
+                pass
     return (a.findings if a else []), (b.findings if b else [])
+
+
+def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: set[str],
+                           limits: Limits = DEFAULT_LIMITS, log_buf=None) -> tuple[tuple[list[Finding], list[Finding]],
+                                                                                 list[KdumpError | None]]:
+    """A segment's ``.index`` and ``.timeindex`` (``index_findings``), read if there (``listed``: the
+    directory's file names). One that cannot be read (too large, say) is not checked, and its
+    error is returned in its place: the other is checked alone."""
+    from kdump.check.sidefiles import SIDE_FILE_LIMIT
+
+    data: list[bytes | None] = []
+    errors: list[KdumpError | None] = []
+    for p in (N.sibling(log_path, N.INDEX_SUFFIX), N.sibling(log_path, N.TIMEINDEX_SUFFIX)):
+        try:        # listed, or there after all: a stat only for one the listing lacks
+            there = os.path.basename(p) in listed or os.path.isfile(p)
+            data.append(read_small(p, SIDE_FILE_LIMIT) if there else None)
+            errors.append(None)
+        except KdumpError as e:
+            data.append(None)
+            errors.append(e)
+    return index_findings(log_path, base, scan, *data, limits=limits, log_buf=log_buf), errors

@@ -21,8 +21,9 @@ Finding kinds and their classes are declared in ``kdump.findings``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kdump import findings as F
@@ -35,7 +36,7 @@ from kdump.storage.logdir import LogFile
 from kdump.model import Finding
 from kdump.check.scan import ScanReport, scan_file, status_of
 from kdump.storage.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX,
-                                 TXNINDEX_SUFFIX, offset_name, sibling)
+                                 TXNINDEX_SUFFIX, offset_name)
 from kdump.storage.segment import read_small
 
 
@@ -56,10 +57,11 @@ class VerifyOptions:
     # The run's log dirs -> their log-start-offset-checkpoint (None: none), found once each.
     checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
-    def scan(self, f: LogFile) -> ScanReport:
+    def scan(self, f: LogFile, then: Callable[[ScanReport, Any], None] | None = None) -> ScanReport:
+        """``f``'s scan; ``then(report, buf)`` is called while the segment's bytes are still held."""
         base = f.base_offset if f.kind == K.LOG else None
         return scan_file(f.path, base_offset=base, deep=self.deep, max_message_size=self.max_message_size,
-                         index_interval_bytes=self.index_interval_bytes, limits=self.limits)
+                         index_interval_bytes=self.index_interval_bytes, limits=self.limits, then=then)
 
 
 @dataclass
@@ -135,7 +137,7 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
     for f in context:
         if f.kind in K.BATCH_KINDS and f.leftover in (None, SWAP_SUFFIX):
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
-                part.scan(f)
+                part.scan(f, part.wants_indexes(f, wanted))
     return add_log_missing(context, requested, [part.report(f) for f in requested])
 
 
@@ -167,9 +169,10 @@ class _Partition:
     def wants_all(self, wanted: set[str]) -> bool:
         return any(p in wanted for p in self._whole)
 
-    def scan(self, f: LogFile) -> None:
+    def scan(self, f: LogFile, indexes: bool = False) -> None:
+        """Scan a segment; ``indexes``: check its index files too, on the bytes the scan read."""
         try:
-            self.scans[f.path] = self.opts.scan(f)
+            self.scans[f.path] = self.opts.scan(f, partial(self.index_checks, f) if indexes else None)
         except KdumpError as e:
             self.errors[f.path] = e
 
@@ -256,7 +259,10 @@ class _Partition:
                                                        self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
                     i = 0 if f.kind == K.INDEX else 1
-                    found, errors = self.index_checks(log, scan)
+                    got = self.index_checks(log, scan)
+                    if isinstance(got, KdumpError):
+                        raise got
+                    found, errors = got
                     if errors[i] is not None:
                         raise errors[i]
                     findings.extend(found[i])
@@ -270,29 +276,25 @@ class _Partition:
             findings.extend(side_file_findings(f))
         return FileReport(f.path, f.kind, size, findings, log=f)
 
-    def index_checks(self, log: LogFile, scan: ScanReport) -> tuple[tuple[list[Finding], list[Finding]],
-                                                                    list[KdumpError | None]]:
-        """Both index files of a segment, checked in one walk (cached: each is reported apart).
-        One that cannot be read (too large, say) raises for its own report only: the other
-        is checked alone."""
-        from kdump.check.indexes import index_findings
-        from kdump.check.sidefiles import SIDE_FILE_LIMIT
+    def index_checks(self, log: LogFile, scan: ScanReport, log_buf=None) -> tuple | KdumpError:
+        """Both index files of a segment checked in one walk, cached (each is reported apart;
+        ``log_buf``: the scan's bytes, not read again): (findings, the error reading each), or
+        the error that stopped the check (each index file's report raises it)."""
+        from kdump.check.indexes import segment_index_findings
         got = self._index_checks.get(log.path)
         if got is None:
-            data: list[bytes | None] = []
-            errors: list[KdumpError | None] = []
-            for p in (sibling(log.path, INDEX_SUFFIX), sibling(log.path, TIMEINDEX_SUFFIX)):
-                try:        # listed, or there after all: a stat only for one the listing lacks
-                    there = os.path.basename(p) in self.names or os.path.isfile(p)
-                    data.append(read_small(p, SIDE_FILE_LIMIT) if there else None)
-                    errors.append(None)
-                except KdumpError as e:
-                    data.append(None)
-                    errors.append(e)
-            found = index_findings(log.path, log.base_offset or 0, scan, *data, limits=self.opts.limits)
-            got = self._index_checks[log.path] = (found, errors)
-        found, errors = got
-        return found, errors
+            try:
+                got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
+                                             log_buf)
+            except KdumpError as e:
+                got = e
+            self._index_checks[log.path] = got
+        return got
+
+    def wants_indexes(self, log: LogFile, wanted: set[str]) -> bool:
+        """Is this live segment's .index or .timeindex wanted? (Checked while its scan holds the bytes.)"""
+        paths = self._indexed.get(log.base_offset, ()) if self.logs.get(log.base_offset) is log else ()
+        return any(p in wanted and p.endswith((INDEX_SUFFIX, TIMEINDEX_SUFFIX)) for p in paths)
 
     # -- segments ---------------------------------------------------------------------------
 

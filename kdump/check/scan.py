@@ -31,6 +31,7 @@ broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -352,10 +353,16 @@ def scan_segment(buf, *, base_offset: int | None = None, file: str | None = None
     return report
 
 
-def scan_file(path: str, *, base_offset: int | None = None, **options: Any) -> ScanReport:
-    """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read)."""
+def scan_file(path: str, *, base_offset: int | None = None, then: Callable[[ScanReport, Any], None] | None = None,
+              **options: Any) -> ScanReport:
+    """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read);
+    ``then(report, buf)``, when given, runs before the bytes are let go (checks that need them
+    again read nothing twice)."""
     from kdump.storage.segment import MappedFile
 
     with MappedFile(path) as f:
         f.advise_sequential()
-        return scan_segment(f.buf, base_offset=base_offset, file=path, **options)
+        report = scan_segment(f.buf, base_offset=base_offset, file=path, **options)
+        if then is not None:
+            then(report, f.buf)
+        return report

@@ -50,10 +50,10 @@ class PrecomputedOptions(VerifyOptions):
 
     results: dict = field(default_factory=dict)     # path -> ScanReport | KdumpError | Exception
 
-    def scan(self, f: LogFile) -> ScanReport:
+    def scan(self, f: LogFile, then=None) -> ScanReport:
         result = self.results.get(f.path)
         if result is None:
-            return super().scan(f)
+            return super().scan(f, then)
         if isinstance(result, BaseException):
             raise result
         return result
