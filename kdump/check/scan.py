@@ -122,6 +122,8 @@ class ScanReport:
 
 def status_of(findings: list[Finding]) -> str:
     """ok | torn_tail | damaged | unreadable, from a file's findings (anomalies and info: ok)."""
+    if not findings:        # most files, asked several times each
+        return "ok"
     if any(f.cls == F.ERROR for f in findings):
         return "unreadable"
     damage = [f for f in findings if f.cls == F.DAMAGE]

@@ -17,4 +17,5 @@ _ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 def printable(text: str) -> str:
     """``text`` with its control characters escaped (idempotent: an escape has none)."""
-    return text.translate(_ESCAPES)
+    # Every character _ESCAPES names is one isprintable() refuses: most names need no translate.
+    return text if text.isprintable() else text.translate(_ESCAPES)

@@ -65,6 +65,9 @@ class TextVerify:
         self.stream = stream
 
     def file(self, r) -> None:
+        if not r.findings:      # most files: one line, nothing to collapse
+            self.stream.write(f"{printable(r.file)}: {file_summary(r)}\n")
+            return
         lines = [f"{printable(r.file)}: {file_summary(r)}"]
         lines += [f"  {printable(line)}" for line in finding_lines(r.findings)]
         self.stream.write("\n".join(lines) + "\n")
