@@ -152,15 +152,17 @@ def _kept_findings(buf, base: int, scan: ScanReport, idx: IndexFile | None, tix:
 
 def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: set[str],
                            limits: Limits = DEFAULT_LIMITS, log_buf=None) -> tuple[tuple[list[Finding], list[Finding]],
-                                                                                 list[KdumpError | None]]:
+                                                                                 list[KdumpError | None],
+                                                                                 dict[str, int]]:
     """A segment's ``.index`` and ``.timeindex`` (``index_findings``), read if there (``listed``: the
     directory's file names). One that cannot be read (too large, say) is not checked, and its
-    error is returned in its place: the other is checked alone."""
+    error is returned in its place: the other is checked alone. Last, the size of each read."""
     from kdump.check.sidefiles import SIDE_FILE_LIMIT
 
     data: list[bytes | None] = []
     errors: list[KdumpError | None] = []
-    for p in (N.sibling(log_path, N.INDEX_SUFFIX), N.sibling(log_path, N.TIMEINDEX_SUFFIX)):
+    paths = (N.sibling(log_path, N.INDEX_SUFFIX), N.sibling(log_path, N.TIMEINDEX_SUFFIX))
+    for p in paths:
         try:        # listed, or there after all: a stat only for one the listing lacks
             there = os.path.basename(p) in listed or os.path.isfile(p)
             data.append(read_small(p, SIDE_FILE_LIMIT) if there else None)
@@ -168,4 +170,5 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
         except KdumpError as e:
             data.append(None)
             errors.append(e)
-    return index_findings(log_path, base, scan, *data, limits=limits, log_buf=log_buf), errors
+    sizes = {p: len(d) for p, d in zip(paths, data) if d is not None}
+    return index_findings(log_path, base, scan, *data, limits=limits, log_buf=log_buf), errors, sizes

@@ -153,6 +153,7 @@ class _Partition:
         self.names = {os.path.basename(f.path) for f in files}
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
         self._index_checks: dict[str, tuple] = {}
+        self.sizes: dict[str, int] = {}      # of the files read whole (index files): no stat for their reports
         self._live: tuple | None = None
         # For siblings_wanted: the index files of each base offset, and the side files that
         # need every segment.
@@ -169,8 +170,7 @@ class _Partition:
     def wants_all(self, wanted: set[str]) -> bool:
         return any(p in wanted for p in self._whole)
 
-    def scan(self, f: LogFile, indexes: bool = False) -> None:
-        """Scan a segment; ``indexes``: check its index files too, on the bytes the scan read."""
+    def scan(self, f: LogFile, indexes: bool = False) -> None:       # indexes: check them on the scan's bytes
         try:
             self.scans[f.path] = self.opts.scan(f, partial(self.index_checks, f) if indexes else None)
         except KdumpError as e:
@@ -215,7 +215,7 @@ class _Partition:
 
     def _report(self, f: LogFile) -> FileReport:
         scanned = self.scans.get(f.path)        # a scanned segment's size is its scan's: no stat
-        size = scanned.size if scanned is not None else _size(f.path)
+        size = scanned.size if scanned is not None else self.sizes.get(f.path) or _size(f.path)
         if size is None:
             return FileReport(f.path, f.kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
@@ -259,10 +259,9 @@ class _Partition:
                                                        self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
                     i = 0 if f.kind == K.INDEX else 1
-                    got = self.index_checks(log, scan)
-                    if isinstance(got, KdumpError):
+                    if isinstance(got := self.index_checks(log, scan), KdumpError):
                         raise got
-                    found, errors = got
+                    found, errors, _ = got
                     if errors[i] is not None:
                         raise errors[i]
                     findings.extend(found[i])
@@ -286,6 +285,7 @@ class _Partition:
             try:
                 got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
                                              log_buf)
+                self.sizes.update(got[2])
             except KdumpError as e:
                 got = e
             self._index_checks[log.path] = got

@@ -26,11 +26,12 @@ def log_start_findings(directory: str, leo: int | None, checkpoints: dict | None
     """The log dir's log-start-offset-checkpoint against this partition's log end offset
     (``checkpoints``: the run's ``log_start_checkpoint`` lookups, kept across partitions)."""
     norm = os.path.normpath(directory)
-    parsed = K.parse_partition_dir(os.path.basename(norm))
-    if parsed is None:
-        return []
+    # The log dir's checkpoint first: a lookup kept across partitions, and most log dirs have none.
     path = log_start_checkpoint(os.path.dirname(norm), {} if checkpoints is None else checkpoints)
     if path is None:
+        return []
+    parsed = K.parse_partition_dir(os.path.basename(norm))
+    if parsed is None:
         return []
     try:        # streamed: a checkpoint may list millions of partitions
         lso = next((e.offset for e in checkpoint_entries(path, LOG_START_OFFSET_CHECKPOINT)
