@@ -33,6 +33,7 @@ What the index file alone shows (``file_findings``, ``sanity_findings``) is in
 from __future__ import annotations
 
 import os
+from itertools import islice
 
 from kdump.check.index_file import IndexCheck
 from kdump.check.offset_index import OffsetIndexCheck
@@ -46,6 +47,8 @@ from kdump.format.walk import Walker
 from kdump.model import Finding
 from kdump.storage import names as N
 from kdump.storage.segment import MappedFile, read_small
+
+WALK_RUN = 4096     # batches held at once while both indexes are checked
 
 
 def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, timeindex: TimeIndexFile | None = None,
@@ -64,10 +67,12 @@ def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, ti
         tc.budget = 0
     walker = Walker(log_buf, limits=limits)
     if oc is not None and tc is not None:
-        feed_o, feed_t = oc.on_batch, tc.on_batch
-        for b in walker:
-            feed_o(b)
-            feed_t(b)
+        # The two checks are independent: each takes a run of batches at a time (a call per
+        # batch and check cost more than the checks of a small segment).
+        batches = iter(walker)
+        while run := list(islice(batches, WALK_RUN)):
+            oc.run(run)
+            tc.run(run)
     elif oc is not None or tc is not None:
         (oc or tc).run(walker)
     size = len(log_buf)
