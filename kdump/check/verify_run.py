@@ -88,7 +88,7 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     """One directory, a unit of ``-j``. With ``repair`` (``verify --truncate``: it takes the
     directory's reports and options and returns the changes) the directory is locked before it
     is read and until it is repaired, by this process alone. Yields (kind, value) events."""
-    from kdump.check.partition import verify_files
+    from kdump.check.partition import check_directory
     from kdump.storage.logdir import take_listing
     from kdump.storage.writelock import Locks
 
@@ -102,7 +102,7 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
                 return
             take_listing(directory)     # listed before the lock: list it again
         done = []
-        for r in verify_files(files, opts):
+        for r in check_directory(directory, files, opts):     # a group is one directory already
             r = light(r)
             yield REPORT, r
             done.append(r)
