@@ -172,7 +172,7 @@ class _Partition:
 
     def scan(self, f: LogFile, indexes: bool = False) -> None:       # indexes: check them on the scan's bytes
         try:
-            self.scans[f.path] = self.opts.scan(f, partial(self.index_checks, f) if indexes else None)
+            self.scans[f.path] = self.opts.scan(f, partial(self.index_checks, f)) if indexes else self.opts.scan(f)
         except KdumpError as e:
             self.errors[f.path] = e
 
