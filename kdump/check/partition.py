@@ -21,7 +21,7 @@ Finding kinds and their classes are declared in ``kdump.findings``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -110,12 +110,6 @@ def _size(path: str) -> int | None:
 
 
 # -- the run ------------------------------------------------------------------------------------
-
-def verify_files(files: list[LogFile], opts: VerifyOptions) -> Iterator[FileReport]:
-    """Reports for ``files`` (in their order), a directory at a time so memory stays small."""
-    for directory, group in K.directory_groups(files):
-        yield from check_directory(directory, group, opts)
-
 
 def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]:
     """Every file of ``directory`` plus the requested ones it does not list (e.g. leftovers)."""

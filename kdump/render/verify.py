@@ -65,11 +65,11 @@ class TextVerify:
         self.stream = stream
 
     def file(self, r) -> None:
+        head = f"{printable(r.file)}: {file_summary(r)}"
         if not r.findings:      # most files: one line, nothing to collapse
-            self.stream.write(f"{printable(r.file)}: {file_summary(r)}\n")
+            self.stream.write(head + "\n")
             return
-        lines = [f"{printable(r.file)}: {file_summary(r)}"]
-        lines += [f"  {printable(line)}" for line in finding_lines(r.findings)]
+        lines = [head] + [f"  {printable(line)}" for line in finding_lines(r.findings)]
         self.stream.write("\n".join(lines) + "\n")
 
     def finish(self) -> None:

@@ -8,7 +8,6 @@ by an independent transcription of the Java code (``support.damage.kafka_recover
 from __future__ import annotations
 
 import struct
-import sys
 from pathlib import Path
 
 import pytest

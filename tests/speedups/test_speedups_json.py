@@ -11,7 +11,6 @@ not), and whole ``kdump dump --json`` runs with and without the C writer.
 from __future__ import annotations
 
 import json
-import sys
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from support.damage import FIXTURES, copy_tree, run_kdump  # noqa: E402
 
 from kdump.check import partition as crosscheck  # noqa: E402
-from kdump.check.partition import VerifyOptions, verify_files  # noqa: E402
+from kdump.check.partition import VerifyOptions, check_directory  # noqa: E402
 from kdump.storage.logdir import partition_files  # noqa: E402
 from kdump.check.scan import ScanReport  # noqa: E402
 
@@ -47,7 +46,7 @@ def _count_verify(d: Path, monkeypatch) -> tuple[int, int, int]:
 
     monkeypatch.setattr(crosscheck, "in_offset_order", counted_order)
     monkeypatch.setattr(VerifyOptions, "scan", counted_scan)
-    reports = list(verify_files(partition_files(str(d)), VerifyOptions()))
+    reports = check_directory(str(d), partition_files(str(d)), VerifyOptions())
     assert all(not r.findings for r in reports)
     return len(reports), sorts, scans
 
