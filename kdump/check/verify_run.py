@@ -19,8 +19,9 @@ from kdump.findings import ANOMALY, DAMAGE
 WRITABLE = ("log", "index", "timeindex", "txnindex")
 
 # What checking one directory gives, in the order it is printed: a file's report, an error,
-# the stale temporary files removed on locking, the changes of the repair.
-REPORT, ERROR, CLEANED, REPAIRED = "report", "error", "cleaned", "repaired"
+# the stale temporary files removed on locking, the changes of the repair; or, for a dir named
+# like a partition that holds only dirs, LOG_DIR with its path (it is walked later, as a log dir).
+REPORT, ERROR, CLEANED, REPAIRED, LOG_DIR = "report", "error", "cleaned", "repaired", "log_dir"
 
 
 def report_status(s: str, strict_findings=()) -> ExitStatus:
@@ -85,14 +86,27 @@ def _real(path: str, dirs: dict[str, str]) -> str:
 
 
 def directory_events(group, opts, repair: Callable | None = None, force: bool = False) -> Iterator[tuple]:
-    """One directory, a unit of ``-j``. With ``repair`` (``verify --truncate``: it takes the
-    directory's reports and options and returns the changes) the directory is locked before it
-    is read and until it is repaired, by this process alone. Yields (kind, value) events."""
+    """One directory, a unit of ``-j``: (directory, files), or a partition dir still to list
+    (``Pending``). With ``repair`` (``verify --truncate``: it takes the directory's reports and
+    options and returns the changes) the directory is locked before it is read and until it is
+    repaired, by this process alone. Yields (kind, value) events."""
     from kdump.check.partition import check_directory
-    from kdump.storage.logdir import take_listing
+    from kdump.storage.logdir import Pending, list_pending, take_listing
     from kdump.storage.writelock import Locks
 
+    if isinstance(group, Pending):
+        try:
+            files = list_pending(group)
+        except KdumpError as e:
+            yield ERROR, e
+            return
+        if files is None:
+            yield LOG_DIR, group.directory
+            return
+        group = (group.directory, files)
     directory, files = group
+    if not files:
+        return
     with Locks(force) as locks:
         if repair is not None and any(f.kind in WRITABLE for f in files):
             try:

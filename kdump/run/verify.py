@@ -9,14 +9,16 @@ terminal, with the progress bar.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import io
 import os
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.check.verify_run import ERROR, REPAIRED, REPORT, directory_events, listed, report_status, resolve_paths
-from kdump.errors import ExitStatus
+from kdump.check.verify_run import (ERROR, LOG_DIR, REPAIRED, REPORT, directory_events, listed, report_status,
+                                    resolve_paths)
+from kdump.errors import ExitStatus, KdumpError, NothingToDoError
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.render.diagnostics import output_cut, report_error
 from kdump.storage.segment import file_size
@@ -26,70 +28,119 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
                broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False,
                jobs: int = 1) -> int:
-    from kdump.check.partition import VerifyOptions, summarize
-    from kdump.parallel import in_process, ordered_map
-    from kdump.render.progress import Progress
-    from kdump.render.verify import summary_line, verify_renderer
-    from kdump.storage.logdir import directory_groups
+    from kdump.check.partition import VerifyOptions
+    from kdump.render.verify import summary_line
+    from kdump.storage.logdir import NOTHING_HERE, directory_groups, expand, walk
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
-    files, status, errors = resolve_paths(paths, jobs)
-    for e in errors:
-        report_error(e, hint=False)
-    groups = directory_groups(files)
-    if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
-        jobs = 1        # a directory named in pieces: repair it in one process
     repair = None
     if truncate:
         from kdump.repair.truncate import truncate_reports as repair
-    check = functools.partial(directory_events, opts=opts, repair=repair, force=force)
-    renderer = verify_renderer(out)
-    counts = summarize([])
-    changes: list | None = [] if truncate else None
+    run = _Run(out, functools.partial(directory_events, opts=opts, repair=repair, force=force), strict, truncate)
     try:
-        with Progress.for_output(out, lambda: sum(file_size(f.path) for f in files), "verify") as progress:
-            here = in_process(groups, jobs)
-            # A worker sends a directory's events at once, and what it read so far moves the bar;
-            # text and NDJSON it renders itself (a table needs every report here).
-            if here:
-                work = check
-            elif out.format == "table":
-                work = progress.counted(functools.partial(listed, check))
-            else:
-                work = progress.counted(functools.partial(_rendered, check, out, strict, progress.enabled))
-            for result in ordered_map(work, groups, jobs):
-                events, counted = (result, 0) if here else result
-                done = []
-                for kind, x in events:
-                    if kind == RENDERED:
-                        text, unit_status, unit_counts, sizes = x
-                        out.stream.write(text)
-                        status = max(status, unit_status)
-                        for k, v in unit_counts.items():
-                            counts[k] += v
-                        for path, size in sizes:
-                            progress.done(path, size)
-                    elif kind == REPORT:
-                        status = max(status, report_status(x.status, x.findings if strict else ()))
-                        renderer.file(x)
-                        done.append(x)
-                        progress.done(x.file, x.size or 0)
-                    elif kind == ERROR:
-                        report_error(x, hint=False)
-                        status = max(status, x.exit_code)
-                    else:
-                        changes += _notes(out, x)
-                        if kind == REPAIRED and any(c.action == "skipped" for c in x):
-                            status = max(status, ExitStatus.DAMAGE)
-                progress.unit_done((), counted)
-                for k, v in summarize(done).items():
-                    counts[k] += v
-        renderer.finish()
+        if len(paths) == 1 and os.path.isdir(paths[0]):
+            # One directory: its partition dirs are listed by whoever checks them (-j: the
+            # workers), level by level as ``walk`` finds them, so the first report comes at once.
+            path = paths[0]
+            with run.progress(lambda: sum(file_size(f.path) for f in expand(path)), jobs):
+                try:
+                    walk(path, lambda own, partitions: run.units(directory_groups(own) + partitions, jobs))
+                    if not run.found:
+                        raise NothingToDoError(NOTHING_HERE, file=path)
+                except KdumpError as e:
+                    run.error(e)
+        else:
+            files, status, errors = resolve_paths(paths, jobs)
+            for e in errors:
+                run.error(e)
+            groups = directory_groups(files)
+            if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
+                jobs = 1        # a directory named in pieces: repair it in one process
+            with run.progress(lambda: sum(file_size(f.path) for f in files), jobs):
+                run.units(groups, jobs)
+        run.renderer.finish()
     except BrokenPipeError:
-        return output_cut(status)         # nothing more repaired: the run stopped here
-    out.note(summary_line(counts, None if changes is None else len(changes)))
-    return int(status)
+        return output_cut(run.status)         # nothing more repaired: the run stopped here
+    out.note(summary_line(run.counts, None if run.changes is None else len(run.changes)))
+    return int(run.status)
+
+
+class _Run:
+    """What the run has written so far: the exit status, the summary's counts, the repairs."""
+
+    def __init__(self, out, check, strict: bool, truncate: bool) -> None:
+        from kdump.check.partition import summarize
+        from kdump.render.verify import verify_renderer
+
+        self.out, self.check, self.strict = out, check, strict
+        self.renderer = verify_renderer(out)
+        self.counts = summarize([])
+        self.changes: list | None = [] if truncate else None
+        self.status = ExitStatus.OK
+        self.found = False          # a file was checked (or could not be)
+        self.bar = None
+
+    @contextlib.contextmanager
+    def progress(self, total, jobs: int):
+        from kdump.render.progress import Progress
+
+        with Progress.for_output(self.out, total, "verify") as self.bar:
+            yield
+
+    def error(self, e: KdumpError) -> None:
+        report_error(e, hint=False)
+        self.status = max(self.status, e.exit_code)
+
+    def units(self, units: list, jobs: int) -> list[str]:
+        """Check these directories (here, or over ``jobs`` workers) and write what they give, in
+        order; returns the dirs named like partitions that turned out to be log dirs."""
+        from kdump.check.partition import summarize
+        from kdump.parallel import in_process, ordered_map
+
+        out, progress, strict = self.out, self.bar, self.strict
+        here = in_process(units, jobs)
+        # A worker sends a directory's events at once, and what it read so far moves the bar;
+        # text and NDJSON it renders itself (a table needs every report here).
+        if here:
+            work = self.check
+        elif out.format == "table":
+            work = progress.counted(functools.partial(listed, self.check))
+        else:
+            work = progress.counted(functools.partial(_rendered, self.check, out, strict, progress.enabled))
+        log_dirs = []
+        for result in ordered_map(work, units, jobs):
+            events, counted = (result, 0) if here else result
+            done = []
+            for kind, x in events:
+                if kind == RENDERED:
+                    text, unit_status, unit_counts, sizes = x
+                    out.stream.write(text)
+                    self.found = True
+                    self.status = max(self.status, unit_status)
+                    for k, v in unit_counts.items():
+                        self.counts[k] += v
+                    for path, size in sizes:
+                        progress.done(path, size)
+                elif kind == REPORT:
+                    self.found = True
+                    self.status = max(self.status, report_status(x.status, x.findings if strict else ()))
+                    self.renderer.file(x)
+                    done.append(x)
+                    progress.done(x.file, x.size or 0)
+                elif kind == ERROR:
+                    self.found = True
+                    self.error(x)
+                elif kind == LOG_DIR:
+                    log_dirs.append(x)
+                else:
+                    self.changes += _notes(out, x)
+                    if kind == REPAIRED and any(c.action == "skipped" for c in x):
+                        self.status = max(self.status, ExitStatus.DAMAGE)
+            progress.unit_done((), counted)
+            for k, v in summarize(done).items():
+                self.counts[k] += v
+        return log_dirs
 
 
 # A worker's reports of one directory, rendered: (text, exit status, summary counts, the

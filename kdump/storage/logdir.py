@@ -202,13 +202,27 @@ MAX_DEPTH = 6
 PARALLEL_LISTING_FROM = 1000
 
 
-def expand(path: str, _depth: int = 0, jobs: int = 1) -> list[LogFile]:
-    """The files one PATH stands for, in the order kdump processes them.
+NOTHING_HERE = "no Kafka log files of the kind this command reads were found here"
 
-    A log dir lists its own files (meta.properties, checkpoints), then its partition dirs
-    sorted by topic then partition number; other subdirectories are searched for more log
-    dirs (a data root holding several ``log.dirs``), in name order, not following links.
-    Thousands of partition dirs are listed by ``jobs`` worker processes.
+
+class Pending(NamedTuple):
+    """A dir named like a partition, not listed yet: whoever checks it lists it
+    (``list_pending``), so ``verify -j`` lists a log dir's partitions in its workers."""
+    directory: str
+    name: str
+    parsed: tuple[str, int, str | None]
+
+
+def walk(path: str, visit, _depth: int = 0) -> None:
+    """The files one PATH stands for, in the order kdump processes them, a level at a time.
+
+    ``visit(files, partitions)`` gets a level: the files already listed (a log dir's own
+    files, such as meta.properties and checkpoints; every file when PATH is a partition dir
+    or a file) and the log dir's partition dirs, sorted by topic then partition number, not
+    yet listed. It returns those that turn out to hold only dirs (log dirs named like a
+    partition, such as ``kafka-1``). Those and the other subdirectories are then walked, in
+    name order, as possible log dirs (a data root holding several ``log.dirs``), not
+    following links.
     """
     if not os.path.exists(path):
         raise InputError("cannot read: no such file or directory", file=path)
@@ -218,49 +232,68 @@ def expand(path: str, _depth: int = 0, jobs: int = 1) -> list[LogFile]:
             raise UnknownFileKindError(
                 "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "
                 ".checkpoint, checkpoint or metadata file, by name)", file=path)
-        return [f]
+        visit([f], [])
+        return
     entries = _scandir(path)
     if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
-        return _listed(partition_files(path, entries))
-    out = [f for e in sorted(entries, key=lambda e: e.name)
+        visit(_listed(partition_files(path, entries)), [])
+        return
+    own = [f for e in sorted(entries, key=lambda e: e.name)
            for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None and _is_file(e)]
-    candidates, others = [], []
+    partitions, others = [], []
     for e in entries:
         if not e.is_dir(follow_symlinks=False):
             continue
         sub = os.path.join(path, e.name)
         parsed = parse_partition_dir(e.name)
         if parsed is not None:
-            candidates.append((sub, e.name, parsed))
+            partitions.append(Pending(sub, e.name, parsed))
         else:
             others.append(sub)
-    partitions = []
-    for (sub, _, parsed), files in zip(candidates, _list_partitions(candidates, jobs)):
-        if files is None:       # named like a partition, but holding only dirs: a log dir
-            others.append(sub)
-        else:
-            partitions.append(((parsed[0], parsed[1], parsed[2] or ""), sub, files))
-    for _, _, files in sorted(partitions, key=lambda p: p[:2]):
-        out.extend(_listed(files))
+    partitions.sort(key=lambda p: ((p.parsed[0], p.parsed[1], p.parsed[2] or ""), p.directory))
+    others += visit(own, partitions)
     if _depth < MAX_DEPTH:
         for sub in sorted(others):
-            out.extend(expand(sub, _depth + 1, jobs))
+            walk(sub, visit, _depth + 1)
+
+
+def list_pending(p: Pending) -> list[LogFile] | None:
+    """``partition_files`` of a pending partition dir, or None if it holds only dirs; kept
+    for the ``take_listing`` of the check that follows."""
+    files = _partition_listing(p)
+    return None if files is None else _listed(files)
+
+
+def expand(path: str, jobs: int = 1) -> list[LogFile]:
+    """Every file of ``walk(path)``, listed now; thousands of partition dirs are listed by
+    ``jobs`` worker processes."""
+    out: list[LogFile] = []
+
+    def visit(files: list[LogFile], partitions: list[Pending]) -> list[str]:
+        out.extend(files)
+        log_dirs = []
+        for p, listing in zip(partitions, _list_partitions(partitions, jobs)):
+            if listing is None:
+                log_dirs.append(p.directory)
+            else:
+                out.extend(_listed(listing))
+        return log_dirs
+
+    walk(path, visit)
     return out
 
 
-def _list_partitions(candidates: list[tuple[str, str, tuple]], jobs: int) -> list[list[LogFile] | None]:
-    if jobs > 1 and len(candidates) >= PARALLEL_LISTING_FROM:
+def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile] | None]:
+    if jobs > 1 and len(partitions) >= PARALLEL_LISTING_FROM:
         from kdump.parallel import ordered_map
 
-        return list(ordered_map(_partition_listing, candidates, jobs))
-    return [_partition_listing(c) for c in candidates]
+        return list(ordered_map(_partition_listing, partitions, jobs))
+    return [_partition_listing(p) for p in partitions]
 
 
-def _partition_listing(candidate: tuple[str, str, tuple]) -> list[LogFile] | None:
-    """``partition_files`` of a dir named like a partition, or None if it is not one."""
-    sub, name, parsed = candidate
-    listing = _scandir(sub)
-    return partition_files(sub, listing, parsed) if _is_partition_dir(listing, name) else None
+def _partition_listing(p: Pending) -> list[LogFile] | None:
+    listing = _scandir(p.directory)
+    return partition_files(p.directory, listing, p.parsed) if _is_partition_dir(listing, p.name) else None
 
 
 def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
@@ -277,7 +310,7 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
         if os.path.isdir(path):
             chosen = [f for f in files if kinds is None or f.kind in kinds]
             if not chosen:
-                raise NothingToDoError("no Kafka log files of the kind this command reads were found here", file=path)
+                raise NothingToDoError(NOTHING_HERE, file=path)
         else:
             chosen = files
             if explicit_kinds is not None and files[0].kind not in explicit_kinds:
