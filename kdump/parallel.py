@@ -8,7 +8,10 @@ even imported).
 
 Workers are forked, so they start with the function, the units and everything the
 command imported already in memory; a task is only a range of unit numbers, sent down a
-pipe, and a reply the results of that range. Each worker has at most two ranges queued,
+pipe, and a reply the results of that range. With ``-j N`` ``ordered_map`` forks N-1 of
+them: this process runs ranges too whenever the next result is not in yet, so N processes
+share N cores and none sits waiting (a third process beside two workers on two cores cost
+the workers' time). Each worker has at most two ranges queued,
 and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
 yet handed back, so the results held while waiting for a slow partition stay bounded.
 Workers ignore SIGINT: on Ctrl-C (or any exception, or the caller stopping early) the
@@ -50,7 +53,7 @@ def ordered_map(fn: Callable[[Any], Any], units: Iterable[Any], jobs: int) -> It
         for u in units:
             yield fn(u)
         return
-    yield from _fan_out(fn, units, min(jobs, len(units)))
+    yield from _fan_out(fn, units, min(jobs, len(units)), share=True)
 
 
 def in_process(units: Sequence[Any], jobs: int) -> bool:
@@ -244,18 +247,23 @@ def _worker_main(conn, siblings) -> None:
             return
         if task is None:
             return
-        start, end = task
-        results, raised = [], None
-        for u in _units[start:end]:
-            try:
-                results.append(_work(u))
-            except BaseException as e:  # noqa: BLE001 - handed to the parent, raised there in order
-                raised = e
-                break
+        results, raised = _run_task(task, BaseException)
         try:
             conn.send((results, raised))
         except Exception as e:  # noqa: BLE001 - an unpicklable result or exception
             conn.send(([], RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list, BaseException | None]:
+    """The results of a range of units, and the exception that stopped it (handed on, to be
+    raised in order)."""
+    results: list = []
+    for u in _units[task[0]:task[1]]:
+        try:
+            results.append(_work(u))
+        except caught as e:
+            return results, e
+    return results, None
 
 
 class _Worker:
@@ -267,7 +275,9 @@ class _Worker:
         self.tasks: deque[int] = deque()
 
 
-def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int) -> Iterator[Any]:
+def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bool = False) -> Iterator[Any]:
+    """``share``: this process is one of the ``jobs``, running ranges itself whenever the next
+    result to hand back is not in yet (so on N cores, N processes work; none just waits)."""
     global _work, _units
     import multiprocessing
     from multiprocessing.connection import wait
@@ -284,7 +294,7 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int) -> Itera
     _work, _units = fn, units
     workers: list[_Worker] = []
     try:
-        for _ in range(jobs):
+        for _ in range(jobs - 1 if share else jobs):
             workers.append(_Worker(ctx, workers))
         done: dict[int, tuple[list, BaseException | None]] = {}
         sent = returned = 0
@@ -305,7 +315,12 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int) -> Itera
                     raise raised
                 continue
             busy = [w for w in workers if w.tasks]
-            ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy])
+            if share and sent < len(tasks) and sent - returned < window:
+                done[sent] = _run_task(tasks[sent], Exception)
+                sent += 1
+                ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], 0)
+            else:
+                ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy])
             for w in busy:
                 if w.conn in ready or w.conn.poll():
                     try:

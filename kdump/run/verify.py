@@ -118,8 +118,7 @@ class _Run:
                     out.stream.write(text)
                     self.found = True
                     self.status = max(self.status, unit_status)
-                    for k, v in unit_counts.items():
-                        self.counts[k] += v
+                    self._add(unit_counts)
                     for path, size in sizes:
                         progress.done(path, size)
                 elif kind == REPORT:
@@ -137,10 +136,16 @@ class _Run:
                     self.changes += _notes(out, x)
                     if kind == REPAIRED and any(c.action == "skipped" for c in x):
                         self.status = max(self.status, ExitStatus.DAMAGE)
-            progress.unit_done((), counted)
-            for k, v in summarize(done).items():
-                self.counts[k] += v
+            if counted:
+                progress.unit_done((), counted)
+            if done:
+                self._add(summarize(done))
         return log_dirs
+
+    def _add(self, counts: dict[str, int]) -> None:
+        for k, v in counts.items():
+            if v:
+                self.counts[k] += v
 
 
 # A worker's reports of one directory, rendered: (text, exit status, summary counts, the
@@ -152,21 +157,21 @@ def _rendered(check, out, strict: bool, sizes: bool, group) -> list:
     """``listed`` for text and NDJSON: each run of reports comes back as one RENDERED event,
     so the parent only writes the text (no report objects to unpickle and render there)."""
     from kdump.check.partition import summarize
-    from kdump.render.verify import verify_renderer
 
+    local, renderer = _worker_renderer(out)
     events: list = []
     reports: list = []
-    local = copy.copy(out)
 
     def flush() -> None:
         if reports:
-            local.stream = io.StringIO()
-            renderer = verify_renderer(local)
             status = ExitStatus.OK
             for r in reports:
                 renderer.file(r)
                 status = max(status, report_status(r.status, r.findings if strict else ()))
-            events.append((RENDERED, (local.stream.getvalue(), status, summarize(reports),
+            text = local.stream.getvalue()
+            local.stream.seek(0)
+            local.stream.truncate()
+            events.append((RENDERED, (text, status, summarize(reports),
                                       [(r.file, r.size or 0) for r in reports] if sizes else ())))
             reports.clear()
 
@@ -178,6 +183,22 @@ def _rendered(check, out, strict: bool, sizes: bool, group) -> list:
             events.append((kind, x))
     flush()
     return events
+
+
+_renderer: tuple | None = None      # in a worker: (out, its copy writing to a buffer, a renderer on it)
+
+
+def _worker_renderer(out):
+    """One renderer per worker, on a buffer the text and NDJSON renderers (which keep no
+    state between files) are emptied from after each directory."""
+    global _renderer
+    from kdump.render.verify import verify_renderer
+
+    if _renderer is None or _renderer[0] is not out:
+        local = copy.copy(out)
+        local.stream = io.StringIO()
+        _renderer = (out, local, verify_renderer(local))
+    return _renderer[1], _renderer[2]
 
 
 def _notes(out, changes: list) -> list:

@@ -238,18 +238,21 @@ def walk(path: str, visit, _depth: int = 0) -> None:
     if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
         visit(_listed(partition_files(path, entries)), [])
         return
-    own = [f for e in sorted(entries, key=lambda e: e.name)
-           for f in [_log_file(os.path.join(path, e.name), None, None)] if f is not None and _is_file(e)]
-    partitions, others = [], []
+    own, partitions, others = [], [], []
+    prefix = _prefix(path)
     for e in entries:
-        if not e.is_dir(follow_symlinks=False):
-            continue
-        sub = os.path.join(path, e.name)
-        parsed = parse_partition_dir(e.name)
-        if parsed is not None:
-            partitions.append(Pending(sub, e.name, parsed))
+        name = e.name
+        if e.is_dir(follow_symlinks=False):
+            parsed = parse_partition_dir(name)
+            if parsed is not None:
+                partitions.append(Pending(prefix + name, name, parsed))
+            else:
+                others.append(prefix + name)
         else:
-            others.append(sub)
+            f = _log_file(prefix + name, None, None)
+            if f is not None and _is_file(e):
+                own.append(f)
+    own.sort(key=lambda f: f.name)
     partitions.sort(key=lambda p: ((p.parsed[0], p.parsed[1], p.parsed[2] or ""), p.directory))
     others += visit(own, partitions)
     if _depth < MAX_DEPTH:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import zlib
 from collections.abc import Iterable
@@ -99,7 +98,7 @@ def _like(fd: int, like: str | None) -> None:
 
 
 def temp_name(path: str) -> str:
-    return f"{path}.{os.getpid()}-{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    return f"{path}.{os.getpid()}-{os.urandom(4).hex()}{TEMP_SUFFIX}"
 
 
 def _open_temp(path: str, like: str | None) -> tuple[str, int]:

@@ -213,6 +213,35 @@ def test_ordered_map_keeps_order_and_raises_where_the_unit_is():
     assert list(ordered_map(_square_or_fail, range(30), 2)) == [n * n for n in range(30)]
 
 
+def _slow_pid(n):
+    time.sleep(0.002)
+    return n, os.getpid()
+
+
+def test_the_parent_is_one_of_the_jobs():
+    """With -j N, N-1 workers are forked and this process runs ranges too while it waits."""
+    got = list(ordered_map(_slow_pid, range(400), 2))
+    assert [n for n, _ in got] == list(range(400))
+    pids = {pid for _, pid in got}
+    assert os.getpid() in pids and len(pids) == 2
+
+
+def _fail_in_parent(parent_and_n):
+    parent, n = parent_and_n
+    if os.getpid() == parent and n >= 100:
+        raise ValueError(f"unit {n}")
+    time.sleep(0.001)
+    return n
+
+
+def test_a_failure_in_a_range_the_parent_runs_comes_in_order():
+    got = []
+    with pytest.raises(ValueError, match=r"unit (\d+)") as e:
+        for v in ordered_map(_fail_in_parent, [(os.getpid(), n) for n in range(400)], 2):
+            got.append(v)
+    assert got == list(range(int(str(e.value).split()[1])))
+
+
 def test_one_unit_or_one_job_starts_no_worker(monkeypatch):
     import kdump.parallel as P
 
