@@ -68,17 +68,19 @@ class Progress:
         """``path`` has been read up to ``position`` (monotonic per file)."""
         if not self.enabled:
             return
+        if self._take(path, position):
+            self._show()
+
+    def _take(self, path: str, position: int) -> bool:
+        """Count ``path`` read up to ``position``; whether this process draws the bar."""
         before = self._read.get(path, 0)
-        if position <= before:
-            if os.getpid() == self._pid:
-                self._show()
-            return
-        self._read[path] = position
-        if os.getpid() != self._pid:        # a forked worker: count for the parent's bar
-            self._count(position - before)
-            return
-        self.completed += position - before
-        self._show()
+        if position > before:
+            self._read[path] = position
+            if os.getpid() != self._pid:        # a forked worker: count for the parent's bar
+                self._count(position - before)
+                return False
+            self.completed += position - before
+        return os.getpid() == self._pid
 
     def done(self, path: str, size: int | None = None) -> None:
         """``path`` is finished (its whole size counts as read)."""
@@ -112,10 +114,13 @@ class Progress:
         """A worker handed back a unit: its files count whole, what it counted in flight goes."""
         if not self.enabled:
             return
-        self.done_all(paths)        # first: the bar never moves back
-        if self._shared is not None and counted:
-            with self._shared.get_lock():
-                self._shared.value -= counted
+        with self._lock:        # both at once, as the bar's thread sees them: it never goes back
+            for p in paths:
+                self._take(p, segment.file_size(p))
+            if self._shared is not None and counted:
+                with self._shared.get_lock():
+                    self._shared.value -= counted
+        self._show()
 
     def _count(self, n: int) -> None:
         self._unit += n
@@ -136,14 +141,13 @@ class Progress:
     # -- the bar ----------------------------------------------------------------------------------
 
     def _show(self) -> None:
-        flight = self._shared.get_obj().value if self._shared is not None else 0    # a glance: no lock
-        if self._bar is None:
-            if time.monotonic() - self._started < SHOW_AFTER:
-                return
-            with self._lock:
-                if self._bar is None:
-                    self._start()
-        self._bar.update(self._task, completed=min(self.completed + max(flight, 0), self.total))
+        if self._bar is None and time.monotonic() - self._started < SHOW_AFTER:
+            return
+        with self._lock:
+            if self._bar is None:
+                self._start()
+            flight = self._shared.get_obj().value if self._shared is not None else 0    # a glance: no lock
+            self._bar.update(self._task, completed=min(self.completed + max(flight, 0), self.total))
 
     def _start(self) -> None:
         from rich.console import Console
