@@ -3,16 +3,15 @@
 A command gives ``ordered_map`` a function and its units of work (a partition each,
 usually) and gets the function's results back one by one, in the units' order, as if it
 had run them itself: what it prints is the same bytes as with ``-j 1``. One unit, or
-``jobs`` 1, runs in this process with no worker started (and ``multiprocessing`` is not
-even imported).
+``jobs`` 1, runs in this process with no worker started.
 
-Workers are forked, so they start with the function, the units and everything the
+Workers are forked (``kdump.workers``, without ``multiprocessing``, which only
+``ordered_output``'s turn counter imports), so they start with the function, the units and everything the
 command imported already in memory; a task is only a range of unit numbers, sent down a
 pipe, and a reply the results of that range. With ``-j N`` ``ordered_map`` forks N-1 of
 them: this process runs ranges too whenever the next result is not in yet, so N processes
 share N cores and none sits waiting (a third process beside two workers on two cores cost
-the workers' time). Each worker has at most two ranges queued,
-and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
+the workers' time). Each worker has at most two ranges queued, and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
 yet handed back, so the results held while waiting for a slow partition stay bounded.
 Workers ignore SIGINT: on Ctrl-C (or any exception, or the caller stopping early) the
 parent terminates and reaps every one of them before the interrupt goes on up.
@@ -21,8 +20,8 @@ parent terminates and reaps every one of them before the interrupt goes on up.
 from __future__ import annotations
 
 import os
+import select
 import sys
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -234,24 +233,17 @@ class WorkerDied(KdumpError):
     """A worker ended without answering (killed, or stopped by a fault it reported itself)."""
 
 
-def _worker_main(conn, siblings) -> None:
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)    # the parent stops the workers on Ctrl-C
-    for c in siblings:      # the parent's ends of earlier workers' pipes: theirs to see closed
-        c.close()
+def _worker_main(recv, send) -> None:
     while True:
         try:
-            task = conn.recv()
+            task = recv()
         except EOFError:
-            return
-        if task is None:
             return
         results, raised = _run_task(task, BaseException)
         try:
-            conn.send((results, raised))
+            send((results, raised))
         except Exception as e:  # noqa: BLE001 - an unpicklable result or exception
-            conn.send(([], RuntimeError(f"{type(e).__name__}: {e}")))
+            send(([], RuntimeError(f"{type(e).__name__}: {e}")))
 
 
 def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list, BaseException | None]:
@@ -266,21 +258,11 @@ def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list,
     return results, None
 
 
-class _Worker:
-    def __init__(self, ctx, siblings: list[_Worker]) -> None:
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, [w.conn for w in siblings]), daemon=True)
-        self.proc.start()
-        child.close()
-        self.tasks: deque[int] = deque()
-
-
 def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bool = False) -> Iterator[Any]:
     """``share``: this process is one of the ``jobs``, running ranges itself whenever the next
     result to hand back is not in yet (so on N cores, N processes work; none just waits)."""
     global _work, _units
-    import multiprocessing
-    from multiprocessing.connection import wait
+    from kdump.workers import Worker, stop_all
 
     n = len(units)
     size = max(1, min(CHUNK_MAX, n // (jobs * 8)))
@@ -290,22 +272,27 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
             stream.flush()
         except (OSError, ValueError):
             pass
-    ctx = multiprocessing.get_context("fork")
     _work, _units = fn, units
-    workers: list[_Worker] = []
+    workers: list[Worker] = []
     try:
         for _ in range(jobs - 1 if share else jobs):
-            workers.append(_Worker(ctx, workers))
+            workers.append(Worker(_worker_main, workers))
+        live = list(workers)
         done: dict[int, tuple[list, BaseException | None]] = {}
         sent = returned = 0
         window = jobs * WINDOW_PER_JOB
         while returned < len(tasks):
-            while sent < len(tasks) and sent - returned < window:
-                w = min(workers, key=lambda w: len(w.tasks))
+            while live and sent < len(tasks) and sent - returned < window:
+                w = min(live, key=lambda w: len(w.tasks))
                 if len(w.tasks) >= QUEUED_PER_WORKER:
                     break
-                w.conn.send(tasks[sent])
-                w.tasks.append(sent)
+                try:
+                    w.send(tasks[sent])
+                    w.tasks.append(sent)
+                except BrokenPipeError:         # it has ended: the error comes where this range would
+                    live.remove(w)
+                    w.reap(block=True)
+                    done[sent] = ([], _died(w))
                 sent += 1
             if returned in done:
                 results, raised = done.pop(returned)
@@ -314,42 +301,34 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
                 if raised is not None:
                     raise raised
                 continue
-            busy = [w for w in workers if w.tasks]
+            busy = [w for w in live if w.tasks]
+            wait = None
             if share and sent < len(tasks) and sent - returned < window:
                 done[sent] = _run_task(tasks[sent], Exception)
                 sent += 1
-                ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], 0)
-            else:
-                ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy])
-            for w in busy:
-                if w.conn in ready or w.conn.poll():
-                    try:
-                        done[w.tasks.popleft()] = w.conn.recv()
-                        continue
-                    except EOFError:
-                        pass
-                if w.proc.sentinel in ready and not w.conn.poll():
-                    w.proc.join()
-                    raise WorkerDied(f"a worker process ended without finishing its partitions (exit status "
-                                     f"{w.proc.exitcode}); nothing after them was checked")
+                wait = 0
+            for w in _readable(busy, wait):
+                try:
+                    done[w.tasks.popleft()] = w.receive()
+                except EOFError:
+                    w.reap(block=True)
+                    raise _died(w) from None
     finally:
         _work, _units = None, ()
-        _stop(workers)
+        stop_all(workers)
 
 
-def _stop(workers: list[_Worker]) -> None:
-    """Terminate and reap every worker (they may be mid-task after an interrupt)."""
+def _died(w) -> WorkerDied:
+    return WorkerDied(f"a worker process ended without finishing its partitions (exit status {w.exitcode}); "
+                      "nothing after them was checked")
+
+
+def _readable(workers: list, timeout: float | None) -> list:
+    """The workers with a reply (or an end) to read, waiting up to ``timeout`` seconds."""
+    if not workers:
+        return []
+    poll = select.poll()
     for w in workers:
-        if w.proc.is_alive() and w.tasks:
-            w.proc.terminate()
-        else:
-            try:
-                w.conn.send(None)
-            except (OSError, ValueError):
-                w.proc.terminate()
-    for w in workers:
-        w.proc.join(5)
-        if w.proc.is_alive():
-            w.proc.kill()
-            w.proc.join()
-        w.conn.close()
+        poll.register(w.fileno(), select.POLLIN)
+    fds = {fd for fd, _ in poll.poll(None if timeout is None else timeout * 1000)}
+    return [w for w in workers if w.fileno() in fds]

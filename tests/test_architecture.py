@@ -18,6 +18,7 @@ KDUMP = Path(__file__).resolve().parents[1] / "kdump"
 LAYERS = [
     ("errors",),
     ("findings",),
+    ("workers",),
     ("model", "parallel"),
     ("_accel", "_speedups"),
     ("format",),

@@ -242,6 +242,50 @@ def test_a_failure_in_a_range_the_parent_runs_comes_in_order():
     assert got == list(range(int(str(e.value).split()[1])))
 
 
+def _die_in_worker(parent_and_n):
+    parent, n = parent_and_n
+    if os.getpid() != parent and n >= 50:
+        os._exit(3)
+    time.sleep(0.001)
+    return n
+
+
+def test_a_worker_that_dies_stops_the_run_in_order():
+    from kdump.parallel import WorkerDied
+
+    got = []
+    with pytest.raises(WorkerDied, match=r"exit status 3\)"):
+        for v in ordered_map(_die_in_worker, [(os.getpid(), n) for n in range(400)], 2):
+            got.append(v)
+    assert got == list(range(len(got))) and len(got) < 400
+    assert not _children(os.getpid())
+
+
+def _unpicklable(n):
+    return (lambda: n) if n == 30 and n % 2 == 0 else n
+
+
+def test_a_result_that_cannot_be_sent_is_an_error_in_order():
+    got = []
+    try:
+        for v in ordered_map(_unpicklable, range(200), 2):
+            got.append(v if isinstance(v, int) else v())
+    except RuntimeError as e:       # unit 30 ran in the worker: its result could not be pickled
+        assert "pickle" in str(e).lower() and got == list(range(len(got)))
+    else:                           # unit 30 ran in this process
+        assert got == list(range(200))
+
+
+def test_parallel_verify_does_not_import_multiprocessing(tmp_path):
+    root = _many_partitions(tmp_path, 40)
+    code = ("import sys, runpy\nsys.argv = ['kdump', 'verify', '-q', '-j', '2', sys.argv[1]]\n"
+            "try:\n    runpy.run_module('kdump', run_name='__main__')\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "assert 'multiprocessing' not in sys.modules, 'multiprocessing imported'\n")
+    r = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(": ok,") == 40
+
+
 def test_one_unit_or_one_job_starts_no_worker(monkeypatch):
     import kdump.parallel as P
 
