@@ -157,8 +157,8 @@ class OffsetIndexCheck:
                 self.counts["last" if o == b.last_offset else "inside"] += 1
         self.pending = keep
 
-    def finish(self, walker: Walker, log_size: int) -> IndexCheck:
-        notes = []
+    def close(self, walker: Walker, log_size: int) -> list[Finding]:
+        """The findings, once the walk has ended (``finish`` adds what else the check learned)."""
         readable = walker.stop_position
         for pos, i in self.targets[self.t:]:
             e = self.entries[i]
@@ -172,6 +172,17 @@ class OffsetIndexCheck:
         for o, i, _ in self.pending:
             self._fault(INDEX_PAST_END, i, o, f"slot {i}: offset {o} is past the last offset in the log "
                                               f"({self.log_last if self.log_last is not None else 'no batches'})")
+        given = self.interval_bytes
+        if given is not None and self.min_gap_at is not None and self.min_gap <= given:
+            self._interval_faults(given)
+        if len(self.findings) > 1:
+            self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
+        return self.findings
+
+    def finish(self, walker: Walker, log_size: int) -> IndexCheck:
+        findings = self.close(walker, log_size)
+        notes = []
+        readable = walker.stop_position
         if walker.stop is not None:
             notes.append(f"the log is readable only up to byte {readable} of {log_size} ({walker.stop.message})")
         if self.counts["inside"]:
@@ -181,8 +192,7 @@ class OffsetIndexCheck:
             notes.append(f"{self.counts['append']} entries index a multi-batch append (offset in a later batch, "
                          f"as a follower or the log cleaner writes)")
         interval = self._interval(notes)
-        self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
-        return IndexCheck("index", self.findings, self._convention(), len(self.entries), interval, notes,
+        return IndexCheck("index", findings, self._convention(), len(self.entries), interval, notes,
                           readable, log_size)
 
     def _convention(self) -> str | None:
@@ -196,8 +206,6 @@ class OffsetIndexCheck:
         lo = self.max_skip
         hi = None if self.min_gap == INF else int(self.min_gap) - 1
         given = self.interval_bytes
-        if given is not None and self.min_gap_at is not None and self.min_gap <= given:
-            self._interval_faults(given)
         if hi is not None and lo > hi:
             (a, b), (c, d) = self.min_gap_at, self.max_skip_at
             notes.append(f"no single index.interval.bytes explains the gaps: entries at {a} and {b} are only "

@@ -117,6 +117,8 @@ def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]
         context = K.take_listing(directory) or (K.partition_files(directory) if directory else [])
     except KdumpError:
         context = []
+    if requested == context:        # the usual unit: a whole directory as just listed
+        return context
     known = {f.path for f in context}
     return context + [f for f in requested if f.path not in known]
 
@@ -132,7 +134,9 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
         if f.kind in K.BATCH_KINDS and f.leftover in (None, SWAP_SUFFIX):
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f, part.wants_indexes(f, wanted))
-    return add_log_missing(context, requested, [part.report(f) for f in requested])
+    reports = [part.report(f) for f in requested]
+    # A directory with a live segment is not missing its log (``log_missing`` says so too): no second look.
+    return reports if part.logs else add_log_missing(context, requested, reports)
 
 
 class _Partition:
@@ -380,14 +384,17 @@ def index_damage(report: FileReport) -> bool:
 def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
     counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
               "cut_bytes": 0, "cut_segments": 0, "anomalies": 0}
+    anomaly = F.ANOMALY
     for r in reports:
         counts["files"] += 1
         counts[r.status] += 1
-        counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
-        if r.scan is not None:
+        if r.findings:
+            counts["anomalies"] += sum(1 for f in r.findings if f.cls == anomaly)
+        s = r.scan
+        if s is not None:
             counts["segments"] += 1
-            counts["bytes"] += r.scan.size
-            if r.scan.cut is not None:
+            counts["bytes"] += s.size
+            if s.cut is not None:
                 counts["cut_segments"] += 1
-                counts["cut_bytes"] += r.scan.cut_bytes
+                counts["cut_bytes"] += s.cut_bytes
     return counts

@@ -252,9 +252,14 @@ class _Scan(SegmentChecks):
                         if follow is not None:
                             follow(at)
                     if at != start:
-                        batches = Walker(buf, at, end, self.limits)
+                        if at == end:       # C took every batch up to the end: nothing is left to walk
+                            walker = None
+                        else:
+                            batches = Walker(buf, at, end, self.limits)
                         break
-            if walker is not w:
+            if walker is None:
+                w.stop, w.stop_position = None, end
+            elif walker is not w:
                 w.stop, w.stop_position = walker.stop, walker.stop_position
         self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
                    time_last)

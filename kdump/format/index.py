@@ -58,19 +58,20 @@ def split_zero_tail(body: bytes, entry: struct.Struct, is_zero) -> tuple[list[tu
     n = len(body) // size
     # Slots [used, n) are all zero; slot 0 is always read, being an entry even when zero.
     used = min(n, max(1, -(-len(body.rstrip(b"\0")) // size)))
-    raw: list[tuple] = []
+    raw = list(entry.iter_unpack(body[:used * size]))
     tail = None
     after = None
-    for i, slot in enumerate(entry.iter_unpack(body[:used * size])):
-        if tail is None:
-            if i > 0 and is_zero(slot):
-                tail = i
-            else:
-                raw.append(slot)
-        elif not is_zero(slot):
-            after = i
+    for i in range(1, len(raw)):
+        if is_zero(raw[i]):
+            tail = i
             break
-    if tail is None and used < n:
+    if tail is not None:
+        for i in range(tail + 1, len(raw)):
+            if not is_zero(raw[i]):
+                after = i
+                break
+        del raw[tail:]
+    elif used < n:
         tail = used
     return raw, tail, after
 
