@@ -178,11 +178,11 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
     data: list[bytes | None] = [None, None]
     errors: list[KdumpError | None] = [None, None]
     sizes: dict[str, int] = {}
-    name = os.path.basename(log_path)
+    cut = len(log_path) - len(os.path.basename(log_path))     # p[cut:]: the sibling's name
     for i, suffix in enumerate((N.INDEX_SUFFIX, N.TIMEINDEX_SUFFIX)):
-        p, sib = N.sibling(log_path, suffix), N.sibling(name, suffix)
+        p = N.sibling(log_path, suffix)
         try:        # listed, or there after all: a stat only for one the listing lacks
-            if sib in listed or os.path.isfile(p):
+            if p[cut:] in listed or os.path.isfile(p):
                 d = data[i] = read_small(p, SIDE_FILE_LIMIT)
                 sizes[p] = len(d)
         except KdumpError as e:

@@ -277,9 +277,9 @@ class _Partition:
         """Both index files of a segment checked in one walk, cached (each is reported apart;
         ``log_buf``: the scan's bytes, not read again): (findings, the error reading each), or
         the error that stopped the check (each index file's report raises it)."""
-        from kdump.check.indexes import segment_index_findings
         got = self._index_checks.get(log.path)
         if got is None:
+            from kdump.check.indexes import segment_index_findings     # (asked 3 times a segment: import once)
             try:
                 got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
                                              log_buf)
