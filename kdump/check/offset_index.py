@@ -8,7 +8,7 @@ the index.interval.bytes values the gaps fit.
 
 from __future__ import annotations
 
-from kdump.check.index_file import INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
+from kdump.check.index_file import BASE, INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
 from kdump.findings import (INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
                             INDEX_PAST_END)
 from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile
@@ -65,10 +65,27 @@ class OffsetIndexCheck:
         entry points into (or that may hold a pending offset) goes to ``_visit``."""
         next_pos, pending = self.next_pos, self.pending
         last_entry_at, max_skip, prev_last = self.last_entry_at, self.max_skip, self.prev_last
+        targets, entries, counts = self.targets, self.entries, self.counts
         b = None
         for b in batches:
             s = b[POS]
-            if pending or next_pos < s + b[SIZE]:
+            end = s + b[SIZE]
+            if next_pos == s and not pending:
+                # The usual entry, taken here as ``_visit`` would: the only one in this batch, at its
+                # start, holding its last offset (the broker's convention since 2.0).
+                t = self.t
+                nt = t + 1
+                first, last = b[BASE], b[LAST]
+                if ((nt == len(targets) or targets[nt][0] >= end) and entries[targets[t][1]][0] == last
+                        and first is not None and first <= last):
+                    counts["either" if first == last else "last"] += 1
+                    self.t = nt
+                    next_pos = self.next_pos = targets[nt][0] if nt < len(targets) else INF
+                    if s - last_entry_at < self.min_gap:
+                        self.min_gap, self.min_gap_at = s - last_entry_at, (last_entry_at, s)
+                    last_entry_at, prev_last = s, last
+                    continue
+            if pending or next_pos < end:
                 self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
                 self._visit(b)
                 next_pos, pending = self.next_pos, self.pending

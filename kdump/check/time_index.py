@@ -9,7 +9,7 @@ point at, and only to tell the two conventions ("last", "record") apart.
 
 from __future__ import annotations
 
-from kdump.check.index_file import (INF, LAST, MAGIC, MAX_TS, POS, IndexCheck,
+from kdump.check.index_file import (BASE, INF, LAST, MAGIC, MAX_TS, POS, IndexCheck,
                                     convention_of, file_findings, live_entries)
 from kdump.errors import KdumpError
 from kdump.findings import (TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH, TIME_NO_FINAL, TIME_NOT_FOUND, TIME_NOT_MAX,
@@ -82,6 +82,7 @@ class TimeIndexCheck:
     def run(self, batches) -> None:
         """Feed batches in log order: the running max in locals, entries checked as their batch passes."""
         max_ts, next_off, prev_last = self.max_ts, self.next_off, self.prev_last
+        targets, entries, counts = self.targets, self.entries, self.counts
         b = None
         for b in batches:
             mt = b[MAX_TS]
@@ -90,6 +91,21 @@ class TimeIndexCheck:
                 self.max_at = (b[LAST], b[POS])
                 if b[MAGIC] >= 2:
                     self.any_v2 = True
+            if next_off == b[LAST]:
+                # The usual entry, taken here as ``_check`` would: the only one in this batch, its
+                # last offset with the batch's max timestamp, the running max (no record decoded).
+                t = self.t
+                nt = t + 1
+                first = b[BASE]
+                single = first == next_off
+                if ((nt == len(targets) or targets[nt][0] > next_off) and first is not None and first <= next_off
+                        and entries[targets[t][1]][0] == mt == max_ts
+                        and (single or self.last_distinct or self.budget <= 0)):
+                    counts["either" if single or not self.last_distinct else "last"] += 1
+                    self.t = nt
+                    prev_last = next_off
+                    next_off = self.next_off = targets[nt][0] if nt < len(targets) else INF
+                    continue
             if next_off <= b[LAST]:
                 self.prev_last = prev_last
                 self._entries_in(b)
