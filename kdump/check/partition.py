@@ -77,7 +77,7 @@ class FileReport:
 
     @property
     def status(self) -> str:
-        return status_of(self.findings)
+        return status_of(self.findings) if self.findings else "ok"
 
     @property
     def valid_bytes(self) -> int | None:
@@ -135,8 +135,7 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f, part.wants_indexes(f, wanted))
     reports = [part.report(f) for f in requested]
-    # A directory with a live segment is not missing its log (``log_missing`` says so too): no second look.
-    return reports if part.logs else add_log_missing(context, requested, reports)
+    return reports if part.logs else add_log_missing(context, requested, reports)     # a live log: none missing
 
 
 class _Partition:
@@ -338,8 +337,10 @@ class _Partition:
         segment. Markers with no open transaction are not expected in the index (the
         coordinator also writes them to partitions that got no data).
         """
-        from kdump.check.txn_findings import aborted_transactions
+        if self._txn_expected is None and not any(s.txn_events for s in self.scans.values()):
+            self._txn_expected = {}         # no transactional batch: nothing aborted, nothing to import
         if self._txn_expected is None:
+            from kdump.check.txn_findings import aborted_transactions
             aborted = aborted_transactions(self.live_scans(), self.opts.limits)
             self._txn_expected = {base: {(pid, last): first for pid, first, last, _ in entries}
                                   for base, entries in aborted.items()}
@@ -384,12 +385,11 @@ def index_damage(report: FileReport) -> bool:
 def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
     counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
               "cut_bytes": 0, "cut_segments": 0, "anomalies": 0}
-    anomaly = F.ANOMALY
     for r in reports:
         counts["files"] += 1
         counts[r.status] += 1
         if r.findings:
-            counts["anomalies"] += sum(1 for f in r.findings if f.cls == anomaly)
+            counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
         s = r.scan
         if s is not None:
             counts["segments"] += 1

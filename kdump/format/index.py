@@ -86,8 +86,8 @@ def parse_index(data, base_offset: int) -> IndexFile:
     """Parse the bytes of a ``.index`` whose segment starts at ``base_offset``; never raises on content."""
     body, partial, size = whole_slots(data, ENTRY_SIZE)
     raw, tail, after = split_zero_tail(body, ENTRY, lambda s: s[0] == 0 and s[1] == 0)
-    make = IndexEntry._make     # tuple.__new__: cheaper than the named constructor, per entry
-    entries = [make((base_offset + rel, pos)) for rel, pos in raw]
+    new = tuple.__new__         # cheaper than the named constructor, per entry
+    entries = [new(IndexEntry, (base_offset + rel, pos)) for rel, pos in raw]
     last = ENTRY.unpack_from(body, len(body) - ENTRY_SIZE) if body else None
     return IndexFile(entries, tail, after, partial, size, base_offset, last)
 
