@@ -150,20 +150,26 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | No
 
 def _kept_findings(buf, base: int, scan: ScanReport, idx: IndexFile | None, tix: TimeIndexFile | None,
                    limits: Limits) -> tuple[list[Finding], list[Finding]]:
+    if scan.valid_bytes == len(buf) and isinstance(buf, bytes):     # a small segment, nothing cut: no views
+        return _closed(buf, base, idx, tix, limits)
     whole = memoryview(buf)
     kept = whole[:scan.valid_bytes]
     try:
-        # Findings only: neither the time index's convention (which costs decoding records) nor
-        # the notes and interval of an IndexCheck are reported.
-        oc, tc, walker = _walked(kept, base, idx, tix, None, limits, False)
-        size = len(kept)
-        return (oc.close(walker, size) if oc else []), (tc.close(walker, size) if tc else [])
+        return _closed(kept, base, idx, tix, limits)
     finally:
         for v in (kept, whole):
             try:
                 v.release()
             except BufferError:      # pragma: no cover - a view still in use; the GC releases it
                 pass
+
+
+def _closed(buf, base: int, idx: IndexFile | None, tix: TimeIndexFile | None,
+            limits: Limits) -> tuple[list[Finding], list[Finding]]:
+    """Findings only: neither the time index's convention (which costs decoding records) nor
+    the notes and interval of an IndexCheck are reported."""
+    oc, tc, walker = _walked(buf, base, idx, tix, None, limits, False)
+    return (oc.close(walker, len(buf)) if oc else []), (tc.close(walker, len(buf)) if tc else [])
 
 
 def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: set[str],

@@ -144,7 +144,8 @@ class _Scan(SegmentChecks):
         pos = 0
         cut: Finding | None = None
         while cut is None:
-            w = Walker(self.buf, pos, self.end, self.limits)
+            # The C scanner CRC-checks the first batch alone: the plain run after it checks the rest.
+            w = Walker(self.buf, pos, self.end, self.limits, first_chunk=1)
             cut = self.walk(w)
             if cut is not None or w.stop is None:
                 break
