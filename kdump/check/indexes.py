@@ -83,6 +83,8 @@ def _walked(log_buf, base_offset: int, index: IndexFile | None, timeindex: TimeI
         while run := list(islice(batches, WALK_RUN)):
             oc.run(run)
             tc.run(run)
+            if len(run) < WALK_RUN:     # the walk has ended
+                break
     elif oc is not None or tc is not None:
         (oc or tc).run(walker)
     return oc, tc, walker

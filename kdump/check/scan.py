@@ -240,7 +240,7 @@ class _Scan(SegmentChecks):
                 if plain_run is not None and lo is not None:
                     # Hand the plain batches that follow to C, in chunks; None: it took none.
                     at = start = b[0] + size
-                    while True:
+                    while at < end:     # (at the end C would take nothing)
                         run = plain_run(buf, at, min(end, at + PLAIN_RUN_BYTES), PLAIN_RUN_CHUNK, hi, max_size,
                                         interval, epochs,
                                         (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, n, records,
