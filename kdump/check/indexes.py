@@ -38,6 +38,7 @@ from itertools import islice
 from kdump.check.index_file import IndexCheck
 from kdump.check.offset_index import OffsetIndexCheck
 from kdump.check.scan import ScanReport
+from kdump.check.sidefiles import SIDE_FILE_LIMIT
 from kdump.check.time_index import TimeIndexCheck
 from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -181,8 +182,6 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
     """A segment's ``.index`` and ``.timeindex`` (``index_findings``), read if there (``listed``: the
     directory's file names). One that cannot be read (too large, say) is not checked, and its
     error is returned in its place: the other is checked alone. Last, the size of each read."""
-    from kdump.check.sidefiles import SIDE_FILE_LIMIT
-
     data: list[bytes | None] = [None, None]
     errors: list[KdumpError | None] = [None, None]
     sizes: dict[str, int] = {}

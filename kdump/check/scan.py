@@ -45,6 +45,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX
 from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TRANSACTIONAL_FLAG, Batch, Finding
+from kdump.storage.segment import MappedFile
 
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
@@ -366,8 +367,6 @@ def scan_file(path: str, *, base_offset: int | None = None, then: Callable[[Scan
     """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read);
     ``then(report, buf)``, when given, runs before the bytes are let go (checks that need them
     again read nothing twice)."""
-    from kdump.storage.segment import MappedFile
-
     with MappedFile(path) as f:
         f.advise_sequential()
         report = scan_segment(f.buf, base_offset=base_offset, file=path, **options)
