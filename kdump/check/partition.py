@@ -83,8 +83,8 @@ class FileReport:
     def valid_bytes(self) -> int | None:
         if self.scan is not None:
             return self.scan.valid_bytes
-        if self.size is None:
-            return None
+        if self.size is None or not self.findings:
+            return self.size
         # A side file: the bytes before its first damaged entry.
         positions = [f.position for f in self.findings if f.cls == F.DAMAGE and f.position is not None]
         return min([self.size, *positions]) if positions else (self.size if self.status == "ok" else None)

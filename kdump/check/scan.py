@@ -91,6 +91,8 @@ class ScanReport:
     def intact_bytes(self) -> int:
         """Bytes before the first damaged batch: ``valid_bytes``, or earlier where kdump's own
         checks (offsets, record decoding, magic) find damage the broker would keep."""
+        if not self.findings:
+            return self.valid_bytes
         first = min((f.position for f in self.findings
                      if f.kind in KDUMP_CUT_KINDS and f.position is not None and f.position < self.valid_bytes),
                     default=self.valid_bytes)
