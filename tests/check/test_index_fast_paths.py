@@ -27,49 +27,29 @@ LOGS = sorted(p for p in FIXTURES.rglob("*.log")
 
 
 class GeneralOffsetCheck(OffsetIndexCheck):
-    """Every batch an entry points into goes to ``_visit`` (the loop before the inline path)."""
+    """Every batch an entry points into goes to ``_visit`` (state kept on the object)."""
 
     def run(self, batches) -> None:
-        next_pos, pending = self.next_pos, self.pending
-        last_entry_at, max_skip, prev_last = self.last_entry_at, self.max_skip, self.prev_last
-        b = None
         for b in batches:
             s = b[POS]
-            if pending or next_pos < s + b[SIZE]:
-                self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
+            if self.pending or self.next_pos < s + b[SIZE]:
                 self._visit(b)
-                next_pos, pending = self.next_pos, self.pending
-                last_entry_at, max_skip = self.last_entry_at, self.max_skip
-            elif s > 0 and s - last_entry_at > max_skip:
-                max_skip = s - last_entry_at
-                self.max_skip_at = (last_entry_at, s)
-            prev_last = b[LAST]
-        self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
-        if b is not None:
-            self.log_last = b[LAST]
+            elif s > 0 and s - self.last_entry_at > self.max_skip:
+                self.max_skip, self.max_skip_at = s - self.last_entry_at, (self.last_entry_at, s)
+            self.prev_last = self.log_last = b[LAST]
 
 
 class GeneralTimeCheck(TimeIndexCheck):
-    """Every entry goes through ``_entries_in`` (the loop before the inline path)."""
+    """Every entry goes through ``_entries_in`` (state kept on the object)."""
 
     def run(self, batches) -> None:
-        max_ts, next_off, prev_last = self.max_ts, self.next_off, self.prev_last
-        b = None
         for b in batches:
-            mt = b[MAX_TS]
-            if mt > max_ts:
-                max_ts = self.max_ts = mt
-                self.max_at = (b[LAST], b[POS])
-                if b[MAGIC] >= 2:
-                    self.any_v2 = True
-            if next_off <= b[LAST]:
-                self.prev_last = prev_last
+            if b[MAX_TS] > self.max_ts:
+                self.max_ts, self.max_at = b[MAX_TS], (b[LAST], b[POS])
+                self.any_v2 = self.any_v2 or b[MAGIC] >= 2
+            if self.next_off <= b[LAST]:
                 self._entries_in(b)
-                next_off = self.next_off
-            prev_last = b[LAST]
-        self.prev_last = prev_last
-        if b is not None:
-            self.log_last = b[LAST]
+            self.prev_last = self.log_last = b[LAST]
 
 
 def _variants(data: bytes, fmt: str) -> list[bytes]:
