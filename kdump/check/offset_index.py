@@ -66,6 +66,7 @@ class OffsetIndexCheck:
         next_pos, pending = self.next_pos, self.pending
         last_entry_at, max_skip, prev_last = self.last_entry_at, self.max_skip, self.prev_last
         targets, entries, counts = self.targets, self.entries, self.counts
+        n_targets = len(targets)
         b = None
         for b in batches:
             s = b[POS]
@@ -76,11 +77,11 @@ class OffsetIndexCheck:
                 t = self.t
                 nt = t + 1
                 first, last = b[BASE], b[LAST]
-                if ((nt == len(targets) or targets[nt][0] >= end) and entries[targets[t][1]][0] == last
+                if ((nt == n_targets or targets[nt][0] >= end) and entries[targets[t][1]][0] == last
                         and first is not None and first <= last):
                     counts["either" if first == last else "last"] += 1
                     self.t = nt
-                    next_pos = self.next_pos = targets[nt][0] if nt < len(targets) else INF
+                    next_pos = self.next_pos = targets[nt][0] if nt < n_targets else INF
                     if s - last_entry_at < self.min_gap:
                         self.min_gap, self.min_gap_at = s - last_entry_at, (last_entry_at, s)
                     last_entry_at, prev_last = s, last

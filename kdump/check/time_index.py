@@ -83,6 +83,7 @@ class TimeIndexCheck:
         """Feed batches in log order: the running max in locals, entries checked as their batch passes."""
         max_ts, next_off, prev_last = self.max_ts, self.next_off, self.prev_last
         targets, entries, counts = self.targets, self.entries, self.counts
+        n_targets = len(targets)
         b = None
         for b in batches:
             mt = b[MAX_TS]
@@ -98,13 +99,13 @@ class TimeIndexCheck:
                 nt = t + 1
                 first = b[BASE]
                 single = first == next_off
-                if ((nt == len(targets) or targets[nt][0] > next_off) and first is not None and first <= next_off
+                if ((nt == n_targets or targets[nt][0] > next_off) and first is not None and first <= next_off
                         and entries[targets[t][1]][0] == mt == max_ts
                         and (single or self.last_distinct or self.budget <= 0)):
                     counts["either" if single or not self.last_distinct else "last"] += 1
                     self.t = nt
                     prev_last = next_off
-                    next_off = self.next_off = targets[nt][0] if nt < len(targets) else INF
+                    next_off = self.next_off = targets[nt][0] if nt < n_targets else INF
                     continue
             if next_off <= b[LAST]:
                 self.prev_last = prev_last
