@@ -19,7 +19,7 @@ from kdump.storage.segment import MappedFile
 
 INF = float("inf")
 # Batch fields the checks read in their hot loops (a NamedTuple's attribute access costs more).
-POS, LAST, SIZE, MAGIC, MAX_TS = 0, 2, 4, 5, 11
+POS, BASE, LAST, SIZE, MAGIC, MAX_TS = 0, 1, 2, 4, 5, 11
 
 
 class IndexCheck(NamedTuple):

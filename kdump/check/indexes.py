@@ -38,12 +38,13 @@ from itertools import islice
 from kdump.check.index_file import IndexCheck
 from kdump.check.offset_index import OffsetIndexCheck
 from kdump.check.scan import ScanReport
+from kdump.check.sidefiles import SIDE_FILE_LIMIT
 from kdump.check.time_index import TimeIndexCheck
 from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import IndexFile, parse_index
 from kdump.format.timeindex import TimeIndexFile, parse_timeindex
-from kdump.format.walk import Walker
+from kdump.format.walk import SCAN_CHUNK, Walker
 from kdump.model import Finding
 from kdump.storage import names as N
 from kdump.storage.segment import MappedFile, read_small
@@ -61,11 +62,21 @@ def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, ti
     ``convention=False``: do not decode records only to tell the time index's convention
     apart (the findings are the same; ``IndexCheck.convention`` may say "either").
     """
+    oc, tc, walker = _walked(log_buf, base_offset, index, timeindex, interval_bytes, limits, convention)
+    size = len(log_buf)
+    return (oc.finish(walker, size) if oc else None, tc.finish(walker, size) if tc else None)
+
+
+def _walked(log_buf, base_offset: int, index: IndexFile | None, timeindex: TimeIndexFile | None,
+            interval_bytes: int | None, limits: Limits,
+            convention: bool) -> tuple[OffsetIndexCheck | None, TimeIndexCheck | None, Walker]:
+    """The checks of ``verify_indexes``, fed the whole log; the walker says where it stopped."""
     oc = OffsetIndexCheck(base_offset, index, interval_bytes) if index is not None else None
     tc = TimeIndexCheck(log_buf, base_offset, timeindex, limits) if timeindex is not None else None
     if tc is not None and not convention:
         tc.budget = 0
-    walker = Walker(log_buf, limits=limits)
+    # Every batch is wanted: the C scanner may take a full chunk from the first call.
+    walker = Walker(log_buf, limits=limits, first_chunk=SCAN_CHUNK)
     if oc is not None and tc is not None:
         # The two checks are independent: each takes a run of batches at a time (a call per
         # batch and check cost more than the checks of a small segment).
@@ -73,10 +84,11 @@ def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, ti
         while run := list(islice(batches, WALK_RUN)):
             oc.run(run)
             tc.run(run)
+            if len(run) < WALK_RUN:     # the walk has ended
+                break
     elif oc is not None or tc is not None:
         (oc or tc).run(walker)
-    size = len(log_buf)
-    return (oc.finish(walker, size) if oc else None, tc.finish(walker, size) if tc else None)
+    return oc, tc, walker
 
 
 def verify_offset_index(log_buf, base_offset: int, index: IndexFile, *, interval_bytes: int | None = None,
@@ -141,18 +153,26 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | No
 
 def _kept_findings(buf, base: int, scan: ScanReport, idx: IndexFile | None, tix: TimeIndexFile | None,
                    limits: Limits) -> tuple[list[Finding], list[Finding]]:
+    if scan.valid_bytes == len(buf) and isinstance(buf, bytes):     # a small segment, nothing cut: no views
+        return _closed(buf, base, idx, tix, limits)
     whole = memoryview(buf)
     kept = whole[:scan.valid_bytes]
     try:
-        # Findings only: the time index's convention (which costs decoding records) is not reported.
-        a, b = verify_indexes(kept, base, idx, tix, limits=limits, convention=False)
+        return _closed(kept, base, idx, tix, limits)
     finally:
         for v in (kept, whole):
             try:
                 v.release()
             except BufferError:      # pragma: no cover - a view still in use; the GC releases it
                 pass
-    return (a.findings if a else []), (b.findings if b else [])
+
+
+def _closed(buf, base: int, idx: IndexFile | None, tix: TimeIndexFile | None,
+            limits: Limits) -> tuple[list[Finding], list[Finding]]:
+    """Findings only: neither the time index's convention (which costs decoding records) nor
+    the notes and interval of an IndexCheck are reported."""
+    oc, tc, walker = _walked(buf, base, idx, tix, None, limits, False)
+    return (oc.close(walker, len(buf)) if oc else []), (tc.close(walker, len(buf)) if tc else [])
 
 
 def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: set[str],
@@ -162,18 +182,16 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
     """A segment's ``.index`` and ``.timeindex`` (``index_findings``), read if there (``listed``: the
     directory's file names). One that cannot be read (too large, say) is not checked, and its
     error is returned in its place: the other is checked alone. Last, the size of each read."""
-    from kdump.check.sidefiles import SIDE_FILE_LIMIT
-
-    data: list[bytes | None] = []
-    errors: list[KdumpError | None] = []
-    paths = (N.sibling(log_path, N.INDEX_SUFFIX), N.sibling(log_path, N.TIMEINDEX_SUFFIX))
-    for p in paths:
+    data: list[bytes | None] = [None, None]
+    errors: list[KdumpError | None] = [None, None]
+    sizes: dict[str, int] = {}
+    cut = len(log_path) - len(os.path.basename(log_path))     # p[cut:]: the sibling's name
+    for i, suffix in enumerate((N.INDEX_SUFFIX, N.TIMEINDEX_SUFFIX)):
+        p = N.sibling(log_path, suffix)
         try:        # listed, or there after all: a stat only for one the listing lacks
-            there = os.path.basename(p) in listed or os.path.isfile(p)
-            data.append(read_small(p, SIDE_FILE_LIMIT) if there else None)
-            errors.append(None)
+            if p[cut:] in listed or os.path.isfile(p):
+                d = data[i] = read_small(p, SIDE_FILE_LIMIT)
+                sizes[p] = len(d)
         except KdumpError as e:
-            data.append(None)
-            errors.append(e)
-    sizes = {p: len(d) for p, d in zip(paths, data) if d is not None}
+            errors[i] = e
     return index_findings(log_path, base, scan, *data, limits=limits, log_buf=log_buf), errors, sizes

@@ -8,7 +8,7 @@ the index.interval.bytes values the gaps fit.
 
 from __future__ import annotations
 
-from kdump.check.index_file import INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
+from kdump.check.index_file import BASE, INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
 from kdump.findings import (INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
                             INDEX_PAST_END)
 from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile
@@ -65,10 +65,28 @@ class OffsetIndexCheck:
         entry points into (or that may hold a pending offset) goes to ``_visit``."""
         next_pos, pending = self.next_pos, self.pending
         last_entry_at, max_skip, prev_last = self.last_entry_at, self.max_skip, self.prev_last
+        targets, entries, counts = self.targets, self.entries, self.counts
+        n_targets = len(targets)
         b = None
         for b in batches:
             s = b[POS]
-            if pending or next_pos < s + b[SIZE]:
+            end = s + b[SIZE]
+            if next_pos == s and not pending:
+                # The usual entry, taken here as ``_visit`` would: the only one in this batch, at its
+                # start, holding its last offset (the broker's convention since 2.0).
+                t = self.t
+                nt = t + 1
+                first, last = b[BASE], b[LAST]
+                if ((nt == n_targets or targets[nt][0] >= end) and entries[targets[t][1]][0] == last
+                        and first is not None and first <= last):
+                    counts["either" if first == last else "last"] += 1
+                    self.t = nt
+                    next_pos = self.next_pos = targets[nt][0] if nt < n_targets else INF
+                    if s - last_entry_at < self.min_gap:
+                        self.min_gap, self.min_gap_at = s - last_entry_at, (last_entry_at, s)
+                    last_entry_at, prev_last = s, last
+                    continue
+            if pending or next_pos < end:
                 self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
                 self._visit(b)
                 next_pos, pending = self.next_pos, self.pending
@@ -157,8 +175,8 @@ class OffsetIndexCheck:
                 self.counts["last" if o == b.last_offset else "inside"] += 1
         self.pending = keep
 
-    def finish(self, walker: Walker, log_size: int) -> IndexCheck:
-        notes = []
+    def close(self, walker: Walker, log_size: int) -> list[Finding]:
+        """The findings, once the walk has ended (``finish`` adds what else the check learned)."""
         readable = walker.stop_position
         for pos, i in self.targets[self.t:]:
             e = self.entries[i]
@@ -172,6 +190,17 @@ class OffsetIndexCheck:
         for o, i, _ in self.pending:
             self._fault(INDEX_PAST_END, i, o, f"slot {i}: offset {o} is past the last offset in the log "
                                               f"({self.log_last if self.log_last is not None else 'no batches'})")
+        given = self.interval_bytes
+        if given is not None and self.min_gap_at is not None and self.min_gap <= given:
+            self._interval_faults(given)
+        if len(self.findings) > 1:
+            self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
+        return self.findings
+
+    def finish(self, walker: Walker, log_size: int) -> IndexCheck:
+        findings = self.close(walker, log_size)
+        notes = []
+        readable = walker.stop_position
         if walker.stop is not None:
             notes.append(f"the log is readable only up to byte {readable} of {log_size} ({walker.stop.message})")
         if self.counts["inside"]:
@@ -181,8 +210,7 @@ class OffsetIndexCheck:
             notes.append(f"{self.counts['append']} entries index a multi-batch append (offset in a later batch, "
                          f"as a follower or the log cleaner writes)")
         interval = self._interval(notes)
-        self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
-        return IndexCheck("index", self.findings, self._convention(), len(self.entries), interval, notes,
+        return IndexCheck("index", findings, self._convention(), len(self.entries), interval, notes,
                           readable, log_size)
 
     def _convention(self) -> str | None:
@@ -196,8 +224,6 @@ class OffsetIndexCheck:
         lo = self.max_skip
         hi = None if self.min_gap == INF else int(self.min_gap) - 1
         given = self.interval_bytes
-        if given is not None and self.min_gap_at is not None and self.min_gap <= given:
-            self._interval_faults(given)
         if hi is not None and lo > hi:
             (a, b), (c, d) = self.min_gap_at, self.max_skip_at
             notes.append(f"no single index.interval.bytes explains the gaps: entries at {a} and {b} are only "

@@ -77,14 +77,14 @@ class FileReport:
 
     @property
     def status(self) -> str:
-        return status_of(self.findings)
+        return status_of(self.findings) if self.findings else "ok"
 
     @property
     def valid_bytes(self) -> int | None:
         if self.scan is not None:
             return self.scan.valid_bytes
-        if self.size is None:
-            return None
+        if self.size is None or not self.findings:
+            return self.size
         # A side file: the bytes before its first damaged entry.
         positions = [f.position for f in self.findings if f.cls == F.DAMAGE and f.position is not None]
         return min([self.size, *positions]) if positions else (self.size if self.status == "ok" else None)
@@ -117,6 +117,8 @@ def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]
         context = K.take_listing(directory) or (K.partition_files(directory) if directory else [])
     except KdumpError:
         context = []
+    if requested == context:        # the usual unit: a whole directory as just listed
+        return context
     known = {f.path for f in context}
     return context + [f for f in requested if f.path not in known]
 
@@ -132,7 +134,8 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
         if f.kind in K.BATCH_KINDS and f.leftover in (None, SWAP_SUFFIX):
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f, part.wants_indexes(f, wanted))
-    return add_log_missing(context, requested, [part.report(f) for f in requested])
+    reports = [part.report(f) for f in requested]
+    return reports if part.logs else add_log_missing(context, requested, reports)     # a live log: none missing
 
 
 class _Partition:
@@ -149,8 +152,7 @@ class _Partition:
         self._index_checks: dict[str, tuple] = {}
         self.sizes: dict[str, int] = {}      # of the files read whole (index files): no stat for their reports
         self._live: tuple | None = None
-        # For siblings_wanted: the index files of each base offset, and the side files that
-        # need every segment.
+        # For siblings_wanted: each base offset's index files, and the side files needing every segment.
         self._indexed: dict[int | None, list[str]] = {}
         for f in files:
             if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
@@ -208,28 +210,29 @@ class _Partition:
             return _unreadable(f, e)
 
     def _report(self, f: LogFile) -> FileReport:
-        scanned = self.scans.get(f.path)        # a scanned segment's size is its scan's: no stat
-        size = scanned.size if scanned is not None else self.sizes.get(f.path) or _size(f.path)
+        path, kind = f.path, f.kind
+        scanned = self.scans.get(path)        # a scanned segment's size is its scan's: no stat
+        size = scanned.size if scanned is not None else self.sizes.get(path) or _size(path)
         if size is None:
-            return FileReport(f.path, f.kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
+            return FileReport(path, kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
         findings: list[Finding] = []
         if f.leftover is not None:
             findings.append(Finding(F.LEFTOVER, None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
-            if f.leftover != SWAP_SUFFIX or f.kind not in K.BATCH_KINDS:
-                return FileReport(f.path, f.kind, size, findings, log=f)
-        if f.kind in K.BATCH_KINDS:
-            scan = self.scans.get(f.path)
+            if f.leftover != SWAP_SUFFIX or kind not in K.BATCH_KINDS:
+                return FileReport(path, kind, size, findings, log=f)
+        if kind in K.BATCH_KINDS:
+            scan = self.scans.get(path)
             if scan is None:
                 self.scan(f)
-                if f.path in self.errors:
-                    return _unreadable(f, self.errors[f.path])
-                scan = self.scans[f.path]
+                if path in self.errors:
+                    return _unreadable(f, self.errors[path])
+                scan = self.scans[path]
             findings.extend(scan.findings)
-            if f.kind == K.LOG and f.leftover is None:
+            if kind == K.LOG and f.leftover is None:
                 findings.extend(self._segment_checks(f, scan))
-            return FileReport(f.path, f.kind, size, findings, scan, log=f)
-        if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
+            return FileReport(path, kind, size, findings, scan, log=f)
+        if kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
             log = self.logs.get(f.base_offset)
             if log is None:
                 findings.append(Finding(F.ORPHAN_INDEX, None, f.base_offset,
@@ -242,40 +245,40 @@ class _Partition:
                 if scan is None:
                     self.scan(log)
                     scan = self.scans.get(log.path)
-                if scan is not None and f.kind == K.TXNINDEX:
+                if scan is not None and kind == K.TXNINDEX:
                     # Side-file checks are imported when such a file is met: verify of a lone
                     # segment starts faster without them.
                     from kdump.check.sidefiles import SIDE_FILE_LIMIT
                     from kdump.check.txn_findings import txn_index_findings
 
-                    data = read_small(f.path, SIDE_FILE_LIMIT)
+                    data = read_small(path, SIDE_FILE_LIMIT)
                     findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
                                                        self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
-                    i = 0 if f.kind == K.INDEX else 1
+                    i = 0 if kind == K.INDEX else 1
                     if isinstance(got := self.index_checks(log, scan), KdumpError):
                         raise got
                     found, errors, _ = got
                     if errors[i] is not None:
                         raise errors[i]
                     findings.extend(found[i])
-        elif f.kind == K.PRODUCER_SNAPSHOT:
+        elif kind == K.PRODUCER_SNAPSHOT:
             findings.extend(self._snapshot(f))
-        elif f.kind == K.LEADER_EPOCH:
+        elif kind == K.LEADER_EPOCH:
             findings.extend(self._leader_epochs(f))
         else:
             from kdump.check.side_findings import side_file_findings
 
             findings.extend(side_file_findings(f))
-        return FileReport(f.path, f.kind, size, findings, log=f)
+        return FileReport(path, kind, size, findings, log=f)
 
     def index_checks(self, log: LogFile, scan: ScanReport, log_buf=None) -> tuple | KdumpError:
         """Both index files of a segment checked in one walk, cached (each is reported apart;
         ``log_buf``: the scan's bytes, not read again): (findings, the error reading each), or
         the error that stopped the check (each index file's report raises it)."""
-        from kdump.check.indexes import segment_index_findings
         got = self._index_checks.get(log.path)
         if got is None:
+            from kdump.check.indexes import segment_index_findings     # (asked 3 times a segment: import once)
             try:
                 got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
                                              log_buf)
@@ -334,8 +337,10 @@ class _Partition:
         segment. Markers with no open transaction are not expected in the index (the
         coordinator also writes them to partitions that got no data).
         """
-        from kdump.check.txn_findings import aborted_transactions
+        if self._txn_expected is None and not any(s.txn_events for s in self.scans.values()):
+            self._txn_expected = {}         # no transactional batch: nothing aborted, nothing to import
         if self._txn_expected is None:
+            from kdump.check.txn_findings import aborted_transactions
             aborted = aborted_transactions(self.live_scans(), self.opts.limits)
             self._txn_expected = {base: {(pid, last): first for pid, first, last, _ in entries}
                                   for base, entries in aborted.items()}
@@ -383,11 +388,13 @@ def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
     for r in reports:
         counts["files"] += 1
         counts[r.status] += 1
-        counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
-        if r.scan is not None:
+        if r.findings:
+            counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
+        s = r.scan
+        if s is not None:
             counts["segments"] += 1
-            counts["bytes"] += r.scan.size
-            if r.scan.cut is not None:
+            counts["bytes"] += s.size
+            if s.cut is not None:
                 counts["cut_segments"] += 1
-                counts["cut_bytes"] += r.scan.cut_bytes
+                counts["cut_bytes"] += s.cut_bytes
     return counts

@@ -45,6 +45,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX
 from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TRANSACTIONAL_FLAG, Batch, Finding
+from kdump.storage.segment import MappedFile
 
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
@@ -90,6 +91,8 @@ class ScanReport:
     def intact_bytes(self) -> int:
         """Bytes before the first damaged batch: ``valid_bytes``, or earlier where kdump's own
         checks (offsets, record decoding, magic) find damage the broker would keep."""
+        if not self.findings:
+            return self.valid_bytes
         first = min((f.position for f in self.findings
                      if f.kind in KDUMP_CUT_KINDS and f.position is not None and f.position < self.valid_bytes),
                     default=self.valid_bytes)
@@ -144,7 +147,8 @@ class _Scan(SegmentChecks):
         pos = 0
         cut: Finding | None = None
         while cut is None:
-            w = Walker(self.buf, pos, self.end, self.limits)
+            # The C scanner CRC-checks the first batch alone: the plain run after it checks the rest.
+            w = Walker(self.buf, pos, self.end, self.limits, first_chunk=1)
             cut = self.walk(w)
             if cut is not None or w.stop is None:
                 break
@@ -239,7 +243,7 @@ class _Scan(SegmentChecks):
                 if plain_run is not None and lo is not None:
                     # Hand the plain batches that follow to C, in chunks; None: it took none.
                     at = start = b[0] + size
-                    while True:
+                    while at < end:     # (at the end C would take nothing)
                         run = plain_run(buf, at, min(end, at + PLAIN_RUN_BYTES), PLAIN_RUN_CHUNK, hi, max_size,
                                         interval, epochs,
                                         (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, n, records,
@@ -252,9 +256,14 @@ class _Scan(SegmentChecks):
                         if follow is not None:
                             follow(at)
                     if at != start:
-                        batches = Walker(buf, at, end, self.limits)
+                        if at == end:       # C took every batch up to the end: nothing is left to walk
+                            walker = None
+                        else:
+                            batches = Walker(buf, at, end, self.limits)
                         break
-            if walker is not w:
+            if walker is None:
+                w.stop, w.stop_position = None, end
+            elif walker is not w:
                 w.stop, w.stop_position = walker.stop, walker.stop_position
         self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
                    time_last)
@@ -360,8 +369,6 @@ def scan_file(path: str, *, base_offset: int | None = None, then: Callable[[Scan
     """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read);
     ``then(report, buf)``, when given, runs before the bytes are let go (checks that need them
     again read nothing twice)."""
-    from kdump.storage.segment import MappedFile
-
     with MappedFile(path) as f:
         f.advise_sequential()
         report = scan_segment(f.buf, base_offset=base_offset, file=path, **options)

@@ -9,7 +9,7 @@ point at, and only to tell the two conventions ("last", "record") apart.
 
 from __future__ import annotations
 
-from kdump.check.index_file import (INF, LAST, MAGIC, MAX_TS, POS, IndexCheck,
+from kdump.check.index_file import (BASE, INF, LAST, MAGIC, MAX_TS, POS, IndexCheck,
                                     convention_of, file_findings, live_entries)
 from kdump.errors import KdumpError
 from kdump.findings import (TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH, TIME_NO_FINAL, TIME_NOT_FOUND, TIME_NOT_MAX,
@@ -82,6 +82,8 @@ class TimeIndexCheck:
     def run(self, batches) -> None:
         """Feed batches in log order: the running max in locals, entries checked as their batch passes."""
         max_ts, next_off, prev_last = self.max_ts, self.next_off, self.prev_last
+        targets, entries, counts = self.targets, self.entries, self.counts
+        n_targets = len(targets)
         b = None
         for b in batches:
             mt = b[MAX_TS]
@@ -90,6 +92,21 @@ class TimeIndexCheck:
                 self.max_at = (b[LAST], b[POS])
                 if b[MAGIC] >= 2:
                     self.any_v2 = True
+            if next_off == b[LAST]:
+                # The usual entry, taken here as ``_check`` would: the only one in this batch, its
+                # last offset with the batch's max timestamp, the running max (no record decoded).
+                t = self.t
+                nt = t + 1
+                first = b[BASE]
+                single = first == next_off
+                if ((nt == n_targets or targets[nt][0] > next_off) and first is not None and first <= next_off
+                        and entries[targets[t][1]][0] == mt == max_ts
+                        and (single or self.last_distinct or self.budget <= 0)):
+                    counts["either" if single or not self.last_distinct else "last"] += 1
+                    self.t = nt
+                    prev_last = next_off
+                    next_off = self.next_off = targets[nt][0] if nt < n_targets else INF
+                    continue
             if next_off <= b[LAST]:
                 self.prev_last = prev_last
                 self._entries_in(b)
@@ -163,31 +180,41 @@ class TimeIndexCheck:
                     f"{low}..{b.last_offset}, max timestamp {ts}) but is neither its last offset nor the record "
                     f"carrying the max timestamp ({why})")
 
-    def finish(self, walker: Walker, log_size: int) -> IndexCheck:
-        notes = []
+    def close(self, walker: Walker, log_size: int) -> list[Finding]:
+        """The findings, once the walk has ended (``finish`` adds what else the check learned)."""
         for o, i in self.targets[self.t:]:
             where = f"the last offset in the log is {self.log_last}" if self.log_last is not None else "no batches"
             if walker.stop is not None:
                 where += f"; the log is readable only up to byte {walker.stop_position}"
             self._fault(TIME_PAST_END, i, o, f"slot {i}: offset {o} is past the end of the log ({where})")
+        if self.trimmed and self.max_ts > NO_TIMESTAMP and not self._v1_only():     # (that is a note: ``finish``)
+            last_ts = max((e.timestamp for e in self.entries), default=NO_TIMESTAMP)
+            if last_ts < self.max_ts:
+                m_off, m_pos = self.max_at
+                n = len(self.entries)
+                self.findings.append(Finding(
+                    TIME_NO_FINAL, n * TIME_SLOT, m_off,
+                    f"the file ends after {n} entries (largest timestamp {last_ts}) but the log's largest timestamp "
+                    f"is {self.max_ts} (offset {m_off}, batch at position {m_pos}): the entry a broker appends when "
+                    f"it rolls or closes the segment is missing (file truncated?)"))
+        if len(self.findings) > 1:
+            self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
+        return self.findings
+
+    def _v1_only(self) -> bool:
+        # Kafka 0.10.0 wrote v1 timestamps without time indexes; an upgraded broker created them empty.
+        return self.trimmed and not self.entries and not self.any_v2 and self.max_ts > NO_TIMESTAMP
+
+    def finish(self, walker: Walker, log_size: int) -> IndexCheck:
+        findings = self.close(walker, log_size)
+        notes = []
         if walker.stop is not None:
             notes.append(f"the log is readable only up to byte {walker.stop_position} of {log_size} "
                          f"({walker.stop.message})")
-        last_ts = max((e.timestamp for e in self.entries), default=NO_TIMESTAMP)
-        if self.trimmed and not self.entries and not self.any_v2 and self.max_ts > NO_TIMESTAMP:
-            # Kafka 0.10.0 wrote v1 timestamps without time indexes; an upgraded broker created them empty.
+        if self._v1_only():
             notes.append(f"empty time index for magic 1 data (largest timestamp {self.max_ts}): as a broker "
                          f"before 0.10.1, or one upgraded from it, leaves it")
-        elif self.trimmed and self.max_ts > NO_TIMESTAMP and last_ts < self.max_ts:
-            m_off, m_pos = self.max_at
-            n = len(self.entries)
-            self.findings.append(Finding(
-                TIME_NO_FINAL, n * TIME_SLOT, m_off,
-                f"the file ends after {n} entries (largest timestamp {last_ts}) but the log's largest timestamp is "
-                f"{self.max_ts} (offset {m_off}, batch at position {m_pos}): the entry a broker appends when it "
-                f"rolls or closes the segment is missing (file truncated?)"))
-        self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
-        return IndexCheck("timeindex", self.findings, self._convention(), len(self.entries), None, notes,
+        return IndexCheck("timeindex", findings, self._convention(), len(self.entries), None, notes,
                           walker.stop_position, log_size)
 
     def _convention(self) -> str | None:

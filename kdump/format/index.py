@@ -58,19 +58,20 @@ def split_zero_tail(body: bytes, entry: struct.Struct, is_zero) -> tuple[list[tu
     n = len(body) // size
     # Slots [used, n) are all zero; slot 0 is always read, being an entry even when zero.
     used = min(n, max(1, -(-len(body.rstrip(b"\0")) // size)))
-    raw: list[tuple] = []
+    raw = list(entry.iter_unpack(body[:used * size]))
     tail = None
     after = None
-    for i, slot in enumerate(entry.iter_unpack(body[:used * size])):
-        if tail is None:
-            if i > 0 and is_zero(slot):
-                tail = i
-            else:
-                raw.append(slot)
-        elif not is_zero(slot):
-            after = i
+    for i in range(1, len(raw)):
+        if is_zero(raw[i]):
+            tail = i
             break
-    if tail is None and used < n:
+    if tail is not None:
+        for i in range(tail + 1, len(raw)):
+            if not is_zero(raw[i]):
+                after = i
+                break
+        del raw[tail:]
+    elif used < n:
         tail = used
     return raw, tail, after
 
@@ -85,7 +86,8 @@ def parse_index(data, base_offset: int) -> IndexFile:
     """Parse the bytes of a ``.index`` whose segment starts at ``base_offset``; never raises on content."""
     body, partial, size = whole_slots(data, ENTRY_SIZE)
     raw, tail, after = split_zero_tail(body, ENTRY, lambda s: s[0] == 0 and s[1] == 0)
-    entries = [IndexEntry(base_offset + rel, pos) for rel, pos in raw]
+    new = tuple.__new__         # cheaper than the named constructor, per entry
+    entries = [new(IndexEntry, (base_offset + rel, pos)) for rel, pos in raw]
     last = ENTRY.unpack_from(body, len(body) - ENTRY_SIZE) if body else None
     return IndexFile(entries, tail, after, partial, size, base_offset, last)
 

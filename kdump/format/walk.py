@@ -47,8 +47,10 @@ class Walker:
     is where the first byte not part of a yielded batch is.
     """
 
-    def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS,
+                 first_chunk: int = SCAN_FIRST) -> None:
         self.buf = buf
+        self.first_chunk = first_chunk      # batches of the first C call (SCAN_FIRST: a caller may want few)
         self.start = start
         self.end = len(buf) if end is None else min(end, len(buf))
         self.limits = limits
@@ -63,7 +65,7 @@ class Walker:
         pos = self.start
         c = _accel.native()     # once per walk
         scan = c.scan_v2 if c is not None else None
-        chunk = SCAN_FIRST
+        chunk = self.first_chunk
         follow = getattr(buf, "follow", None)
         next_follow = pos + FOLLOW_STEP
         try:

@@ -45,16 +45,15 @@ def finding_lines(findings) -> list[str]:
 
 
 def file_summary(r) -> str:
-    d = r.to_dict()
-    parts = [d["status"]]
-    if d["batches"] is not None:
-        offsets = _offsets(d["first_offset"], d["last_offset"])
-        parts.append(f"{d['batches']} batches, {d['records']} records, offsets {offsets}")
-    if d["size"] is not None:
-        if d["valid_bytes"] is not None and d["valid_bytes"] != d["size"]:
-            parts.append(f"{d['valid_bytes']} of {d['size']} bytes valid")
-        else:
-            parts.append(f"{d['size']} bytes")
+    """The head line's facts about a file report (what ``to_dict`` holds, read straight off it)."""
+    parts = [r.status]
+    s = r.scan
+    if s is not None:
+        parts.append(f"{s.batches} batches, {s.records} records, offsets {_offsets(s.first_offset, s.last_offset)}")
+    size = r.size
+    if size is not None:
+        valid = r.valid_bytes
+        parts.append(f"{valid} of {size} bytes valid" if valid is not None and valid != size else f"{size} bytes")
     return ", ".join(parts)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import stat
+from stat import S_ISREG
 from collections.abc import Callable
 
 from kdump import _accel
@@ -54,7 +54,7 @@ class _SegmentMap(mmap.mmap):
         if not self.big:
             return position
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(self.path, _OPEN_FLAGS)
         except OSError:
             return position
         try:
@@ -143,16 +143,19 @@ def open_regular(path: str) -> int:
     return _open_regular(path)[0]
 
 
+# Read-only, not inherited, and never waiting for a writer (a FIFO named like a segment).
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def _open_regular(path: str) -> tuple[int, os.stat_result]:
     """``open_regular`` and the descriptor's ``fstat`` (one call for both checks and size)."""
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError as e:
         raise _input_error(path, e) from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not S_ISREG(st.st_mode):
             raise InputError("not a regular file", file=path)
     except BaseException:
         os.close(fd)

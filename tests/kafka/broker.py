@@ -295,12 +295,24 @@ class KafkaBroker:
 
     # -- diagnostics -------------------------------------------------------------------------
 
-    def log_tail(self, lines: int = 60) -> str:
+    def _log_lines(self) -> list[str] | None:
         try:
-            text = self.log_file.read_text(errors="replace")
+            return self.log_file.read_text(errors="replace").splitlines()
         except FileNotFoundError:
+            return None
+
+    def log_tail(self, lines: int = 60) -> str:
+        text = self._log_lines()
+        return "(no broker log)" if text is None else "\n".join(text[-lines:])
+
+    def log_events(self, lines: int = 60) -> str:
+        """The log's warnings, errors and fencings, wherever they are in it: a broker that
+        ran a scenario and was restarted ends its log with a shutdown, not with the cause."""
+        text = self._log_lines()
+        if text is None:
             return "(no broker log)"
-        return "\n".join(text.splitlines()[-lines:])
+        found = [line for line in text if "] WARN " in line or "] ERROR " in line or "Fencing broker" in line]
+        return "\n".join(found[-lines:]) or "(none)"
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

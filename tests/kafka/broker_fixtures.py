@@ -4,7 +4,8 @@
 - `make_broker(log_dir, *, start=True, **config)`: brokers of one test, each on its own log dir
   (e.g. a copy of another broker's); all are stopped, or killed, at the test's teardown.
 
-A failing test gets the log tail of every broker it used as a report section.
+A failing test gets, for every broker it used (its own or a fixture's), the log tail and
+the log's warnings, errors and fencings as report sections.
 """
 
 from __future__ import annotations
@@ -83,3 +84,5 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         for broker in _brokers_of(item):
             report.sections.append((f"kafka broker log ({broker.log_file})", broker.log_tail()))
+            report.sections.append((f"kafka broker warnings and fencings ({broker.log_file})",
+                                    broker.log_events()))
