@@ -19,8 +19,8 @@ then the ratios issue 18 asks for: verify >= 0.5x cat and >= 1.7x its own -j 1; 
 recover <= 2x verify; dump's records/s on the whole dir against the single segment.
 
 Once a round ``verify -j N`` also runs with its phases timed: the parent's CPU while no
-worker runs (start-up; between listing the partition dirs and checking them), its CPU while
-workers run (receiving and printing the reports) and the workers' CPU. From those, the wall
+worker runs (start-up, the log dir's own listing), its CPU while workers run (its own share
+of the partitions, receiving and printing the workers' reports) and the workers' CPU. From those, the wall
 time the run would take on N idle cores (alone + (beside + workers) / N), which a shared
 machine cannot show directly, against cat's CPU time (what cat takes on an idle machine).
 
@@ -140,9 +140,9 @@ fan_out, marks = P._fan_out, []
 def cpu():
     t = os.times()
     return t.user + t.system
-def timed_fan_out(fn, units, jobs):
+def timed_fan_out(fn, units, jobs, **kw):
     marks.append(cpu())
-    yield from fan_out(fn, units, jobs)
+    yield from fan_out(fn, units, jobs, **kw)
     marks.append(cpu())
 P._fan_out = timed_fan_out
 from kdump.cli import main
@@ -272,8 +272,9 @@ def main() -> None:
         if split:
             alone, beside, workers = (med(x) for x in zip(*split))
             ideal = alone + (beside + workers) / n
-            print(f"verify -j {n} phases (CPU s, median): parent with no worker running {alone:.2f}, parent beside "
-                  f"the workers {beside:.2f}, workers {workers:.2f}; on {n} idle cores: {ideal:.2f}s, "
+            print(f"verify -j {n} phases (CPU s, median): parent with no worker running {alone:.2f}, parent while "
+                  f"the workers run (its own share of the partitions included) {beside:.2f}, workers {workers:.2f}; on {n} "
+                  f"idle cores: {ideal:.2f}s, "
                   f"{med(cat_cpu) / ideal:.2f}x cat's CPU time, {med(cpu['verify', 1]) / ideal:.2f}x -j 1's CPU time")
         for name in ("info", "recover"):
             if (name, n) in runs:

@@ -50,6 +50,9 @@ class LogFile(NamedTuple):
 
 def parse_partition_dir(name: str) -> tuple[str, int, str | None] | None:
     """(topic, partition, state) for a partition dir name; state is delete/future/stray or None."""
+    topic, dash, number = name.rpartition("-")
+    if topic and number.isdecimal() and "\n" not in topic:     # the usual name, without the regex
+        return topic, int(number), None
     m = _PARTITION_DIR.match(name)
     if not m:
         return None
@@ -187,13 +190,15 @@ def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
 
     The name alone cannot decide: a log dir called ``kafka-1`` looks like a partition.
     """
+    has_dirs = False
     for e in entries:
+        if e.is_dir(follow_symlinks=False):     # (no system call) a log dir's thousands of entries
+            has_dirs = True                     # are dirs: their names need no classifying
+            continue
         c, offset_named = _name_info(e.name)
         if c is not None and offset_named and _is_file(e):
             return True
-    if any(e.is_dir(follow_symlinks=False) for e in entries):
-        return False
-    return parse_partition_dir(name) is not None
+    return not has_dirs and parse_partition_dir(name) is not None
 
 
 MAX_DEPTH = 6

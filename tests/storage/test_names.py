@@ -45,3 +45,26 @@ def test_leftovers_and_kraft_snapshots():
     assert strip_leftover("00000000000000000042.log") == ("00000000000000000042.log", None)
     assert snapshot_id("00000000000000000310-0000000001.checkpoint") == (310, 1)
     assert snapshot_id("bootstrap.checkpoint") is None
+
+
+# -- partition dir names: the fast path agrees with the rule's regex --------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from kdump.storage.logdir import _PARTITION_DIR, parse_partition_dir  # noqa: E402
+
+
+def _by_regex(name: str):
+    m = _PARTITION_DIR.match(name)
+    return None if not m else (m.group("topic"), int(m.group("partition")), m.group("state"))
+
+
+_PIECES = st.sampled_from(["-", "1", "0", "42", "a", "topic", ".", "\n", " ", "\u0661", "+",
+                           ".0123456789abcdef0123456789abcdef-delete", "-stray", "x_y"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PIECES, max_size=6).map("".join))
+def test_partition_dir_names_parse_as_the_regex_says(name):
+    assert parse_partition_dir(name) == _by_regex(name)
