@@ -224,6 +224,11 @@ class OffsetIndexCheck:
         lo = self.max_skip
         hi = None if self.min_gap == INF else int(self.min_gap) - 1
         given = self.interval_bytes
+        if hi is not None and lo > hi and self.max_skip_at is None:     # an entry at byte 0, where none fits
+            a, b = self.min_gap_at
+            notes.append(f"no index.interval.bytes explains an entry at byte {b}, {b - a} bytes after the start "
+                         f"of the segment (the broker never indexes the first batch)")
+            return None
         if hi is not None and lo > hi:
             (a, b), (c, d) = self.min_gap_at, self.max_skip_at
             notes.append(f"no single index.interval.bytes explains the gaps: entries at {a} and {b} are only "

@@ -858,3 +858,21 @@ def test_legacy_v0_segment(tmp_path):
         assert r.code == 0, r.err
     assert "convention: either" in run_kdump("index", "--verify", log).out
     assert re.search(r"is empty\.", run_kdump("timeindex", log).out)
+
+
+def test_an_entry_at_byte_zero_is_noted_not_a_crash(tmp_path):
+    """The broker never indexes a segment's first batch: no interval explains an entry at byte 0
+    (this used to end in an internal error)."""
+    import struct
+
+    from kdump import testing as build
+
+    d = tmp_path / "c-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(build.build_v2_batch([(0, 1_700_000_000_000, b"k", b"v")]))
+    (d / "00000000000000000000.index").write_bytes(struct.pack(">ii", 0, 0))
+    r = run_kdump("index", "--verify", str(d / "00000000000000000000.index"))
+    assert r.code == 0, r.err
+    assert ("note: no index.interval.bytes explains an entry at byte 0, 0 bytes after the start of the segment "
+            "(the broker never indexes the first batch)\n") in r.out
+    assert run_kdump("verify", str(d)).code == 0
