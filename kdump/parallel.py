@@ -19,6 +19,7 @@ parent terminates and reaps every one of them before the interrupt goes on up.
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import sys
@@ -274,6 +275,7 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
             pass
     _work, _units = fn, units
     workers: list[Worker] = []
+    gc.freeze()     # what is alive now stays out of the collector's walks: they would copy every page it shares
     try:
         for _ in range(jobs - 1 if share else jobs):
             workers.append(Worker(_worker_main, workers))
@@ -289,10 +291,13 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
                 try:
                     w.send(tasks[sent])
                     w.tasks.append(sent)
-                except BrokenPipeError:         # it has ended: the error comes where this range would
-                    live.remove(w)
-                    w.reap(block=True)
+                except BrokenPipeError:         # it has ended: what it sent before counts, its error
+                    live.remove(w)              # comes where its first unanswered range would
+                    _settle_dead(w, done)
                     done[sent] = ([], _died(w))
+                sent += 1
+            if not live and not share and sent < len(tasks) and sent not in done:
+                done[sent] = ([], _died(workers[-1]))     # every worker has ended: nothing runs the rest
                 sent += 1
             if returned in done:
                 results, raised = done.pop(returned)
@@ -309,13 +314,30 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
                 wait = 0
             for w in _readable(busy, wait):
                 try:
-                    done[w.tasks.popleft()] = w.receive()
-                except EOFError:
-                    w.reap(block=True)
-                    raise _died(w) from None
+                    done[w.tasks[0]] = w.receive()
+                    w.tasks.popleft()
+                except EOFError:                # it has ended: its error comes in order
+                    live.remove(w)
+                    _settle_dead(w, done)
     finally:
         _work, _units = None, ()
         stop_all(workers)
+        gc.unfreeze()
+
+
+def _settle_dead(w, done: dict) -> None:
+    """Read the replies a worker that has ended sent before it did; its ranges not answered
+    get the error."""
+    while w.tasks:
+        try:
+            done[w.tasks[0]] = w.receive()
+        except EOFError:
+            break
+        w.tasks.popleft()
+    w.reap(block=True)
+    for t in w.tasks:
+        done[t] = ([], _died(w))
+    w.tasks.clear()
 
 
 def _died(w) -> WorkerDied:
