@@ -254,11 +254,12 @@ def test_a_worker_that_dies_stops_the_run_in_order():
     from kdump.parallel import WorkerDied
 
     got = []
+    before = _children(os.getpid())     # a session's broker may be a child of this process too
     with pytest.raises(WorkerDied, match=r"exit status 3\)"):
         for v in ordered_map(_die_in_worker, [(os.getpid(), n) for n in range(400)], 2):
             got.append(v)
     assert got == list(range(len(got))) and len(got) < 400
-    assert not _children(os.getpid())
+    assert _children(os.getpid()) <= before
 
 
 def _unpicklable(n):
