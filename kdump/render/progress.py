@@ -87,10 +87,6 @@ class Progress:
         if self.enabled:
             self.advance(path, segment.file_size(path) if size is None else size)
 
-    def done_all(self, paths: Iterable[str]) -> None:
-        for p in paths:
-            self.done(p)
-
     # -- workers (-j) -----------------------------------------------------------------------------
 
     def counted(self, fn: Callable[..., Any]) -> Callable[..., tuple[Any, int]]:

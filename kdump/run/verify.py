@@ -43,7 +43,7 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
             # One directory: its partition dirs are listed by whoever checks them (-j: the
             # workers), level by level as ``walk`` finds them, so the first report comes at once.
             path = paths[0]
-            with run.progress(lambda: sum(file_size(f.path) for f in expand(path)), jobs):
+            with run.progress(lambda: sum(file_size(f.path) for f in expand(path))):
                 try:
                     walk(path, lambda own, partitions: run.units(directory_groups(own) + partitions, jobs))
                     if not run.found:
@@ -57,7 +57,7 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
             groups = directory_groups(files)
             if truncate and len({os.path.realpath(d) for d, _ in groups}) < len(groups):
                 jobs = 1        # a directory named in pieces: repair it in one process
-            with run.progress(lambda: sum(file_size(f.path) for f in files), jobs):
+            with run.progress(lambda: sum(file_size(f.path) for f in files)):
                 run.units(groups, jobs)
         run.renderer.finish()
     except BrokenPipeError:
@@ -82,7 +82,7 @@ class _Run:
         self.bar = None
 
     @contextlib.contextmanager
-    def progress(self, total, jobs: int):
+    def progress(self, total):
         from kdump.render.progress import Progress
 
         with Progress.for_output(self.out, total, "verify") as self.bar:
