@@ -1,3 +1,3 @@
-from kdump.cli import main
+from kdump.cli import entry
 
-main()
+entry()

@@ -91,8 +91,7 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     options and returns the changes) the directory is locked before it is read and until it is
     repaired, by this process alone. Yields (kind, value) events."""
     from kdump.check.partition import check_directory
-    from kdump.storage.logdir import Pending, list_pending, take_listing
-    from kdump.storage.writelock import Locks
+    from kdump.storage.logdir import Pending, list_pending
 
     if isinstance(group, Pending):
         try:
@@ -107,8 +106,20 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     directory, files = group
     if not files:
         return
+    if repair is None:          # reading only: no lock to take (nor its module to import)
+        for r in check_directory(directory, files, opts):     # a group is one directory already
+            yield REPORT, light(r)
+        return
+    yield from _repaired(directory, files, opts, repair, force)
+
+
+def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) -> Iterator[tuple]:
+    from kdump.check.partition import check_directory
+    from kdump.storage.logdir import take_listing
+    from kdump.storage.writelock import Locks
+
     with Locks(force) as locks:
-        if repair is not None and any(f.kind in WRITABLE for f in files):
+        if any(f.kind in WRITABLE for f in files):
             try:
                 yield CLEANED, locks.take(directory)
             except KdumpError as e:
@@ -116,15 +127,14 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
                 return
             take_listing(directory)     # listed before the lock: list it again
         done = []
-        for r in check_directory(directory, files, opts):     # a group is one directory already
+        for r in check_directory(directory, files, opts):
             r = light(r)
             yield REPORT, r
             done.append(r)
-        if repair is not None:
-            try:
-                yield REPAIRED, repair(done, opts)
-            except KdumpError as e:
-                yield ERROR, e
+        try:
+            yield REPAIRED, repair(done, opts)
+        except KdumpError as e:
+            yield ERROR, e
 
 
 def listed(check, group) -> list:

@@ -60,6 +60,44 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(int(code))
 
 
+def entry() -> None:
+    """The console script (and ``python -m kdump``): ``main()``, then the process ends at once.
+
+    Tearing the interpreter down frees every module and object one at a time, 15-20 ms
+    after the command is done (a fifth of a one-partition ``verify``, and a serial cost no
+    ``-j`` shortens); the kernel frees the memory in one go. What the teardown would still
+    do that matters is done first: the streams are flushed and the ``atexit`` callbacks run
+    (Spark's gateway, multiprocessing's helpers). A thread still running, or an exit that is
+    not a plain status, takes the usual way out."""
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code
+    else:
+        code = 0
+    _exit_now(code)
+
+
+def _exit_now(code) -> None:
+    import atexit
+    import threading
+
+    if code is None:
+        code = 0
+    if type(code) is not int:
+        raise SystemExit(code)
+    atexit._run_exitfuncs()
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+        raise SystemExit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            raise SystemExit(code) from None    # the teardown reports it as it always has
+    os._exit(code)
+
+
 def _names_as_escapes() -> None:
     """A file name that is not valid UTF-8 (kept by Python as surrogates) is printed as a
     \\udcXX escape rather than failing the run: in --json output it stays valid JSON, and

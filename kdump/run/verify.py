@@ -117,7 +117,8 @@ class _Run:
                     text, unit_status, unit_counts, sizes = x
                     out.stream.write(text)
                     self.found = True
-                    self.status = max(self.status, unit_status)
+                    if unit_status > self.status:
+                        self.status = ExitStatus(unit_status)
                     self._add(unit_counts)
                     for path, size in sizes:
                         progress.done(path, size)
@@ -148,8 +149,9 @@ class _Run:
                 self.counts[k] += v
 
 
-# A worker's reports of one directory, rendered: (text, exit status, summary counts, the
-# files' (path, size) for the bar or none without one).
+# A worker's reports of one directory, rendered: (text, exit status as an int, the summary
+# counts that are not zero, the files' (path, size) for the bar or none without one). Plain
+# ints and a small dict: a worker sends one of these per partition, thousands a second.
 RENDERED = "rendered"
 
 
@@ -163,25 +165,26 @@ def _rendered(check, out, strict: bool, sizes: bool, group) -> list:
     reports: list = []
 
     def flush() -> None:
-        if reports:
-            status = ExitStatus.OK
-            for r in reports:
-                renderer.file(r)
-                status = max(status, report_status(r.status, r.findings if strict else ()))
-            text = local.stream.getvalue()
-            local.stream.seek(0)
-            local.stream.truncate()
-            events.append((RENDERED, (text, status, summarize(reports),
-                                      [(r.file, r.size or 0) for r in reports] if sizes else ())))
-            reports.clear()
+        status = 0
+        for r in reports:
+            renderer.file(r)
+            status = max(status, report_status(r.status, r.findings if strict else ()))
+        text = local.stream.getvalue()
+        local.stream.seek(0)
+        local.stream.truncate()
+        events.append((RENDERED, (text, int(status), {k: v for k, v in summarize(reports).items() if v},
+                                  [(r.file, r.size or 0) for r in reports] if sizes else ())))
+        reports.clear()
 
     for kind, x in check(group):
         if kind == REPORT:
             reports.append(x)
         else:
-            flush()
+            if reports:
+                flush()
             events.append((kind, x))
-    flush()
+    if reports:
+        flush()
     return events
 
 
