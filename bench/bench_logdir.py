@@ -54,7 +54,21 @@ from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.format.timeindex import encode_timeindex  # noqa: E402
 
 T0 = 1_700_000_000_000
-KDUMP = [sys.executable, "-m", "kdump"]
+
+
+def _kdump_command() -> list[str]:
+    """The ``kdump`` an operator runs: the console script installed beside this Python (as the
+    README's ``pip install -e .`` makes it) when it runs this checkout's code; else ``-m``."""
+    script = Path(sys.executable).with_name("kdump")
+    if script.exists():
+        where = subprocess.run([sys.executable, "-c", "import kdump; print(kdump.__file__)"], cwd="/",
+                               capture_output=True, text=True, check=False).stdout.strip()
+        if where and Path(where).resolve() == ROOT / "kdump" / "__init__.py":
+            return [str(script)]
+    return [sys.executable, "-m", "kdump"]
+
+
+KDUMP = _kdump_command()
 TEMPLATES = 32            # distinct segments, written round-robin
 BATCHES, PER_BATCH, VALUE = 5, 50, 200
 TOPICS = 50
@@ -219,6 +233,7 @@ def main() -> None:
     logdir, single_dir = generate(args.data, args.partitions)
     files = files_of(logdir)
     size = sum(os.path.getsize(f) for f in files)
+    print(f"kdump run as: {' '.join(KDUMP)}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; "
           f"{args.partitions} partitions, {len(files)} files, {size / 1e6:.0f} MB "
           f"(ready in {time.perf_counter() - t:.1f}s)")

@@ -11,7 +11,7 @@ command imported already in memory; a task is only a range of unit numbers, sent
 pipe, and a reply the results of that range. With ``-j N`` ``ordered_map`` forks N-1 of
 them: this process runs ranges too whenever the next result is not in yet, so N processes
 share N cores and none sits waiting (a third process beside two workers on two cores cost
-the workers' time). Each worker has at most two ranges queued, and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
+the workers' time). Each worker has at most QUEUED_PER_WORKER ranges queued, and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
 yet handed back, so the results held while waiting for a slow partition stay bounded.
 Workers ignore SIGINT: on Ctrl-C (or any exception, or the caller stopping early) the
 parent terminates and reaps every one of them before the interrupt goes on up.
@@ -29,8 +29,8 @@ from typing import Any
 from kdump.errors import KdumpError
 
 CHUNK_MAX = 16          # units per task: fewer round trips, still small enough to balance
-QUEUED_PER_WORKER = 2   # tasks sent ahead, so a worker never waits for the parent
-WINDOW_PER_JOB = 4      # tasks out per worker past the oldest unfinished one
+QUEUED_PER_WORKER = 3   # tasks sent ahead: a worker has work while the parent runs a range of its own
+WINDOW_PER_JOB = 6      # tasks out per worker past the oldest unfinished one
 
 # What the workers run; set in the parent just before forking, inherited by the children.
 _work: Callable[[Any], Any] | None = None
@@ -265,9 +265,7 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
     global _work, _units
     from kdump.workers import Worker, stop_all
 
-    n = len(units)
-    size = max(1, min(CHUNK_MAX, n // (jobs * 8)))
-    tasks = [(s, min(s + size, n)) for s in range(0, n, size)]
+    tasks = _ranges(len(units), jobs)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -313,9 +311,12 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
                 sent += 1
                 wait = 0
             for w in _readable(busy, wait):
-                try:
-                    done[w.tasks[0]] = w.receive()
-                    w.tasks.popleft()
+                try:                            # every reply it has sent: it gets as many ranges back
+                    while True:
+                        done[w.tasks[0]] = w.receive()
+                        w.tasks.popleft()
+                        if not w.tasks or not _readable([w], 0):
+                            break
                 except EOFError:                # it has ended: its error comes in order
                     live.remove(w)
                     _settle_dead(w, done)
@@ -323,6 +324,18 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
         _work, _units = None, ()
         stop_all(workers)
         gc.unfreeze()
+
+
+def _ranges(n: int, jobs: int) -> list[tuple[int, int]]:
+    """The tasks: ranges of up to CHUNK_MAX units, each about an eighth of a process's share of
+    what is left, so they shrink toward the end and every process finishes within a unit or
+    two of the others."""
+    tasks, start = [], 0
+    while start < n:
+        size = max(1, min(CHUNK_MAX, (n - start) // (jobs * 8)))
+        tasks.append((start, start + size))
+        start += size
+    return tasks
 
 
 def _settle_dead(w, done: dict) -> None:

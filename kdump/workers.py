@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import time
 from collections import deque
@@ -80,13 +81,34 @@ def stop_all(workers: list[Worker]) -> None:
         w.stop()
     deadline = time.monotonic() + STOP_WAIT
     for w in workers:
-        while not w.reap():
-            if time.monotonic() > deadline:
-                _kill(w.pid, signal.SIGKILL)
-                w.reap(block=True)
-                break
-            time.sleep(0.002)
+        if not _ended(w, deadline):
+            _kill(w.pid, signal.SIGKILL)
+            w.reap(block=True)
         os.close(w.result_r)
+
+
+def _ended(w: Worker, deadline: float) -> bool:
+    """Has ``w`` ended (and been reaped) by ``deadline``? Waits on a pidfd, which wakes the
+    moment the process ends, where the kernel has them; else looks every 2 ms."""
+    try:
+        fd = os.pidfd_open(w.pid)
+    except (AttributeError, OSError):     # no pidfds (or the process is already reaped)
+        fd = -1
+    try:
+        while not w.reap():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if fd < 0:
+                time.sleep(0.002)
+            else:
+                poll = select.poll()
+                poll.register(fd, select.POLLIN)
+                poll.poll(left * 1000)
+        return True
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _kill(pid: int, sig: int) -> None:
