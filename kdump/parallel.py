@@ -11,8 +11,9 @@ command imported already in memory; a task is only a range of unit numbers, sent
 pipe, and a reply the results of that range. With ``-j N`` ``ordered_map`` forks N-1 of
 them: this process runs ranges too whenever the next result is not in yet, so N processes
 share N cores and none sits waiting (a third process beside two workers on two cores cost
-the workers' time). Each worker has at most QUEUED_PER_WORKER ranges queued, and no more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not
-yet handed back, so the results held while waiting for a slow partition stay bounded.
+the workers' time). Each worker has at most ``QUEUED_PER_WORKER`` ranges queued, and no
+more than ``WINDOW_PER_JOB`` ranges per worker are out beyond the oldest one not yet handed
+back, so the results held while waiting for a slow partition stay bounded.
 Workers ignore SIGINT: on Ctrl-C (or any exception, or the caller stopping early) the
 parent terminates and reaps every one of them before the interrupt goes on up.
 """
@@ -35,6 +36,7 @@ WINDOW_PER_JOB = 6      # tasks out per worker past the oldest unfinished one
 # What the workers run; set in the parent just before forking, inherited by the children.
 _work: Callable[[Any], Any] | None = None
 _units: Sequence[Any] = ()
+_ranged = False
 
 
 def default_jobs() -> int:
@@ -45,15 +47,26 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def ordered_map(fn: Callable[[Any], Any], units: Iterable[Any], jobs: int) -> Iterator[Any]:
+def ordered_map(fn: Callable[[Any], Any], units: Iterable[Any], jobs: int, ranged: bool = False) -> Iterator[Any]:
     """``fn(u)`` for every unit, in order; over ``jobs`` worker processes when there are
-    several units. An exception ``fn`` raises comes out where that unit's result would."""
+    several units. An exception ``fn`` raises comes out where that unit's result would.
+
+    ``ranged``: ``fn`` takes a run of consecutive units instead (a task's range) and returns
+    ``(results, error)``: the results of the units before the one that failed, in order, and
+    that failure or None. It may give fewer results than units (a command merging what
+    several units print); its per-unit costs are then paid once per range."""
     units = units if isinstance(units, Sequence) else list(units)
     if in_process(units, jobs):
         for u in units:
-            yield fn(u)
+            if not ranged:
+                yield fn(u)
+                continue
+            results, raised = fn([u])
+            yield from results
+            if raised is not None:
+                raise raised
         return
-    yield from _fan_out(fn, units, min(jobs, len(units)), share=True)
+    yield from _fan_out(fn, units, min(jobs, len(units)), share=True, ranged=ranged)
 
 
 def in_process(units: Sequence[Any], jobs: int) -> bool:
@@ -250,6 +263,11 @@ def _worker_main(recv, send) -> None:
 def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list, BaseException | None]:
     """The results of a range of units, and the exception that stopped it (handed on, to be
     raised in order)."""
+    if _ranged:
+        try:
+            return _work(_units[task[0]:task[1]])
+        except caught as e:
+            return [], e
     results: list = []
     for u in _units[task[0]:task[1]]:
         try:
@@ -259,10 +277,11 @@ def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list,
     return results, None
 
 
-def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bool = False) -> Iterator[Any]:
+def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bool = False,
+             ranged: bool = False) -> Iterator[Any]:
     """``share``: this process is one of the ``jobs``, running ranges itself whenever the next
     result to hand back is not in yet (so on N cores, N processes work; none just waits)."""
-    global _work, _units
+    global _work, _units, _ranged
     from kdump.workers import Worker, stop_all
 
     tasks = _ranges(len(units), jobs)
@@ -271,7 +290,7 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
             stream.flush()
         except (OSError, ValueError):
             pass
-    _work, _units = fn, units
+    _work, _units, _ranged = fn, units, ranged
     workers: list[Worker] = []
     gc.freeze()     # what is alive now stays out of the collector's walks: they would copy every page it shares
     try:
@@ -321,7 +340,7 @@ def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: b
                     live.remove(w)
                     _settle_dead(w, done)
     finally:
-        _work, _units = None, ()
+        _work, _units, _ranged = None, (), False
         stop_all(workers)
         gc.unfreeze()
 

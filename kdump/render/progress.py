@@ -89,9 +89,11 @@ class Progress:
 
     # -- workers (-j) -----------------------------------------------------------------------------
 
-    def counted(self, fn: Callable[..., Any]) -> Callable[..., tuple[Any, int]]:
+    def counted(self, fn: Callable[..., Any], ranged: bool = False) -> Callable[..., Any]:
         """``fn`` for ``ordered_map``/``ordered_output`` with workers: it also returns the bytes
-        its worker counted for the unit, to give to ``unit_done`` with the unit's files."""
+        its worker counted for the unit, to give to ``unit_done`` with the unit's files.
+        ``ranged`` (``ordered_map(ranged=True)``): ``fn`` returns (results, error) for a run of
+        units, and the run's count goes with its first result."""
         if self.enabled and self._shared is None:
             import multiprocessing
 
@@ -103,7 +105,10 @@ class Progress:
             self._unit = 0
             result = fn(*args)
             self._flush()
-            return result, self._unit
+            if not ranged:
+                return result, self._unit
+            results, raised = result
+            return [(r, self._unit if i == 0 else 0) for i, r in enumerate(results)], raised
         return run
 
     def unit_done(self, paths: Iterable[str], counted: int) -> None:

@@ -107,9 +107,10 @@ class _Run:
         elif out.format == "table":
             work = progress.counted(functools.partial(listed, self.check))
         else:
-            work = progress.counted(functools.partial(_rendered, self.check, out, strict, progress.enabled))
+            work = progress.counted(functools.partial(_rendered, self.check, out, strict, progress.enabled),
+                                    ranged=True)
         log_dirs = []
-        for result in ordered_map(work, units, jobs):
+        for result in ordered_map(work, units, jobs, ranged=not here and out.format != "table"):
             events, counted = (result, 0) if here else result
             done = []
             for kind, x in events:
@@ -149,15 +150,17 @@ class _Run:
                 self.counts[k] += v
 
 
-# A worker's reports of one directory, rendered: (text, exit status as an int, the summary
-# counts that are not zero, the files' (path, size) for the bar or none without one). Plain
-# ints and a small dict: a worker sends one of these per partition, thousands a second.
+# The reports of a worker's range of directories, rendered: (text, exit status as an int, the
+# summary counts that are not zero, the files' (path, size) for the bar or none without one).
 RENDERED = "rendered"
 
 
-def _rendered(check, out, strict: bool, sizes: bool, group) -> list:
-    """``listed`` for text and NDJSON: each run of reports comes back as one RENDERED event,
-    so the parent only writes the text (no report objects to unpickle and render there)."""
+def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list, Exception | None]:
+    """``check`` for a range of directories (``ordered_map(ranged=True)``), for text and NDJSON:
+    the reports of the whole range come back rendered as one RENDERED event, with any other
+    event in its place between them. The parent only writes the text, and the per-directory
+    costs of a result (its text, counts, pickling, handling) are paid once per range. A
+    directory whose check fails adds nothing: the range ends there with its error."""
     from kdump.check.partition import summarize
 
     local, renderer = _worker_renderer(out)
@@ -176,16 +179,23 @@ def _rendered(check, out, strict: bool, sizes: bool, group) -> list:
                                   [(r.file, r.size or 0) for r in reports] if sizes else ())))
         reports.clear()
 
-    for kind, x in check(group):
-        if kind == REPORT:
-            reports.append(x)
-        else:
-            if reports:
-                flush()
-            events.append((kind, x))
+    raised = None
+    for group in groups:
+        try:
+            unit = list(check(group))
+        except Exception as e:  # noqa: BLE001 - raised in the parent, in order
+            raised = e
+            break
+        for kind, x in unit:
+            if kind == REPORT:
+                reports.append(x)
+            else:
+                if reports:
+                    flush()
+                events.append((kind, x))
     if reports:
         flush()
-    return events
+    return [events], raised
 
 
 _renderer: tuple | None = None      # in a worker: (out, its copy writing to a buffer, a renderer on it)

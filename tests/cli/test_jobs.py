@@ -20,7 +20,7 @@ import pytest
 
 
 from support.damage import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
-from support.run import run_kdump  # noqa: E402
+from support.run import run_kdump, write_segment  # noqa: E402
 
 from kdump import testing as build  # noqa: E402
 from kdump.parallel import ordered_map  # noqa: E402
@@ -211,6 +211,66 @@ def test_ordered_map_keeps_order_and_raises_where_the_unit_is():
             got.append(v)
     assert got == [n * n for n in range(37)]
     assert list(ordered_map(_square_or_fail, range(30), 2)) == [n * n for n in range(30)]
+
+
+def _squares_merged(units):
+    """A ranged function: the squares of a run of units as one merged result, and the error
+    of the unit that failed (the units before it still count)."""
+    out = []
+    for n in units:
+        if n == 37:
+            return ([out] if out else []), ValueError("thirty-seven")
+        out.append(n * n)
+    return [out], None
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_ranged_ordered_map_merges_runs_and_raises_where_the_unit_is(jobs):
+    got = []
+    with pytest.raises(ValueError, match="thirty-seven"):
+        for run in ordered_map(_squares_merged, range(100), jobs, ranged=True):
+            got += run
+    assert got == [n * n for n in range(37)]
+    runs = list(ordered_map(_squares_merged, range(38, 438), jobs, ranged=True))
+    assert [v for run in runs for v in run] == [n * n for n in range(38, 438)]
+    if jobs > 1:
+        assert len(runs) < 200      # merged: one result per range, not per unit
+
+
+def _fail_on_dir(name):
+    from kdump.check import partition
+
+    real = partition.check_directory
+
+    def check_directory(directory, files, opts):
+        if os.path.basename(directory) == name:
+            raise RuntimeError(f"boom in {name}")
+        return real(directory, files, opts)
+    return check_directory
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_partition_whose_check_fails_ends_the_output_where_j1_does(fmt, tmp_path, monkeypatch):
+    """Workers render a range of partitions at once: one whose check raises still ends the
+    output after the partitions before it, as at -j 1, however the ranges fall."""
+    import io
+
+    from kdump.check import partition
+    from kdump.render.output import Output
+    from kdump.run.verify import run_verify
+
+    for p in range(60):
+        write_segment(tmp_path / f"t-{p}", [build.build_v2_batch([(0, 0, b"k", b"v")], base_offset=0)])
+    monkeypatch.setenv("KDUMP_NO_PROGRESS", "1")
+    monkeypatch.setattr(partition, "check_directory", _fail_on_dir("t-41"))
+    outs = []
+    for jobs in (1, 2):
+        stream = io.StringIO()
+        with pytest.raises(RuntimeError, match="boom in t-41"):
+            run_verify([str(tmp_path)], Output(False, fmt, stream=stream), jobs=jobs)
+        outs.append(stream.getvalue())
+    assert outs[0] == outs[1]
+    assert "t-40/" in outs[0] and "t-41/" not in outs[0]
 
 
 def _slow_pid(n):
@@ -451,9 +511,9 @@ def _listing_by_workers(monkeypatch) -> list:
     given = []
     real = P.ordered_map
 
-    def recording(fn, units, jobs):
+    def recording(fn, units, jobs, **kw):
         given.append(getattr(fn, "__name__", None))
-        return real(fn, units, jobs)
+        return real(fn, units, jobs, **kw)
 
     monkeypatch.setattr(P, "ordered_map", recording)
     return given
