@@ -150,7 +150,7 @@ def spread(xs: list[float]) -> str:
 PHASES = """
 import os, sys
 import kdump.parallel as P
-fan_out, marks = P._fan_out, []
+fan_out, marks = P.fan_out, []
 def cpu():
     t = os.times()
     return t.user + t.system
@@ -158,7 +158,7 @@ def timed_fan_out(fn, units, jobs, **kw):
     marks.append(cpu())
     yield from fan_out(fn, units, jobs, **kw)
     marks.append(cpu())
-P._fan_out = timed_fan_out
+P.fan_out = timed_fan_out
 from kdump.cli import main
 sys.argv = ["kdump", *sys.argv[1:]]
 try:

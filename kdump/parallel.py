@@ -6,8 +6,8 @@ had run them itself: what it prints is the same bytes as with ``-j 1``. One unit
 ``jobs`` 1, runs in this process with no worker started.
 
 Workers are forked (``kdump.workers``, without ``multiprocessing``, which only
-``ordered_output``'s turn counter imports), so they start with the function, the units and everything the
-command imported already in memory; a task is only a range of unit numbers, sent down a
+``kdump.ordered_output``'s turn counter imports), so they start with the function, the
+units and everything the command imported already in memory; a task is only a range of unit numbers, sent down a
 pipe, and a reply the results of that range. With ``-j N`` ``ordered_map`` forks N-1 of
 them: this process runs ranges too whenever the next result is not in yet, so N processes
 share N cores and none sits waiting (a third process beside two workers on two cores cost
@@ -66,181 +66,12 @@ def ordered_map(fn: Callable[[Any], Any], units: Iterable[Any], jobs: int, range
             if raised is not None:
                 raise raised
         return
-    yield from _fan_out(fn, units, min(jobs, len(units)), share=True, ranged=ranged)
+    yield from fan_out(fn, units, min(jobs, len(units)), share=True, ranged=ranged)
 
 
 def in_process(units: Sequence[Any], jobs: int) -> bool:
     """Will ``ordered_map`` run these units here, without workers?"""
     return jobs <= 1 or len(units) <= 1
-
-
-def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: int, out) -> Iterator[Any]:
-    """``fn(unit, out)`` for every unit, for commands that print as they go: in a worker,
-    what ``fn`` writes to ``out.stream`` and to stderr is collected, in order, and written
-    here when the unit's turn comes, so stdout gets the same bytes as from ``-j 1``. In
-    this process ``fn`` writes straight through."""
-    if in_process(units, jobs):
-        for u in units:
-            yield fn(u, out)
-        return
-    import functools
-
-    jobs = min(jobs, len(units))
-    if _fd(out.stream) is None or _fd(sys.stderr) is None:
-        for result, chunks, raised in _fan_out(functools.partial(_captured, fn, out), units, jobs):
-            _replay(chunks, out.stream)
-            if raised is not None:
-                raise raised
-            yield result
-        return
-    # Real files: each worker writes its unit's output itself when the unit before it is
-    # written (a turn counter), so hundreds of MB of dump do not go through this process.
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    turn = _Turn(ctx.Condition(), ctx.Value("q", 0, lock=False))
-    yield from _fan_out(functools.partial(_write_in_turn, fn, out, turn), list(enumerate(units)), jobs)
-
-
-class _Turn:
-    def __init__(self, cond, value) -> None:
-        self.cond, self.value = cond, value
-        self.parent = os.getpid()
-
-
-def _fd(stream) -> int | None:
-    try:
-        return stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def _write_in_turn(fn, out, turn: _Turn, item):
-    i, unit = item
-    spill = _Spill(turn, i, out.stream)
-    result, chunks, raised = _captured(fn, out, unit, spill)
-    if not spill.mine:
-        spill.take()
-    _write_fds(chunks, out.stream, spill.err_fd)      # EPIPE (the reader went away) stops the run, as below
-    if raised is not None:              # nothing after a failure is written: the turn stays here
-        raise raised
-    with turn.cond:
-        turn.value.value = i + 1
-        turn.cond.notify_all()
-    return result
-
-
-class _Spill:
-    """A unit's output in a worker: held while an earlier unit is being written, written
-    straight through once its turn has come. A unit that has written SPILL_AT characters
-    waits for its turn there, so no worker holds more than that (a dump of a 1 GiB segment
-    is several GB of text)."""
-
-    SPILL_AT = 16 << 20
-
-    def __init__(self, turn: _Turn, i: int, stream) -> None:
-        self.turn, self.i, self.stream = turn, i, stream
-        self.err_fd = _fd(sys.stderr)       # taken before the unit's stderr is captured
-        self.chunks: list = []
-        self.size = 0
-        self.mine = False
-
-    def wrote(self, n: int) -> None:
-        self.size += n
-        if not self.mine and (self.size >= self.SPILL_AT or self.turn.value.value == self.i):
-            self.take()
-        if self.mine:
-            _write_fds([(fd, "".join(parts)) for fd, parts in self.chunks], self.stream, self.err_fd)
-            self.chunks.clear()
-            self.size = 0
-
-    def take(self) -> None:
-        """Wait until the units before this one are written."""
-        turn = self.turn
-        with turn.cond:
-            while turn.value.value != self.i:
-                turn.cond.wait(0.5)
-                if os.getppid() != turn.parent:     # the parent was killed: nobody will take a turn
-                    turn.cond.release()             # (the other workers must be able to see it too)
-                    os._exit(1)
-        self.mine = True
-
-
-def _write_fds(chunks: list, stream, err_fd: int) -> None:
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    errors = getattr(stream, "errors", None) or "strict"
-    for fd_kind, text in chunks:
-        fd = _fd(stream) if fd_kind == 1 else err_fd
-        data = memoryview(text.encode(encoding, errors if fd_kind == 1 else "backslashreplace"))
-        while data:
-            data = data[os.write(fd, data):]
-
-
-class _Tap:
-    """A text stream that keeps what is written, tagged 1 (stdout) or 2 (stderr), in order.
-    It answers ``isatty`` as the stream it stands for, so tables and colours come out as
-    they would there."""
-
-    encoding = "utf-8"
-    errors = "backslashreplace"
-
-    def __init__(self, chunks: list, fd: int, tty: bool, spill: _Spill | None = None) -> None:
-        self.chunks, self.fd, self.tty, self.spill = chunks, fd, tty, spill
-
-    def write(self, s: str) -> int:
-        if not isinstance(s, str):      # as a text stream does (Click probes with b"")
-            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
-        if self.chunks and self.chunks[-1][0] == self.fd:
-            self.chunks[-1][1].append(s)
-        else:
-            self.chunks.append((self.fd, [s]))
-        if self.spill is not None:
-            self.spill.wrote(len(s))
-        return len(s)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return self.tty
-
-    def writable(self) -> bool:
-        return True
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _captured(fn, out, unit, spill: _Spill | None = None):
-    import copy
-
-    chunks: list = spill.chunks if spill is not None else []
-    local = copy.copy(out)
-    local.stream = _Tap(chunks, 1, _isatty(out.stream), spill)
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = local.stream, _Tap(chunks, 2, _isatty(sys.stderr), spill)
-    result = raised = None
-    try:
-        result = fn(unit, local)
-    except Exception as e:  # noqa: BLE001 - raised in the parent once the output before it is written
-        raised = e
-    finally:
-        sys.stdout, sys.stderr = saved
-    return result, [(fd, "".join(parts)) for fd, parts in chunks], raised
-
-
-def _replay(chunks: list, stream) -> None:
-    for fd, text in chunks:
-        if fd == 1:
-            stream.write(text)
-        else:
-            stream.flush()
-            sys.stderr.write(text)
-            sys.stderr.flush()
 
 
 class WorkerDied(KdumpError):
@@ -277,7 +108,7 @@ def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list,
     return results, None
 
 
-def _fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bool = False,
+def fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bool = False,
              ranged: bool = False) -> Iterator[Any]:
     """``share``: this process is one of the ``jobs``, running ranges itself whenever the next
     result to hand back is not in yet (so on N cores, N processes work; none just waits)."""

@@ -20,6 +20,7 @@ LAYERS = [
     ("findings",),
     ("workers",),
     ("model", "parallel"),
+    ("ordered_output",),
     ("_accel", "_speedups"),
     ("format",),
     ("decoders", "storage"),

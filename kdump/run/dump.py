@@ -105,7 +105,8 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
              index_opts: IndexOptions = IndexOptions(), jobs: int = 1) -> int:
     files, status = _files(paths, out)
     next_base = _segment_ranges([f for f, _ in files])
-    from kdump.parallel import in_process, ordered_output
+    from kdump.ordered_output import ordered_output
+    from kdump.parallel import in_process
     from kdump.render.progress import Progress
 
     # A partition at a time (consecutive files of one directory), each with its own renderer:

@@ -62,7 +62,8 @@ def run(kind: str, paths, mode: Mode, out, *, rebuild: bool = False, time_offset
             return int(_rebuild_all(paths, mode.interval_bytes, time_offset, not no_backup, renderer, force))
         finally:
             renderer.finish()
-    from kdump.parallel import in_process, ordered_output
+    from kdump.ordered_output import ordered_output
+    from kdump.parallel import in_process
     from kdump.render.progress import Progress
 
     units = _units(paths, kind)

@@ -339,8 +339,9 @@ def test_a_result_that_cannot_be_sent_is_an_error_in_order():
 
 def test_parallel_verify_does_not_import_multiprocessing(tmp_path):
     root = _many_partitions(tmp_path, 40)
-    code = ("import sys, runpy\nsys.argv = ['kdump', 'verify', '-q', '-j', '2', sys.argv[1]]\n"
-            "try:\n    runpy.run_module('kdump', run_name='__main__')\nexcept SystemExit as e:\n    assert e.code == 0\n"
+    # main(), not the console script's entry(): that ends the process before the checks below
+    code = ("import sys\nfrom kdump.cli import main\nsys.argv = ['kdump', 'verify', '-q', '-j', '2', sys.argv[1]]\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0\n"
             "assert 'multiprocessing' not in sys.modules, 'multiprocessing imported'\n")
     r = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
@@ -353,7 +354,7 @@ def test_one_unit_or_one_job_starts_no_worker(monkeypatch):
     def no_workers(*a, **k):
         raise AssertionError("a worker was started")
 
-    monkeypatch.setattr(P, "_fan_out", no_workers)
+    monkeypatch.setattr(P, "fan_out", no_workers)
     assert list(ordered_map(_square_or_fail, [3], 8)) == [9]
     assert list(ordered_map(_square_or_fail, range(5), 1)) == [0, 1, 4, 9, 16]
     r = run_kdump("verify", "-j", "8", FIXTURES / "generated" / "zstd-v2-0")
@@ -361,8 +362,8 @@ def test_one_unit_or_one_job_starts_no_worker(monkeypatch):
 
 
 def test_version_does_not_import_multiprocessing():
-    code = ("import sys, runpy\nsys.argv = ['kdump', 'verify', '--help']\n"
-            "try:\n    runpy.run_module('kdump', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom kdump.cli import main\nsys.argv = ['kdump', 'verify', '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "assert 'multiprocessing' not in sys.modules, 'multiprocessing imported'\n"
             "assert 'kdump.parallel' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
@@ -484,9 +485,9 @@ def _numbered_lines(u, out):
 def test_workers_writing_in_turn_keep_the_order(tmp_path, monkeypatch, spill_at):
     """Units written by the workers themselves: held until their turn, or (past SPILL_AT) waiting
     for it mid-unit and then streamed; either way the order of -j 1."""
-    import kdump.parallel as P
+    import kdump.ordered_output as O
 
-    monkeypatch.setattr(P._Spill, "SPILL_AT", spill_at)
+    monkeypatch.setattr(O._Spill, "SPILL_AT", spill_at)
 
     class Out:
         pass
@@ -495,7 +496,7 @@ def test_workers_writing_in_turn_keep_the_order(tmp_path, monkeypatch, spill_at)
         monkeypatch.setattr(sys, "stderr", e)
         out = Out()
         out.stream = o
-        assert list(P.ordered_output(_numbered_lines, list(range(60)), 2, out)) == list(range(60))
+        assert list(O.ordered_output(_numbered_lines, list(range(60)), 2, out)) == list(range(60))
     assert (tmp_path / "out").read_text() == "".join(f"{u}:{k}\n" for u in range(60) for k in range(50))
     assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
     assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
