@@ -32,6 +32,8 @@ def _stem(f: LogFile) -> tuple[str, str]:
 
 
 def _sibling(f: LogFile, kind: str) -> str:
+    if f.leftover is None and f.kind in EXT:    # the usual name: swap the extension (15,000 a log dir)
+        return f.path[:-len(EXT[f.kind])] + EXT[kind]
     directory, stem = _stem(f)
     return os.path.join(directory, stem + EXT[kind] + (f.leftover or ""))
 
@@ -57,9 +59,10 @@ def _item(f: LogFile, kind: str, explicit: bool) -> Item:
     return Item(kind, f.path, _log_of(f), base, explicit)
 
 
-def items_for(path: str, kind: str) -> list[Item]:
-    """The index files of ``kind`` a PATH stands for (txnindex too for ``kdump index``)."""
-    files = expand(path)
+def items_for(path: str, kind: str, jobs: int = 1) -> list[Item]:
+    """The index files of ``kind`` a PATH stands for (txnindex too for ``kdump index``); a log
+    dir's thousands of partitions are listed by ``jobs`` processes."""
+    files = expand(path, jobs)
     if not os.path.isdir(path):
         f = files[0]
         if f.kind in (kind, LOG):

@@ -62,14 +62,15 @@ def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
     return nxt
 
 
-def _files(paths, out) -> tuple[list[tuple[LogFile, bool]], ExitStatus]:
+def _files(paths, out, jobs: int) -> tuple[list[tuple[LogFile, bool]], ExitStatus]:
     """The files to dump, each with whether it was named itself, and the exit status so far
-    (a PATH that cannot be read, a partition directory without segments)."""
+    (a PATH that cannot be read, a partition directory without segments); a log dir's
+    thousands of partitions are listed by ``jobs`` processes."""
     status = ExitStatus.OK
     files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
     for path in paths:
         try:
-            expanded = expand(path)
+            expanded = expand(path, jobs)
         except KdumpError as e:
             _error(out, e)
             status = max(status, e.exit_code)
@@ -103,7 +104,7 @@ def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, b
 def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
              index_opts: IndexOptions = IndexOptions(), jobs: int = 1) -> int:
-    files, status = _files(paths, out)
+    files, status = _files(paths, out, jobs)
     next_base = _segment_ranges([f for f, _ in files])
     from kdump.ordered_output import ordered_output
     from kdump.parallel import in_process

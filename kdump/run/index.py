@@ -66,7 +66,7 @@ def run(kind: str, paths, mode: Mode, out, *, rebuild: bool = False, time_offset
     from kdump.parallel import in_process
     from kdump.render.progress import Progress
 
-    units = _units(paths, kind)
+    units = _units(paths, kind, jobs)
 
     def run_unit(unit, out) -> int:
         if isinstance(unit, KdumpError):
@@ -98,22 +98,24 @@ def run(kind: str, paths, mode: Mode, out, *, rebuild: bool = False, time_offset
     return int(status)
 
 
-def _units(paths, kind: str) -> list:
+def _units(paths, kind: str, jobs: int) -> list:
     """A partition's items at a time; an unreadable PATH is a unit of its own, so its error
     line comes where -j 1 prints it."""
     units: list = []
     for path in paths:
         try:
-            items = items_for(path, kind)
+            items = items_for(path, kind, jobs)
         except KdumpError as e:
             units.append(e)
             continue
+        last = None         # the directory of the unit being filled
         for item in items:
-            if units and isinstance(units[-1], list) and \
-                    os.path.dirname(units[-1][-1].path) == os.path.dirname(item.path):
+            directory = item.path.rpartition("/")[0]    # (what dirname gives for these joined paths)
+            if directory == last:
                 units[-1].append(item)
             else:
                 units.append([item])
+                last = directory
     return units
 
 
