@@ -46,7 +46,7 @@ def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: in
     ctx = multiprocessing.get_context("fork")
     turn = _Turn(ctx.Condition(), ctx.Value("q", 0, lock=False))
     for results in fan_out(functools.partial(_write_in_turn, fn, out, turn), list(enumerate(units)), jobs,
-                            ranged=True):
+                           ranged=True):
         yield from results
 
 

@@ -81,8 +81,9 @@ def run(kind: str, paths, mode: Mode, out, *, rebuild: bool = False, time_offset
             renderer.finish()
         return status
 
-    def logs(unit) -> list[str]:
-        return [i.log for i in unit if i.log and os.path.isfile(i.log)] if isinstance(unit, list) else []
+    def logs(unit):
+        """The unit's segments, for the bar (looked at only when there is one)."""
+        return (i.log for i in unit if i.log and os.path.isfile(i.log)) if isinstance(unit, list) else ()
 
     status = ExitStatus.OK
     with Progress.for_output(out, (lambda: sum(file_size(p) for p in {p for u in units for p in logs(u)}))
