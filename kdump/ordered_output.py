@@ -25,8 +25,8 @@ from kdump.parallel import fan_out, in_process
 def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: int, out) -> Iterator[Any]:
     """``fn(unit, out)`` for every unit, for commands that print as they go: in a worker,
     what ``fn`` writes to ``out.stream`` and to stderr is collected, in order, and written
-    here when the unit's turn comes, so stdout gets the same bytes as from ``-j 1``. In
-    this process ``fn`` writes straight through."""
+    when its range's turn comes, so stdout gets the same bytes as from ``-j 1``. One unit,
+    or ``jobs`` 1, runs here and writes straight through."""
     if in_process(units, jobs):
         for u in units:
             yield fn(u, out)
@@ -39,7 +39,7 @@ def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: in
                 raise raised
             yield result
         return
-    # Real files: each worker writes its unit's output itself when the unit before it is
+    # Real files: each worker writes a range's output itself when the range before it is
     # written (a turn counter), so hundreds of MB of dump do not go through this process.
     import multiprocessing
 

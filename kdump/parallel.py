@@ -7,8 +7,9 @@ had run them itself: what it prints is the same bytes as with ``-j 1``. One unit
 
 Workers are forked (``kdump.workers``, without ``multiprocessing``, which only
 ``kdump.ordered_output``'s turn counter imports), so they start with the function, the
-units and everything the command imported already in memory; a task is only a range of unit numbers, sent down a
-pipe, and a reply the results of that range. With ``-j N`` ``ordered_map`` forks N-1 of
+units and everything the command imported already in memory; a task is only a range of
+unit numbers, sent down a pipe, and a reply the results of that range (the tasks shrink
+toward the end, so the processes finish together). With ``-j N`` ``ordered_map`` forks N-1 of
 them: this process runs ranges too whenever the next result is not in yet, so N processes
 share N cores and none sits waiting (a third process beside two workers on two cores cost
 the workers' time). Each worker has at most ``QUEUED_PER_WORKER`` ranges queued, and no
