@@ -1,6 +1,10 @@
 """A whole broker's log dir: thousands of small partitions, kdump at -j 1 and -j N against cat.
 
-    python bench/bench_logdir.py [--partitions 5000] [--repeat 3] [--jobs N] [--only CMD ...]
+    .venv/bin/python bench/bench_logdir.py [--partitions 5000] [--repeat 3] [--jobs N] [--only CMD ...]
+
+Run it with the Python kdump is installed in (the README's ``pip install -e .``): it times the
+``kdump`` console script beside that Python, as an operator runs it (``python -m kdump`` when
+there is none, or when it runs another checkout's code).
 
 Generates (once, cached under bench/data/, git-ignored) a log dir of PARTITIONS partitions
 ``topic<k>-<p>``, each one lz4 segment (v2, 50-record batches, ~29 KB) with the .index and
@@ -13,7 +17,8 @@ Then, page cache warm, REPEAT rounds; each round runs every command (``verify -q
 ``info``, ``recover`` (plan), ``index --verify``, ``timeindex --verify``, ``dump --records
 --json``, ``export --format ndjson`` with the local engine) at ``-j 1`` and ``-j N`` (N = all
 cores), each right after a ``cat`` of every file, so that kdump and cat are measured under
-the same load, interleaved. It prints each one's median wall time with its spread (min-max
+the same load, interleaved (dump's and export's rounds after the others', with a sync after
+every run). It prints each one's median wall time with its spread (min-max
 over the rounds), its CPU seconds, and its ratio to the cat run just before it (median),
 then the ratios issue 18 asks for: verify >= 0.5x cat and >= 1.7x its own -j 1; info and
 recover <= 2x verify; dump's records/s on the whole dir against the single segment.
@@ -253,8 +258,7 @@ def main() -> None:
     loads = []
     try:
         # dump and export put out hundreds of MB a run (memory taken and given back, files
-        # written back): their rounds come after the others', so that what they leave the
-        # machine doing is not in the others' times (verify -j 2 ran 10% slower after them).
+        # written back) and take most of a round's time: their rounds come after the others'.
         heavy = ("dump", "export")
         for group in ([k for k in runs if k[0] not in heavy], [k for k in runs if k[0] in heavy]):
             for _ in range(args.repeat if group else 0):
