@@ -499,7 +499,38 @@ def test_workers_writing_in_turn_keep_the_order(tmp_path, monkeypatch, spill_at)
         assert list(O.ordered_output(_numbered_lines, list(range(60)), 2, out)) == list(range(60))
     assert (tmp_path / "out").read_text() == "".join(f"{u}:{k}\n" for u in range(60) for k in range(50))
     assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
-    assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 60, 7))
+
+
+def _wide_or_failing(u, out):
+    out.stream.write(f"{u}:" + "x" * 40_000 + "\n")     # ranges far past FLUSH_AT
+    if u % 9 == 0:
+        print(f"note {u}", file=sys.stderr)
+    if u == 45:
+        raise ValueError(f"unit {u}")
+    return u
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_a_unit_failing_in_its_turn_ends_the_output_where_j1_does(tmp_path, monkeypatch, jobs):
+    """Workers write a range's output in 64 KiB pieces when its turn comes; a unit that raises
+    still has what it wrote before written, nothing after it is, and the error comes in order:
+    the bytes of -j 1."""
+    import kdump.ordered_output as O
+
+    class Out:
+        pass
+
+    got = []
+    with open(tmp_path / "out", "w") as o, open(tmp_path / "err", "w") as e:
+        monkeypatch.setattr(sys, "stderr", e)
+        out = Out()
+        out.stream = o
+        with pytest.raises(ValueError, match="unit 45"):
+            for r in O.ordered_output(_wide_or_failing, list(range(200)), jobs, out):
+                got.append(r)
+    assert got == list(range(45))
+    assert (tmp_path / "out").read_text() == "".join(f"{u}:" + "x" * 40_000 + "\n" for u in range(46))
+    assert (tmp_path / "err").read_text() == "".join(f"note {u}\n" for u in range(0, 46, 9))
 
 
 def _listing_by_workers(monkeypatch) -> list:

@@ -139,3 +139,28 @@ def test_start_up_loads_no_import_hook():
     code = "import sys; print(sorted(m for m in sys.modules if 'editable' in m or m == 'pathlib'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def _entry_with(body: str) -> subprocess.CompletedProcess:
+    """Run the console script's entry() with ``main`` replaced by a function of ``body``."""
+    code = ("import atexit, sys, threading, time\nimport kdump.cli as cli\ndef fake_main():\n"
+            + "".join(f"    {line}\n" for line in body.splitlines())
+            + "cli.main = fake_main\ncli.entry()\nprint('entry() returned')\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+def test_the_console_script_ends_at_once_with_output_flushed_and_atexit_run():
+    """entry() ends the process without the interpreter's teardown (15-20 ms), after doing
+    what the teardown would have done that matters: atexit callbacks, flushed streams."""
+    r = _entry_with("atexit.register(lambda: print('atexit ran'))\n"
+                    "sys.stdout.write('not flushed yet, ')\nsys.stderr.write('err too')\nsys.exit(3)")
+    assert (r.returncode, r.stdout, r.stderr) == (3, "not flushed yet, atexit ran\n", "err too")
+
+
+def test_the_console_script_takes_the_usual_way_out_when_it_must():
+    # A thread still running is waited for, as the interpreter does.
+    r = _entry_with("threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\nsys.exit(0)")
+    assert (r.returncode, r.stdout) == (0, "thread done\n")
+    # An exit that is not a status prints its message, as Python does.
+    r = _entry_with("sys.exit('a message')")
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", "a message\n")
