@@ -90,9 +90,11 @@ def stop_all(workers: list[Worker]) -> None:
 def _ended(w: Worker, deadline: float) -> bool:
     """Has ``w`` ended (and been reaped) by ``deadline``? Waits on a pidfd, which wakes the
     moment the process ends, where the kernel has them; else looks every 2 ms."""
+    if w.reap():        # (once reaped, its pid may be another process's: no pidfd for it)
+        return True
     try:
         fd = os.pidfd_open(w.pid)
-    except (AttributeError, OSError):     # no pidfds (or the process is already reaped)
+    except (AttributeError, OSError):     # no pidfds here
         fd = -1
     try:
         while not w.reap():
