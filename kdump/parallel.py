@@ -110,9 +110,11 @@ def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list,
 
 
 def fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bool = False,
-             ranged: bool = False) -> Iterator[Any]:
-    """``share``: this process is one of the ``jobs``, running ranges itself whenever the next
-    result to hand back is not in yet (so on N cores, N processes work; none just waits)."""
+            ranged: bool = False) -> Iterator[Any]:
+    """The results of ``fn`` over ``units`` from ``jobs`` processes, in order (``ordered_map``'s
+    and ``ordered_output``'s engine). ``share``: this process is one of the ``jobs``, running
+    ranges itself whenever the next result to hand back is not in yet (so on N cores, N
+    processes work; none just waits). ``ranged``: as for ``ordered_map``."""
     global _work, _units, _ranged
     from kdump.workers import Worker, stop_all
 

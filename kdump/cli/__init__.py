@@ -84,12 +84,10 @@ def _exit_now(code) -> None:
 
     if code is None:
         code = 0
-    if type(code) is not int:
-        raise SystemExit(code)
-    atexit._run_exitfuncs()
     main_thread = threading.main_thread()
-    if any(t is not main_thread and not t.daemon for t in threading.enumerate()):
-        raise SystemExit(code)
+    if type(code) is not int or any(t is not main_thread and not t.daemon for t in threading.enumerate()):
+        raise SystemExit(code)      # (a thread is waited for before the atexit callbacks, as Python does)
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

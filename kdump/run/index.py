@@ -103,13 +103,14 @@ def _units(paths, kind: str, jobs: int) -> list:
     """A partition's items at a time; an unreadable PATH is a unit of its own, so its error
     line comes where -j 1 prints it."""
     units: list = []
+    last = None             # the directory of the unit being filled
     for path in paths:
         try:
             items = items_for(path, kind, jobs)
         except KdumpError as e:
             units.append(e)
+            last = None
             continue
-        last = None         # the directory of the unit being filled
         for item in items:
             directory = item.path.rpartition("/")[0]    # (what dirname gives for these joined paths)
             if directory == last:

@@ -158,9 +158,10 @@ def test_the_console_script_ends_at_once_with_output_flushed_and_atexit_run():
 
 
 def test_the_console_script_takes_the_usual_way_out_when_it_must():
-    # A thread still running is waited for, as the interpreter does.
-    r = _entry_with("threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\nsys.exit(0)")
-    assert (r.returncode, r.stdout) == (0, "thread done\n")
+    # A thread still running is waited for, before the atexit callbacks, as the interpreter does.
+    r = _entry_with("atexit.register(lambda: print('atexit ran'))\n"
+                    "threading.Thread(target=lambda: (time.sleep(0.2), print('thread done'))).start()\nsys.exit(0)")
+    assert (r.returncode, r.stdout) == (0, "thread done\natexit ran\n")
     # An exit that is not a status prints its message, as Python does.
     r = _entry_with("sys.exit('a message')")
     assert (r.returncode, r.stdout, r.stderr) == (1, "", "a message\n")
