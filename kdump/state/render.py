@@ -25,7 +25,8 @@ def txn_id_line(t: dict[str, Any]) -> str:
     parts = ",".join(t["partitions"]) or "-"
     return (f"transactional id {t['transactional_id']}: producer {t['producer_id']} epoch {t['producer_epoch']} "
             f"{t['state']} partitions {parts} timeout {t['timeout_ms']} ms "
-            f"(__transaction_state-{t['state_partition']} offset {t['state_offset']})")
+            f"(__transaction_state-{t['state_partition']} offset {t['state_offset']}"
+            + (", incomplete: possibly stale)" if t.get("possibly_stale") else ")"))
 
 
 def txn_partition_text(p: dict[str, Any]) -> str:
@@ -63,7 +64,8 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
         for col in ("transactional id", "producer", "epoch", "state", "partitions", "timeout ms"):
             t.add_column(col)
         for i in ids:
-            t.add_row(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]), i["state"],
+            t.add_row(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]),
+                      i["state"] + (" (stale?)" if i.get("possibly_stale") else ""),
                       ", ".join(i["partitions"]) or "-", str(i["timeout_ms"]))
         console.print(t)
     t = Table(title="kdump txn", title_justify="left")

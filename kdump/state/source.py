@@ -90,16 +90,20 @@ def segments(p: Partition) -> list[LogFile]:
     return [f for f in partition_files(p.path) if f.kind == LOG and f.leftover is None]
 
 
-def missing_logs(p: Partition) -> str | None:
-    """Why the partition's records are not all on disk, or None: it has no ``.log`` at all, or
-    a segment's ``.index``/``.timeindex``/``.txnindex`` is there without its ``.log`` (a copy
-    that skipped files, a disk that lost them). A broker never leaves either behind: it keeps
-    the active segment, and deletes a segment's files together."""
+def orphan_segments(p: Partition) -> list[int]:
+    """Base offsets of segments whose ``.index``/``.timeindex``/``.txnindex`` is here without
+    their ``.log``: a broker deletes a segment's files together, so that ``.log`` was lost."""
     files = [f for f in partition_files(p.path) if f.leftover is None]
     logs = {f.base_offset for f in files if f.kind == LOG}
-    if not logs:
+    return sorted({f.base_offset for f in files if f.kind in (INDEX, TIMEINDEX, TXNINDEX)} - logs)
+
+
+def missing_logs(p: Partition) -> str | None:
+    """Why the partition's records are not all on disk, or None: it has no ``.log`` at all
+    (a broker always keeps the active segment), or segments lost their ``.log``."""
+    if not segments(p):
         return f"{p.path}: no .log segment: its records are gone"
-    orphans = sorted({f.base_offset for f in files if f.kind in (INDEX, TIMEINDEX, TXNINDEX)} - logs)
+    orphans = orphan_segments(p)
     if not orphans:
         return None
     shown = ", ".join(f"{b:020d}.log" for b in orphans[:3]) + (f" and {len(orphans) - 3} more" if len(orphans) > 3

@@ -262,7 +262,7 @@ def test_metadata_text_from_the_snapshot(kdump):
 def test_metadata_at_an_offset_before_the_snapshot_replays_the_log(kdump):
     objs = _json(kdump("metadata", METADATA, "--at", "2", "--json"))
     assert objs[0] == {"object": "metadata", "snapshot": None, "last_offset": 2,
-                       "last_timestamp": 1700000000010, "stopped": None, "errors": []}
+                       "last_timestamp": 1700000000010, "stopped": None, "errors": [], "incomplete": []}
     assert [o["object"] for o in objs[1:]] == ["feature", "topic"]
     objs = _json(kdump("metadata", METADATA, "--at", "0", "--json"))
     assert [o["object"] for o in objs] == ["metadata"]
