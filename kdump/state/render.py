@@ -116,7 +116,7 @@ def group_text(g: dict[str, Any]) -> str:
     for o in g.get("pending_offsets", ()):
         lines.append(f"  {o['topic']}-{o['partition']}: pending offset {o['offset']} producer {o['producer_id']} "
                      f"epoch {o['producer_epoch']} (uncommitted transaction, record at offset {o['record_offset']}) "
-                     f"leader epoch {o['leader_epoch']} committed {when(o['commit_timestamp'])}"
+                     f"leader epoch {o['leader_epoch']} commit timestamp {when(o['commit_timestamp'])}"
                      f" metadata {o['metadata']!r}")
     return "\n".join(lines) + "\n"
 

@@ -46,7 +46,7 @@ if end == "commit":
 elif end == "abort":
     p.abort_transaction()
 else:
-    import os, time
+    import time
     while True:
         time.sleep(60)          # left open: the parent kills this process
 p.close()

@@ -15,6 +15,7 @@ import shutil
 
 import pytest
 
+import txn_offsets                  # tests/kafka: the broker scenario that wrote the fixture
 from support.run import FIXTURES
 
 from kdump.testing import build_end_txn_marker, build_v2_batch, encode_group_metadata_key, encode_offset_commit
@@ -242,7 +243,7 @@ def test_text_and_table_show_pending_offsets_apart(kdump, tmp_path):
         "group g: protocol classic state Empty generation - assignor - (__consumer_offsets-0)\n"
         "  t-0: offset 50 log end - lag - leader epoch -1 committed 2023-11-14T22:13:20.000Z metadata 'plain'\n"
         "  t-0: pending offset 100 producer 7 epoch 0 (uncommitted transaction, record at offset 1) leader epoch -1 "
-        "committed 2023-11-14T22:13:21.000Z metadata 'txn'\n")
+        "commit timestamp 2023-11-14T22:13:21.000Z metadata 'txn'\n")
     r = kdump("groups", tmp_path, "--format", "table", "--now", NOW)
     assert r.code == 0
     pending = r.out[r.out.index("pending transactional offsets (not committed)"):]
@@ -261,12 +262,7 @@ def _table_without_pending(kdump, tmp_path) -> str:
 # -- the same cases, written by a real broker ---------------------------------------------------
 
 def _describe() -> dict[tuple[str, str, int], int | None]:
-    rows = {}
-    for line in (BROKER / "txn-offsets.describe").read_text().splitlines():
-        f = line.split()
-        if len(f) > 3 and f[0] != "GROUP" and f[2].isdigit():
-            rows[(f[0], f[1], int(f[2]))] = None if f[3] == "-" else int(f[3])
-    return rows
+    return txn_offsets.describe_rows((BROKER / "txn-offsets.describe").read_text())
 
 
 def test_broker_fixture_is_as_the_broker_wrote_it():
