@@ -149,13 +149,17 @@ def pending_table(console, groups: list[dict[str, Any]]) -> None:
     rows = [(g["group_id"], o) for g in groups for o in g.get("pending_offsets", ())]
     if not rows:
         return
+    cells = [(gid, f"{o['topic']}-{o['partition']}", str(o["offset"]), str(o["producer_id"]),
+              str(o["producer_epoch"]), str(o["record_offset"]), when(o["commit_timestamp"])) for gid, o in rows]
     t = Table(title="pending transactional offsets (not committed)", title_justify="left")
-    for col, just in (("group", "left"), ("topic-partition", "left"), ("pending", "right"), ("producer", "right"),
-                      ("epoch", "right"), ("record offset", "right"), ("commit time (UTC)", "left")):
-        t.add_column(col, justify=just, no_wrap=col in ("group", "commit time (UTC)", "topic-partition"))
-    for gid, o in rows:
-        t.add_row(gid, f"{o['topic']}-{o['partition']}", str(o["offset"]), str(o["producer_id"]),
-                  str(o["producer_epoch"]), str(o["record_offset"]), when(o["commit_timestamp"]))
+    for i, (col, just) in enumerate((("group", "left"), ("topic-partition", "left"), ("offset", "right"),
+                                     ("producer", "right"), ("epoch", "right"), ("record at", "right"),
+                                     ("commit time (UTC)", "left"))):
+        # on a narrow terminal headers, names and times wrap; numbers keep their width
+        t.add_column(col, justify=just, overflow="fold",
+                     min_width=max(len(c[i]) for c in cells) if just == "right" else None)
+    for row in cells:
+        t.add_row(*row)
     console.print(t)
 
 

@@ -247,6 +247,8 @@ def test_text_and_table_show_pending_offsets_apart(kdump, tmp_path):
     r = kdump("groups", tmp_path, "--format", "table", "--now", NOW)
     assert r.code == 0
     pending = r.out[r.out.index("pending transactional offsets (not committed)"):]
+    assert re.search(r"┃ group\s+┃ topic-partition\s+┃ offset ┃ producer ┃ epoch ┃ record at ┃ commit time \(UTC\)",
+                     pending), r.out
     assert re.search(r"│ g\s+│ t-0\s+│\s+100 │\s+7 │\s+0 │\s+1 │ 2023-11-14T22:13:21.000Z │", pending), r.out
     assert "pending transactional offsets" not in _table_without_pending(kdump, tmp_path)
 
