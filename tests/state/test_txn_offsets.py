@@ -231,7 +231,8 @@ def test_at_shows_pending_offsets_as_they_were(kdump, tmp_path):
     assert at(plain + 1) == ({0: 200}, {})
 
 
-def test_text_and_table_show_pending_offsets_apart(kdump, tmp_path):
+def test_text_and_table_show_pending_offsets_apart(kdump, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")        # the table's rows on one line, whatever the terminal
     log = Log(tmp_path)
     log.plain("g", 0, 50)
     log.txn(7, "g", 0, 100)
@@ -350,9 +351,10 @@ def test_groups_names_an_incomplete_offsets_partition(kdump, tmp_path, remove, r
                             "__consumer_offsets-0\n")
 
 
-def test_groups_marks_the_groups_of_a_partition_missing_a_segment(kdump, tmp_path):
+def test_groups_marks_the_groups_of_a_partition_missing_a_segment(kdump, tmp_path, monkeypatch):
     """A second segment whose .log is gone (its indexes are left): the groups read from the
     first are possibly stale; a group hashed to a complete partition is not."""
+    monkeypatch.setenv("COLUMNS", "200")
     root = tmp_path / "logs"
     log = Log(root, 1)              # Java's hash puts g in partition 1 of 2, h in 0
     root.mkdir()
