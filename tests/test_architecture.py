@@ -25,7 +25,7 @@ LAYERS = [
     ("format",),
     ("decoders", "storage"),
     ("testing", "check"),
-    ("repair", "state", "export", "info"),
+    ("repair", "state", "export", "info", "timeline"),
     ("render",),
     ("run",),
     ("spark",),
