@@ -79,7 +79,6 @@ def figure(t: Timeline):
         fig.update_xaxes(type="date", row=2, col=1)
     fig.add_trace(go.Bar(name="bytes", x=labels, y=[s.bytes for s in segs], text=[human(s.bytes) for s in segs],
                          marker_color=[COLOR[s.status] for s in segs], showlegend=False), row=3, col=1)
-    fig.update_xaxes(title_text="offset", row=1, col=1)
     fig.update_yaxes(title_text="bytes", row=3, col=1)
     fig.update_layout(title=f"{name}: {len(segs)} segments", barmode="overlay", height=520 + 40 * len(segs),
                       template="plotly_white", legend={"orientation": "h"})
