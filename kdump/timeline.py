@@ -49,7 +49,7 @@ class SegmentSpan:
         at = f.offset
         if at is None and in_log and f.position is not None and self._starts:
             i = bisect.bisect_left(self._starts, (f.position, -1))
-            at = self._starts[i][1] if i < len(self._starts) else (self.last_offset or 0) + 1
+            at = self._starts[i][1] if i < len(self._starts) else self.last_offset   # past the last batch: its end
         if at is None:
             at = self.first_offset
         if at is not None:

@@ -45,7 +45,7 @@ def offset_strip(s: SegmentSpan, lo: int, hi: int, cells: int = STRIP):
     marks = [(at, f.cls) for at, f in s.marks]
     for i in range(cells):
         a, b = _cell(lo, hi, i, cells)
-        if b <= s.first_offset or a > s.last_offset:
+        if b <= s.first_offset or a >= s.last_offset + 1:
             text.append(" ")
             continue
         hits = [cls for o, cls in marks if a <= o < b]
@@ -86,7 +86,8 @@ def _title(t: Timeline) -> tuple[str, int, int]:
     times = [x for s in spans for x in (s.first_time, s.last_time) if x is not None]
     name = f"{t.topic}-{t.partition}" if t.topic else t.path
     span = f"times {when(min(times))} .. {when(max(times))}" if times else "no times"
-    return f"{printable(name)}: {len(t.segments)} segments, offsets {lo}..{hi}\n{span}", lo, hi
+    count = f"{len(t.segments)} segment{'' if len(t.segments) == 1 else 's'}"
+    return f"{printable(name)}: {count}, offsets {lo}..{hi}\n{span}", lo, hi
 
 
 def _rows(t: Timeline, cells: int) -> list[dict]:
