@@ -23,8 +23,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:     # Python 3.10: kdump runs there, this build script does not
+    raise SystemExit("packaging/zipapp.py needs Python 3.11 or newer to run (the zipapp it builds runs on 3.10+)")
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHES = ("x86_64", "aarch64")

@@ -58,6 +58,10 @@ def test_pipx_installs_the_kdump_command(tmp_path, source):
                                 str(tmp_path / "dist")], capture_output=True, text=True, check=False, timeout=900)
         assert built.returncode == 0, built.stderr
         (target,) = (tmp_path / "dist").glob("kafka_kdump-*.whl")
+        import zipfile
+
+        names = zipfile.ZipFile(target).namelist()
+        assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)
     else:
         # A copy of the clone's tracked files, so that the build leaves nothing in the checkout.
         files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False).stdout
