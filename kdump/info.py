@@ -15,7 +15,7 @@ from typing import Any
 
 from kdump import _accel
 from kdump.errors import KdumpError
-from kdump.format.walk import Walker
+from kdump.format.walk import SCAN_SPAN, Walker
 from kdump.storage.logdir import BATCH_KINDS, LogFile
 from kdump.model import compression_name
 from kdump.storage.segment import MappedFile
@@ -92,7 +92,9 @@ class PartitionSummary:
         pos, end = 0, len(buf)
         follow = getattr(buf, "follow", None)     # a large mapping drops pages behind the walk
         while True:
-            pos = self._add_run(c.summarize_v2(buf, pos, end, RUN_BATCHES, SIZE_BUCKETS, self.producers))
+            # A bounded span, as the Walker's: a batch crossing it is left to the Walker below.
+            span_end = min(end, pos + SCAN_SPAN)
+            pos = self._add_run(c.summarize_v2(buf, pos, span_end, RUN_BATCHES, SIZE_BUCKETS, self.producers))
             if follow is not None:
                 follow(pos)
             walker = Walker(buf, pos, end, first_chunk=1)

@@ -100,3 +100,14 @@ def test_built_segments_sum_alike(tmp_path, spec):
     log = tmp_path / "00000000000000000000.log"
     log.write_bytes(b"".join(_batch(kind, 2 * i, ts, codec, pid) for i, (kind, ts, codec, pid) in enumerate(spec)))
     _same(log)
+
+
+def test_spans_that_cut_batches_sum_alike(monkeypatch):
+    """A C call covers at most SCAN_SPAN bytes: the batch crossing each bound goes through the
+    Walker, and the sums are still those of the Python path."""
+    import kdump.info
+
+    monkeypatch.setattr(kdump.info, "SCAN_SPAN", 1000)
+    log = FIXTURES / "real/pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test" \
+        / "00000000000000007729.log"
+    assert _same(log)["batches"] == 7634
