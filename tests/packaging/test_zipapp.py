@@ -78,3 +78,27 @@ def test_the_zipapp_verifies_in_a_bare_venv_without_network(pyz, tmp_path):
     assert got.stdout == want.stdout and "torn_tail at byte 667" in got.stdout
     # It ran from the zipapp's own unpacked copy, not from this checkout.
     assert any((tmp_path / "shiv").glob("kdump.pyz_*/site-packages/kdump/__init__.py"))
+
+
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183}       # e_machine in an ELF header
+
+
+def test_the_other_architecture_carries_its_own_compiled_dependencies(tmp_path):
+    """The aarch64 file (or x86_64 on an aarch64 machine) cannot run here; every compiled
+    module in it must be built for its architecture, and kdump is there on its pure-Python
+    path (its C accelerator is built only for the machine that builds the file)."""
+    pytest.importorskip("shiv", reason="shiv is a test extra: pip install -e '.[test]'")
+    other = {"x86_64": "aarch64", "aarch64": "x86_64"}.get(platform.machine())
+    if other is None:
+        pytest.skip(f"the zipapp is built for Linux x86_64 and aarch64, not {platform.machine()}")
+    r = subprocess.run([sys.executable, str(ROOT / "packaging/zipapp.py"), "--arch", other, "--python", PYTHON,
+                        "--out", str(tmp_path)], capture_output=True, text=True, check=False, timeout=1200)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (built,) = tmp_path.glob(f"kdump-*-linux-{other}.pyz")
+    z = zipfile.ZipFile(built)
+    shared = [n for n in z.namelist() if n.endswith(".so")]
+    assert shared and not any("kdump/" in n for n in shared)
+    for name in shared:
+        head = z.read(name)[:20]
+        assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == ELF_MACHINE[other], name
+    assert "site-packages/kdump/info.py" in z.namelist()
