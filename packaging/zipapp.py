@@ -4,8 +4,9 @@
 
 Run it on a machine that reaches PyPI (or give --find-links DIR --no-index with the wheels
 in DIR). For each architecture it writes ``dist/kdump-<version>-linux-<arch>.pyz``, holding
-kdump and every dependency's manylinux2014 wheel (glibc 2.17 or newer) for each --python
-version, side by side: their compiled modules carry the Python version in their names. The
+kdump (with plotly, for ``info --html``) and every dependency's manylinux2014 wheel (glibc
+2.17 or newer) for each --python version, side by side: their compiled modules carry the
+Python version in their names. The
 host needs one of those Pythons; nothing is installed on it. On first run the zipapp
 unpacks itself under ``~/.shiv`` (``SHIV_ROOT`` to choose) and then starts from there.
 
@@ -68,7 +69,9 @@ def _merge(src: Path, dst: Path) -> None:
 
 
 def build(arch: str, pythons: list[str], out: Path, pip_sources: list[str]) -> Path:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    # The timeline extra too: a page written on the broker is what one copies off it.
+    deps = project["dependencies"] + project["optional-dependencies"]["timeline"]
     native = arch == platform.machine() and f"{sys.version_info[0]}.{sys.version_info[1]}" in pythons
     with tempfile.TemporaryDirectory(prefix="kdump-zipapp-") as tmp:
         work = Path(tmp)

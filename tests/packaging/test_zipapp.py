@@ -51,7 +51,8 @@ def pyz(tmp_path_factory):
 
 def test_the_zipapp_holds_kdump_and_every_dependency_for_its_architecture(pyz):
     names = zipfile.ZipFile(pyz).namelist()
-    for package in ("kdump/cli/__init__.py", "click/", "rich/", "crc32c/", "lz4/", "cramjam/", "zstandard/", "xxhash/"):
+    for package in ("kdump/cli/__init__.py", "click/", "rich/", "crc32c/", "lz4/", "cramjam/", "zstandard/", "xxhash/",
+                    "plotly/"):
         assert any(n.startswith(f"site-packages/{package}") for n in names), package
     machine = platform.machine()
     shared = [n for n in names if n.endswith(".so")]
@@ -76,6 +77,10 @@ def test_the_zipapp_verifies_in_a_bare_venv_without_network(pyz, tmp_path):
                           capture_output=True, text=True)
     assert got.returncode == want.returncode == 1, got.stderr
     assert got.stdout == want.stdout and "torn_tail at byte 667" in got.stdout
+    page = tmp_path / "timeline.html"      # the timeline page too, written on the "broker"
+    html = subprocess.run([*run, "info", str(FIXTURE), "--html", str(page)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert html.returncode == 1 and "Plotly.newPlot" in page.read_text(), html.stderr
     # It ran from the zipapp's own unpacked copy, not from this checkout.
     assert any((tmp_path / "shiv").glob("kdump.pyz_*/site-packages/kdump/__init__.py"))
 
