@@ -38,7 +38,7 @@ class SegmentSpan:
     last_time: int | None = None        # ms: the largest
     missing: int = 0                    # offsets missing between its batches
     gaps: list[tuple[int, int]] = field(default_factory=list)   # (first, last) missing offset
-    findings: list[Finding] = field(default_factory=list)      # damage and anomalies, its indexes' too
+    findings: list[Finding] = field(default_factory=list)      # errors, damage, anomalies; its indexes' too
     # Where each finding is drawn: its offset, else the batch at or after its byte position
     # in the segment, else the segment's first offset.
     marks: list[tuple[int, Finding]] = field(default_factory=list)
@@ -58,7 +58,10 @@ class SegmentSpan:
     @property
     def status(self) -> str:
         classes = {f.cls for f in self.findings}
-        return "damage" if F.DAMAGE in classes else "anomaly" if F.ANOMALY in classes else "ok"
+        for cls in (F.ERROR, F.DAMAGE, F.ANOMALY):
+            if cls in classes:
+                return cls
+        return "ok"
 
     @property
     def rate(self) -> float | None:
@@ -131,7 +134,7 @@ def build(directory: str, files: list[LogFile]) -> Timeline:
     rest: list[Finding] = []
     every = [f for f in directory_context(directory, files) if f.leftover is None]
     for report in check_directory(directory, every, VerifyOptions()):
-        shown = [x for x in report.findings if x.cls in (F.DAMAGE, F.ANOMALY)]
+        shown = [x for x in report.findings if x.cls in (F.ERROR, F.DAMAGE, F.ANOMALY)]
         target = by_base.get(report.log.base_offset) if report.log is not None else None
         for f in shown:
             if target is not None:

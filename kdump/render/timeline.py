@@ -16,7 +16,7 @@ from kdump.timeline import SegmentSpan, Timeline
 
 STRIP = 24
 LEVELS = "▁▂▃▄▅▆▇█"
-STYLE = {"ok": "green", "anomaly": "yellow", "damage": "red"}
+STYLE = {"ok": "green", "anomaly": "yellow", "damage": "red", "error": "red"}
 # Columns a narrow terminal drops first (last listed, first dropped); names, offsets and the
 # offset strip always stay.
 OPTIONAL = ("size", "records", "gaps", "rate/s", "time")
@@ -50,7 +50,7 @@ def offset_strip(s: SegmentSpan, lo: int, hi: int, cells: int = STRIP):
             continue
         hits = [cls for o, cls in marks if a <= o < b]
         if hits:
-            text.append("✗", style="bold red" if F.DAMAGE in hits else "bold yellow")
+            text.append("✗", style="bold yellow" if set(hits) == {F.ANOMALY} else "bold red")
             continue
         mid = (a + b) / 2
         gap = any(g0 <= mid <= g1 + 1 for g0, g1 in s.gaps)

@@ -16,7 +16,7 @@ from kdump.errors import KdumpError
 from kdump.render.timeline import human
 from kdump.timeline import Timeline
 
-COLOR = {"ok": "#1f77b4", "anomaly": "#ff7f0e", "damage": "#d62728"}
+COLOR = {"ok": "#1f77b4", "anomaly": "#ff7f0e", "damage": "#d62728", "error": "#d62728"}
 GAP_COLOR = "#c7c7c7"
 
 
@@ -63,7 +63,7 @@ def figure(t: Timeline):
     if marks:
         fig.add_trace(go.Scatter(
             name="findings", mode="markers", y=[m[0] for m in marks], x=[m[1] for m in marks],
-            marker={"symbol": "x", "size": 12, "color": ["#d62728" if m[2].cls == F.DAMAGE else "#ff7f0e"
+            marker={"symbol": "x", "size": 12, "color": ["#ff7f0e" if m[2].cls == F.ANOMALY else "#d62728"
                                                          for m in marks]},
             hovertext=[f"{html.escape(m[2].kind)} ({m[2].cls}): {html.escape(m[2].message[:200])}" for m in marks],
             hoverinfo="text"), row=1, col=1)

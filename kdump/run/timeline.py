@@ -7,7 +7,8 @@ from __future__ import annotations
 import click
 
 from kdump.errors import ExitStatus
-from kdump.findings import DAMAGE
+from kdump.check.verify_run import classes_status
+from kdump.findings import ERROR
 from kdump.storage.logdir import resolve
 from kdump.timeline import build, partition_dirs
 
@@ -20,8 +21,9 @@ def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
     status = ExitStatus.OK
     timelines = []
     for t in ordered_map(_build, dirs, jobs):
-        if any(f.cls == DAMAGE for s in t.segments for f in s.findings) or any(f.cls == DAMAGE for f in t.findings):
-            status = ExitStatus.DAMAGE
+        classes = [f.cls for f in [*t.findings, *(f for s in t.segments for f in s.findings)]]
+        # Damage exits 1; a file that could not be read (an error finding) 3.
+        status = max(status, classes_status(classes), ExitStatus.INCOMPLETE if ERROR in classes else ExitStatus.OK)
         if show:
             if out.format == "json":
                 from kdump.export.ndjson import dumps
