@@ -11,6 +11,8 @@
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
+ *   info.c     kdump/info.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
+ *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None
  *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
@@ -220,6 +222,7 @@ PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
