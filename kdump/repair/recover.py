@@ -50,6 +50,7 @@ from kdump.storage.safewrite import (
 )
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.segment import MappedFile, read_small
+from kdump.storage.writelock import log_dir_of
 
 # -- finding the partitions -------------------------------------------------------------------
 
@@ -60,7 +61,7 @@ def partition_dirs(path: str) -> list[tuple[str, str | None]]:
     if not os.path.isdir(path):
         raise UsageError("recover works on directories (a partition or a log dir)", file=path)
     name = os.path.basename(os.path.normpath(path))
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = log_dir_of(path)     # its checkpoints are in the log dir it really lives in
     # The listing decides, as for every command (a log dir may be called kafka-1); a partition's
     # own quarantine folders do not make it a log dir.
     entries = [e for e in K._scandir(path) if not e.name.startswith(QUARANTINE_PREFIX)]
@@ -89,8 +90,8 @@ def timestamp() -> str:
 
 
 def check_quarantine_root(root: str, logdirs: set[str]) -> None:
-    parent = os.path.dirname(os.path.abspath(root))
-    if any(os.path.abspath(d) == parent for d in logdirs if d):
+    parent = os.path.dirname(os.path.realpath(root))
+    if any(os.path.realpath(d) == parent for d in logdirs if d):
         raise UsageError("a directory directly inside a log dir would stop the broker from starting (it is not "
                          "a topic-partition directory); choose another place", file=root)
 
