@@ -12,7 +12,7 @@ import os
 from kdump import findings as F
 from kdump.check.broker_rule import index_bytes, recovered_epochs
 from kdump.check.indexes import index_findings
-from kdump.check.plan import NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
+from kdump.check.plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
 from kdump.check.sidefiles import SIDE_FILE_LIMIT, checkpoint_entries
 from kdump.check.txn_findings import aborted_transactions
 from kdump.errors import KdumpError
@@ -71,8 +71,11 @@ def plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -
     if LEADER_EPOCH in present:
         plan.steps.append(Step(TRIM_EPOCHS, os.path.join(directory, LEADER_EPOCH), None, None, -1,
                                f"drop every leader epoch: {why} (the old file is kept in quarantine)", 10))
-    plan.steps.append(Step(NOTE, "", None, None, lso, f"at its next start the broker creates an empty segment at "
-                                                     f"offset {lso}", 0))
+    # In the same load (LogLoader.recoverLog: no segment left), the broker opens an empty one
+    # at the log start offset; its files take their owner and mode from the first segment's.
+    first = offset_name(bases[0], LOG_SUFFIX) if bases else None
+    plan.steps.append(Step(CREATE_SEGMENT, os.path.join(directory, offset_name(lso, LOG_SUFFIX)), first, None, lso,
+                           f"an empty segment at the log start offset {lso}, as the broker creates it", 12))
     plan.log_end_offset = lso
     plan.new_recovery_point = min(rp, lso)
 

@@ -20,6 +20,7 @@ import time
 from kdump.storage import logdir as K
 from kdump.check.loader_rule import plan_partition
 from kdump.check.plan import (
+    CREATE_SEGMENT,
     QUARANTINE,
     REBUILD,
     RENAME,
@@ -169,6 +170,12 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
         elif step.action == TRUNCATE:
             size = os.path.getsize(step.path)
             changes += truncate_log(step.path, step.position, size)
+        elif step.action == CREATE_SEGMENT and not os.path.lexists(step.path):
+            # One empty file: a rerun finds it made. Its indexes are what the broker makes for
+            # any segment that lacks them when it opens it (empty, for an empty segment).
+            like = os.path.join(quarantine_dir, step.target) if step.target else None
+            atomic_write(step.path, b"", like=like if like and os.path.isfile(like) else None)
+            changes.append(Change("wrote", step.path, step.reason))
     # Indexes and the rest are chosen again from the disk as it is now.
     changes += _finish_indexes(plan, opts, quarantine_dir)
     for step in plan.actions:

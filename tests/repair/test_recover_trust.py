@@ -32,3 +32,31 @@ def test_a_garbage_index_exits_1_in_recover_as_in_verify(tmp_path, clean_shutdow
     write_at(index, 0, bytes(8))
     (d / index.name).write_bytes(b"")
     assert run_kdump("verify", d).code == 0 and run_kdump("recover", d).code == 0
+
+
+def test_a_log_below_its_log_start_offset_ends_as_one_empty_segment_there(tmp_path):
+    """Item 8: when the cut leaves the log below its log start offset, the broker (LogLoader.
+    recoverLog) deletes every segment and, in the same load, opens an empty segment at the
+    log start offset. ``recover --apply`` left none; now it creates it, and a rerun changes
+    nothing more."""
+    from support.damage import damage_middle
+
+    from kdump.format.checkpoint import encode_offsets
+
+    d = make_partition(tmp_path / "logs")
+    damage_middle(d)                        # the cut is in segment 9: the log ends at offset 12
+    (d.parent / "log-start-offset-checkpoint").write_bytes(encode_offsets([("orders", 0, 20)]))
+    r = run_kdump("recover", "--json", d)
+    assert r.code == 1
+    assert '"action": "create_segment"' in r.out or '"action":"create_segment"' in r.out, r.out
+    r = run_kdump("recover", "--apply", "--yes", d)
+    assert r.code == 1, r.err
+    new = d / f"{20:020d}.log"
+    assert f"kdump: wrote {new}" in r.err, r.err
+    assert sorted(p.name for p in d.glob("*.log")) == [new.name] and new.read_bytes() == b""
+    assert oct(new.stat().st_mode & 0o777) == oct((next(d.glob("kdump-quarantine-*")) / f"{0:020d}.log").stat().st_mode
+                                                  & 0o777)
+    after = tree_bytes(d)
+    r = run_kdump("recover", "--apply", "--yes", d)
+    assert r.code == 0 and tree_bytes(d) == after, r.err
+    assert run_kdump("verify", d).code == 0
