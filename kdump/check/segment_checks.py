@@ -15,6 +15,7 @@ from kdump.errors import CodecError, KdumpError, UnsupportedCodecError
 from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
+from kdump.format.javalong import wrapped
 from kdump.format.walk import decode_records
 from kdump.model import Batch, Finding
 
@@ -204,5 +205,21 @@ class SegmentChecks:
                          f"record offset {o} is out of order or outside the batch's range {first}..{last}")
                 break
             prev = o
+        if b.magic == 2 and not b.timestamp_type:
+            self.timestamps_wrapped(b, records)
         return len(records)
+
+    def timestamps_wrapped(self, b: Batch, records) -> None:
+        """CreateTime records whose timestamp Kafka's long sum wrapped (one finding a batch).
+        The unwrapped sums form one interval around the base: its ends are checked first."""
+        base = b.base_timestamp
+        stamps = [rec.timestamp for rec in records]
+        if not stamps or not (wrapped(base, min(stamps)) or wrapped(base, max(stamps))):
+            return
+        for rec in records:
+            if wrapped(base, rec.timestamp):
+                self.add(F.TIMESTAMP_OVERFLOW, b.position, rec.offset,
+                         f"record {rec.offset}: baseTimestamp {base} + timestampDelta is past the int64 range; "
+                         f"Kafka's long arithmetic wraps it to {rec.timestamp}")
+                return
 
