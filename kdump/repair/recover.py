@@ -34,7 +34,7 @@ from kdump.check.plan import (
 )
 from kdump.errors import InputError, KdumpError, UsageError, WriteError
 from kdump.format.walk import Walker
-from kdump.check.broker_rule import encode_indexes, index_bytes
+from kdump.check.broker_rule import encode_batch_indexes, index_bytes
 from kdump.repair.cut import keep_bytes, truncate_log
 from kdump.repair.indexes import rebuild_changes
 from kdump.storage.safewrite import (
@@ -251,38 +251,27 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
 
     A new segment starts wherever offsets would not increase (or would overflow the
     segment's int32 range), so every file written is a valid segment with its indexes.
-    Rerunning writes nothing new: a file with the same bytes is left as it is.
+    Rerunning writes nothing new: a file with the same bytes is left as it is. The bytes
+    are streamed from the sources (a salvaged segment is never held in memory whole).
     """
-    from kdump.format.index import INT32_MAX
-
     opts = opts or RecoverOptions()
     out_dir = os.path.join(out_root, os.path.basename(os.path.normpath(plan.directory)))
-    segments: list[list[tuple[str, int, int, int, int]]] = []   # (path, position, size, first, last)
-    current: list = []
-    for path, regions in plan.salvage_sources:
-        with MappedFile(path) as m:
-            for start, end in regions:
-                for b in Walker(m.buf, start, end):
-                    if not b.crc_valid:
-                        break
-                    first = b.base_offset if b.base_offset is not None else b.last_offset
-                    if current and (first <= current[-1][4] or b.last_offset - current[0][3] > INT32_MAX):
-                        segments.append(current)
-                        current = []
-                    current.append((path, b.position, b.size, first, b.last_offset))
-    if current:
-        segments.append(current)
     changes = []
-    for seg in segments:
+    for seg, batches in _salvaged_segments(plan):
         base = seg[0][3]
         if base < 0:
             continue
-        data = b"".join(b"".join(read_range(p, pos, pos + size)) for p, pos, size, _, _ in seg)
+
+        def data(seg=seg):
+            for p, pos, size, _, _ in seg:
+                yield from read_range(p, pos, pos + size)
+
+        size = sum(r[2] for r in seg)
         target_dir = out_dir
         k = 1
         name = offset_name(base, LOG_SUFFIX)
         while os.path.exists(os.path.join(target_dir, name)) and \
-                not same_content(os.path.join(target_dir, name), [data]):
+                not same_content(os.path.join(target_dir, name), data()):
             k += 1
             target_dir = os.path.join(out_dir, f"run-{k}")
         log = os.path.join(target_dir, name)
@@ -291,13 +280,47 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         _ensure_dir(target_dir, plan.directory)
         remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
-        index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
+        index, timeindex = encode_batch_indexes(_batches_of(seg), base, opts.index_interval_bytes)
         atomic_write(offset_path(target_dir, base, INDEX_SUFFIX), index)
         atomic_write(offset_path(target_dir, base, TIMEINDEX_SUFFIX), timeindex)
-        atomic_write(log, data)
-        changes.append(Change("wrote", log, f"{len(seg)} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
-                                            f"{len(data)} bytes, with .index and .timeindex"))
+        atomic_write(log, data())
+        changes.append(Change("wrote", log, f"{batches} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
+                                            f"{size} bytes, with .index and .timeindex"))
     return changes
+
+
+def _salvaged_segments(plan: PartitionPlan):
+    """(regions, batch count) of each segment salvage writes; a region is (path, position,
+    size, first offset, last offset) of adjacent intact batches of one source."""
+    from kdump.format.index import INT32_MAX
+
+    current: list = []
+    count = 0
+    for path, regions in plan.salvage_sources:
+        with MappedFile(path) as m:
+            for start, end in regions:
+                for b in Walker(m.buf, start, end):
+                    if not b.crc_valid:
+                        break
+                    first = b.base_offset if b.base_offset is not None else b.last_offset
+                    if current and (first <= current[-1][4] or b.last_offset - current[0][3] > INT32_MAX):
+                        yield current, count
+                        current, count = [], 0
+                    last = current[-1] if current else None
+                    if last is not None and last[0] == path and last[1] + last[2] == b.position:
+                        current[-1] = (path, last[1], last[2] + b.size, last[3], b.last_offset)
+                    else:
+                        current.append((path, b.position, b.size, first, b.last_offset))
+                    count += 1
+    if current:
+        yield current, count
+
+
+def _batches_of(seg):
+    """The batches of a salvaged segment's regions, read again from their sources."""
+    for p, pos, size, _, _ in seg:
+        with MappedFile(p) as m:
+            yield from Walker(m.buf, pos, pos + size)
 
 
 __all__ = ["PartitionPlan", "Step", "LogDirState", "RecoverOptions", "plan_partition", "apply_plan", "salvage",
