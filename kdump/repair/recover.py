@@ -225,9 +225,32 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
     Streamed, holes and all: a sparse file stays sparse."""
     refuse_symlink(path)        # it is about to be rewritten: named as itself, not as its copy
     size = os.path.getsize(path)
+    earlier = _kept_by_an_earlier_run(path, size, quarantine_dir)
+    if earlier is not None:
+        return earlier
     _ensure_dir(quarantine_dir, os.path.dirname(path))
     copy = os.path.join(quarantine_dir, os.path.basename(path))
     return keep_bytes(path, 0, size, copy, lambda n: f"{copy}.{n}")[0]
+
+
+def _kept_by_an_earlier_run(path: str, size: int, quarantine_dir: str) -> str | None:
+    """A copy with these bytes in another quarantine directory of the partition: a run killed
+    after its copy, before the rewrite, kept it there (its rerun has a quarantine of its own)."""
+    directory, name = os.path.split(path)
+    try:
+        with os.scandir(directory) as it:
+            others = sorted(e.path for e in it if e.name.startswith(QUARANTINE_PREFIX)
+                            and e.is_dir(follow_symlinks=False) and e.path != quarantine_dir)
+    except OSError:
+        return None
+    for other in others:
+        copy, n = os.path.join(other, name), 1          # the names keep_copy gives: name, name.2, ...
+        while os.path.lexists(copy):
+            if os.path.getsize(copy) == size and same_content(copy, read_range(path, 0, size)):
+                return copy
+            n += 1
+            copy = os.path.join(other, f"{name}.{n}")
+    return None
 
 
 def _write_epochs(path: str, entries: list[tuple[int, int]], quarantine_dir: str) -> list[Change]:

@@ -38,11 +38,12 @@ def _outcome(delay: float) -> tuple[int, str]:
 
 def _before_kdump(code: int, err: str) -> bool:
     """Interrupted before kdump's first line ran: killed by the signal with nothing said, or
-    the interpreter's own traceback with no frame in kdump's package."""
+    the interpreter's own report (a traceback, or a bare ``KeyboardInterrupt`` while its
+    streams are not set up yet) with no frame in kdump's package."""
     if code == -signal.SIGINT and err == "":
         return True
     frames = [line for line in err.splitlines() if line.lstrip().startswith("File ")]
-    return "KeyboardInterrupt" in err and frames != [] and not any(PACKAGE in f for f in frames)
+    return "KeyboardInterrupt" in err and not any(PACKAGE in f for f in frames)
 
 
 @pytest.mark.skipif(not KDUMP.exists(), reason="the console script is not installed next to this Python")
