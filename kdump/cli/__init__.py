@@ -7,8 +7,7 @@
 ``--debug`` is given. ``kdump --version`` answers before Click is even imported.
 """
 
-from __future__ import annotations
-
+# No ``from __future__`` import: it would import a module before the handler is installed.
 import os
 import sys
 

@@ -274,7 +274,7 @@ def walk(path: str, visit, _depth: int = 0) -> None:
 def list_pending(p: Pending) -> list[LogFile] | None:
     """``partition_files`` of a pending partition dir, or None if it holds only dirs; kept
     for the ``take_listing`` of the check that follows."""
-    files = _partition_listing(p)
+    files = _listing(p)
     return None if files is None else _listed(files)
 
 
@@ -306,18 +306,19 @@ def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile]
     if jobs > 1 and len(partitions) >= PARALLEL_LISTING_FROM:
         from kdump.parallel import ordered_map
 
-        return list(ordered_map(_listing_or_error, partitions, jobs))
-    return [_listing_or_error(p) for p in partitions]
+        return list(ordered_map(_partition_listing, partitions, jobs))
+    return [_partition_listing(p) for p in partitions]
 
 
-def _listing_or_error(p: Pending) -> list[LogFile] | None | KdumpError:
+def _partition_listing(p: Pending) -> list[LogFile] | None | KdumpError:
+    """``_listing``, with a dir that cannot be listed given back as its error."""
     try:
-        return _partition_listing(p)
+        return _listing(p)
     except InputError as e:
         return e
 
 
-def _partition_listing(p: Pending) -> list[LogFile] | None:
+def _listing(p: Pending) -> list[LogFile] | None:
     listing = _scandir(p.directory)
     return partition_files(p.directory, listing, p[:2]) if _is_partition_dir(listing, p.name) else None
 
