@@ -22,7 +22,13 @@ def long_add(a: int, b: int) -> int:
     return s - _SPAN if s > INT64_MAX else s + _SPAN
 
 
+def unwrapped_range(base: int) -> tuple[int, int]:
+    """The values ``long_add(base, delta)`` takes without wrapping, for int64 deltas: [lo, hi]
+    (an unwrapped sum is within one int64 of the base; a wrapped one is 2**64 away)."""
+    return max(base + INT64_MIN, INT64_MIN), min(base + INT64_MAX, INT64_MAX)
+
+
 def wrapped(base: int, value: int) -> bool:
-    """Is ``value = long_add(base, delta)`` a wrapped sum, for the int64 delta that gave it?
-    (An unwrapped sum is within one int64 of the base; a wrapped one is 2**64 away.)"""
-    return not INT64_MIN <= value - base <= INT64_MAX
+    """Is ``value = long_add(base, delta)`` a wrapped sum, for the int64 delta that gave it?"""
+    lo, hi = unwrapped_range(base)
+    return not lo <= value <= hi
