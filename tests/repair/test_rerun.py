@@ -97,6 +97,7 @@ def _rerun(args: list):
         return run_kdump(*args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SETUPS))
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(where=st.floats(0, 1, exclude_max=True))
