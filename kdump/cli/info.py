@@ -41,8 +41,14 @@ def info(paths, jobs, timeline, html_file, json_flag, fmt, color, quiet):
     from kdump.storage.logdir import directory_groups
     from kdump.parallel import in_process, ordered_map
 
-    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs))
+    from kdump.render.diagnostics import report_error
+
+    unlisted: list = []         # partition dirs that cannot be listed: reported, the rest summed up
+    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs), errors=unlisted)
     status = ExitStatus.OK
+    for e in unlisted:
+        report_error(e)
+        status = max(status, e.exit_code)
     summaries = []
     groups = directory_groups(files)
     jobs = jobs_or_default(jobs)
