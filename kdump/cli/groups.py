@@ -32,8 +32,8 @@ def groups(paths, group_id, partitions, at, offsets_retention, now, json_flag, f
     a topic's own partitions are under PATHS, the log end offset and lag are added.
 
     \b
-    Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it),
-    2 usage error, 3 could not complete.
+    Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it) or
+    the --group GROUP is not found, 2 usage error, 3 could not complete.
     """
     from kdump.state.groups import run
     from kdump.state.render import group_text, groups_table, offsets_topic_line
@@ -57,4 +57,11 @@ def groups(paths, group_id, partitions, at, offsets_retention, now, json_flag, f
         groups_table(out.console(), found)
     for stop in header["stopped"]:
         out.note(f"kdump: note: read stopped early: {stop}")
+    if group_id is not None and not found:
+        # Asked for one group and it is not there: say so (a hash says where it would be, not that it is).
+        from kdump.render.escape import printable
+
+        click.echo(printable(f"kdump: group {group_id} not found (it would be in "
+                             f"__consumer_offsets-{header['coordinator_partition']})"), err=True)
+        return int(ExitStatus.DAMAGE)
     return int(ExitStatus.DAMAGE if header["stopped"] else ExitStatus.OK)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, TextIO
 
+from kdump.words import plural
 from kdump.model import Finding
 from kdump.export import ndjson
 from kdump.render.escape import printable
@@ -103,7 +104,7 @@ def report_lines(rep: FileReport) -> list[str]:
     check = rep.check
     if check is not None:
         faults = len(rep.findings)
-        lines.append(f"verified {check.entries} entries against {rep.log}: "
+        lines.append(f"verified {plural(check.entries, 'entry')} against {rep.log}: "
                      f"{'no faults' if not faults else f'{faults} fault' + ('s' if faults > 1 else '')}")
         if check.convention is not None:
             lines.append(f"convention: {check.convention}: {CONVENTIONS[check.kind].get(check.convention, '')}")
@@ -125,7 +126,7 @@ def rebuild_lines(result) -> list[str]:
     lines = []
     for w in result.files:
         what = {"created": "created", "replaced": "rewrote", "unchanged": "unchanged:"}[w.status]
-        line = f"{what} {w.path}: {w.entries} entries"
+        line = f"{what} {w.path}: {plural(w.entries, 'entry')}"
         if w.backup:
             line += f" (old file kept as {w.backup})"
         lines.append(line)

@@ -11,6 +11,7 @@ import os
 from typing import Any, TextIO
 
 from kdump.render.escape import printable
+from kdump.words import plural
 
 STATUS_STYLE = {"ok": "green", "torn_tail": "yellow", "damaged": "bold red", "unreadable": "magenta"}
 
@@ -49,7 +50,7 @@ def file_summary(r) -> str:
     parts = [r.status]
     s = r.scan
     if s is not None:
-        parts.append(f"{s.batches} batches, {s.records} records, offsets {_offsets(s.first_offset, s.last_offset)}")
+        parts.append(f"{plural(s.batches, 'batch')}, {plural(s.records, 'record')}, offsets {_offsets(s.first_offset, s.last_offset)}")
     size = r.size
     if size is not None:
         valid = r.valid_bytes
@@ -169,7 +170,7 @@ def _facts(d: dict) -> list[str]:
     """Short lines about one file for the table's file cell."""
     lines = []
     if d["batches"] is not None:
-        lines.append(f"{d['batches']} batches, offsets {_offsets(d['first_offset'], d['last_offset'])}")
+        lines.append(f"{plural(d['batches'], 'batch')}, offsets {_offsets(d['first_offset'], d['last_offset'])}")
     if d["size"] is not None:
         valid = d["valid_bytes"]
         lines.append(f"{valid} of {d['size']} bytes valid" if valid is not None and valid != d["size"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from kdump.words import duration, plural
+
 
 def when(ms: int | None) -> str:
     if ms is None or ms < 0:
@@ -31,8 +33,9 @@ def txn_id_line(t: dict[str, Any]) -> str:
 def txn_partition_text(p: dict[str, Any]) -> str:
     c, a = p["committed"], p["aborted"]
     lines = [f"{p['topic']}-{p['partition']}: log {_opt(p['log_start_offset'])}..{_opt(p['log_end_offset'])} "
-             f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} ({c['records']} records, "
-             f"{c['bytes']} bytes), aborted {a['count']} ({a['records']} records, {a['bytes']} bytes)"]
+             f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} ({plural(c['records'], 'record')}, "
+             f"{plural(c['bytes'], 'byte')}), aborted {a['count']} ({plural(a['records'], 'record')}, "
+             f"{plural(a['bytes'], 'byte')})"]
     for d in p["producers"]:
         tid = f" ({d['transactional_id']})" if d["transactional_id"] else ""
         line = (f"  producer {d['producer_id']} epoch {d['producer_epoch']}{tid}: last sequence {d['last_sequence']} "
@@ -40,14 +43,14 @@ def txn_partition_text(p: dict[str, Any]) -> str:
                 f"last write {when(d['last_timestamp'])}")
         o = d.get("open_txn")
         if o:
-            line += (f"; open transaction from offset {o['first_offset']} ({o['records']} records, "
-                     f"{o['bytes']} bytes, {o['age_ms'] // 60000} min)")
+            line += (f"; open transaction from offset {o['first_offset']} ({plural(o['records'], 'record')}, "
+                     f"{plural(o['bytes'], 'byte')}, open for {duration(o['age_ms'])})")
             if d["hanging"]:
                 line += " HANGING: " + "; ".join(d["hanging_reasons"])
         lines.append(line)
     for t in p["transactions"]:
         lines.append(f"  {t['outcome'].lower()} producer {t['producer_id']} epoch {t['producer_epoch']}: offsets "
-                     f"{t['first_offset']}..{t['last_offset']} ({t['records']} records, {t['bytes']} bytes) "
+                     f"{t['first_offset']}..{t['last_offset']} ({plural(t['records'], 'record')}, {plural(t['bytes'], 'byte')}) "
                      f"at {when(t['timestamp'])}")
     for f in p["findings"]:
         lines.append(f"  finding {f['kind']} at offset {_opt(f['offset'])}: {f['message']}")
@@ -88,10 +91,11 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
 # -- groups -----------------------------------------------------------------------------------
 
 def offsets_topic_line(h: dict[str, Any]) -> str:
-    line = (f"__consumer_offsets: {_opt(h['partitions'])} partitions (from {_opt(h['partitions_from'])}), "
-            f"{len(h['present'])} here")
+    n = h["partitions"]
+    count = "partition count unknown" if n is None else f"{plural(n, 'partition')} (from {h['partitions_from']})"
+    line = f"__consumer_offsets: {count}, {len(h['present'])} here"
     if "group_id" in h:
-        line += f"; group {h['group_id']} is in __consumer_offsets-{h['coordinator_partition']}"
+        line += f"; group {h['group_id']} belongs in __consumer_offsets-{h['coordinator_partition']}"
     return line + "\n"
 
 
