@@ -44,10 +44,12 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
 
     \b
     Exit status: 0 clean, 1 the replay stopped at a torn or damaged batch (records kdump
-    cannot decode are listed, not counted as damage), 2 usage error, 3 could not complete.
+    cannot decode are listed, not counted as damage), 2 usage error, 3 could not complete
+    (also: the --at point cannot be reached here: before the first snapshot with no log
+    from offset 0, or an offset past the data).
     """
     from kdump.state.metadata import diff as diff_images
-    from kdump.state.metadata import load, objects
+    from kdump.state.metadata import load, objects, short_of
     from kdump.state.render import metadata_table, metadata_text
     from kdump.state.source import LogDirs
 
@@ -68,7 +70,9 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
             out.stream.write(f"from offset {a.last_offset} ({a.to_dict()['snapshot'] or 'no snapshot'}) "
                              f"to offset {b.last_offset}\n" + metadata_text(objs[1:]))
         return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
-    img = load(dirs, _point(at))
+    point = _point(at)
+    img = load(dirs, point)
+    short = short_of(img, point)
     objs = objects(img)
     if out.format == "json":
         for o in objs:
@@ -77,4 +81,8 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
         out.stream.write(metadata_text(objs))
     else:
         metadata_table(out.console(), objs)
+    if short is not None:
+        # The image shown is the nearest one here, not the one asked for: say so, and fail.
+        click.echo(f"kdump: error: --at {at}: {short}", err=True)
+        return int(ExitStatus.INCOMPLETE)
     return int(ExitStatus.DAMAGE if img.stop else ExitStatus.OK)

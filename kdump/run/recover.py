@@ -48,13 +48,18 @@ def run_recover(dirs, out, opts, *, apply_: bool, yes: bool, salvage_dir: str | 
               for logdir in dict.fromkeys(ld for _, ld in targets)}
     plans, planned, status = _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status)
     if salvage_dir:
+        salvaged = 0
         for plan in plans:
             try:
                 for c in salvage(plan, salvage_dir, opts):
                     out.note(change_line(c))
+                    salvaged += 1
             except KdumpError as e:
                 report_error(e, hint=False)
                 status = max(status, e.exit_code)
+        if not salvaged and status < ExitStatus.INCOMPLETE:
+            out.note("kdump: nothing to salvage: no intact batch lies past the damage (nothing written to "
+                     f"{salvage_dir})")
     todo = [p for p in plans if p.actions]
     steps = sum(len(p.actions) for p in todo)
     if not apply_:

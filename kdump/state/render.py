@@ -142,8 +142,11 @@ def metadata_text(objs: list[dict[str, Any]]) -> str:
     for o in objs:
         kind = o["object"]
         if kind == "metadata":
-            lines.append(f"cluster metadata: snapshot {_opt(o['snapshot'])}, replayed to offset {_opt(o['last_offset'])}"
-                         f" ({when(o['last_timestamp'])})")
+            if o["last_offset"] is None:
+                lines.append("cluster metadata: nothing replayed (no snapshot or log at or before the point)")
+            else:
+                lines.append(f"cluster metadata: snapshot {_opt(o['snapshot'])}, replayed to offset "
+                             f"{o['last_offset']} ({when(o['last_timestamp'])})")
             if o["stopped"]:
                 lines.append(f"  replay stopped early: {o['stopped']}")
             lines += [f"  not decoded: {e}" for e in o["errors"]]
