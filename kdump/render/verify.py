@@ -123,8 +123,11 @@ class TableVerify:
         from rich.table import Table
         from rich.text import Text
 
-        t = Table(title=None if self.titled else printable(self.directory or "."), title_justify="left",
-                  show_header=not self.titled, show_lines=True, expand=False)
+        if not self.titled:         # the directory on a line of its own: a path is never wrapped
+            from kdump.tables import title
+
+            title(self.console, printable(self.directory or "."), style="")
+        t = Table(show_header=not self.titled, show_lines=True, expand=False)
         # Two columns so that a narrow terminal still has room: the file and what it holds
         # (one short line each, never wrapped), and its findings (folded).
         t.add_column("file", no_wrap=True)
@@ -256,19 +259,14 @@ class TablePlan:
         self.console = console
 
     def plan(self, plan) -> None:
-        from rich.table import Table
+        from kdump.tables import Col, print_table
 
         d = plan.summary_dict()
-        t = Table(title=f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
-                        f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
-        for name in ("action", "file", "target", "reason"):
-            t.add_column(name, overflow="fold")
-        for s in plan.steps:
-            t.add_row(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
-                      printable(s.reason))
-        if not plan.steps:
-            t.add_row("-", "", "", "nothing to do")
-        self.console.print(t)
+        rows = [(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
+                 printable(s.reason)) for s in plan.steps] or [("-", "", "", "nothing to do")]
+        print_table(self.console, [Col("action"), Col("file"), Col("target"), Col("reason", fold=True)], rows,
+                    f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
+                    f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
 
     def finish(self) -> None:
         pass

@@ -58,22 +58,17 @@ def txn_partition_text(p: dict[str, Any]) -> str:
 
 
 def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
-    from rich.table import Table
     from rich.text import Text
 
+    from kdump.tables import Col, print_table
+
     if ids:
-        t = Table(title="transactional ids (__transaction_state)", title_justify="left")
-        for col in ("transactional id", "producer", "epoch", "state", "partitions", "timeout ms"):
-            t.add_column(col)
-        for i in ids:
-            t.add_row(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]), i["state"],
-                      ", ".join(i["partitions"]) or "-", str(i["timeout_ms"]))
-        console.print(t)
-    t = Table(title="kdump txn", title_justify="left")
-    for col, just in (("partition", "left"), ("log end", "right"), ("LSO", "right"), ("producers", "right"),
-                      ("committed", "right"), ("aborted", "right"), ("open transactions", "left"),
-                      ("findings", "right")):
-        t.add_column(col, justify=just)
+        cols = [Col("transactional id"), Col("producer", "right"), Col("epoch", "right", 2), Col("state"),
+                Col("partitions", fold=True), Col("timeout ms", "right", 1)]
+        print_table(console, cols, [(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]),
+                                     i["state"], ", ".join(i["partitions"]) or "-", str(i["timeout_ms"]))
+                                    for i in ids], "transactional ids (__transaction_state)")
+    rows = []
     for p in parts:
         opens = []
         for d in p["producers"]:
@@ -81,11 +76,14 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
             if o:
                 opens.append(Text(f"{d['producer_id']}@{o['first_offset']}" + (" HANGING" if d["hanging"] else ""),
                                   style="red" if d["hanging"] else ""))
-        t.add_row(f"{p['topic']}-{p['partition']}", _opt(p["log_end_offset"]), _opt(p["last_stable_offset"]),
-                  str(len(p["producers"])), str(p["committed"]["count"]), str(p["aborted"]["count"]),
-                  Text("\n").join(opens) if opens else "-",
-                  Text(str(len(p["findings"])), style="red" if p["findings"] else "green"))
-    console.print(t)
+        rows.append((f"{p['topic']}-{p['partition']}", _opt(p["log_end_offset"]), _opt(p["last_stable_offset"]),
+                     str(len(p["producers"])), str(p["committed"]["count"]), str(p["aborted"]["count"]),
+                     Text("\n").join(opens) if opens else "-",
+                     Text(str(len(p["findings"])), style="red" if p["findings"] else "green")))
+    cols = [Col("partition"), Col("log end", "right"), Col("LSO", "right"), Col("producers", "right", 3),
+            Col("committed", "right", 2), Col("aborted", "right", 1), Col("open transactions"),
+            Col("findings", "right")]
+    print_table(console, cols, rows, "kdump txn")
 
 
 # -- groups -----------------------------------------------------------------------------------
@@ -115,24 +113,25 @@ def group_text(g: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def groups_table(console, groups: list[dict[str, Any]]) -> None:
-    from rich.table import Table
+GROUP_COLUMNS = (("group", "left", 0), ("protocol", "left", 5), ("state", "left", 3), ("gen/epoch", "right", 6),
+                 ("members", "right", 4), ("topic-partition", "left", 0), ("committed", "right", 0),
+                 ("log end", "right", 1), ("lag", "right", 0), ("commit time (UTC)", "left", 2),
+                 ("expired", "left", 7))
 
-    t = Table(title="kdump groups", title_justify="left")
-    for col, just in (("group", "left"), ("protocol", "left"), ("state", "left"), ("gen/epoch", "right"),
-                      ("members", "right"), ("topic-partition", "left"), ("committed", "right"),
-                      ("log end", "right"), ("lag", "right"), ("commit time (UTC)", "left"), ("expired", "left")):
-        t.add_column(col, justify=just, no_wrap=col in ("group", "commit time (UTC)", "topic-partition"))
+
+def groups_table(console, groups: list[dict[str, Any]]) -> None:
+    from kdump.tables import Col, print_table
+
+    rows = []
     for g in groups:
-        rows = g["offsets"] or [None]
-        for i, o in enumerate(rows):
+        for i, o in enumerate(g["offsets"] or [None]):
             head = (g["group_id"], g["protocol"], g["state"], _opt(g["generation"]), str(len(g["members"]))) \
                 if i == 0 else ("", "", "", "", "")
             tail = ("-",) * 6 if o is None else (
                 f"{o['topic']}-{o['partition']}", str(o["offset"]), _opt(o["log_end_offset"]), _opt(o["lag"]),
                 when(o["commit_timestamp"]), "yes" if o["expired"] else "")
-            t.add_row(*head, *tail)
-    console.print(t)
+            rows.append((*head, *tail))
+    print_table(console, [Col(n, j, d) for n, j, d in GROUP_COLUMNS], rows, "kdump groups")
 
 
 # -- metadata ---------------------------------------------------------------------------------
@@ -175,18 +174,17 @@ def metadata_text(objs: list[dict[str, Any]]) -> str:
 
 
 def metadata_table(console, objs: list[dict[str, Any]]) -> None:
-    from rich.table import Table
+    from kdump.tables import Col, print_table
 
-    topics = [o for o in objs if o["object"] == "topic"]
-    t = Table(title="kdump metadata: topics", title_justify="left")
-    for col in ("topic", "topic id", "partition", "leader", "leader epoch", "replicas", "isr"):
-        t.add_column(col)
-    for o in topics:
+    rows = []
+    for o in (o for o in objs if o["object"] == "topic"):
         for i, p in enumerate(o["partitions"] or [None]):
             head = (o["name"], o["topic_id"]) if i == 0 else ("", "")
-            t.add_row(*head, *(("-",) * 5 if p is None else (
+            rows.append((*head, *(("-",) * 5 if p is None else (
                 str(p["partition"]), str(p["leader"]), str(p["leader_epoch"]),
-                ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])))))
+                ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"]))))))
     rest = [o for o in objs if o["object"] != "topic"]
-    console.print(metadata_text(rest), end="")
-    console.print(t)
+    console.print(metadata_text(rest), end="", soft_wrap=True)
+    cols = [Col("topic"), Col("topic id", drop=1), Col("partition", "right"), Col("leader", "right"),
+            Col("leader epoch", "right", 2), Col("replicas", fold=True), Col("isr", fold=True)]
+    print_table(console, cols, rows, "kdump metadata: topics")
