@@ -174,7 +174,7 @@ def test_every_real_group_is_in_the_partition_kafka_hashes_it_to(kdump, logs):
 
 
 GROUP_TEXT = """\
-__consumer_offsets: 50 partitions (from --partitions), 50 here; group debug-consumer-group is in __consumer_offsets-28
+__consumer_offsets: 50 partitions (from --partitions), 50 here; group debug-consumer-group belongs in __consumer_offsets-28
 group debug-consumer-group: protocol classic (consumer) state Stable generation 1 assignor range (__consumer_offsets-28)
   member consumer-1-61400dcb-1b93-4b4e-8891-5ae75e419305 client consumer-1 host /127.0.0.1 assigned debug_topic-0
   debug_topic-0: offset 40 log end 40 lag 0 leader epoch -1 committed 2018-08-15T05:57:03.113Z metadata ''
