@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -405,3 +406,52 @@ def test_a_named_index_file_is_checked_against_its_log(tmp_path):
     write_at(idx, 4, struct.pack(">i", 99999))
     r = run_kdump("verify", "--json", idx)
     assert r.code == 1 and list(_objects(r.out)) == [idx.name]
+
+
+PINTEREST = "real/pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test"
+_LOSS = re.compile(r"would remove \S+ \S+(?: \(\d+ bytes\))?: (\d+) bytes? cut from (\d+) segments?"
+                   r"(?:, (\d+) later segments? deleted whole \((\d+) bytes?\))?; offsets (\d+)(?:\.\.(\d+)| and later)")
+
+
+def _verify_loss(d) -> tuple | None:
+    r = run_kdump("verify", "--format", "text", d)
+    m = _LOSS.search(r.err)
+    assert (m is None) == ("would remove" not in r.err), r.err
+    if m is None:
+        return None
+    cut, segs, deleted, deleted_bytes, first, _ = m.groups()
+    return int(cut), int(segs), int(deleted or 0), int(deleted_bytes or 0), int(first)
+
+
+def _recover_loss(d) -> tuple | None:
+    r = run_kdump("recover", "--json", d)
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    cuts = [(row["file"], row["position"]) for row in rows if row["action"] == "truncate"]
+    gone = [row["file"] for row in rows if row["action"] == "quarantine" and row["file"].endswith(".log")
+            and "after the corruption" in row["reason"]]
+    if not cuts:
+        assert not gone
+        return None
+    (summary,) = [row for row in rows if row["action"] == "summary"]
+    return (sum(os.path.getsize(f) - pos for f, pos in cuts), len(cuts), len(gone),
+            sum(os.path.getsize(f) for f in gone), summary["log_end_offset"])
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+@pytest.mark.parametrize("where", ["matrix", "middle"])
+def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
+    """Issue #28: verify's summary states what a broker's recovery removes, the bytes cut, the
+    later segments deleted whole and the first offset lost, as `kdump recover` plans it; on the
+    matrix's segments and on the second of four segments of a real partition."""
+    if where == "matrix":
+        d, log = _setup(tmp_path, "gen-v2-mixed")
+    else:
+        d = copy_tree(FIXTURES / PINTEREST, tmp_path)
+        log = d / "00000000000000007729.log"
+    _, _, cuts = CORRUPTIONS[corruption](log, batches(log))
+    verified, planned = _verify_loss(d), _recover_loss(d)
+    assert verified == planned
+    assert (verified is not None) == cuts
+    if cuts and where == "middle":
+        assert verified[2:4] == (2, os.path.getsize(d / "00000000000000015363.log")
+                                 + os.path.getsize(d / "00000000000000022964.log"))
