@@ -69,6 +69,7 @@ def summarize(reports) -> dict:
             counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
         s = r.scan
         if s is not None:
+            counts["anomalies"] += sum(n for k, n in s.not_listed.items() if F.class_of(k) == F.ANOMALY)
             counts["segments"] += 1
             counts["bytes"] += s.size
     return counts

@@ -95,7 +95,7 @@ class FileReport:
                 "valid_bytes": self.valid_bytes, "intact_bytes": s.intact_bytes if s else None,
                 "batches": s.batches if s else None, "records": s.records if s else None,
                 "first_offset": s.first_offset if s else None, "last_offset": s.last_offset if s else None,
-                "findings": [f.to_dict() for f in self.findings]}
+                "findings": [f.to_dict() for f in self.findings], "not_listed": s.not_listed if s else {}}
 
 
 def _unreadable(f: LogFile, e: KdumpError) -> FileReport:

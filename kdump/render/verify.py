@@ -45,6 +45,12 @@ def finding_lines(findings) -> list[str]:
                      lambda run: f"{run[0].kind} at {where(run)} ({len(run)} findings): {more_like_it(run)}")
 
 
+def not_listed_lines(r) -> list[str]:
+    """The findings a scan counted but did not keep (past the first 50 of a kind in a file)."""
+    extra = r.scan.not_listed if r.scan is not None else {}
+    return [f"{kind}: {n} more in this file, not listed (the first 50 of each kind are)" for kind, n in extra.items()]
+
+
 def file_summary(r) -> str:
     """The head line's facts about a file report (what ``to_dict`` holds, read straight off it)."""
     parts = [r.status]
@@ -69,7 +75,7 @@ class TextVerify:
         if not r.findings:      # most files: one line, nothing to collapse
             self.stream.write(head + "\n")
             return
-        lines = [head] + [f"  {printable(line)}" for line in finding_lines(r.findings)]
+        lines = [head] + [f"  {printable(line)}" for line in finding_lines(r.findings) + not_listed_lines(r)]
         self.stream.write("\n".join(lines) + "\n")
 
     def finish(self) -> None:
@@ -144,7 +150,7 @@ class TableVerify:
             cell.append(d["status"], style=STATUS_STYLE.get(d["status"], ""))
             for line in _facts(d):
                 cell.append("\n" + line)
-            t.add_row(cell, Text("\n".join(printable(line) for line in finding_lines(shown))))
+            t.add_row(cell, Text("\n".join(printable(line) for line in finding_lines(shown) + not_listed_lines(r))))
         self.console.print(t)
         self.rows = []
         self.titled = True

@@ -455,3 +455,20 @@ def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
     if cuts and where == "middle":
         assert verified[2:4] == (2, os.path.getsize(d / "00000000000000015363.log")
                                  + os.path.getsize(d / "00000000000000022964.log"))
+
+
+def test_json_keeps_the_first_50_findings_of_a_kind_and_counts_the_rest(tmp_path):
+    """Issue #28: no made-up "N more ... not listed" finding: `not_listed` counts them by kind."""
+    from kdump.testing import build_v2_batch
+
+    d = tmp_path / "t-0"
+    d.mkdir()
+    (d / "00000000000000001000.log").write_bytes(b"".join(
+        build_v2_batch([(0, 1_700_000_000_000, None, b"v")], base_offset=o) for o in range(60)))
+    r = run_kdump("verify", "--json", d)
+    (obj,) = [o for o in _objects(r.out).values() if o["kind"] == "log"]
+    kinds = [f["kind"] for f in obj["findings"]]
+    assert kinds.count("base_offset_mismatch") == 50 and obj["not_listed"] == {"base_offset_mismatch": 10}
+    assert all(f["position"] is not None for f in obj["findings"])
+    text = run_kdump("verify", "--format", "text", d).out
+    assert "base_offset_mismatch: 10 more in this file, not listed (the first 50 of each kind are)" in text
