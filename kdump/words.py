@@ -32,11 +32,6 @@ def size(n: int) -> str:
     return plural(n, "byte")
 
 
-def exact_size(n: int) -> str:
-    """The exact count with the readable one beside it: ``548940 bytes (549 kB)``."""
-    return plural(n, "byte") if abs(n) < 1000 else f"{n} bytes ({size(n)})"
-
-
 def duration(ms: int) -> str:
     """``950 ms``, ``42 s``, ``3 min 20 s``, ``5 h 12 min``, ``1108 days 9 h``."""
     if ms < 1000:

@@ -243,7 +243,7 @@ def test_json_object_per_file_and_summary_on_stderr():
     objs = [json.loads(line) for line in r.out.splitlines()]
     assert [list(o) for o in objs][0] == ["file", "kind", "status", "size", "valid_bytes", "intact_bytes",
                                           "batches", "records",
-                                          "first_offset", "last_offset", "findings"]
+                                          "first_offset", "last_offset", "findings", "not_listed"]
     assert {o["kind"] for o in objs} == {"log", "index", "timeindex", "txnindex", "leader_epoch_checkpoint"}
     seg = objs[0]
     assert (seg["batches"], seg["first_offset"], seg["last_offset"], seg["valid_bytes"]) == (11, 0, 18, seg["size"])
