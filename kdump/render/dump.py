@@ -263,7 +263,7 @@ class TableDump(_GapReport):
         rows = iter(rows)               # an iterator for snapshots and checkpoints
         first = next(rows, None)
         if first is None:
-            self.console.print(_styled(printable(f.path), "bold") + ": (empty)")
+            self.console.print(_styled(printable(f.path), "bold") + ": (empty)", soft_wrap=True)
             return
         self._side_cols = list(first.keys())
         self._fit = None
