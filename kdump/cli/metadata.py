@@ -60,7 +60,8 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
     for n in dirs.notes:
         out.note(f"kdump: note: {n}")
     if diff:
-        a, b = load(dirs, _point(diff[0])), load(dirs, _point(diff[1]))
+        points = _point(diff[0]), _point(diff[1])
+        a, b = load(dirs, points[0]), load(dirs, points[1])
         objs = [{"object": "metadata", "from": a.to_dict(), "to": b.to_dict()}] + diff_images(a, b)
         damaged = a.stop or b.stop
         if out.format == "json":
@@ -69,6 +70,11 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
         else:
             out.stream.write(f"from offset {a.last_offset} ({a.to_dict()['snapshot'] or 'no snapshot'}) "
                              f"to offset {b.last_offset}\n" + metadata_text(objs[1:]))
+        shorts = [(v, m) for v, img, p in zip(diff, (a, b), points) if (m := short_of(img, p)) is not None]
+        for value, message in shorts:
+            click.echo(f"kdump: error: --diff {value}: {message}", err=True)
+        if shorts:
+            return int(ExitStatus.INCOMPLETE)
         return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
     point = _point(at)
     img = load(dirs, point)

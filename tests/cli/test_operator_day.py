@@ -162,3 +162,13 @@ def test_dump_table_rows_stay_aligned_past_the_first_chunk(tmp_path, monkeypatch
         assert len(rows) == 1200
         assert len({len(line) for line in rows}) == 1, sorted({len(line) for line in rows})
         assert rows[0].index("✓") == rows[-1].index("✓")
+
+
+def test_metadata_diff_says_which_point_it_cannot_reach():
+    r = run_kdump("metadata", METADATA_SNAPSHOTS, "--diff", "100", "7000", "--format", "text")
+    assert r.code == 3
+    assert r.err.splitlines() == [
+        "kdump: error: --diff 100: nothing here reaches offset 100: no snapshot at or before it, and no log from "
+        "offset 0",
+        "kdump: error: --diff 7000: the data here ends at offset 6341, before offset 7000"]
+    assert run_kdump("metadata", BROKER, "--diff", "10", "100", "--format", "text").code == 0
