@@ -45,7 +45,7 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
     \b
     Exit status: 0 clean, 1 the replay stopped at a torn or damaged batch (records kdump
     cannot decode are listed, not counted as damage), 2 usage error, 3 could not complete
-    (also: the --at point cannot be reached here: before the first snapshot with no log
+    (also: an --at or --diff point cannot be reached here: before the first snapshot with no log
     from offset 0, or an offset past the data).
     """
     from kdump.state.metadata import diff as diff_images
