@@ -56,7 +56,8 @@ def file_summary(r) -> str:
     parts = [r.status]
     s = r.scan
     if s is not None:
-        parts.append(f"{plural(s.batches, 'batch')}, {plural(s.records, 'record')}, offsets {_offsets(s.first_offset, s.last_offset)}")
+        parts.append(f"{plural(s.batches, 'batch')}, {plural(s.records, 'record')}, "
+                     f"offsets {_offsets(s.first_offset, s.last_offset)}")
     size = r.size
     if size is not None:
         valid = r.valid_bytes

@@ -33,7 +33,8 @@ def txn_id_line(t: dict[str, Any]) -> str:
 def txn_partition_text(p: dict[str, Any]) -> str:
     c, a = p["committed"], p["aborted"]
     lines = [f"{p['topic']}-{p['partition']}: log {_opt(p['log_start_offset'])}..{_opt(p['log_end_offset'])} "
-             f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} ({plural(c['records'], 'record')}, "
+             f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} "
+             f"({plural(c['records'], 'record')}, "
              f"{plural(c['bytes'], 'byte')}), aborted {a['count']} ({plural(a['records'], 'record')}, "
              f"{plural(a['bytes'], 'byte')})"]
     for d in p["producers"]:
@@ -50,7 +51,8 @@ def txn_partition_text(p: dict[str, Any]) -> str:
         lines.append(line)
     for t in p["transactions"]:
         lines.append(f"  {t['outcome'].lower()} producer {t['producer_id']} epoch {t['producer_epoch']}: offsets "
-                     f"{t['first_offset']}..{t['last_offset']} ({plural(t['records'], 'record')}, {plural(t['bytes'], 'byte')}) "
+                     f"{t['first_offset']}..{t['last_offset']} ({plural(t['records'], 'record')}, "
+                     f"{plural(t['bytes'], 'byte')}) "
                      f"at {when(t['timestamp'])}")
     for f in p["findings"]:
         lines.append(f"  finding {f['kind']} at offset {_opt(f['offset'])}: {f['message']}")

@@ -410,7 +410,8 @@ def test_a_named_index_file_is_checked_against_its_log(tmp_path):
 
 PINTEREST = "real/pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test"
 _LOSS = re.compile(r"would remove \S+ \S+(?: \(\d+ bytes\))?: (\d+) bytes? cut from (\d+) segments?"
-                   r"(?:, (\d+) later segments? deleted whole \((\d+) bytes?\))?; offsets (\d+)(?:\.\.(\d+)| and later)")
+                   r"(?:, (\d+) later segments? deleted whole \((\d+) bytes?\))?; "
+                   r"offsets (\d+)(?:\.\.(\d+)| and later)")
 
 
 def _verify_loss(d) -> tuple | None:
