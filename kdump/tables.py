@@ -159,4 +159,7 @@ def print_table(console, cols: Sequence[Col], rows: Sequence[Sequence[Any]], hea
     """A whole table: its heading on a line of its own, then the table (or blocks) fitting the console."""
     if heading:
         title(console, heading)
+    if not rows:
+        console.print("(none)", style="dim")
+        return
     FitTable(console, cols, **table_args).draw(rows)

@@ -155,9 +155,18 @@ def test_dump_table_rows_stay_aligned_past_the_first_chunk(tmp_path, monkeypatch
     (d / "00000000000000000000.log").write_bytes(b"".join(
         build_v2_batch([(0, 1_700_000_000_000 + o, b"k", b"v")], base_offset=o, partition_leader_epoch=0)
         for o in range(1200)))
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
     monkeypatch.setenv("COLUMNS", "120")
-    for extra in ((), ("--records",)):
-        out = run_kdump("dump", d, "--format", "table", "--color", "never", *extra).out.splitlines()
+    for extra in ((), ("--records",), ("--format", "table")):     # the last: on a terminal
+        if extra[:1] == ("--format",):
+            out = run_kdump("dump", d, "--color", "never", "-q", out=Terminal()).out.splitlines()
+        else:
+            out = run_kdump("dump", d, "--format", "table", "--color", "never", *extra).out.splitlines()
         rows = out[2:]
         assert len(rows) == 1200
         assert len({len(line) for line in rows}) == 1, sorted({len(line) for line in rows})
