@@ -181,3 +181,19 @@ def test_metadata_diff_says_which_point_it_cannot_reach():
         "offset 0",
         "kdump: error: --diff 7000: the data here ends at offset 6341, before offset 7000"]
     assert run_kdump("metadata", BROKER, "--diff", "10", "100", "--format", "text").code == 0
+
+
+def test_info_findings_are_a_count_on_a_terminal_and_not_problems(tmp_path, monkeypatch):
+    """Issue #8 of #28: a missing index (info: the broker rebuilds it) is counted, not tabled;
+    --problems skips a file whose only findings are info."""
+    monkeypatch.setenv("COLUMNS", "120")
+    part = TUYEN / "kafka" / "my-first-topic-1"
+    r = run_kdump("verify", part, "--format", "table", "--color", "never")
+    assert r.code == 0 and "index_missing" not in r.out.split("info findings not listed")[0]
+    assert "2 info findings not listed (2 index_missing: states a broker finishes at startup); --format text " \
+           "lists them" in " ".join(r.out.split())
+    assert run_kdump("verify", part, "--problems", "--format", "text").out == ""
+    assert "index_missing" in run_kdump("verify", part, "--format", "text").out
+    d = _torn(tmp_path)
+    r = run_kdump("verify", d, "--problems", "--format", "table", "--color", "never")
+    assert "torn_tail at byte 667" in r.out and "index_missing" not in r.out.split("info findings")[0]

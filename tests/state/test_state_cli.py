@@ -422,7 +422,7 @@ def test_state_commands_change_nothing(kdump, tmp_path):
     copy = tmp_path / "all-shapes"
     shutil.copytree(BROKER, copy)
     before = snapshot_tree(copy)
-    for args in (("txn", copy), ("groups", copy, "--group", "console-share"), ("metadata", copy, "--diff", "0", "250")):
+    for args in (("txn", copy), ("groups", copy, "--group", "console-share"), ("metadata", copy, "--diff", "0", "211")):
         assert kdump(*args, "--json").code == 0
     assert snapshot_tree(copy) == before
 
