@@ -98,19 +98,23 @@ def title(console, text: str, style: str = "bold") -> None:
 
 
 def blocks(console, cols: Sequence[Col], rows: Sequence[Sequence[Any]]) -> None:
-    """One record per block: the first column as its head, then ``name: value`` lines."""
+    """One record per block: the first column as its head, then ``name: value`` lines (a
+    column joined by "\\n" keeps its lines, indented)."""
     from rich.text import Text
 
     for row in rows:
-        head = " ".join(_lines(row[0]))
-        if head:            # a row continuing the record above (its first cell blank) has no head
-            console.print(Text(head, style="bold"), soft_wrap=True)
+        head = _lines(row[0]) if cols[0].join == "\n" else [" ".join(_lines(row[0]))]
+        if head[0]:         # a row continuing the record above (its first cell blank) has no head
+            console.print(Text(head[0], style="bold"), soft_wrap=True)
+            for line in head[1:]:
+                console.print(f"  {line}", soft_wrap=True)
         for c, cell in zip(cols[1:], row[1:]):
-            value = c.join.join(_lines(cell))
-            if value:
-                line = Text(f"  {c.name}: ")
-                line.append(Text(value, style=getattr(cell, "style", "")) if hasattr(cell, "plain") else value)
-                console.print(line, soft_wrap=True)
+            lines = _lines(cell) if c.join == "\n" else [c.join.join(_lines(cell))]
+            if lines[0]:
+                style = getattr(cell, "style", "") if hasattr(cell, "plain") else ""
+                console.print(Text(f"  {c.name}: ") + Text(lines[0], style=style), soft_wrap=True)
+                for line in lines[1:]:
+                    console.print(Text(f"    {line}", style=style), soft_wrap=True)
 
 
 class FitTable:

@@ -132,18 +132,18 @@ class TableVerify:
     def _flush(self) -> None:
         if not self.rows:
             return
-        from rich.table import Table
         from rich.text import Text
 
-        if not self.titled:         # the directory on a line of its own: a path is never wrapped
-            from kdump.tables import title
+        from kdump.tables import Col, FitTable, title
 
+        if not self.titled:         # the directory on a line of its own: a path is never wrapped
             title(self.console, printable(self.directory or "."), style="")
-        t = Table(show_header=not self.titled, show_lines=True, expand=False)
-        # Two columns so that a narrow terminal still has room: the file and what it holds
-        # (one short line each, never wrapped), and its findings (folded).
-        t.add_column("file", no_wrap=True)
-        t.add_column("findings", overflow="fold", ratio=1)
+            # Two columns so that a narrow terminal still has room: the file and what it holds
+            # (one short line each, never wrapped), and its findings (folded at spaces); one
+            # record per block where even that does not fit.
+            self.fit = FitTable(self.console, [Col("file", join="\n"), Col("findings", fold=True, join="\n")],
+                                show_lines=True)
+        rows = []
         for r, shown in self.rows:
             d = r.to_dict()
             cell = Text(printable(os.path.basename(d["file"])), style="bold")
@@ -151,8 +151,8 @@ class TableVerify:
             cell.append(d["status"], style=STATUS_STYLE.get(d["status"], ""))
             for line in _facts(d):
                 cell.append("\n" + line)
-            t.add_row(cell, Text("\n".join(printable(line) for line in finding_lines(shown) + not_listed_lines(r))))
-        self.console.print(t)
+            rows.append((cell, Text("\n".join(printable(line) for line in finding_lines(shown) + not_listed_lines(r)))))
+        self.fit.draw(rows)
         self.rows = []
         self.titled = True
 
@@ -238,7 +238,7 @@ def loss_text(counts: dict, done: bool = False) -> str:
         s += (f", {plural(deleted, 'later segment')} {'moved to quarantine' if done else 'deleted'} whole "
               f"({plural(counts['deleted_bytes'], 'byte')})")
     found = counts.get("losses") or []
-    ranges = [f"{os.path.basename(x.directory) or x.directory} {_range(x)}" for x in found[:3]]
+    ranges = [f"{_range(x)} in {printable(os.path.basename(x.directory) or x.directory)}" for x in found[:3]]
     if len(found) == 1:
         ranges = [_range(found[0])]
     elif len(found) > 3:
