@@ -38,19 +38,24 @@ def losses(reports) -> list[Loss]:
     for directory, segments in by_dir.items():
         segments.sort(key=lambda bs: bs[0])
         cut = next((i for i, (_, s) in enumerate(segments) if s.cut is not None and s.valid_bytes < s.size), None)
-        if cut is None:
-            continue
-        base, s = segments[cut]
-        later = [x for _, x in segments[cut + 1:]]
-        known = [e for x in later for e in (x.last_offset, *(o[4] for o in x.intact_beyond)) if e is not None]
-        known += [o[4] for o in s.intact_beyond if o[4] is not None]
-        if s.cut.offset is not None:
-            known.append(s.cut.offset)
-        first = s.next_offset if s.next_offset is not None else base
-        last = max(known, default=None)
-        out.append(Loss(directory, s.cut_bytes, len(later), sum(x.size for x in later), first,
-                        last if last is not None and last >= first else None))
+        if cut is not None:
+            out.append(partition_loss(directory, segments, cut))
     return out
+
+
+def partition_loss(directory: str, segments: list[tuple[int, object]], cut: int) -> Loss:
+    """The Loss of cutting ``segments[cut]`` (base offset, scan; in offset order) and deleting
+    every later one (``recover``'s plan says which is cut, by the recovery point)."""
+    base, s = segments[cut]
+    later = [x for _, x in segments[cut + 1:]]
+    known = [e for x in later for e in (x.last_offset, *(o[4] for o in x.intact_beyond)) if e is not None]
+    known += [o[4] for o in s.intact_beyond if o[4] is not None]
+    if s.cut is not None and s.cut.offset is not None:
+        known.append(s.cut.offset)
+    first = s.next_offset if s.next_offset is not None else base
+    last = max(known, default=None)
+    return Loss(directory, s.cut_bytes, len(later), sum(x.size for x in later), first,
+                last if last is not None and last >= first else None)
 
 
 def summarize(reports) -> dict:

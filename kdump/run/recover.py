@@ -62,6 +62,13 @@ def run_recover(dirs, out, opts, *, apply_: bool, yes: bool, salvage_dir: str | 
                      f"{salvage_dir})")
     todo = [p for p in plans if p.actions]
     steps = sum(len(p.actions) for p in todo)
+    found = [p.loss for p in todo if p.loss is not None]
+    if found:       # the same words as verify's summary (kdump.check.loss)
+        from kdump.render.verify import loss_text
+
+        out.note("kdump: " + loss_text({"cut_bytes": sum(x.cut_bytes for x in found), "cut_segments": len(found),
+                                        "deleted_segments": sum(x.deleted_segments for x in found),
+                                        "deleted_bytes": sum(x.deleted_bytes for x in found), "losses": found}))
     if not apply_:
         if steps:
             out.note(f"kdump: {steps} step{'s' if steps != 1 else ''} planned in {len(todo)} partition"

@@ -456,6 +456,9 @@ def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
     if cuts and where == "middle":
         assert verified[2:4] == (2, os.path.getsize(d / "00000000000000015363.log")
                                  + os.path.getsize(d / "00000000000000022964.log"))
+    if cuts:        # recover says it in the same words
+        said = run_kdump("verify", "--format", "text", d).err.split("; a broker's recovery would remove ")[1]
+        assert f"kdump: a broker's recovery would remove {said}" in run_kdump("recover", d).err
 
 
 def test_json_keeps_the_first_50_findings_of_a_kind_and_counts_the_rest(tmp_path):
