@@ -16,6 +16,7 @@ KDUMP = Path(__file__).resolve().parents[1] / "kdump"
 
 # Floor by floor, lowest first. A unit is a top-level module or subpackage of kdump.
 LAYERS = [
+    ("words", "tables"),
     ("errors",),
     ("findings",),
     ("workers",),

@@ -204,6 +204,10 @@ class _Planner:
                 first_recovered = i
         self.recovered = set() if self.skip_log else set(bases[first_recovered:])
         truncated_at = self._find_cut()
+        if truncated_at is not None:
+            from kdump.check.loss import partition_loss
+            segments = sorted((b, s) for b, s in self.scans.items() if b >= truncated_at)
+            self.plan.loss = partition_loss(self.dir, segments, 0)
         later_sources = self._drop_later(truncated_at) if truncated_at is not None else []
         for b in sorted(self.cut_segments):
             s = self.scans[b]

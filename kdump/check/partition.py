@@ -21,7 +21,7 @@ Finding kinds and their classes are declared in ``kdump.findings``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -95,7 +95,7 @@ class FileReport:
                 "valid_bytes": self.valid_bytes, "intact_bytes": s.intact_bytes if s else None,
                 "batches": s.batches if s else None, "records": s.records if s else None,
                 "first_offset": s.first_offset if s else None, "last_offset": s.last_offset if s else None,
-                "findings": [f.to_dict() for f in self.findings]}
+                "findings": [f.to_dict() for f in self.findings], "not_listed": s.not_listed if s else {}}
 
 
 def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
@@ -382,19 +382,4 @@ def index_damage(report: FileReport) -> bool:
                and f.kind != F.TXNINDEX_MISSING for f in report.findings)
 
 
-def summarize(reports: Iterable[FileReport]) -> dict[str, int]:
-    counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
-              "cut_bytes": 0, "cut_segments": 0, "anomalies": 0}
-    for r in reports:
-        counts["files"] += 1
-        counts[r.status] += 1
-        if r.findings:
-            counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
-        s = r.scan
-        if s is not None:
-            counts["segments"] += 1
-            counts["bytes"] += s.size
-            if s.cut is not None:
-                counts["cut_segments"] += 1
-                counts["cut_bytes"] += s.cut_bytes
-    return counts
+from kdump.check.loss import summarize  # noqa: E402,F401 - its home; callers import it from here

@@ -76,6 +76,7 @@ class PartitionPlan:
     salvage_sources: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     epochs: list[tuple[int, int]] = field(default_factory=list)   # the leader-epoch-checkpoint to write
     txnindexes: dict[str, bytes] = field(default_factory=dict)     # .txnindex files to write
+    loss: Any = None        # what the cut removes (kdump.check.loss.Loss), when a segment is cut
 
     @property
     def actions(self) -> list[Step]:

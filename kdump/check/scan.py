@@ -75,6 +75,7 @@ class ScanReport:
     last_offset: int | None = None               # of the last batch kept; next offset = last + 1
     max_timestamp: int = -1
     findings: list[Finding] = field(default_factory=list)
+    not_listed: dict[str, int] = field(default_factory=dict)     # kind -> findings past the first 50 of it
     cut: Finding | None = None                   # the finding at valid_bytes, if anything is cut
     intact_beyond: list[tuple[int, int, int, int | None, int | None]] = field(default_factory=list)
     epochs: list[tuple[int, int]] = field(default_factory=list)   # (epoch, start offset), broker's rule

@@ -55,6 +55,9 @@ class SegmentChecks:
         self.kept_before: tuple = ()
         self.open_txns: set[int] = set()
         self.counts: dict[str, int] = {}
+        # Leader-epoch regressions by cause (the epoch and its start offset): [index in the
+        # findings, first position, first offset, last offset, lowest epoch, count].
+        self.cascades: dict[tuple, list] = {}
         # The offset field of entries that failed their checks, by position: a resync hint,
         # never shown (a finding does not quote an offset read from bytes that failed).
         self.unchecked_offset: dict[int, int | None] = {}
@@ -71,10 +74,41 @@ class SegmentChecks:
         return f
 
     def note_suppressed(self) -> None:
-        for kind, n in self.counts.items():
-            if n > MAX_FINDINGS_PER_KIND:
-                self.r.findings.append(Finding(kind, None, None, f"{n - MAX_FINDINGS_PER_KIND} more {kind} "
-                                                                 f"findings in this file are not listed"))
+        """The end of the scan: each epoch cascade becomes its finding, and the findings past the
+        first MAX_FINDINGS_PER_KIND of a kind are counted in ``not_listed`` (never made up as one)."""
+        self.epoch_cascades()
+        self.r.not_listed = {kind: n - MAX_FINDINGS_PER_KIND for kind, n in self.counts.items()
+                             if n > MAX_FINDINGS_PER_KIND}
+
+    def epoch_regression(self, pos: int, first: int, epoch: int) -> None:
+        """A batch whose leader epoch is below the highest so far: counted against the batch
+        that raised the epoch to it (the broker's epoch cache names its offset)."""
+        cause = (self.prev_epoch, self.r.epochs[-1][1] if self.r.epochs else None)
+        run = self.cascades.get(cause)
+        if run is None:
+            self.cascades[cause] = [len(self.r.findings), pos, first, first, epoch, 1]
+        else:
+            run[3], run[4], run[5] = first, min(run[4], epoch), run[5] + 1
+
+    def epoch_cascades(self) -> None:
+        """One finding per cause: a lone regression at its batch; a run of them (one flipped epoch
+        byte, which no CRC covers, sets every later batch below it) at the batch that caused it."""
+        from kdump.format.walk import Walker
+
+        for (epoch, offset), (at, pos, first, last, low, n) in sorted(self.cascades.items(), key=lambda c: -c[1][0]):
+            if n == 1:
+                f = Finding(F.EPOCH_REGRESSION, pos, first,
+                            f"partition leader epoch {low} is lower than the previous batch's {epoch}")
+            else:
+                cause = next((b.position for b in Walker(self.buf) if b.last_offset >= offset), None) \
+                    if offset is not None else None
+                f = Finding(F.EPOCH_REGRESSION, cause, offset,
+                            f"the {n} later batches (offsets {first}..{last}) have partition leader epochs below "
+                            f"{epoch}, the epoch from this batch on (down to {low}): one cause, this batch's epoch "
+                            f"or theirs (the epoch field is outside the CRC: one flipped byte does this)")
+            self.counts[F.EPOCH_REGRESSION] = self.counts.get(F.EPOCH_REGRESSION, 0) + 1
+            if self.counts[F.EPOCH_REGRESSION] <= MAX_FINDINGS_PER_KIND:
+                self.r.findings.insert(at, f)
 
     def batch(self, b: Batch) -> Finding | None:
         """Check one batch in order; returns the cut finding if the broker stops here."""
@@ -153,8 +187,7 @@ class SegmentChecks:
         epoch = b.partition_leader_epoch
         if epoch >= 0:
             if epoch < self.prev_epoch:
-                self.add(F.EPOCH_REGRESSION, pos, first,
-                         f"partition leader epoch {epoch} is lower than the previous batch's {self.prev_epoch}")
+                self.epoch_regression(pos, first, epoch)
             else:
                 assign_epoch(r.epochs, epoch, first)
                 self.prev_epoch = epoch

@@ -144,6 +144,10 @@ def _run(args: list[str], debug: bool) -> int:
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.UsageError as e:
+        if type(e).__name__ == "NoArgsIsHelpError" and e.ctx is not None:
+            # Click >= 8.2 raises this for a bare `kdump`: the help is the answer, not an error.
+            click.echo(e.ctx.get_help())
+            return ExitStatus.OK
         # The same one-line style as every other error, with the way to more help.
         print(_printable(f"kdump: error: {e.format_message()}"), file=sys.stderr)
         if e.ctx is not None:

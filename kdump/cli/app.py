@@ -33,6 +33,17 @@ class LazyGroup(click.Group):
         module = COMMANDS[name].split(":")[0]
         return importlib.util.find_spec(module) is not None
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as e:
+            import difflib
+
+            close = difflib.get_close_matches(args[0], self.list_commands(ctx), n=1) if args else []
+            if close:
+                e.message = f"{e.message} Did you mean '{close[0]}'?"
+            raise
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = COMMANDS.get(name)
         if target is None or not self._available(name):

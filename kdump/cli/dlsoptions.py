@@ -34,7 +34,7 @@ def dls_options(f: Callable) -> Callable:
                           "IntegerDecoder or LongDecoder (= --value-decoder utf8/int/long).")(f)
     f = click.option("--key-decoder-class", metavar="CLASS",
                      help="Kafka's decoder class for keys (see --value-decoder-class).")(f)
-    f = click.option("--files", "files", multiple=True, metavar="FILE,...",
+    f = click.option("--files", "files", multiple=True, metavar="FILE,...", type=click.Path(path_type=str),
                      help="Files to dump, comma-separated, as kafka-dump-log.sh takes them (may be repeated; "
                           "PATHS work too). Like Kafka, picks no decoder from the topic name.")(f)
     return f

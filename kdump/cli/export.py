@@ -99,7 +99,8 @@ def _report(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: boo
         click.echo(f"kdump: damage: {message}", err=True)
     if result.error_rows > len(result.errors):
         click.echo(f"kdump: ... {result.error_rows - len(result.errors)} more error rows", err=True)
-    rate = result.rows / result.seconds if result.seconds > 0 else 0.0
-    click.echo(f"kdump: exported {result.rows} rows ({result.error_rows} error rows) from {result.slices} "
-               f"slices to {out} as {fmt} with the {engine} engine in {result.seconds:.1f}s ({rate:,.0f} rows/s)",
-               err=True)
+    from kdump.words import plural, rate
+
+    click.echo(f"kdump: exported {plural(result.rows, 'row')} ({plural(result.error_rows, 'error row')}) from "
+               f"{plural(result.slices, 'slice')} to {out} as {fmt} with the {engine} engine "
+               f"{rate(result.rows, result.seconds, 'rows')}", err=True)

@@ -42,8 +42,9 @@ def groups(paths, group_id, partitions, at, offsets_retention, strict, now, json
     marked possibly stale.
 
     \b
-    Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it), or
-    with --strict a partition is incomplete, 2 usage error, 3 could not complete.
+    Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it), the
+    --group GROUP is not found, or with --strict a partition is incomplete, 2 usage error, 3
+    could not complete.
     """
     from kdump.state.groups import run
     from kdump.state.render import group_text, groups_table, offsets_topic_line, pending_table
@@ -68,5 +69,12 @@ def groups(paths, group_id, partitions, at, offsets_retention, strict, now, json
         pending_table(out.console(), found)
     for stop in header["stopped"]:
         out.note(f"kdump: note: read stopped early: {stop}")
+    if group_id is not None and not found:
+        # Asked for one group and it is not there: say so (a hash says where it would be, not that it is).
+        from kdump.render.escape import printable
+
+        click.echo(printable(f"kdump: group {group_id} not found (it would be in "
+                             f"__consumer_offsets-{header['coordinator_partition']})"), err=True)
+        return int(ExitStatus.DAMAGE)
     damaged = header["stopped"] or (strict and header["incomplete"])
     return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)

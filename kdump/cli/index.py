@@ -35,8 +35,11 @@ def index_options(f: Callable) -> Callable:
     f = click.option("--strict", is_flag=True,
                      help="Also exit 1 for anomalies: odd states a broker accepts as they are (an entry naming an "
                           "offset compaction removed, a partial last entry).")(f)
+    f = click.option("--entries", "list_entries", is_flag=True,
+                     help="With --verify: list every entry before the verdict (--verify alone prints the verdict).")(f)
     f = click.option("--verify-index-only", is_flag=True, help="Verify against the log without listing entries.")(f)
-    f = click.option("--verify", is_flag=True, help="Check every entry against the log in one pass.")(f)
+    f = click.option("--verify", is_flag=True,
+                     help="Check every entry against the log in one pass and print the verdict.")(f)
     return f
 
 
@@ -45,8 +48,8 @@ def index_options(f: Callable) -> Callable:
 @index_options
 @jobs_option
 @output_options
-def index(paths, verify, verify_index_only, strict, sanity, rebuild, interval_bytes, time_offset, no_backup, force,
-          jobs, json_flag, fmt, color, quiet):
+def index(paths, verify, verify_index_only, list_entries, strict, sanity, rebuild, interval_bytes, time_offset,
+          no_backup, force, jobs, json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild offset indexes (.index).
 
     PATHS are .index files, their segments (.log), partition directories or log
@@ -57,8 +60,8 @@ def index(paths, verify, verify_index_only, strict, sanity, rebuild, interval_by
     Exit status: 0 clean or only anomalies and info findings (each finding's class is
     kdump verify's), 1 damage found (anomalies too with --strict), 3 could not complete.
     """
-    return _run(INDEX, paths, verify, verify_index_only, strict, sanity, rebuild, interval_bytes, time_offset,
-                no_backup, force, jobs, Output(json_flag, fmt, color, quiet))
+    return _run(INDEX, paths, verify, verify_index_only, list_entries, strict, sanity, rebuild, interval_bytes,
+                time_offset, no_backup, force, jobs, Output(json_flag, fmt, color, quiet))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,8 +69,8 @@ def index(paths, verify, verify_index_only, strict, sanity, rebuild, interval_by
 @index_options
 @jobs_option
 @output_options
-def timeindex(paths, verify, verify_index_only, strict, sanity, rebuild, interval_bytes, time_offset, no_backup,
-              force, jobs, json_flag, fmt, color, quiet):
+def timeindex(paths, verify, verify_index_only, list_entries, strict, sanity, rebuild, interval_bytes, time_offset,
+              no_backup, force, jobs, json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild time indexes (.timeindex).
 
     PATHS are .timeindex files, their segments (.log), partition directories or log
@@ -78,12 +81,13 @@ def timeindex(paths, verify, verify_index_only, strict, sanity, rebuild, interva
     Exit status: 0 clean or only anomalies and info findings (each finding's class is
     kdump verify's), 1 damage found (anomalies too with --strict), 3 could not complete.
     """
-    return _run(TIMEINDEX, paths, verify, verify_index_only, strict, sanity, rebuild, interval_bytes, time_offset,
-                no_backup, force, jobs, Output(json_flag, fmt, color, quiet))
+    return _run(TIMEINDEX, paths, verify, verify_index_only, list_entries, strict, sanity, rebuild, interval_bytes,
+                time_offset, no_backup, force, jobs, Output(json_flag, fmt, color, quiet))
 
 
-def _run(kind, paths, verify, verify_only, strict, sanity, rebuild, interval_bytes, time_offset, no_backup, force,
-         jobs, out: Output) -> int:
+def _run(kind, paths, verify, verify_only, list_entries, strict, sanity, rebuild, interval_bytes, time_offset,
+         no_backup, force, jobs, out: Output) -> int:
+    verify_only = verify_only or (verify and not list_entries)     # the verdict; entries when asked
     mode = Mode(verify=verify or verify_only, verify_only=verify_only, sanity=sanity, interval_bytes=interval_bytes,
                 strict=strict, quiet=out.quiet)
     return run(kind, paths, mode, out, rebuild=rebuild, time_offset=time_offset, no_backup=no_backup, force=force,

@@ -111,32 +111,35 @@ def _text(s: PartitionSummary) -> str:
     return "\n".join(lines) + "\n"
 
 
+INFO_COLUMNS = (("partition", "left", 0), ("segments", "right", 5), ("bytes", "right", 3), ("batches", "right", 6),
+                ("records", "right", 4), ("offsets", "right", 0), ("time range (UTC)", "left", 2),
+                ("codecs", "left", 7), ("producers", "right", 8), ("txn/ctl", "right", 9),
+                ("batch sizes", "left", 10), ("state", "left", 0))
+
+
 def _table(out: Output, summaries: list[PartitionSummary]) -> None:
-    from rich.table import Table
+    """A table per log dir, the log dir said once above it (partitions of several log dirs,
+    brokers or JBOD disks, share names); columns fit the terminal (kdump.tables)."""
     from rich.text import Text
 
-    t = Table(title="kdump info", title_justify="left")
-    # Partitions of several log dirs (brokers, JBOD disks) share names: show where each is.
-    log_dirs = [os.path.dirname(os.path.normpath(s.path)) for s in summaries]
-    several = len(set(log_dirs)) > 1
-    if several:
-        t.add_column("log dir", justify="left", overflow="fold")
-    for name, just in (("partition", "left"), ("segments", "right"), ("bytes", "right"), ("batches", "right"),
-                       ("records", "right"), ("offsets", "right"), ("time range (UTC)", "left"),
-                       ("codecs", "left"), ("producers", "right"), ("txn/ctl", "right"), ("batch sizes", "left"),
-                       ("state", "left")):
-        t.add_column(name, justify=just)
-    for s, log_dir in zip(summaries, log_dirs):
+    from kdump.tables import Col, print_table
+
+    console = out.console()
+    cols = [Col(n, j, d, fold=n in ("batch sizes", "codecs"), join=" .. " if n.startswith("time") else " ")
+            for n, j, d in INFO_COLUMNS]
+    by_dir: dict[str, list[tuple]] = {}
+    for s in summaries:
         d = s.to_dict()
         ok = not (s.problems or s.invalid_batches or s.trailing_bytes)
-        name = printable(f"{s.topic}-{s.partition}" if s.topic else s.path)
-        t.add_row(*([printable(log_dir)] if several else []), name, str(s.segments), f"{s.bytes:,}",
-                  f"{s.batches:,}", f"{s.records:,}", _offsets(s, "–"),
-                  f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
-                  ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),
-                  f"{d['transactional_share']:.0%}/{d['control_share']:.0%}", _hist(s),
-                  Text("ok", style="green") if ok else Text("damaged", style="red"))
-    out.console().print(t)
+        name = printable(f"{s.topic}-{s.partition}" if s.topic else os.path.basename(os.path.normpath(s.path)))
+        by_dir.setdefault(os.path.dirname(os.path.normpath(s.path)), []).append((
+            name, str(s.segments), f"{s.bytes:,}", f"{s.batches:,}", f"{s.records:,}", _offsets(s, "–"),
+            "-" if s.min_timestamp is None else f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
+            ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),
+            f"{d['transactional_share']:.0%}/{d['control_share']:.0%}", _hist(s),
+            Text("ok", style="green") if ok else Text("damaged", style="red")))
+    for log_dir, rows in by_dir.items():
+        print_table(console, cols, rows, printable(f"kdump info: {log_dir or '.'}"))
 
 
 __all__ = ["info", "KdumpError"]

@@ -78,7 +78,8 @@ Every finding has a class (listed under FINDINGS): \\fIdamage\\fR (exit status 1
     "index": """Lists, verifies, sanity-checks or rebuilds offset indexes (.index). \\fB--verify\\fR checks
 every entry against the log in one forward pass and accepts both the 2.0+ (last offset) and
 pre-2.0 (base offset) conventions; the zero-filled preallocated tail of an active segment is
-recognised, not reported as damage. Nothing is created or modified unless \\fB--rebuild\\fR is given.
+recognised, not reported as damage. It prints the verdict; \\fB--entries\\fR lists every entry
+before it. Nothing is created or modified unless \\fB--rebuild\\fR is given.
 .PP
 Each finding has the class \\fBkdump verify\\fR gives its kind (see \\fBkdump\\-verify\\fR(1)): damage
 exits 1; an anomaly (an entry naming an offset compaction removed, a partial last entry) is

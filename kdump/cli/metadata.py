@@ -51,10 +51,12 @@ def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
     \b
     Exit status: 0 clean, 1 the replay stopped at a torn or damaged batch (records kdump
     cannot decode are listed, not counted as damage), or with --strict records are
-    missing, 2 usage error, 3 could not complete.
+    missing, 2 usage error, 3 could not complete (also: an --at or --diff point cannot be
+    reached here: before the first snapshot with no log from offset 0, or an offset past the
+    data).
     """
     from kdump.state.metadata import diff as diff_images
-    from kdump.state.metadata import load, objects
+    from kdump.state.metadata import load, objects, short_of
     from kdump.state.render import metadata_table, metadata_text
     from kdump.state.source import LogDirs
 
@@ -65,7 +67,8 @@ def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
     for n in dirs.notes:
         out.note(f"kdump: note: {n}")
     if diff:
-        a, b = load(dirs, _point(diff[0])), load(dirs, _point(diff[1]))
+        points = _point(diff[0]), _point(diff[1])
+        a, b = load(dirs, points[0]), load(dirs, points[1])
         objs = [{"object": "metadata", "from": a.to_dict(), "to": b.to_dict()}] + diff_images(a, b)
         _incomplete_notes(out, a, b)
         damaged = a.stop or b.stop or (strict and (a.incomplete or b.incomplete))
@@ -75,9 +78,16 @@ def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
         else:
             out.stream.write(f"from offset {a.last_offset} ({a.to_dict()['snapshot'] or 'no snapshot'}) "
                              f"to offset {b.last_offset}\n" + metadata_text(objs[1:]))
+        shorts = [(v, m) for v, img, p in zip(diff, (a, b), points) if (m := short_of(img, p)) is not None]
+        for value, message in shorts:
+            click.echo(f"kdump: error: --diff {value}: {message}", err=True)
+        if shorts:
+            return int(ExitStatus.INCOMPLETE)
         return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
-    img = load(dirs, _point(at))
+    point = _point(at)
+    img = load(dirs, point)
     _incomplete_notes(out, img)
+    short = short_of(img, point)
     objs = objects(img)
     if out.format == "json":
         for o in objs:
@@ -86,6 +96,10 @@ def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
         out.stream.write(metadata_text(objs))
     else:
         metadata_table(out.console(), objs)
+    if short is not None:
+        # The image shown is the nearest one here, not the one asked for: say so, and fail.
+        click.echo(f"kdump: error: --at {at}: {short}", err=True)
+        return int(ExitStatus.INCOMPLETE)
     return int(ExitStatus.DAMAGE if img.stop or (strict and img.incomplete) else ExitStatus.OK)
 
 

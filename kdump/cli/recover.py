@@ -39,9 +39,11 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     lists what LogLoader would do: .cleaned/.swap/.deleted leftovers, orphan indexes,
     the segment to cut and where (the cut bytes are saved beside it as
     <segment>.corrupt-<position>), the later segments a broker would delete, indexes to
-    rebuild and the new recovery point. Where the broker deletes, kdump moves the file to
-    a quarantine directory: nothing is deleted. Every step is atomic and a rerun after
-    an interruption finishes the job.
+    rebuild and the new recovery point. A line on stderr sums up what the recovery
+    removes: the bytes cut, the later segments deleted whole, the offsets lost (as
+    kdump verify says it). Where the broker deletes, kdump moves the file to a quarantine
+    directory: nothing is deleted. Every step is atomic and a rerun after an interruption
+    finishes the job. --salvage says so when nothing intact lies past the damage.
 
     \b
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),

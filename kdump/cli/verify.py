@@ -39,7 +39,8 @@ from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits
               help="Run here, or as a Spark job (needs the 'spark' extra).")
 @click.option("--master", metavar="URL", help="Spark master URL for --engine spark (e.g. local[4], spark://host:7077).")
 @click.option("--problems", is_flag=True,
-              help="List only the files with findings (the summary on stderr still counts every file).")
+              help="List only the files with damage or anomalies, not info findings (the summary on stderr "
+                   "still counts every file).")
 @limits_option
 @jobs_option
 @output_options
@@ -55,14 +56,21 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     are noted, not counted as damage: the broker finishes them at startup.
 
     Each file gets a line (or with --json one object: file, kind, status, size,
-    valid_bytes, batches, records, first_offset, last_offset, findings); valid_bytes is
-    where a broker's recovery would cut the segment. Each finding has a class: damage
-    (data a broker would cut, delete or fail to load, or that readers lose), anomaly (odd
-    but accepted by a broker as it is), info (a state the broker finishes at startup).
-    A summary goes to stderr. The text and table views show a run of findings of one
-    kind in one file as one line (count, byte and offset ranges); --json lists each. On
-    a terminal the table lists the files with findings and sums up the rest; --problems
-    lists only those anywhere.
+    valid_bytes, intact_bytes, batches, records, first_offset, last_offset, findings,
+    not_listed); valid_bytes is where a broker's recovery would cut the segment. Each
+    finding has a class: damage (data a broker would cut, delete or fail to load, or that
+    readers lose), anomaly (odd but accepted by a broker as it is), info (a state the
+    broker finishes at startup). A segment keeps the first 50 findings of each kind;
+    not_listed counts the rest by kind. A leader epoch that every later batch falls below
+    is one finding, at the batch that raised it.
+
+    A summary goes to stderr, with all that a broker's recovery would remove: the bytes
+    cut from the first damaged segment of each partition, the later segments it deletes
+    whole, and the offsets lost (as kdump recover plans it). The text and table views
+    show a run of findings of one kind in one file as one line (count, byte and offset
+    ranges); --json lists each. On a terminal the table lists the files with damage or
+    anomalies and sums up the rest (info findings as a count); --problems lists only
+    those anywhere.
 
     With --truncate, damage in a segment that later segments follow is cut the same way,
     and the later segments are moved into kdump-quarantine-<time>/ inside the partition

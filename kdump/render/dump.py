@@ -165,8 +165,17 @@ class JsonDump(_GapReport):
         self.out.flush()
 
 
+BATCH_COLUMNS = (("position", "right", 0), ("offsets", "right", 0), ("count", "right", 3), ("size", "right", 4),
+                 ("magic", "right", 6), ("codec", "left", 5), ("max time (UTC)", "left", 2),
+                 ("producer", "right", 7), ("flags", "left", 8), ("crc", "center", 0))
+TIME_WIDTH = len("2023-11-14 22:13:20.100")
+
+
 class TableDump(_GapReport):
-    """Rich tables for a terminal: one per file, drawn in chunks so memory stays flat."""
+    """Rich tables for a terminal: one per file, drawn in chunks so memory stays flat. The
+    columns and their widths are chosen once per file (kdump.tables.FitTable) from the first
+    chunk and from widths the file bounds in advance (its size, its base offset), so the rows
+    of every chunk stay aligned."""
 
     CHUNK = 500
 
@@ -178,49 +187,43 @@ class TableDump(_GapReport):
         self.records = records
         self.data = data
         self.rows: list[tuple] = []
-        self._first_chunk = True
+        self._fit = None
         self._title = ""
+        self._floor: list[int] | None = None
         self._ok, self._bad_crc = _styled("✓", "green"), _styled("✗ crc", "bold red")
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
         self._title = printable(f.path)
-        self._first_chunk = True
+        self._fit = None
         self._side_cols: list[str] | None = None
+        self._floor = _floor(f, self.records, self.data)
         self._begin_gaps(f)
 
-    def _table(self):
-        from rich.table import Table
+    def _columns(self):
+        from kdump.tables import Col
 
-        t = Table(title=self._title if self._first_chunk else None, show_header=self._first_chunk,
-                  title_justify="left", expand=False, pad_edge=False, box=None if not self._first_chunk else None)
         if self._side_cols is not None:
-            for c in self._side_cols:
-                t.add_column(c)
-            return t
+            return [Col(c) for c in self._side_cols]
         if self.records:
             # Without --data only sizes, as DumpLogSegments' --deep-iteration shows.
-            payload = (("key", "left"), ("value", "left"), ("headers", "left")) if self.data else (
-                ("key size", "right"), ("value size", "right"), ("headers", "right"))
-            for name, just in (("offset", "right"), ("time (UTC)", "left"), *payload, ("batch", "right"),
-                               ("ok", "center")):
-                t.add_column(name, justify=just, overflow="fold" if name == "value" else "ellipsis")
-        else:
-            for name, just in (("position", "right"), ("offsets", "right"), ("count", "right"),
-                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time (UTC)", "left"),
-                               ("producer", "right"), ("flags", "left"), ("crc", "center")):
-                t.add_column(name, justify=just)
-        return t
+            payload = (Col("key", fold=True), Col("value", fold=True), Col("headers", fold=True, drop=3)) \
+                if self.data else (Col("key size", "right"), Col("value size", "right"), Col("headers", "right", 3))
+            return [Col("offset", "right"), Col("time (UTC)", drop=1), *payload, Col("batch", "right", 2),
+                    Col("ok", "center")]
+        return [Col(n, j, d, fold=n == "flags") for n, j, d in BATCH_COLUMNS]
 
     def _flush(self) -> None:
         if not self.rows:
             return
-        t = self._table()
-        for row in self.rows:
-            t.add_row(*row)
-        self.console.print(t)
+        if self._fit is None:
+            from kdump.tables import FitTable, title
+
+            title(self.console, self._title)
+            floor = self._floor if self._side_cols is None else None
+            self._fit = FitTable(self.console, self._columns(), floor, box=None, pad_edge=False)
+        self._fit.draw(self.rows)
         self.rows = []
-        self._first_chunk = False
 
     def item(self, f: LogFile, it: Item) -> None:
         b = it.batch
@@ -260,15 +263,17 @@ class TableDump(_GapReport):
         rows = iter(rows)               # an iterator for snapshots and checkpoints
         first = next(rows, None)
         if first is None:
-            self.console.print(_styled(printable(f.path), "bold") + ": (empty)")
+            self.console.print(_styled(printable(f.path), "bold") + ": (empty)", soft_wrap=True)
             return
         self._side_cols = list(first.keys())
+        self._fit = None
         for row in itertools.chain((first,), rows):
             self.rows.append(tuple(_cell(row.get(c)) for c in self._side_cols))
             if len(self.rows) >= self.CHUNK:
                 self._flush()
         self._flush()
         self._side_cols = None
+        self._fit = None
 
     def end_file(self, f: LogFile, trailing: int) -> None:
         self._flush()
@@ -278,6 +283,24 @@ class TableDump(_GapReport):
 
     def finish(self) -> None:
         self._flush()
+
+
+def _floor(f: LogFile, records: bool, data: bool) -> list[int] | None:
+    """Widths this file's cells cannot exceed (bar an offset past base + size, after compaction):
+    positions and sizes below its size, offsets below its base offset + size."""
+    import os
+
+    if f.kind not in ("log", "kraft_snapshot"):
+        return None
+    try:
+        size = os.stat(f.path).st_size
+    except OSError:
+        return None
+    pos = len(str(size))
+    off = len(str((f.base_offset or 0) + size))
+    if records:
+        return [off, TIME_WIDTH, 0, 0, 0, pos, 0]
+    return [pos, 2 * off + 1, 0, pos, 0, 0, TIME_WIDTH, 0, 0, 0]
 
 
 def _size(data: bytes | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, TextIO
 
+from kdump.words import plural
 from kdump.model import Finding
 from kdump.export import ndjson
 from kdump.render.escape import printable
@@ -103,7 +104,7 @@ def report_lines(rep: FileReport) -> list[str]:
     check = rep.check
     if check is not None:
         faults = len(rep.findings)
-        lines.append(f"verified {check.entries} entries against {rep.log}: "
+        lines.append(f"verified {plural(check.entries, 'entry')} against {rep.log}: "
                      f"{'no faults' if not faults else f'{faults} fault' + ('s' if faults > 1 else '')}")
         if check.convention is not None:
             lines.append(f"convention: {check.convention}: {CONVENTIONS[check.kind].get(check.convention, '')}")
@@ -125,7 +126,7 @@ def rebuild_lines(result) -> list[str]:
     lines = []
     for w in result.files:
         what = {"created": "created", "replaced": "rewrote", "unchanged": "unchanged:"}[w.status]
-        line = f"{what} {w.path}: {w.entries} entries"
+        line = f"{what} {w.path}: {plural(w.entries, 'entry')}"
         if w.backup:
             line += f" (old file kept as {w.backup})"
         lines.append(line)
@@ -233,21 +234,20 @@ class TableIndex:
         self.console = console
 
     def begin(self, rep: FileReport) -> None:
-        self.console.print(printable(rep.path), style="bold")
+        from kdump.tables import title
 
-    def _table(self, rep: FileReport, title: bool):
-        from rich.table import Table
-
-        t = Table(show_header=title, pad_edge=False, box=None)
-        cols = {"index": ("slot", "offset", "position"), "timeindex": ("slot", "timestamp", "time (UTC)", "offset"),
-                "txnindex": ("slot", "version", "producer", "first offset", "last offset", "LSO")}[rep.kind]
-        for c in cols:
-            t.add_column(c, justify="left" if c == "time (UTC)" else "right")
-        return t
+        title(self.console, printable(rep.path))
 
     def entries(self, rep: FileReport, entries) -> None:
+        from kdump.tables import Col, FitTable
+
+        cols = {"index": ("slot", "offset", "position"), "timeindex": ("slot", "timestamp", "time (UTC)", "offset"),
+                "txnindex": ("slot", "version", "producer", "first offset", "last offset", "LSO")}[rep.kind]
+        # One FitTable for the file: its chunks keep the same columns and widths (rows aligned).
+        floor = [len(str(rep.slots or 0))] + [0] * (len(cols) - 1)
+        table = FitTable(self.console, [Col(c, "left" if c == "time (UTC)" else "right") for c in cols], floor,
+                         box=None, pad_edge=False)
         rows = []
-        first = True
         for i, e in enumerate(entries):
             if rep.kind == "index":
                 rows.append((str(i), str(e.offset), str(e.position)))
@@ -257,28 +257,21 @@ class TableIndex:
                 rows.append((str(i), str(e.version), str(e.producer_id), str(e.first_offset), str(e.last_offset),
                              str(e.last_stable_offset)))
             if len(rows) >= self.CHUNK:
-                self._draw(rep, rows, first)
-                rows, first = [], False
-        if rows:
-            self._draw(rep, rows, first)
-
-    def _draw(self, rep: FileReport, rows, first: bool) -> None:
-        t = self._table(rep, first)
-        for r in rows:
-            t.add_row(*r)
-        self.console.print(t)
+                table.draw(rows)
+                rows = []
+        table.draw(rows)
 
     def end(self, rep: FileReport) -> None:
         for line in report_lines(rep):
             style = "bold red" if line.startswith("fault") else "yellow" if line.startswith("note") else None
-            self.console.print(line, style=style)
+            self.console.print(line, style=style, soft_wrap=True)
 
     def missing(self, rep: FileReport) -> None:
-        self.console.print(printable(f"{rep.path}: {rep.status}: {rep.message}"), style="yellow")
+        self.console.print(printable(f"{rep.path}: {rep.status}: {rep.message}"), style="yellow", soft_wrap=True)
 
     def rebuilt(self, result) -> None:
         for line in rebuild_lines(result):
-            self.console.print(line, style="yellow" if line.startswith("note") else None)
+            self.console.print(line, style="yellow" if line.startswith("note") else None, soft_wrap=True)
 
     def finish(self) -> None:
         pass

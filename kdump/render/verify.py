@@ -11,6 +11,7 @@ import os
 from typing import Any, TextIO
 
 from kdump.render.escape import printable
+from kdump.words import plural, size
 
 STATUS_STYLE = {"ok": "green", "torn_tail": "yellow", "damaged": "bold red", "unreadable": "magenta"}
 
@@ -44,12 +45,19 @@ def finding_lines(findings) -> list[str]:
                      lambda run: f"{run[0].kind} at {where(run)} ({len(run)} findings): {more_like_it(run)}")
 
 
+def not_listed_lines(r) -> list[str]:
+    """The findings a scan counted but did not keep (past the first 50 of a kind in a file)."""
+    extra = r.scan.not_listed if r.scan is not None else {}
+    return [f"{kind}: {n} more in this file, not listed (the first 50 of each kind are)" for kind, n in extra.items()]
+
+
 def file_summary(r) -> str:
     """The head line's facts about a file report (what ``to_dict`` holds, read straight off it)."""
     parts = [r.status]
     s = r.scan
     if s is not None:
-        parts.append(f"{s.batches} batches, {s.records} records, offsets {_offsets(s.first_offset, s.last_offset)}")
+        parts.append(f"{plural(s.batches, 'batch')}, {plural(s.records, 'record')}, "
+                     f"offsets {_offsets(s.first_offset, s.last_offset)}")
     size = r.size
     if size is not None:
         valid = r.valid_bytes
@@ -68,7 +76,7 @@ class TextVerify:
         if not r.findings:      # most files: one line, nothing to collapse
             self.stream.write(head + "\n")
             return
-        lines = [head] + [f"  {printable(line)}" for line in finding_lines(r.findings)]
+        lines = [head] + [f"  {printable(line)}" for line in finding_lines(r.findings) + not_listed_lines(r)]
         self.stream.write("\n".join(lines) + "\n")
 
     def finish(self) -> None:
@@ -101,9 +109,14 @@ class TableVerify:
         self.titled = False
         self.ok_kinds: dict[str, int] = {}
         self.ok_dirs: set[str] = set()
+        self.info_kinds: dict[str, int] = {}
 
     def file(self, r) -> None:
-        if r.status == "ok" and not r.findings:
+        shown = [f for f in r.findings if f.cls != "info"]
+        for f in r.findings:
+            if f.cls == "info":     # a state the broker finishes at startup: counted, not tabled
+                self.info_kinds[f.kind] = self.info_kinds.get(f.kind, 0) + 1
+        if r.status == "ok" and not shown:
             self.ok_kinds[r.kind] = self.ok_kinds.get(r.kind, 0) + 1
             if len(self.ok_dirs) < 2:
                 self.ok_dirs.add(os.path.dirname(r.file))
@@ -112,31 +125,34 @@ class TableVerify:
         if directory != self.directory:
             self._flush()
             self.directory, self.titled = directory, False
-        self.rows.append(r)
+        self.rows.append((r, shown))
         if len(self.rows) >= self.CHUNK:
             self._flush()
 
     def _flush(self) -> None:
         if not self.rows:
             return
-        from rich.table import Table
         from rich.text import Text
 
-        t = Table(title=None if self.titled else printable(self.directory or "."), title_justify="left",
-                  show_header=not self.titled, show_lines=True, expand=False)
-        # Two columns so that a narrow terminal still has room: the file and what it holds
-        # (one short line each, never wrapped), and its findings (folded).
-        t.add_column("file", no_wrap=True)
-        t.add_column("findings", overflow="fold", ratio=1)
-        for r in self.rows:
+        from kdump.tables import Col, FitTable, title
+
+        if not self.titled:         # the directory on a line of its own: a path is never wrapped
+            title(self.console, printable(self.directory or "."), style="")
+            # Two columns so that a narrow terminal still has room: the file and what it holds
+            # (one short line each, never wrapped), and its findings (folded at spaces); one
+            # record per block where even that does not fit.
+            self.fit = FitTable(self.console, [Col("file", join="\n"), Col("findings", fold=True, join="\n")],
+                                show_lines=True)
+        rows = []
+        for r, shown in self.rows:
             d = r.to_dict()
             cell = Text(printable(os.path.basename(d["file"])), style="bold")
             cell.append("\n")
             cell.append(d["status"], style=STATUS_STYLE.get(d["status"], ""))
             for line in _facts(d):
                 cell.append("\n" + line)
-            t.add_row(cell, Text("\n".join(printable(line) for line in finding_lines(r.findings))))
-        self.console.print(t)
+            rows.append((cell, Text("\n".join(printable(line) for line in finding_lines(shown) + not_listed_lines(r)))))
+        self.fit.draw(rows)
         self.rows = []
         self.titled = True
 
@@ -149,16 +165,23 @@ class TableVerify:
             self.console.print(f"{n} ok file{'s' if n != 1 else ''}{where} not listed ({kinds}); "
                                f"--format text lists every file", style="green")
             self.ok_kinds = {}
+        n = sum(self.info_kinds.values())
+        if n:
+            kinds = ", ".join(f"{v} {k}" for k, v in sorted(self.info_kinds.items(), key=lambda kv: -kv[1]))
+            self.console.print(f"{plural(n, 'info finding')} not listed ({kinds}: states a broker finishes at "
+                               f"startup); --format text lists them", style="dim")
+            self.info_kinds = {}
 
 
 class ProblemsOnly:
-    """--problems: pass on only the files with findings or not ok."""
+    """--problems: pass on only the files not ok or with findings other than info (a state
+    the broker finishes at startup, such as a missing index it rebuilds, is no problem)."""
 
     def __init__(self, inner) -> None:
         self.inner = inner
 
     def file(self, r) -> None:
-        if r.findings or r.status != "ok":
+        if r.status != "ok" or any(f.cls != "info" for f in r.findings):
             self.inner.file(r)
 
     def finish(self) -> None:
@@ -169,7 +192,7 @@ def _facts(d: dict) -> list[str]:
     """Short lines about one file for the table's file cell."""
     lines = []
     if d["batches"] is not None:
-        lines.append(f"{d['batches']} batches, offsets {_offsets(d['first_offset'], d['last_offset'])}")
+        lines.append(f"{plural(d['batches'], 'batch')}, offsets {_offsets(d['first_offset'], d['last_offset'])}")
     if d["size"] is not None:
         valid = d["valid_bytes"]
         lines.append(f"{valid} of {d['size']} bytes valid" if valid is not None and valid != d["size"]
@@ -191,19 +214,42 @@ def verify_renderer(out):
     return ProblemsOnly(r) if getattr(out, "problems_only", False) else r
 
 
-def summary_line(counts: dict[str, int], changes: int | None = None) -> str:
-    s = (f"kdump: verified {counts['files']} file{'s' if counts['files'] != 1 else ''} "
-         f"({counts['segments']} segment{'s' if counts['segments'] != 1 else ''}, {counts['bytes']} bytes): "
-         f"{counts['ok']} ok, {counts['damaged']} damaged, {counts['torn_tail']} torn tail, "
+def summary_line(counts: dict, changes: int | None = None) -> str:
+    s = (f"kdump: verified {plural(counts['files'], 'file')} ({plural(counts['segments'], 'segment')}, "
+         f"{size(counts['bytes'])}): {counts['ok']} ok, {counts['damaged']} damaged, {counts['torn_tail']} torn tail, "
          f"{counts['unreadable']} unreadable")
     if counts.get("anomalies"):
         n = counts["anomalies"]
-        s += f"; {n} anomal{'ies' if n != 1 else 'y'} (states a broker accepts)"
+        s += f"; {plural(n, 'anomaly')} (states a broker accepts)"
     if counts["cut_segments"]:
-        verb = "cut" if changes is not None else "would be cut by a broker's recovery"
-        s += (f"; {counts['cut_bytes']} bytes in {counts['cut_segments']} segment"
-              f"{'s' if counts['cut_segments'] != 1 else ''} {verb}")
+        s += "; " + loss_text(counts, done=bool(changes))
     return s
+
+
+def loss_text(counts: dict, done: bool = False) -> str:
+    """All that a broker's recovery removes (check.loss): the bytes cut, the later segments
+    deleted whole, the offsets lost."""
+    cut, deleted = counts["cut_bytes"], counts.get("deleted_segments", 0)
+    head = "removed" if done else "a broker's recovery would remove"
+    total = cut + counts.get("deleted_bytes", 0)
+    s = f"{head} {size(total)}" + (f" ({total} bytes)" if total >= 1000 else "") + \
+        f": {plural(cut, 'byte')} cut from {plural(counts['cut_segments'], 'segment')}"
+    if deleted:
+        s += (f", {plural(deleted, 'later segment')} {'moved to quarantine' if done else 'deleted'} whole "
+              f"({plural(counts['deleted_bytes'], 'byte')})")
+    found = counts.get("losses") or []
+    ranges = [f"{_range(x)} in {printable(os.path.basename(x.directory) or x.directory)}" for x in found[:3]]
+    if len(found) == 1:
+        ranges = [_range(found[0])]
+    elif len(found) > 3:
+        ranges.append(f"{len(found) - 3} more partitions")
+    return s + (f"; offsets {', '.join(ranges)}" if ranges else "")
+
+
+def _range(x) -> str:
+    if x.first_offset is None:
+        return "-"
+    return f"{x.first_offset}..{x.last_offset}" if x.last_offset is not None else f"{x.first_offset} and later"
 
 
 def change_line(c) -> str:
@@ -255,19 +301,14 @@ class TablePlan:
         self.console = console
 
     def plan(self, plan) -> None:
-        from rich.table import Table
+        from kdump.tables import Col, print_table
 
         d = plan.summary_dict()
-        t = Table(title=f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
-                        f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
-        for name in ("action", "file", "target", "reason"):
-            t.add_column(name, overflow="fold")
-        for s in plan.steps:
-            t.add_row(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
-                      printable(s.reason))
-        if not plan.steps:
-            t.add_row("-", "", "", "nothing to do")
-        self.console.print(t)
+        rows = [(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
+                 printable(s.reason)) for s in plan.steps] or [("-", "", "", "nothing to do")]
+        print_table(self.console, [Col("action"), Col("file"), Col("target"), Col("reason", fold=True)], rows,
+                    f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
+                    f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
 
     def finish(self) -> None:
         pass

@@ -48,15 +48,27 @@ def run_recover(dirs, out, opts, *, apply_: bool, yes: bool, salvage_dir: str | 
               for logdir in dict.fromkeys(ld for _, ld in targets)}
     plans, planned, status = _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status)
     if salvage_dir:
+        salvaged = 0
         for plan in plans:
             try:
                 for c in salvage(plan, salvage_dir, opts):
                     out.note(change_line(c))
+                    salvaged += 1
             except KdumpError as e:
                 report_error(e, hint=False)
                 status = max(status, e.exit_code)
+        if not salvaged and status < ExitStatus.INCOMPLETE:
+            out.note("kdump: nothing to salvage: no intact batch lies past the damage (nothing written to "
+                     f"{salvage_dir})")
     todo = [p for p in plans if p.actions]
     steps = sum(len(p.actions) for p in todo)
+    found = [p.loss for p in todo if p.loss is not None]
+    if found:       # the same words as verify's summary (kdump.check.loss)
+        from kdump.render.verify import loss_text
+
+        out.note("kdump: " + loss_text({"cut_bytes": sum(x.cut_bytes for x in found), "cut_segments": len(found),
+                                        "deleted_segments": sum(x.deleted_segments for x in found),
+                                        "deleted_bytes": sum(x.deleted_bytes for x in found), "losses": found}))
     if not apply_:
         if steps:
             out.note(f"kdump: {steps} step{'s' if steps != 1 else ''} planned in {len(todo)} partition"

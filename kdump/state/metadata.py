@@ -52,6 +52,7 @@ class Image:
         self.last_offset: int | None = None
         self.last_timestamp: int | None = None
         self.stop: Stop | None = None
+        self.past_point = False         # a batch past the point asked was seen: the point was reached
         self.errors: list[str] = []
         self.incomplete: list[str] = []                 # records missing between the snapshot and the point
         self._txn: list[tuple[str, dict[str, Any]]] | None = None
@@ -320,7 +321,22 @@ def load(dirs: LogDirs, point: Point = Point()) -> Image:
         if lost:
             img.incomplete.append(f"{p.path}: " + ", ".join(f"{b:020d}.log" for b in lost) + " missing (its "
                                   f"indexes are here) between the snapshot and the point: the image may be stale")
+    else:
+        img.past_point = True
     return img
+
+
+def short_of(img: Image, point: Point) -> str | None:
+    """What the image lacks of the point asked (None when it reached it): nothing at or
+    before the point, or data that ends before an offset."""
+    if point.offset is None and point.time_ms is None:
+        return None
+    asked = f"offset {point.offset}" if point.offset is not None else f"time {point.time_ms} (epoch ms)"
+    if img.last_offset is None:
+        return f"nothing here reaches {asked}: no snapshot at or before it, and no log from offset 0"
+    if not img.past_point and img.stop is None and point.offset is not None and img.last_offset < point.offset:
+        return f"the data here ends at offset {img.last_offset}, before {asked}"
+    return None
 
 
 def partition_count(dirs: LogDirs, topic: str) -> int | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from kdump.words import duration, plural
+
 
 def when(ms: int | None) -> str:
     if ms is None or ms < 0:
@@ -32,8 +34,10 @@ def txn_id_line(t: dict[str, Any]) -> str:
 def txn_partition_text(p: dict[str, Any]) -> str:
     c, a = p["committed"], p["aborted"]
     lines = [f"{p['topic']}-{p['partition']}: log {_opt(p['log_start_offset'])}..{_opt(p['log_end_offset'])} "
-             f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} ({c['records']} records, "
-             f"{c['bytes']} bytes), aborted {a['count']} ({a['records']} records, {a['bytes']} bytes)"]
+             f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} "
+             f"({plural(c['records'], 'record')}, "
+             f"{plural(c['bytes'], 'byte')}), aborted {a['count']} ({plural(a['records'], 'record')}, "
+             f"{plural(a['bytes'], 'byte')})"]
     for d in p["producers"]:
         tid = f" ({d['transactional_id']})" if d["transactional_id"] else ""
         line = (f"  producer {d['producer_id']} epoch {d['producer_epoch']}{tid}: last sequence {d['last_sequence']} "
@@ -41,14 +45,15 @@ def txn_partition_text(p: dict[str, Any]) -> str:
                 f"last write {when(d['last_timestamp'])}")
         o = d.get("open_txn")
         if o:
-            line += (f"; open transaction from offset {o['first_offset']} ({o['records']} records, "
-                     f"{o['bytes']} bytes, {o['age_ms'] // 60000} min)")
+            line += (f"; open transaction from offset {o['first_offset']} ({plural(o['records'], 'record')}, "
+                     f"{plural(o['bytes'], 'byte')}, open for {duration(o['age_ms'])})")
             if d["hanging"]:
                 line += " HANGING: " + "; ".join(d["hanging_reasons"])
         lines.append(line)
     for t in p["transactions"]:
         lines.append(f"  {t['outcome'].lower()} producer {t['producer_id']} epoch {t['producer_epoch']}: offsets "
-                     f"{t['first_offset']}..{t['last_offset']} ({t['records']} records, {t['bytes']} bytes) "
+                     f"{t['first_offset']}..{t['last_offset']} ({plural(t['records'], 'record')}, "
+                     f"{plural(t['bytes'], 'byte')}) "
                      f"at {when(t['timestamp'])}")
     for f in p["findings"]:
         lines.append(f"  finding {f['kind']} at offset {_opt(f['offset'])}: {f['message']}")
@@ -56,23 +61,18 @@ def txn_partition_text(p: dict[str, Any]) -> str:
 
 
 def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
-    from rich.table import Table
     from rich.text import Text
 
+    from kdump.tables import Col, print_table
+
     if ids:
-        t = Table(title="transactional ids (__transaction_state)", title_justify="left")
-        for col in ("transactional id", "producer", "epoch", "state", "partitions", "timeout ms"):
-            t.add_column(col)
-        for i in ids:
-            t.add_row(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]),
-                      i["state"] + (" (stale?)" if i.get("possibly_stale") else ""),
-                      ", ".join(i["partitions"]) or "-", str(i["timeout_ms"]))
-        console.print(t)
-    t = Table(title="kdump txn", title_justify="left")
-    for col, just in (("partition", "left"), ("log end", "right"), ("LSO", "right"), ("producers", "right"),
-                      ("committed", "right"), ("aborted", "right"), ("open transactions", "left"),
-                      ("findings", "right")):
-        t.add_column(col, justify=just)
+        cols = [Col("transactional id"), Col("producer", "right"), Col("epoch", "right", 2), Col("state"),
+                Col("partitions", fold=True), Col("timeout ms", "right", 1)]
+        print_table(console, cols, [(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]),
+                                     i["state"] + (" (stale?)" if i.get("possibly_stale") else ""),
+                                     ", ".join(i["partitions"]) or "-", str(i["timeout_ms"]))
+                                    for i in ids], "transactional ids (__transaction_state)")
+    rows = []
     for p in parts:
         opens = []
         for d in p["producers"]:
@@ -80,22 +80,26 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
             if o:
                 opens.append(Text(f"{d['producer_id']}@{o['first_offset']}" + (" HANGING" if d["hanging"] else ""),
                                   style="red" if d["hanging"] else ""))
-        t.add_row(f"{p['topic']}-{p['partition']}", _opt(p["log_end_offset"]), _opt(p["last_stable_offset"]),
-                  str(len(p["producers"])), str(p["committed"]["count"]), str(p["aborted"]["count"]),
-                  Text("\n").join(opens) if opens else "-",
-                  Text(str(len(p["findings"])), style="red" if p["findings"] else "green"))
-    console.print(t)
+        rows.append((f"{p['topic']}-{p['partition']}", _opt(p["log_end_offset"]), _opt(p["last_stable_offset"]),
+                     str(len(p["producers"])), str(p["committed"]["count"]), str(p["aborted"]["count"]),
+                     Text("\n").join(opens) if opens else "-",
+                     Text(str(len(p["findings"])), style="red" if p["findings"] else "green")))
+    cols = [Col("partition"), Col("log end", "right"), Col("LSO", "right"), Col("producers", "right", 3),
+            Col("committed", "right", 2), Col("aborted", "right", 1), Col("open transactions"),
+            Col("findings", "right")]
+    print_table(console, cols, rows, "kdump txn")
 
 
 # -- groups -----------------------------------------------------------------------------------
 
 def offsets_topic_line(h: dict[str, Any]) -> str:
-    line = (f"__consumer_offsets: {_opt(h['partitions'])} partitions (from {_opt(h['partitions_from'])}), "
-            f"{len(h['present'])} here")
+    n = h["partitions"]
+    count = "partition count unknown" if n is None else f"{plural(n, 'partition')} (from {h['partitions_from']})"
+    line = f"__consumer_offsets: {count}, {len(h['present'])} here"
     if h.get("incomplete"):
         line += ", incomplete: " + ", ".join(f"__consumer_offsets-{i['partition']}" for i in h["incomplete"])
     if "group_id" in h:
-        line += f"; group {h['group_id']} is in __consumer_offsets-{h['coordinator_partition']}"
+        line += f"; group {h['group_id']} belongs in __consumer_offsets-{h['coordinator_partition']}"
     return line + "\n"
 
 
@@ -121,46 +125,39 @@ def group_text(g: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def groups_table(console, groups: list[dict[str, Any]]) -> None:
-    from rich.table import Table
+GROUP_COLUMNS = (("group", "left", 0), ("protocol", "left", 5), ("state", "left", 3), ("gen/epoch", "right", 6),
+                 ("members", "right", 4), ("topic-partition", "left", 0), ("committed", "right", 0),
+                 ("log end", "right", 1), ("lag", "right", 0), ("commit time (UTC)", "left", 2),
+                 ("expired", "left", 7))
 
-    t = Table(title="kdump groups", title_justify="left")
-    for col, just in (("group", "left"), ("protocol", "left"), ("state", "left"), ("gen/epoch", "right"),
-                      ("members", "right"), ("topic-partition", "left"), ("committed", "right"),
-                      ("log end", "right"), ("lag", "right"), ("commit time (UTC)", "left"), ("expired", "left")):
-        t.add_column(col, justify=just, no_wrap=col in ("group", "commit time (UTC)", "topic-partition"))
+
+def groups_table(console, groups: list[dict[str, Any]]) -> None:
+    from kdump.tables import Col, print_table
+
+    rows = []
     for g in groups:
-        rows = g["offsets"] or [None]
-        for i, o in enumerate(rows):
+        for i, o in enumerate(g["offsets"] or [None]):
             state = g["state"] + (" (stale?)" if g.get("possibly_stale") else "")
             head = (g["group_id"], g["protocol"], state, _opt(g["generation"]), str(len(g["members"]))) \
                 if i == 0 else ("", "", "", "", "")
             tail = ("-",) * 6 if o is None else (
                 f"{o['topic']}-{o['partition']}", str(o["offset"]), _opt(o["log_end_offset"]), _opt(o["lag"]),
                 when(o["commit_timestamp"]), "yes" if o["expired"] else "")
-            t.add_row(*head, *tail)
-    console.print(t)
+            rows.append((*head, *tail))
+    print_table(console, [Col(n, j, d) for n, j, d in GROUP_COLUMNS], rows, "kdump groups")
 
 
 def pending_table(console, groups: list[dict[str, Any]]) -> None:
     """Offsets committed in transactions not yet ended, apart from the committed ones."""
-    from rich.table import Table
+    from kdump.tables import Col, print_table
 
-    rows = [(g["group_id"], o) for g in groups for o in g.get("pending_offsets", ())]
-    if not rows:
-        return
-    cells = [(gid, f"{o['topic']}-{o['partition']}", str(o["offset"]), str(o["producer_id"]),
-              str(o["producer_epoch"]), str(o["record_offset"]), when(o["commit_timestamp"])) for gid, o in rows]
-    t = Table(title="pending transactional offsets (not committed)", title_justify="left")
-    for i, (col, just) in enumerate((("group", "left"), ("topic-partition", "left"), ("offset", "right"),
-                                     ("producer", "right"), ("epoch", "right"), ("record at", "right"),
-                                     ("commit time (UTC)", "left"))):
-        # on a narrow terminal headers, names and times wrap; numbers keep their width
-        t.add_column(col, justify=just, overflow="fold",
-                     min_width=max(len(c[i]) for c in cells) if just == "right" else None)
-    for row in cells:
-        t.add_row(*row)
-    console.print(t)
+    rows = [(g["group_id"], f"{o['topic']}-{o['partition']}", str(o["offset"]), str(o["producer_id"]),
+             str(o["producer_epoch"]), str(o["record_offset"]), when(o["commit_timestamp"]))
+            for g in groups for o in g.get("pending_offsets", ())]
+    if rows:
+        cols = [Col("group"), Col("topic-partition"), Col("offset", "right"), Col("producer", "right"),
+                Col("epoch", "right", 2), Col("record at", "right", 1), Col("commit time (UTC)", drop=3)]
+        print_table(console, cols, rows, "pending transactional offsets (not committed)")
 
 
 # -- metadata ---------------------------------------------------------------------------------
@@ -170,8 +167,11 @@ def metadata_text(objs: list[dict[str, Any]]) -> str:
     for o in objs:
         kind = o["object"]
         if kind == "metadata":
-            lines.append(f"cluster metadata: snapshot {_opt(o['snapshot'])}, replayed to offset {_opt(o['last_offset'])}"
-                         f" ({when(o['last_timestamp'])})")
+            if o["last_offset"] is None:
+                lines.append("cluster metadata: nothing replayed (no snapshot or log at or before the point)")
+            else:
+                lines.append(f"cluster metadata: snapshot {_opt(o['snapshot'])}, replayed to offset "
+                             f"{o['last_offset']} ({when(o['last_timestamp'])})")
             if o["stopped"]:
                 lines.append(f"  replay stopped early: {o['stopped']}")
             lines += [f"  not decoded: {e}" for e in o["errors"]]
@@ -200,18 +200,17 @@ def metadata_text(objs: list[dict[str, Any]]) -> str:
 
 
 def metadata_table(console, objs: list[dict[str, Any]]) -> None:
-    from rich.table import Table
+    from kdump.tables import Col, print_table
 
-    topics = [o for o in objs if o["object"] == "topic"]
-    t = Table(title="kdump metadata: topics", title_justify="left")
-    for col in ("topic", "topic id", "partition", "leader", "leader epoch", "replicas", "isr"):
-        t.add_column(col)
-    for o in topics:
+    rows = []
+    for o in (o for o in objs if o["object"] == "topic"):
         for i, p in enumerate(o["partitions"] or [None]):
             head = (o["name"], o["topic_id"]) if i == 0 else ("", "")
-            t.add_row(*head, *(("-",) * 5 if p is None else (
+            rows.append((*head, *(("-",) * 5 if p is None else (
                 str(p["partition"]), str(p["leader"]), str(p["leader_epoch"]),
-                ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])))))
+                ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"]))))))
     rest = [o for o in objs if o["object"] != "topic"]
-    console.print(metadata_text(rest), end="")
-    console.print(t)
+    console.print(metadata_text(rest), end="", soft_wrap=True)
+    cols = [Col("topic"), Col("topic id", drop=1), Col("partition", "right"), Col("leader", "right"),
+            Col("leader epoch", "right", 2), Col("replicas", fold=True), Col("isr", fold=True)]
+    print_table(console, cols, rows, "kdump metadata: topics")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import findings as F
+from kdump.words import duration
 from kdump.decoders import transaction_state
 from kdump.errors import KdumpError
 from kdump.format.txnindex import parse_txnindex
@@ -192,7 +193,7 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
             decisive = coord.present and (tid is not None or coord.complete)
             reasons = []
             if age > hanging_after_ms and not (coord.present and named):
-                reasons.append(f"open for {age // 60000} min")
+                reasons.append(f"open for {duration(age)}")
                 if decisive:
                     reasons.append("no transactional id with this producer id in __transaction_state" if tid is None
                                    else f"{tid[0]} is {tid[1]['transactionStatusName']} without this partition")

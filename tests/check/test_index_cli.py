@@ -450,7 +450,7 @@ def test_real_partition_dir_lists_every_segment_and_txnindex():
 def test_table_format_draws(tmp_path):
     log, _ = make_segment(tmp_path / "t-0")
     for cmd in ("index", "timeindex"):
-        r = run_kdump(cmd, "--verify", "--format", "table", log)
+        r = run_kdump(cmd, "--verify", "--entries", "--format", "table", log)
         assert r.code == 0 and "slot" in r.out and "verified" in r.out, r.err
     r = run_kdump("index", "--format", "table", GENERATED / "transactions-0")
     assert r.code == 0 and "producer" in r.out
@@ -810,7 +810,7 @@ def test_dump_index_mismatches(tmp_path):
     assert r.code == 0 and r.err == ""
     (obj,) = _file_objects(r.out)
     assert obj["findings"] == [] and obj["entries"] == 3 and obj["zero_tail"] == {"start_slot": 3, "slots": 4096}
-    r = run_kdump("index", "--verify", idx)
+    r = run_kdump("index", "--verify", "--entries", idx)
     assert r.out.splitlines()[1:5] == [f"offset: {e.offset} position: {e.position}"
                                        for e in parse_index(idx.read_bytes(), 0).entries] + [
         "zero-filled preallocated tail from slot 3 (active segment or unclean shutdown): 4096 slots"]

@@ -378,6 +378,27 @@ def test_leader_epoch_going_down_is_reported():
     assert r.status == "ok" and r.findings[0].cls == "anomaly"     # the broker keeps both batches
 
 
+def test_one_high_leader_epoch_is_one_finding_at_its_batch():
+    """Issue #28: one flipped epoch byte (outside the CRC) sets every later batch below it:
+    one finding, at the batch that caused it, counting the batches after it."""
+    data, pos = _segment(_v2(0, partition_leader_epoch=0), _v2(3, partition_leader_epoch=65280),
+                         *(_v2(o, partition_leader_epoch=0) for o in range(6, 30, 3)))
+    r = scan_segment(data, base_offset=0)
+    (f,) = r.findings
+    assert (f.kind, f.position, f.offset, f.cls) == ("leader_epoch_regression", pos[1], 3, "anomaly")
+    assert f.message.startswith("the 8 later batches (offsets 6..27) have partition leader epochs below 65280")
+    assert r.not_listed == {} and r.status == "ok"
+
+
+def test_findings_past_the_first_50_of_a_kind_are_counted_not_made_up():
+    data, _ = _segment(*(_v2(o) for o in range(0, 180, 3)))
+    r = scan_segment(data, base_offset=1000)         # a wrongly named segment: every batch is below it
+    kinds = [f.kind for f in r.findings]
+    assert kinds.count("base_offset_mismatch") == 50
+    assert r.not_listed["base_offset_mismatch"] == 10
+    assert all(f.position is not None for f in r.findings)
+
+
 def test_empty_and_tiny_files():
     assert scan_segment(b"").status == "ok"
     r = scan_segment(bytes(5))

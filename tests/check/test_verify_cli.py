@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -242,7 +243,7 @@ def test_json_object_per_file_and_summary_on_stderr():
     objs = [json.loads(line) for line in r.out.splitlines()]
     assert [list(o) for o in objs][0] == ["file", "kind", "status", "size", "valid_bytes", "intact_bytes",
                                           "batches", "records",
-                                          "first_offset", "last_offset", "findings"]
+                                          "first_offset", "last_offset", "findings", "not_listed"]
     assert {o["kind"] for o in objs} == {"log", "index", "timeindex", "txnindex", "leader_epoch_checkpoint"}
     seg = objs[0]
     assert (seg["batches"], seg["first_offset"], seg["last_offset"], seg["valid_bytes"]) == (11, 0, 18, seg["size"])
@@ -405,3 +406,73 @@ def test_a_named_index_file_is_checked_against_its_log(tmp_path):
     write_at(idx, 4, struct.pack(">i", 99999))
     r = run_kdump("verify", "--json", idx)
     assert r.code == 1 and list(_objects(r.out)) == [idx.name]
+
+
+PINTEREST = "real/pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test"
+_LOSS = re.compile(r"would remove \S+ \S+(?: \(\d+ bytes\))?: (\d+) bytes? cut from (\d+) segments?"
+                   r"(?:, (\d+) later segments? deleted whole \((\d+) bytes?\))?; "
+                   r"offsets (\d+)(?:\.\.(\d+)| and later)")
+
+
+def _verify_loss(d) -> tuple | None:
+    r = run_kdump("verify", "--format", "text", d)
+    m = _LOSS.search(r.err)
+    assert (m is None) == ("would remove" not in r.err), r.err
+    if m is None:
+        return None
+    cut, segs, deleted, deleted_bytes, first, _ = m.groups()
+    return int(cut), int(segs), int(deleted or 0), int(deleted_bytes or 0), int(first)
+
+
+def _recover_loss(d) -> tuple | None:
+    r = run_kdump("recover", "--json", d)
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    cuts = [(row["file"], row["position"]) for row in rows if row["action"] == "truncate"]
+    gone = [row["file"] for row in rows if row["action"] == "quarantine" and row["file"].endswith(".log")
+            and "after the corruption" in row["reason"]]
+    if not cuts:
+        assert not gone
+        return None
+    (summary,) = [row for row in rows if row["action"] == "summary"]
+    return (sum(os.path.getsize(f) - pos for f, pos in cuts), len(cuts), len(gone),
+            sum(os.path.getsize(f) for f in gone), summary["log_end_offset"])
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+@pytest.mark.parametrize("where", ["matrix", "middle"])
+def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
+    """Issue #28: verify's summary states what a broker's recovery removes, the bytes cut, the
+    later segments deleted whole and the first offset lost, as `kdump recover` plans it; on the
+    matrix's segments and on the second of four segments of a real partition."""
+    if where == "matrix":
+        d, log = _setup(tmp_path, "gen-v2-mixed")
+    else:
+        d = copy_tree(FIXTURES / PINTEREST, tmp_path)
+        log = d / "00000000000000007729.log"
+    _, _, cuts = CORRUPTIONS[corruption](log, batches(log))
+    verified, planned = _verify_loss(d), _recover_loss(d)
+    assert verified == planned
+    assert (verified is not None) == cuts
+    if cuts and where == "middle":
+        assert verified[2:4] == (2, os.path.getsize(d / "00000000000000015363.log")
+                                 + os.path.getsize(d / "00000000000000022964.log"))
+    if cuts:        # recover says it in the same words
+        said = run_kdump("verify", "--format", "text", d).err.split("; a broker's recovery would remove ")[1]
+        assert f"kdump: a broker's recovery would remove {said}" in run_kdump("recover", d).err
+
+
+def test_json_keeps_the_first_50_findings_of_a_kind_and_counts_the_rest(tmp_path):
+    """Issue #28: no made-up "N more ... not listed" finding: `not_listed` counts them by kind."""
+    from kdump.testing import build_v2_batch
+
+    d = tmp_path / "t-0"
+    d.mkdir()
+    (d / "00000000000000001000.log").write_bytes(b"".join(
+        build_v2_batch([(0, 1_700_000_000_000, None, b"v")], base_offset=o) for o in range(60)))
+    r = run_kdump("verify", "--json", d)
+    (obj,) = [o for o in _objects(r.out).values() if o["kind"] == "log"]
+    kinds = [f["kind"] for f in obj["findings"]]
+    assert kinds.count("base_offset_mismatch") == 50 and obj["not_listed"]["base_offset_mismatch"] == 10
+    assert "more" not in " ".join(f["message"] for f in obj["findings"])
+    text = run_kdump("verify", "--format", "text", d).out
+    assert "base_offset_mismatch: 10 more in this file, not listed (the first 50 of each kind are)" in text

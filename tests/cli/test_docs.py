@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 import subprocess
@@ -42,7 +41,7 @@ def _git_status() -> str:
 
 
 @pytest.mark.parametrize("lines", list(_example_blocks()), ids=lambda lines: lines[-1][:60])
-def test_readme_examples_run_and_leave_the_checkout_as_it_was(lines, tmp_path, monkeypatch):
+def test_readme_examples_run_and_leave_the_checkout_as_it_was(lines, tmp_path, monkeypatch, request):
     """Each README block runs as written, in order, from the checkout itself: `kdump ...`
     lines in-process (a pipe is cut off: its kdump side runs), shell lines (`cp`, `mkdir`)
     with bash. Paths under /tmp go to a temporary directory. The block runs twice, with the
@@ -58,8 +57,12 @@ def test_readme_examples_run_and_leave_the_checkout_as_it_was(lines, tmp_path, m
                 subprocess.run(["bash", "-euc", line], cwd=ROOT, check=True)
                 continue
             args = shlex.split(line.split(" | ")[0])[1:]
-            if "--engine" in args and "spark" in args and importlib.util.find_spec("pyspark") is None:
-                continue
+            if "--engine" in args and "spark" in args:
+                from support.spark_session import _requirements
+
+                if _requirements() is not None:
+                    continue
+                request.getfixturevalue("spark")    # the run's one session: kdump reuses it, no JVM of its own
             r = run_kdump(*args)
             assert r.code in (0, 1), (line, r.code, r.err)
             assert "Traceback" not in r.err and "internal error" not in r.err

@@ -99,7 +99,7 @@ def test_a_partition_dir_that_cannot_be_listed_is_reported_and_the_rest_checked(
     assert f"kdump: error: {root}/t-2: cannot list directory: Permission denied\n" in r.err
     assert f"{root}/t-10/00000000000000000000.log: ok" in r.out
     assert f"{root}/t-1/00000000000000000000.log: ok" in r.out
-    assert "t-2/" not in r.out
+    assert f"{root}/t-2/" not in r.out          # (tmp_path itself may hold "t-2/": pytest-2/)
 
 
 def test_a_dir_of_empty_partition_dirs_has_nothing_to_verify(tmp_path):

@@ -1,7 +1,7 @@
-"""One SparkSession for every Spark test (local[2], loopback, UI off, C1 JIT for a fast start).
-
-Skipped, with the reason, when pyspark, pyarrow or Java 17 is missing. Never run these
-under pytest-xdist: each worker would start its own JVM.
+"""Spark tests' own fixtures. The SparkSession (`spark`, one for the whole run: local[2],
+loopback, UI off, C1 JIT for a fast start) lives in tests/support/spark_session.py, so that
+the README's Spark example shares it too. Never run these under pytest-xdist: each worker
+would start its own JVM.
 """
 
 from __future__ import annotations
@@ -15,43 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sparkkit import make_segment, next_offset  # noqa: E402
 
-# C1 only: the JVM starts in ~10 s instead of ~15-20 s; fine for small test jobs.
-TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
-def _requirements() -> str | None:
-    try:
-        import pyarrow  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as e:
-        return f"pyspark/pyarrow not installed ({e.name})"
-    from kdump.spark.session import SparkUnavailableError, check_requirements
-
-    try:
-        check_requirements()
-    except SparkUnavailableError as e:
-        return e.message
-    return None
-
-
-@pytest.fixture(scope="session")
-def spark_available():
-    reason = _requirements()
-    if reason:
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def spark(spark_available):
-    from kdump.spark.session import get_session
-
-    session = get_session("local[2]", {
-        "spark.driver.extraJavaOptions": TEST_JAVA_OPTIONS,
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
-    })
-    yield session
-    session.stop()
+# The session itself (`spark`, `spark_available`) is shared with the whole suite: tests/support/spark_session.py.
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from kdump.export.local import export_local
 from kdump.export.plan import plan
 from kdump.export.write import HIVE_NULL
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SORT = ["topic", "partition", "segment", "position", "offset"]
 

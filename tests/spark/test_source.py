@@ -13,7 +13,7 @@ from kdump.export.plan import DEFAULT_SPLIT_BYTES, plan
 from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, arrow_schema
 from kdump.testing import build_v2_batch
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SMALL_SPLIT = 64 << 10
 

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from sparkkit import FIXTURES, GENERATED, run_cli
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 REAL = FIXTURES / "real"
 

@@ -1,0 +1,80 @@
+"""What a broker's recovery would remove from each partition, read off verify's reports.
+
+Recovery (``LogLoader.recoverLog``, kafka-reference.md 5.2) cuts the first damaged segment,
+in offset order, at its ``valid_bytes`` and deletes every later segment whole. So the loss
+of a partition is: the bytes cut from that segment, the later segments (their count and
+bytes), and the offsets from the new log end to the last offset those bytes held. This is
+what ``kdump recover`` plans for a partition it recovers from its first segment (no
+recovery point past the damage); ``tests/check/test_verify_cli.py`` compares the two.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from kdump import findings as F
+from kdump.storage.names import LOG_SUFFIX, filename_offset
+
+
+class Loss(NamedTuple):
+    directory: str
+    cut_bytes: int              # from the first damaged segment
+    deleted_segments: int       # later segments, deleted whole
+    deleted_bytes: int
+    first_offset: int | None    # the new log end: the first offset lost
+    last_offset: int | None     # the last offset known among the bytes removed (None: none readable)
+
+
+def losses(reports) -> list[Loss]:
+    """One Loss per directory whose segments a recovery would cut, in the order first seen."""
+    by_dir: dict[str, list[tuple[int, object]]] = {}
+    for r in reports:
+        s = r.scan
+        base = filename_offset(r.file, LOG_SUFFIX) if s is not None else None
+        if base is not None:
+            by_dir.setdefault(os.path.dirname(r.file), []).append((base, s))
+    out = []
+    for directory, segments in by_dir.items():
+        segments.sort(key=lambda bs: bs[0])
+        cut = next((i for i, (_, s) in enumerate(segments) if s.cut is not None and s.valid_bytes < s.size), None)
+        if cut is not None:
+            out.append(partition_loss(directory, segments, cut))
+    return out
+
+
+def partition_loss(directory: str, segments: list[tuple[int, object]], cut: int) -> Loss:
+    """The Loss of cutting ``segments[cut]`` (base offset, scan; in offset order) and deleting
+    every later one (``recover``'s plan says which is cut, by the recovery point)."""
+    base, s = segments[cut]
+    later = [x for _, x in segments[cut + 1:]]
+    known = [e for x in later for e in (x.last_offset, *(o[4] for o in x.intact_beyond)) if e is not None]
+    known += [o[4] for o in s.intact_beyond if o[4] is not None]
+    if s.cut is not None and s.cut.offset is not None:
+        known.append(s.cut.offset)
+    first = s.next_offset if s.next_offset is not None else base
+    last = max(known, default=None)
+    return Loss(directory, s.cut_bytes, len(later), sum(x.size for x in later), first,
+                last if last is not None and last >= first else None)
+
+
+def summarize(reports) -> dict:
+    """The summary's counts (added up over directories: a list is joined), and what a broker's
+    recovery would remove (check.loss: the first damaged segment cut, the later ones deleted)."""
+    reports = list(reports)
+    found = losses(reports)
+    counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
+              "cut_bytes": sum(x.cut_bytes for x in found), "cut_segments": len(found),
+              "deleted_segments": sum(x.deleted_segments for x in found),
+              "deleted_bytes": sum(x.deleted_bytes for x in found), "anomalies": 0, "losses": found}
+    for r in reports:
+        counts["files"] += 1
+        counts[r.status] += 1
+        if r.findings:
+            counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
+        s = r.scan
+        if s is not None:
+            counts["anomalies"] += sum(n for k, n in s.not_listed.items() if F.class_of(k) == F.ANOMALY)
+            counts["segments"] += 1
+            counts["bytes"] += s.size
+    return counts

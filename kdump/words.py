@@ -1,0 +1,57 @@
+"""Figures put in words for people: plurals, sizes, durations, rates (the human views only;
+--json keeps the exact numbers). Imports nothing, so every floor can use it."""
+
+from __future__ import annotations
+
+_IRREGULAR = {"entry": "entries", "anomaly": "anomalies", "index": "indexes", "was": "were"}
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 batch``, ``2 batches``, ``1 entry``, ``0 entries``."""
+    return f"{n} {word if n == 1 else (many or plural_of(word))}"
+
+
+def plural_of(word: str) -> str:
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+_UNITS = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
+
+
+def size(n: int) -> str:
+    """A byte count people read at a glance: ``540 bytes``, ``548.9 kB``, ``1.26 GB`` (decimal
+    units, as the progress bar's)."""
+    for limit, unit in _UNITS:
+        if abs(n) >= limit:
+            v = n / limit
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return plural(n, "byte")
+
+
+def duration(ms: int) -> str:
+    """``950 ms``, ``42 s``, ``3 min 20 s``, ``5 h 12 min``, ``1108 days 9 h``."""
+    if ms < 1000:
+        return f"{ms} ms"
+    s = ms // 1000
+    if s < 60:
+        return f"{s} s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m} min {s} s" if s else f"{m} min"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h} h {m} min" if m else f"{h} h"
+    d, h = divmod(h, 24)
+    return f"{plural(d, 'day')} {h} h" if h else plural(d, "day")
+
+
+def rate(count: int, seconds: float, unit: str) -> str:
+    """``in 12.3 s (45,678 rows/s)``; a run under a second gets no rate (it would measure
+    start-up, not throughput)."""
+    if seconds < 1:
+        return f"in {seconds:.1f} s"
+    return f"in {seconds:.1f} s ({count / seconds:,.0f} {unit}/s)"
