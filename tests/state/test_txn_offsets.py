@@ -240,7 +240,7 @@ def test_text_and_table_show_pending_offsets_apart(kdump, tmp_path, monkeypatch)
     r = kdump("groups", tmp_path, "--format", "text", "--now", NOW)
     assert (r.code, r.err) == (0, "")
     assert r.out == (
-        "__consumer_offsets: - partitions (from -), 1 here\n"
+        "__consumer_offsets: partition count unknown, 1 here\n"
         "group g: protocol classic state Empty generation - assignor - (__consumer_offsets-0)\n"
         "  t-0: offset 50 log end - lag - leader epoch -1 committed 2023-11-14T22:13:20.000Z metadata 'plain'\n"
         "  t-0: pending offset 100 producer 7 epoch 0 (uncommitted transaction, record at offset 1) leader epoch -1 "
@@ -347,7 +347,7 @@ def test_groups_names_an_incomplete_offsets_partition(kdump, tmp_path, remove, r
     r = kdump("groups", root, "--json", "--strict")
     assert (r.code, r.err) == (1, note)
     r = kdump("groups", root, "--format", "text")
-    assert r.out.startswith("__consumer_offsets: 1 partitions (from __cluster_metadata), 1 here, incomplete: "
+    assert r.out.startswith("__consumer_offsets: 1 partition (from __cluster_metadata), 1 here, incomplete: "
                             "__consumer_offsets-0\n")
 
 
