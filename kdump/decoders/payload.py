@@ -34,13 +34,18 @@ def escape_controls(text: str) -> str:
 
 class PayloadView:
     def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
-                 internal: str | None = None) -> None:
+                 internal: str | None = None, schemas: dict[str, Any] | None = None) -> None:
         self.encoding = encoding
         self.encode = basic.get(encoding)
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
-        self._key_fn = basic.get(key_decoder) if key_decoder else None
-        self._value_fn = basic.get(value_decoder) if value_decoder else None
+        # Schema Registry decoders (kdump.schemas.decoder.SchemaDecoder, made by the command):
+        # "key"/"value" -> an object whose decode(bytes) gives (value, schema description).
+        self.schemas = schemas or {}
+        self._key_schema = self.schemas.get("key")
+        self._value_schema = self.schemas.get("value")
+        self._key_fn = basic.get(key_decoder) if key_decoder and self._key_schema is None else None
+        self._value_fn = basic.get(value_decoder) if value_decoder and self._value_schema is None else None
         self.internal = internal
         self._internal_mod = None
         if internal is not None:
@@ -51,13 +56,13 @@ class PayloadView:
     @property
     def plain(self) -> bool:
         """No decoder at all: the JSON writer may take its fast path."""
-        return self._key_fn is None and self._value_fn is None and self._internal_mod is None
+        return self._key_fn is None and self._value_fn is None and self._internal_mod is None and not self.schemas
 
     def with_internal(self, internal: str | None) -> PayloadView:
         """The same view with another internal-topic decoder (chosen per partition by topic name)."""
         if internal == self.internal:
             return self
-        return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal)
+        return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal, self.schemas)
 
     # -- JSON -----------------------------------------------------------------------------------
 
@@ -79,7 +84,28 @@ class PayloadView:
                 out["decoded"] = self._internal_mod.decode(r.key, r.value)
             except KdumpError as e:
                 out["decode_error"] = e.message
+        elif self.schemas and r.control is None:
+            self._schema_extras(r, out)
         return out
+
+    def _schema_extras(self, r: Record, out: dict[str, Any]) -> None:
+        """``decoded``: {key, value, key_schema, value_schema}; ``decode_error``: why one did not."""
+        decoded: dict[str, Any] = {}
+        errors = []
+        for side, dec, data in (("key", self._key_schema, r.key), ("value", self._value_schema, r.value)):
+            if dec is None or data is None:
+                continue
+            try:
+                decoded[side], info = dec.decode(data)
+            except KdumpError as e:
+                if not getattr(e, "show_raw", False):
+                    errors.append(f"{side}: {e.message}")
+                continue
+            decoded[side + "_schema"] = info
+        if decoded:
+            out["decoded"] = decoded
+        if errors:
+            out["decode_error"] = "; ".join(errors)
 
     # -- text -------------------------------------------------------------------------------------
 
@@ -95,11 +121,19 @@ class PayloadView:
                 if getattr(self._internal_mod, "ERROR_IN_PAYLOAD", False):
                     return None, line
                 return line, None
-        return self._one_text(r.key, self._key_fn), self._one_text(r.value, self._value_fn)
+        return (self._one_text(r.key, self._key_fn, self._key_schema),
+                self._one_text(r.value, self._value_fn, self._value_schema))
 
-    def _one_text(self, data: bytes | None, fn) -> str | None:
+    def _one_text(self, data: bytes | None, fn, schema=None) -> str | None:
         if data is None:
             return None
+        if schema is not None:
+            try:
+                return escape_controls(basic.as_text(schema.decode(data)[0]))
+            except KdumpError as e:
+                if getattr(e, "show_raw", False):       # auto: not a frame it knows; the bytes as they are
+                    return escape_controls(self.encode(data))
+                return f"<decode failed: {e.message}>"
         if fn is not None:
             try:
                 return escape_controls(basic.as_text(fn(data)))
@@ -108,10 +142,15 @@ class PayloadView:
                 return f"<decode failed: {e.message}>"
         return escape_controls(self.encode(data))
 
-    def short(self, data: bytes | None, width: int = 40) -> str:
-        """A one-cell rendering for tables: escaped, cut to ``width`` characters."""
+    def short(self, data: bytes | None, width: int = 40, side: str | None = None) -> str:
+        """A one-cell rendering for tables: escaped, cut to ``width`` characters (``side``:
+        "key" or "value", decoded as the text view decodes it)."""
         if data is None:
             return "∅"
+        schema = self.schemas.get(side) if side else None
+        if schema is not None:
+            text = self._one_text(data, None, schema)
+            return text if len(text) <= width else text[: width - 1] + "…"
         text = self.encode(data)
         if self.encoding == "utf8" and not text.isprintable():
             # Escape only what cannot be shown; invalid UTF-8 stays the replacement character.
