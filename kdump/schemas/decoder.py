@@ -24,8 +24,11 @@ class NotFramed(DecodeError):
 
 
 class UnknownSchemaId(DecodeError):
-    def __init__(self, schema_id: int) -> None:
-        super().__init__(f"schema id {schema_id} is not in the schema store")
+    def __init__(self, schema_id: int, gone: Schema | None = None) -> None:
+        why = ""
+        if gone is not None:
+            why = f" (permanently deleted: it was {gone.subject} version {gone.version}, offset {gone.offset})"
+        super().__init__(f"schema id {schema_id} is not in the schema store{why}")
         self.schema_id = schema_id
 
 
@@ -53,7 +56,7 @@ class SchemaDecoder:
         if s is None:
             if kind == "auto":
                 raise NotFramed(f"schema id {schema_id} is not in the schema store")
-            raise UnknownSchemaId(schema_id)
+            raise UnknownSchemaId(schema_id, self.store.hard_deleted.get(schema_id))
         if kind != "auto" and s.schema_type != _TYPE_OF[kind]:
             raise DecodeError(f"schema {schema_id} is {s.schema_type}, not {_TYPE_OF[kind]}")
         return self.decode_with(s, data), s.describe()

@@ -75,6 +75,7 @@ class SchemaStore:
     # (offset, subject, version, level, live earlier versions): each registration as the registry saw it
     history: list[tuple[int | None, Schema, str, list[Schema]]] = field(default_factory=list)
     by_name: dict[str, Schema] = field(default_factory=dict)          # folder files by name, for references
+    hard_deleted: dict[int, Schema] = field(default_factory=dict)     # ids whose last version a tombstone removed
 
     # -- replay -------------------------------------------------------------------------------
 
@@ -114,7 +115,11 @@ class SchemaStore:
     def _schema(self, k: dict, v: dict | None, offset: int | None) -> None:
         subject, version = _str(k["subject"], "subject"), _int(k["version"], "version")
         if v is None:                       # a tombstone: the version is gone (a hard delete)
-            self.versions.get(subject, {}).pop(version, None)
+            gone = self.versions.get(subject, {}).pop(version, None)
+            if gone is not None and not any(x.id == gone.id for vs in self.versions.values() for x in vs.values()):
+                # No subject holds the id any more: the registry no longer serves it.
+                self.by_id.pop(gone.id, None)
+                self.hard_deleted[gone.id] = gone
             return
         schema_type = v.get("schemaType") or AVRO
         if schema_type not in SCHEMA_TYPES:
