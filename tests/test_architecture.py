@@ -24,6 +24,7 @@ LAYERS = [
     ("_accel", "_speedups"),
     ("format",),
     ("decoders", "storage"),
+    ("schemas",),
     ("testing", "check"),
     ("repair", "state", "export", "info"),
     ("render",),
