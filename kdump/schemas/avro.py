@@ -55,7 +55,7 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
         except RecursionError:
             raise DecodeError(f"schema {schema.id} does not parse: nested too deeply") from None
         except Exception as e:          # fastavro raises several types (SchemaParseException, ValueError...)
-            raise DecodeError(f"schema {schema.id} does not parse: {_short(e)}") from None
+            raise DecodeError(f"schema {schema.id} does not parse: {type(e).__name__}: {_short(e)}") from None
 
     return Parsed(load(s, 0), named)
 
@@ -116,11 +116,12 @@ def _long(data: bytes, pos: int, path: list[str]) -> tuple[int, int]:
             raise _Mismatch(start, path, "a varint longer than 10 bytes")
 
 
-def _need(data: bytes, pos: int, n: int, path: list[str], what: str) -> int:
+def _need(data: bytes, pos: int, n: int, path: list[str], what: str, at: int | None = None) -> int:
+    """``n`` bytes from ``pos`` must be there (``at``: where the length that asks for them is)."""
     if n < 0:
-        raise _Mismatch(pos, path, f"negative {what} length {n}")
+        raise _Mismatch(pos if at is None else at, path, f"negative {what} length {n}")
     if n > len(data) - pos:
-        raise _Mismatch(pos, path, f"{what} of {n} bytes, but only {len(data) - pos} are left")
+        raise _Mismatch(pos if at is None else at, path, f"{what} of {n} bytes, but only {len(data) - pos} are left")
     return pos + n
 
 
@@ -163,13 +164,12 @@ def _walk(s: Any, data: bytes, pos: int, path: list[str], named: dict[str, Any],
     if t in ("bytes", "string"):
         start = pos
         n, pos = _long(data, pos, path)
-        end = _need(data, pos, n, path, t)
+        end = _need(data, pos, n, path, t, start)
         if t == "string":
             try:
                 bytes(data[pos:end]).decode("utf-8")
             except UnicodeDecodeError as e:
                 raise _Mismatch(pos + e.start, path, "a string that is not UTF-8") from None
-        del start
         return end
     if t in ("record", "error"):
         for f in s["fields"]:

@@ -50,6 +50,10 @@ def segment_findings(f: LogFile, decoder: SchemaDecoder) -> list[Finding]:
             for r in item.records:
                 for side, data in (("key", r.key), ("value", r.value)):
                     if not frame.is_framed(data):
+                        if data and data[0] == frame.MAGIC:         # a frame cut short, if the side uses frames
+                            unknown[side].append(Finding(findings.SCHEMA_DECODE, item.batch.position, r.offset,
+                                                         f"the {side}: truncated frame: {len(data)} bytes, the "
+                                                         f"header alone is {frame.HEADER_SIZE}"))
                         continue
                     if store.get(frame.schema_id(data)) is None:
                         e = UnknownSchemaId(frame.schema_id(data), store.hard_deleted.get(frame.schema_id(data)))
