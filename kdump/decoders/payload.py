@@ -7,6 +7,7 @@ and to the export's rows, so text, table and JSON agree on what a value looks li
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from typing import Any
 
@@ -21,6 +22,10 @@ _CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
 _CONTROL_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _ESCAPE_OF = {chr(c): text for c, text in _CONTROL_ESCAPES.items()}
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
 def _escape_match(m: re.Match) -> str:
@@ -88,15 +93,16 @@ class PayloadView:
             self._schema_extras(r, out)
         return out
 
-    def _schema_extras(self, r: Record, out: dict[str, Any]) -> None:
-        """``decoded``: {key, value, key_schema, value_schema}; ``decode_error``: why one did not."""
+    def _schema_extras(self, r: Record, out: dict[str, Any], as_text: bool = False) -> None:
+        """``decoded``: {key, value, key_schema, value_schema}; ``decode_error``: why one did not.
+        ``as_text``: a value may be its JSON text already (``is_json_text``)."""
         decoded: dict[str, Any] = {}
         errors = []
         for side, dec, data in (("key", self._key_schema, r.key), ("value", self._value_schema, r.value)):
             if dec is None or data is None:
                 continue
             try:
-                decoded[side], info = dec.decode(data)
+                decoded[side], info = dec.decode(data, as_text)
             except KdumpError as e:
                 if not getattr(e, "show_raw", False):
                     errors.append(f"{side}: {e.message}")
@@ -106,6 +112,23 @@ class PayloadView:
             out["decoded"] = decoded
         if errors:
             out["decode_error"] = "; ".join(errors)
+
+    def extras_json(self, r: Record) -> str:
+        """``record_extras`` as JSON object members (``,"decoded":{...}``), or ""; a decoder's
+        value that is JSON text already goes in as it is."""
+        if not (self.schemas and self._internal_mod is None and r.control is None):
+            extras = self.record_extras(r)
+            return "," + _dumps(extras)[1:-1] if extras else ""
+        out: dict[str, Any] = {}
+        self._schema_extras(r, out, as_text=True)
+        decoded = out.get("decoded")
+        if decoded is not None:
+            members = [f"{_dumps(k)}:{v if getattr(v, 'is_json_text', False) else _dumps(v)}"
+                       for k, v in decoded.items()]
+            out["decoded"] = None
+            rest = _dumps(out)[1:-1].replace('"decoded":null', '"decoded":{' + ",".join(members) + "}", 1)
+            return "," + rest
+        return "," + _dumps(out)[1:-1] if out else ""
 
     # -- text -------------------------------------------------------------------------------------
 
@@ -129,7 +152,10 @@ class PayloadView:
             return None
         if schema is not None:
             try:
-                return escape_controls(basic.as_text(schema.decode(data)[0]))
+                value = schema.decode(data, True)[0]
+                if getattr(value, "is_json_text", False) and value[:1] == '"':
+                    value = json.loads(value)            # a string prints as it is, as other decoders do
+                return escape_controls(basic.as_text(value))
             except KdumpError as e:
                 if getattr(e, "show_raw", False):       # auto: not a frame it knows; the bytes as they are
                     return escape_controls(self.encode(data))

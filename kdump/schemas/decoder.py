@@ -43,8 +43,9 @@ class SchemaDecoder:
     def __call__(self, data: bytes) -> Any:
         return self.decode(data)[0]
 
-    def decode(self, data: bytes) -> tuple[Any, dict[str, Any] | None]:
-        """(value, what the schema is: id, type, subject, version); DecodeError otherwise."""
+    def decode(self, data: bytes, as_text: bool = False) -> tuple[Any, dict[str, Any] | None]:
+        """(value, what the schema is: id, type, subject, version); DecodeError otherwise.
+        ``as_text``: an Avro value may come as its JSON text (``avro_text.JsonText``)."""
         kind = self.kind
         if kind == "connect" or (kind == "auto" and not frame.is_framed(data)):
             if kind == "auto" and not connect.looks_like_envelope(data):
@@ -59,7 +60,7 @@ class SchemaDecoder:
             raise UnknownSchemaId(schema_id, self.store.hard_deleted.get(schema_id))
         if kind != "auto" and s.schema_type != _TYPE_OF[kind]:
             raise DecodeError(f"schema {schema_id} is {s.schema_type}, not {_TYPE_OF[kind]}")
-        return self.decode_with(s, data), s.describe()
+        return self.decode_with(s, data, as_text), s.describe()
 
     def parsed(self, s: Schema) -> Any:
         p = self._parsed.get(s.id)
@@ -81,9 +82,13 @@ class SchemaDecoder:
             raise DecodeError(p.message)
         return p
 
-    def decode_with(self, s: Schema, data: bytes) -> Any:
+    def decode_with(self, s: Schema, data: bytes, as_text: bool = False) -> Any:
         p = self.parsed(s)
         if s.schema_type == AVRO:
+            if as_text:
+                from kdump.schemas import avro_text
+
+                return avro_text.decode_text(p, data, frame.HEADER_SIZE)
             from kdump.schemas import avro
 
             return avro.decode(p, data, frame.HEADER_SIZE)
