@@ -48,6 +48,8 @@ class PayloadView:
         # "key"/"value" -> an object whose decode(bytes) gives (value, schema description).
         self.schemas = schemas or {}
         self._key_schema = self.schemas.get("key")
+        self._info_texts: dict[int, str] = {}
+        self._info_keep: list[Any] = []         # keeps the ids of _info_texts' keys unique
         self._value_schema = self.schemas.get("value")
         self._key_fn = basic.get(key_decoder) if key_decoder and self._key_schema is None else None
         self._value_fn = basic.get(value_decoder) if value_decoder and self._value_schema is None else None
@@ -115,20 +117,31 @@ class PayloadView:
 
     def extras_json(self, r: Record) -> str:
         """``record_extras`` as JSON object members (``,"decoded":{...}``), or ""; a decoder's
-        value that is JSON text already goes in as it is."""
+        value that is JSON text already goes in as it is (the hot path of dump --json)."""
         if not (self.schemas and self._internal_mod is None and r.control is None):
             extras = self.record_extras(r)
             return "," + _dumps(extras)[1:-1] if extras else ""
-        out: dict[str, Any] = {}
-        self._schema_extras(r, out, as_text=True)
-        decoded = out.get("decoded")
-        if decoded is not None:
-            members = [f"{_dumps(k)}:{v if getattr(v, 'is_json_text', False) else _dumps(v)}"
-                       for k, v in decoded.items()]
-            out["decoded"] = None
-            rest = _dumps(out)[1:-1].replace('"decoded":null', '"decoded":{' + ",".join(members) + "}", 1)
-            return "," + rest
-        return "," + _dumps(out)[1:-1] if out else ""
+        members = []
+        errors = []
+        for side, dec, data in (("key", self._key_schema, r.key), ("value", self._value_schema, r.value)):
+            if dec is None or data is None:
+                continue
+            try:
+                value, info = dec.decode(data, True)
+            except KdumpError as e:
+                if not getattr(e, "show_raw", False):
+                    errors.append(f"{side}: {e.message}")
+                continue
+            text = value if getattr(value, "is_json_text", False) else _dumps(value)
+            info_text = self._info_texts.get(id(info))
+            if info_text is None:           # the decoder hands out one description per schema
+                info_text = self._info_texts[id(info)] = _dumps(info)
+                self._info_keep.append(info)
+            members.append(f'"{side}":{text},"{side}_schema":{info_text}')
+        out = ',"decoded":{' + ",".join(members) + "}" if members else ""
+        if errors:
+            out += ',"decode_error":' + _dumps("; ".join(errors))
+        return out
 
     # -- text -------------------------------------------------------------------------------------
 

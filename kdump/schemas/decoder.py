@@ -39,6 +39,7 @@ class SchemaDecoder:
         self.store = store
         self.validate = validate
         self._parsed: dict[int, Any] = {}
+        self._fast: dict[bytes, tuple] = {}       # the 4 id bytes -> (compiled Avro reader, description, JsonText)
 
     def __call__(self, data: bytes) -> Any:
         return self.decode(data)[0]
@@ -46,6 +47,17 @@ class SchemaDecoder:
     def decode(self, data: bytes, as_text: bool = False) -> tuple[Any, dict[str, Any] | None]:
         """(value, what the schema is: id, type, subject, version); DecodeError otherwise.
         ``as_text``: an Avro value may come as its JSON text (``avro_text.JsonText``)."""
+        if as_text and len(data) > frame.HEADER_SIZE and data[0] == frame.MAGIC:
+            hit = self._fast.get(data[1:frame.HEADER_SIZE])
+            if hit is not None:              # an Avro schema seen before: its compiled reader, at once
+                reader, info, json_text = hit
+                try:
+                    text, end = reader(data, frame.HEADER_SIZE)
+                except Exception:            # noqa: BLE001 - the full path below says what is wrong
+                    pass
+                else:
+                    if end == len(data):
+                        return json_text(text), info
         kind = self.kind
         if kind == "connect" or (kind == "auto" and not frame.is_framed(data)):
             if kind == "auto" and not connect.looks_like_envelope(data):
@@ -88,7 +100,11 @@ class SchemaDecoder:
             if as_text:
                 from kdump.schemas import avro_text
 
-                return avro_text.decode_text(p, data, frame.HEADER_SIZE)
+                text = avro_text.decode_text(p, data, frame.HEADER_SIZE)
+                reader = p.__dict__.get("text_reader")
+                if reader is not None:
+                    self._fast[data[1:frame.HEADER_SIZE]] = (reader, s.describe(), avro_text.JsonText)
+                return text
             from kdump.schemas import avro
 
             return avro.decode(p, data, frame.HEADER_SIZE)

@@ -53,10 +53,14 @@ class Schema:
     offset: int | None = None          # of its record in _schemas
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "type": self.schema_type}
-        if self.subject is not None:
-            out["subject"] = self.subject
-            out["version"] = self.version
+        """{id, type, subject, version}: made once (callers must not change it)."""
+        out = self.__dict__.get("_described")
+        if out is None:
+            out = {"id": self.id, "type": self.schema_type}
+            if self.subject is not None:
+                out["subject"] = self.subject
+                out["version"] = self.version
+            self.__dict__["_described"] = out
         return out
 
 
