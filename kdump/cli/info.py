@@ -17,9 +17,12 @@ from kdump.cli.options import jobs_option, jobs_or_default, output_options, path
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
+@click.option("--schemas", "schemas_path", is_flag=False, flag_value="", default=None, metavar="[STORE]",
+              help="Also list the Schema Registry subjects, versions and types each partition's records use (the "
+                   "log dir's _schemas-0, or --schemas=STORE; see kdump dump --schemas).")
 @jobs_option
 @output_options
-def info(paths, jobs, json_flag, fmt, color, quiet):
+def info(paths, schemas_path, jobs, json_flag, fmt, color, quiet):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,
     codecs, producers, transactional and control share, batch-size histogram.
 
@@ -32,6 +35,12 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
     from kdump.parallel import in_process, ordered_map
 
     files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs))
+    store = None
+    if schemas_path is not None:
+        from kdump.cli.schema_options import load_store
+        from kdump.schemas import usage
+
+        store = load_store(paths, schemas_path or None, None, None, out, need=True)
     status = ExitStatus.OK
     summaries = []
     groups = directory_groups(files)
@@ -44,12 +53,13 @@ def info(paths, jobs, json_flag, fmt, color, quiet):
             progress.unit_done((f.path for f in group[1]), counted)
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
+            used = usage.partition_usage(group[1], store) if store is not None else None
             if out.format == "json":
                 from kdump.export.ndjson import dumps
 
-                out.stream.write(dumps(s.to_dict()) + "\n")
+                out.stream.write(dumps({**s.to_dict(), **({"schemas": used} if store else {})}) + "\n")
             elif out.format == "text":
-                out.stream.write(_text(s))
+                out.stream.write(_text(s) + (f"  schemas: {usage.text(used)}\n" if store else ""))
             else:
                 summaries.append(s)
             for p in s.problems:

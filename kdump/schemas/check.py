@@ -39,8 +39,7 @@ def segment_findings(f: LogFile, decoder: SchemaDecoder) -> list[Finding]:
     if f.topic == SCHEMAS_TOPIC or (f.topic or "").startswith("__"):
         return []
     store = decoder.store
-    subjects = set(store.versions) | {s.subject for s in store.hard_deleted.values()}
-    uses = {side: f"{f.topic}-{side}" in subjects for side in ("key", "value")}
+    uses = {side: store.had_subject(f"{f.topic}-{side}") for side in ("key", "value")}
     unknown: dict[str, list[Finding]] = {"key": [], "value": []}
     out: list[Finding] = []
     try:

@@ -150,6 +150,10 @@ class SchemaStore:
         if s.subject is not None and s.version is not None:
             self.versions.setdefault(s.subject, {})[s.version] = s
 
+    def had_subject(self, subject: str) -> bool:
+        """Does (or did, before a hard delete) the store hold this subject?"""
+        return bool(self.versions.get(subject)) or any(s.subject == subject for s in self.hard_deleted.values())
+
     def compatibility(self, subject: str | None) -> str:
         return self.config.get(subject) or self.config.get(None) or DEFAULT_COMPATIBILITY
 

@@ -196,3 +196,17 @@ def test_unknown_and_deleted_ids():
            "scratch-json-value version 1, offset " in r.out
     r = run_kdump("dump", part, "--value-decoder", "auto", "-q")
     assert 'payload: \\x00\\x00\\x00\\x00\\x0c{"n":0}' in r.out      # auto: not a frame it knows, shown raw
+
+
+def test_info_lists_subjects_and_types():
+    r = run_kdump("info", str(LOGDIR / "orders-avro-0"), str(LOGDIR / "scratch-json-0"), "--schemas", "--json", "-q")
+    assert r.code == 0, r.err
+    orders, scratch = [json.loads(line) for line in r.out.splitlines()]
+    assert orders["schemas"] == [
+        {"side": "key", "id": 2, "type": "AVRO", "subject": "orders-avro-key", "version": 1, "records": 15},
+        {"side": "value", "id": 1, "type": "AVRO", "subject": "orders-avro-value", "version": 1, "records": 5},
+        {"side": "value", "id": 3, "type": "AVRO", "subject": "orders-avro-value", "version": 2, "records": 5},
+        {"side": "value", "id": 4, "type": "AVRO", "subject": "orders-avro-value", "version": 3, "records": 5}]
+    assert scratch["schemas"] == [{"side": "value", "id": 12, "type": None, "records": 2}]
+    r = run_kdump("info", str(LOGDIR / "events-proto-0"), "--schemas", "--format", "text", "-q")
+    assert "  schemas: value events-proto-value v1 PROTOBUF (id 8) 9\n" in r.out
