@@ -62,6 +62,12 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
 
 def decode(p: Parsed, data: bytes, pos: int) -> Any:
     """The datum at ``pos``, which must take every byte to the end; DecodeError saying where not."""
+    value = raw(p, data, pos)
+    return to_json(value) if p.needs_conversion else value
+
+
+def raw(p: Parsed, data: bytes, pos: int) -> Any:
+    """``decode`` as fastavro gives it: logical types as Python objects (Decimal, datetime...)."""
     from fastavro import schemaless_reader
 
     fo = BytesIO(data)
@@ -74,7 +80,7 @@ def decode(p: Parsed, data: bytes, pos: int) -> Any:
     if end != len(data):
         raise DecodeError(locate(p, data, pos) or
                           f"the Avro datum ends at byte {end}, {len(data) - end} bytes before the value does")
-    return to_json(value) if p.needs_conversion else value
+    return value
 
 
 # -- where the bytes and the schema part ---------------------------------------------------------
