@@ -210,3 +210,11 @@ def test_info_lists_subjects_and_types():
     assert scratch["schemas"] == [{"side": "value", "id": 12, "type": None, "records": 2}]
     r = run_kdump("info", str(LOGDIR / "events-proto-0"), "--schemas", "--format", "text", "-q")
     assert "  schemas: value events-proto-value v1 PROTOBUF (id 8) 9\n" in r.out
+
+
+def test_fixture_bytes_are_the_brokers():
+    import hashlib
+
+    for line in (FIXTURES / "schemas" / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        assert hashlib.sha256((LOGDIR / name).read_bytes()).hexdigest() == digest, name
