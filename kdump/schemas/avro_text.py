@@ -271,9 +271,9 @@ def decode_text(p: Parsed, data: bytes, pos: int) -> JsonText:
     else the reference path (which raises DecodeError saying where the bytes go wrong)."""
     from kdump.schemas import avro
 
-    fast = p.__dict__.get("text_reader", 0)
+    fast = p.__dict__.get("fast_reader", 0)
     if fast == 0:
-        fast = p.__dict__["text_reader"] = compile_reader(p)
+        fast = p.__dict__["fast_reader"] = fast_reader(p)
     if fast is not None:
         try:
             text, end = fast(data, pos)
@@ -283,3 +283,95 @@ def decode_text(p: Parsed, data: bytes, pos: int) -> JsonText:
             if end == len(data):
                 return JsonText(text)
     return JsonText(_dumps(avro.decode(p, data, pos)))
+
+
+# -- the C twin (kdump/_speedups/avrojson.c) ------------------------------------------------------
+
+(OP_NULL, OP_BOOL, OP_INT, OP_LONG, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_STRING, OP_FIXED, OP_ENUM, OP_RECORD, OP_ARRAY,
+ OP_UNION, OP_TS_MILLIS, OP_TS_MICROS, OP_DATE, OP_DEC_BYTES, OP_DEC_FIXED, OP_UUID) = range(19)
+_PRIMITIVE_OPS = {"null": OP_NULL, "boolean": OP_BOOL, "int": OP_INT, "long": OP_LONG, "float": OP_FLOAT,
+                  "double": OP_DOUBLE, "bytes": OP_BYTES, "string": OP_STRING}
+
+
+def native_program(p: Parsed) -> list | None:
+    """The program ``avro_json`` runs for this schema (nested lists, the op code first), or None
+    when the schema has what only Python reads (maps, logical types the C code does not write)."""
+    from fastavro._read import LOGICAL_READERS
+
+    named: dict[str, list] = {}
+
+    def build(s: Any, depth: int) -> list:
+        if depth > 100:
+            raise Unsupported("deep")
+        if isinstance(s, list):
+            return [OP_UNION, tuple(build(b, depth + 1) for b in s)]
+        if isinstance(s, str):
+            if s in _PRIMITIVE_OPS:
+                return [_PRIMITIVE_OPS[s]]
+            if s in named:
+                return named[s]
+            return build(p.named[s], depth + 1)
+        t = s["type"]
+        logical = s.get("logicalType")
+        if logical is not None and isinstance(t, str) and f"{t}-{logical}" in LOGICAL_READERS:
+            key = f"{t}-{logical}"
+            if key == "long-timestamp-millis":
+                return [OP_TS_MILLIS]
+            if key == "long-timestamp-micros":
+                return [OP_TS_MICROS]
+            if key == "int-date":
+                return [OP_DATE]
+            if key == "string-uuid":
+                return [OP_UUID]
+            if key == "bytes-decimal":
+                return [OP_DEC_BYTES, int(s.get("precision", 0)), int(s.get("scale", 0))]
+            if key == "fixed-decimal":
+                return [OP_DEC_FIXED, int(s["size"]), int(s.get("precision", 0)), int(s.get("scale", 0))]
+            raise Unsupported(key)
+        if isinstance(t, (list, dict)) or t in _PRIMITIVE_OPS:
+            return build(t, depth + 1)
+        if t in ("record", "error"):
+            node: list = [OP_RECORD]
+            named[s["name"]] = node          # a recursive reference finds the same list
+            fields = s["fields"]
+            prefixes = tuple((("{" if i == 0 else ",") + encode_basestring(f["name"]) + ":").encode()
+                             for i, f in enumerate(fields))
+            node += [prefixes, tuple(build(f["type"], depth + 1) for f in fields), b"}" if fields else b"{}"]
+            return node
+        if t == "enum":
+            return [OP_ENUM, tuple(encode_basestring(x).encode() for x in s["symbols"])]
+        if t == "fixed":
+            return [OP_FIXED, int(s["size"])]
+        if t == "array":
+            return [OP_ARRAY, build(s["items"], depth + 1)]
+        raise Unsupported(str(t))            # maps: duplicate keys follow dict rules, Python's
+
+    try:
+        return build(p.schema, 0)
+    except (Unsupported, KeyError, TypeError, ValueError):
+        return None
+
+
+def fast_reader(p: Parsed) -> Callable[[bytes, int], tuple[str, int]] | None:
+    """The quickest reader of this schema: C when built and the schema allows, backed by the
+    compiled Python reader for what C hands back; None when neither can read it."""
+    from kdump import _accel
+
+    py = p.__dict__.get("text_reader", 0)
+    if py == 0:
+        py = p.__dict__["text_reader"] = compile_reader(p)
+    c = _accel.native()
+    program = native_program(p) if c is not None and hasattr(c, "avro_json") else None
+    if program is None:
+        return py
+    avro_json = c.avro_json
+
+    def read(d: bytes, pos: int) -> tuple[str, int]:
+        got = avro_json(program, d, pos)
+        if got is None:
+            if py is None:
+                raise ValueError("handed back")
+            return py(d, pos)
+        return got
+
+    return read

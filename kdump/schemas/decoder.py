@@ -101,7 +101,7 @@ class SchemaDecoder:
                 from kdump.schemas import avro_text
 
                 text = avro_text.decode_text(p, data, frame.HEADER_SIZE)
-                reader = p.__dict__.get("text_reader")
+                reader = p.__dict__.get("fast_reader")
                 if reader is not None:
                     self._fast[data[1:frame.HEADER_SIZE]] = (reader, s.describe(), avro_text.JsonText)
                 return text
