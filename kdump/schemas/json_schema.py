@@ -32,7 +32,9 @@ class Parsed:
                 self._validator = cls(self.schema, registry=registry)
             except jsonschema.SchemaError as e:
                 raise DecodeError(f"the JSON schema is not valid: {e.message}") from None
-        err = next(iter(self._validator.iter_errors(value)), None)
+        from jsonschema.exceptions import best_match
+
+        err = best_match(self._validator.iter_errors(value))       # the most telling of them, every time
         if err is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "the top level"
             raise DecodeError(f"does not match its JSON schema at {where}: {err.message[:200]}")
