@@ -32,10 +32,10 @@ def find_schemas_dir(paths) -> str | None:
         candidates += [os.path.dirname(p), os.path.dirname(os.path.dirname(p))]
         for c in candidates:
             if os.path.basename(c) == SCHEMAS_DIR:
-                return c
+                return c if os.path.isabs(path) else os.path.relpath(c)
             here = os.path.join(c, SCHEMAS_DIR)
             if os.path.isdir(here):
-                return here
+                return here if os.path.isabs(path) else os.path.relpath(here)
     return None
 
 

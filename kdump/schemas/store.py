@@ -76,8 +76,6 @@ class SchemaStore:
     versions: dict[str, dict[int, Schema]] = field(default_factory=dict)
     config: dict[str | None, str] = field(default_factory=dict)       # subject (None: global) -> level
     problems: list[Problem] = field(default_factory=list)
-    # (offset, subject, version, level, live earlier versions): each registration as the registry saw it
-    history: list[tuple[int | None, Schema, str, list[Schema]]] = field(default_factory=list)
     by_name: dict[str, Schema] = field(default_factory=dict)          # folder files by name, for references
     hard_deleted: dict[int, Schema] = field(default_factory=dict)     # ids whose last version a tombstone removed
 
@@ -132,11 +130,7 @@ class SchemaStore:
                                _int(r["version"], "reference version")) for r in v.get("references") or ())
         s = Schema(_int(v["id"], "id"), schema_type, _str(v["schema"], "schema"), refs, subject, version,
                    bool(v.get("deleted", False)), offset)
-        versions = self.versions.setdefault(subject, {})
-        if not s.deleted and version not in versions:
-            live = [versions[n] for n in sorted(versions) if not versions[n].deleted]
-            self.history.append((offset, s, self.compatibility(subject), live))
-        versions[version] = s
+        self.versions.setdefault(subject, {})[version] = s
         known = self.by_id.get(s.id)
         # An id shared by several subjects keeps its first holder; a live one wins over a deleted one.
         if known is None or (known.deleted and not s.deleted) or (known.subject, known.version) == (subject, version):

@@ -252,3 +252,13 @@ def test_connect_logical_types():
     doc["payload"]["at"] = None
     with pytest.raises(Exception, match="field at: null, but the schema says it is not optional"):
         connect.decode(json.dumps(doc).encode())
+
+
+def test_no_store_is_a_usage_error(tmp_path):
+    part = FIXTURES / "generated" / "headers-0"
+    r = run_kdump("dump", str(part), "--value-decoder", "avro")
+    assert r.code == 2 and "no schema store: no _schemas-0 in the log dir of PATHS" in r.err
+    r = run_kdump("dump", str(part), "--value-decoder", "avro", "--schemas", str(tmp_path / "nothing"))
+    assert r.code == 2 and "no such file or directory (--schemas)" in r.err
+    r = run_kdump("dump", str(part), "--value-decoder", "auto", "-q")     # auto needs no store
+    assert r.code == 0 and "Traceback" not in r.err
