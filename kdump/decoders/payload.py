@@ -48,9 +48,12 @@ class PayloadView:
         # "key"/"value" -> an object whose decode(bytes) gives (value, schema description).
         self.schemas = schemas or {}
         self._key_schema = self.schemas.get("key")
+        self._value_schema = self.schemas.get("value")
+        # (side, decoder, the side's index in a Record: key 3, value 4)
+        self._sides = tuple((side, dec, i) for side, dec, i in (("key", self._key_schema, 3),
+                                                                 ("value", self._value_schema, 4)) if dec is not None)
         self._info_texts: dict[int, str] = {}
         self._info_keep: list[Any] = []         # keeps the ids of _info_texts' keys unique
-        self._value_schema = self.schemas.get("value")
         self._key_fn = basic.get(key_decoder) if key_decoder and self._key_schema is None else None
         self._value_fn = basic.get(value_decoder) if value_decoder and self._value_schema is None else None
         self.internal = internal
@@ -123,8 +126,10 @@ class PayloadView:
             return "," + _dumps(extras)[1:-1] if extras else ""
         members = []
         errors = []
-        for side, dec, data in (("key", self._key_schema, r.key), ("value", self._value_schema, r.value)):
-            if dec is None or data is None:
+        texts = self._info_texts
+        for side, dec, i in self._sides:
+            data = r[i]
+            if data is None:
                 continue
             try:
                 value, info = dec.decode(data, True)
@@ -132,10 +137,10 @@ class PayloadView:
                 if not getattr(e, "show_raw", False):
                     errors.append(f"{side}: {e.message}")
                 continue
-            text = value if getattr(value, "is_json_text", False) else _dumps(value)
-            info_text = self._info_texts.get(id(info))
+            text = value if type(value) is not dict and getattr(value, "is_json_text", False) else _dumps(value)
+            info_text = texts.get(id(info))
             if info_text is None:           # the decoder hands out one description per schema
-                info_text = self._info_texts[id(info)] = _dumps(info)
+                info_text = texts[id(info)] = _dumps(info)
                 self._info_keep.append(info)
             members.append(f'"{side}":{text},"{side}_schema":{info_text}')
         out = ',"decoded":{' + ",".join(members) + "}" if members else ""

@@ -47,7 +47,7 @@ class SchemaDecoder:
     def decode(self, data: bytes, as_text: bool = False) -> tuple[Any, dict[str, Any] | None]:
         """(value, what the schema is: id, type, subject, version); DecodeError otherwise.
         ``as_text``: an Avro value may come as its JSON text (``avro_text.JsonText``)."""
-        if as_text and len(data) > frame.HEADER_SIZE and data[0] == frame.MAGIC:
+        if as_text and data[:1] == b"\x00":
             hit = self._fast.get(data[1:frame.HEADER_SIZE])
             if hit is not None:              # an Avro schema seen before: its compiled reader, at once
                 reader, info, json_text = hit
