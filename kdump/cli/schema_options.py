@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kdump.errors import KdumpError, UsageError
+from kdump.errors import UsageError
 from kdump.schemas.decoder import SCHEMA_DECODERS
 
 
@@ -30,23 +30,20 @@ def load_store(paths, schemas_path: str | None, registry: str | None, cache: str
     when there is none and none is needed."""
     from kdump.schemas import sources
 
-    try:
-        if registry:
-            from kdump.schemas.registry import fetch
+    if registry:
+        from kdump.schemas.registry import fetch
 
-            store, cache = fetch(registry, cache)
-            where = f"{registry} (cached in {cache}; --schemas {cache} reads it offline)"
-        else:
-            path = schemas_path or sources.find_schemas_dir(paths)
-            if path is None:
-                if need:
-                    raise UsageError("no schema store: no _schemas-0 in the log dir of PATHS; name one with "
-                                     "--schemas PATH or --schema-registry URL")
-                return None
-            store = sources.load(path)
-            where = path
-    except KdumpError:
-        raise
+        store, cache = fetch(registry, cache)
+        where = f"{registry} (cached in {cache}; --schemas {cache} reads it offline)"
+    else:
+        path = schemas_path or sources.find_schemas_dir(paths)
+        if path is None:
+            if need:
+                raise UsageError("no schema store: no _schemas-0 in the log dir of PATHS; name one with "
+                                 "--schemas PATH or --schema-registry URL")
+            return None
+        store = sources.load(path)
+        where = path
     out.note(f"kdump: note: schemas from {where}: {len(store)} schema ids, {len(store.versions)} subjects")
     for p in store.problems[:5]:
         at = f" (offset {p.offset})" if p.offset is not None else ""
