@@ -262,3 +262,60 @@ def test_no_store_is_a_usage_error(tmp_path):
     assert r.code == 2 and "no such file or directory (--schemas)" in r.err
     r = run_kdump("dump", str(part), "--value-decoder", "auto", "-q")     # auto needs no store
     assert r.code == 0 and "Traceback" not in r.err
+
+
+_STORE = None
+
+
+def _store_once():
+    global _STORE
+    if _STORE is None:
+        _STORE = _fixture_store()
+    return _STORE
+
+
+@pytest.mark.parametrize("kind", ["avro", "protobuf", "jsonschema", "auto", "connect"])
+def test_any_bytes_decode_or_fail_cleanly(kind):
+    """Random and mutated frames of every schema in the fixture: a value or a DecodeError,
+    never another exception."""
+    import random
+
+    from kdump.errors import DecodeError
+    from kdump.schemas.decoder import SchemaDecoder
+    from test_schemas_oracle import records
+
+    dec = SchemaDecoder(kind, _store_once(), validate=True)
+    seeds = [r.value for t in ("orders-avro", "events-proto", "users-json", "payments-avro")
+             for r in records(FIXTURES / "schemas" / "registry" / f"{t}-0")]
+    rnd = random.Random(30)
+    for i in range(1500):
+        data = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randint(1, 4)):
+            op = rnd.randrange(3)
+            if op == 0 and len(data) > 1:
+                del data[rnd.randrange(1, len(data)):]
+            elif op == 1:
+                data[rnd.randrange(len(data))] = rnd.randrange(256)
+            else:
+                data[rnd.randrange(len(data)):rnd.randrange(len(data))] = rnd.randbytes(rnd.randint(0, 8))
+        for as_text in (False, True):
+            try:
+                dec.decode(bytes(data), as_text)
+            except DecodeError:
+                pass
+
+
+def test_schemas_that_do_not_parse(tmp_path):
+    from kdump.schemas.decoder import SchemaDecoder
+    from kdump.schemas.sources import load
+
+    (tmp_path / "3-broken.proto").write_text('syntax = "proto3";\nmessage M {\n  strin x = 1;\n}\n')
+    (tmp_path / "4.json").write_text('{"type": ')
+    (tmp_path / "5.proto").write_text('syntax = "proto3";\nimport "missing.proto";\nmessage M { int32 x = 1; }\n')
+    dec = SchemaDecoder("auto", load(str(tmp_path)))
+    with pytest.raises(Exception, match=r"schema 3 does not parse: .*line 3:3: \"strin\" is not defined"):
+        dec(b"\x00\x00\x00\x00\x03\x00\x08\x01")
+    with pytest.raises(Exception, match="schema 4 does not parse"):
+        dec(b"\x00\x00\x00\x00\x04{}")
+    with pytest.raises(Exception, match=r"schema 5 does not parse: .*missing.proto"):
+        dec(b"\x00\x00\x00\x00\x05\x00\x08\x01")
