@@ -20,7 +20,7 @@ error
 
 Emitters use the constants below (the decoding core, which imports nothing above it, has
 its own for the walk's stops, declared here too), never a string of their own: a test fails when a kind not declared here is emitted,
-and the man page and the README list this table.
+and the man page and docs/findings.md list this table.
 """
 
 from __future__ import annotations
