@@ -79,6 +79,9 @@ OVERSIZE_BATCH = _declare("oversize_batch", ANOMALY, "a batch with a valid CRC l
                                                      "the broker keeps it (a topic may allow it)")
 EPOCH_REGRESSION = _declare("leader_epoch_regression", ANOMALY, "a batch's partition leader epoch is below the "
                                                                 "previous batch's: the broker keeps both")
+TIMESTAMP_OVERFLOW = _declare("timestamp_overflow", ANOMALY, "--deep: a record's baseTimestamp + timestampDelta "
+                                                             "is past the int64 range: Kafka's long arithmetic wraps "
+                                                             "it, and readers see (and kdump shows) the wrapped value")
 INTACT_BEYOND = _declare("intact_beyond", INFO, "intact batches found past the cut: `kdump recover --salvage` "
                                                 "can copy them out")
 UNSUPPORTED_CODEC = _declare("unsupported_codec", ERROR, "--deep: the codec library is missing; the check is "

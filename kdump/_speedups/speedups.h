@@ -87,6 +87,13 @@ add_overflows(int64_t a, int64_t b, int64_t *out)
 #endif
 }
 
+/* a + b as a Java long: wraps past int64 (the twin of kdump/format/javalong.py long_add). */
+static inline int64_t
+long_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 /* a - b in int64; returns nonzero on overflow. */
 static inline int
 sub_overflows(int64_t a, int64_t b, int64_t *out)

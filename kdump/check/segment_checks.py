@@ -15,6 +15,7 @@ from kdump.errors import CodecError, KdumpError, UnsupportedCodecError
 from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
+from kdump.format.javalong import INT64_MAX, INT64_MIN, unwrapped_range
 from kdump.format.walk import decode_records
 from kdump.model import Batch, Finding
 
@@ -196,7 +197,9 @@ class SegmentChecks:
         except KdumpError as e:
             self.add(F.RECORD_DECODE, b.position, first, e.message)
             return count
-        prev = None
+        # CreateTime v2 timestamps outside this range were wrapped by Kafka's long sum.
+        lo, hi = unwrapped_range(b.base_timestamp) if b.magic == 2 and not b.timestamp_type else (INT64_MIN, INT64_MAX)
+        prev = wrapped_at = None
         for rec in records:
             o = rec.offset
             if (prev is not None and o <= prev) or o < first or o > last:
@@ -204,5 +207,11 @@ class SegmentChecks:
                          f"record offset {o} is out of order or outside the batch's range {first}..{last}")
                 break
             prev = o
+            if not lo <= rec.timestamp <= hi and wrapped_at is None:
+                wrapped_at = rec
+        if wrapped_at is not None:      # one finding a batch
+            self.add(F.TIMESTAMP_OVERFLOW, b.position, wrapped_at.offset,
+                     f"record {wrapped_at.offset}: baseTimestamp {b.base_timestamp} + timestampDelta is past the "
+                     f"int64 range; Kafka's long arithmetic wraps it to {wrapped_at.timestamp}")
         return len(records)
 

@@ -44,7 +44,10 @@ def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, 
     from kdump.storage.logdir import directory_groups
     from kdump.parallel import in_process, ordered_map
 
-    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs))
+    from kdump.render.diagnostics import report_error
+
+    unlisted: list = []         # partition dirs that cannot be listed: reported, the rest summed up
+    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs), errors=unlisted)
     store = None
     if schemas_path is not None:
         from kdump.cli.schema_options import load_store
@@ -52,6 +55,9 @@ def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, 
 
         store = load_store(paths, schemas_path or None, None, None, out, need=True)
     status = ExitStatus.OK
+    for e in unlisted:
+        report_error(e)
+        status = max(status, e.exit_code)
     summaries = []
     groups = directory_groups(files)
     jobs = jobs_or_default(jobs)

@@ -17,6 +17,7 @@ from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTA
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.control import parse_control
+from kdump.format.javalong import long_add
 from kdump.format.varint import read_varint
 
 MIN_RECORD_BODY = 6        # attributes + five one-byte varints
@@ -205,7 +206,7 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
                 seq = (base_seq + off_delta) & 0x7FFFFFFF
             else:
                 seq = -1
-            ts = log_append_ts if log_append_ts is not None else base_ts + ts_delta
+            ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
             if control:
                 append(Record(base_offset + off_delta, ts, ts_type, key, value, headers, seq, parse_control(key, value)))
             else:
