@@ -12,6 +12,7 @@ from kdump.render.escape import printable
 from kdump.state.render import when as _time
 from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
 from kdump.render.output import Output
+from kdump.cli.schema_options import info_store, usage_of
 from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
 
 
@@ -48,12 +49,7 @@ def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, 
 
     unlisted: list = []         # partition dirs that cannot be listed: reported, the rest summed up
     files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs), errors=unlisted)
-    store = None
-    if schemas_path is not None:
-        from kdump.cli.schema_options import load_store
-        from kdump.schemas import usage
-
-        store = load_store(paths, schemas_path or None, None, None, out, need=True)
+    store = info_store(paths, schemas_path, out)
     status = ExitStatus.OK
     for e in unlisted:
         report_error(e)
@@ -69,13 +65,13 @@ def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, 
             progress.unit_done((f.path for f in group[1]), counted)
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
-            used = usage.partition_usage(group[1], store) if store is not None else None
+            extra, line = usage_of(group[1], store)
             if out.format == "json":
                 from kdump.export.ndjson import dumps
 
-                out.stream.write(dumps({**s.to_dict(), **({"schemas": used} if store else {})}) + "\n")
+                out.stream.write(dumps({**s.to_dict(), **extra}) + "\n")
             elif out.format == "text":
-                out.stream.write(_text(s) + (f"  schemas: {usage.text(used)}\n" if store else ""))
+                out.stream.write(_text(s) + line)
             else:
                 summaries.append(s)
             for p in s.problems:

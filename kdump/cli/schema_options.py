@@ -68,5 +68,20 @@ def schema_decoders(paths, key_decoder: str | None, value_decoder: str | None, s
     return {side: SchemaDecoder(name, store, validate) for side, name in sides.items()}
 
 
+def info_store(paths, schemas_path: str | None, out):
+    """``info --schemas[=STORE]``: the store, or None without the option."""
+    return None if schemas_path is None else load_store(paths, schemas_path or None, None, None, out, need=True)
+
+
+def usage_of(files, store) -> tuple[dict[str, Any], str]:
+    """``info --schemas``' additions to a partition: (JSON members, text line)."""
+    if store is None:
+        return {}, ""
+    from kdump.schemas import usage
+
+    used = usage.partition_usage(files, store)
+    return {"schemas": used}, f"  schemas: {usage.text(used)}\n"
+
+
 def decoder_choice(basic_names) -> click.Choice:
     return click.Choice((*basic_names, *SCHEMA_DECODERS))
