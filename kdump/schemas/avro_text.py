@@ -41,6 +41,8 @@ def _long(d: bytes, p: int) -> tuple[int, int]:
     while True:
         b = d[p]
         p += 1
+        if shift == 63 and b > 1:
+            raise ValueError("varint past 64 bits")        # fastavro's own reading decides
         n |= (b & 0x7F) << shift
         if not b & 0x80:
             return (n >> 1) ^ -(n & 1), p
@@ -91,6 +93,7 @@ class _Compiler:
                 f"{ind}    {v} &= 127; sh = 7",
                 f"{ind}    while True:",
                 f"{ind}        b = d[p]; p += 1; {v} |= (b & 127) << sh",
+                f"{ind}        if sh == 63 and b > 1: raise ValueError('varint')",   # past 64 bits: fastavro's
                 f"{ind}        if b < 128: break",
                 f"{ind}        sh += 7",
                 f"{ind}        if sh > 63: raise ValueError('varint')",

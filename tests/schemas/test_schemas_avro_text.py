@@ -111,3 +111,19 @@ def test_logical_types_read_exactly():
     assert (got["dec"], got["decf"], got["tsm"], got["tsu"]) == ("-12.3400", "7.250", "2024-02-29T23:59:59.999000Z",
                                                                  "1969-12-31T23:59:59.000001Z")
     assert (got["day"], got["tm"], got["u"]) == ("2024-02-29", "12:00:00.005000", "00000000-0000-0000-0000-000000000001")
+
+
+@pytest.mark.parametrize("tail", [b"\x01", b"\x02", b"\x7f"])
+def test_a_varint_past_64_bits_reads_as_fastavro_reads_it(tail):
+    """fastavro keeps 64 bits of a 10-byte varint; the fast paths hand such a value back to it."""
+    from kdump import _accel
+
+    parsed = avro.parse(Schema(2, "AVRO", '{"type":"record","name":"L","fields":[{"name":"l","type":"long"}]}'),
+                        SchemaStore())
+    data = b"\x00\x00\x00\x00\x02" + b"\xff" * 9 + tail
+    want = json.dumps(avro.decode(parsed, data, 5), separators=(",", ":"))
+    with _accel.using(False):
+        assert avro_text.decode_text(avro.parse(Schema(2, "AVRO", '{"type":"record","name":"L","fields":'
+                                                                 '[{"name":"l","type":"long"}]}'), SchemaStore()),
+                                     data, 5) == want
+    assert avro_text.decode_text(parsed, data, 5) == want
