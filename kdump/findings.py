@@ -183,6 +183,20 @@ TXN_COORDINATOR_MISMATCH = _declare("txn_coordinator_mismatch", ANOMALY, "`kdump
                                                                         "__transaction_state (a hanging transaction "
                                                                         "holds back the last stable offset)")
 
+# -- Schema Registry payloads (kdump.schemas.check, verify --schemas) -------------------------------------
+SCHEMA_UNKNOWN_ID = _declare("schema_unknown_id", DAMAGE, "`verify --schemas`: a record framed with a schema id "
+                                                          "the schema store does not hold (never registered, or "
+                                                          "permanently deleted): no consumer can decode it")
+SCHEMA_DECODE = _declare("schema_decode", DAMAGE, "`verify --schemas`: a record that does not decode under its "
+                                                  "schema (which byte, which field), or whose schema does not parse")
+SCHEMA_INCOMPATIBLE = _declare("schema_incompatible", ANOMALY, "`verify --schemas`: a subject's version breaks the "
+                                                               "subject's compatibility level (Schema Registry "
+                                                               "would refuse it now): consumers on one version "
+                                                               "may fail on the other's data")
+SCHEMA_STORE_RECORD = _declare("schema_store_record", ANOMALY, "`verify --schemas`: a record of the _schemas "
+                                                               "topic that is not Schema Registry's (skipped, as "
+                                                               "the registry skips it)")
+
 # Kinds seen in this process that are not declared (a test asserts there are none).
 undeclared: set[str] = set()
 

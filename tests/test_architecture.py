@@ -25,6 +25,7 @@ LAYERS = [
     ("_accel", "_speedups"),
     ("format",),
     ("decoders", "storage"),
+    ("schemas",),
     ("testing", "check"),
     ("repair", "state", "export", "info", "timeline"),
     ("render",),

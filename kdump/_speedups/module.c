@@ -68,6 +68,8 @@ static PyMethodDef kd_methods[] = {
     {"json_batch_line", (PyCFunction)(void (*)(void))kd_json_batch_line, METH_FASTCALL,
      "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
      "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
+    {"avro_json", (PyCFunction)(void (*)(void))kd_avro_json, METH_FASTCALL,
+     "avro_json(program, data, pos) -> (json_text, end) | None: an Avro datum as JSON text (avro_text.py)."},
     {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
     {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
      "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},

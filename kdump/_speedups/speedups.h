@@ -14,6 +14,7 @@
  *   info.c     kdump/info.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
  *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None
+ *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos) -> (json_text, end) | None
  *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
@@ -231,6 +232,7 @@ PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
 PyObject *kd_catch_sigbus(PyObject *self, PyObject *unused);

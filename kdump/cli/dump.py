@@ -13,6 +13,7 @@ from kdump.storage.reader import Filters
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.render.output import Output
 from kdump.cli.options import jobs_option, jobs_or_default, limits_option, output_options
+from kdump.cli.schema_options import decoder_choice, schema_decoders, schema_options
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -52,9 +53,11 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="Also show keys, values and headers (implies --records).")
 @click.option("--encoding", type=click.Choice(basic.ENCODINGS), default="utf8", show_default=True,
               help="How keys, values and header values are shown (hex and base64 are lossless).")
-@click.option("--key-decoder", type=click.Choice(basic.DECODERS), help="Decode keys as this type (implies --data).")
-@click.option("--value-decoder", type=click.Choice(basic.DECODERS),
-              help="Decode values as this type (implies --data).")
+@click.option("--key-decoder", type=decoder_choice(basic.DECODERS),
+              help="Decode keys as this type (implies --data); avro, protobuf, jsonschema and auto read Schema "
+                   "Registry frames with the schema store (see --schemas), connect Kafka Connect's JSON envelope.")
+@click.option("--value-decoder", type=decoder_choice(basic.DECODERS),
+              help="Decode values as this type (implies --data); see --key-decoder.")
 @click.option("--offsets-decoder", is_flag=True, help="Decode records as __consumer_offsets records.")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode records as __transaction_state records.")
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode records as KRaft metadata records.")
@@ -70,6 +73,7 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @click.option("--end-time", help="Latest timestamp to show (inclusive).")
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
+@schema_options
 @dls_options
 @limits_option
 @jobs_option
@@ -78,7 +82,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
          skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
          max_expansion, jobs, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
-         index_sanity_check, verify_index_only, max_message_size):
+         index_sanity_check, verify_index_only, max_message_size, schemas_path, schema_registry, schema_cache):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -110,7 +114,8 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     filters = Filters(start_offset, end_offset, parse_time(start_time), parse_time(end_time), max_bytes)
     check_range("offset", filters.start_offset, filters.end_offset)
     check_range("time", filters.start_time, filters.end_time)
-    view = PayloadView(encoding, key_decoder, value_decoder, internal)
+    decoders = schema_decoders(paths, key_decoder, value_decoder, schemas_path, schema_registry, schema_cache, out)
+    view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     limits=limits_for(max_decompressed, max_expansion),
                     index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size),

@@ -7,6 +7,7 @@ import click
 from kdump.errors import ExitStatus, KdumpError, UsageError
 from kdump.format.codecs import limits_for
 from kdump.cli.options import jobs_option, jobs_or_default, limits_option, paths_argument
+from kdump.cli.schema_options import schema_options
 
 
 def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
@@ -39,13 +40,18 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
               help="NDJSON: how keys, values and header values are written (utf8 replaces invalid bytes).")
 @click.option("--split-bytes", type=click.IntRange(min=0), default=32 << 20, show_default=True,
               help="Split segments larger than this at .index positions (0: one task per segment).")
+@click.option("--decode", is_flag=True,
+              help="Parquet: add value_decoded, the Schema Registry value decoded (a typed struct when every "
+                   "record of the topic has one Avro schema, else its JSON text), and value_decode_error.")
+@schema_options
 @limits_option
 @jobs_option
 @click.option("--overwrite", is_flag=True, help="Replace the output directory if it is not empty.")
 @click.option("--json", "json_flag", is_flag=True, help="Print a JSON summary object on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
-def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, max_decompressed,
-           max_expansion, jobs, overwrite, json_flag, quiet):
+def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, decode,
+           schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, jobs, overwrite, json_flag,
+           quiet):
     """Export the records under PATHS to Parquet or NDJSON files in --out.
 
     One row per record: topic, partition, segment, file, position, base_offset, offset,
@@ -65,6 +71,8 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     columns = parse_partition_by(partition_by)
     options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
                "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion)}
+    if engine == "spark" and decode:
+        raise UsageError("--decode runs with --engine local (the Spark source decodes with option valueFormat)")
     if engine == "spark":
         from kdump.spark.session import check_requirements
 
@@ -83,9 +91,26 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         except KdumpError:
             files = []          # export_local reports it in its own words
         with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
-            result = export_local(list(paths), out, jobs=jobs_or_default(jobs), **options)
+            result = export_local(list(paths), out, jobs=jobs_or_default(jobs), decode=_decoder(
+                paths, decode, fmt, schemas_path, schema_registry, schema_cache, quiet), **options)
     _report(result, out, fmt, engine, json_flag, quiet)
     return int(result.status if result.status else ExitStatus.OK)
+
+
+def _decoder(paths, decode: bool, fmt: str, schemas_path, registry, cache, quiet: bool):
+    if not decode:
+        return None
+    if fmt != "parquet":
+        raise UsageError("--decode writes Parquet columns; for NDJSON use kdump dump --json --value-decoder auto")
+    from kdump.cli.schema_options import load_store
+    from kdump.render.output import Output
+    from kdump.schemas.arrow import TopicColumns
+    from kdump.schemas.decoder import SchemaDecoder
+
+    store = load_store(paths, schemas_path, registry, cache, Output(False, None, quiet=quiet), need=False)
+    from kdump.schemas.store import SchemaStore
+
+    return TopicColumns(SchemaDecoder("auto", store or SchemaStore()))
 
 
 def _report(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: bool) -> None:

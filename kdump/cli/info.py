@@ -12,11 +12,15 @@ from kdump.render.escape import printable
 from kdump.state.render import when as _time
 from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label, summarize
 from kdump.render.output import Output
+from kdump.cli.schema_options import info_store, usage_of
 from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
+@click.option("--schemas", "schemas_path", is_flag=False, flag_value="", default=None, metavar="[STORE]",
+              help="Also list the Schema Registry subjects, versions and types each partition's records use (the "
+                   "log dir's _schemas-0, or --schemas=STORE; see kdump dump --schemas).")
 @jobs_option
 @click.option("--timeline", is_flag=True,
               help="Chart each partition's segments against offset and time: sizes, record rates, offsets "
@@ -24,7 +28,7 @@ from kdump.cli.options import jobs_option, jobs_or_default, output_options, path
 @click.option("--html", "html_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Write the timeline as a self-contained HTML page (plotly; opens without network).")
 @output_options
-def info(paths, jobs, timeline, html_file, json_flag, fmt, color, quiet):
+def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, quiet):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,
     codecs, producers, transactional and control share, batch-size histogram.
 
@@ -45,6 +49,7 @@ def info(paths, jobs, timeline, html_file, json_flag, fmt, color, quiet):
 
     unlisted: list = []         # partition dirs that cannot be listed: reported, the rest summed up
     files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs), errors=unlisted)
+    store = info_store(paths, schemas_path, out)
     status = ExitStatus.OK
     for e in unlisted:
         report_error(e)
@@ -60,12 +65,13 @@ def info(paths, jobs, timeline, html_file, json_flag, fmt, color, quiet):
             progress.unit_done((f.path for f in group[1]), counted)
             if s.problems or s.invalid_batches or s.trailing_bytes:
                 status = ExitStatus.DAMAGE
+            extra, line = usage_of(group[1], store)
             if out.format == "json":
                 from kdump.export.ndjson import dumps
 
-                out.stream.write(dumps(s.to_dict()) + "\n")
+                out.stream.write(dumps({**s.to_dict(), **extra}) + "\n")
             elif out.format == "text":
-                out.stream.write(_text(s))
+                out.stream.write(_text(s) + line)
             else:
                 summaries.append(s)
             for p in s.problems:

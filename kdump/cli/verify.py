@@ -41,11 +41,18 @@ from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits
 @click.option("--problems", is_flag=True,
               help="List only the files with damage or anomalies, not info findings (the summary on stderr "
                    "still counts every file).")
+@click.option("--schemas", "schemas_path", is_flag=False, flag_value="", default=None, metavar="[STORE]",
+              help="Also decode every Schema Registry record under its schema (unknown ids, records that do not "
+                   "decode, subjects breaking their compatibility), with the _schemas-0 of the log dir, or the "
+                   "store given as --schemas=STORE (a _schemas dir, a schema folder, a registry cache).")
+@click.option("--schema-registry", metavar="URL", help="With --schemas: read the schemas from a live registry.")
+@click.option("--schema-cache", metavar="FILE", help="With --schema-registry: where to cache what it read.")
 @limits_option
 @jobs_option
 @output_options
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
-           problems, max_decompressed, max_expansion, jobs, json_flag, fmt, color, quiet):
+           problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, jobs, json_flag,
+           fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -94,9 +101,19 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         raise UsageError("--master is for --engine spark")
     from kdump.run.verify import run_verify
 
-    return run_verify(paths, out, deep=deep, max_message_size=max_message_size,
-                      index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
-                      strict=strict, limits=limits, force=force, jobs=jobs_or_default(jobs))
+    status = run_verify(paths, out, deep=deep, max_message_size=max_message_size,
+                        index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
+                        strict=strict, limits=limits, force=force, jobs=jobs_or_default(jobs))
+    if schemas_path is not None or schema_registry:
+        from kdump.cli.schema_options import load_store
+        from kdump.run.schema_check import run_schema_check
+
+        store = load_store(paths, schemas_path or None, schema_registry, schema_cache, out, need=True)
+        from kdump.schemas.sources import find_schemas_dir
+
+        where = schemas_path or schema_registry or find_schemas_dir(paths)
+        status = max(status, run_schema_check(paths, out, store, strict, where))
+    return status
 
 
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:

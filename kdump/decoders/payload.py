@@ -7,6 +7,7 @@ and to the export's rows, so text, table and JSON agree on what a value looks li
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from typing import Any
 
@@ -23,6 +24,10 @@ _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _ESCAPE_OF = {chr(c): text for c, text in _CONTROL_ESCAPES.items()}
 
 
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
 def _escape_match(m: re.Match) -> str:
     return _ESCAPE_OF[m.group()]
 
@@ -34,13 +39,23 @@ def escape_controls(text: str) -> str:
 
 class PayloadView:
     def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
-                 internal: str | None = None) -> None:
+                 internal: str | None = None, schemas: dict[str, Any] | None = None) -> None:
         self.encoding = encoding
         self.encode = basic.get(encoding)
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
-        self._key_fn = basic.get(key_decoder) if key_decoder else None
-        self._value_fn = basic.get(value_decoder) if value_decoder else None
+        # Schema Registry decoders (kdump.schemas.decoder.SchemaDecoder, made by the command):
+        # "key"/"value" -> an object whose decode(bytes) gives (value, schema description).
+        self.schemas = schemas or {}
+        self._key_schema = self.schemas.get("key")
+        self._value_schema = self.schemas.get("value")
+        # (side, decoder, the side's index in a Record: key 3, value 4)
+        self._sides = tuple((side, dec, i) for side, dec, i in (("key", self._key_schema, 3),
+                                                                 ("value", self._value_schema, 4)) if dec is not None)
+        self._info_texts: dict[int, str] = {}
+        self._info_keep: list[Any] = []         # keeps the ids of _info_texts' keys unique
+        self._key_fn = basic.get(key_decoder) if key_decoder and self._key_schema is None else None
+        self._value_fn = basic.get(value_decoder) if value_decoder and self._value_schema is None else None
         self.internal = internal
         self._internal_mod = None
         if internal is not None:
@@ -51,13 +66,13 @@ class PayloadView:
     @property
     def plain(self) -> bool:
         """No decoder at all: the JSON writer may take its fast path."""
-        return self._key_fn is None and self._value_fn is None and self._internal_mod is None
+        return self._key_fn is None and self._value_fn is None and self._internal_mod is None and not self.schemas
 
     def with_internal(self, internal: str | None) -> PayloadView:
         """The same view with another internal-topic decoder (chosen per partition by topic name)."""
         if internal == self.internal:
             return self
-        return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal)
+        return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal, self.schemas)
 
     # -- JSON -----------------------------------------------------------------------------------
 
@@ -79,6 +94,58 @@ class PayloadView:
                 out["decoded"] = self._internal_mod.decode(r.key, r.value)
             except KdumpError as e:
                 out["decode_error"] = e.message
+        elif self.schemas and r.control is None:
+            self._schema_extras(r, out)
+        return out
+
+    def _schema_extras(self, r: Record, out: dict[str, Any], as_text: bool = False) -> None:
+        """``decoded``: {key, value, key_schema, value_schema}; ``decode_error``: why one did not.
+        ``as_text``: a value may be its JSON text already (``is_json_text``)."""
+        decoded: dict[str, Any] = {}
+        errors = []
+        for side, dec, data in (("key", self._key_schema, r.key), ("value", self._value_schema, r.value)):
+            if dec is None or data is None:
+                continue
+            try:
+                decoded[side], info = dec.decode(data, as_text)
+            except KdumpError as e:
+                if not getattr(e, "show_raw", False):
+                    errors.append(f"{side}: {e.message}")
+                continue
+            decoded[side + "_schema"] = info
+        if decoded:
+            out["decoded"] = decoded
+        if errors:
+            out["decode_error"] = "; ".join(errors)
+
+    def extras_json(self, r: Record) -> str:
+        """``record_extras`` as JSON object members (``,"decoded":{...}``), or ""; a decoder's
+        value that is JSON text already goes in as it is (the hot path of dump --json)."""
+        if not (self.schemas and self._internal_mod is None and r.control is None):
+            extras = self.record_extras(r)
+            return "," + _dumps(extras)[1:-1] if extras else ""
+        members = []
+        errors = []
+        texts = self._info_texts
+        for side, dec, i in self._sides:
+            data = r[i]
+            if data is None:
+                continue
+            try:
+                value, info = dec.decode(data, True)
+            except KdumpError as e:
+                if not getattr(e, "show_raw", False):
+                    errors.append(f"{side}: {e.message}")
+                continue
+            text = value if type(value) is not dict and getattr(value, "is_json_text", False) else _dumps(value)
+            info_text = texts.get(id(info))
+            if info_text is None:           # the decoder hands out one description per schema
+                info_text = texts[id(info)] = _dumps(info)
+                self._info_keep.append(info)
+            members.append(f'"{side}":{text},"{side}_schema":{info_text}')
+        out = ',"decoded":{' + ",".join(members) + "}" if members else ""
+        if errors:
+            out += ',"decode_error":' + _dumps("; ".join(errors))
         return out
 
     # -- text -------------------------------------------------------------------------------------
@@ -95,11 +162,22 @@ class PayloadView:
                 if getattr(self._internal_mod, "ERROR_IN_PAYLOAD", False):
                     return None, line
                 return line, None
-        return self._one_text(r.key, self._key_fn), self._one_text(r.value, self._value_fn)
+        return (self._one_text(r.key, self._key_fn, self._key_schema),
+                self._one_text(r.value, self._value_fn, self._value_schema))
 
-    def _one_text(self, data: bytes | None, fn) -> str | None:
+    def _one_text(self, data: bytes | None, fn, schema=None) -> str | None:
         if data is None:
             return None
+        if schema is not None:
+            try:
+                value = schema.decode(data, True)[0]
+                if getattr(value, "is_json_text", False) and value[:1] == '"':
+                    value = json.loads(value)            # a string prints as it is, as other decoders do
+                return escape_controls(basic.as_text(value))
+            except KdumpError as e:
+                if getattr(e, "show_raw", False):       # auto: not a frame it knows; the bytes as they are
+                    return escape_controls(self.encode(data))
+                return f"<decode failed: {e.message}>"
         if fn is not None:
             try:
                 return escape_controls(basic.as_text(fn(data)))
@@ -108,10 +186,15 @@ class PayloadView:
                 return f"<decode failed: {e.message}>"
         return escape_controls(self.encode(data))
 
-    def short(self, data: bytes | None, width: int = 40) -> str:
-        """A one-cell rendering for tables: escaped, cut to ``width`` characters."""
+    def short(self, data: bytes | None, width: int = 40, side: str | None = None) -> str:
+        """A one-cell rendering for tables: escaped, cut to ``width`` characters (``side``:
+        "key" or "value", decoded as the text view decodes it)."""
         if data is None:
             return "∅"
+        schema = self.schemas.get(side) if side else None
+        if schema is not None:
+            text = self._one_text(data, None, schema)
+            return text if len(text) <= width else text[: width - 1] + "…"
         text = self.encode(data)
         if self.encoding == "utf8" and not text.isprintable():
             # Escape only what cannot be shown; invalid UTF-8 stays the replacement character.

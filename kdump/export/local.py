@@ -83,15 +83,17 @@ def json_error_summary(topic, partition, segment, position, message) -> str:
 
 def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], scope: Scope = Scope(),
                   tally: _Tally | None = None, name: str = "part-00000.zstd.parquet",
-                  threads: bool = True, limits: Limits = DEFAULT_LIMITS) -> _Tally:
-    """Parquet files under ``out`` in hive directories by ``partition_by`` (zstd, ms timestamps)."""
+                  threads: bool = True, limits: Limits = DEFAULT_LIMITS, decode=None) -> _Tally:
+    """Parquet files under ``out`` in hive directories by ``partition_by`` (zstd, ms timestamps).
+    ``decode``: slice -> an object whose ``add(batch)`` appends decoded columns (export --decode)."""
     tally = tally or _Tally()
     os.makedirs(out, exist_ok=True)
     sink = ParquetSink(out, partition_by, name, threads)
     try:
         for sl in slices:
+            column = decode(sl) if decode is not None else None
             for batch in tally.batches(record_batches(sl, scope, limits=limits)):
-                sink.write(sl, batch)
+                sink.write(sl, batch if column is None else column.add(batch))
     finally:
         sink.close()
     return tally
@@ -135,7 +137,7 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
 def export_local(paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
-                 threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1) -> ExportResult:
+                 threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1, decode=None) -> ExportResult:
     """Export on this machine (no Spark): Parquet through pyarrow, or NDJSON.
 
     ``threads=False`` encodes Parquet in the decoding thread (one core), for comparisons.
@@ -159,7 +161,8 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
         with staged(out, overwrite, paths) as tmp:      # renamed to `out` only when complete
             def write(group: list[Slice]) -> _Tally:
                 if fmt == "parquet":
-                    return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits)
+                    return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits,
+                                         decode=decode)
                 return write_ndjson(group, tmp, partition_by, encoding, scope, limits=limits)
 
             tally = _Tally()

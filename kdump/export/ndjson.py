@@ -122,9 +122,7 @@ def record_json(r: Record, lit, view: PayloadView) -> str:
     if control is not None:
         s += ',"control":' + dumps(control.to_dict())
     if not view.plain:
-        extras = view.record_extras(r)
-        if extras:
-            s += "," + dumps(extras)[1:-1]
+        s += view.extras_json(r)
     return s + "}"
 
 

@@ -152,7 +152,8 @@ class ParquetSink:
         if directory != self.directory:
             self._flush()
             self.directory = directory
-        self.buffer.append(batch.select(self.keep))
+        # Columns past RECORD_COLUMNS (export --decode's value_decoded) are kept as they come.
+        self.buffer.append(batch.select(self.keep + list(range(len(RECORD_COLUMNS), batch.num_columns))))
         self.buffered_rows += batch.num_rows
         self.buffered_bytes += batch.nbytes
         if batch.nbytes > LARGE_BATCH:
@@ -181,7 +182,8 @@ class ParquetSink:
             return
         import pyarrow as pa
 
-        table = pa.Table.from_batches(self.buffer, schema=self.file_schema)
+        schema = self.file_schema if self.buffer[0].num_columns == len(self.file_schema) else self.buffer[0].schema
+        table = pa.Table.from_batches(self.buffer, schema=schema)
         self.buffer, self.buffered_rows, self.buffered_bytes = [], 0, 0
         if self.queue is None:
             self._write(self.directory, table)
@@ -212,7 +214,7 @@ class ParquetSink:
         if writer is None:
             os.makedirs(directory, exist_ok=True)
             writer = self.writers[directory] = pq.ParquetWriter(
-                os.path.join(directory, self.name), self.file_schema, write_statistics=self.statistics,
+                os.path.join(directory, self.name), table.schema, write_statistics=self.statistics,
                 **PARQUET_OPTIONS)
         try:
             writer.write_table(table, row_group_size=table.num_rows)

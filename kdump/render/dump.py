@@ -241,8 +241,8 @@ class TableDump(_GapReport):
                 elif not self.data:
                     key, value, headers = _size(r.key), _size(r.value), str(len(r.headers))
                 else:
-                    key = self.view.short(r.key, 24)
-                    value = self.view.short(r.value, 60)
+                    key = self.view.short(r.key, 24, "key")
+                    value = self.view.short(r.value, 60, "value")
                 if self.data:
                     headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
                                         for k, v in r.headers)

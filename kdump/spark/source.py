@@ -15,6 +15,9 @@ packed into at least this many tasks), ``maxRowsPerBatch``, ``maxBytesPerBatch``
 ``json`` (kafka-log only: rows become NDJSON lines in this encoding: base64, hex, utf8),
 ``maxDecompressed`` / ``maxExpansion`` (bytes / ratio: the decompression bounds of ``kdump
 dump --max-decompressed / --max-expansion``; a payload beyond them is an error row),
+``valueFormat`` (kafka-log only: avro, protobuf, jsonschema, connect or auto, as ``kdump dump
+--value-decoder``: adds ``value_decoded``, the value's JSON text, and ``value_decode_error``;
+``schemas`` names the schema store, by default the ``_schemas-0`` of the log dir read),
 ``pushdown`` ("false" gives a reader without ``pushFilters``, for sessions where
 ``spark.sql.python.filterPushdown.enabled`` is off: Spark rejects a reader that
 implements it then).
@@ -187,15 +190,44 @@ class _PushdownMixin:
         return unhandled
 
 
+DECODED_COLUMNS = RECORD_COLUMNS + (("value_decoded", "string"), ("value_decode_error", "string"))
+
+
+def _record_columns(options) -> tuple:
+    return JSON_COLUMNS if options.get("json") else DECODED_COLUMNS if options.get("valueFormat") else RECORD_COLUMNS
+
+
 class RecordReader(_Reader):
     def __init__(self, options, schema) -> None:
-        self.columns = JSON_COLUMNS if options.get("json") else RECORD_COLUMNS
+        self.columns = _record_columns(options)
         super().__init__(options, schema)
+        self.value_format = options.get("valueFormat")
+        self.store = None
+        self._column = None
+        if self.value_format and not self.encoding:
+            # Read on the driver; the store (plain data) travels to the tasks with the reader.
+            from kdump.schemas.decoder import SCHEMA_DECODERS
+            from kdump.schemas.sources import find_schemas_dir, load
+            from kdump.schemas.store import SchemaStore
+
+            if self.value_format not in SCHEMA_DECODERS:
+                raise ValueError(f"valueFormat {self.value_format!r}: one of {', '.join(SCHEMA_DECODERS)}")
+            where = options.get("schemas") or find_schemas_dir(self.paths)
+            self.store = load(where) if where else SchemaStore()
 
     def _batches(self, sl: Slice):
         if self.encoding:
             return json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes, self.limits)
-        return record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits)
+        batches = record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits)
+        if self.store is None:
+            return batches
+        if self._column is None:        # made in the task: parsed schemas stay there
+            from kdump.schemas.arrow import ValueColumn
+            from kdump.schemas.decoder import SchemaDecoder
+
+            self._column = ValueColumn(SchemaDecoder(self.value_format, self.store), set(),
+                                       uses_store=self.value_format != "auto")
+        return (self._column.add(b) for b in batches)
 
 
 class PushdownRecordReader(_PushdownMixin, RecordReader):
@@ -226,7 +258,7 @@ class KafkaLogDataSource(DataSource):
         return RECORDS_FORMAT
 
     def schema(self) -> str:
-        return ddl(JSON_COLUMNS if self.options.get("json") else RECORD_COLUMNS)
+        return ddl(_record_columns(self.options))
 
     def reader(self, schema):
         return (PushdownRecordReader if _pushdown(self.options) else RecordReader)(self.options, schema)

@@ -43,6 +43,17 @@ def _segments(tmp_path: Path) -> tuple[Path, Path, bytes]:
     return v2, legacy, bytes(damaged)
 
 
+def _avro_text() -> str:
+    """An Avro datum as JSON text (kdump.schemas.avro_text), through avro_json when on."""
+    pytest.importorskip("fastavro")
+    from kdump.schemas import avro, avro_text
+    from kdump.schemas.store import Schema, SchemaStore
+
+    schema = '{"type":"record","name":"R","fields":[{"name":"a","type":"long"},{"name":"s","type":"string"}]}'
+    parsed = avro.parse(Schema(1, "AVRO", schema), SchemaStore())
+    return avro_text.decode_text(parsed, b"\x00\x00\x00\x00\x01\x04\x02x", 5)
+
+
 def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     """Every entry point the accelerator speeds up, once or more; what each gave."""
     out: list = [crc.crc32c(b"123456789"), crc.crc32c(b"x" * 100_000, 7)]
@@ -56,6 +67,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     records = decode_records(v2.read_bytes(), first)
     out.append(jsonout.batch_line('"f"', first, records, PayloadView(encoding="base64")))  # json_batch_line
     out.append(scan_segment(damaged, base_offset=0, resync=True).to_dict())  # scan_plain_run, find_candidate
+    out.append(_avro_text())                                                  # avro_json
     # the command line: the seeking reader, the dump writer, the SIGBUS watch of each mapping
     out.append(run_kdump("dump", "--records", "--data", "--json", v2))
     out.append(run_kdump("verify", "--json", v2))

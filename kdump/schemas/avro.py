@@ -1,0 +1,292 @@
+"""Avro payloads: the schema parsed by fastavro (its references first), the datum read by
+fastavro, and, when that fails, a walk of the bytes that says which byte and which field.
+
+fastavro reads strings and bytes through the file object it is given, which hands back at
+most the bytes there are: a length of 2 GiB in a 100-byte value allocates 100 bytes and
+fails, it never allocates 2 GiB. The walk checks every length against what is left first.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from io import BytesIO
+from typing import Any
+
+from kdump.errors import DecodeError
+from kdump.schemas.store import Schema, SchemaStore
+
+PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+# Types whose decoded value is not JSON as it stands (a logical type, bytes, a NaN float).
+_CONVERTED = {"bytes", "fixed", "float", "double"}
+_FLOAT, _DOUBLE = struct.Struct("<f"), struct.Struct("<d")
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+class Parsed:
+    """A writer schema ready to read with: fastavro's parsed form and its named types."""
+
+    def __init__(self, schema: Any, named: dict[str, Any]) -> None:
+        self.schema = schema
+        self.named = named
+        self.needs_conversion = _needs_conversion(schema, named, set())
+
+
+def parse(s: Schema, store: SchemaStore) -> Parsed:
+    """Parse an Avro schema and, before it, the schemas it references (depth first)."""
+    import fastavro
+
+    named: dict[str, Any] = {}
+    seen: set[int] = set()
+
+    def load(schema: Schema, depth: int) -> Any:
+        if depth > 32:
+            raise DecodeError(f"schema {s.id}: references nest more than 32 deep")
+        for ref in schema.references:
+            target = store.reference(ref)
+            if target is None:
+                raise DecodeError(f"schema {s.id}: its reference {ref.name!r} (subject {ref.subject!r} "
+                                  f"version {ref.version}) is not in the store")
+            if id(target) not in seen:
+                seen.add(id(target))
+                load(target, depth + 1)
+        try:
+            return fastavro.parse_schema(json.loads(schema.text), named_schemas=named)
+        except RecursionError:
+            raise DecodeError(f"schema {schema.id} does not parse: nested too deeply") from None
+        except Exception as e:          # fastavro raises several types (SchemaParseException, ValueError...)
+            raise DecodeError(f"schema {schema.id} does not parse: {type(e).__name__}: {_short(e)}") from None
+
+    return Parsed(load(s, 0), named)
+
+
+def decode(p: Parsed, data: bytes, pos: int) -> Any:
+    """The datum at ``pos``, which must take every byte to the end; DecodeError saying where not."""
+    value = raw(p, data, pos)
+    return to_json(value) if p.needs_conversion else value
+
+
+def raw(p: Parsed, data: bytes, pos: int) -> Any:
+    """``decode`` as fastavro gives it: logical types as Python objects (Decimal, datetime...)."""
+    from fastavro import schemaless_reader
+
+    fo = BytesIO(data)
+    fo.seek(pos)
+    try:
+        value = schemaless_reader(fo, p.schema, None)
+    except Exception as e:           # EOFError, IndexError, ValueError, UnicodeDecodeError... from the reader
+        raise DecodeError(locate(p, data, pos) or f"Avro bytes do not match the schema: {_short(e)}") from None
+    end = fo.tell()
+    if end != len(data):
+        raise DecodeError(locate(p, data, pos) or
+                          f"the Avro datum ends at byte {end}, {len(data) - end} bytes before the value does")
+    return value
+
+
+# -- where the bytes and the schema part ---------------------------------------------------------
+
+class _Mismatch(Exception):
+    def __init__(self, pos: int, path: list[str], message: str) -> None:
+        super().__init__(message)
+        self.pos, self.path, self.message = pos, path, message
+
+
+def locate(p: Parsed, data: bytes, pos: int) -> str | None:
+    """Walk the datum by the schema; say at which byte and field it stops matching (None: it
+    matches, to the last byte)."""
+    try:
+        end = _walk(p.schema, data, pos, [], p.named, 0)
+    except _Mismatch as m:
+        field = ".".join(m.path) or "the top level"
+        return f"Avro bytes do not match the schema at byte {m.pos} (field {field}): {m.message}"
+    except RecursionError:
+        return "Avro datum nested too deeply"
+    if end != len(data):
+        return f"the Avro datum ends at byte {end}, {len(data) - end} bytes before the value does"
+    return None
+
+
+def _long(data: bytes, pos: int, path: list[str]) -> tuple[int, int]:
+    shift = n = 0
+    start = pos
+    while True:
+        if pos >= len(data):
+            raise _Mismatch(start, path, "a varint runs past the end of the value")
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+        if shift >= 70:
+            raise _Mismatch(start, path, "a varint longer than 10 bytes")
+
+
+def _need(data: bytes, pos: int, n: int, path: list[str], what: str, at: int | None = None) -> int:
+    """``n`` bytes from ``pos`` must be there (``at``: where the length that asks for them is)."""
+    if n < 0:
+        raise _Mismatch(pos if at is None else at, path, f"negative {what} length {n}")
+    if n > len(data) - pos:
+        raise _Mismatch(pos if at is None else at, path, f"{what} of {n} bytes, but only {len(data) - pos} are left")
+    return pos + n
+
+
+def _walk(s: Any, data: bytes, pos: int, path: list[str], named: dict[str, Any], depth: int) -> int:
+    if depth > 200:
+        raise _Mismatch(pos, path, "nested more than 200 deep")
+    if isinstance(s, list):                                   # a union: the branch index first
+        start = pos
+        i, pos = _long(data, pos, path)
+        if not 0 <= i < len(s):
+            raise _Mismatch(start, path, f"union branch {i}, but the union has {len(s)}")
+        return _walk(s[i], data, pos, path, named, depth + 1)
+    if isinstance(s, str):
+        if s not in PRIMITIVES:
+            return _walk(named[s], data, pos, path, named, depth + 1)
+        t = s
+    else:
+        t = s["type"]
+        if isinstance(t, (list, dict)) or (t not in PRIMITIVES and t not in ("record", "error", "enum", "array",
+                                                                              "map", "fixed")):
+            return _walk(t, data, pos, path, named, depth + 1)
+    if t == "null":
+        return pos
+    if t == "boolean":
+        if pos >= len(data):
+            raise _Mismatch(pos, path, "a boolean past the end of the value")
+        if data[pos] > 1:
+            raise _Mismatch(pos, path, f"a boolean byte 0x{data[pos]:02x} (not 0 or 1)")
+        return pos + 1
+    if t in ("int", "long"):
+        start = pos
+        v, pos = _long(data, pos, path)
+        if t == "int" and not INT_MIN <= v <= INT_MAX:
+            raise _Mismatch(start, path, f"int {v} does not fit 32 bits")
+        return pos
+    if t == "float":
+        return _need(data, pos, 4, path, "float")
+    if t == "double":
+        return _need(data, pos, 8, path, "double")
+    if t in ("bytes", "string"):
+        start = pos
+        n, pos = _long(data, pos, path)
+        end = _need(data, pos, n, path, t, start)
+        if t == "string":
+            try:
+                bytes(data[pos:end]).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise _Mismatch(pos + e.start, path, "a string that is not UTF-8") from None
+        return end
+    if t in ("record", "error"):
+        for f in s["fields"]:
+            pos = _walk(f["type"], data, pos, path + [f["name"]], named, depth + 1)
+        return pos
+    if t == "enum":
+        start = pos
+        i, pos = _long(data, pos, path)
+        if not 0 <= i < len(s["symbols"]):
+            raise _Mismatch(start, path, f"enum index {i}, but {s.get('name')} has {len(s['symbols'])} symbols")
+        return pos
+    if t == "fixed":
+        return _need(data, pos, s["size"], path, "fixed")
+    # array or map: blocks of items, a negative count followed by the block's size in bytes
+    item = s["items"] if t == "array" else s["values"]
+    index = 0
+    while True:
+        start = pos
+        count, pos = _long(data, pos, path)
+        if count == 0:
+            return pos
+        if count < 0:
+            count = -count
+            _, pos = _long(data, pos, path)
+        if count > len(data) - pos and not _may_be_empty(item, named):
+            raise _Mismatch(start, path, f"{t} block of {count} items, but only {len(data) - pos} bytes are left")
+        if count > 1_000_000:
+            raise _Mismatch(start, path, f"{t} block of {count} items (kdump reads at most a million)")
+        for _ in range(count):
+            where = path + [f"[{index}]"]
+            if t == "map":
+                n, pos = _long(data, pos, where)
+                pos = _need(data, pos, n, where, "map key")
+            pos = _walk(item, data, pos, where, named, depth + 1)
+            index += 1
+
+
+def _may_be_empty(s: Any, named: dict[str, Any]) -> bool:
+    """Can a datum of this type take no bytes (null, an empty record)? Then an item count
+    cannot be checked against the bytes left."""
+    if s == "null":
+        return True
+    if isinstance(s, dict):
+        if s.get("type") == "record":
+            return all(_may_be_empty(f["type"], named) for f in s["fields"])
+        if s.get("type") == "fixed":
+            return s.get("size") == 0
+    return False
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+def _needs_conversion(s: Any, named: dict[str, Any], seen: set[str]) -> bool:
+    if isinstance(s, list):
+        return any(_needs_conversion(b, named, seen) for b in s)
+    if isinstance(s, str):
+        if s in PRIMITIVES:
+            return s in _CONVERTED
+        if s in seen:
+            return False
+        seen.add(s)
+        return s in named and _needs_conversion(named[s], named, seen)
+    if not isinstance(s, dict):
+        return True
+    if "logicalType" in s:
+        return True
+    t = s.get("type")
+    if t in ("record", "error"):
+        if s.get("name"):
+            seen.add(s["name"])
+        return any(_needs_conversion(f["type"], named, seen) for f in s["fields"])
+    if t == "array":
+        return _needs_conversion(s["items"], named, seen)
+    if t == "map":
+        return _needs_conversion(s["values"], named, seen)
+    if t == "enum":
+        return False
+    return _needs_conversion(t, named, seen)
+
+
+def to_json(v: Any) -> Any:
+    """A decoded value as JSON: logical types exactly, as a person reads them (a decimal as its
+    digits, a timestamp in ISO-8601 UTC to the microsecond, a date, a UUID), bytes in base64,
+    a float that JSON cannot hold (NaN, infinities) as its name."""
+    t = type(v)
+    if t is dict:
+        return {k: to_json(x) for k, x in v.items()}
+    if t is list:
+        return [to_json(x) for x in v]
+    if v is None or t is str or t is int or t is bool:
+        return v
+    if t is float:
+        return v if v - v == 0 else str(v).replace("inf", "Infinity").replace("nan", "NaN")
+    if t is tuple:           # a union branch fastavro names: (name, value)
+        return [v[0], to_json(v[1])]
+    if t is bytes:
+        import base64
+
+        return base64.b64encode(v).decode("ascii")
+    import datetime as dt
+    import decimal
+
+    if isinstance(v, decimal.Decimal):
+        return format(v, "f")
+    if isinstance(v, dt.datetime):
+        return v.isoformat().replace("+00:00", "Z")
+    if isinstance(v, (dt.date, dt.time)):
+        return v.isoformat()
+    return str(v)            # uuid.UUID and anything else a logical type gives
+
+
+def _short(e: Exception) -> str:
+    text = str(e) or type(e).__name__
+    return text if len(text) <= 200 else text[:199] + "…"
