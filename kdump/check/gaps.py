@@ -28,6 +28,7 @@ from typing import NamedTuple
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, parse_checkpoint
 from kdump.storage.logdir import LogFile
+from kdump.storage.segment import read_small
 
 class GapReport(NamedTuple):
     """kdump's gap report for one partition (``kdump.render.gaps`` words it)."""
@@ -55,8 +56,8 @@ def cleaned_up_to(log_dir: str, topic: str | None, partition: int | None) -> int
     if topic is None or partition is None:
         return None
     try:
-        with open(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT), "rb") as fh:
-            entries = parse_checkpoint(fh.read(), CLEANER_OFFSET_CHECKPOINT)
+        entries = parse_checkpoint(read_small(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT)),
+                                   CLEANER_OFFSET_CHECKPOINT)
     except (OSError, KdumpError):
         return None
     return next((e.offset for e in entries if e.topic == topic and e.partition == partition), None)

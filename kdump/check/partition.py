@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from kdump.storage import fs
 from kdump import findings as F
 from kdump.storage import logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
@@ -104,7 +105,7 @@ def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
 
 def _size(path: str) -> int | None:
     try:
-        return os.path.getsize(path)
+        return fs.getsize(path)
     except OSError:
         return None
 

@@ -6,6 +6,7 @@ import os
 
 import click
 
+from kdump.storage import fs
 from kdump.errors import ExitStatus, KdumpError
 from kdump.storage.logdir import BATCH_KINDS, resolve
 from kdump.render.escape import printable
@@ -101,7 +102,7 @@ def _table(out: Output, summaries: list[PartitionSummary]) -> None:
 
     t = Table(title="kdump info", title_justify="left")
     # Partitions of several log dirs (brokers, JBOD disks) share names: show where each is.
-    log_dirs = [os.path.dirname(os.path.normpath(s.path)) for s in summaries]
+    log_dirs = [os.path.dirname(fs.normpath(s.path)) for s in summaries]
     several = len(set(log_dirs)) > 1
     if several:
         t.add_column("log dir", justify="left", overflow="fold")

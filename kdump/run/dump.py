@@ -9,6 +9,7 @@ import os
 
 import click
 
+from kdump.storage import fs
 from kdump.check.dls_index import IndexOptions
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -75,7 +76,7 @@ def _files(paths, out, jobs: int) -> tuple[list[tuple[LogFile, bool]], ExitStatu
             _error(out, e)
             status = max(status, e.exit_code)
             continue
-        if os.path.isdir(path):
+        if fs.isdir(path):
             from kdump.check.logless import logless_dirs
 
             missing = logless_dirs(expanded)        # verify's log_missing, in the same words
@@ -86,7 +87,7 @@ def _files(paths, out, jobs: int) -> tuple[list[tuple[LogFile, bool]], ExitStatu
                 e = UsageError("no log segments or KRaft snapshots found here", file=path)
                 _error(out, e)
                 status = max(status, e.exit_code)
-        files.extend((f, not os.path.isdir(path)) for f in expanded)
+        files.extend((f, not fs.isdir(path)) for f in expanded)
     return files, status
 
 

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kdump.storage import fs
 from kdump.errors import KdumpError, OutOfMemoryError
 from kdump import _accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
@@ -198,7 +199,7 @@ class SegmentReader:
         from kdump.storage.segment import read_small
 
         path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, suffix)
-        if not os.path.isfile(path):
+        if not fs.isfile(path):
             return None
         try:
             return parse(read_small(path, 256 << 20), self.file.base_offset)
