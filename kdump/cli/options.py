@@ -75,5 +75,15 @@ def jobs_or_default(jobs: int | None) -> int:
     return default_jobs()
 
 
+def local_urls(ctx: Any, param: Any, value: Any) -> Any:
+    """PATHS as the readers take them: ``file:///x`` is the local path ``/x``; ``s3://``,
+    ``s3a://`` and ``hdfs://`` URLs stay URLs (``kdump.storage.remote``)."""
+    from kdump.storage.fs import local_path
+
+    if value is None:
+        return value
+    return local_path(value) if isinstance(value, str) else tuple(local_path(v) for v in value)
+
+
 def paths_argument(f: Callable) -> Callable:
-    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(f)
+    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str), callback=local_urls)(f)

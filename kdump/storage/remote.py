@@ -73,6 +73,16 @@ _stores: dict[tuple[str, str], Store] = {}
 _lock = threading.Lock()
 
 
+def _after_fork() -> None:
+    """A -j worker makes its own clients: a client's connections and threads are its parent's."""
+    global _lock
+    _lock = threading.Lock()
+    _stores.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def store_for(url: str) -> tuple[Store, str]:
     """The store of a URL and the path inside it."""
     scheme, authority, path = split(url)
