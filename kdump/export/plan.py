@@ -173,7 +173,7 @@ def _split(f: LogFile, size: int, split_bytes: int) -> list[tuple[int, int | Non
     cuts: list[tuple[int, int, int | None]] = []     # (position, entry offset, offset of the entry before)
     last = 0
     try:
-        mapped = MappedFile(f.path)
+        mapped = MappedFile(f.path, lazy=True)     # a remote segment: only the batches at the cuts are fetched
     except KdumpError:
         return [(0, None, None, None)]
     try:

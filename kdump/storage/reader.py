@@ -95,13 +95,14 @@ class SegmentReader:
         self.size = 0
 
     def __iter__(self) -> Iterator[Item]:
-        mapped = MappedFile(self.file.path)
+        mapped = MappedFile(self.file.path, lazy=True)     # a remote file: only [start, end) is fetched
         try:
             self.size = mapped.size
             buf = mapped.buf
             end = mapped.size if self.filters.max_bytes is None else min(mapped.size, self.filters.max_bytes)
             start = self._seek(buf, end)
             self.start_position = start
+            mapped.need(start, end)
             if mapped.size > (64 << 20):
                 mapped.advise_sequential()
             walker = Walker(buf, start, end, self.limits)
@@ -243,12 +244,17 @@ class SegmentReader:
     def _batch_starts_at(buf, position: int, entry_offset: int, end: int) -> bool:
         if position + ENTRY_HEAD.size > end:
             return False
+        need = getattr(buf, "need", None)       # a remote file's lazy copy: fetch what is read here
         try:
+            if need is not None:
+                need(position, position + ENTRY_HEAD.size)
             first, size, _, magic = ENTRY_HEAD.unpack_from(buf, position)
         except Exception:  # noqa: BLE001 - any failure means "do not trust the index"
             return False
         if magic not in (0, 1, 2) or size < 14 or position + 12 + size > end:
             return False
+        if need is not None:
+            need(position, position + 12 + size)
         walker = Walker(buf, position, position + 12 + size)
         batch = next(iter(walker), None)
         if batch is None or not batch.crc_valid:

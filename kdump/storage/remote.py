@@ -224,11 +224,15 @@ class S3Store(Store):
                 out.write(data)
         self.call(url, put)
 
-    def output(self, url: str, path: str):
-        return self.call(url, self.fs.open_output_stream, path)
+    def output_stream(self, path: str):
+        """A stream to write ``path`` (call it inside ``call``)."""
+        return self.fs.open_output_stream(path)
 
     def delete_tree(self, url: str, path: str) -> None:
         self.call(url, self.fs.delete_dir, path)
+
+    def delete_file(self, url: str, path: str) -> None:
+        self.call(url, self.fs.delete_file, path)
 
     def move(self, url: str, src: str, dst: str) -> None:
         """S3 has no rename: a copy of every object, then the source deleted."""
@@ -282,11 +286,15 @@ class HdfsStore(Store):
             w.close()
         self.call(url, put)
 
-    def output(self, url: str, path: str):
-        return self.call(url, self.client.create, path)
+    def output_stream(self, path: str):
+        """A stream to write ``path`` (call it inside ``call``)."""
+        return self.client.create(path)
 
     def delete_tree(self, url: str, path: str) -> None:
         self.call(url, self.client.delete, path, True)
+
+    def delete_file(self, url: str, path: str) -> None:
+        self.call(url, self.client.delete, path, False)
 
     def move(self, url: str, src: str, dst: str) -> None:
         self.call(url, self.client.rename, src, dst)
