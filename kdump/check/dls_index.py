@@ -23,6 +23,7 @@ import os
 from typing import NamedTuple
 
 from kdump.storage import fs
+from kdump.storage.remote import is_remote
 from kdump.errors import CorruptDataError, InputError, KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import ENTRY as INDEX_ENTRY
@@ -60,7 +61,7 @@ class IndexView(NamedTuple):
 
 def absolute(path: str) -> str:
     """``File.getAbsolutePath()``: the working directory joined, nothing normalised."""
-    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    return path if os.path.isabs(path) or is_remote(path) else os.path.join(os.getcwd(), path)
 
 
 # DumpLogSegments' own rule, looser than the log dir's: the name up to its first dot.

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, parse_checkpoint
+from kdump.storage import fs
 from kdump.storage.logdir import LogFile
 from kdump.storage.segment import read_small
 
@@ -102,7 +103,7 @@ class PartitionGaps:
         if not self._by_file:
             return None
         f0 = self._by_file[0][0]
-        cleaned = cleaned_up_to(os.path.dirname(os.path.dirname(os.path.abspath(f0.path))), f0.topic, f0.partition)
+        cleaned = cleaned_up_to(os.path.dirname(os.path.dirname(fs.abspath(f0.path))), f0.topic, f0.partition)
         shown_by_file = []
         explained = 0
         for f, gaps in self._by_file:
