@@ -73,10 +73,16 @@ _stores: dict[tuple[str, str], Store] = {}
 _lock = threading.Lock()
 
 
+# The parent's clients, never freed in a child: freeing one there waits for threads (the
+# HDFS client's runtime) that were not forked, forever.
+_inherited: list = []
+
+
 def _after_fork() -> None:
     """A -j worker makes its own clients: a client's connections and threads are its parent's."""
     global _lock
     _lock = threading.Lock()
+    _inherited.extend(_stores.values())
     _stores.clear()
 
 

@@ -111,6 +111,20 @@ def spool_for(url: str, size: int) -> Spool:
         return s
 
 
+def _after_fork() -> None:
+    """A -j worker keeps what was fetched but reads on with its own client (its parent's
+    connections and the threads behind them are not in the child)."""
+    global _spools_lock
+    _spools_lock = threading.Lock()
+    for s in _spools.values():
+        remote._inherited.append(s._read)      # (never freed in the child: see remote._inherited)
+        s._read = None
+        s._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def forget() -> None:
     """Drop every kept spool (after a fork, in tests)."""
     with _spools_lock:
