@@ -67,7 +67,14 @@ def jobs_option(f: Callable) -> Callable:
                              "output is the same, in the same order, as with -j 1.")(f)
 
 
+# Set when a PATH is an hdfs:// URL: the command runs in one process (the HDFS client's
+# threads do not survive fork, and a forked worker could wait on them forever).
+_one_process = {"hdfs": False}
+
+
 def jobs_or_default(jobs: int | None) -> int:
+    if _one_process["hdfs"]:
+        return 1
     if jobs is not None:
         return jobs
     from kdump.parallel import default_jobs
@@ -82,6 +89,7 @@ def local_urls(ctx: Any, param: Any, value: Any) -> Any:
 
     if value is None:
         return value
+    _one_process["hdfs"] = any(v.startswith("hdfs://") for v in ((value,) if isinstance(value, str) else value))
     return local_path(value) if isinstance(value, str) else tuple(local_path(v) for v in value)
 
 
