@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from kdump.storage import fs
 from kdump import findings as F
-from kdump.storage import logdir as K
+from kdump.storage import fs, logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.logless import add_log_missing
 from kdump.errors import KdumpError

@@ -117,16 +117,3 @@ def local_then_upload(out: str, overwrite: bool, inputs: Iterable[str] = ()) -> 
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-
-def write_group_remote(number: int, group, out: str, *args, **kwargs):
-    """``write_group`` of a Spark task, into ``out`` on a remote store: the task's files are
-    written to its own disk, then copied up (a retried task writes the same names again)."""
-    from kdump.export.local import write_group
-
-    tmp = tempfile.mkdtemp(prefix="kdump-task-", dir=os.environ.get("KDUMP_SPOOL_DIR") or None)
-    try:
-        result = write_group(number, group, tmp, *args, **kwargs)
-        upload_tree(tmp, out)
-        return result
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

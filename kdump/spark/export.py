@@ -78,9 +78,7 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
         def task(item):
             number, group = item
             if remote_out:      # written on the executor's own disk, then copied up
-                from kdump.export.remote_out import write_group_remote
-
-                return write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits)
+                return _write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits)
             return write_group(number, group, out, fmt, partition_by, encoding, limits=limits)
 
         for r, e, m in sc.parallelize(list(enumerate(groups)), len(groups)).map(task).collect():
@@ -92,6 +90,23 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
         with open(os.path.join(out, "_SUCCESS"), "w"):
             pass
     return rows, errors, messages
+
+
+def _write_group_remote(number: int, group, out: str, *args, **kwargs):
+    """``write_group`` of a task into ``out`` on a remote store: the task's files are written
+    to its own disk, then copied up (a retried task writes the same names again)."""
+    import shutil
+    import tempfile
+
+    from kdump.export.remote_out import upload_tree
+
+    tmp = tempfile.mkdtemp(prefix="kdump-task-", dir=os.environ.get("KDUMP_SPOOL_DIR") or None)
+    try:
+        result = write_group(number, group, tmp, *args, **kwargs)
+        upload_tree(tmp, out)
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- writer "spark": Spark's DataFrame writer ------------------------------------------------------
