@@ -14,7 +14,7 @@ from kdump.storage import fs
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.sidefiles import checkpoint_entries, describe, read_snapshot
-from kdump.errors import KdumpError
+from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from kdump.model import Finding
 from kdump.storage import logdir as K
@@ -128,7 +128,10 @@ _TEXT_KINDS = (K.LEADER_EPOCH, K.OFFSET_CHECKPOINT, K.PARTITION_METADATA, K.META
 
 
 def at_line(e: KdumpError) -> str:
-    """Text files report a line number, not a byte position: it goes into the message."""
+    """Text files report a line number, not a byte position: it goes into the message. A remote
+    store's failure is not the file's damage: it is raised on (the file is unreadable)."""
+    if isinstance(e, RemoteError):
+        raise e
     return e.message if e.position is None else f"{e.message} (line {e.position})"
 
 

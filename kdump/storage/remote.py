@@ -125,6 +125,7 @@ class Store:
         if not done.wait(limit):
             self._down = RemoteError(f"{self.where} did not answer within {limit:g} s (KDUMP_REMOTE_TIMEOUT)",
                                      file=url)
+            self.abandon()
             raise RemoteError(self._down.message, file=url)
         ok, value = box[0]
         if ok:
@@ -140,6 +141,9 @@ class Store:
 
     def explain(self, e: BaseException) -> RemoteError:
         return RemoteError(_first_line(e))
+
+    def abandon(self) -> None:
+        """A call is stuck: the process must be able to end without waiting for it."""
 
 
 def _first_line(e: BaseException) -> str:
@@ -196,6 +200,8 @@ class S3Store(Store):
         text = str(e)
         for marks, message, fatal in (
                 (("NO_SUCH_BUCKET",), "no such bucket", False),
+                (("InvalidRange", "INVALID_RANGE", "HTTP response code: 416"),
+                 "the object is shorter than when it was listed (cut or replaced while kdump read it)", False),
                 (("INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "InvalidAccessKeyId",
                   "SignatureDoesNotMatch"), f"{self.where} refused the credentials", True),
                 (("ACCESS_DENIED", "AccessDenied", "HTTP response code: 403"), "access denied", False),
@@ -209,9 +215,23 @@ class S3Store(Store):
                 return _fatal(message) if fatal else RemoteError(message)
         return RemoteError(_first_line(e))
 
+    def abandon(self) -> None:
+        # pyarrow finalizes S3 at exit, waiting for requests in flight (their retries included).
+        import atexit
+
+        try:
+            from pyarrow import _s3fs
+            atexit.unregister(_s3fs.ensure_s3_finalized)
+        except (ImportError, AttributeError):
+            pass
+
     def stat(self, url: str, path: str) -> Stat:
         info = self.call(url, self.fs.get_file_info, path)
         kind = {self._fs_mod.FileType.File: "file", self._fs_mod.FileType.Directory: "dir"}.get(info.type)
+        if kind is None and "/" in path:        # say so when it is the bucket that is missing
+            bucket = self.call(url, self.fs.get_file_info, path.partition("/")[0])
+            if bucket.type == self._fs_mod.FileType.NotFound:
+                raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
     def list(self, url: str, path: str) -> list[Entry]:
