@@ -161,3 +161,68 @@ class MiniDfs:
 
 def in_env(env: dict[str, str]) -> dict[str, str]:
     return {**os.environ, **env}
+
+
+class SparkCluster:
+    """A Spark standalone Master and ``workers`` Workers of ``cores`` cores each, from pyspark's
+    own jars (spark-class), on 127.0.0.1. Each Worker has its own work dir: no disk is shared,
+    what the executors read and write goes through the store. ``env`` reaches the executors
+    (the AWS variables of the S3 server)."""
+
+    def __init__(self, base: Path, env: dict[str, str], workers: int = 2, cores: int = 1) -> None:
+        self.base, self.workers, self.cores = base, workers, cores
+        self.procs: list[subprocess.Popen] = []
+        self.port = free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        import pyspark
+
+        self.home = os.path.dirname(pyspark.__file__)
+        self.env = {**os.environ, **env, "SPARK_HOME": self.home, "SPARK_LOCAL_IP": "127.0.0.1",
+                    "SPARK_DAEMON_MEMORY": "384m", "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+                    "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false", "PYSPARK_PYTHON": sys.executable,
+                    "SPARK_LOG_DIR": str(base)}
+
+    def _spawn(self, name: str, *args: str) -> Path:
+        log = self.base / f"{name}.log"
+        with open(log, "wb") as out:
+            self.procs.append(subprocess.Popen([os.path.join(self.home, "bin", "spark-class"), *args], env=self.env,
+                                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                               start_new_session=True))
+        return log
+
+    def start(self) -> SparkCluster:
+        atexit.register(self.stop)
+        self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                    str(self.port), "--webui-port", str(free_port()))
+        self._wait(lambda: _port_open(self.port), "the master")
+        for n in range(self.workers):
+            work = self.base / f"worker-{n}"
+            work.mkdir()
+            log = self._spawn(f"worker-{n}", "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
+                              "--webui-port", str(free_port()), "--cores", str(self.cores), "--memory", "1g",
+                              "--work-dir", str(work))
+            self._wait(lambda: b"Successfully registered with master" in log.read_bytes(), f"worker {n}")
+        return self
+
+    def _wait(self, predicate, what: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not predicate():
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                self.stop()
+                raise RuntimeError(f"Spark standalone: {what} did not start (logs in {self.base})")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(timeout=20)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+        self.procs.clear()
