@@ -3,6 +3,9 @@
 // Prints "READY <namenode port>" once the cluster is up; stops when its stdin closes.
 import java.io.File;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
 public class MiniDfs {
@@ -17,6 +20,12 @@ public class MiniDfs {
         MiniDFSCluster cluster = new MiniDFSCluster.Builder(conf, new File(args[0]))
                 .numDataNodes(1).format(true).build();
         cluster.waitActive();
+        // Ready means a write goes through the DataNode, not only that the NameNode answers.
+        FileSystem fs = cluster.getFileSystem();
+        try (FSDataOutputStream out = fs.create(new Path("/.ready"))) {
+            out.write(1);
+        }
+        fs.delete(new Path("/.ready"), false);
         System.out.println("READY " + cluster.getNameNodePort());
         System.out.flush();
         while (System.in.read() != -1) {

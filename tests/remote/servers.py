@@ -149,13 +149,15 @@ class MiniDfs:
                 _stop(self.proc)
 
     def upload(self, src: Path, prefix: str) -> str:
-        import hdfs_native
-
-        client = hdfs_native.Client(self.url)
-        for path in sorted(p for p in src.rglob("*") if p.is_file()):
-            w = client.create(f"/{prefix}/{path.relative_to(src).as_posix()}")
-            w.write(path.read_bytes())
-            w.close()
+        """Every file under ``src`` as ``<url>/prefix/<relative path>``, written by a child process
+        with a time limit (a client call that never returns must not hang the session)."""
+        code = ("import sys, hdfs_native, pathlib\n"
+                "c = hdfs_native.Client(sys.argv[1]); src = pathlib.Path(sys.argv[2])\n"
+                "for p in sorted(p for p in src.rglob('*') if p.is_file()):\n"
+                "    w = c.create(f'/{sys.argv[3]}/{p.relative_to(src).as_posix()}', overwrite=True)\n"
+                "    w.write(p.read_bytes()); w.close()\n")
+        subprocess.run([sys.executable, "-c", code, self.url, str(src), prefix], check=True, timeout=300,
+                       stdin=subprocess.DEVNULL)
         return f"{self.url}/{prefix}"
 
 
