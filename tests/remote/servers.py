@@ -154,7 +154,7 @@ class MiniDfs:
         code = ("import sys, hdfs_native, pathlib\n"
                 "c = hdfs_native.Client(sys.argv[1]); src = pathlib.Path(sys.argv[2])\n"
                 "for p in sorted(p for p in src.rglob('*') if p.is_file()):\n"
-                "    w = c.create(f'/{sys.argv[3]}/{p.relative_to(src).as_posix()}', overwrite=True)\n"
+                "    w = c.create(f'/{sys.argv[3]}/{p.relative_to(src).as_posix()}')\n"
                 "    w.write(p.read_bytes()); w.close()\n")
         subprocess.run([sys.executable, "-c", code, self.url, str(src), prefix], check=True, timeout=300,
                        stdin=subprocess.DEVNULL)
