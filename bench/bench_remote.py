@@ -79,6 +79,20 @@ def raw_rate(server: S3Server, bucket: str, key: str) -> float:
     return n / (time.monotonic() - t) / 1e6
 
 
+def listing(server: S3Server, env: dict[str, str], n: int) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    s3 = server.client()
+    t = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: s3.put_object(Bucket="bench", Key=f"many/object-{i:06d}.txt", Body=b""), range(n)))
+    print(f"{n} keys written in {time.monotonic() - t:.0f}s")
+    proc = subprocess.run([KDUMP, "verify", "s3://bench/many"], env=env, capture_output=True, text=True)
+    wall, code, rss = run(["verify", "s3://bench/many"], env)
+    print(f"verify of a prefix of {n} keys: {wall:.1f}s, peak RSS {rss / 1024:.0f} MB, exit {code}: "
+          f"{proc.stderr.strip()}")
+
+
 def median(args, env, repeat) -> tuple[float, int]:
     runs = [run(args, env) for _ in range(repeat)]
     return statistics.median(r[0] for r in runs), runs[0][1]
@@ -91,6 +105,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--spark", action="store_true")
     ap.add_argument("--skip-big", action="store_true")
+    ap.add_argument("--listing", type=int, default=0, metavar="N",
+                    help="also list a prefix of N keys (none of them a Kafka file): time, RSS, the one line")
     a = ap.parse_args()
 
     small = os.path.join(DATA, f"logdir-{a.size_mib}m")
@@ -118,6 +134,8 @@ def main() -> None:
                     wall, code, rss = run([*args, big_url + "/bench-0"], env)
                     print(f"{a.big_gib:g} GiB segment from S3, {name}: peak RSS {rss / 1024:.0f} MB, {wall:.1f}s, "
                           f"exit {code}")
+            if a.listing:
+                listing(server, env, a.listing)
             if a.spark:
                 times = {}
                 for workers in (1, 2):
