@@ -38,15 +38,20 @@ DATA = os.path.join(HERE, "data", "remote")
 KDUMP = os.path.join(os.path.dirname(sys.executable), "kdump")
 
 
+TIME = "/usr/bin/time"
+
+
 def run(args: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, exit status, peak RSS in KiB) of one kdump run."""
-    t = time.monotonic()
-    proc = subprocess.Popen([KDUMP, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - t
-    proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, proc.returncode, usage.ru_maxrss
+    """(wall seconds, exit status, peak RSS in KiB) of one kdump run. The peak comes from
+    /usr/bin/time: a child's own ru_maxrss counts the pages of the parent it was forked from
+    (this process holds the uploads' buffers), until it execs."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        command = [TIME, "-o", report.name, "-f", "%M", KDUMP, *args] if os.path.exists(TIME) else [KDUMP, *args]
+        t = time.monotonic()
+        done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.monotonic() - t
+        text = report.read().strip().splitlines()
+    return wall, done.returncode, int(text[-1]) if text and text[-1].isdigit() else 0
 
 
 def upload(server: S3Server, src: str, bucket: str, prefix: str) -> str:
@@ -120,10 +125,11 @@ def main() -> None:
             print(f"log dir: {size / 1e6:.0f} MB of segments, {manifest['records']} records; server: moto "
                   f"{__import__('moto').__version__}; raw ranged reads (pyarrow, 16 MiB): "
                   f"{raw_rate(server, 'bench', 'small/bench-0/' + f'{0:020d}.log'):.0f} MB/s")
-            for name, args in (("verify", ["verify", "-q", "-j", "1"]), ("dump --json", ["dump", "--json", "-j", "1"])):
+            for name, args in (("verify", ["verify", "-q", "-j", "1"]), ("dump --json", ["dump", "--json", "-j", "1"]),
+                               ("dump --records --json", ["dump", "--records", "--json", "-j", "1"])):
                 local, code_l = median([*args, small], env, a.repeat)
                 remote, code_r = median([*args, url], env, a.repeat)
-                print(f"{name:12} local {size / local / 1e6:8.1f} MB/s ({local:.2f}s)   S3 {size / remote / 1e6:8.1f} "
+                print(f"{name:22} local {size / local / 1e6:8.1f} MB/s ({local:.2f}s)   S3 {size / remote / 1e6:8.1f} "
                       f"MB/s ({remote:.2f}s)   ratio {local / remote:.2f}x   exit {code_l}/{code_r}")
             if not a.skip_big:
                 big = os.path.join(DATA, f"segment-{a.big_gib}g")
