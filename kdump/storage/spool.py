@@ -7,8 +7,8 @@ which only the ranges a reader asks for (``need``) are fetched, ``FETCH`` bytes 
 are dropped behind it as there: memory stays flat on a segment of any size, and nothing is
 ever read whole into memory. A Spark task fetches only its slice.
 
-The last few spools are kept (``KEEP``): verify opens a segment again for its index checks,
-and that second open reads from the local copy.
+The last few spools are kept (``KEEP``, ``KEEP_BYTES``: the disk they take is bounded): verify
+opens a segment again for its index checks, and that second open reads from the local copy.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from kdump.storage import remote
 CHUNK = 4 << 20          # the unit of "already fetched"
 FETCH = 16 << 20         # bytes per ranged request (S3 costs a round trip per request)
 PARALLEL = 2             # requests in flight for one reader
-KEEP = 4                 # spools kept for files opened again
+KEEP = 16                # spools kept for files opened again (a partition's segment and side files),
+KEEP_BYTES = 1 << 30     # as long as they add up to no more than this (the newest is always kept)
 
 
 class Spool:
@@ -106,7 +107,7 @@ def spool_for(url: str, size: int) -> Spool:
             _spools.move_to_end(url)
             return s
         s = _spools[url] = Spool(url, size)
-        while len(_spools) > KEEP:
+        while len(_spools) > 1 and (len(_spools) > KEEP or sum(k.size for k in _spools.values()) > KEEP_BYTES):
             _spools.popitem(last=False)[1].close()
         return s
 
