@@ -86,3 +86,27 @@ def test_standalone_cluster_reads_and_writes_hdfs(hdfs, hdfs_dirs, cluster, tmp_
     got = _read(str(copy), pafs.LocalFileSystem())
     expected = _read(str(tmp_path / "local"), pafs.LocalFileSystem())
     assert _rows(got, hdfs_dirs["generated"], local) == _rows(expected, local, local)
+
+
+def test_kafka_log_source_reads_s3a_on_the_cluster(s3_dirs, cluster, tmp_path):
+    """PySpark users name the bucket as Hadoop does: ``s3a://``; the rows are the local ones."""
+    local = str(LOG_DIRS["generated"])
+    url = s3_dirs["generated"].replace("s3://", "s3a://")
+    script = ("import sys, json\n"
+              "from kdump.spark import get_session\n"
+              "spark = get_session(sys.argv[1])\n"
+              "df = spark.read.format('kafka-log').load(sys.argv[2])\n"
+              "rows = df.where('error IS NULL').select('topic', 'partition', 'offset').collect()\n"
+              "print(json.dumps(sorted([r.topic, r.partition, r.offset] for r in rows)))\n"
+              "spark.stop()\n")
+    done = subprocess.run([sys.executable, "-c", script, cluster.url, url], env=cluster.env, capture_output=True,
+                          text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+
+    import pyarrow.dataset as ds
+
+    export_local([local], str(tmp_path / "local"), fmt="parquet")
+    table = ds.dataset(str(tmp_path / "local"), format="parquet", partitioning="hive").to_table().to_pylist()
+    want = sorted([str(r["topic"]), r["partition"], r["offset"]] for r in table if r["error"] is None)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == want
