@@ -13,11 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import MiniDfs, S3Server  # noqa: E402
-from support.run import FIXTURES, GENERATED  # noqa: E402
+from servers import LOG_DIRS, MiniDfs, S3Server  # noqa: E402
 
-ALL_SHAPES = FIXTURES / "broker" / "all-shapes"
-LOG_DIRS = {"generated": GENERATED, "all-shapes": ALL_SHAPES}
 BUCKET = "kdump-logs"
 
 

@@ -24,6 +24,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 JARS = HERE / "target" / "hadoop-jars"
+FIXTURES = HERE.parents[1] / "fixtures"
+# The log dirs every store gets a copy of: what no real file covers, and one a real broker wrote.
+LOG_DIRS = {"generated": FIXTURES / "generated", "all-shapes": FIXTURES / "broker" / "all-shapes"}
 START_TIMEOUT = 120
 
 

@@ -10,7 +10,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from servers import free_port
+from servers import LOG_DIRS, free_port
 
 from support.run import run_kdump
 
@@ -71,8 +71,7 @@ def test_object_changed_while_read(s3, change, monkeypatch):
     unreadable (exit 3), not damaged."""
     from kdump.storage import fs
 
-    from conftest import LOG_DIRS
-
+    
     url = s3.upload("kdump-logs", LOG_DIRS["generated"] / "headers-0", f"changing-{change}/headers-0")
     key = url.partition("kdump-logs/")[2] + "/00000000000000000000.log"
     client = s3.client()

@@ -5,7 +5,7 @@ reading command: only the PATH prefix differs."""
 from __future__ import annotations
 
 import pytest
-from conftest import LOG_DIRS
+from servers import LOG_DIRS
 
 from support.run import run_kdump
 

@@ -8,8 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import LOG_DIRS
-from servers import SparkCluster
+from servers import LOG_DIRS, SparkCluster
 
 from kdump.export.local import export_local
 
