@@ -101,6 +101,14 @@ class InputError(KdumpError):
     exit_code = ExitStatus.INCOMPLETE
 
 
+class RemoteError(InputError):
+    """An object store or HDFS refused, failed or did not answer (no bucket, credentials,
+    access, a connection, a time limit, an object changed while read): never damage.
+    ``fatal``: the store itself is unusable, so later calls to it fail at once."""
+
+    fatal = False
+
+
 class OutOfMemoryError(InputError):
     """The records of a batch did not fit in memory: the command stops, located at the batch
     (it is not damage, and the rest would be incomplete)."""

@@ -22,6 +22,8 @@ import bisect
 import os
 from typing import NamedTuple
 
+from kdump.storage import fs
+from kdump.storage.remote import is_remote
 from kdump.errors import CorruptDataError, InputError, KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import ENTRY as INDEX_ENTRY
@@ -59,7 +61,7 @@ class IndexView(NamedTuple):
 
 def absolute(path: str) -> str:
     """``File.getAbsolutePath()``: the working directory joined, nothing normalised."""
-    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    return path if os.path.isabs(path) or is_remote(path) else os.path.join(os.getcwd(), path)
 
 
 # DumpLogSegments' own rule, looser than the log dir's: the name up to its first dot.
@@ -82,7 +84,7 @@ def offset_index(path: str, opts: IndexOptions = IndexOptions()) -> IndexView:
     lines: list[str] = []
     mismatches: dict[int, int] = {}
     with MappedFile(path) as ix:
-        if not os.path.exists(log_path):
+        if not fs.exists(log_path):
             return IndexView(lines, [], InputError("its segment is missing", file=log_path))
         slots = ix.size // INDEX_ENTRY.size
         if slots == 0:
@@ -140,13 +142,13 @@ def time_index(path: str, opts: IndexOptions = IndexOptions(), limits: Limits = 
     log_path = _segment_path(path, LOG_SUFFIX)
     index_path = _segment_path(path, INDEX_SUFFIX)
     lines: list[str] = []
-    if not os.path.exists(log_path):
+    if not fs.exists(log_path):
         return IndexView(lines, [], InputError("its segment is missing", file=log_path))
     with MappedFile(path) as tx:
         if opts.sanity_only:
             return _sanity(path, parse_timeindex(tx.buf, base), lines)
         slots = _slots(tx.buf, TIME_ENTRY)
-    index = read_index_file(index_path, "index", base).entries if os.path.exists(index_path) else []
+    index = read_index_file(index_path, "index", base).entries if fs.exists(index_path) else []
     index_offsets = [e.offset for e in index]
     mismatch: list[str] = []
     out_of_order: list[str] = []

@@ -27,7 +27,9 @@ from typing import NamedTuple
 
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, parse_checkpoint
+from kdump.storage import fs
 from kdump.storage.logdir import LogFile
+from kdump.storage.segment import read_small
 
 class GapReport(NamedTuple):
     """kdump's gap report for one partition (``kdump.render.gaps`` words it)."""
@@ -55,8 +57,8 @@ def cleaned_up_to(log_dir: str, topic: str | None, partition: int | None) -> int
     if topic is None or partition is None:
         return None
     try:
-        with open(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT), "rb") as fh:
-            entries = parse_checkpoint(fh.read(), CLEANER_OFFSET_CHECKPOINT)
+        entries = parse_checkpoint(read_small(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT)),
+                                   CLEANER_OFFSET_CHECKPOINT)
     except (OSError, KdumpError):
         return None
     return next((e.offset for e in entries if e.topic == topic and e.partition == partition), None)
@@ -101,7 +103,7 @@ class PartitionGaps:
         if not self._by_file:
             return None
         f0 = self._by_file[0][0]
-        cleaned = cleaned_up_to(os.path.dirname(os.path.dirname(os.path.abspath(f0.path))), f0.topic, f0.partition)
+        cleaned = cleaned_up_to(os.path.dirname(os.path.dirname(fs.abspath(f0.path))), f0.topic, f0.partition)
         shown_by_file = []
         explained = 0
         for f, gaps in self._by_file:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from kdump.storage import fs
 from kdump.errors import KdumpError, NothingToDoError, UnknownFileKindError
 from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
 from kdump.storage.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
@@ -41,11 +42,11 @@ def _sibling(f: LogFile, kind: str) -> str:
 def _log_of(f: LogFile) -> str:
     """The .log an index belongs to; a cleaner leftover may sit beside a .log.swap or .log.cleaned."""
     first = _sibling(f, LOG)
-    if f.leftover in (CLEANED_SUFFIX, SWAP_SUFFIX) and not os.path.exists(first):
+    if f.leftover in (CLEANED_SUFFIX, SWAP_SUFFIX) and not fs.exists(first):
         directory, stem = _stem(f)
         for other in (SWAP_SUFFIX, CLEANED_SUFFIX):
             candidate = os.path.join(directory, stem + LOG_SUFFIX + other)
-            if os.path.exists(candidate):
+            if fs.exists(candidate):
                 return candidate
     return first
 
@@ -64,7 +65,7 @@ def items_for(path: str, kind: str, jobs: int = 1, errors: list[KdumpError] | No
     dir's thousands of partitions are listed by ``jobs`` processes. ``errors``: where the
     partition dirs that cannot be listed go (``logdir.expand``)."""
     files = expand(path, jobs, errors)
-    if not os.path.isdir(path):
+    if not fs.isdir(path):
         f = files[0]
         if f.kind in (kind, LOG):
             return [_item(f, kind, True)]
@@ -80,7 +81,7 @@ def items_for(path: str, kind: str, jobs: int = 1, errors: list[KdumpError] | No
         item = None
         if f.kind == LOG:
             sibling = _sibling(f, kind)
-            if f.leftover is None or os.path.exists(sibling):
+            if f.leftover is None or fs.exists(sibling):
                 item = _item(f, kind, False)
         elif f.kind == kind or (f.kind == TXNINDEX and kind == INDEX):
             item = _item(f, f.kind, False)
@@ -97,7 +98,7 @@ def segments_for(path: str) -> list[str]:
     from kdump.check.indexes import segment_log_path
 
     files = expand(path)
-    if not os.path.isdir(path):
+    if not fs.isdir(path):
         f = files[0]
         if f.kind not in (LOG, INDEX, TIMEINDEX, TXNINDEX):
             raise UnknownFileKindError(f"cannot rebuild indexes from a {f.kind.replace('_', ' ')} file", file=path)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 from itertools import islice
 
+from kdump.storage import fs
 from kdump.check.index_file import IndexCheck
 from kdump.check.offset_index import OffsetIndexCheck
 from kdump.check.scan import ScanReport
@@ -189,7 +190,7 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
     for i, suffix in enumerate((N.INDEX_SUFFIX, N.TIMEINDEX_SUFFIX)):
         p = N.sibling(log_path, suffix)
         try:        # listed, or there after all: a stat only for one the listing lacks
-            if p[cut:] in listed or os.path.isfile(p):
+            if p[cut:] in listed or fs.isfile(p):
                 d = data[i] = read_small(p, SIDE_FILE_LIMIT)
                 sizes[p] = len(d)
         except KdumpError as e:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from kdump import findings as F
+from kdump.storage import fs
 from kdump.check.broker_rule import index_bytes, recovered_epochs
 from kdump.check.indexes import index_findings
 from kdump.check.plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
@@ -145,7 +146,7 @@ def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -
 def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
     p = os.path.join(directory, LEADER_EPOCH)
     entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
-    if LEADER_EPOCH in present and os.path.isfile(p):
+    if LEADER_EPOCH in present and fs.isfile(p):
         try:        # parsed a line at a time (no size cap); the entries are kept: recovery rewrites them
             entries = [tuple(e) for e in checkpoint_entries(p, LEADER_EPOCH)]
         except KdumpError as e:

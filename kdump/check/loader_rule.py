@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 
+from kdump.storage import fs
 from kdump import findings as F
 from kdump.storage import logdir as K
 from kdump.errors import KdumpError
@@ -49,7 +50,7 @@ from kdump.check.sidefiles import SIDE_FILE_LIMIT
 def _raw_offset_files(directory: str) -> list[str]:
     """Every regular file whose name starts with digits then a dot (Kafka's offsetFromFile)."""
     out = []
-    for e in os.scandir(directory):
+    for e in fs.scandir(directory):
         if not e.is_file(follow_symlinks=False):
             continue
         if filename_offset(e.name) is not None and not e.name.endswith(TEMP_SUFFIX):
@@ -102,7 +103,7 @@ class _Planner:
     def __init__(self, directory: str, state: LogDirState, opts: RecoverOptions) -> None:
         self.dir, self.state, self.opts = directory, state, opts
         self.plan = PartitionPlan(directory)
-        self.parsed = K.parse_partition_dir(os.path.basename(os.path.normpath(directory)))
+        self.parsed = K.parse_partition_dir(os.path.basename(fs.normpath(directory)))
         self.tp = (self.parsed[0], self.parsed[1]) if self.parsed else None
         self.files: list[LogFile] = []
         self.gone: set[str] = set()                 # names the plan moves away

@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any
 
 from kdump import findings as F
-from kdump.storage import logdir as K
+from kdump.storage import fs, logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.logless import add_log_missing
 from kdump.errors import KdumpError
@@ -104,7 +104,7 @@ def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
 
 def _size(path: str) -> int | None:
     try:
-        return os.path.getsize(path)
+        return fs.getsize(path)
     except OSError:
         return None
 

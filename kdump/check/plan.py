@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kdump.storage import fs
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
@@ -51,7 +52,7 @@ class LogDirState:
         for name, attr in ((RECOVERY_POINT_CHECKPOINT, "recovery_points"),
                            (LOG_START_OFFSET_CHECKPOINT, "log_start_offsets")):
             p = os.path.join(logdir, name)
-            if os.path.isfile(p):
+            if fs.isfile(p):
                 found = {}
                 try:
                     for e in checkpoint_entries(p, name):
@@ -60,7 +61,7 @@ class LogDirState:
                 except KdumpError:
                     continue        # the broker would fall back to recovering everything
                 getattr(state, attr).update(found)
-        state.clean_shutdown = os.path.isfile(os.path.join(logdir, CLEAN_SHUTDOWN_FILE))
+        state.clean_shutdown = fs.isfile(os.path.join(logdir, CLEAN_SHUTDOWN_FILE))
         return state
 
 

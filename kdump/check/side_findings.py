@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 
+from kdump.storage import fs
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.sidefiles import checkpoint_entries, describe, read_snapshot
-from kdump.errors import KdumpError
+from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from kdump.model import Finding
 from kdump.storage import logdir as K
@@ -25,7 +26,7 @@ FALLBACK_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
 def log_start_findings(directory: str, leo: int | None, checkpoints: dict | None = None) -> list[Finding]:
     """The log dir's log-start-offset-checkpoint against this partition's log end offset
     (``checkpoints``: the run's ``log_start_checkpoint`` lookups, kept across partitions)."""
-    norm = os.path.normpath(directory)
+    norm = fs.normpath(directory)
     # The log dir's checkpoint first: a lookup kept across partitions, and most log dirs have none.
     path = log_start_checkpoint(os.path.dirname(norm), {} if checkpoints is None else checkpoints)
     if path is None:
@@ -49,8 +50,8 @@ def log_start_checkpoint(log_dir: str, checkpoints: dict[str, str | None]) -> st
     """The path of ``log_dir``'s log-start-offset-checkpoint, or None if it has none: looked
     up once per log dir and kept in ``checkpoints`` (a log dir holds thousands of partitions)."""
     if log_dir not in checkpoints:
-        path = os.path.join(os.path.abspath(log_dir), LOG_START_OFFSET_CHECKPOINT)
-        checkpoints[log_dir] = path if os.path.isfile(path) else None
+        path = os.path.join(fs.abspath(log_dir), LOG_START_OFFSET_CHECKPOINT)
+        checkpoints[log_dir] = path if fs.isfile(path) else None
     return checkpoints[log_dir]
 
 
@@ -127,7 +128,10 @@ _TEXT_KINDS = (K.LEADER_EPOCH, K.OFFSET_CHECKPOINT, K.PARTITION_METADATA, K.META
 
 
 def at_line(e: KdumpError) -> str:
-    """Text files report a line number, not a byte position: it goes into the message."""
+    """Text files report a line number, not a byte position: it goes into the message. A remote
+    store's failure is not the file's damage: it is raised on (the file is unreadable)."""
+    if isinstance(e, RemoteError):
+        raise e
     return e.message if e.position is None else f"{e.message} (line {e.position})"
 
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from kdump.storage import fs
 from kdump.storage import logdir as kinds
 from kdump.errors import InputError, KdumpError
 from kdump.format.snapshot import ProducerSnapshot
@@ -106,7 +107,7 @@ def read_snapshot(path: str) -> tuple[ProducerSnapshot, Callable[[], Iterator[Pr
     from kdump.format.crc import crc32c
     from kdump.format.snapshot import CRC_START, ENTRY_SIZE, HEADER, ProducerSnapshot, entries_of, snapshot_header
 
-    size = os.path.getsize(path)
+    size = fs.getsize(path)
     head = b"".join(_chunks(path, 0, min(size, HEADER.size)))
     version, crc, _, end = snapshot_header(head, size)
     computed = 0

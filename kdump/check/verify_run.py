@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+from kdump.storage import fs
 from kdump.errors import ExitStatus, KdumpError
 from kdump.findings import ANOMALY, DAMAGE
 
@@ -77,11 +78,11 @@ def _real(path: str, dirs: dict[str, str]) -> str:
     """``os.path.realpath(path)``, resolving each directory once (a partition may hold
     100,000 segments) and only a file that is itself a link in full."""
     if os.path.islink(path):
-        return os.path.realpath(path)
+        return fs.realpath(path)
     directory, name = os.path.split(path)
     real = dirs.get(directory)
     if real is None:
-        real = dirs[directory] = os.path.realpath(directory)
+        real = dirs[directory] = fs.realpath(directory)
     return os.path.join(real, name)
 
 

@@ -12,7 +12,7 @@ from kdump.decoders.payload import PayloadView
 from kdump.storage.reader import Filters
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.render.output import Output
-from kdump.cli.options import jobs_option, jobs_or_default, limits_option, output_options
+from kdump.cli.options import jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.schema_options import decoder_choice, schema_decoders, schema_options
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
@@ -46,7 +46,7 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str), callback=local_urls)
 @click.option("--records", "--deep-iteration", "records", is_flag=True,
               help="Show every record inside each batch (decompressing as needed).")
 @click.option("--data", "--print-data-log", "data", is_flag=True,

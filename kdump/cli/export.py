@@ -23,7 +23,8 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="Output directory (must be empty or absent, unless --overwrite).")
+              help="Output directory: a local path, or an s3:// or hdfs:// URL, written so that it is complete "
+                   "once _SUCCESS is there (must be empty or absent, unless --overwrite).")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "ndjson"]), default="parquet", show_default=True,
               help="Parquet (zstd, millisecond UTC timestamps) or NDJSON (dump --json's record objects).")
 @click.option("--partition-by", default="topic,partition", show_default=True,
@@ -35,7 +36,8 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--writer", type=click.Choice(["arrow", "spark"]),
               help="--engine spark: 'arrow' (tasks write the files with pyarrow; --out must be a path every "
                    "executor can write) or 'spark' (Spark's DataFrame writer, any Hadoop filesystem URI) "
-                   "[default: spark for scheme:// outputs, else arrow].")
+                   "[default: arrow for local, s3:// and hdfs:// outputs (copied up by kdump), spark for other "
+                   "scheme:// outputs].")
 @click.option("--encoding", type=click.Choice(["base64", "hex", "utf8"]), default="base64", show_default=True,
               help="NDJSON: how keys, values and header values are written (utf8 replaces invalid bytes).")
 @click.option("--split-bytes", type=click.IntRange(min=0), default=32 << 20, show_default=True,

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import click
 
+from kdump.storage.fs import refuse_remote
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, output_options, paths_argument
 from kdump.run.index import DEFAULT_INTERVAL, Mode, run
 from kdump.render.output import Output
@@ -88,6 +89,8 @@ def timeindex(paths, verify, verify_index_only, list_entries, strict, sanity, re
 def _run(kind, paths, verify, verify_only, list_entries, strict, sanity, rebuild, interval_bytes, time_offset,
          no_backup, force, jobs, out: Output) -> int:
     verify_only = verify_only or (verify and not list_entries)     # the verdict; entries when asked
+    if rebuild:
+        refuse_remote(paths, "--rebuild")
     mode = Mode(verify=verify or verify_only, verify_only=verify_only, sanity=sanity, interval_bytes=interval_bytes,
                 strict=strict, quiet=out.quiet)
     return run(kind, paths, mode, out, rebuild=rebuild, time_offset=time_offset, no_backup=no_backup, force=force,

@@ -36,7 +36,11 @@ DESCRIPTIONS = {
     None: """kdump reads the files a Kafka broker keeps in its log.dirs \\(em segments in all three
 message formats and every codec, offset and time indexes, transaction indexes, producer
 snapshots, checkpoints, KRaft snapshots and metadata files \\(em and shows, checks and repairs
-them. Every PATH may be a file, a partition directory or a whole log directory.
+them. Every PATH may be a file, a partition directory or a whole log directory, on local disk
+or on a remote store: \\fIs3://bucket/prefix\\fR (also \\fIs3a://\\fR), \\fIhdfs://namenode:port/path\\fR,
+\\fIfile:///path\\fR. A remote PATH is read in byte ranges (needs the \\fIremote\\fR extra) by every
+reading command; the writing options refuse it (exit status 2), and \\fBexport \\-\\-out\\fR may be
+one too.
 .PP
 Nothing is ever modified unless a command is asked to (\\fB--truncate\\fR, \\fB--rebuild\\fR,
 \\fB--apply\\fR, \\fB--salvage\\fR); then writes are atomic and what is cut is kept beside the file.
@@ -192,7 +196,15 @@ def render(name: str | None, cmd: click.Command, parent: click.Context | None = 
         lines += [".PP", _esc(what) + ":", ".PP", ".RS 4", f"\\f(CW{_esc(example)}\\fR", ".RE"]
     lines += [".SH ENVIRONMENT", ".TP", "\\fBNO_COLOR\\fR", "Disables colour in tables.",
               ".TP", "\\fBKDUMP_DEBUG\\fR", "Like \\fB\\-\\-debug\\fR: show tracebacks.",
-              ".TP", "\\fBKDUMP_NO_SPEEDUPS\\fR", "Use the pure-Python decoder even where the C accelerator is built."]
+              ".TP", "\\fBKDUMP_NO_SPEEDUPS\\fR", "Use the pure-Python decoder even where the C accelerator is built.",
+              ".TP", "\\fBKDUMP_REMOTE_TIMEOUT\\fR, \\fBKDUMP_REMOTE_RETRIES\\fR",
+              "For s3:// and hdfs:// PATHs: seconds one request may take (default 60) before the run ends with "
+              "exit status 3, and attempts per S3 request (default 3).",
+              ".TP", "\\fBKDUMP_SPOOL_DIR\\fR",
+              "Where the local copies of remote ranges are kept while read (default: the temporary directory).",
+              ".TP", "\\fBAWS_ENDPOINT_URL\\fR, \\fBAWS_REGION\\fR, \\fBAWS_PROFILE\\fR, \\fBAWS_ACCESS_KEY_ID\\fR ...",
+              "S3's endpoint, region and credentials, as the AWS CLI reads them (also from ~/.aws/config and "
+              "~/.aws/credentials)."]
     see = ["kdump(1)"] if name else []
     see += [f"kdump-{s}(1)" for s in sorted(k for k in DESCRIPTIONS if k) if s != name]
     see += ["kafka-dump-log.sh (Apache Kafka)"]

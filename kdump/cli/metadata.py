@@ -6,7 +6,7 @@ import click
 
 from kdump.errors import ExitStatus, UsageError
 from kdump.render.output import Output
-from kdump.cli.options import output_options
+from kdump.cli.options import local_urls, output_options
 from kdump.cli.state_options import emit_json
 
 
@@ -25,7 +25,7 @@ def _point(value: str | None):
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str), callback=local_urls)
 @click.option("--at", "at", metavar="OFFSET|TIME",
               help="The point to show: a metadata log offset, or a time as ISO-8601 or @epoch-ms; the image "
                    "includes every whole batch at or before it, as a broker applies them [default: the end of "

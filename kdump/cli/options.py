@@ -67,7 +67,14 @@ def jobs_option(f: Callable) -> Callable:
                              "output is the same, in the same order, as with -j 1.")(f)
 
 
+# Set when a PATH is an hdfs:// URL: the command runs in one process (the HDFS client's
+# threads do not survive fork, and a forked worker could wait on them forever).
+_one_process = {"hdfs": False}
+
+
 def jobs_or_default(jobs: int | None) -> int:
+    if _one_process["hdfs"]:
+        return 1
     if jobs is not None:
         return jobs
     from kdump.parallel import default_jobs
@@ -75,5 +82,16 @@ def jobs_or_default(jobs: int | None) -> int:
     return default_jobs()
 
 
+def local_urls(ctx: Any, param: Any, value: Any) -> Any:
+    """PATHS as the readers take them: ``file:///x`` is the local path ``/x``; ``s3://``,
+    ``s3a://`` and ``hdfs://`` URLs stay URLs (``kdump.storage.remote``)."""
+    from kdump.storage.fs import local_path
+
+    if value is None:
+        return value
+    _one_process["hdfs"] = any(v.startswith("hdfs://") for v in ((value,) if isinstance(value, str) else value))
+    return local_path(value) if isinstance(value, str) else tuple(local_path(v) for v in value)
+
+
 def paths_argument(f: Callable) -> Callable:
-    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(f)
+    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str), callback=local_urls)(f)

@@ -9,11 +9,12 @@ import click
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.errors import UsageError
 from kdump.render.output import Output, isatty
-from kdump.cli.options import force_option, jobs_option, jobs_or_default, output_options
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, local_urls, output_options
+from kdump.storage.fs import refuse_remote
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=str), callback=local_urls)
 @click.option("--apply", "apply_", is_flag=True, help="Carry the plan out (asks first unless --yes).")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before --apply.")
 @click.option("--salvage", "salvage_dir", metavar="OUT", type=click.Path(path_type=str),
@@ -57,6 +58,8 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
         # Nobody can answer the prompt: say how to consent instead of looking interrupted.
         raise click.UsageError("--apply asks before changing anything and there is no terminal to answer: "
                                "add --yes to apply without asking")
+    if apply_ or salvage_dir:
+        refuse_remote(dirs + ((salvage_dir,) if salvage_dir else ()), "--apply" if apply_ else "--salvage")
     out = Output(json_flag, fmt, color, quiet)
     if force and not (apply_ or salvage_dir):
         raise UsageError("--force applies only with --apply or --salvage")

@@ -10,6 +10,7 @@ from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_ME
 from kdump.errors import UsageError
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output
+from kdump.storage.fs import refuse_remote
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 
@@ -93,6 +94,8 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     limits = limits_for(max_decompressed, max_expansion)
     if force and not truncate:
         raise UsageError("--force applies only with --truncate")
+    if truncate:
+        refuse_remote(paths, "--truncate")
     if engine == "spark":
         if truncate:
             raise UsageError("--truncate runs locally only; drop --engine spark to repair")

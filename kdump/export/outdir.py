@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from kdump.errors import UsageError, WriteError
+from kdump.storage.remote import is_remote
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX
 
 SUCCESS = "_SUCCESS"
@@ -23,7 +24,10 @@ _REPLACED = ".kdump-replaced-"
 
 def check_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
     """Refuse to write into a non-empty directory unless --overwrite, never into an input,
-    and never replace a directory holding Kafka log files."""
+    and never replace a directory holding Kafka log files. (A remote ``out`` is checked
+    by ``kdump.export.remote_out`` when it is staged.)"""
+    if is_remote(out):
+        return
     real_out = os.path.realpath(out)
     for p in inputs:
         real_in = os.path.realpath(p)
@@ -51,7 +55,13 @@ def _siblings(out: str, prefix: str) -> list[str]:
 def staged(out: str, overwrite: bool, inputs: Iterable[str]) -> Iterator[str]:
     """Yield a fresh staging directory for an export to ``out``; on success mark it
     complete and rename it to ``out`` (replacing what ``check_out`` allowed), otherwise
-    remove it."""
+    remove it. An ``s3://`` or ``hdfs://`` ``out``: ``kdump.export.remote_out``."""
+    if is_remote(out):
+        from kdump.export.remote_out import local_then_upload
+
+        with local_then_upload(out, overwrite, inputs) as tmp:
+            yield tmp
+        return
     check_out(out, overwrite, inputs)
     out = os.path.abspath(out)
     parent, name = os.path.split(out)

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from kdump.storage import fs
 from kdump.errors import KdumpError
 from kdump.format.index import parse_index
 from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
@@ -106,7 +107,7 @@ def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Sc
         high = upper.get(f.path) if live else None
         if live and not scope.overlaps(low, high):
             continue
-        path = os.path.abspath(f.path)
+        path = fs.abspath(f.path)
         size = file_size(path)
         pieces = _split(f, size, split_bytes) if live and split_bytes > 0 else [(0, None, None, None)]
         for start, end, slow, shigh in pieces:
@@ -148,7 +149,7 @@ def _segment_upper_bounds(files: list[LogFile]) -> dict[str, int]:
     by_dir: dict[str, list[LogFile]] = {}
     for f in files:
         if f.kind == LOG and f.leftover is None and f.base_offset is not None:
-            by_dir.setdefault(os.path.dirname(os.path.abspath(f.path)), []).append(f)
+            by_dir.setdefault(os.path.dirname(fs.abspath(f.path)), []).append(f)
     out = {}
     for segs in by_dir.values():
         segs.sort(key=lambda f: f.base_offset)
@@ -172,7 +173,7 @@ def _split(f: LogFile, size: int, split_bytes: int) -> list[tuple[int, int | Non
     cuts: list[tuple[int, int, int | None]] = []     # (position, entry offset, offset of the entry before)
     last = 0
     try:
-        mapped = MappedFile(f.path)
+        mapped = MappedFile(f.path, lazy=True)     # a remote segment: only the batches at the cuts are fetched
     except KdumpError:
         return [(0, None, None, None)]
     try:

@@ -6,6 +6,7 @@ import os
 
 from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label
 from kdump.render.escape import printable
+from kdump.storage import fs
 from kdump.state.render import when as _time
 
 
@@ -61,8 +62,8 @@ def info_table(console, summaries: list[PartitionSummary]) -> None:
     for s in summaries:
         d = s.to_dict()
         ok = not (s.problems or s.invalid_batches or s.trailing_bytes)
-        name = printable(f"{s.topic}-{s.partition}" if s.topic else os.path.basename(os.path.normpath(s.path)))
-        by_dir.setdefault(os.path.dirname(os.path.normpath(s.path)), []).append((
+        name = printable(f"{s.topic}-{s.partition}" if s.topic else os.path.basename(fs.normpath(s.path)))
+        by_dir.setdefault(os.path.dirname(fs.normpath(s.path)), []).append((
             name, str(s.segments), f"{s.bytes:,}", f"{s.batches:,}", f"{s.records:,}", _offsets(s, "–"),
             "-" if s.min_timestamp is None else f"{_time(s.min_timestamp)}\n{_time(s.max_timestamp)}",
             ", ".join(f"{k} {v}" for k, v in d["codecs"].items()), str(d["producers"]),

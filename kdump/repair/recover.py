@@ -51,15 +51,16 @@ from kdump.storage.safewrite import (
 )
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.segment import MappedFile, read_small
+from kdump.storage import fs
 from kdump.storage.writelock import log_dir_of
 
 # -- finding the partitions -------------------------------------------------------------------
 
 def partition_dirs(path: str) -> list[tuple[str, str | None]]:
     """(partition dir, its log dir) for a PATH that is a partition dir or a log dir."""
-    if not os.path.exists(path):
+    if not fs.exists(path):
         raise InputError("cannot read: no such file or directory", file=path)
-    if not os.path.isdir(path):
+    if not fs.isdir(path):
         raise UsageError("recover works on directories (a partition or a log dir)", file=path)
     name = os.path.basename(os.path.normpath(path))
     parent = log_dir_of(path)     # its checkpoints are in the log dir it really lives in
@@ -69,7 +70,7 @@ def partition_dirs(path: str) -> list[tuple[str, str | None]]:
     if K._is_partition_dir(entries, name):
         return [(path, parent)]
     out = []
-    for e in sorted(os.scandir(path), key=lambda e: e.name):
+    for e in sorted(fs.scandir(path), key=lambda e: e.name):
         if e.is_dir(follow_symlinks=False) and K.parse_partition_dir(e.name) is not None:
             out.append((e.path, path))
     if not out:

@@ -9,6 +9,7 @@ import os
 
 import click
 
+from kdump.storage import fs
 from kdump.check.dls_index import IndexOptions
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -79,7 +80,7 @@ def _files(paths, out, jobs: int) -> tuple[list[tuple[LogFile, bool]], ExitStatu
         for e in unlisted:
             _error(out, e)
             status = max(status, e.exit_code)
-        if os.path.isdir(path):
+        if fs.isdir(path):
             from kdump.check.logless import logless_dirs
 
             missing = logless_dirs(expanded)        # verify's log_missing, in the same words
@@ -90,7 +91,7 @@ def _files(paths, out, jobs: int) -> tuple[list[tuple[LogFile, bool]], ExitStatu
                 e = UsageError("no log segments or KRaft snapshots found here", file=path)
                 _error(out, e)
                 status = max(status, e.exit_code)
-        files.extend((f, not os.path.isdir(path)) for f in expanded)
+        files.extend((f, not fs.isdir(path)) for f in expanded)
     return files, status
 
 

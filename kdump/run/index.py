@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from kdump.storage import fs
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.check.index_targets import Item, items_for, segments_for
 from kdump.check.verify_run import findings_status
@@ -83,7 +84,7 @@ def run(kind: str, paths, mode: Mode, out, *, rebuild: bool = False, time_offset
 
     def logs(unit):
         """The unit's segments, for the bar (looked at only when there is one)."""
-        return (i.log for i in unit if i.log and os.path.isfile(i.log)) if isinstance(unit, list) else ()
+        return (i.log for i in unit if i.log and fs.isfile(i.log)) if isinstance(unit, list) else ()
 
     status = ExitStatus.OK
     with Progress.for_output(out, (lambda: sum(file_size(p) for p in {p for u in units for p in logs(u)}))
@@ -128,7 +129,7 @@ def _one(item: Item, mode: Mode, renderer) -> int:
     from kdump.render.index import FileReport
 
     rep = FileReport(item.path, item.kind, item.log if item.kind != TXNINDEX else None)
-    if not os.path.exists(item.path):
+    if not fs.exists(item.path):
         rep.status = "missing"
         rep.message = MISSING_TEXT.get(item.kind, "no such file").format(log=item.log)
         renderer.missing(rep)
@@ -162,7 +163,7 @@ def _index(item: Item, rep, mode: Mode, renderer) -> None:
         if item.kind == INDEX and parsed.slots == 0:
             rep.empty = True            # DumpLogSegments stops here, before the check
         else:
-            found = sanity_findings(parsed, os.path.abspath(item.path))
+            found = sanity_findings(parsed, fs.abspath(item.path))
             rep.sanity = "failed" if found else "passed"
             rep.findings += found
             if found and item.kind == TIMEINDEX and tail is not None:
@@ -172,7 +173,7 @@ def _index(item: Item, rep, mode: Mode, renderer) -> None:
         renderer.entries(rep, entries)
         rep.empty = parsed.slots == 0
     if mode.verify:
-        if not item.log or not os.path.exists(item.log):
+        if not item.log or not fs.exists(item.log):
             rep.findings += file_findings(parsed)
             rep.status = "unverified"
             rep.message = f"cannot verify: the segment {item.log} is missing"
@@ -208,9 +209,9 @@ def _txnindex(item: Item, rep, mode: Mode, renderer) -> None:
     for i, t in enumerate(parsed.entries):
         if kafka_version(t) > CURRENT_VERSION:
             rep.findings.append(Finding(TXN_VERSION, i * 34, t.last_offset,
-                                        version_errors([t], os.path.abspath(item.path))[0]))
+                                        version_errors([t], fs.abspath(item.path))[0]))
     if mode.sanity:
-        found = sanity_check_txnindex(parsed.entries, item.base_offset, os.path.abspath(item.path))
+        found = sanity_check_txnindex(parsed.entries, item.base_offset, fs.abspath(item.path))
         rep.sanity = "failed" if found else "passed"
         rep.findings += [Finding(TXN_SANITY, None, None, m) for m in found]
     if mode.verify:

@@ -22,6 +22,8 @@ import time
 from kdump.export.local import ExportResult, MAX_REPORTED_ERRORS, json_error_summary, write_group
 from kdump.export.plan import DEFAULT_SPLIT_BYTES, pack, plan
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.storage import fs
+from kdump.storage.remote import is_remote
 
 WRITERS = ("arrow", "spark")
 
@@ -35,10 +37,11 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False,
                  writer: str | None = None, limits: Limits = DEFAULT_LIMITS) -> ExportResult:
     started = time.monotonic()
-    writer = writer or ("spark" if is_uri(out) else "arrow")
+    remote_out = is_remote(out)     # s3:// or hdfs://: tasks write with pyarrow, kdump commits
+    writer = writer or ("spark" if is_uri(out) and not remote_out else "arrow")
     if writer not in WRITERS:
         raise ValueError(f"writer must be one of {WRITERS}")
-    paths = [os.path.abspath(p) for p in paths]
+    paths = [fs.abspath(p) for p in paths]
     slices = plan(paths, split_bytes)      # usage errors surface here, before any job
 
     def write(target: str, overwrite: bool):
@@ -46,7 +49,12 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
             return _arrow_tasks(spark, slices, target, fmt, partition_by, encoding, split_bytes, limits)
         return _spark_writer(spark, paths, target, fmt, partition_by, encoding, split_bytes, overwrite, limits)
 
-    if is_uri(out):
+    if remote_out and writer == "arrow":
+        from kdump.export.remote_out import staged_remote
+
+        with staged_remote(out, overwrite, paths) as target:   # complete only once _SUCCESS is there
+            rows, errors, messages = write(target, True)
+    elif is_uri(out):
         rows, errors, messages = write(out, overwrite)
     else:
         from kdump.export.outdir import staged
@@ -61,23 +69,44 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
 def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, limits):
     sc = spark.sparkContext
     groups = pack(slices, split_bytes, sc.defaultParallelism)
-    os.makedirs(out, exist_ok=True)
+    remote_out = is_remote(out)
+    if not remote_out:
+        os.makedirs(out, exist_ok=True)
     rows = errors = 0
     messages: list[str] = []
     if groups:
         def task(item):
             number, group = item
+            if remote_out:      # written on the executor's own disk, then copied up
+                return _write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits)
             return write_group(number, group, out, fmt, partition_by, encoding, limits=limits)
 
         for r, e, m in sc.parallelize(list(enumerate(groups)), len(groups)).map(task).collect():
             rows += r
             errors += e
             messages += m[:max(0, MAX_REPORTED_ERRORS - len(messages))]
-    if is_uri(out):     # a local --out gets it from its staging directory
+    if is_uri(out) and not remote_out:     # a local --out gets it from its staging directory
         # As Spark's committer does: readers may wait for this marker.
         with open(os.path.join(out, "_SUCCESS"), "w"):
             pass
     return rows, errors, messages
+
+
+def _write_group_remote(number: int, group, out: str, *args, **kwargs):
+    """``write_group`` of a task into ``out`` on a remote store: the task's files are written
+    to its own disk, then copied up (a retried task writes the same names again)."""
+    import shutil
+    import tempfile
+
+    from kdump.export.remote_out import upload_tree
+
+    tmp = tempfile.mkdtemp(prefix="kdump-task-", dir=os.environ.get("KDUMP_SPOOL_DIR") or None)
+    try:
+        result = write_group(number, group, tmp, *args, **kwargs)
+        upload_tree(tmp, out)
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- writer "spark": Spark's DataFrame writer ------------------------------------------------------

@@ -31,6 +31,10 @@ from kdump.errors import KdumpError
 DEFAULT_MASTER = "local[*]"
 MIN_JAVA = 17
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Passed on to the executors (s3:// and hdfs:// PATHs); credentials are not: each executor
+# finds its own (its environment, ~/.aws, an instance profile), as Hadoop's s3a does.
+REMOTE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION",
+              "KDUMP_REMOTE_TIMEOUT", "KDUMP_REMOTE_RETRIES")
 
 LOG4J2 = """\
 # kdump: Spark's own logging down to errors (root AND org.apache.spark, or INFO leaks through)
@@ -157,6 +161,9 @@ def session_conf(master: str, conf: dict[str, str] | None = None, cores: int | N
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(max(2, cores)),
     }
+    for name in REMOTE_ENV:     # where the store is and how long to wait: executors read it too
+        if os.environ.get(name):
+            out[f"spark.executorEnv.{name}"] = os.environ[name]
     if master_on_this_machine(master) and "PYSPARK_PYTHON" not in os.environ:
         # Workers on this machine run this interpreter, which has kdump and its codecs.
         # (The driver-side planner workers read only the environment variable.)

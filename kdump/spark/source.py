@@ -28,7 +28,8 @@ offset bounds come from segment names and index entries; record rows outside the
 are dropped in the task, so the result is exact). ``offset IN (...)`` prunes but is
 left to Spark to apply. Everything else is returned to Spark.
 
-Files must be readable at the same paths by the driver (which plans) and the executors.
+Files must be readable at the same paths by the driver (which plans) and the executors: a
+shared disk, or an ``s3://``/``s3a://``/``hdfs://`` URL from which each task reads its own ranges.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import os
 import pickle
 from dataclasses import dataclass, field
 
+from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.partition import FileReport, VerifyOptions, check_directory, summarize
@@ -83,7 +84,7 @@ def _scan_task(opts: VerifyOptions, item: tuple, counter=None) -> tuple:
     """Runs on an executor: one segment's scan, pickled, with the fields the window needs;
     ``counter`` (an accumulator: the driver's progress bar) gets the segment's size."""
     directory, f = item
-    absolute = f._replace(path=os.path.abspath(f.path)) if not os.path.isabs(f.path) else f
+    absolute = f._replace(path=fs.abspath(f.path)) if not os.path.isabs(f.path) else f
     try:
         report: ScanReport | BaseException = opts.scan(absolute)
     except Exception as e:  # noqa: BLE001 - re-raised on the driver where the local run would raise it
@@ -93,7 +94,7 @@ def _scan_task(opts: VerifyOptions, item: tuple, counter=None) -> tuple:
         report.file = f.path
     if counter is not None:
         try:
-            counter.add(os.path.getsize(absolute.path))
+            counter.add(fs.getsize(absolute.path))
         except OSError:
             pass
     live = f.kind == K.LOG and f.leftover is None and f.base_offset is not None

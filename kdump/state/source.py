@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kdump.storage import fs
 from kdump.errors import InputError, KdumpError, NothingToDoError
 from kdump.format.walk import Walker, decode_records
 from kdump.storage.logdir import (INDEX, LOG, MAX_DEPTH, TIMEINDEX, TXNINDEX, LogFile, _is_partition_dir, _scandir,
@@ -43,9 +44,9 @@ class LogDirs:
         self.notes: list[str] = []
         self.roots = list(paths)
         for path in paths:
-            if not os.path.exists(path):
+            if not fs.exists(path):
                 raise InputError("cannot read: no such file or directory", file=path)
-            if not os.path.isdir(path):
+            if not fs.isdir(path):
                 raise NothingToDoError("expected a log dir or a partition dir", file=path)
             self._add_dir(path, 0)
         if not self.partitions:
@@ -53,7 +54,7 @@ class LogDirs:
 
     def _add_dir(self, path: str, depth: int) -> None:
         entries = _scandir(path)
-        name = os.path.basename(os.path.normpath(path))
+        name = os.path.basename(fs.normpath(path))
         parsed = parse_partition_dir(name)
         # The name alone cannot decide: a log dir called kafka-1 looks like a partition.
         if parsed is not None and _is_partition_dir(entries, name):

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownFileKindError
 from kdump.format import checkpoint, metadata
+from kdump.storage import fs
 from kdump.storage.names import (BOOTSTRAP_CHECKPOINT, INDEX_SUFFIX, LEFTOVER_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX,
                                  TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset, snapshot_id, strip_leftover)
 
@@ -179,8 +180,7 @@ def _listed(files: list[LogFile]) -> list[LogFile]:
 
 def _scandir(directory: str) -> list[os.DirEntry]:
     try:
-        with os.scandir(directory) as it:
-            return list(it)
+        return fs.scandir(directory)
     except OSError as e:
         raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
 
@@ -235,10 +235,10 @@ def walk(path: str, visit, _depth: int = 0) -> None:
     name order, as possible log dirs (a data root holding several ``log.dirs``), not
     following links.
     """
-    if not os.path.exists(path):
+    if not fs.exists(path):
         raise InputError("cannot read: no such file or directory", file=path)
-    if not os.path.isdir(path):
-        f = _log_file(path, *_partition_of(os.path.dirname(os.path.abspath(path))), strict=False)
+    if not fs.isdir(path):
+        f = _log_file(path, *_partition_of(os.path.dirname(fs.abspath(path))), strict=False)
         if f is None:
             raise UnknownFileKindError(
                 "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "
@@ -336,7 +336,7 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
     for path in paths:
         before = len(errors) if errors is not None else 0
         files = expand(path, jobs=jobs, errors=errors)
-        if os.path.isdir(path):
+        if fs.isdir(path):
             chosen = [f for f in files if kinds is None or f.kind in kinds]
             if not chosen and errors is not None and len(errors) > before:
                 continue            # what could be listed holds nothing: the errors say why

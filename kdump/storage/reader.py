@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kdump.storage import fs
 from kdump.errors import KdumpError, OutOfMemoryError
 from kdump import _accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
@@ -94,13 +95,14 @@ class SegmentReader:
         self.size = 0
 
     def __iter__(self) -> Iterator[Item]:
-        mapped = MappedFile(self.file.path)
+        mapped = MappedFile(self.file.path, lazy=True)     # a remote file: only [start, end) is fetched
         try:
             self.size = mapped.size
             buf = mapped.buf
             end = mapped.size if self.filters.max_bytes is None else min(mapped.size, self.filters.max_bytes)
             start = self._seek(buf, end)
             self.start_position = start
+            mapped.need(start, end)
             if mapped.size > (64 << 20):
                 mapped.advise_sequential()
             walker = Walker(buf, start, end, self.limits)
@@ -198,7 +200,7 @@ class SegmentReader:
         from kdump.storage.segment import read_small
 
         path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, suffix)
-        if not os.path.isfile(path):
+        if not fs.isfile(path):
             return None
         try:
             return parse(read_small(path, 256 << 20), self.file.base_offset)
@@ -242,12 +244,17 @@ class SegmentReader:
     def _batch_starts_at(buf, position: int, entry_offset: int, end: int) -> bool:
         if position + ENTRY_HEAD.size > end:
             return False
+        need = getattr(buf, "need", None)       # a remote file's lazy copy: fetch what is read here
         try:
+            if need is not None:
+                need(position, position + ENTRY_HEAD.size)
             first, size, _, magic = ENTRY_HEAD.unpack_from(buf, position)
         except Exception:  # noqa: BLE001 - any failure means "do not trust the index"
             return False
         if magic not in (0, 1, 2) or size < 14 or position + 12 + size > end:
             return False
+        if need is not None:
+            need(position, position + 12 + size)
         walker = Walker(buf, position, position + 12 + size)
         batch = next(iter(walker), None)
         if batch is None or not batch.crc_valid:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from kdump import _accel
 from kdump.errors import InputError
+from kdump.storage.remote import is_remote
 
 # Mapped pages count as the process's memory once touched: walking a 4 GiB segment would
 # leave 4 GiB resident. Mappings larger than TRIM_ABOVE are a _SegmentMap, which sequential
@@ -139,8 +140,24 @@ def _unwatch(slot: int | None) -> None:
 def open_regular(path: str) -> int:
     """A read-only descriptor of ``path``, which must be a regular file. Opened without
     blocking, then checked on the descriptor: opening a FIFO (or a tape, or a terminal)
-    named like a segment must not wait forever for a writer."""
+    named like a segment must not wait forever for a writer. A remote file is fetched
+    first; the descriptor is then its local copy's."""
+    if is_remote(path):
+        s = _remote_spool(path)
+        s.need(0, s.size)
+        return os.open(f"/proc/self/fd/{s.fd}", _OPEN_FLAGS) if s.size else os.open(os.devnull, _OPEN_FLAGS)
     return _open_regular(path)[0]
+
+
+def _remote_spool(path: str):
+    """The local copy of a remote file (``kdump.storage.spool``), nothing fetched yet."""
+    from kdump.storage import fs, spool
+
+    st = fs.stat(path)
+    if st.kind != "file":
+        raise InputError("cannot read: no such file" if st.kind is None else "cannot read: is a directory",
+                         file=path)
+    return spool.spool_for(fs.abspath(path), st.size)
 
 
 # Read-only, not inherited, and never waiting for a writer (a FIFO named like a segment).
@@ -164,12 +181,20 @@ def _open_regular(path: str) -> tuple[int, os.stat_result]:
 
 
 class MappedFile:
-    """A read-only view of a whole file: ``.buf`` supports slicing, ``len`` and buffer access."""
+    """A read-only view of a whole file: ``.buf`` supports slicing, ``len`` and buffer access.
 
-    def __init__(self, path: str) -> None:
+    A remote file (an ``s3://`` or ``hdfs://`` URL) is mapped from its local copy. With
+    ``lazy``, nothing of it is fetched yet: the reader calls ``need(start, end)`` for the
+    ranges it will touch (a no-op for a local file)."""
+
+    def __init__(self, path: str, lazy: bool = False) -> None:
         self.path = path
         self._mm: mmap.mmap | None = None
         self._watch_slot: int | None = None
+        self.need = _nothing_needed
+        if is_remote(path):
+            self._map_remote(path, lazy)
+            return
         fd, st = _open_regular(path)
         try:
             self.size = st.st_size
@@ -187,6 +212,22 @@ class MappedFile:
             raise _input_error(path, e) from None
         finally:
             os.close(fd)
+
+    def _map_remote(self, path: str, lazy: bool) -> None:
+        s = _remote_spool(path)
+        self.size = s.size
+        if not lazy or s.size <= READ_BELOW:
+            s.need(0, s.size)
+        if s.size == 0:
+            self.buf = b""
+        elif s.size <= READ_BELOW:
+            self.buf = _read_fd(s.fd, s.size)
+        else:
+            self._mm = _SegmentMap(s.fd, 0, access=mmap.ACCESS_READ)
+            self._mm.path = path
+            self._mm.big = s.size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
+            self._mm.need = self.need = s.need
+            self.buf = self._mm
 
     def advise_sequential(self) -> None:
         if self._mm is not None and hasattr(self._mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
@@ -209,11 +250,19 @@ class MappedFile:
         self.close()
 
 
+def _nothing_needed(start: int, end: int) -> None:
+    """A local file needs nothing fetched."""
+
+
 def file_size(path: str) -> int:
     """Size of a file, 0 if it cannot be read (for progress totals and summaries)."""
     try:
+        if is_remote(path):
+            from kdump.storage import fs
+
+            return fs.getsize(path)
         return os.path.getsize(path)
-    except OSError:
+    except (OSError, InputError):
         return 0
 
 
@@ -231,6 +280,11 @@ def _read_fd(fd: int, size: int) -> bytes:
 
 def read_small(path: str, limit: int = 64 << 20) -> bytes:
     """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
+    if is_remote(path):
+        s = _remote_spool(path)
+        if s.size > limit:
+            raise InputError(f"{s.size} bytes is more than kdump reads of this kind of file ({limit})", file=path)
+        return s.read(0, s.size)
     fd, st = _open_regular(path)
     try:
         size = st.st_size

@@ -28,6 +28,7 @@ import errno
 import fcntl
 import os
 
+from kdump.storage import fs
 from kdump.errors import WriteError
 from kdump.storage.safewrite import Change, remove_stale_temps
 
@@ -56,8 +57,9 @@ def broker_holds(logdir: str) -> bool:
 
 
 def log_dir_of(partition: str) -> str:
-    """The log dir a partition directory really lives in (every link on the way resolved)."""
-    return os.path.dirname(os.path.realpath(partition))
+    """The log dir a partition directory really lives in (every link on the way resolved; a
+    remote URL's parent prefix)."""
+    return os.path.dirname(fs.realpath(partition))
 
 
 class PartitionLock:

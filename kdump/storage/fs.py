@@ -1,0 +1,119 @@
+"""The questions the readers ask of a path, for local paths and remote URLs alike.
+
+A local path goes straight to ``os`` (one prefix test more per call); a remote URL
+(``kdump.storage.remote``) is answered from the listing of its parent when that was made
+(a log dir's files are listed once, not asked about one by one), else from the store.
+Remote stores are read-only for kdump's repairs: ``refuse_remote`` says so in one line.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kdump.errors import UsageError
+from kdump.storage import remote
+from kdump.storage.remote import Entry, Stat, is_remote
+
+_listings: dict[str, dict[str, Entry]] = {}
+
+
+def local_path(path: str) -> str:
+    """``file:///x`` -> ``/x``; anything else as given."""
+    if path.startswith(remote.FILE_SCHEME):
+        rest = path[len(remote.FILE_SCHEME):]
+        return rest if rest.startswith("/") else "/" + rest.partition("/")[2]
+    return path
+
+
+def _trim(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.rstrip('/')}"
+
+
+def stat(url: str) -> Stat:
+    url = _trim(url)
+    parent, _, name = url.rpartition("/")
+    listed = _listings.get(parent)
+    if listed is not None:
+        e = listed.get(name)
+        return Stat(None, 0) if e is None else Stat("dir" if e.is_dir else "file", e.size)
+    store, path = remote.store_for(url)
+    return store.stat(url, path)
+
+
+class RemoteEntry:
+    """What ``os.scandir`` yields, for one name of a remote listing."""
+
+    __slots__ = ("name", "path", "_dir", "size")
+
+    def __init__(self, directory: str, e: Entry) -> None:
+        self.name = e.name
+        self.path = remote.join(directory, e.name)
+        self._dir = e.is_dir
+        self.size = e.size
+
+    def is_file(self, follow_symlinks: bool = True) -> bool:
+        return not self._dir
+
+    def is_dir(self, follow_symlinks: bool = True) -> bool:
+        return self._dir
+
+    def is_symlink(self) -> bool:
+        return False
+
+
+def scandir(directory: str) -> list:
+    """The entries of a directory, local (``os.DirEntry``) or remote."""
+    if not is_remote(directory):
+        with os.scandir(directory) as it:
+            return list(it)
+    url = _trim(directory)
+    store, path = remote.store_for(url)
+    entries = store.list(url, path)
+    _listings[url] = {e.name: e for e in entries}
+    return [RemoteEntry(url, e) for e in entries]
+
+
+def exists(path: str) -> bool:
+    return stat(path).kind is not None if is_remote(path) else os.path.exists(path)
+
+
+def isdir(path: str) -> bool:
+    return stat(path).kind == "dir" if is_remote(path) else os.path.isdir(path)
+
+
+def isfile(path: str) -> bool:
+    return stat(path).kind == "file" if is_remote(path) else os.path.isfile(path)
+
+
+def getsize(path: str) -> int:
+    if not is_remote(path):
+        return os.path.getsize(path)
+    st = stat(path)
+    if st.kind != "file":
+        raise FileNotFoundError(path)
+    return st.size
+
+
+def abspath(path: str) -> str:
+    return _trim(path) if is_remote(path) else os.path.abspath(path)
+
+
+def realpath(path: str) -> str:
+    return _trim(path) if is_remote(path) else os.path.realpath(path)
+
+
+def normpath(path: str) -> str:
+    return _trim(path) if is_remote(path) else os.path.normpath(path)
+
+
+def refuse_remote(paths, what: str) -> None:
+    """A writing command given a remote PATH: one line, exit status 2."""
+    for p in paths:
+        if is_remote(p):
+            raise UsageError(f"{what} writes beside the files it repairs, and a remote store cannot be changed "
+                             "in place (no truncate, no rename): copy the log dir to a local disk first", file=p)
+
+
+def forget_listings() -> None:
+    _listings.clear()

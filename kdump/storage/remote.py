@@ -1,0 +1,326 @@
+"""Object stores and HDFS: the few operations kdump needs, one class per kind of store.
+
+A remote PATH is a URL: ``s3://bucket/prefix`` (``s3a://`` too, Hadoop's name for it) or
+``hdfs://namenode:port/path``. S3 goes through ``pyarrow.fs.S3FileSystem`` (native C++:
+the AWS SDK's own credential chain, environment variables and ``~/.aws`` files, bounded
+retries); HDFS through ``hdfs_native`` (the HDFS protocol in Rust: no JVM, no libhdfs).
+Both are optional (``pip install 'kdump[remote]'``). The choice, and the figures behind it,
+are in the README.
+
+Every call is bounded: it runs on a daemon thread and is given up after
+``KDUMP_REMOTE_TIMEOUT`` seconds (default 60), so an endpoint that does not answer ends the
+run with one located error instead of hanging it. Once a store has failed to answer, later
+calls to it fail at once with the same error (no second wait per file).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import NamedTuple
+
+from kdump.errors import InputError, RemoteError
+
+SCHEMES = ("s3://", "s3a://", "hdfs://")
+FILE_SCHEME = "file://"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 3
+
+
+def is_remote(path: str) -> bool:
+    return path.startswith(SCHEMES)
+
+
+def timeout() -> float:
+    try:
+        return max(0.1, float(os.environ.get("KDUMP_REMOTE_TIMEOUT", DEFAULT_TIMEOUT)))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+def retries() -> int:
+    try:
+        return max(1, int(os.environ.get("KDUMP_REMOTE_RETRIES", DEFAULT_RETRIES)))
+    except ValueError:
+        return DEFAULT_RETRIES
+
+
+class Entry(NamedTuple):
+    name: str
+    is_dir: bool
+    size: int
+
+
+class Stat(NamedTuple):
+    kind: str | None        # "file", "dir", or None (not there)
+    size: int
+
+
+def split(url: str) -> tuple[str, str, str]:
+    """(scheme, authority, path) of a remote URL: ``s3://b/k`` -> ("s3", "b", "/k")."""
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if not authority:
+        raise RemoteError("no bucket or namenode in the URL", file=url)
+    return ("s3" if scheme == "s3a" else scheme), authority, "/" + path.strip("/") if path.strip("/") else "/"
+
+
+def join(url: str, name: str) -> str:
+    return url + name if url.endswith("/") else url + "/" + name
+
+
+_stores: dict[tuple[str, str], Store] = {}
+_lock = threading.Lock()
+
+
+# The parent's clients, never freed in a child: freeing one there waits for threads (the
+# HDFS client's runtime) that were not forked, forever.
+_inherited: list = []
+
+
+def _after_fork() -> None:
+    """A -j worker makes its own clients: a client's connections and threads are its parent's."""
+    global _lock
+    _lock = threading.Lock()
+    _inherited.extend(_stores.values())
+    _stores.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def store_for(url: str) -> tuple[Store, str]:
+    """The store of a URL and the path inside it."""
+    scheme, authority, path = split(url)
+    key = (scheme, authority if scheme == "hdfs" else "")
+    with _lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = S3Store() if scheme == "s3" else HdfsStore(authority)
+    return store, (authority + path).rstrip("/") if scheme == "s3" else path
+
+
+class Store:
+    """One S3 endpoint or HDFS namenode. Paths are ``bucket/key`` (S3) or ``/path`` (HDFS)."""
+
+    where = ""
+    _down: RemoteError | None = None
+
+    def call(self, url: str, fn, *args):
+        """``fn(*args)`` within the time limit, its failures turned into a located RemoteError."""
+        if self._down is not None:
+            raise RemoteError(self._down.message, file=url)
+        box: list = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box.append((True, fn(*args)))
+            except BaseException as e:      # noqa: BLE001 - carried to the caller's thread
+                box.append((False, e))
+            done.set()
+
+        threading.Thread(target=run, daemon=True, name="kdump-remote").start()
+        limit = timeout()
+        if not done.wait(limit):
+            self._down = RemoteError(f"{self.where} did not answer within {limit:g} s (KDUMP_REMOTE_TIMEOUT)",
+                                     file=url)
+            self.abandon()
+            raise RemoteError(self._down.message, file=url)
+        ok, value = box[0]
+        if ok:
+            return value
+        if isinstance(value, (InputError, RemoteError)):
+            raise value
+        if isinstance(value, FileNotFoundError):
+            raise InputError("cannot read: no such file or directory", file=url) from None
+        err = self.explain(value)
+        if err.fatal:
+            self._down = err
+        raise RemoteError(err.message, file=url) from None
+
+    def explain(self, e: BaseException) -> RemoteError:
+        return RemoteError(_first_line(e))
+
+    def abandon(self) -> None:
+        """A call is stuck: the process must be able to end without waiting for it."""
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".strip(": ")
+
+
+def _fatal(message: str) -> RemoteError:
+    err = RemoteError(message)
+    err.fatal = True
+    return err
+
+
+# -- S3 ----------------------------------------------------------------------------------
+
+def _aws_config_value(name: str) -> str | None:
+    """``name`` from the profile's section of the AWS config file (as the AWS CLI reads it)."""
+    import configparser
+
+    path = os.environ.get("AWS_CONFIG_FILE", os.path.expanduser("~/.aws/config"))
+    profile = os.environ.get("AWS_PROFILE", "default")
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return None
+    section = profile if profile == "default" else f"profile {profile}"
+    if not parser.has_section(section):
+        return None
+    return parser.get(section, name, fallback=None) or None
+
+
+class S3Store(Store):
+    def __init__(self) -> None:
+        try:
+            from pyarrow import fs
+        except ImportError:
+            raise RemoteError("reading s3:// needs pyarrow: pip install 'kdump[remote]'") from None
+        endpoint = (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+                    or _aws_config_value("endpoint_url"))
+        region = (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+                  or _aws_config_value("region") or "us-east-1")
+        options = {"region": region, "connect_timeout": min(10.0, timeout()), "request_timeout": timeout(),
+                   "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=retries())}
+        self.where = "S3"
+        if endpoint:
+            scheme, _, host = endpoint.partition("://")
+            options.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
+            self.where = f"S3 endpoint {endpoint}"
+        self.fs = fs.S3FileSystem(**options)
+        self._fs_mod = fs
+
+    def explain(self, e: BaseException) -> RemoteError:
+        text = str(e)
+        for marks, message, fatal in (
+                (("NO_SUCH_BUCKET",), "no such bucket", False),
+                (("InvalidRange", "INVALID_RANGE", "HTTP response code: 416"),
+                 "the object is shorter than when it was listed (cut or replaced while kdump read it)", False),
+                (("INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "InvalidAccessKeyId",
+                  "SignatureDoesNotMatch"), f"{self.where} refused the credentials", True),
+                (("ACCESS_DENIED", "AccessDenied", "HTTP response code: 403"), "access denied", False),
+                (("NO_SUCH_KEY", "NoSuchKey"), "the object is gone (deleted while kdump read it?)", False),
+                (("curlCode: 7,", "Couldn't connect", "Could not connect"), f"cannot connect to {self.where}", True),
+                (("curlCode: 28", "Timeout was reached"), f"{self.where} did not answer in time", True),
+                (("curlCode: 6,", "resolve host"), f"cannot resolve the host of {self.where}", True),
+                (("MISSING_AUTHENTICATION", "No credentials", "credentials"),
+                 "no AWS credentials found (environment variables, ~/.aws/credentials)", True)):
+            if any(m in text for m in marks):
+                return _fatal(message) if fatal else RemoteError(message)
+        return RemoteError(_first_line(e))
+
+    def abandon(self) -> None:
+        # pyarrow finalizes S3 at exit, waiting for requests in flight (their retries included).
+        import atexit
+
+        try:
+            from pyarrow import _s3fs
+            atexit.unregister(_s3fs.ensure_s3_finalized)
+        except (ImportError, AttributeError):
+            pass
+
+    def stat(self, url: str, path: str) -> Stat:
+        info = self.call(url, self.fs.get_file_info, path)
+        kind = {self._fs_mod.FileType.File: "file", self._fs_mod.FileType.Directory: "dir"}.get(info.type)
+        if kind is None and "/" in path:        # say so when it is the bucket that is missing
+            bucket = self.call(url, self.fs.get_file_info, path.partition("/")[0])
+            if bucket.type == self._fs_mod.FileType.NotFound:
+                raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
+        return Stat(kind, info.size or 0 if kind == "file" else 0)
+
+    def list(self, url: str, path: str) -> list[Entry]:
+        selector = self._fs_mod.FileSelector(path, recursive=False)
+        infos = self.call(url, self.fs.get_file_info, selector)
+        directory = self._fs_mod.FileType.Directory
+        return [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos]
+
+    def reader(self, url: str, path: str, size: int):
+        f = self.call(url, self.fs.open_input_file, path)
+        return lambda start, length: self.call(url, f.read_at, length, start)
+
+    def write(self, url: str, path: str, data: bytes) -> None:
+        def put() -> None:
+            with self.fs.open_output_stream(path) as out:
+                out.write(data)
+        self.call(url, put)
+
+    def output_stream(self, path: str):
+        """A stream to write ``path`` (call it inside ``call``)."""
+        return self.fs.open_output_stream(path)
+
+    def delete_tree(self, url: str, path: str) -> None:
+        self.call(url, self.fs.delete_dir, path)
+
+    def delete_file(self, url: str, path: str) -> None:
+        self.call(url, self.fs.delete_file, path)
+
+    def move(self, url: str, src: str, dst: str) -> None:
+        """S3 has no rename: a copy of every object, then the source deleted."""
+        selector = self._fs_mod.FileSelector(src, recursive=True)
+        for info in self.call(url, self.fs.get_file_info, selector):
+            if info.type == self._fs_mod.FileType.File:
+                self.call(url, self.fs.copy_file, info.path, dst + info.path[len(src):])
+        self.call(url, self.fs.delete_dir, src)
+
+
+# -- HDFS --------------------------------------------------------------------------------
+
+class HdfsStore(Store):
+    def __init__(self, authority: str) -> None:
+        try:
+            import hdfs_native
+        except ImportError:
+            raise RemoteError("reading hdfs:// needs hdfs-native: pip install 'kdump[remote]'") from None
+        self.where = f"namenode {authority}"
+        self.client = hdfs_native.Client(f"hdfs://{authority}")
+
+    def explain(self, e: BaseException) -> RemoteError:
+        text = _first_line(e)
+        if isinstance(e, PermissionError) or "AccessControlException" in text:
+            return RemoteError("access denied")
+        if isinstance(e, ConnectionError) or "Connection refused" in text:
+            return _fatal(f"cannot connect to {self.where}")
+        return RemoteError(text)
+
+    def stat(self, url: str, path: str) -> Stat:
+        try:
+            st = self.call(url, self.client.get_file_info, path)
+        except InputError as e:
+            if isinstance(e, RemoteError):
+                raise
+            return Stat(None, 0)
+        return Stat("dir" if st.isdir else "file", 0 if st.isdir else st.length)
+
+    def list(self, url: str, path: str) -> list[Entry]:
+        statuses = self.call(url, lambda: list(self.client.list_status(path)))
+        return [Entry(s.path.rpartition("/")[2], s.isdir, s.length) for s in statuses]
+
+    def reader(self, url: str, path: str, size: int):
+        f = self.call(url, self.client.read, path)
+        return lambda start, length: self.call(url, f.read_range, start, length)
+
+    def write(self, url: str, path: str, data: bytes) -> None:
+        def put() -> None:
+            w = self.client.create(path)
+            w.write(data)
+            w.close()
+        self.call(url, put)
+
+    def output_stream(self, path: str):
+        """A stream to write ``path`` (call it inside ``call``)."""
+        return self.client.create(path)
+
+    def delete_tree(self, url: str, path: str) -> None:
+        self.call(url, self.client.delete, path, True)
+
+    def delete_file(self, url: str, path: str) -> None:
+        self.call(url, self.client.delete, path, False)
+
+    def move(self, url: str, src: str, dst: str) -> None:
+        self.call(url, self.client.rename, src, dst)

@@ -1,0 +1,233 @@
+"""Real storage servers for the remote tests, on 127.0.0.1, killed with the test process.
+
+- S3: moto's standalone server (``moto[server]`` from PyPI), a real HTTP S3 endpoint.
+- HDFS: Hadoop's MiniDFSCluster (one NameNode, one DataNode in a JVM) from the jars Maven
+  copies into tests/remote/target/hadoop-jars (``tests/remote/pom.xml``; ``.ci/run`` fetches
+  them, a test does it on first use), run by ``MiniDfs.java`` as a single-file program.
+
+Every client the tests make points at these servers through the environment
+(``s3_env``): the usual AWS variables, and ``AWS_EC2_METADATA_DISABLED`` so that no
+credential lookup ever leaves the machine.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+JARS = HERE / "target" / "hadoop-jars"
+FIXTURES = HERE.parents[1] / "fixtures"
+# The log dirs every store gets a copy of: what no real file covers, and one a real broker wrote.
+LOG_DIRS = {"generated": FIXTURES / "generated", "all-shapes": FIXTURES / "broker" / "all-shapes"}
+START_TIMEOUT = 120
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+class S3Server:
+    """moto's server; ``env`` holds what a client needs to reach it."""
+
+    def __init__(self, log: Path) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.proc: subprocess.Popen | None = None
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_ENDPOINT_URL": self.endpoint,
+                "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", **extra}
+
+    def start(self) -> S3Server:
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_die_with_parent)
+        atexit.register(self.stop)
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _port_open(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"moto server did not start: {self.log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+
+    def client(self):
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing",
+                            aws_secret_access_key="testing", region_name="us-east-1")
+
+    def upload(self, bucket: str, src: Path, prefix: str) -> str:
+        """Every file under ``src`` as ``s3://bucket/prefix/<relative path>``; the URL."""
+        s3 = self.client()
+        try:
+            s3.create_bucket(Bucket=bucket)
+        except s3.exceptions.BucketAlreadyOwnedByYou:
+            pass
+        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+            s3.put_object(Bucket=bucket, Key=f"{prefix}/{path.relative_to(src).as_posix()}", Body=path.read_bytes())
+        return f"s3://{bucket}/{prefix}"
+
+
+def hadoop_jars() -> Path:
+    """The MiniDFSCluster's jars, fetched by Maven on first use."""
+    if not (JARS.is_dir() and any(JARS.glob("hadoop-client-minicluster-*.jar"))):
+        subprocess.run(["mvn", "-q", "-B", "-f", str(HERE / "pom.xml"), "dependency:copy-dependencies"], check=True,
+                       timeout=1800, stdin=subprocess.DEVNULL)
+    return JARS
+
+
+class MiniDfs:
+    """A NameNode and a DataNode in one JVM; ``url`` is ``hdfs://127.0.0.1:<port>``."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self) -> MiniDfs:
+        jars = hadoop_jars()
+        log = open(self.base.parent / "minidfs.log", "wb")
+        self.proc = subprocess.Popen(
+            ["java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.net.preferIPv4Stack=true",
+             "-cp", f"{jars}/*", str(HERE / "MiniDfs.java"), str(self.base)],
+            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.PIPE, preexec_fn=_die_with_parent)
+        atexit.register(self.stop)
+        deadline = time.monotonic() + START_TIMEOUT
+        line = b""
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith(b"READY "):
+                self.url = f"hdfs://127.0.0.1:{int(line.split()[1])}"
+                return self
+        self.stop()
+        raise RuntimeError(f"MiniDFSCluster did not start: {(self.base.parent / 'minidfs.log').read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()     # MiniDfs.java shuts the cluster down when stdin closes
+                self.proc.wait(timeout=30)
+            except (subprocess.TimeoutExpired, OSError):
+                _stop(self.proc)
+
+    def upload(self, src: Path, prefix: str) -> str:
+        """Every file under ``src`` as ``<url>/prefix/<relative path>``, written by a child process
+        with a time limit (a client call that never returns must not hang the session)."""
+        code = ("import sys, hdfs_native, pathlib\n"
+                "c = hdfs_native.Client(sys.argv[1]); src = pathlib.Path(sys.argv[2])\n"
+                "for p in sorted(p for p in src.rglob('*') if p.is_file()):\n"
+                "    w = c.create(f'/{sys.argv[3]}/{p.relative_to(src).as_posix()}')\n"
+                "    w.write(p.read_bytes()); w.close()\n")
+        subprocess.run([sys.executable, "-c", code, self.url, str(src), prefix], check=True, timeout=300,
+                       stdin=subprocess.DEVNULL)
+        return f"{self.url}/{prefix}"
+
+
+def in_env(env: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, **env}
+
+
+class SparkCluster:
+    """A Spark standalone Master and ``workers`` Workers of ``cores`` cores each, from pyspark's
+    own jars (spark-class), on 127.0.0.1. Each Worker has its own work dir: no disk is shared,
+    what the executors read and write goes through the store. ``env`` reaches the executors
+    (the AWS variables of the S3 server)."""
+
+    def __init__(self, base: Path, env: dict[str, str], workers: int = 2, cores: int = 1) -> None:
+        self.base, self.workers, self.cores = base, workers, cores
+        self.procs: list[subprocess.Popen] = []
+        self.port = free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        import pyspark
+
+        self.home = os.path.dirname(pyspark.__file__)
+        self.env = {**os.environ, **env, "SPARK_HOME": self.home, "SPARK_LOCAL_IP": "127.0.0.1",
+                    "SPARK_DAEMON_MEMORY": "384m", "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+                    "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false", "PYSPARK_PYTHON": sys.executable,
+                    "SPARK_LOG_DIR": str(base)}
+
+    def _spawn(self, name: str, *args: str) -> Path:
+        log = self.base / f"{name}.log"
+        with open(log, "wb") as out:
+            self.procs.append(subprocess.Popen([os.path.join(self.home, "bin", "spark-class"), *args], env=self.env,
+                                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                               start_new_session=True))
+        return log
+
+    def start(self) -> SparkCluster:
+        atexit.register(self.stop)
+        self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                    str(self.port), "--webui-port", str(free_port()))
+        self._wait(lambda: _port_open(self.port), "the master")
+        for n in range(self.workers):
+            work = self.base / f"worker-{n}"
+            work.mkdir()
+            log = self._spawn(f"worker-{n}", "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
+                              "--webui-port", str(free_port()), "--cores", str(self.cores), "--memory", "1g",
+                              "--work-dir", str(work))
+            self._wait(lambda: b"Successfully registered with master" in log.read_bytes(), f"worker {n}")
+        return self
+
+    def _wait(self, predicate, what: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not predicate():
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                self.stop()
+                raise RuntimeError(f"Spark standalone: {what} did not start (logs in {self.base})")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(timeout=20)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)
+        self.procs.clear()

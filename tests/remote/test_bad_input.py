@@ -1,0 +1,123 @@
+"""Remote bad input: one located line, exit status 3 (2 for usage), no traceback, bounded in
+time (every run here has a subprocess time limit), and never reported as damage."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from servers import LOG_DIRS, free_port
+
+from support.run import run_kdump
+
+pytestmark = pytest.mark.slow
+
+
+def _kdump(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "kdump", *args], env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _one_error(done: subprocess.CompletedProcess, code: int, text: str) -> None:
+    errors = [line for line in done.stderr.splitlines() if line.startswith("kdump: error:")]
+    assert done.returncode == code, done.stderr
+    assert len(errors) == 1 and text in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_bucket_and_path(s3, s3_dirs):
+    _one_error(_kdump(s3.env(), "verify", "s3://no-such-bucket/logs"), 3,
+               "s3://no-such-bucket/logs: no such bucket: no-such-bucket")
+    _one_error(_kdump(s3.env(), "dump", s3_dirs["generated"] + "/no-such-partition-0"), 3,
+               "/no-such-partition-0: cannot read: no such file or directory")
+
+
+def test_refused_connection(s3, s3_dirs):
+    port = free_port()      # nothing listens there
+    _one_error(_kdump(s3.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}"), "verify", s3_dirs["generated"]), 3,
+               f"cannot connect to S3 endpoint http://127.0.0.1:{port}")
+
+
+def test_endpoint_that_never_answers(s3, s3_dirs):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)       # connections are accepted by the kernel, never answered
+        port = server.getsockname()[1]
+        done = _kdump(s3.env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", KDUMP_REMOTE_TIMEOUT="2"),
+                      "info", s3_dirs["generated"], timeout=60)
+    _one_error(done, 3, f"S3 endpoint http://127.0.0.1:{port} did not answer within 2 s (KDUMP_REMOTE_TIMEOUT)")
+
+
+def test_refused_credentials_are_not_damage(s3, s3_dirs):
+    env = s3.env(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="", AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
+                 AWS_CONFIG_FILE="/nonexistent")
+    done = _kdump(env, "verify", "--json", s3_dirs["generated"])
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    reports = [json.loads(line) for line in done.stdout.splitlines()]
+    assert reports and all(r["status"] in ("ok", "unreadable") for r in reports)
+    assert {f["message"] for r in reports for f in r["findings"]} == {"access denied"}
+
+
+@pytest.mark.parametrize("change", ["deleted", "truncated"])
+def test_object_changed_while_read(s3, change, monkeypatch):
+    """The segment is listed, then deleted or cut short before it is read: the file is
+    unreadable (exit 3), not damaged."""
+    from kdump.storage import fs
+
+    
+    url = s3.upload("kdump-logs", LOG_DIRS["generated"] / "headers-0", f"changing-{change}/headers-0")
+    key = url.partition("kdump-logs/")[2] + "/00000000000000000000.log"
+    client = s3.client()
+    listed = fs.scandir
+
+    def scandir_then_change(directory):
+        entries = listed(directory)
+        if change == "deleted":
+            client.delete_object(Bucket="kdump-logs", Key=key)
+        else:
+            client.put_object(Bucket="kdump-logs", Key=key, Body=b"\0" * 100)
+        return entries
+
+    monkeypatch.setattr(fs, "scandir", scandir_then_change)
+    r = run_kdump("verify", "--json", "-j", "1", url)
+    assert r.code == 3, r.err
+    log = json.loads(r.out.splitlines()[0])
+    assert log["status"] == "unreadable", log
+    assert "Traceback" not in r.err and "damaged" not in r.out
+
+
+def test_a_listing_of_thousands_of_keys(s3):
+    """3,000 keys (three pages of S3's listing) that are no Kafka files: listed through, then
+    one usage line (the bench lists 100,000: bench/README.md)."""
+    client = s3.client()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: client.put_object(Bucket="kdump-logs", Key=f"many/object-{i:05d}.txt", Body=b""),
+                      range(3000)))
+    _one_error(_kdump(s3.env(), "verify", "s3://kdump-logs/many"), 2,
+               "s3://kdump-logs/many: no Kafka log files of the kind this command reads were found here")
+
+
+def test_writing_options_refuse_remote_paths(s3, s3_dirs):
+    url = s3_dirs["generated"] + "/torn-tail-0"
+    for option, args in (("--truncate", ("verify", "--truncate")), ("--rebuild", ("index", "--rebuild")),
+                         ("--apply", ("recover", "--apply", "--yes")),
+                         ("--salvage", ("recover", "--salvage", "/tmp/kdump-never-written"))):
+        r = run_kdump(*args, url)
+        assert r.code == 2, (args, r.err)
+        assert r.err.startswith(f"kdump: error: {url}: {option} writes beside the files it repairs"), r.err
+        assert len(r.err.splitlines()) == 1
+
+
+def test_hdfs_missing_path_and_refused_namenode(hdfs):
+    _one_error(_kdump({}, "verify", f"{hdfs.url}/no-such-dir"), 3,
+               f"{hdfs.url}/no-such-dir: cannot read: no such file or directory")
+    port = free_port()
+    _one_error(_kdump({"KDUMP_REMOTE_TIMEOUT": "5"}, "verify", f"hdfs://127.0.0.1:{port}/logs", timeout=60), 3,
+               f"hdfs://127.0.0.1:{port}/logs: ")
