@@ -216,8 +216,8 @@ from kdump.cli import main
 
 mapped = segment.MappedFile.__init__
 
-def map_then_lose_the_tail(self, path):
-    mapped(self, path)
+def map_then_lose_the_tail(self, path, *args, **kwargs):
+    mapped(self, path, *args, **kwargs)
     if path.endswith(".log"):
         os.truncate(path, 100)   # another process truncates the segment under the mapping
 
