@@ -65,6 +65,10 @@ static PyMethodDef kd_methods[] = {
     {"json_batch_line", (PyCFunction)(void (*)(void))kd_json_batch_line, METH_FASTCALL,
      "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
      "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
+    {"text_item", (PyCFunction)(void (*)(void))kd_text_item, METH_FASTCALL,
+     "text_item(out, batch, records, mode, last, gaps) -> int | None: TextDump.item's lines appended to the "
+     "bytearray out as UTF-8 (mode: text.c_mode), the record offsets followed into gaps (None: not followed); "
+     "the last offset, or None when the Python renderer must do it."},
     {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
     {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
      "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},

@@ -12,6 +12,7 @@
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None
+ *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None
  *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
@@ -221,6 +222,7 @@ PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
 PyObject *kd_catch_sigbus(PyObject *self, PyObject *unused);

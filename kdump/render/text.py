@@ -121,6 +121,32 @@ def record_line(r: Record, key_text: str | None = None, payload_text: str | None
     return "".join(parts)
 
 
+def item_lines(b: Batch, records: list[Record] | None, view, data: bool, metadata: bool) -> list[str]:
+    """A batch's line and its records' lines (``view``: the PayloadView giving keys and payloads)."""
+    lines = [batch_line(b)]
+    for r in records or ():
+        k, v = view.text(r) if data and r.control is None else (None, None)
+        lines.append(record_line(r, k, v, metadata))
+    return lines
+
+
+# The mode of item_lines' C twin (kdump/_speedups/text.c text_item): the parts of a record
+# line, and how keys and payloads are shown (the views that are plain bytes).
+C_METADATA, C_DATA, C_ESCAPE = 1, 2, 4
+C_KINDS = {"utf8": 0, "hex": 1, "base64": 2, "int": 3, "long": 4}
+
+
+def c_mode(view, data: bool, metadata: bool) -> int | None:
+    """text_item's mode for ``view``, or None where only Python shows records (internal-topic
+    and JSON decoders)."""
+    key = C_KINDS.get(view.key_decoder or view.encoding)
+    value = C_KINDS.get(view.value_decoder or view.encoding)
+    if view.internal is not None or key is None or value is None:
+        return None
+    return ((C_METADATA if metadata else 0) | (C_DATA if data else 0) | (C_ESCAPE if view.escape else 0)
+            | key << 4 | value << 8)
+
+
 def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, list[str]]:
     """DumpLogSegments' --deep-iteration report of offsets that do not follow one another.
 
