@@ -93,8 +93,10 @@ put_i64(char *w, int64_t v)
  * multi-byte sequence. One table per escaping; filled once.
  */
 typedef struct {
-    char out[4];
-    unsigned char len, lead;
+    uint32_t out;             /* up to 4 bytes, little-endian in memory order */
+    unsigned char len;        /* bytes of ``out`` */
+    unsigned char need;       /* 1: stands alone; 2..4: the length of the sequence it leads */
+    unsigned char lo, span;   /* its valid second bytes: lo..lo+span (a lead byte only) */
 } bytecls;
 
 static bytecls cls_tab[2][256];
@@ -106,33 +108,50 @@ init_classes(void)
     for (int e = 0; e < 2; e++) {
         for (int c = 0; c < 256; c++) {
             bytecls *t = &cls_tab[e][c];
+            unsigned char out[4] = {0, 0, 0, 0};
             memset(t, 0, sizeof *t);
+            t->need = 1;
+            t->lo = 0xFF;       /* no valid second byte: lo + span never reached for span 0 ... */
+            t->span = 0;        /* ... but 0xFF itself, never a continuation byte (checked below) */
             if (c < 0x80) {
                 const char *s = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
                 if (!e || (c >= 0x20 && c != 0x7F)) {
-                    t->out[0] = (char)c;
+                    out[0] = (unsigned char)c;
                     t->len = 1;
                 } else if (s != NULL) {
-                    memcpy(t->out, s, 2);
+                    memcpy(out, s, 2);
                     t->len = 2;
                 } else {
-                    t->out[0] = '\\';
-                    t->out[1] = 'x';
-                    t->out[2] = hexd[c >> 4];
-                    t->out[3] = hexd[c & 15];
+                    out[0] = '\\';
+                    out[1] = 'x';
+                    out[2] = (unsigned char)hexd[c >> 4];
+                    out[3] = (unsigned char)hexd[c & 15];
                     t->len = 4;
                 }
-            } else if (c >= 0xC2 && c <= 0xF4) {
-                t->lead = 1;
             } else {
-                memcpy(t->out, "\xEF\xBF\xBD", 3);
+                /* U+FFFD: a byte that never starts a sequence, or a lead whose sequence fails */
+                memcpy(out, "\xEF\xBF\xBD", 3);
                 t->len = 3;
+                if (c >= 0xC2 && c <= 0xF4) {
+                    t->need = c <= 0xDF ? 2 : c <= 0xEF ? 3 : 4;
+                    unsigned lo = 0x80, hi = 0xBF;
+                    if (c == 0xE0)
+                        lo = 0xA0;
+                    else if (c == 0xF0)
+                        lo = 0x90;
+                    else if (c == 0xF4)
+                        hi = 0x8F;
+                    /* ED: 80..9F starts a character, A0..BF Java's surrogate rule: both
+                     * take the slow path */
+                    t->lo = (unsigned char)lo;
+                    t->span = (unsigned char)(hi - lo);
+                }
             }
+            memcpy(&t->out, out, 4);
         }
     }
     cls_ready = 1;
 }
-
 
 /* 8 ASCII bytes none of which the escaping changes (none below 0x20, no DEL). */
 static inline int
@@ -149,9 +168,10 @@ plain8(const unsigned char *s, int escape)
     return ((~(x + 0x6060606060606060ull) | (x + 0x0101010101010101ull)) & hi) == 0;
 }
 
-/* The bytes of the sequence led by s[i] (C2..F4) that Java's decoder takes together, and
- * whether they form a character: *valid = 1 (copy them), else one U+FFFD for them. */
-static inline int
+/* The bytes of the sequence led by s[i] (E0..F4, its second byte valid) that Java's decoder
+ * takes together, and whether they form a character: *valid = 1 (copy them), else one
+ * U+FFFD for them. */
+static int
 lead_take(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int *valid)
 {
     unsigned c = s[i];
@@ -192,7 +212,8 @@ lead_take(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int *valid)
     return take;
 }
 
-/* Worst case: 4 output bytes per input byte (an escape \xNN; U+FFFD takes 3). */
+/* Worst case: 4 output bytes per input byte (an escape \xNN; U+FFFD takes 3), plus 4
+ * bytes of slack: each step stores a whole 4-byte word. */
 static char *
 put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape)
 {
@@ -204,25 +225,35 @@ put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape)
             w += 8;
             i += 8;
         }
-        /* then at least 8 bytes (or the rest) byte by byte: data that is not plain text
-         * rarely turns plain again at once */
+        /* then at least 8 bytes (or the rest) a step at a time, without branches but for
+         * the 3- and 4-byte sequences: random bytes defeat the branch predictor */
         Py_ssize_t stop = i + 8 < n ? i + 8 : n;
         while (i < stop) {
-            const bytecls *t = &tab[s[i]];
-            if (!t->lead) {
-                memcpy(w, t->out, 4);
-                w += t->len;
-                i++;
+            unsigned b0 = s[i];
+            unsigned b1 = i + 1 < n ? s[i + 1] : 0;
+            const bytecls *t = &tab[b0];
+            int second = (unsigned)(b1 - t->lo) <= t->span && t->need > 1;
+            if (second && t->need > 2) {
+                int valid;
+                int take = lead_take(s, i, n, &valid);
+                if (valid)
+                    memcpy(w, s + i, (size_t)take);
+                else
+                    memcpy(w, "\xEF\xBF\xBD", 3);
+                w += valid ? take : 3;
+                i += take;
                 continue;
             }
-            int valid;
-            int take = lead_take(s, i, n, &valid);
-            if (valid)
-                memcpy(w, s + i, (size_t)take);
-            else
-                memcpy(w, "\xEF\xBF\xBD", 3);
-            w += valid ? take : 3;
-            i += take;
+            /* a 2-byte character, or what the byte is alone (U+FFFD for a failed lead) */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            uint32_t pair = (uint32_t)((b0 << 24) | (b1 << 16));
+#else
+            uint32_t pair = (uint32_t)(b0 | (b1 << 8));
+#endif
+            uint32_t out = second ? pair : t->out;      /* (in memory order) */
+            memcpy(w, &out, 4);
+            w += second ? 2 : t->len;
+            i += second ? 2 : 1;
         }
     }
     return w;
