@@ -94,9 +94,9 @@ put_i64(char *w, int64_t v)
  */
 typedef struct {
     uint32_t out;             /* up to 4 bytes, little-endian in memory order */
-    unsigned char len;        /* bytes of ``out`` */
-    unsigned char need;       /* 1: stands alone; 2..4: the length of the sequence it leads */
-    unsigned char lo, span;   /* its valid second bytes: lo..lo+span (a lead byte only) */
+    uint8_t len;              /* bytes of ``out`` */
+    uint8_t slow;             /* leads a 3- or 4-byte sequence (lead_take judges it) */
+    uint16_t lo, span;        /* its valid second bytes: lo..lo+span (none for a byte that is no lead) */
 } bytecls;
 
 static bytecls cls_tab[2][256];
@@ -110,9 +110,8 @@ init_classes(void)
             bytecls *t = &cls_tab[e][c];
             unsigned char out[4] = {0, 0, 0, 0};
             memset(t, 0, sizeof *t);
-            t->need = 1;
-            t->lo = 0xFF;       /* no valid second byte: lo + span never reached for span 0 ... */
-            t->span = 0;        /* ... but 0xFF itself, never a continuation byte (checked below) */
+            t->lo = 0x1FF;      /* no byte is a valid second byte */
+            t->span = 0;
             if (c < 0x80) {
                 const char *s = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
                 if (!e || (c >= 0x20 && c != 0x7F)) {
@@ -133,7 +132,7 @@ init_classes(void)
                 memcpy(out, "\xEF\xBF\xBD", 3);
                 t->len = 3;
                 if (c >= 0xC2 && c <= 0xF4) {
-                    t->need = c <= 0xDF ? 2 : c <= 0xEF ? 3 : 4;
+                    t->slow = c >= 0xE0;
                     unsigned lo = 0x80, hi = 0xBF;
                     if (c == 0xE0)
                         lo = 0xA0;
@@ -143,8 +142,8 @@ init_classes(void)
                         hi = 0x8F;
                     /* ED: 80..9F starts a character, A0..BF Java's surrogate rule: both
                      * take the slow path */
-                    t->lo = (unsigned char)lo;
-                    t->span = (unsigned char)(hi - lo);
+                    t->lo = (uint16_t)lo;
+                    t->span = (uint16_t)(hi - lo);
                 }
             }
             memcpy(&t->out, out, 4);
@@ -225,15 +224,23 @@ put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape)
             w += 8;
             i += 8;
         }
-        /* then at least 8 bytes (or the rest) a step at a time, without branches but for
-         * the 3- and 4-byte sequences: random bytes defeat the branch predictor */
+        /* then at least 8 bytes (or the rest) a byte at a time. Random bytes defeat the
+         * branch predictor: the one branch is on the rare case, a lead byte followed by a
+         * valid second byte (about 1 byte in 20 of random data), and each step of the
+         * common case does not wait for the one before. */
         Py_ssize_t stop = i + 8 < n ? i + 8 : n;
         while (i < stop) {
             unsigned b0 = s[i];
-            unsigned b1 = i + 1 < n ? s[i + 1] : 0;
+            unsigned b1 = s[i + (i + 1 < n)];      /* at the end b0 again: never a second byte */
             const bytecls *t = &tab[b0];
-            int second = (unsigned)(b1 - t->lo) <= t->span && t->need > 1;
-            if (second && t->need > 2) {
+            if ((uint32_t)(b1 - t->lo) <= t->span) {
+                if (!t->slow) {                      /* a 2-byte character */
+                    w[0] = (char)b0;
+                    w[1] = (char)b1;
+                    w += 2;
+                    i += 2;
+                    continue;
+                }
                 int valid;
                 int take = lead_take(s, i, n, &valid);
                 if (valid)
@@ -244,16 +251,10 @@ put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape)
                 i += take;
                 continue;
             }
-            /* a 2-byte character, or what the byte is alone (U+FFFD for a failed lead) */
-#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-            uint32_t pair = (uint32_t)((b0 << 24) | (b1 << 16));
-#else
-            uint32_t pair = (uint32_t)(b0 | (b1 << 8));
-#endif
-            uint32_t out = second ? pair : t->out;      /* (in memory order) */
-            memcpy(w, &out, 4);
-            w += second ? 2 : t->len;
-            i += second ? 2 : 1;
+            /* what the byte is alone: itself, its escape, U+FFFD (a failed lead included) */
+            memcpy(w, &t->out, 4);
+            w += t->len;
+            i++;
         }
     }
     return w;
