@@ -60,11 +60,13 @@ def run_once(args: list[str]) -> tuple[float, int]:
 
 
 def interleaved(commands: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, int]]:
-    """Each command once per round, ``repeat`` rounds: its median wall time and that run's RSS."""
+    """Each command once per round, ``repeat`` rounds, each round starting one command further
+    on (what runs first in a round is not always the same): its median wall time and that run's RSS."""
     runs: dict[str, list[tuple[float, int]]] = {name: [] for name in commands}
-    for _ in range(repeat):
-        for name, args in commands.items():
-            runs[name].append(run_once(args))
+    names = list(commands)
+    for r in range(repeat):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            runs[name].append(run_once(commands[name]))
     return {name: sorted(r)[len(r) // 2] for name, r in runs.items()}
 
 

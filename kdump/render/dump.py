@@ -41,6 +41,7 @@ class TextDump:
         self.gaps = None if dls else gaps
         self.blocks: list[tuple[int, list[str]]] = []      # stderr blocks, printed after all files
         self._gaps: list[tuple[int, int]] = []
+        self._follow: list[tuple[int, int]] | None = None
         self._last_offset = -1
         self._c_item = None
         self._c_mode = 0
@@ -48,6 +49,7 @@ class TextDump:
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
         self._gaps = []
+        self._follow = self._gaps if self.dls else None     # where DumpLogSegments' gaps go
         self._last_offset = -1
         # The C renderer (text.c_mode says which views it draws), chosen once per file.
         c = _accel.native()
@@ -63,21 +65,21 @@ class TextDump:
                 self.out.add(start)
 
     def item(self, f: LogFile, it: Item) -> None:
-        records = it.records
+        batch, records, _ = it
         if records is not None and self.gaps is not None:
             self.gaps.records(records)
-        follow_here = records is not None and self.dls
         if self._c_item is not None:
-            last = self._c_item(self.out.buf, it.batch, records, self._c_mode, self._last_offset,
-                                self._gaps if follow_here else None)
+            # (DumpLogSegments' gaps followed in C too; records None: nothing to follow)
+            buf = self.out.buf
+            last = self._c_item(buf, batch, records, self._c_mode, self._last_offset, self._follow)
             if last is not None:
                 self._last_offset = last
-                if len(self.out.buf) >= FLUSH_CHARS:
+                if len(buf) >= FLUSH_CHARS:
                     self.out.write()
                 return
-        if follow_here:
-            self._last_offset = follow(records, self._last_offset, self._gaps)
-        for line in text.item_lines(it.batch, records, self.view, self.data, not self.skip_metadata):
+        if records is not None and self._follow is not None:
+            self._last_offset = follow(records, self._last_offset, self._follow)
+        for line in text.item_lines(batch, records, self.view, self.data, not self.skip_metadata):
             self.out.add(line)
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
