@@ -20,6 +20,7 @@ wall time of N rounds, with the peak RSS of that run (wait4's ru_maxrss):
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import subprocess
 import sys
@@ -88,6 +89,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", choices=SETS, metavar="SET")
     ap.add_argument("--dump-only", action="store_true", help="only the record dump, not the index checks")
     args = ap.parse_args()
+    # kdump as pip installs it: byte-code compiled (PYTHONDONTWRITEBYTECODE=1 would otherwise
+    # have every run compile its modules again).
+    compileall.compile_dir(str(ROOT / "kdump"), quiet=1)
     print(f"Kafka {kafka_jars.kafka_version()} DumpLogSegments vs kdump; median of {args.repeat} interleaved "
           f"rounds; wall time and peak RSS; ratio = Kafka / kdump (above 1: kdump faster / smaller)\n")
     print("| set | work | kafka-dump-log.sh | kdump | time ratio | RSS ratio |")
