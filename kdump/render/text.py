@@ -3,6 +3,10 @@
 Line formats follow the 2026 Java port of DumpLogSegments (kafka-reference.md §1.4),
 so scripts written against ``kafka-dump-log.sh`` keep working: codec names in lower case,
 no stray ``}`` after the legacy ``crc:``, header keys only (values are in --json/table).
+
+``item_lines`` (a batch's lines) is the reference of kdump/_speedups/text.c, which draws the
+same lines as UTF-8 for the views that are plain bytes (``c_mode``); tests/speedups/ holds
+the two equal.
 """
 
 from __future__ import annotations
