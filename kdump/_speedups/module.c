@@ -91,6 +91,7 @@ PyMODINIT_FUNC
 PyInit_native(void)
 {
     crc_init();
+    java_utf8_init();
     PyObject *m = PyModule_Create(&kd_module);
     if (m == NULL)
         return NULL;

@@ -1,6 +1,7 @@
-/* text_item: the twin of TextDump.item's lines in kdump/render/text.py (batch_line,
- * record_line, follow) with the plain payload views of kdump/decoders/payload.py
- * (utf8 as kdump/format/javautf8.py decodes it, hex, base64, int, long; escaped or not).
+/* text_item: the twin of TextDump.item's lines in kdump/render/text.py (item_lines:
+ * batch_line, record_line; check/gaps.py follow) with the plain payload views of
+ * kdump/decoders/payload.py (utf8 as kdump/format/javautf8.py decodes it, in javautf8.c;
+ * hex, base64, int, long; escaped or not).
  *
  * It appends one batch's lines, each ended by "\n", as UTF-8 to a bytearray, and follows
  * the record offsets as kdump.check.gaps.follow does. It returns None, leaving the
@@ -34,7 +35,8 @@ typedef struct {
     Py_ssize_t len, cap;
 } tbuf;
 
-static char *tbuf_mem = NULL;     /* kept between calls: one allocation for the run */
+static char *tbuf_mem = NULL;     /* kept between calls: one allocation for the run ... */
+#define KEEP_BYTES ((Py_ssize_t)64 << 20)      /* ... unless a batch made it larger than this */
 static Py_ssize_t tbuf_cap = 0;
 
 static int
@@ -79,184 +81,6 @@ put_i64(char *w, int64_t v)
         *w++ = '-';
     while (n)
         *w++ = tmp[--n];
-    return w;
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* Java's UTF-8 decoding (javautf8.py), written back as UTF-8, controls escaped or not   */
-/* ------------------------------------------------------------------------------------ */
-
-/*
- * Per byte, what it becomes when it stands alone: printable ASCII itself, a control its
- * escape (payload.py's _CONTROL_ESCAPES) or itself (not escaping), a byte that never
- * starts a sequence (80..C1, F5..FF) U+FFFD. ``lead`` marks C2..F4, which start a
- * multi-byte sequence. One table per escaping; filled once.
- */
-typedef struct {
-    uint32_t out;             /* up to 4 bytes, little-endian in memory order */
-    uint8_t len;              /* bytes of ``out`` */
-    uint8_t slow;             /* leads a 3- or 4-byte sequence (lead_take judges it) */
-    uint16_t lo, span;        /* its valid second bytes: lo..lo+span (none for a byte that is no lead) */
-} bytecls;
-
-static bytecls cls_tab[2][256];
-static int cls_ready = 0;
-
-static void
-init_classes(void)
-{
-    for (int e = 0; e < 2; e++) {
-        for (int c = 0; c < 256; c++) {
-            bytecls *t = &cls_tab[e][c];
-            unsigned char out[4] = {0, 0, 0, 0};
-            memset(t, 0, sizeof *t);
-            t->lo = 0x1FF;      /* no byte is a valid second byte */
-            t->span = 0;
-            if (c < 0x80) {
-                const char *s = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
-                if (!e || (c >= 0x20 && c != 0x7F)) {
-                    out[0] = (unsigned char)c;
-                    t->len = 1;
-                } else if (s != NULL) {
-                    memcpy(out, s, 2);
-                    t->len = 2;
-                } else {
-                    out[0] = '\\';
-                    out[1] = 'x';
-                    out[2] = (unsigned char)hexd[c >> 4];
-                    out[3] = (unsigned char)hexd[c & 15];
-                    t->len = 4;
-                }
-            } else {
-                /* U+FFFD: a byte that never starts a sequence, or a lead whose sequence fails */
-                memcpy(out, "\xEF\xBF\xBD", 3);
-                t->len = 3;
-                if (c >= 0xC2 && c <= 0xF4) {
-                    t->slow = c >= 0xE0;
-                    unsigned lo = 0x80, hi = 0xBF;
-                    if (c == 0xE0)
-                        lo = 0xA0;
-                    else if (c == 0xF0)
-                        lo = 0x90;
-                    else if (c == 0xF4)
-                        hi = 0x8F;
-                    /* ED: 80..9F starts a character, A0..BF Java's surrogate rule: both
-                     * take the slow path */
-                    t->lo = (uint16_t)lo;
-                    t->span = (uint16_t)(hi - lo);
-                }
-            }
-            memcpy(&t->out, out, 4);
-        }
-    }
-    cls_ready = 1;
-}
-
-/* 8 ASCII bytes none of which the escaping changes (none below 0x20, no DEL). */
-static inline int
-plain8(const unsigned char *s, int escape)
-{
-    uint64_t x;
-    memcpy(&x, s, 8);
-    const uint64_t hi = 0x8080808080808080ull;
-    if (x & hi)
-        return 0;
-    if (!escape)
-        return 1;
-    /* b < 0x20: b + 0x60 has its top bit clear; b == 0x7F: b + 1 has it set */
-    return ((~(x + 0x6060606060606060ull) | (x + 0x0101010101010101ull)) & hi) == 0;
-}
-
-/* The bytes of the sequence led by s[i] (E0..F4, its second byte valid) that Java's decoder
- * takes together, and whether they form a character: *valid = 1 (copy them), else one
- * U+FFFD for them. */
-static int
-lead_take(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int *valid)
-{
-    unsigned c = s[i];
-    Py_ssize_t left = n - i;
-    int need, take = 1;
-    unsigned lo2 = 0x80, hi2 = 0xBF;
-    if (c <= 0xDF) {
-        need = 2;
-    } else if (c <= 0xEF) {
-        need = 3;
-        if (c == 0xE0) {
-            lo2 = 0xA0;
-        } else if (c == 0xED) {
-            /* Java takes ED A0..BF (an encoded surrogate) as one malformed sequence with
-             * the continuation byte after it; at the end of the data it stops. */
-            if (left >= 2 && s[i + 1] >= 0xA0 && s[i + 1] <= 0xBF) {
-                *valid = 0;
-                if (left == 2)
-                    return 2;
-                return (s[i + 2] & 0xC0) == 0x80 ? 3 : 2;
-            }
-            hi2 = 0x9F;
-        }
-    } else {
-        need = 4;
-        if (c == 0xF0)
-            lo2 = 0x90;
-        else if (c == 0xF4)
-            hi2 = 0x8F;
-    }
-    while (take < need && take < left) {
-        unsigned b = s[i + take];
-        if (take == 1 ? (b < lo2 || b > hi2) : (b & 0xC0) != 0x80)
-            break;
-        take++;
-    }
-    *valid = take == need;     /* else the maximal invalid subpart: one U+FFFD */
-    return take;
-}
-
-/* Worst case: 4 output bytes per input byte (an escape \xNN; U+FFFD takes 3), plus 4
- * bytes of slack: each step stores a whole 4-byte word. */
-static char *
-put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape)
-{
-    const bytecls *tab = cls_tab[escape != 0];
-    Py_ssize_t i = 0;
-    while (i < n) {
-        while (i + 8 <= n && plain8(s + i, escape)) {
-            memcpy(w, s + i, 8);
-            w += 8;
-            i += 8;
-        }
-        /* then at least 8 bytes (or the rest) a byte at a time. Random bytes defeat the
-         * branch predictor: the one branch is on the rare case, a lead byte followed by a
-         * valid second byte (about 1 byte in 20 of random data), and each step of the
-         * common case does not wait for the one before. */
-        Py_ssize_t stop = i + 8 < n ? i + 8 : n;
-        while (i < stop) {
-            unsigned b0 = s[i];
-            unsigned b1 = s[i + (i + 1 < n)];      /* at the end b0 again: never a second byte */
-            const bytecls *t = &tab[b0];
-            if ((uint32_t)(b1 - t->lo) <= t->span) {
-                if (!t->slow) {                      /* a 2-byte character */
-                    w[0] = (char)b0;
-                    w[1] = (char)b1;
-                    w += 2;
-                    i += 2;
-                    continue;
-                }
-                int valid;
-                int take = lead_take(s, i, n, &valid);
-                if (valid)
-                    memcpy(w, s + i, (size_t)take);
-                else
-                    memcpy(w, "\xEF\xBF\xBD", 3);
-                w += valid ? take : 3;
-                i += take;
-                continue;
-            }
-            /* what the byte is alone: itself, its escape, U+FFFD (a failed lead included) */
-            memcpy(w, &t->out, 4);
-            w += t->len;
-            i++;
-        }
-    }
     return w;
 }
 
@@ -599,6 +423,37 @@ follow(PyObject *records, int64_t *last, PyObject *gaps)
     return 0;
 }
 
+/* The lines of one batch drawn in ``w`` (room enough), then appended to ``out``, the offsets
+ * followed into ``gaps`` (unless None): 1 done, 0 not ours (nothing changed), -1 error set. */
+static int
+render(char *w, PyObject *out, PyObject *batch, PyObject *records, Py_ssize_t n, int mode, PyObject *gaps,
+       int64_t *last)
+{
+    char *start = w;
+    if (put_batch_line(&w, batch) < 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (put_record_line(&w, PyList_GET_ITEM(records, i), mode) < 0)
+            return 0;
+    }
+    Py_ssize_t before = gaps == Py_None ? 0 : PyList_GET_SIZE(gaps);
+    if (n && gaps != Py_None) {
+        int rc = follow(records, last, gaps);
+        if (rc != 0) {
+            PyList_SetSlice(gaps, before, PyList_GET_SIZE(gaps), NULL);
+            return rc < 0 ? -1 : 0;
+        }
+    }
+    Py_ssize_t len = w - start, old = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, old + len) < 0) {
+        if (gaps != Py_None)
+            PyList_SetSlice(gaps, before, PyList_GET_SIZE(gaps), NULL);
+        return -1;
+    }
+    memcpy(PyByteArray_AS_STRING(out) + old, start, (size_t)len);
+    return 1;
+}
+
 PyObject *
 kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -607,8 +462,6 @@ kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "text_item(out: bytearray, batch, records, mode, last, gaps)");
         return NULL;
     }
-    if (!cls_ready)
-        init_classes();
     PyObject *out = args[0], *batch = args[1], *records = args[2], *gaps = args[5];
     long mode = PyLong_AsLong(args[3]);
     if (mode == -1 && PyErr_Occurred())
@@ -633,34 +486,22 @@ kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         room += rr;
     }
     tbuf o = {tbuf_mem, 0, tbuf_cap};
-    if (reserve(&o, room) < 0) {
-        tbuf_mem = o.p;
-        tbuf_cap = o.cap;
-        return PyErr_NoMemory();
-    }
+    int rc = reserve(&o, room);
     tbuf_mem = o.p;
     tbuf_cap = o.cap;
-    char *w = o.p;
-    if (put_batch_line(&w, batch) < 0)
-        Py_RETURN_NONE;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (put_record_line(&w, PyList_GET_ITEM(records, i), (int)mode) < 0)
-            Py_RETURN_NONE;
+    if (rc == 0)
+        rc = render(o.p, out, batch, records, n, (int)mode, gaps, &last);
+    else
+        PyErr_NoMemory();
+    if (tbuf_cap > KEEP_BYTES) {      /* a huge batch: do not keep its room for the rest of the run */
+        PyMem_Free(tbuf_mem);
+        tbuf_mem = NULL;
+        tbuf_cap = 0;
     }
-    if (n && gaps != Py_None) {
-        Py_ssize_t before = PyList_GET_SIZE(gaps);
-        int rc = follow(records, &last, gaps);
-        if (rc != 0) {
-            PyList_SetSlice(gaps, before, PyList_GET_SIZE(gaps), NULL);
-            if (rc < 0)
-                return NULL;
-            Py_RETURN_NONE;
-        }
-    }
-    Py_ssize_t len = w - o.p, old = PyByteArray_GET_SIZE(out);
-    if (PyByteArray_Resize(out, old + len) < 0)
+    if (rc < 0)
         return NULL;
-    memcpy(PyByteArray_AS_STRING(out) + old, o.p, (size_t)len);
+    if (rc == 0)
+        Py_RETURN_NONE;
     if (gaps == Py_None)
         return Py_NewRef(args[4]);
     return PyLong_FromLongLong(last);

@@ -258,3 +258,14 @@ def test_byte_lines_write_through_any_stream():
         lines.flush()
     assert raw.getvalue().decode("utf-8") == "Dumping caf\u00e9 \\udcff\n| payload: \ufffd\n"
     assert plain.getvalue() == "Dumping caf\u00e9 \udcff\n| payload: \ufffd\n"
+
+
+def test_a_batch_larger_than_the_kept_room_is_drawn_and_the_next_one_too():
+    """A value whose room passes the 64 MiB the renderer keeps between calls (its buffer is let go)."""
+    import random
+
+    value = random.Random(7).randbytes(9 << 20) + b"tail\n" * (2 << 20)
+    batch = Batch(0, 0, 0, 1, 100, 2, 1, True, 0, 0, 0, 0, -1, -1, -1)
+    view = view_for("utf8", "utf8", True)
+    check(batch, [Record(0, 0, 0, b"k", value, (), -1)], view, True, True, expect_c=True)
+    check(batch, [Record(0, 0, 0, b"k", b"small", (), -1)], view, True, True, expect_c=True)
