@@ -58,6 +58,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     out.append(scan_segment(damaged, base_offset=0, resync=True).to_dict())  # scan_plain_run, find_candidate
     # the command line: the seeking reader, the dump writer, the SIGBUS watch of each mapping
     out.append(run_kdump("dump", "--records", "--data", "--json", v2))
+    out.append(run_kdump("dump", "--files", f"{v2},{legacy}", "--print-data-log", "-j", "1"))   # text_item
     out.append(run_kdump("verify", "--json", v2))
     return out
 
