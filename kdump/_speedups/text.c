@@ -165,7 +165,18 @@ payload_room(Py_ssize_t n)
 static inline int
 exact_i64(PyObject *x, int64_t *out)
 {
-    return PyLong_CheckExact(x) ? as_int64(x, out) : -1;
+    if (!PyLong_CheckExact(x))
+        return -1;
+#if PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API)
+    /* Before 3.12 an int of one 30-bit digit (most fields) is its size and that digit:
+     * read it without the general conversion's call. */
+    Py_ssize_t size = Py_SIZE(x);
+    if (size >= -1 && size <= 1) {
+        *out = size * (int64_t)((PyLongObject *)x)->ob_digit[0];
+        return 0;
+    }
+#endif
+    return as_int64(x, out);
 }
 
 /* f"{x}" of a field Python formats as it is: an exact int64 here, None as "None"; 0 or -1 (not ours). */
