@@ -70,6 +70,10 @@ static PyMethodDef kd_methods[] = {
      "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
     {"avro_json", (PyCFunction)(void (*)(void))kd_avro_json, METH_FASTCALL,
      "avro_json(program, data, pos) -> (json_text, end) | None: an Avro datum as JSON text (avro_text.py)."},
+    {"text_item", (PyCFunction)(void (*)(void))kd_text_item, METH_FASTCALL,
+     "text_item(out, batch, records, mode, last, gaps) -> int | None: TextDump.item's lines appended to the "
+     "bytearray out as UTF-8 (mode: text.c_mode), the record offsets followed into gaps (None: not followed); "
+     "the last offset, or None when the Python renderer must do it."},
     {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
     {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
      "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},
@@ -92,6 +96,7 @@ PyMODINIT_FUNC
 PyInit_native(void)
 {
     crc_init();
+    java_utf8_init();
     PyObject *m = PyModule_Create(&kd_module);
     if (m == NULL)
         return NULL;

@@ -15,6 +15,8 @@
  *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None
  *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos) -> (json_text, end) | None
+ *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None
+ *   javautf8.c kdump/format/javautf8.py  put_java_utf8 (for text.c; no Python function of its own)
  *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
@@ -233,6 +235,13 @@ PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+PyObject *kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* Java's UTF-8 decoding of s[0:n] written at w as UTF-8, the text view's escapes applied or
+ * not; returns the end. Room: 4 bytes a byte, plus 4. java_utf8_init() fills its tables. */
+char *put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape);
+void java_utf8_init(void);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
 PyObject *kd_catch_sigbus(PyObject *self, PyObject *unused);

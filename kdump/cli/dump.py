@@ -67,6 +67,9 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @click.option("--no-auto-decode", is_flag=True,
               help="Do not pick internal-topic decoders from the partition directory name.")
 @click.option("--skip-record-metadata", is_flag=True, help="Text view: print only keys and payloads of records.")
+@click.option("--escape", type=click.Choice(["controls", "none"]), default="controls", show_default=True,
+              help="Text view: control characters in keys and values escaped (one record a line), or "
+                   "none: printed raw, byte for byte kafka-dump-log.sh's output.")
 @click.option("--start-offset", type=int, help="First offset to show.")
 @click.option("--end-offset", type=int, help="Last offset to show (inclusive).")
 @click.option("--start-time", help="Earliest timestamp to show: epoch ms or ISO-8601 (UTC by default).")
@@ -80,7 +83,7 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
-         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
+         skip_record_metadata, escape, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
          max_expansion, jobs, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
          index_sanity_check, verify_index_only, max_message_size, schemas_path, schema_registry, schema_cache):
     """Dump segments, KRaft snapshots, indexes and side files.
@@ -99,6 +102,9 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     key_decoder = key_decoder or decoder_for_class(key_decoder_class, "--key-decoder-class")
     value_decoder = value_decoder or decoder_for_class(value_decoder_class, "--value-decoder-class")
     out = Output(json_flag, fmt, color, quiet)
+    if escape == "none" and out.format != "text":
+        raise click.UsageError("--escape none is for the text view (kafka-dump-log.sh's lines); --json "
+                               "carries the exact bytes, tables always escape")
     if (index_sanity_check or verify_index_only) and out.format != "text":
         raise click.UsageError("--index-sanity-check and --verify-index-only are kafka-dump-log.sh's text view; "
                                "for JSON or a table use `kdump index --verify`")
@@ -115,8 +121,9 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     check_range("offset", filters.start_offset, filters.end_offset)
     check_range("time", filters.start_time, filters.end_time)
     decoders = schema_decoders(paths, key_decoder, value_decoder, schemas_path, schema_registry, schema_cache, out)
-    view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders)
+    view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders, escape=escape != "none")
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
+                    dls=bool(files),
                     limits=limits_for(max_decompressed, max_expansion),
                     index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size),
                     jobs=jobs_or_default(jobs))

@@ -56,7 +56,14 @@ values and headers. The text view reproduces the lines of Kafka's DumpLogSegment
 (kafka-dump-log.sh): \\fIDumping\\fR, \\fILog starting offset\\fR, the batch line, the
 \\fI| offset:\\fR record line and \\fIFound N invalid bytes at the end of\\fR, so scripts written
 for it keep working; control characters inside keys and values are escaped so each record stays
-on one line. \\fB--json\\fR writes one object per batch (records inside) with exact bytes.
+on one line (\\fB--escape none\\fR prints them raw: with kafka-dump-log.sh's own command line,
+\\fB--files\\fR, the output is then its output byte for byte). \\fB--json\\fR writes one object per
+batch (records inside) with exact bytes.
+.PP
+With \\fB--files\\fR the closing report on standard error lists every offset gap as Kafka's does,
+the first record of a segment not at offset 0 included (\\fI-1 is followed by N\\fR). With PATHS,
+\\fB--records\\fR ends with kdump's own shorter report: only gaps that neither the start of the
+listing (the log's start, \\fB--start-offset\\fR, \\fB--max-bytes\\fR) nor the log cleaner explains.
 .PP
 Internal topics are decoded automatically from the partition directory name
 (__consumer_offsets, __transaction_state, __cluster_metadata, __remote_log_metadata,

@@ -39,8 +39,12 @@ def escape_controls(text: str) -> str:
 
 class PayloadView:
     def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
-                 internal: str | None = None, schemas: dict[str, Any] | None = None) -> None:
+                 internal: str | None = None, schemas: dict[str, Any] | None = None,
+                 escape: bool = True) -> None:
         self.encoding = encoding
+        # False (--escape none): the text view prints keys and values as kafka-dump-log.sh
+        # does, control characters raw (a newline in a value then breaks its record's line).
+        self.escape = escape
         self.encode = basic.get(encoding)
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
@@ -72,7 +76,8 @@ class PayloadView:
         """The same view with another internal-topic decoder (chosen per partition by topic name)."""
         if internal == self.internal:
             return self
-        return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal, self.schemas)
+        return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal, self.schemas,
+                           self.escape)
 
     # -- JSON -----------------------------------------------------------------------------------
 
@@ -180,11 +185,13 @@ class PayloadView:
                 return f"<decode failed: {e.message}>"
         if fn is not None:
             try:
-                return escape_controls(basic.as_text(fn(data)))
+                text = basic.as_text(fn(data))
             except KdumpError as e:
                 # kafka-dump-log.sh dies here (BufferUnderflowException); say so and go on.
                 return f"<decode failed: {e.message}>"
-        return escape_controls(self.encode(data))
+        else:
+            text = self.encode(data)
+        return escape_controls(text) if self.escape else text
 
     def short(self, data: bytes | None, width: int = 40, side: str | None = None) -> str:
         """A one-cell rendering for tables: escaped, cut to ``width`` characters (``side``:

@@ -19,27 +19,45 @@ from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
 from kdump.storage.reader import Item
 from kdump.render import jsonout, text
 from kdump.render.escape import printable
-from kdump.render.lines import FLUSH_CHARS, FLUSH_LINES, Lines
+from kdump.render.lines import FLUSH_CHARS, FLUSH_LINES, ByteLines, Lines
 from kdump.render.gaps import gap_summary
 
 class TextDump:
-    """kafka-dump-log.sh lines."""
+    """kafka-dump-log.sh lines.
+
+    With ``dls`` (its own command line, --files) the closing report lists every gap as
+    Kafka's does, ``-1 is followed by <first offset>`` included; else kdump's gap report
+    (``gaps``), as in the other views.
+    """
 
     def __init__(self, stream: TextIO, view: PayloadView, records: bool, data: bool,
-                 skip_metadata: bool = False) -> None:
-        self.out = Lines(stream)
+                 skip_metadata: bool = False, gaps: PartitionGaps | None = None, dls: bool = True) -> None:
+        self.out = ByteLines(stream)
         self.view = view
         self.records = records
         self.data = data
         self.skip_metadata = skip_metadata
-        self.summary: list[tuple[int, list[str]]] = []      # stderr blocks, printed after all files
+        self.dls = dls
+        self.gaps = None if dls else gaps
+        self.blocks: list[tuple[int, list[str]]] = []      # stderr blocks, printed after all files
         self._gaps: list[tuple[int, int]] = []
+        self._follow: list[tuple[int, int]] | None = None
         self._last_offset = -1
+        self._c_item = None
+        self._c_mode = 0
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
         self._gaps = []
+        self._follow = self._gaps if self.dls else None     # where DumpLogSegments' gaps go
         self._last_offset = -1
+        # The C renderer (text.c_mode says which views it draws), chosen once per file.
+        c = _accel.native()
+        mode = text.c_mode(view, self.data, not self.skip_metadata)
+        self._c_item = c.text_item if c is not None and mode is not None else None
+        self._c_mode = mode
+        if self.gaps is not None:
+            self.gaps.begin_file(f)
         self.out.add(text.dumping_line(f.path))
         if f.kind in ("log", "kraft_snapshot"):
             start = text.start_line(f.path)
@@ -47,19 +65,22 @@ class TextDump:
                 self.out.add(start)
 
     def item(self, f: LogFile, it: Item) -> None:
-        add = self.out.add
-        add(text.batch_line(it.batch))
-        if it.records is None:
-            return
-        view = self.view
-        data = self.data
-        self._last_offset = follow(it.records, self._last_offset, self._gaps)
-        for r in it.records:
-            if data and r.control is None:
-                k, v = view.text(r)
-            else:
-                k = v = None
-            add(text.record_line(r, k, v, not self.skip_metadata))
+        batch, records, _ = it
+        if records is not None and self.gaps is not None:
+            self.gaps.records(records)
+        if self._c_item is not None:
+            # (DumpLogSegments' gaps followed in C too; records None: nothing to follow)
+            buf = self.out.buf
+            last = self._c_item(buf, batch, records, self._c_mode, self._last_offset, self._follow)
+            if last is not None:
+                self._last_offset = last
+                if len(buf) >= FLUSH_CHARS:
+                    self.out.write()
+                return
+        if records is not None and self._follow is not None:
+            self._last_offset = follow(records, self._last_offset, self._follow)
+        for line in text.item_lines(batch, records, self.view, self.data, not self.skip_metadata):
+            self.out.add(line)
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for line in lines:
@@ -69,11 +90,17 @@ class TextDump:
         if trailing > 0:
             self.out.add(text.trailing_line(f.path, trailing))
         if self._gaps:
-            self.summary.append(text.non_consecutive_block(f.path, self._gaps))
+            self.blocks.append(text.non_consecutive_block(f.path, self._gaps))
             self._gaps = []
+        if self.gaps is not None:
+            self.gaps.end_file()
 
     def add_summary(self, blocks: list[tuple[int, list[str]]]) -> None:
-        self.summary.extend(blocks)
+        self.blocks.extend(blocks)
+
+    @property
+    def summary(self) -> list[tuple[int, list[str]]]:
+        return self.blocks + gap_summary(self.gaps)
 
     def finish(self) -> None:
         self.out.flush()

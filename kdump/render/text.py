@@ -3,6 +3,10 @@
 Line formats follow the 2026 Java port of DumpLogSegments (kafka-reference.md §1.4),
 so scripts written against ``kafka-dump-log.sh`` keep working: codec names in lower case,
 no stray ``}`` after the legacy ``crc:``, header keys only (values are in --json/table).
+
+``item_lines`` (a batch's lines) is the reference of kdump/_speedups/text.c, which draws the
+same lines as UTF-8 for the views that are plain bytes (``c_mode``); tests/speedups/ holds
+the two equal.
 """
 
 from __future__ import annotations
@@ -119,6 +123,32 @@ def record_line(r: Record, key_text: str | None = None, payload_text: str | None
         if payload_text is not None:
             parts.append(f"{prefix}payload: {payload_text}")
     return "".join(parts)
+
+
+def item_lines(b: Batch, records: list[Record] | None, view, data: bool, metadata: bool) -> list[str]:
+    """A batch's line and its records' lines (``view``: the PayloadView giving keys and payloads)."""
+    lines = [batch_line(b)]
+    for r in records or ():
+        k, v = view.text(r) if data and r.control is None else (None, None)
+        lines.append(record_line(r, k, v, metadata))
+    return lines
+
+
+# The mode of item_lines' C twin (kdump/_speedups/text.c text_item): the parts of a record
+# line, and how keys and payloads are shown (the views that are plain bytes).
+C_METADATA, C_DATA, C_ESCAPE = 1, 2, 4
+C_KINDS = {"utf8": 0, "hex": 1, "base64": 2, "int": 3, "long": 4}
+
+
+def c_mode(view, data: bool, metadata: bool) -> int | None:
+    """text_item's mode for ``view``, or None where only Python shows records (internal-topic
+    and JSON decoders)."""
+    key = C_KINDS.get(view.key_decoder or view.encoding)
+    value = C_KINDS.get(view.value_decoder or view.encoding)
+    if view.internal is not None or key is None or value is None:
+        return None
+    return ((C_METADATA if metadata else 0) | (C_DATA if data else 0) | (C_ESCAPE if view.escape else 0)
+            | key << 4 | value << 8)
 
 
 def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, list[str]]:

@@ -21,7 +21,7 @@ from kdump.storage.segment import file_size
 
 
 def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
-              filters: Filters = Filters()):
+              filters: Filters = Filters(), dls: bool = False):
     from kdump.check.gaps import PartitionGaps
     from kdump.render import dump as r
 
@@ -34,7 +34,8 @@ def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: 
         return r.JsonDump(out.stream, view, gaps)
     if out.format == "table":
         return r.TableDump(out.console(), view, records, data, gaps)
-    return r.TextDump(out.stream, view, records, data, skip_metadata)
+    # With --files, kafka-dump-log.sh's own report of every gap (-1 is followed by ... included).
+    return r.TextDump(out.stream, view, records, data, skip_metadata, gaps, dls)
 
 
 def _auto_internal(f: LogFile, view: PayloadView, auto: bool) -> PayloadView:
@@ -108,7 +109,7 @@ def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, b
 
 def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
-             index_opts: IndexOptions = IndexOptions(), jobs: int = 1) -> int:
+             index_opts: IndexOptions = IndexOptions(), jobs: int = 1, dls: bool = False) -> int:
     files, status = _files(paths, out, jobs)
     next_base = _segment_ranges([f for f, _ in files])
     from kdump.ordered_output import ordered_output
@@ -124,7 +125,7 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
     def dump_unit(unit, out) -> tuple[int, int, list]:
         status = ExitStatus.OK
         matched = [0]                          # batches shown, to say when a range matched nothing
-        renderer = _renderer(out, view, records, data, skip_metadata, filters)
+        renderer = _renderer(out, view, records, data, skip_metadata, filters, dls)
         mine = progress if here else None
         try:
             for f, explicit in unit:

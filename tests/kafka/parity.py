@@ -75,11 +75,13 @@ class KdumpDumped:
     errors: list[str]
 
 
-def run_kdump(files: list[str], options: tuple[str, ...]) -> dict[str, KdumpDumped]:
-    """``kdump dump --format text --files ...`` in as few runs as the argument limit allows."""
+def run_kdump(files: list[str], options: tuple[str, ...], escape: bool = True) -> dict[str, KdumpDumped]:
+    """``kdump dump --format text --files ...`` in as few runs as the argument limit allows
+    (``escape`` False: with ``--escape none``, DumpLogSegments' bytes)."""
     result: dict[str, KdumpDumped] = {}
+    extra = () if escape else ("--escape", "none")
     for batch in dls.batches(files):
-        proc = subprocess.run([sys.executable, "-m", "kdump", "dump", "--format", "text", *options,
+        proc = subprocess.run([sys.executable, "-m", "kdump", "dump", "--format", "text", *options, *extra,
                                "--files", ",".join(batch)], capture_output=True, cwd=REPO)
         assert proc.returncode in (0, 1, 3), proc.stderr.decode()[-3000:]
         per_file = dls.split_stdout(batch, proc.stdout.decode("utf-8", "surrogateescape"))
@@ -93,12 +95,13 @@ def run_kdump(files: list[str], options: tuple[str, ...]) -> dict[str, KdumpDump
     return result
 
 
-def compare(ours: KdumpDumped, theirs: dls.Dumped, copy_root: str, root: str) -> str | None:
-    """None when kdump's output for one file is DumpLogSegments', under the listed rules."""
+def compare(ours: KdumpDumped, theirs: dls.Dumped, copy_root: str, root: str, escape: bool = True) -> str | None:
+    """None when kdump's output for one file is DumpLogSegments', under the listed rules
+    (``escape`` False: kdump ran with ``--escape none``, and the escape rule does not apply)."""
     def local(lines: list[str]) -> list[str]:
         return [x.replace(copy_root, root) for x in lines]
 
-    expected = escape_rule(local(theirs.stdout), ours.stdout)
+    expected = escape_rule(local(theirs.stdout), ours.stdout) if escape else local(theirs.stdout)
     if theirs.crash is not None:
         # Rule ``exception``: Kafka died in this file; what it printed before must agree,
         # its last (perhaps half-written) line as a prefix, and kdump must have gone on.

@@ -3,7 +3,8 @@
 Every file DumpLogSegments accepts under fixtures/real, fixtures/generated and each log
 dir under fixtures/broker (globbed when the tests are collected) is dumped by Kafka's tool
 and by ``kdump dump --format text`` with the same command line, for every option kdump
-takes over from it. stdout must be equal line for line and the closing stderr report
+takes over from it, and again with ``--escape none`` wherever records are printed (then
+byte for byte: no escape rule). stdout must be equal line for line and the closing stderr report
 (index mismatches, non-consecutive offsets) equal per file, except for what README.md's
 departures table lists (tests/kafka/parity.py applies exactly those rules).
 
@@ -66,7 +67,9 @@ def _params():
         for name, (_, suffixes, prefix) in MATRIX.items():
             files = _files(root, suffixes, prefix)
             if files:
-                yield pytest.param(root, name, files, id=f"{root.relative_to(FIXTURES)}-{name}")
+                yield pytest.param(root, name, files, True, id=f"{root.relative_to(FIXTURES)}-{name}")
+                if suffixes == LOGS:
+                    yield pytest.param(root, name, files, False, id=f"{root.relative_to(FIXTURES)}-{name}-escape-none")
 
 
 @pytest.fixture(scope="session")
@@ -82,15 +85,15 @@ def kafka_copy(tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("root,name,files", list(_params()))
-def test_text_parity(root, name, files, kafka_copy):
+@pytest.mark.parametrize("root,name,files,escape", list(_params()))
+def test_text_parity(root, name, files, escape, kafka_copy):
     options = MATRIX[name][0]
     copy = kafka_copy(root)
     theirs = dls.run([str(copy / f) for f in files], options)
-    ours = parity.run_kdump([str(root / f) for f in files], options)
+    ours = parity.run_kdump([str(root / f) for f in files], options, escape)
     failures = []
     for f in files:
-        problem = parity.compare(ours[str(root / f)], theirs[str(copy / f)], str(copy), str(root))
+        problem = parity.compare(ours[str(root / f)], theirs[str(copy / f)], str(copy), str(root), escape)
         if problem:
             failures.append(f"{f}: {problem}")
     assert not failures, f"{len(failures)} of {len(files)} files differ from kafka-dump-log.sh " \

@@ -10,7 +10,7 @@ import os
 import shutil
 import struct
 
-from support.run import GENERATED, REAL, run_kdump
+from support.run import GENERATED, REAL, run_kdump, write_segment
 
 COMPACTED = GENERATED / "compacted-0" / "00000000000000000000"
 GZIP = GENERATED / "gzip-v2-0"
@@ -141,3 +141,17 @@ def test_no_file_named_is_a_usage_error():
     r = run_kdump("dump", "--deep-iteration")
     assert r.code == 2
     assert "name at least one file or directory (PATHS or --files)" in r.err
+
+
+def test_escape_none_prints_keys_and_values_as_kafka_does(tmp_path):
+    from kdump import testing as build
+
+    seg = write_segment(tmp_path / "t-0", [build.build_v2_batch([(0, 1_700_000_000_000, b"k\t1", b"a\nb\x01\xff")])])
+    head = "| offset: 0 CreateTime: 1700000000000 keySize: 3 valueSize: 5 sequence: -1 headerKeys: []"
+    escaped = run_kdump("dump", "--files", str(seg), "--print-data-log")
+    raw = run_kdump("dump", "--files", str(seg), "--print-data-log", "--escape", "none")
+    assert escaped.out.splitlines()[3] == head + " key: k\\t1 payload: a\\nb\\x01\ufffd"
+    assert raw.out.split("\n")[3:5] == [head + " key: k\t1 payload: a", "b\x01\ufffd"]
+    assert escaped.code == raw.code == 0
+    r = run_kdump("dump", "--json", "--escape", "none", str(seg))
+    assert r.code == 2 and "--escape none is for the text view" in r.err

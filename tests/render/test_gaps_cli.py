@@ -1,7 +1,9 @@
-"""kdump's own views (table, JSON) with --records: the offset gaps an operator has to look at.
+"""kdump's own views (text, table, JSON) with --records: the offset gaps an operator has to look at.
 
-DumpLogSegments' text view lists every gap (tests/render/test_dls_cli.py); kdump's views leave out
-the ones the cleaner explains and the start of the log (kdump/check/gaps.py), and say how many.
+With DumpLogSegments' command line (--files) the text view lists every gap as Kafka does
+(tests/render/test_dls_cli.py), ``-1 is followed by <first offset>`` included; kdump's own
+spelling (PATHS) leaves out the ones the cleaner explains and the start of the log, the start
+an offset range or --max-bytes chose included (kdump/check/gaps.py), and says how many.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from kdump import testing as build
 from kdump.format.checkpoint import encode_offsets
 
 BROKER_COMPACTED = FIXTURES / "broker" / "all-shapes" / "compacted-0"
-VIEWS = (("--json",), ("--format", "table"))
+VIEWS = (("--json",), ("--format", "table"), ("--format", "text"))
 
 
 def _gap_lines(path, gaps):
@@ -31,8 +33,8 @@ def test_broker_cleaned_partition_reports_only_the_count(view):
                      f"(cleaned up to offset 172) not listed\n")
 
 
-def test_text_view_still_lists_every_gap():
-    r = run_kdump("dump", "--records", "--format", "text", BROKER_COMPACTED)
+def test_dls_command_line_still_lists_every_gap():
+    r = run_kdump("dump", "--deep-iteration", "--files", ",".join(str(p) for p in sorted(BROKER_COMPACTED.glob("*.log"))))
     assert r.code == 0
     assert r.err.splitlines()[:2] == [f"Non-consecutive offsets in {BROKER_COMPACTED}/00000000000000000000.log",
                                       "  -1 is followed by 100"]
@@ -67,10 +69,14 @@ def test_gaps_past_the_cleaned_offset_are_listed(tmp_path, view):
         f"kdump: 7 offset gaps in {part} explained by compaction (cleaned up to offset 100) not listed"]
 
 
-def test_text_view_unchanged_by_the_checkpoint(tmp_path):
+def _files(part):
+    return ",".join(str(p) for p in sorted(part.glob("*.log")))
+
+
+def test_dls_command_line_unchanged_by_the_checkpoint(tmp_path):
     part = _cleaned_copy(tmp_path, 200)
-    with_checkpoint = run_kdump("dump", "--records", "--format", "text", part)
-    plain = run_kdump("dump", "--records", "--format", "text", GENERATED / "compacted-0")
+    with_checkpoint = run_kdump("dump", "--deep-iteration", "--files", _files(part))
+    plain = run_kdump("dump", "--deep-iteration", "--files", _files(GENERATED / "compacted-0"))
     assert with_checkpoint.code == plain.code == 0
     assert with_checkpoint.err == plain.err.replace(str(GENERATED / "compacted-0"), str(part))
     assert "  101 is followed by 109" in with_checkpoint.err
@@ -97,6 +103,32 @@ def test_the_list_is_capped_per_file(tmp_path):
     assert r.code == 0
     assert r.err.splitlines() == _gap_lines(seg, [(2 * i, 2 * i + 2) for i in range(20)]) + [
         f"kdump: 4 more non-consecutive offsets in {seg} not listed"]
+
+
+REAL_SEGMENTS = sorted((FIXTURES / "real").rglob("*.log"))
+
+
+@pytest.mark.parametrize("limit", [("--max-bytes", "1500"), ("--max-bytes", "100000000"), ("--start-offset", "1")])
+def test_a_segment_alone_has_no_false_gap(limit):
+    """The first record a segment, --max-bytes or --start-offset shows is where the listing starts: not a
+    gap (kafka-dump-log.sh reports "-1 is followed by N" for it; kdump only with --files)."""
+    assert len(REAL_SEGMENTS) >= 60
+    for seg in REAL_SEGMENTS:
+        r = run_kdump("dump", "--records", "--format", "text", *limit, seg)
+        assert "-1 is followed by" not in r.err and "Non-consecutive" not in r.err, (seg, r.err)
+
+
+def test_the_readmes_find_by_offset_example_is_quiet():
+    part = FIXTURES / "real" / "pinterest__tiered-storage" / "ts-common" / "src" / "test" / "resources" / \
+        "log-files" / "timeindex_test"
+    r = run_kdump("dump", part, "--data", "--start-offset", "15400", "--end-offset", "15402", "--format", "text")
+    assert (r.code, r.err) == (0, "")
+    assert [x.split(" key: ")[1] for x in r.out.splitlines() if x.startswith("| offset: ")] == [
+        "15400 payload: kafkaVal-15400", "15401 payload: kafkaVal-15401", "15402 payload: kafkaVal-15402"]
+    # Kafka's own command line keeps Kafka's report, the quirk included.
+    seg = part / "00000000000000015363.log"
+    r = run_kdump("dump", "--files", str(seg), "--deep-iteration", "--max-bytes", "1500")
+    assert r.err.splitlines()[:2] == [f"Non-consecutive offsets in {seg}", "  -1 is followed by 15363"]
 
 
 def test_quiet_and_time_ranges_have_no_report():

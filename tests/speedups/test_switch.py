@@ -70,6 +70,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     out.append(_avro_text())                                                  # avro_json
     # the command line: the seeking reader, the dump writer, the SIGBUS watch of each mapping
     out.append(run_kdump("dump", "--records", "--data", "--json", v2))
+    out.append(run_kdump("dump", "--files", f"{v2},{legacy}", "--print-data-log", "-j", "1"))   # text_item
     out.append(run_kdump("verify", "--json", v2))
     out.append(run_kdump("info", "--json", "-j", "1", v2, legacy))         # summarize_v2
     return out

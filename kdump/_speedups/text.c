@@ -1,0 +1,519 @@
+/* text_item: the twin of TextDump.item's lines in kdump/render/text.py (item_lines:
+ * batch_line, record_line; check/gaps.py follow) with the plain payload views of
+ * kdump/decoders/payload.py (utf8 as kdump/format/javautf8.py decodes it, in javautf8.c;
+ * hex, base64, int, long; escaped or not).
+ *
+ * It appends one batch's lines, each ended by "\n", as UTF-8 to a bytearray, and follows
+ * the record offsets as kdump.check.gaps.follow does. It returns None, leaving the
+ * bytearray and the gap list as they were, for anything it does not write: a control
+ * record, a field that is not an exact int within int64 where Python formats an int, a
+ * timestamp type without a name. The caller then takes the Python path.
+ */
+
+#include "speedups.h"
+
+/* mode bits (kdump/render/text.py C_MODE_*) */
+#define M_METADATA 1
+#define M_DATA 2
+#define M_ESCAPE 4
+#define KIND_SHIFT_KEY 4
+#define KIND_SHIFT_VALUE 8
+#define KIND_MASK 7
+enum { K_UTF8 = 0, K_HEX = 1, K_BASE64 = 2, K_INT = 3, K_LONG = 4 };
+
+static const char hexd[] = "0123456789abcdef";
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char *const codecs[8] = {"none", "gzip", "snappy", "lz4", "zstd",
+                                      "unknown(5)", "unknown(6)", "unknown(7)"};
+
+/* ------------------------------------------------------------------------------------ */
+/* The output: a plain growing buffer, copied into the bytearray at the end              */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} tbuf;
+
+static char *tbuf_mem = NULL;     /* kept between calls: one allocation for the run ... */
+#define KEEP_BYTES ((Py_ssize_t)64 << 20)      /* ... unless a batch made it larger than this */
+static Py_ssize_t tbuf_cap = 0;
+
+static int
+reserve(tbuf *o, Py_ssize_t extra)
+{
+    if (extra > PY_SSIZE_T_MAX / 2 - o->len)
+        return -1;
+    if (o->len + extra <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
+    while (cap < o->len + extra)
+        cap *= 2;
+    char *p = PyMem_Realloc(o->p, (size_t)cap);
+    if (p == NULL)
+        return -1;
+    o->p = p;
+    o->cap = cap;
+    return 0;
+}
+
+#define PUT(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) += sizeof(lit) - 1)
+
+static inline char *
+put_str(char *w, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(w, s, n);
+    return w + n;
+}
+
+static inline char *
+put_i64(char *w, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *w++ = '-';
+    while (n)
+        *w++ = tmp[--n];
+    return w;
+}
+
+/* Header keys: Java's decoding, never escaped (record_line joins them as they are). */
+#define put_header_key(w, s, n) put_java_utf8((w), (s), (n), 0)
+
+static char *
+put_hex(char *w, const unsigned char *s, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *w++ = hexd[s[i] >> 4];
+        *w++ = hexd[s[i] & 15];
+    }
+    return w;
+}
+
+static char *
+put_base64(char *w, const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+        *w++ = b64[v >> 18];
+        *w++ = b64[(v >> 12) & 63];
+        *w++ = b64[(v >> 6) & 63];
+        *w++ = b64[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        *w++ = b64[v >> 18];
+        *w++ = b64[(v >> 12) & 63];
+        *w++ = '=';
+        *w++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+        *w++ = b64[v >> 18];
+        *w++ = b64[(v >> 12) & 63];
+        *w++ = b64[(v >> 6) & 63];
+        *w++ = '=';
+    }
+    return w;
+}
+
+/* A key or value as PayloadView._one_text shows it (IntegerDecoder and LongDecoder: the
+ * first 4 or 8 bytes, big-endian; fewer is kdump's "<decode failed: ...>"). */
+static char *
+put_payload(char *w, const unsigned char *s, Py_ssize_t n, int kind, int escape)
+{
+    switch (kind) {
+    case K_HEX:
+        return put_hex(w, s, n);
+    case K_BASE64:
+        return put_base64(w, s, n);
+    case K_INT:
+    case K_LONG: {
+        int size = kind == K_INT ? 4 : 8;
+        if (n < size) {
+            w = put_str(w, kind == K_INT ? "<decode failed: int decoder needs 4 bytes, got "
+                                         : "<decode failed: long decoder needs 8 bytes, got ");
+            w = put_i64(w, n);
+            *w++ = '>';
+            return w;
+        }
+        return put_i64(w, kind == K_INT ? (int64_t)(int32_t)be32(s) : (int64_t)be64(s));
+    }
+    default:
+        return put_java_utf8(w, s, n, escape);
+    }
+}
+
+/* Room a payload may take: 4 bytes a byte at worst (an escape), or a decoder's line. */
+static inline Py_ssize_t
+payload_room(Py_ssize_t n)
+{
+    return 4 * n + 80;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Fields                                                                                */
+/* ------------------------------------------------------------------------------------ */
+
+static inline int
+exact_i64(PyObject *x, int64_t *out)
+{
+    if (!PyLong_CheckExact(x))
+        return -1;
+#if PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API)
+    /* Before 3.12 an int of one 30-bit digit (most fields) is its size and that digit:
+     * read it without the general conversion's call. */
+    Py_ssize_t size = Py_SIZE(x);
+    if (size >= -1 && size <= 1) {
+        *out = size * (int64_t)((PyLongObject *)x)->ob_digit[0];
+        return 0;
+    }
+#endif
+    return as_int64(x, out);
+}
+
+/* f"{x}" of a field Python formats as it is: an exact int64 here, None as "None"; 0 or -1 (not ours). */
+static inline int
+put_field(char **w, PyObject *x)
+{
+    int64_t v;
+    if (x == Py_None) {
+        PUT(*w, "None");
+        return 0;
+    }
+    if (exact_i64(x, &v) < 0)
+        return -1;
+    *w = put_i64(*w, v);
+    return 0;
+}
+
+static const char *
+ts_name(PyObject *x)
+{
+    int64_t t;
+    if (exact_i64(x, &t) < 0)
+        return NULL;
+    return t == -1 ? "NoTimestampType" : t == 0 ? "CreateTime" : t == 1 ? "LogAppendTime" : NULL;
+}
+
+/* The batch line (text.batch_line); 0 written, -1 not ours. Room: 600 bytes. */
+static int
+put_batch_line(char **wp, PyObject *b)
+{
+    if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != BATCH_FIELDS)
+        return -1;
+    PyObject *const *f = ((PyTupleObject *)b)->ob_item;
+    int64_t magic, attributes, base_offset = 0, last_offset, base_seq;
+    PyObject *valid = f[7];
+    if (exact_i64(f[5], &magic) < 0 || exact_i64(f[8], &attributes) < 0 || (valid != Py_True && valid != Py_False))
+        return -1;
+    char *w = *wp;
+    const char *valid_text = valid == Py_True ? "true" : "false";
+    if (magic >= 2) {
+        if (exact_i64(f[2], &last_offset) < 0 || exact_i64(f[14], &base_seq) < 0)
+            return -1;
+        int64_t last_seq = -1;
+        if (f[1] != Py_None) {
+            if (exact_i64(f[1], &base_offset) < 0)
+                return -1;
+            if (base_seq >= 0) {
+                int64_t delta;
+                if (sub_overflows(last_offset, base_offset, &delta) || add_overflows(base_seq, delta, &last_seq))
+                    return -1;
+                last_seq &= 0x7FFFFFFF;
+            }
+        }
+        PUT(w, "baseOffset: ");
+        if (put_field(&w, f[1]) < 0)
+            return -1;
+        PUT(w, " lastOffset: ");
+        w = put_i64(w, last_offset);
+        PUT(w, " count: ");
+        if (put_field(&w, f[3]) < 0)
+            return -1;
+        PUT(w, " baseSequence: ");
+        w = put_i64(w, base_seq);
+        PUT(w, " lastSequence: ");
+        w = put_i64(w, last_seq);
+        PUT(w, " producerId: ");
+        if (put_field(&w, f[12]) < 0)
+            return -1;
+        PUT(w, " producerEpoch: ");
+        if (put_field(&w, f[13]) < 0)
+            return -1;
+        PUT(w, " partitionLeaderEpoch: ");
+        if (put_field(&w, f[9]) < 0)
+            return -1;
+        w = put_str(w, attributes & 0x10 ? " isTransactional: true" : " isTransactional: false");
+        w = put_str(w, attributes & 0x20 ? " isControl: true" : " isControl: false");
+        PUT(w, " deleteHorizonMs: ");
+        if (attributes & 0x40) {
+            PUT(w, "OptionalLong[");
+            if (put_field(&w, f[10]) < 0)
+                return -1;
+            *w++ = ']';
+        } else {
+            PUT(w, "OptionalLong.empty");
+        }
+        PUT(w, " position: ");
+        if (put_field(&w, f[0]) < 0)
+            return -1;
+        w = put_str(w, attributes & 0x08 ? " LogAppendTime: " : " CreateTime: ");
+        if (put_field(&w, f[11]) < 0)
+            return -1;
+        PUT(w, " size: ");
+        if (put_field(&w, f[4]) < 0)
+            return -1;
+        PUT(w, " magic: 2 compresscodec: ");
+        w = put_str(w, codecs[attributes & 7]);
+        PUT(w, " crc: ");
+        if (put_field(&w, f[6]) < 0)
+            return -1;
+        PUT(w, " isvalid: ");
+        w = put_str(w, valid_text);
+    } else {
+        const char *ts = magic == 0 ? "NoTimestampType" : attributes & 0x08 ? "LogAppendTime" : "CreateTime";
+        PUT(w, "offset: ");
+        if (put_field(&w, f[2]) < 0)
+            return -1;
+        PUT(w, " position: ");
+        if (put_field(&w, f[0]) < 0)
+            return -1;
+        *w++ = ' ';
+        w = put_str(w, ts);
+        PUT(w, ": ");
+        if (put_field(&w, f[11]) < 0)
+            return -1;
+        PUT(w, " size: ");
+        if (put_field(&w, f[4]) < 0)
+            return -1;
+        PUT(w, " magic: ");
+        w = put_i64(w, magic);
+        PUT(w, " compresscodec: ");
+        w = put_str(w, codecs[attributes & 7]);
+        PUT(w, " crc: ");
+        if (put_field(&w, f[6]) < 0)
+            return -1;
+        PUT(w, " isvalid: ");
+        w = put_str(w, valid_text);
+    }
+    *w++ = '\n';
+    *wp = w;
+    return 0;
+}
+
+/* The room a record's line may take, or -1 if the record is not ours (a control record,
+ * fields of unexpected types). */
+static Py_ssize_t
+record_room(PyObject *r)
+{
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != RECORD_FIELDS)
+        return -1;
+    PyObject *const *f = ((PyTupleObject *)r)->ob_item;
+    if (f[7] != Py_None)
+        return -1;              /* a control record: control_text is Python's */
+    Py_ssize_t room = 400;
+    for (int i = 3; i <= 4; i++) {
+        if (f[i] == Py_None)
+            continue;
+        if (!PyBytes_CheckExact(f[i]))
+            return -1;
+        room += payload_room(PyBytes_GET_SIZE(f[i]));
+    }
+    PyObject *h = f[5];
+    if (!PyTuple_Check(h))
+        return -1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(h); i++) {
+        PyObject *pair = PyTuple_GET_ITEM(h, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(pair, 0)))
+            return -1;
+        room += 3 * PyBytes_GET_SIZE(PyTuple_GET_ITEM(pair, 0)) + 1;
+    }
+    return room;
+}
+
+/* One record's line (text.record_line with PayloadView.text's key and payload); 0 or -1 (not ours). */
+static int
+put_record_line(char **wp, PyObject *r, int mode)
+{
+    PyObject *const *f = ((PyTupleObject *)r)->ob_item;
+    char *w = *wp;
+    int metadata = mode & M_METADATA, escape = (mode & M_ESCAPE) != 0;
+    if (metadata) {
+        const char *ts = ts_name(f[2]);
+        int64_t magic;
+        if (ts == NULL || exact_i64(f[8], &magic) < 0)
+            return -1;
+        PUT(w, "| offset: ");
+        if (put_field(&w, f[0]) < 0)
+            return -1;
+        *w++ = ' ';
+        w = put_str(w, ts);
+        PUT(w, ": ");
+        if (put_field(&w, f[1]) < 0)
+            return -1;
+        PUT(w, " keySize: ");
+        w = put_i64(w, f[3] == Py_None ? -1 : PyBytes_GET_SIZE(f[3]));
+        PUT(w, " valueSize: ");
+        w = put_i64(w, f[4] == Py_None ? -1 : PyBytes_GET_SIZE(f[4]));
+        if (magic >= 2) {
+            PUT(w, " sequence: ");
+            if (put_field(&w, f[6]) < 0)
+                return -1;
+            PUT(w, " headerKeys: [");
+            PyObject *h = f[5];
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(h); i++) {
+                PyObject *k = PyTuple_GET_ITEM(PyTuple_GET_ITEM(h, i), 0);
+                if (i)
+                    *w++ = ',';
+                w = put_header_key(w, (const unsigned char *)PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k));
+            }
+            *w++ = ']';
+        } else {
+            int valid = PyObject_IsTrue(f[10]);
+            if (valid < 0) {
+                PyErr_Clear();
+                return -1;
+            }
+            w = put_str(w, valid ? " isValid: true crc: " : " isValid: false crc: ");
+            if (put_field(&w, f[9]) < 0)
+                return -1;
+        }
+    }
+    if (mode & M_DATA) {
+        const char *prefix = metadata ? " " : "| ";
+        if (f[3] != Py_None) {
+            w = put_str(w, prefix);
+            PUT(w, "key: ");
+            w = put_payload(w, (const unsigned char *)PyBytes_AS_STRING(f[3]), PyBytes_GET_SIZE(f[3]),
+                            (mode >> KIND_SHIFT_KEY) & KIND_MASK, escape);
+            prefix = " ";
+        }
+        if (f[4] != Py_None) {
+            w = put_str(w, prefix);
+            PUT(w, "payload: ");
+            w = put_payload(w, (const unsigned char *)PyBytes_AS_STRING(f[4]), PyBytes_GET_SIZE(f[4]),
+                            (mode >> KIND_SHIFT_VALUE) & KIND_MASK, escape);
+        }
+    }
+    *w++ = '\n';
+    *wp = w;
+    return 0;
+}
+
+/* Offsets that do not follow one another (gaps.follow): (previous, offset) appended to
+ * ``gaps``; 0, or -1 with an exception set. */
+static int
+follow(PyObject *records, int64_t *last, PyObject *gaps)
+{
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    int64_t prev = *last;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(records, i);
+        int64_t offset;
+        if (exact_i64(PyTuple_GET_ITEM(r, 0), &offset) < 0)
+            return 1;           /* checked before: cannot happen */
+        if (prev == INT64_MAX || offset != prev + 1) {
+            PyObject *pair = Py_BuildValue("(LL)", (long long)prev, (long long)offset);
+            if (pair == NULL || PyList_Append(gaps, pair) < 0) {
+                Py_XDECREF(pair);
+                return -1;
+            }
+            Py_DECREF(pair);
+        }
+        prev = offset;
+    }
+    *last = prev;
+    return 0;
+}
+
+/* The lines of one batch drawn in ``w`` (room enough), then appended to ``out``, the offsets
+ * followed into ``gaps`` (unless None): 1 done, 0 not ours (nothing changed), -1 error set. */
+static int
+render(char *w, PyObject *out, PyObject *batch, PyObject *records, Py_ssize_t n, int mode, PyObject *gaps,
+       int64_t *last)
+{
+    char *start = w;
+    if (put_batch_line(&w, batch) < 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (put_record_line(&w, PyList_GET_ITEM(records, i), mode) < 0)
+            return 0;
+    }
+    Py_ssize_t before = gaps == Py_None ? 0 : PyList_GET_SIZE(gaps);
+    if (n && gaps != Py_None) {
+        int rc = follow(records, last, gaps);
+        if (rc != 0) {
+            PyList_SetSlice(gaps, before, PyList_GET_SIZE(gaps), NULL);
+            return rc < 0 ? -1 : 0;
+        }
+    }
+    Py_ssize_t len = w - start, old = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, old + len) < 0) {
+        if (gaps != Py_None)
+            PyList_SetSlice(gaps, before, PyList_GET_SIZE(gaps), NULL);
+        return -1;
+    }
+    memcpy(PyByteArray_AS_STRING(out) + old, start, (size_t)len);
+    return 1;
+}
+
+PyObject *
+kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6 || !PyByteArray_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "text_item(out: bytearray, batch, records, mode, last, gaps)");
+        return NULL;
+    }
+    PyObject *out = args[0], *batch = args[1], *records = args[2], *gaps = args[5];
+    long mode = PyLong_AsLong(args[3]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t last = 0;
+    if (gaps != Py_None && (!PyList_Check(gaps) || exact_i64(args[4], &last) < 0))
+        Py_RETURN_NONE;
+    if (records != Py_None && !PyList_Check(records))
+        Py_RETURN_NONE;
+    int key_kind = (mode >> KIND_SHIFT_KEY) & KIND_MASK, value_kind = (mode >> KIND_SHIFT_VALUE) & KIND_MASK;
+    if (key_kind > K_LONG || value_kind > K_LONG)
+        Py_RETURN_NONE;
+
+    /* Sizes and types first: nothing is written unless every record is ours. */
+    Py_ssize_t room = 640, n = records == Py_None ? 0 : PyList_GET_SIZE(records);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(records, i);
+        Py_ssize_t rr = record_room(r);
+        int64_t offset;
+        if (rr < 0 || exact_i64(PyTuple_GET_ITEM(r, 0), &offset) < 0 || rr > PY_SSIZE_T_MAX / 4 - room)
+            Py_RETURN_NONE;
+        room += rr;
+    }
+    tbuf o = {tbuf_mem, 0, tbuf_cap};
+    int rc = reserve(&o, room);
+    tbuf_mem = o.p;
+    tbuf_cap = o.cap;
+    if (rc == 0)
+        rc = render(o.p, out, batch, records, n, (int)mode, gaps, &last);
+    else
+        PyErr_NoMemory();
+    if (tbuf_cap > KEEP_BYTES) {      /* a huge batch: do not keep its room for the rest of the run */
+        PyMem_Free(tbuf_mem);
+        tbuf_mem = NULL;
+        tbuf_cap = 0;
+    }
+    if (rc < 0)
+        return NULL;
+    if (rc == 0)
+        Py_RETURN_NONE;
+    if (gaps == Py_None)
+        return Py_NewRef(args[4]);
+    return PyLong_FromLongLong(last);
+}
