@@ -1,4 +1,4 @@
-/* json_batch_line: the twin of batch_line in kdump/render/jsonout.py */
+/* json_batch_line, json_records: the twins of batch_line and records_text in kdump/render/jsonout.py */
 
 #include "speedups.h"
 
@@ -402,6 +402,68 @@ put_record(outbuf *o, PyObject *rec, int encoding)
     return 1;
 }
 
+/* The record objects of a list or tuple, comma-separated; same return convention as put_batch. */
+static int
+put_records(outbuf *o, PyObject *records, int encoding)
+{
+    Py_ssize_t nr = PySequence_Fast_GET_SIZE(records);
+    PyObject **rs = PySequence_Fast_ITEMS(records);
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        if (i) {
+            if (out_reserve(o, 1) < 0)
+                return -1;
+            PUT_LIT(o, ",");
+        }
+        int rc = put_record(o, rs[i], encoding);
+        if (rc <= 0)
+            return rc;
+    }
+    return 1;
+}
+
+/* Frees the shared buffer once a call has made it huge. */
+static void
+out_trim(void)
+{
+    if (out_cap > OUT_KEEP) {
+        PyMem_Free(out_mem);
+        out_mem = NULL;
+        out_cap = 0;
+    }
+}
+
+/* json_records(records, encoding) -> str | None: the "records" array's members without the
+ * brackets, for a batch written a slice of records at a time (render/dump.py JsonDump). The
+ * text is ASCII: every payload is base64, hex or \u-escaped. */
+PyObject *
+kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "json_records(records, encoding)");
+        return NULL;
+    }
+    PyObject *records = args[0];
+    long encoding = PyLong_AsLong(args[1]);
+    if (encoding == -1 && PyErr_Occurred())
+        return NULL;
+    if ((encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
+        (!PyList_Check(records) && !PyTuple_Check(records)))
+        Py_RETURN_NONE;
+    outbuf o = {out_mem, 0};
+    PyObject *result = NULL;
+    int rc = put_records(&o, records, (int)encoding);
+    if (rc > 0) {
+        result = PyUnicode_New(o.len, 127);
+        if (result != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(result), o.p, (size_t)o.len);
+    }
+    out_trim();
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return result;
+}
+
 PyObject *
 kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -439,21 +501,12 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     rc = -1;
     if (records != Py_None) {
-        Py_ssize_t nr = PySequence_Fast_GET_SIZE(records);
-        PyObject **rs = PySequence_Fast_ITEMS(records);
         if (out_reserve(&o, 16) < 0)
             goto done;
         PUT_LIT(&o, ",\"records\":[");
-        for (Py_ssize_t i = 0; i < nr; i++) {
-            if (i) {
-                if (out_reserve(&o, 1) < 0)
-                    goto done;
-                PUT_LIT(&o, ",");
-            }
-            rc = put_record(&o, rs[i], (int)encoding);
-            if (rc <= 0)
-                goto done;
-        }
+        rc = put_records(&o, records, (int)encoding);
+        if (rc <= 0)
+            goto done;
         rc = -1;
         if (out_reserve(&o, 1) < 0)
             goto done;
@@ -477,11 +530,7 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(part);
     }
 done:
-    if (out_cap > OUT_KEEP) {
-        PyMem_Free(out_mem);
-        out_mem = NULL;
-        out_cap = 0;
-    }
+    out_trim();
     if (rc == 0)
         Py_RETURN_NONE;     /* not ours: the Python writer does this line */
     return result;          /* NULL with an exception set when rc < 0 */

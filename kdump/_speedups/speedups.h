@@ -5,13 +5,16 @@
  *   crc.c      kdump/format/crc.py       crc32c(data, value=0) -> int
  *   walk.c     kdump/format/walk.py      scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos)
  *   records.c  kdump/format/records.py   decode_v2_records(data, base_offset, base_timestamp,
- *                                          log_append_time, base_sequence, count) -> list[Record] | None
+ *                                          log_append_time, base_sequence, count) -> list[Record] | None,
+ *                                        decode_v2_span(data, start, ..., first, take, count)
+ *                                          -> (list[Record], next_start) | None
  *   legacy.c   kdump/format/legacy.py    decode_legacy_set(data, wrapper_offset, wrapper_magic,
  *                                          log_append_time) -> list[Record] | None
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
- *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None
+ *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
+ *                                        json_records(records, encoding) -> str | None
  *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
@@ -217,10 +220,12 @@ PyObject *kd_crc32c(PyObject *self, PyObject *args);
 PyObject *kd_crc32c_sw(PyObject *self, PyObject *args);
 PyObject *kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
 PyObject *kd_catch_sigbus(PyObject *self, PyObject *unused);

@@ -32,10 +32,26 @@ from kdump.storage.logdir import LogFile
 class GapReport(NamedTuple):
     """kdump's gap report for one partition (``kdump.render.gaps`` words it)."""
 
-    shown: list[tuple[str, list[tuple[int, int]]]]  # (file, gaps to list) per followed file
+    shown: list[tuple[str, list[tuple[int, int]], int]]   # (file, the first gaps to list, how many) per file
     explained: int                                  # gaps the cleaner-offset-checkpoint explains
     directory: str                                  # the partition directory
     cleaned: int | None                             # the checkpoint's offset
+
+
+# Gaps kept per file for kdump's report (it lists fewer); the rest are counted. A batch of
+# millions of records all at one offset is millions of gaps.
+KEPT_PER_FILE = 100
+
+
+class LastFollower(dict):
+    """DumpLogSegments' record of gaps: the last offset seen after each previous offset
+    (Kafka keeps one per previous offset), fed by ``follow`` as a list is. Bounded by the
+    distinct offsets, not by the records: a batch of millions at one offset is one entry."""
+
+    __slots__ = ()
+
+    def append(self, gap: tuple[int, int]) -> None:
+        self[gap[0]] = gap[1]
 
 
 def follow(records: Iterable, last: int, gaps: list[tuple[int, int]]) -> int:
@@ -63,19 +79,25 @@ def cleaned_up_to(log_dir: str, topic: str | None, partition: int | None) -> int
 
 
 class PartitionGaps:
-    """kdump's gap report for the segments of one partition, fed as they are dumped."""
+    """kdump's gap report for the segments of one partition, fed as they are dumped: per file
+    the first KEPT_PER_FILE gaps the cleaner does not explain, and how many there are."""
 
     def __init__(self, start_chosen: bool = False) -> None:
         self.start_chosen = start_chosen
         self._last: int | None = None          # None: no record of the log seen yet
         self._file: LogFile | None = None
-        self._gaps: list[tuple[int, int]] = []
-        self._by_file: list[tuple[LogFile, list[tuple[int, int]]]] = []
+        self._gaps = _FileGaps(self)
+        self._by_file: list[tuple[LogFile, _FileGaps]] = []
+        self._cleaned: tuple[int | None] | None = None     # (offset,) once read
+        self._dir: str | None = None           # the partition directory
+        self.explained = 0
 
     def begin_file(self, f: LogFile) -> None:
         followed = f.kind == "log" and f.leftover is None
         self._file = f if followed else None
-        self._gaps = []
+        self._gaps = _FileGaps(self)
+        if followed and self._dir is None:
+            self._dir = os.path.dirname(f.path)
         if followed and self._last is None and f.base_offset is not None and not self.start_chosen:
             self._last = f.base_offset - 1     # the log starts at its first segment's base offset
 
@@ -91,21 +113,42 @@ class PartitionGaps:
         self._last = follow(records, self._last, self._gaps)
 
     def end_file(self) -> None:
-        if self._file is not None and self._gaps:
+        if self._file is not None and self._gaps.count:
             self._by_file.append((self._file, self._gaps))
         self._file = None
-        self._gaps = []
+        self._gaps = _FileGaps(self)
+
+    def cleaned(self) -> int | None:
+        """The partition's cleaner-offset-checkpoint offset (read once, at the first gap)."""
+        if self._cleaned is None:
+            f = self._file
+            self._cleaned = (cleaned_up_to(os.path.dirname(os.path.dirname(os.path.abspath(f.path))), f.topic,
+                                           f.partition),)
+        return self._cleaned[0]
 
     def report(self) -> GapReport | None:
         """The gaps to show, per followed file, and how many the cleaner explains (None: no gap)."""
-        if not self._by_file:
+        if not self._by_file and not self.explained:
             return None
-        f0 = self._by_file[0][0]
-        cleaned = cleaned_up_to(os.path.dirname(os.path.dirname(os.path.abspath(f0.path))), f0.topic, f0.partition)
-        shown_by_file = []
-        explained = 0
-        for f, gaps in self._by_file:
-            shown = [(a, b) for a, b in gaps if cleaned is None or a >= cleaned]
-            explained += len(gaps) - len(shown)
-            shown_by_file.append((f.path, shown))
-        return GapReport(shown_by_file, explained, os.path.dirname(f0.path) or ".", cleaned)
+        shown = [(f.path, g.first, g.count) for f, g in self._by_file]
+        return GapReport(shown, self.explained, self._dir or ".", self._cleaned[0] if self._cleaned else None)
+
+
+class _FileGaps:
+    """The gaps of one file as ``follow`` appends them: those the cleaner explains counted on
+    the partition, the others counted here, the first KEPT_PER_FILE kept."""
+
+    __slots__ = ("owner", "first", "count")
+
+    def __init__(self, owner: PartitionGaps) -> None:
+        self.owner, self.first, self.count = owner, [], 0
+
+    def append(self, gap: tuple[int, int]) -> None:
+        owner = self.owner
+        cleaned = owner.cleaned()
+        if cleaned is not None and gap[0] < cleaned:
+            owner.explained += 1
+            return
+        self.count += 1
+        if len(self.first) < KEPT_PER_FILE:
+            self.first.append(gap)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from kdump import findings as F
 from kdump.check.broker_rule import IndexStep, assign_epoch, offset_in_range
-from kdump.errors import CodecError, KdumpError, UnsupportedCodecError
+from kdump.errors import CodecError, KdumpError, RecordCountLimitError, UnsupportedCodecError
 from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
-from kdump.format.walk import decode_records
+from kdump.format.walk import record_slices
 from kdump.model import Batch, Finding
 
 MAX_FINDINGS_PER_KIND = 50
@@ -185,24 +185,34 @@ class SegmentChecks:
                         f"byte {at}")
 
     def decode(self, b: Batch, first: int, last: int, count: int) -> int:
+        # A slice at a time: a batch of millions of records is never one list of them.
+        prev = None
+        n = 0
+        ordered = True
         try:
-            records = decode_records(self.buf, b, self.limits)
+            for records in record_slices(self.buf, b, self.limits):
+                n += len(records)
+                if not ordered:
+                    continue
+                for rec in records:
+                    o = rec.offset
+                    if (prev is not None and o <= prev) or o < first or o > last:
+                        self.add(F.RECORD_DECODE, b.position, first,
+                                 f"record offset {o} is out of order or outside the batch's range {first}..{last}")
+                        ordered = False
+                        break
+                    prev = o
         except UnsupportedCodecError as e:
             self.add(F.UNSUPPORTED_CODEC, b.position, first, e.message)
             return count
         except CodecError as e:
             self.add(F.CODEC, b.position, first, e.message)
             return count
+        except RecordCountLimitError as e:
+            self.add(F.RECORD_COUNT_LIMIT, b.position, first, e.message)
+            return count
         except KdumpError as e:
             self.add(F.RECORD_DECODE, b.position, first, e.message)
             return count
-        prev = None
-        for rec in records:
-            o = rec.offset
-            if (prev is not None and o <= prev) or o < first or o > last:
-                self.add(F.RECORD_DECODE, b.position, first,
-                         f"record offset {o} is out of order or outside the batch's range {first}..{last}")
-                break
-            prev = o
-        return len(records)
+        return n
 

@@ -77,7 +77,7 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
          skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
-         max_expansion, jobs, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
+         max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
          index_sanity_check, verify_index_only, max_message_size):
     """Dump segments, KRaft snapshots, indexes and side files.
 
@@ -112,6 +112,6 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     check_range("time", filters.start_time, filters.end_time)
     view = PayloadView(encoding, key_decoder, value_decoder, internal)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
-                    limits=limits_for(max_decompressed, max_expansion),
+                    limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),
                     index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size),
                     jobs=jobs_or_default(jobs))

@@ -11,11 +11,12 @@ import json
 from typing import Any, TextIO
 
 from kdump import _accel
-from kdump.check.gaps import PartitionGaps, follow
+from kdump.check.gaps import LastFollower, PartitionGaps, follow
 from kdump.decoders.payload import PayloadView
 from kdump.export import ndjson
 from kdump.storage.logdir import LogFile
 from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
+from kdump.format.records import LargeRecords
 from kdump.storage.reader import Item
 from kdump.render import jsonout, text
 from kdump.render.escape import printable
@@ -33,12 +34,12 @@ class TextDump:
         self.data = data
         self.skip_metadata = skip_metadata
         self.summary: list[tuple[int, list[str]]] = []      # stderr blocks, printed after all files
-        self._gaps: list[tuple[int, int]] = []
+        self._gaps = LastFollower()     # DumpLogSegments' gaps: one per previous offset
         self._last_offset = -1
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
-        self._gaps = []
+        self._gaps = LastFollower()
         self._last_offset = -1
         self.out.add(text.dumping_line(f.path))
         if f.kind in ("log", "kraft_snapshot"):
@@ -47,10 +48,15 @@ class TextDump:
                 self.out.add(start)
 
     def item(self, f: LogFile, it: Item) -> None:
+        self.out.add(text.batch_line(it.batch))
+        if it.records is not None:
+            self.slice(f, it, False)
+
+    def slice(self, f: LogFile, it: Item, first: bool) -> None:
+        """Records of a batch streamed a slice at a time (after its batch line if ``first``)."""
         add = self.out.add
-        add(text.batch_line(it.batch))
-        if it.records is None:
-            return
+        if first:
+            add(text.batch_line(it.batch))
         view = self.view
         data = self.data
         self._last_offset = follow(it.records, self._last_offset, self._gaps)
@@ -61,6 +67,9 @@ class TextDump:
                 k = v = None
             add(text.record_line(r, k, v, not self.skip_metadata))
 
+    def end_batch(self, f: LogFile, it: Item) -> None:
+        """A streamed batch has ended (its error, if any, is reported with the file's)."""
+
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for line in lines:
             self.out.add(line)
@@ -70,7 +79,7 @@ class TextDump:
             self.out.add(text.trailing_line(f.path, trailing))
         if self._gaps:
             self.summary.append(text.non_consecutive_block(f.path, self._gaps))
-            self._gaps = []
+            self._gaps = LastFollower()
 
     def add_summary(self, blocks: list[tuple[int, list[str]]]) -> None:
         self.summary.extend(blocks)
@@ -143,6 +152,39 @@ class JsonDump(_GapReport):
         out.chars += len(line)
         if len(out.buf) >= FLUSH_LINES or out.chars >= FLUSH_CHARS:
             out.write()
+
+    def slice(self, f: LogFile, it: Item, first: bool) -> None:
+        """Records of a batch streamed a slice at a time: its line is written as they come,
+        straight to the stream (``Lines`` holds whole lines only)."""
+        batch, records, _ = it
+        self._gap_records(records)
+        write = self.out.stream.write
+        if first:
+            self.out.write()
+            write(ndjson.batch_prefix(self._file_json, batch) + ',"records":[')
+            self._slices_open = False
+        if not records:
+            return
+        if self._slices_open:
+            write(",")
+        self._slices_open = True
+        text_ = None
+        if self._c_line is not None and (type(records) is not LargeRecords
+                                         or ndjson.payload_bytes(records) <= ndjson.STREAM_ABOVE):
+            text_ = _accel.native().json_records(records, self._c_encoding)
+        if text_ is not None:
+            write(text_)
+            return
+        for i, r in enumerate(records):
+            if i:
+                write(",")
+            for piece in ndjson.record_pieces(r, self.view):
+                write(piece)
+
+    def end_batch(self, f: LogFile, it: Item) -> None:
+        """The end of a streamed batch's line, with the error that stopped its records."""
+        tail = "]" if it.error is None else '],"records_error":' + ndjson.dumps(it.error.message)
+        self.out.stream.write(tail + "}\n")
 
     def _stream(self, f: LogFile, it: Item) -> None:
         """A batch too large for one string: written in pieces, straight to the stream."""
@@ -255,6 +297,15 @@ class TableDump(_GapReport):
                               producer, flags, ok))
         if len(self.rows) >= self.CHUNK:
             self._flush()
+
+    def slice(self, f: LogFile, it: Item, first: bool) -> None:
+        """Records of a batch streamed a slice at a time: rows as for a whole batch."""
+        self.item(f, it)
+
+    def end_batch(self, f: LogFile, it: Item) -> None:
+        """A streamed batch has ended: the error that stopped its records, as a row."""
+        if it.error is not None:
+            self.item(f, it._replace(records=None))
 
     def side(self, f: LogFile, rows, lines) -> None:
         rows = iter(rows)               # an iterator for snapshots and checkpoints

@@ -14,12 +14,12 @@ def gap_lines(report: GapReport | None) -> list[str]:
     if report is None:
         return []
     lines: list[str] = []
-    for path, shown in report.shown:
+    for path, shown, count in report.shown:
         name = printable(path)
         lines += [f"kdump: non-consecutive offsets in {name}: {a} is followed by {b}"
                   for a, b in shown[:LISTED_PER_FILE]]
-        if len(shown) > LISTED_PER_FILE:
-            lines.append(f"kdump: {len(shown) - LISTED_PER_FILE} more non-consecutive offsets in {name} "
+        if count > LISTED_PER_FILE:
+            lines.append(f"kdump: {count - LISTED_PER_FILE} more non-consecutive offsets in {name} "
                          f"not listed")
     if report.explained:
         n = report.explained

@@ -15,7 +15,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.render.diagnostics import report_error
 from kdump.decoders.payload import PayloadView
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
-from kdump.storage.reader import Filters, SegmentReader, out_of_memory
+from kdump.storage.reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
 from kdump.storage.segment import file_size
 
 
@@ -192,7 +192,12 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
     n = 0
     for it in reader:
         try:
-            renderer.item(f, it)
+            if type(it.records) is RecordSlices:
+                it = _streamed(renderer, f, it)
+                if it is None:
+                    continue
+            else:
+                renderer.item(f, it)
         except MemoryError:
             raise out_of_memory(f.path, it.batch.position, it.batch.base_offset, "write") from None
         n += 1
@@ -216,6 +221,26 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         # damage; a batch that could not be read at all (out of memory) did not complete
         status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status
+
+
+def _streamed(renderer, f: LogFile, it: Item) -> Item | None:
+    """A batch of more records than one slice, drawn a slice at a time as they decode (a batch
+    of millions of records is never one list): the batch with the error that stopped its
+    records, or None when a time or offset range left none of them and nothing went wrong."""
+    slices = it.records
+    first = True
+    for records in slices:
+        if records:                     # (a range may leave a slice empty)
+            renderer.slice(f, it._replace(records=records), first)
+            first = False
+    it = it._replace(records=None, error=slices.error)
+    if first:                           # nothing shown: as for a batch decoded whole
+        if it.error is None:
+            return None
+        renderer.item(f, it)
+    else:
+        renderer.end_batch(f, it)
+    return it
 
 
 def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOptions, limits: Limits) -> int:

@@ -17,8 +17,8 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump import _accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import COMPRESSED_OR_CONTROL, LargeRecords
-from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
+from kdump.format.records import COMPRESSED_OR_CONTROL, RECORDS_SLICE, LargeRecords
+from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records, record_slices
 from kdump.storage.logdir import LogFile
 from kdump.model import TIMESTAMP_TYPE_MASK, Batch, Finding, Record
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
@@ -64,14 +64,41 @@ def out_of_memory(path: str, position: int | None, base_offset: int | None, what
 
 
 class Item(NamedTuple):
-    """One batch as the dump shows it: its records (when asked) or why they did not decode."""
+    """One batch as the dump shows it: its records (when asked) or why they did not decode.
+    ``records`` is a RecordSlices for a batch of more than RECORDS_SLICE records."""
 
     batch: Batch
-    records: list[Record] | None
+    records: list[Record] | RecordSlices | None
     error: KdumpError | None
 
 
 _item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
+
+
+class RecordSlices:
+    """``Item.records`` of a v2 batch declaring more than RECORDS_SLICE records: lists of them,
+    decoded a slice at a time while this is iterated (once), so that a record-count bomb never
+    becomes one list. Afterwards ``error`` says why they stopped (None: every record came)."""
+
+    __slots__ = ("_slices", "_path", "_batch", "_keep", "error")
+
+    def __init__(self, buf, batch: Batch, limits: Limits, path: str, keep=None) -> None:
+        self._slices = record_slices(buf, batch, limits)
+        self._path, self._batch, self._keep = path, batch, keep
+        self.error: KdumpError | None = None
+
+    def __iter__(self) -> Iterator[list[Record]]:
+        keep = self._keep
+        try:
+            for records in self._slices:
+                if keep is not None:
+                    kept = [r for r in records if keep(r)]
+                    records = LargeRecords(kept) if type(records) is LargeRecords else kept
+                yield records
+        except KdumpError as e:
+            self.error = e.located(self._path, self._batch.position)
+        except MemoryError:
+            self.error = out_of_memory(self._path, self._batch.position, self._batch.base_offset, "decode")
 
 
 class SegmentReader:
@@ -108,6 +135,7 @@ class SegmentReader:
             check_offsets = flt.start_offset is not None or flt.end_offset is not None
             check_times = flt.start_time is not None or flt.end_time is not None
             want_records, limits = self.want_records, self.limits
+            max_records = limits.max_records
             # Uncompressed non-control v2 batches go straight to the C record decoder (what
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
@@ -126,9 +154,14 @@ class SegmentReader:
                     continue
                 (position, base_offset, _, count, size, magic, _, _, attributes, _, base_ts, max_ts,
                  _, _, base_seq) = batch
+                if magic == 2 and count is not None and count > RECORDS_SLICE:
+                    keep = flt.keep_record if check_offsets or check_times else None
+                    yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
+                    continue
                 records = None
                 try:
-                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL:
+                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
+                            and count <= max_records:
                         records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
                                        base_ts, max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
                     if records is None:

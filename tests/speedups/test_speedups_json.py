@@ -275,3 +275,45 @@ def test_dump_json_identical_with_and_without_c(args):
         fast = run_kdump(*cmd)
     assert (fast.code, fast.out, fast.err) == (pure.code, pure.out, pure.err)
     assert fast.out.count("\n") > 100
+
+
+# -- json_records: a batch written a slice of records at a time ----------------------------------
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_record, max_size=6), st.sampled_from(list(ENCODINGS)))
+def test_json_records_is_the_records_member_of_the_line(records, encoding):
+    """json_records gives the members of the line's "records" array (what render/dump.py's
+    streamed batch writes slice after slice), or None exactly where json_batch_line does."""
+    got = _speedups.json_records(records, ENCODINGS[encoding])
+    batch = Batch(0, 0, 0, len(records), 61, 2, 0, True, 0, 0, 0, 0, -1, -1, -1)
+    if not c_writes(batch, records):
+        assert got is None
+        return
+    want = ndjson.records_json(records, VIEWS[encoding])
+    assert '"records":[' + got + "]" == want
+    assert got.isascii()
+
+
+def test_a_streamed_batch_is_the_same_line_as_a_whole_one(tmp_path):
+    """A batch of more records than one slice (RECORDS_SLICE) is written slice by slice; the
+    line is the one the Python writer makes of the whole batch, keys, values and headers
+    drawn from all 256 byte values."""
+    from support.run import write_segment
+
+    from kdump.format.records import RECORDS_SLICE
+    from kdump.testing import build_v2_batch
+
+    rng = __import__("random").Random(7)
+    recs = [(i, 1_700_000_000_000 + i, bytes(rng.randrange(256) for _ in range(rng.randrange(6))),
+             bytes(rng.randrange(256) for _ in range(rng.randrange(12))),
+             [(bytes(rng.randrange(256) for _ in range(3)).decode("latin-1"), bytes([i % 256]))])
+            for i in range(RECORDS_SLICE * 2 + 5)]
+    seg = write_segment(tmp_path / "t-0", [build_v2_batch(recs, codec=4)])
+    data = seg.read_bytes()
+    batch = next(iter(Walker(data)))
+    whole = decode_records(data, batch)
+    for encoding in ENCODINGS:
+        r = run_kdump("dump", "--records", "--data", "--json", "--encoding", encoding, "-q", seg)
+        assert r.code == 0, r.err
+        want = ndjson.py_batch_line(ndjson.dumps(str(seg)), batch, whole, VIEWS[encoding])
+        assert r.out == want + "\n"
