@@ -10,9 +10,10 @@ from kdump.format.codecs import limits_for
 from kdump.run.dump import run_dump
 from kdump.decoders.payload import PayloadView
 from kdump.storage.reader import Filters
+from kdump.storage.split import DEFAULT_SPLIT_BYTES
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.render.output import Output
-from kdump.cli.options import jobs_option, jobs_or_default, limits_option, output_options
+from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, output_options
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -70,13 +71,17 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @click.option("--end-time", help="Latest timestamp to show (inclusive).")
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
+@click.option("--split-bytes", type=ByteSize(), default=DEFAULT_SPLIT_BYTES, show_default="32MiB",
+              help="With -j, cut a segment larger than this into ranges at batch boundaries (from its .index "
+                   "when it passes a sanity check, else a walk of the batch headers) for the workers to share; "
+                   "the output is the same bytes. 0: a segment is one piece.")
 @dls_options
 @limits_option
 @jobs_option
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
-         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
+         skip_record_metadata, start_offset, end_offset, start_time, end_time, max_bytes, split_bytes, max_decompressed,
          max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
          index_sanity_check, verify_index_only, max_message_size):
     """Dump segments, KRaft snapshots, indexes and side files.
@@ -114,4 +119,4 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),
                     index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size),
-                    jobs=jobs_or_default(jobs))
+                    jobs=jobs_or_default(jobs), split_bytes=split_bytes)

@@ -22,6 +22,7 @@ from kdump.render import jsonout, text
 from kdump.render.escape import printable
 from kdump.render.lines import FLUSH_CHARS, FLUSH_LINES, Lines
 from kdump.render.gaps import gap_summary
+from kdump.check.dls_index import NON_CONSECUTIVE
 
 class TextDump:
     """kafka-dump-log.sh lines."""
@@ -35,12 +36,17 @@ class TextDump:
         self.skip_metadata = skip_metadata
         self.summary: list[tuple[int, list[str]]] = []      # stderr blocks, printed after all files
         self._gaps = LastFollower()     # DumpLogSegments' gaps: one per previous offset
-        self._last_offset = -1
+        self._last_offset: int | None = -1
+        self._first_offset: int | None = None      # a resumed range: its first record's offset
+        self._resumed: str | None = None           # the file a resumed range is in
+        self._open: str | None = None              # the file begun and not yet ended
 
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self.view = view
         self._gaps = LastFollower()
         self._last_offset = -1
+        self._first_offset = None
+        self._open = f.path
         self.out.add(text.dumping_line(f.path))
         if f.kind in ("log", "kraft_snapshot"):
             start = text.start_line(f.path)
@@ -59,6 +65,9 @@ class TextDump:
             add(text.batch_line(it.batch))
         view = self.view
         data = self.data
+        if self._last_offset is None and it.records:     # the first record of a resumed range
+            self._first_offset = it.records[0].offset
+            self._last_offset = self._first_offset - 1
         self._last_offset = follow(it.records, self._last_offset, self._gaps)
         for r in it.records:
             if data and r.control is None:
@@ -74,10 +83,32 @@ class TextDump:
         for line in lines:
             self.out.add(line)
 
+    def resume(self) -> None:
+        """A piece of a partition after its first: DumpLogSegments' gaps are per file."""
+
+    def continue_file(self, f: LogFile, view: PayloadView) -> None:
+        """A range of ``f`` after its first (``dump -j`` on one segment): no heading; its gaps
+        start from an offset unknown here, which ``run.pieces`` joins in order."""
+        self.view = view
+        self._gaps = LastFollower()
+        self._last_offset = self._first_offset = None
+        self._resumed = self._open = f.path
+
+    def open_gaps(self):
+        """The gaps of the file this piece stopped in (None: it ended every file it began)."""
+        if self._open is None:
+            return None
+        return self._open, self._resumed != self._open, self._first_offset, self._last_offset, self._gaps
+
     def end_file(self, f: LogFile, trailing: int) -> None:
         if trailing > 0:
             self.out.add(text.trailing_line(f.path, trailing))
-        if self._gaps:
+        self._open = None
+        if f.path == self._resumed:     # run.pieces joins the gaps of its ranges into its block
+            self._resumed = None
+            self.summary.append((NON_CONSECUTIVE, (f.path, self._first_offset, self._last_offset, self._gaps)))
+            self._gaps = LastFollower()
+        elif self._gaps:
             self.summary.append(text.non_consecutive_block(f.path, self._gaps))
             self._gaps = LastFollower()
 
@@ -106,6 +137,14 @@ class _GapReport:
         if self.gaps is not None:
             self.gaps.end_file()
 
+    def resume(self) -> None:
+        """A piece of a partition after its first (``dump -j`` on one segment)."""
+        if self.gaps is not None:
+            self.gaps.resume()
+
+    def open_gaps(self):
+        return None
+
     @property
     def summary(self) -> list[tuple[int, list[str]]]:
         return gap_summary(self.gaps)
@@ -132,6 +171,14 @@ class JsonDump(_GapReport):
         c = _accel.native()
         self._c_line = c.json_batch_line if c is not None and view.plain and encoding is not None else None
         self._c_encoding = encoding
+
+    def continue_file(self, f: LogFile, view: PayloadView) -> None:
+        """A range of ``f`` after its first (``dump -j`` on one segment)."""
+        gaps, self.gaps = self.gaps, None
+        self.begin_file(f, view)
+        self.gaps = gaps
+        if gaps is not None:
+            gaps.resume(f)
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
@@ -230,6 +277,16 @@ class TableDump(_GapReport):
         self._first_chunk = True
         self._side_cols: list[str] | None = None
         self._begin_gaps(f)
+
+    def continue_file(self, f: LogFile, view: PayloadView) -> None:
+        """A range of ``f`` after its first (``dump -j`` on one segment): its rows go on
+        without the title and header."""
+        self.view = view
+        self._title = printable(f.path)
+        self._first_chunk = False
+        self._side_cols = None
+        if self.gaps is not None:
+            self.gaps.resume(f)
 
     def _table(self):
         from rich.table import Table

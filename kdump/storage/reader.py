@@ -109,8 +109,13 @@ class SegmentReader:
     """
 
     def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+                 limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None) -> None:
         self.file = f
+        # (start, stop): read from a batch boundary to the batch starting at ``stop`` (one range
+        # of a segment cut by storage.split); ``reached`` then says the walk met that batch. A
+        # walk passing ``stop`` inside a batch (the cut was not a boundary of this walk) reads on.
+        self.span = span
+        self.reached = False
         self.filters = filters
         self.want_records = records
         self.limits = limits
@@ -126,7 +131,8 @@ class SegmentReader:
             self.size = mapped.size
             buf = mapped.buf
             end = mapped.size if self.filters.max_bytes is None else min(mapped.size, self.filters.max_bytes)
-            start = self._seek(buf, end)
+            start = self._seek(buf, end) if self.span is None else self.span[0]
+            stop_at = None if self.span is None else self.span[1]
             self.start_position = start
             if mapped.size > (64 << 20):
                 mapped.advise_sequential()
@@ -142,6 +148,11 @@ class SegmentReader:
             c = _accel.native()     # once per segment
             fast = c.decode_v2_records if c is not None else None
             for batch in walker:
+                if stop_at is not None and batch[0] >= stop_at:
+                    if batch[0] == stop_at:
+                        self.reached = True
+                        break
+                    stop_at = None
                 if check_offsets and not flt.batch_offsets_overlap(batch):
                     if flt.end_offset is not None and batch.base_offset is not None \
                             and batch.base_offset > flt.end_offset:
