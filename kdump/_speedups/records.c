@@ -314,3 +314,70 @@ kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+
+/* One record of a v2 records section read without building objects, for json_v2_line
+ * (jsonout.c): the checks of decode_records' loop above, header by header included. 0, or
+ * -1 where decode_records would answer "malformed" (the caller then leaves the batch to it). */
+int
+kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
+               const int64_t *log_append_ts, int64_t base_seq, kd_record *r)
+{
+    Py_ssize_t p = *pos;
+    int32_t length, off_delta;
+    int64_t ts_delta;
+    if (read_varint32(d, &p, end, &length) < 0 || length < 6 || length > end - p)
+        return -1;
+    Py_ssize_t rend = p + length;
+    p += 1;                                  /* attributes, unused */
+    if (read_varint64(d, &p, rend, &ts_delta) != 0 || read_varint32(d, &p, rend, &off_delta) < 0)
+        return -1;
+    if (add_overflows(base_offset, off_delta, &r->offset))
+        return -1;
+    if (log_append_ts != NULL)
+        r->timestamp = *log_append_ts;
+    else if (add_overflows(base_ts, ts_delta, &r->timestamp))
+        return -1;
+    if (base_seq >= 0) {
+        if (add_overflows(base_seq, off_delta, &r->sequence))
+            return -1;
+        r->sequence &= 0x7FFFFFFF;
+    } else {
+        r->sequence = -1;
+    }
+    if (read_bytes_field(d, &p, rend, &r->klen, &r->key) < 0 || read_bytes_field(d, &p, rend, &r->vlen, &r->value) < 0)
+        return -1;
+    if (read_varint32(d, &p, rend, &r->hcount) < 0 || r->hcount < 0 || r->hcount > rend - p)
+        return -1;
+    r->headers = d + p;
+    r->headers_end = d + rend;
+    for (int32_t i = 0; i < r->hcount; i++) {
+        int32_t hk, hv;
+        if (read_varint32(d, &p, rend, &hk) < 0 || hk < 0 || hk > rend - p)
+            return -1;
+        p += hk;
+        if (read_varint32(d, &p, rend, &hv) < 0 || hv < -1 || (hv >= 0 && hv > rend - p))
+            return -1;
+        if (hv > 0)
+            p += hv;
+    }
+    if (p != rend)
+        return -1;
+    *pos = p;
+    return 0;
+}
+
+/* The next header of a record kd_next_record has checked: its key, and its value (NULL: null). */
+void
+kd_next_header(const unsigned char **h, const unsigned char *end, const unsigned char **key, int32_t *klen,
+               const unsigned char **value, int32_t *vlen)
+{
+    Py_ssize_t p = 0, e = end - *h;
+    read_varint32(*h, &p, e, klen);
+    *key = *h + p;
+    p += *klen;
+    read_varint32(*h, &p, e, vlen);
+    *value = *vlen >= 0 ? *h + p : NULL;
+    if (*vlen > 0)
+        p += *vlen;
+    *h += p;
+}

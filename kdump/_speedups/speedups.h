@@ -14,7 +14,9 @@
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
- *                                        json_records(records, encoding) -> str | None
+ *                                        json_records(records, encoding) -> str | None,
+ *                                        json_v2_line(file_json, batch, data, encoding)
+ *                                          -> (str, first_offset, last_offset) | None
  *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
@@ -212,6 +214,19 @@ new_struct(PyTypeObject *tp, PyObject **items, Py_ssize_t n)
 #endif
 }
 
+/* A v2 record read in place (records.c kd_next_record), for writers that need no objects. */
+typedef struct {
+    int64_t offset, timestamp, sequence;
+    const unsigned char *key, *value;       /* NULL: null */
+    int32_t klen, vlen, hcount;
+    const unsigned char *headers, *headers_end;
+} kd_record;
+
+int kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
+                   const int64_t *log_append_ts, int64_t base_seq, kd_record *r);
+void kd_next_header(const unsigned char **h, const unsigned char *end, const unsigned char **key, int32_t *klen,
+                    const unsigned char **value, int32_t *vlen);
+
 /* ------------------------------------------------------------------------------------ */
 /* The module's functions, one file each (see the table at the top)                     */
 /* ------------------------------------------------------------------------------------ */
@@ -226,6 +241,7 @@ PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
 PyObject *kd_catch_sigbus(PyObject *self, PyObject *unused);

@@ -137,6 +137,17 @@ class PartitionGaps:
             self._last = first.offset
         self._last = follow(records, self._last, self._gaps)
 
+    def span(self, first: int | None, last: int | None) -> None:
+        """``records`` for records whose offsets are ``first`` .. ``last``, one after another."""
+        if self._file is None or first is None:
+            return
+        if self._last is None:
+            if self.resumed and self.first_offset is None:
+                self.first_offset, self._first_gaps = first, self._gaps
+        elif first != self._last + 1:
+            self._gaps.append((self._last, first))
+        self._last = last
+
     def end_file(self) -> None:
         if self._file is not None:
             self._by_file.append((self._file, self._gaps))

@@ -180,8 +180,29 @@ class JsonDump(_GapReport):
         if gaps is not None:
             gaps.resume(f)
 
+    def raw_writer(self):
+        """The reader's ``raw`` hook: an uncompressed v2 batch's line written by C straight from
+        its records section (json_v2_line), without making its records; None: not this view."""
+        if self._c_line is None or not self._file_json.isascii():
+            return None
+        v2_line, file_json, encoding = _accel.native().json_v2_line, self._file_json, self._c_encoding
+
+        def raw(batch, data):
+            return v2_line(file_json, batch, data, encoding) if batch[4] <= ndjson.STREAM_ABOVE else None
+        return raw
+
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it
+        if type(records) is tuple:      # written by raw_writer's C function: (line, first, last)
+            line, first, last = records
+            if self.gaps is not None:
+                self.gaps.span(first, last)
+            out = self.out
+            out.buf.append(line)
+            out.chars += len(line)
+            if len(out.buf) >= FLUSH_LINES or out.chars >= FLUSH_CHARS:
+                out.write()
+            return
         self._gap_records(records)
         if records and ndjson.maybe_large(batch, records) and ndjson.payload_bytes(records) > ndjson.STREAM_ABOVE:
             return self._stream(f, it)

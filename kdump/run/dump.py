@@ -221,7 +221,9 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         renderer.continue_file(f, view)
         if progress is not None:
             progress.begin_at(f.path, rng.start)
-    reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop))
+    raw = getattr(renderer, "raw_writer", None)
+    reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
+                           raw() if raw is not None and records else None)
     problems: list[KdumpError] = []
     n = 0
     for it in reader:

@@ -109,8 +109,14 @@ class SegmentReader:
     """
 
     def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
-                 limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None) -> None:
+                 limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None,
+                 raw=None) -> None:
         self.file = f
+        # raw(batch, records section) -> object | None: offered each uncompressed, non-control v2
+        # batch of one slice of records or fewer before its records are decoded (without a range
+        # of offsets or times); what it returns stands for them in the Item (a writer that reads
+        # the bytes itself), None: decode them as usual.
+        self.raw = raw
         # (start, stop): read from a batch boundary to the batch starting at ``stop`` (one range
         # of a segment cut by storage.split); ``reached`` then says the walk met that batch. A
         # walk passing ``stop`` inside a batch (the cut was not a boundary of this walk) reads on.
@@ -127,6 +133,7 @@ class SegmentReader:
 
     def __iter__(self) -> Iterator[Item]:
         mapped = MappedFile(self.file.path)
+        view = None
         try:
             self.size = mapped.size
             buf = mapped.buf
@@ -147,6 +154,8 @@ class SegmentReader:
             # decode_records reruns in Python for the precise error.
             c = _accel.native()     # once per segment
             fast = c.decode_v2_records if c is not None else None
+            raw = self.raw if not (check_offsets or check_times) else None
+            view = memoryview(buf) if raw is not None else None
             for batch in walker:
                 if stop_at is not None and batch[0] >= stop_at:
                     if batch[0] == stop_at:
@@ -169,6 +178,12 @@ class SegmentReader:
                     keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
                     continue
+                if raw is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
+                        and count <= max_records:
+                    rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])
+                    if rendered is not None:
+                        yield _item(Item, (batch, rendered, None))
+                        continue
                 records = None
                 try:
                     if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
@@ -198,6 +213,8 @@ class SegmentReader:
                 # --max-bytes cuts the file on purpose: what lies past the cut is not "invalid".
                 self.trailing_bytes = 0 if self.filters.max_bytes is not None else walker.trailing_bytes
         finally:
+            if view is not None:
+                view.release()
             mapped.close()
 
     # -- seeking ------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     big = write_segment(v2.parent.parent / "big-0", [build_v2_batch([(i, NOW, None, b"v%d" % i) for i in range(5000)])])
     out.append([len(s) for s in record_slices(big.read_bytes(), next(iter(Walker(big.read_bytes()))))])  # decode_v2_span
     out.append(run_kdump("dump", "--records", "--data", "--json", big))      # json_records
+    out.append(run_kdump("dump", "--records", "--data", "--json", "-q", v2))   # json_v2_line (no gap report)
     return out
 
 
