@@ -105,7 +105,7 @@ def _write_in_turn(fn, out, turn: _Turn, items: list) -> tuple[list, BaseExcepti
     """A range of units in a worker, their output written when the range's turn comes: the
     turn passes once per range, not once per unit (each pass wakes a process, which cost
     more than an index check itself)."""
-    _keep_freed_memory()
+    keep_freed_memory()
     first = items[0][0]
     spill = _Spill(turn, first, out.stream)
     results, raised = [], None
@@ -137,7 +137,7 @@ def _write_in_turn(fn, out, turn: _Turn, items: list) -> tuple[list, BaseExcepti
 _kept_in: int | None = None     # the process that has asked the allocator to keep memory
 
 
-def _keep_freed_memory() -> None:
+def keep_freed_memory() -> None:
     """A worker holds each range's output (megabytes of dump) until its turn, then frees it.
     glibc's malloc hands freed memory at the top of the heap back to the kernel and maps
     big blocks afresh each time, so the next range faulted it all back in a page at a time

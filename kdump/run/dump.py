@@ -106,7 +106,7 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
              index_opts: IndexOptions = IndexOptions(), jobs: int = 1, split_bytes: int = 0) -> int:
     files, status = _files(paths, out, jobs)
     next_base = _segment_ranges([f for f, _ in files])
-    from kdump.ordered_output import ordered_output
+    from kdump.ordered_output import keep_freed_memory, ordered_output
     from kdump.parallel import in_process
     from kdump.render.progress import Progress
     from kdump.run import pieces as P
@@ -118,6 +118,7 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
     # and for the table at -j 1 too, whose row chunks then break where -j N's do. Not with
     # ranges of offsets, times or bytes: they read little.
     units = _partitions(files)
+    keep_freed_memory()     # lines of ~100 KB each, made and freed: keep the memory, not fault it in again
     split = (jobs > 1 or out.format == "table") and not filters.active
     plan = P.plan(units, split_bytes if split else 0)
     here = in_process(plan, jobs)
