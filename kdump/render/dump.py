@@ -1,4 +1,5 @@
-"""Renderers of ``kdump dump``: the same events drawn as text, NDJSON or Rich tables.
+"""Renderers of ``kdump dump``: the same events drawn as text, NDJSON or Rich tables
+(``kdump.render.tabledump``).
 
 A renderer gets ``begin_file``, ``item`` (one batch with its records), ``side`` (the
 rows of an index, checkpoint or metadata file) and ``end_file``; it only draws.
@@ -6,22 +7,19 @@ rows of an index, checkpoint or metadata file) and ``end_file``; it only draws.
 
 from __future__ import annotations
 
-import itertools
-import json
 from typing import Any, TextIO
 
 from kdump import _accel
 from kdump.check.gaps import LastFollower, PartitionGaps, follow
+from kdump.render.tabledump import TableDump  # noqa: F401 - the third view, beside the two here
 from kdump.decoders.payload import PayloadView
 from kdump.export import ndjson
 from kdump.storage.logdir import LogFile
-from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
 from kdump.format.records import LargeRecords
 from kdump.storage.reader import Item
 from kdump.render import jsonout, text
-from kdump.render.escape import printable
 from kdump.render.lines import FLUSH_CHARS, FLUSH_LINES, Lines
-from kdump.render.gaps import gap_summary
+from kdump.render.gaps import GapReporter
 from kdump.check.dls_index import NON_CONSECUTIVE
 
 class TextDump:
@@ -119,38 +117,7 @@ class TextDump:
         self.out.flush()
 
 
-class _GapReport:
-    """kdump's own gap report (JSON and table views, with --records): fed per file, shown
-    on stderr after all files."""
-
-    gaps: PartitionGaps | None = None
-
-    def _begin_gaps(self, f: LogFile) -> None:
-        if self.gaps is not None:
-            self.gaps.begin_file(f)
-
-    def _gap_records(self, records) -> None:
-        if records and self.gaps is not None:
-            self.gaps.records(records)
-
-    def _end_gaps(self) -> None:
-        if self.gaps is not None:
-            self.gaps.end_file()
-
-    def resume(self) -> None:
-        """A piece of a partition after its first (``dump -j`` on one segment)."""
-        if self.gaps is not None:
-            self.gaps.resume()
-
-    def open_gaps(self):
-        return None
-
-    @property
-    def summary(self) -> list[tuple[int, list[str]]]:
-        return gap_summary(self.gaps)
-
-
-class JsonDump(_GapReport):
+class JsonDump(GapReporter):
     """NDJSON: one object per batch (or per side-file row)."""
 
     def __init__(self, stream: TextIO, view: PayloadView, gaps: PartitionGaps | None = None) -> None:
@@ -273,170 +240,6 @@ class JsonDump(_GapReport):
 
     def finish(self) -> None:
         self.out.flush()
-
-
-class TableDump(_GapReport):
-    """Rich tables for a terminal: one per file, drawn in chunks so memory stays flat."""
-
-    CHUNK = 500
-
-    def __init__(self, console, view: PayloadView, records: bool, data: bool,
-                 gaps: PartitionGaps | None = None) -> None:
-        self.console = console
-        self.gaps = gaps            # kdump's gap report, with --records
-        self.view = view
-        self.records = records
-        self.data = data
-        self.rows: list[tuple] = []
-        self._first_chunk = True
-        self._title = ""
-        self._ok, self._bad_crc = _styled("✓", "green"), _styled("✗ crc", "bold red")
-
-    def begin_file(self, f: LogFile, view: PayloadView) -> None:
-        self.view = view
-        self._title = printable(f.path)
-        self._first_chunk = True
-        self._side_cols: list[str] | None = None
-        self._begin_gaps(f)
-
-    def continue_file(self, f: LogFile, view: PayloadView) -> None:
-        """A range of ``f`` after its first (``dump -j`` on one segment): its rows go on
-        without the title and header."""
-        self.view = view
-        self._title = printable(f.path)
-        self._first_chunk = False
-        self._side_cols = None
-        if self.gaps is not None:
-            self.gaps.resume(f)
-
-    def _table(self):
-        from rich.table import Table
-
-        t = Table(title=self._title if self._first_chunk else None, show_header=self._first_chunk,
-                  title_justify="left", expand=False, pad_edge=False, box=None if not self._first_chunk else None)
-        if self._side_cols is not None:
-            for c in self._side_cols:
-                t.add_column(c)
-            return t
-        if self.records:
-            # Without --data only sizes, as DumpLogSegments' --deep-iteration shows.
-            payload = (("key", "left"), ("value", "left"), ("headers", "left")) if self.data else (
-                ("key size", "right"), ("value size", "right"), ("headers", "right"))
-            for name, just in (("offset", "right"), ("time (UTC)", "left"), *payload, ("batch", "right"),
-                               ("ok", "center")):
-                t.add_column(name, justify=just, overflow="fold" if name == "value" else "ellipsis")
-        else:
-            for name, just in (("position", "right"), ("offsets", "right"), ("count", "right"),
-                               ("size", "right"), ("magic", "right"), ("codec", "left"), ("max time (UTC)", "left"),
-                               ("producer", "right"), ("flags", "left"), ("crc", "center")):
-                t.add_column(name, justify=just)
-        return t
-
-    def _flush(self) -> None:
-        if not self.rows:
-            return
-        t = self._table()
-        for row in self.rows:
-            t.add_row(*row)
-        self.console.print(t)
-        self.rows = []
-        self._first_chunk = False
-
-    def item(self, f: LogFile, it: Item) -> None:
-        b = it.batch
-        ok = self._ok if b.crc_valid else self._bad_crc
-        if self.records:
-            self._gap_records(it.records)
-            if it.records is None:
-                self.rows.append(("", "", "", _styled(it.error.message if it.error else "", "red"), "",
-                                  str(b.position), ok))
-            for r in it.records or ():
-                if r.control is not None:
-                    value = _styled(r.control.type_name, "magenta")
-                    key = ""
-                    headers = ""
-                elif not self.data:
-                    key, value, headers = _size(r.key), _size(r.value), str(len(r.headers))
-                else:
-                    key = self.view.short(r.key, 24)
-                    value = self.view.short(r.value, 60)
-                if self.data:
-                    headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
-                                        for k, v in r.headers)
-                self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, headers,
-                                  str(b.position), ok))
-        else:
-            flags = " ".join(x for x, on in (("txn", b.is_transactional), ("control", b.is_control),
-                                              ("LogAppendTime", b.timestamp_type == 1)) if on)
-            producer = "" if b.producer_id < 0 else f"{b.producer_id}/{b.producer_epoch}"
-            offsets = f"{b.base_offset}–{b.last_offset}" if b.base_offset != b.last_offset else str(b.last_offset)
-            self.rows.append((str(b.position), offsets, "" if b.count is None else str(b.count), str(b.size),
-                              str(b.magic), compression_name(b.compression), _ts(b.max_timestamp, b.timestamp_type),
-                              producer, flags, ok))
-        if len(self.rows) >= self.CHUNK:
-            self._flush()
-
-    def slice(self, f: LogFile, it: Item, first: bool) -> None:
-        """Records of a batch streamed a slice at a time: rows as for a whole batch."""
-        self.item(f, it)
-
-    def end_batch(self, f: LogFile, it: Item) -> None:
-        """A streamed batch has ended: the error that stopped its records, as a row."""
-        if it.error is not None:
-            self.item(f, it._replace(records=None))
-
-    def side(self, f: LogFile, rows, lines) -> None:
-        rows = iter(rows)               # an iterator for snapshots and checkpoints
-        first = next(rows, None)
-        if first is None:
-            self.console.print(_styled(printable(f.path), "bold") + ": (empty)")
-            return
-        self._side_cols = list(first.keys())
-        for row in itertools.chain((first,), rows):
-            self.rows.append(tuple(_cell(row.get(c)) for c in self._side_cols))
-            if len(self.rows) >= self.CHUNK:
-                self._flush()
-        self._flush()
-        self._side_cols = None
-
-    def end_file(self, f: LogFile, trailing: int) -> None:
-        self._flush()
-        if trailing > 0:
-            self.console.print(f"{trailing} invalid bytes at the end of {printable(f.name)}", style="yellow")
-        self._end_gaps()
-
-    def finish(self) -> None:
-        self._flush()
-
-
-def _size(data: bytes | None) -> str:
-    return "∅" if data is None else str(len(data))
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "∅"
-    if isinstance(v, (dict, list)):
-        return json.dumps(v, separators=(",", ":"))
-    return str(v)
-
-
-def _styled(s: str, style: str):
-    """Rich text in one style (the table console prints no markup: data is never read as styles)."""
-    from rich.text import Text
-
-    return Text(s, style=style)
-
-
-def _ts(ms: int, ts_type: int) -> str:
-    if ms is None or ms < 0:
-        return TIMESTAMP_TYPE_NAMES.get(ts_type, "") if ts_type < 0 else str(ms)
-    import datetime as _dt
-
-    try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
 
 
 def summary_lines(blocks: list[tuple[int, list[str]]]) -> list[str]:

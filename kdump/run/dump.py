@@ -32,7 +32,9 @@ def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: 
     if out.format == "json":
         return r.JsonDump(out.stream, view, gaps)
     if out.format == "table":
-        return r.TableDump(out.console(), view, records, data, gaps)
+        from kdump.render.tabledump import TableDump
+
+        return TableDump(out.console(), view, records, data, gaps)
     return r.TextDump(out.stream, view, records, data, skip_metadata)
 
 
