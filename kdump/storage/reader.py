@@ -65,7 +65,8 @@ def out_of_memory(path: str, position: int | None, base_offset: int | None, what
 
 class Item(NamedTuple):
     """One batch as the dump shows it: its records (when asked) or why they did not decode.
-    ``records`` is a RecordSlices for a batch of more than RECORDS_SLICE records."""
+    ``records`` is a RecordSlices for a batch of more than RECORDS_SLICE records, and what the
+    reader's ``raw`` hook returned for a batch the hook took."""
 
     batch: Batch
     records: list[Record] | RecordSlices | None
