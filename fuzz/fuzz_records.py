@@ -1,14 +1,14 @@
 """Fuzz the record decoders: v2 record sections, legacy inner message sets, varints.
 
 Input: ``flags | count (1 or 4 bytes) | payload``. The flags pick the batch attributes
-(control, LogAppendTime, a base sequence near the int32 wrap), how the record count is
-read, and the mode:
+(control, LogAppendTime, a base sequence near the int32 wrap, a base timestamp near the
+int64 end so that deltas overflow it), how the record count is read, and the mode:
 
 - v2 (default): ``payload`` is an uncompressed v2 records section decoded against a
   header made from the flags; the C decoder must agree with the pure-Python one;
 - legacy: ``payload`` is the decompressed inner message set of a v0/v1 wrapper;
 - varint: ``payload`` starts with a varint/varlong/uvarint;
-- bomb: a record-count bomb, ``count`` x BOMB_SCALE empty records then ``payload``, decoded
+- bomb (the legacy and varint flags both): a record-count bomb, ``count`` x BOMB_SCALE empty records then ``payload``, decoded
   a slice at a time (never more than RECORDS_SLICE records at once), C against Python; a
   record-count limit below the count refuses it before decoding.
 """
@@ -36,17 +36,20 @@ from kdump.format.records import RECORDS_SLICE, decode_v2_payload, v2_record_sli
 from kdump.testing import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
 from kdump.model import Batch  # noqa: E402
 
-CONTROL, LOG_APPEND, SEQ_WRAP, WIDE_COUNT, LEGACY, VARINT, MAGIC1, BOMB = (1 << i for i in range(8))
+CONTROL, LOG_APPEND, SEQ_WRAP, WIDE_COUNT, LEGACY, VARINT, MAGIC1, TS_EDGE = (1 << i for i in range(8))
+BOMB = LEGACY | VARINT  # both: the bomb mode
 BOMB_SCALE = 1021       # a bomb holds count x this many empty records, then the payload
 BASE_OFFSET = 1 << 40
 BASE_TS = 1_700_000_000_000
+EDGE_TS = (1 << 63) - 5          # TS_EDGE: a timestampDelta above 4 wraps Kafka's long sum
 
 
 def v2_batch(flags: int, count: int) -> Batch:
     attributes = (0x20 if flags & CONTROL else 0) | (0x08 if flags & LOG_APPEND else 0)
     base_seq = 0x7FFFFFF0 if flags & SEQ_WRAP else -1
+    base_ts = EDGE_TS if flags & TS_EDGE else BASE_TS
     return Batch(0, BASE_OFFSET, BASE_OFFSET + max(count - 1, 0), count, 61, 2, 0, True, attributes, 0,
-                 BASE_TS, BASE_TS + 5, 7 if base_seq >= 0 else -1, 0, base_seq)
+                 base_ts, base_ts + 4, 7 if base_seq >= 0 else -1, 0, base_seq)
 
 
 def check_v2(flags: int, count: int, payload: bytes) -> None:
@@ -55,6 +58,7 @@ def check_v2(flags: int, count: int, payload: bytes) -> None:
     if isinstance(got, list):
         expect(len(got) == count, f"{len(got)} records decoded, count says {count}")
         for r in got:
+            expect(-(1 << 63) <= r.timestamp < 1 << 63, f"timestamp {r.timestamp} outside int64 (Kafka's long wraps)")
             json.dumps(r.to_dict())
     if _common.has_accel():
         with pure_python():
@@ -130,7 +134,7 @@ def check(data: bytes) -> None:
     else:
         count = data[1]
         payload = data[2:]
-    if flags & BOMB:
+    if flags & BOMB == BOMB:
         check_bomb(flags, count, payload)
     elif flags & VARINT:
         check_varints(payload)

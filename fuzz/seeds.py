@@ -101,7 +101,28 @@ def collect() -> dict[str, list[bytes]]:
     seeds["records"] += [b"\x80\xff", b"\x81\x10" + EMPTY_RECORD * 3, b"\x80\x05\x0c\x00"]
     seeds["records"] += [b"\x40\x00" + bytes.fromhex(h) for h in ("00", "01", "feffffff0f", "ffffffff1f",
                                                                   "ffffffffffffffffff01", "80808080808080808080")]
+    seeds["records"] += _timestamp_overflow_seeds()
+    seeds["walker"].append(timestamp_overflow_segment())
     return seeds
+
+
+def _timestamp_overflow_seeds() -> list[bytes]:
+    """baseTimestamp + timestampDelta past the int64 range (Kafka's long sum wraps): record
+    sections under fuzz_records' TS_EDGE header, and a whole segment for the walker."""
+    from kdump.testing import encode_v2_record
+
+    out = [bytes((0x80, 2)) + encode_v2_record(0, 4, None, b"a") + encode_v2_record(1, delta, b"k", b"b")
+           for delta in (5, 1 << 62, (1 << 63) - 1)]
+    return out
+
+
+def timestamp_overflow_segment() -> bytes:
+    """One valid batch whose second record's timestamp wraps past INT64_MAX."""
+    from kdump.testing import build_v2_batch
+
+    top = (1 << 63) - 1
+    return build_v2_batch([(0, top - 1, None, b"a"), (1, top + 10, None, b"b")], base_timestamp=top - 1,
+                          max_timestamp=top)
 
 
 def _batch_seeds(seeds, data: bytes, batch, topic: str) -> None:

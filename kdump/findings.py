@@ -20,7 +20,7 @@ error
 
 Emitters use the constants below (the decoding core, which imports nothing above it, has
 its own for the walk's stops, declared here too), never a string of their own: a test fails when a kind not declared here is emitted,
-and the man page and the README list this table.
+and the man page and docs/findings.md list this table.
 """
 
 from __future__ import annotations
@@ -82,6 +82,9 @@ OVERSIZE_BATCH = _declare("oversize_batch", ANOMALY, "a batch with a valid CRC l
                                                      "the broker keeps it (a topic may allow it)")
 EPOCH_REGRESSION = _declare("leader_epoch_regression", ANOMALY, "a batch's partition leader epoch is below the "
                                                                 "previous batch's: the broker keeps both")
+TIMESTAMP_OVERFLOW = _declare("timestamp_overflow", ANOMALY, "--deep: a record's baseTimestamp + timestampDelta "
+                                                             "is past the int64 range: Kafka's long arithmetic wraps "
+                                                             "it, and readers see (and kdump shows) the wrapped value")
 INTACT_BEYOND = _declare("intact_beyond", INFO, "intact batches found past the cut: `kdump recover --salvage` "
                                                 "can copy them out")
 UNSUPPORTED_CODEC = _declare("unsupported_codec", ERROR, "--deep: the codec library is missing; the check is "

@@ -22,7 +22,8 @@ from kdump.format.varint import encode_varint
 
 __all__ = [
     "build_v2_batch", "build_control_batch", "build_end_txn_marker",
-    "build_legacy_message", "build_legacy_wrapper", "encode_v2_record",
+    "build_legacy_message", "build_legacy_wrapper", "encode_v2_record", "encode_offset_commit",
+    "encode_group_metadata_key",
 ]
 
 _CRC = struct.Struct(">I")
@@ -240,6 +241,36 @@ def build_legacy_wrapper(messages: Sequence[Any], *, magic: int, codec: int, wra
     value = compress(codec, b"".join(inner), magic, xerial)
     return build_legacy_message(wrapper_offset, None, value, magic=magic, timestamp=timestamp, codec=codec,
                                 timestamp_type=timestamp_type)
+
+
+# -- __consumer_offsets records ---------------------------------------------------------------
+
+_OFFSET_COMMIT_KEY_VERSION = 1       # OffsetCommitKey (version 0 is the legacy LegacyOffsetCommitKey)
+_OFFSET_COMMIT_VALUE_VERSION = 3     # offset, leaderEpoch, metadata, commitTimestamp
+_GROUP_METADATA_KEY_VERSION = 2
+
+
+def _short_string(s: str) -> bytes:
+    data = s.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def encode_offset_commit(group: str, topic: str, partition: int, offset: int | None, *, commit_timestamp: int = 0,
+                         metadata: str = "", leader_epoch: int = -1) -> tuple[bytes, bytes | None]:
+    """(key, value) of an OffsetCommit record as the group coordinator writes it; ``offset``
+    None gives the tombstone (a null value)."""
+    key = struct.pack(">h", _OFFSET_COMMIT_KEY_VERSION) + _short_string(group) + _short_string(topic) \
+        + _INT32.pack(partition)
+    if offset is None:
+        return key, None
+    value = struct.pack(">hqi", _OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch) + _short_string(metadata) \
+        + _INT64.pack(commit_timestamp)
+    return key, value
+
+
+def encode_group_metadata_key(group: str) -> bytes:
+    """The key of a classic group's GroupMetadata record (its null value deletes the group)."""
+    return struct.pack(">h", _GROUP_METADATA_KEY_VERSION) + _short_string(group)
 
 
 # The smallest record there is: length 6, then attributes, timestamp delta, offset delta,

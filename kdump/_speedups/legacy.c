@@ -51,9 +51,8 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
         return NULL;
     int64_t base = 0;                  /* v0 inner offsets are absolute */
     if (wrapper_magic >= 1 && wrapper_offset != 0) {    /* librdkafka's 0 means base 0 */
-        if (wrapper_offset < last_inner)
-            return NULL;
-        base = wrapper_offset - last_inner;
+        if (wrapper_offset < last_inner || sub_overflows(wrapper_offset, last_inner, &base))
+            return NULL;                /* (beyond int64: Python's big ints decide) */
     }
     PyObject *list = PyList_New(n);
     if (list == NULL) {

@@ -65,6 +65,9 @@ static PyMethodDef kd_methods[] = {
      "(new_pos, state): the recovery scanner's fast path over the plain v2 batches from pos on; "
      "state = (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, batches, records, "
      "index_last, time_last); epochs is appended to in place. None: nothing consumed."},
+    {"summarize_v2", (PyCFunction)(void (*)(void))kd_summarize_v2, METH_FASTCALL,
+     "summarize_v2(buf, pos, end, max_batches, size_buckets, producers) -> (new_pos, batches, records, "
+     "first, last, min_ts, max_ts, txn, ctl, invalid, codecs, sizes): kdump info's sums over a run of v2 batches."},
     {"json_batch_line", (PyCFunction)(void (*)(void))kd_json_batch_line, METH_FASTCALL,
      "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
      "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},

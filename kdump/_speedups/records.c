@@ -119,8 +119,8 @@ decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t
             goto malformed;
         if (add_overflows(base_offset, off_delta, &offset))
             goto malformed;
-        if (log_append_ts == NULL && add_overflows(base_ts, ts_delta, &ts))
-            goto malformed;
+        if (log_append_ts == NULL)
+            ts = long_add(base_ts, ts_delta);    /* Java's long: wraps (format/javalong.py) */
         if (base_seq >= 0) {
             if (add_overflows(base_seq, off_delta, &seq))
                 goto malformed;

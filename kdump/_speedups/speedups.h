@@ -13,6 +13,8 @@
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
+ *   info.c     kdump/info.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
+ *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
  *                                        json_records(records, encoding) -> str | None,
  *                                        json_v2_line(file_json, batch, data, encoding)
@@ -87,6 +89,13 @@ add_overflows(int64_t a, int64_t b, int64_t *out)
     *out = a + b;
     return 0;
 #endif
+}
+
+/* a + b as a Java long: wraps past int64 (the twin of kdump/format/javalong.py long_add). */
+static inline int64_t
+long_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
 }
 
 /* a - b in int64; returns nonzero on overflow. */
@@ -239,6 +248,7 @@ PyObject *kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

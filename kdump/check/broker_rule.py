@@ -218,6 +218,17 @@ def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_IN
     return encode_index(offsets, base_offset), encode_timeindex(times, base_offset)
 
 
+def encode_batch_indexes(batches, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+                         ) -> tuple[bytes, bytes]:
+    """(.index, .timeindex) bytes for intact ``batches`` laid end to end from byte 0 (a salvaged
+    segment, streamed from its sources), as ``encode_indexes`` gives for their bytes joined."""
+    step = IndexStep(interval_bytes, record=True)
+    for b in batches:
+        step.take(b, None, skip_invalid=True)
+    step.finish()
+    return encode_index(step.offsets, base_offset), encode_timeindex(step.times, base_offset)
+
+
 def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                 limits: Limits = DEFAULT_LIMITS) -> tuple[bytes, bytes]:
     """(.index, .timeindex) bytes as the broker's recovery writes them for this segment."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from kdump.errors import NothingToDoError, UnknownFileKindError
+from kdump.errors import KdumpError, NothingToDoError, UnknownFileKindError
 from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
 from kdump.storage.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 
@@ -59,10 +59,11 @@ def _item(f: LogFile, kind: str, explicit: bool) -> Item:
     return Item(kind, f.path, _log_of(f), base, explicit)
 
 
-def items_for(path: str, kind: str, jobs: int = 1) -> list[Item]:
+def items_for(path: str, kind: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> list[Item]:
     """The index files of ``kind`` a PATH stands for (txnindex too for ``kdump index``); a log
-    dir's thousands of partitions are listed by ``jobs`` processes."""
-    files = expand(path, jobs)
+    dir's thousands of partitions are listed by ``jobs`` processes. ``errors``: where the
+    partition dirs that cannot be listed go (``logdir.expand``)."""
+    files = expand(path, jobs, errors)
     if not os.path.isdir(path):
         f = files[0]
         if f.kind in (kind, LOG):
@@ -86,7 +87,7 @@ def items_for(path: str, kind: str, jobs: int = 1) -> list[Item]:
         if item is not None and item.path not in seen:
             seen.add(item.path)
             out.append(item)
-    if not out:
+    if not out and not errors:
         raise NothingToDoError(f"no log segments or {EXT[kind]} files found here", file=path)
     return out
 

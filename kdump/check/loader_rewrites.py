@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 
+from kdump import findings as F
 from kdump.check.broker_rule import index_bytes, recovered_epochs
 from kdump.check.indexes import index_findings
-from kdump.check.plan import NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
+from kdump.check.plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
 from kdump.check.sidefiles import SIDE_FILE_LIMIT, checkpoint_entries
 from kdump.check.txn_findings import aborted_transactions
 from kdump.errors import KdumpError
@@ -70,23 +71,31 @@ def plan_delete_all(plan, directory, bases, present, quarantine, leo, lso, rp) -
     if LEADER_EPOCH in present:
         plan.steps.append(Step(TRIM_EPOCHS, os.path.join(directory, LEADER_EPOCH), None, None, -1,
                                f"drop every leader epoch: {why} (the old file is kept in quarantine)", 10))
-    plan.steps.append(Step(NOTE, "", None, None, lso, f"at its next start the broker creates an empty segment at "
-                                                     f"offset {lso}", 0))
+    # In the same load (LogLoader.recoverLog: no segment left), the broker opens an empty one
+    # at the log start offset; its files take their owner and mode from the first segment's.
+    first = offset_name(bases[0], LOG_SUFFIX) if bases else None
+    plan.steps.append(Step(CREATE_SEGMENT, os.path.join(directory, offset_name(lso, LOG_SUFFIX)), first, None, lso,
+                           f"an empty segment at the log start offset {lso}, as the broker creates it", 12))
     plan.log_end_offset = lso
     plan.new_recovery_point = min(rp, lso)
 
 
 def plan_indexes(plan, directory, bases, present, source, scans, cut_segments, recovered, vopts) -> None:
+    """The indexes recovery rewrites. The exit status follows the finding registry, as
+    ``verify``'s does: an index with damage makes the plan damaged, and one the broker would
+    not rewrite (a segment it does not recover) is noted, since readers trust it."""
     for b in bases:
-        if b not in recovered and b not in cut_segments:
-            continue
         s = scans.get(b)
         if s is None:
             continue
         log = source[offset_name(b, LOG_SUFFIX)]
+        rewritten = b in recovered or b in cut_segments
         for i, ext in enumerate((INDEX_SUFFIX, TIMEINDEX_SUFFIX)):
             n = offset_name(b, ext)
             path = os.path.join(directory, n)
+            if not rewritten:
+                _note_kept_index(plan, path, source.get(n, path), log, b, s, i, n in present, vopts)
+                continue
             if n not in present:
                 if s.valid_bytes > 0:      # an empty segment's indexes are empty: the broker makes them
                     plan.steps.append(Step(REBUILD, path, None, None, b, f"{ext} is missing: rebuilt from the log", 8))
@@ -109,8 +118,28 @@ def plan_indexes(plan, directory, bases, present, source, scans, cut_segments, r
             bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
             why = (f"disagrees with the log: {bad[0].message}" if bad else
                    "differs from what recovery writes (a preallocated tail, the last time index entry): rewritten")
+            plan.damaged |= any(F.is_damage(f.kind) for f in bad)
             plan.steps.append(Step(REBUILD, path, None, None, b, why, 8))
     plan_txnindexes(plan, directory, bases, present, source, scans, cut_segments | recovered, vopts)
+
+
+def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -> None:
+    """An index of a segment the broker does not recover: kept as it is, and trusted."""
+    if not present:
+        return
+    try:
+        data = read_small(source_path, SIDE_FILE_LIMIT)
+        if data == index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]:
+            return
+        bad = [f for f in index_findings(log, b, scan, **{("index", "timeindex")[i]: data}, limits=vopts.limits)[i]
+               if F.is_damage(f.kind)]
+    except KdumpError:
+        return
+    if bad:
+        plan.damaged = True
+        plan.steps.append(Step(NOTE, path, None, bad[0].position, b, f"{bad[0].kind}: {bad[0].message}; the broker "
+                               f"does not recover this segment and trusts the index (readers are sent astray): "
+                               f"kdump index --rebuild, or recover --full", 0))
 
 
 def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:

@@ -13,8 +13,8 @@ from kdump.format.checkpoint import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_
 from kdump.format.metadata import CLEAN_SHUTDOWN_FILE
 
 # Step actions.
-QUARANTINE, RENAME, TRUNCATE, REBUILD, WRITE_TXN, TRIM_EPOCHS, NOTE = (
-    "quarantine", "rename", "truncate", "rebuild_index", "write_txnindex", "trim_epochs", "note")
+QUARANTINE, RENAME, TRUNCATE, REBUILD, WRITE_TXN, TRIM_EPOCHS, CREATE_SEGMENT, NOTE = (
+    "quarantine", "rename", "truncate", "rebuild_index", "write_txnindex", "trim_epochs", "create_segment", "note")
 
 
 class Step(NamedTuple):

@@ -134,7 +134,8 @@ _PATTERNS: dict[int, re.Pattern] = {}
 def _candidate_pattern(hi: int) -> re.Pattern:
     p = _PATTERNS.get(hi)
     if p is None:
-        p = _PATTERNS[hi] = re.compile(rb"(?s)[\x00-" + bytes([hi]) + rb"].{7}[\x00-\x02]")
+        # The bound as an escape: a raw 0x5C or 0x5D byte would be read as regex syntax.
+        p = _PATTERNS[hi] = re.compile(rb"(?s)[\x00-\x%02x].{7}[\x00-\x02]" % hi)
     return p
 
 

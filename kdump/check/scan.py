@@ -137,7 +137,6 @@ def status_of(findings: list[Finding]) -> str:
     return "damaged"
 
 
-_ZERO_CHUNK = 1 << 20
 class _Scan(SegmentChecks):
     """One scan: ``run`` walks the segment and fills a ScanReport (the checks: ``SegmentChecks``)."""
 

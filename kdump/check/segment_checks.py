@@ -15,6 +15,7 @@ from kdump.errors import CodecError, KdumpError, RecordCountLimitError, Unsuppor
 from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
+from kdump.format.javalong import INT64_MAX, INT64_MIN, unwrapped_range
 from kdump.format.walk import record_slices
 from kdump.model import Batch, Finding
 
@@ -186,7 +187,9 @@ class SegmentChecks:
 
     def decode(self, b: Batch, first: int, last: int, count: int) -> int:
         # A slice at a time: a batch of millions of records is never one list of them.
-        prev = None
+        # CreateTime v2 timestamps outside this range were wrapped by Kafka's long sum.
+        lo, hi = unwrapped_range(b.base_timestamp) if b.magic == 2 and not b.timestamp_type else (INT64_MIN, INT64_MAX)
+        prev = wrapped_at = None
         n = 0
         ordered = True
         try:
@@ -202,6 +205,8 @@ class SegmentChecks:
                         ordered = False
                         break
                     prev = o
+                    if not lo <= rec.timestamp <= hi and wrapped_at is None:
+                        wrapped_at = rec
         except UnsupportedCodecError as e:
             self.add(F.UNSUPPORTED_CODEC, b.position, first, e.message)
             return count
@@ -214,5 +219,9 @@ class SegmentChecks:
         except KdumpError as e:
             self.add(F.RECORD_DECODE, b.position, first, e.message)
             return count
+        if wrapped_at is not None:      # one finding a batch
+            self.add(F.TIMESTAMP_OVERFLOW, b.position, wrapped_at.offset,
+                     f"record {wrapped_at.offset}: baseTimestamp {b.base_timestamp} + timestampDelta is past the "
+                     f"int64 range; Kafka's long arithmetic wraps it to {wrapped_at.timestamp}")
         return n
 

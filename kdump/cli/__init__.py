@@ -7,13 +7,28 @@
 ``--debug`` is given. ``kdump --version`` answers before Click is even imported.
 """
 
-from __future__ import annotations
-
+# No ``from __future__`` import: it would import a module before the handler is installed.
 import os
 import sys
 
-from kdump import __version__
-from kdump.errors import ExitStatus, KdumpError
+import _signal   # the C module: ``signal`` would import enum first, a window with no handler
+
+
+def _interrupted_starting(signum, frame) -> None:
+    """Ctrl-C before the command runs (or after it is done): one line and 130, at once;
+    a KeyboardInterrupt raised in an import would end in a traceback."""
+    os.write(2, b"kdump: interrupted\n")
+    os._exit(130)
+
+
+# Installed first, before anything slow is imported, unless SIGINT was ignored (``nohup``,
+# a background job); ``_run`` puts Python's handler back around the command itself.
+_STARTING = _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler
+if _STARTING:
+    _signal.signal(_signal.SIGINT, _interrupted_starting)
+
+from kdump import __version__  # noqa: E402
+from kdump.errors import ExitStatus, KdumpError  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -73,8 +88,13 @@ def entry() -> None:
         main()
     except SystemExit as e:
         code = e.code
+    except KeyboardInterrupt:
+        print("kdump: interrupted", file=sys.stderr)
+        code = ExitStatus.INTERRUPTED
     else:
         code = 0
+    if _STARTING:           # the run is over: an interrupt now only ends the teardown
+        _signal.signal(_signal.SIGINT, _interrupted_starting)
     _exit_now(code)
 
 
@@ -117,6 +137,8 @@ def _run(args: list[str], debug: bool) -> int:
     from kdump.render.diagnostics import quiet_broken_pipe, report_error
 
     try:
+        if _signal.getsignal(_signal.SIGINT) is _interrupted_starting:
+            _signal.signal(_signal.SIGINT, _signal.default_int_handler)   # the command cleans up on Ctrl-C
         rv = cli.main(args=args, prog_name="kdump", standalone_mode=False)
         code = rv if isinstance(rv, int) else ExitStatus.OK
     except click.exceptions.Exit as e:
@@ -130,8 +152,9 @@ def _run(args: list[str], debug: bool) -> int:
     except click.ClickException as e:
         print(_printable(f"kdump: error: {e.format_message()}"), file=sys.stderr)
         code = e.exit_code
-    except click.exceptions.Abort:
-        print("kdump: aborted", file=sys.stderr)
+    except click.exceptions.Abort as e:
+        print("kdump: interrupted" if isinstance(e.__context__, KeyboardInterrupt) else "kdump: aborted",
+              file=sys.stderr)
         code = ExitStatus.INTERRUPTED
     except KdumpError as e:
         if debug:

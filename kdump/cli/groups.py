@@ -20,23 +20,33 @@ from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
 @click.option("--at", "at", metavar="TIME", help="Replay only the batches written up to TIME (epoch ms or ISO-8601).")
 @click.option("--offsets-retention", type=Duration(), default="7d", show_default=True,
               help="The broker's offsets.retention.minutes, for marking offsets the coordinator would expire.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when a __consumer_offsets partition read is incomplete (no .log, or a segment's "
+                   "indexes without its .log): its groups may be stale.")
 @now_option
 @output_options
-def groups(paths, group_id, partitions, at, offsets_retention, now, json_flag, fmt, color, quiet):
+def groups(paths, group_id, partitions, at, offsets_retention, strict, now, json_flag, fmt, color, quiet):
     """List consumer groups and their committed offsets, from __consumer_offsets.
 
     For each group: its protocol (classic, or the KIP-848 consumer protocol), generation
     or epoch, members and assignments where recorded, and the latest committed offset per
-    topic-partition with its commit time and metadata. Tombstones delete offsets and
-    groups; transactional offset commits count once their COMMIT marker is written. When
-    a topic's own partitions are under PATHS, the log end offset and lag are added.
+    topic-partition with its commit time and metadata. Offsets are replayed as Kafka's
+    group coordinator loads them: tombstones delete offsets and groups; an offset commit
+    written in a transaction (sendOffsetsToTransaction) is pending, shown apart with its
+    producer id, until its COMMIT marker applies it (unless a plain commit was written
+    after it) or an ABORT drops it. When a topic's own partitions are under PATHS, the
+    log end offset and lag are added.
+
+    A __consumer_offsets partition with no .log, or with a segment's indexes but not its
+    .log, is named on stderr and in the JSON header ("incomplete"), and its groups are
+    marked possibly stale.
 
     \b
-    Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it),
-    2 usage error, 3 could not complete.
+    Exit status: 0 clean, 1 a __consumer_offsets log ends in damage (read up to it), or
+    with --strict a partition is incomplete, 2 usage error, 3 could not complete.
     """
     from kdump.state.groups import run
-    from kdump.state.render import group_text, groups_table, offsets_topic_line
+    from kdump.state.render import group_text, groups_table, offsets_topic_line, pending_table
     from kdump.cli.dump import parse_time
 
     out = Output(json_flag, fmt, color, quiet)
@@ -55,6 +65,8 @@ def groups(paths, group_id, partitions, at, offsets_retention, now, json_flag, f
     else:
         out.stream.write(offsets_topic_line(header))
         groups_table(out.console(), found)
+        pending_table(out.console(), found)
     for stop in header["stopped"]:
         out.note(f"kdump: note: read stopped early: {stop}")
-    return int(ExitStatus.DAMAGE if header["stopped"] else ExitStatus.OK)
+    damaged = header["stopped"] or (strict and header["incomplete"])
+    return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)

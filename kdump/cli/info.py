@@ -18,21 +18,37 @@ from kdump.cli.options import jobs_option, jobs_or_default, output_options, path
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @paths_argument
 @jobs_option
+@click.option("--timeline", is_flag=True,
+              help="Chart each partition's segments against offset and time: sizes, record rates, offsets "
+                   "missing (compaction), findings (damage in red).")
+@click.option("--html", "html_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Write the timeline as a self-contained HTML page (plotly; opens without network).")
 @output_options
-def info(paths, jobs, json_flag, fmt, color, quiet):
+def info(paths, jobs, timeline, html_file, json_flag, fmt, color, quiet):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,
     codecs, producers, transactional and control share, batch-size histogram.
 
-    Reads batch headers only, so it is fast even on large log dirs.
+    Reads batch headers only, so it is fast even on large log dirs. --timeline and --html
+    also run verify's checks on each partition to place its findings.
     """
     from kdump.render.progress import Progress
 
     out = Output(json_flag, fmt, color, quiet)
+    if timeline or html_file:
+        from kdump.run.timeline import run
+
+        return run(paths, out, html_file, timeline, jobs_or_default(jobs))
     from kdump.storage.logdir import directory_groups
     from kdump.parallel import in_process, ordered_map
 
-    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs))
+    from kdump.render.diagnostics import report_error
+
+    unlisted: list = []         # partition dirs that cannot be listed: reported, the rest summed up
+    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs), errors=unlisted)
     status = ExitStatus.OK
+    for e in unlisted:
+        report_error(e)
+        status = max(status, e.exit_code)
     summaries = []
     groups = directory_groups(files)
     jobs = jobs_or_default(jobs)

@@ -91,11 +91,16 @@ exits 1; an anomaly (an entry naming an offset compaction removed, a missing fin
 reported as a note and exits 0 unless \\fB--strict\\fR is given.""",
     "recover": """Shows what a broker would do to a log directory at startup (LogLoader): leftover
 .cleaned, .swap and .deleted files, orphan indexes, the truncation point, later segments it
-would delete (all of them when the log start offset is above the log end), indexes to
+would delete (all of them when the log start offset is above the log end: then, as the
+broker does in the same load, an empty segment is created at the log start offset), indexes to
 rebuild, the .txnindex and leader-epoch-checkpoint as recovery writes them, the new recovery
 point. \\fB--apply\\fR carries the plan out \\(em moving what a broker would delete into a
 quarantine folder instead of deleting it. The plan is checked against a real Kafka broker
-starting on the same damaged files (tests/kafka/test_recovery_parity.py).
+starting on the same damaged files (tests/kafka/test_recovery_parity.py). Departures from
+the broker: what it deletes is moved to the quarantine and the bytes it cuts are saved as
+<segment>.corrupt-<position>; the empty files it makes when it opens a segment (a missing
+.index or .timeindex, a missing leader-epoch-checkpoint) and its producer snapshots are
+left to it, as it makes them at its next start.
 \\fB--salvage\\fR copies every intact batch found past the damage into new segment files.""",
     "export": """Exports records to Parquet (zstd, millisecond timestamps, partitioned by topic and
 partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,

@@ -31,8 +31,10 @@ def _point(value: str | None):
                    "includes every whole batch at or before it, as a broker applies them [default: the end of "
                    "the log].")
 @click.option("--diff", nargs=2, metavar="A B", help="Show what changed between two points (each OFFSET or TIME).")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when records between the snapshot and the point are missing (a segment's .log gone).")
 @output_options
-def metadata(paths, at, diff, json_flag, fmt, color, quiet):
+def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
     """Show the cluster as __cluster_metadata describes it at a point.
 
     The image is loaded like a broker's: the newest snapshot (.checkpoint) at or before
@@ -42,9 +44,14 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
     (names and mechanisms only). A log ending in a torn batch is replayed up to it, and
     the output says where it stopped.
 
+    The metadata log is never compacted, so offsets missing between the snapshot and the
+    point (a segment whose .log is gone, no .log at all) mean lost records: they are named
+    on stderr and in the JSON header ("incomplete"), and the image may be stale.
+
     \b
     Exit status: 0 clean, 1 the replay stopped at a torn or damaged batch (records kdump
-    cannot decode are listed, not counted as damage), 2 usage error, 3 could not complete.
+    cannot decode are listed, not counted as damage), or with --strict records are
+    missing, 2 usage error, 3 could not complete.
     """
     from kdump.state.metadata import diff as diff_images
     from kdump.state.metadata import load, objects
@@ -60,7 +67,8 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
     if diff:
         a, b = load(dirs, _point(diff[0])), load(dirs, _point(diff[1]))
         objs = [{"object": "metadata", "from": a.to_dict(), "to": b.to_dict()}] + diff_images(a, b)
-        damaged = a.stop or b.stop
+        _incomplete_notes(out, a, b)
+        damaged = a.stop or b.stop or (strict and (a.incomplete or b.incomplete))
         if out.format == "json":
             for o in objs:
                 emit_json(out, o)
@@ -69,6 +77,7 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
                              f"to offset {b.last_offset}\n" + metadata_text(objs[1:]))
         return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
     img = load(dirs, _point(at))
+    _incomplete_notes(out, img)
     objs = objects(img)
     if out.format == "json":
         for o in objs:
@@ -77,4 +86,9 @@ def metadata(paths, at, diff, json_flag, fmt, color, quiet):
         out.stream.write(metadata_text(objs))
     else:
         metadata_table(out.console(), objs)
-    return int(ExitStatus.DAMAGE if img.stop else ExitStatus.OK)
+    return int(ExitStatus.DAMAGE if img.stop or (strict and img.incomplete) else ExitStatus.OK)
+
+
+def _incomplete_notes(out, *images) -> None:
+    for why in dict.fromkeys(w for img in images for w in img.incomplete):
+        out.note(f"kdump: note: incomplete: {why}")

@@ -20,7 +20,9 @@ from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
                    "list as ongoing on the partition) is hanging; as find-hanging's --max-transaction-timeout.")
 @click.option("--strict", is_flag=True,
               help="Also exit 1 for anomalies: states a broker accepts as they are (an unreadable or disagreeing "
-                   "producer snapshot, a batch its append would refuse, a disagreement with __transaction_state).")
+                   "producer snapshot, a batch its append would refuse, a disagreement with __transaction_state), "
+                   "and for a __transaction_state partition that is incomplete (no .log, or a segment's indexes "
+                   "without its .log).")
 @now_option
 @output_options
 def txn(paths, transactional_id, producer_id, hanging_after, strict, now, json_flag, fmt, color, quiet):
@@ -39,23 +41,27 @@ def txn(paths, transactional_id, producer_id, hanging_after, strict, now, json_f
     aborted records or miss committed ones, the log stops at damage), anomaly (odd, but
     a broker starting on the files accepts them as they are), info.
 
+    A __transaction_state partition with no .log, or with a segment's indexes but not its
+    .log, is named on stderr and in --json (an "incomplete" object), and the
+    transactional ids read from it are marked possibly stale.
+
     \b
     Exit status: 0 no damage (anomalies and hanging transactions are reported, not an
-    error), 1 damage found (anomalies too with --strict), 2 usage error, 3 could not
-    complete.
+    error), 1 damage found (anomalies and incomplete __transaction_state partitions too
+    with --strict), 2 usage error, 3 could not complete.
     """
     from kdump.state.render import txn_id_line, txn_partition_text, txn_table
     from kdump.state.txn import run
 
     out = Output(json_flag, fmt, color, quiet)
-    ids, notes, partitions = run(paths, now_ms=now_ms(now), hanging_after_ms=hanging_after,
-                                 transactional_id=transactional_id, producer_id=producer_id)
+    incomplete, ids, notes, partitions = run(paths, now_ms=now_ms(now), hanging_after_ms=hanging_after,
+                                             transactional_id=transactional_id, producer_id=producer_id)
     for n in notes:
         out.note(f"kdump: note: {n}")
-    status = ExitStatus.OK
+    status = ExitStatus.DAMAGE if strict and incomplete else ExitStatus.OK
     rows = []
     if out.format == "json":
-        for i in ids:
+        for i in incomplete + ids:
             emit_json(out, i)
     elif out.format == "text":
         for i in ids:

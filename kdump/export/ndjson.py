@@ -1,4 +1,4 @@
-"""NDJSON rows: the batch and record objects of ``dump --json`` (design.md's JSON model),
+"""NDJSON rows: the batch and record objects of ``dump --json`` (the JSON model in the README),
 which ``kdump export --format ndjson`` writes too.
 
 They are written with preformatted strings rather than ``json.dumps`` of a dict:

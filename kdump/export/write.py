@@ -1,4 +1,4 @@
-"""Writing export rows in memory bounded by the largest value (issue #19).
+"""Writing export rows in memory bounded by the largest value.
 
 A 4 MB lz4 segment may hold one 1000 MiB value within the decompression limits. Once it is
 decoded, the rows and writers here hold it about once more than the output format itself

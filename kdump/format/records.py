@@ -25,6 +25,7 @@ from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTA
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, MIN_RECORD_SIZE, decompress
 from kdump.format.control import parse_control
+from kdump.format.javalong import long_add
 from kdump.format.varint import read_varint
 
 MIN_RECORD_BODY = MIN_RECORD_SIZE - 1     # attributes + five one-byte varints
@@ -282,7 +283,7 @@ def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int) -> tupl
                 seq = (base_seq + off_delta) & 0x7FFFFFFF
             else:
                 seq = -1
-            ts = log_append_ts if log_append_ts is not None else base_ts + ts_delta
+            ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
             if control:
                 append(Record(base_offset + off_delta, ts, ts_type, key, value, headers, seq, parse_control(key, value)))
             else:

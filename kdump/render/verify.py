@@ -76,7 +76,7 @@ class TextVerify:
 
 
 class JsonVerify:
-    """NDJSON: one object per file, the model of design.md."""
+    """NDJSON: one object per file (the README's JSON model)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream

@@ -20,6 +20,7 @@ import time
 from kdump.storage import logdir as K
 from kdump.check.loader_rule import plan_partition
 from kdump.check.plan import (
+    CREATE_SEGMENT,
     QUARANTINE,
     REBUILD,
     RENAME,
@@ -33,7 +34,7 @@ from kdump.check.plan import (
 )
 from kdump.errors import InputError, KdumpError, UsageError, WriteError
 from kdump.format.walk import Walker
-from kdump.check.broker_rule import encode_indexes, index_bytes
+from kdump.check.broker_rule import encode_batch_indexes, index_bytes
 from kdump.repair.cut import keep_bytes, truncate_log
 from kdump.repair.indexes import rebuild_changes
 from kdump.storage.safewrite import (
@@ -50,6 +51,7 @@ from kdump.storage.safewrite import (
 )
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.segment import MappedFile, read_small
+from kdump.storage.writelock import log_dir_of
 
 # -- finding the partitions -------------------------------------------------------------------
 
@@ -60,7 +62,7 @@ def partition_dirs(path: str) -> list[tuple[str, str | None]]:
     if not os.path.isdir(path):
         raise UsageError("recover works on directories (a partition or a log dir)", file=path)
     name = os.path.basename(os.path.normpath(path))
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = log_dir_of(path)     # its checkpoints are in the log dir it really lives in
     # The listing decides, as for every command (a log dir may be called kafka-1); a partition's
     # own quarantine folders do not make it a log dir.
     entries = [e for e in K._scandir(path) if not e.name.startswith(QUARANTINE_PREFIX)]
@@ -89,8 +91,8 @@ def timestamp() -> str:
 
 
 def check_quarantine_root(root: str, logdirs: set[str]) -> None:
-    parent = os.path.dirname(os.path.abspath(root))
-    if any(os.path.abspath(d) == parent for d in logdirs if d):
+    parent = os.path.dirname(os.path.realpath(root))
+    if any(os.path.realpath(d) == parent for d in logdirs if d):
         raise UsageError("a directory directly inside a log dir would stop the broker from starting (it is not "
                          "a topic-partition directory); choose another place", file=root)
 
@@ -168,6 +170,12 @@ def apply_plan(plan: PartitionPlan, quarantine_dir: str, opts: RecoverOptions | 
         elif step.action == TRUNCATE:
             size = os.path.getsize(step.path)
             changes += truncate_log(step.path, step.position, size)
+        elif step.action == CREATE_SEGMENT and not os.path.lexists(step.path):
+            # One empty file: a rerun finds it made. Its indexes are what the broker makes for
+            # any segment that lacks them when it opens it (empty, for an empty segment).
+            like = os.path.join(quarantine_dir, step.target) if step.target else None
+            atomic_write(step.path, b"", like=like if like and os.path.isfile(like) else None)
+            changes.append(Change("wrote", step.path, step.reason))
     # Indexes and the rest are chosen again from the disk as it is now.
     changes += _finish_indexes(plan, opts, quarantine_dir)
     for step in plan.actions:
@@ -217,9 +225,32 @@ def keep_copy(path: str, quarantine_dir: str) -> str:
     Streamed, holes and all: a sparse file stays sparse."""
     refuse_symlink(path)        # it is about to be rewritten: named as itself, not as its copy
     size = os.path.getsize(path)
+    earlier = _kept_by_an_earlier_run(path, size, quarantine_dir)
+    if earlier is not None:
+        return earlier
     _ensure_dir(quarantine_dir, os.path.dirname(path))
     copy = os.path.join(quarantine_dir, os.path.basename(path))
     return keep_bytes(path, 0, size, copy, lambda n: f"{copy}.{n}")[0]
+
+
+def _kept_by_an_earlier_run(path: str, size: int, quarantine_dir: str) -> str | None:
+    """A copy with these bytes in another quarantine directory of the partition: a run killed
+    after its copy, before the rewrite, kept it there (its rerun has a quarantine of its own)."""
+    directory, name = os.path.split(path)
+    try:
+        with os.scandir(directory) as it:
+            others = sorted(e.path for e in it if e.name.startswith(QUARANTINE_PREFIX)
+                            and e.is_dir(follow_symlinks=False) and e.path != quarantine_dir)
+    except OSError:
+        return None
+    for other in others:
+        copy, n = os.path.join(other, name), 1          # the names keep_copy gives: name, name.2, ...
+        while os.path.lexists(copy):
+            if os.path.getsize(copy) == size and same_content(copy, read_range(path, 0, size)):
+                return copy
+            n += 1
+            copy = os.path.join(other, f"{name}.{n}")
+    return None
 
 
 def _write_epochs(path: str, entries: list[tuple[int, int]], quarantine_dir: str) -> list[Change]:
@@ -243,38 +274,27 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
 
     A new segment starts wherever offsets would not increase (or would overflow the
     segment's int32 range), so every file written is a valid segment with its indexes.
-    Rerunning writes nothing new: a file with the same bytes is left as it is.
+    Rerunning writes nothing new: a file with the same bytes is left as it is. The bytes
+    are streamed from the sources (a salvaged segment is never held in memory whole).
     """
-    from kdump.format.index import INT32_MAX
-
     opts = opts or RecoverOptions()
     out_dir = os.path.join(out_root, os.path.basename(os.path.normpath(plan.directory)))
-    segments: list[list[tuple[str, int, int, int, int]]] = []   # (path, position, size, first, last)
-    current: list = []
-    for path, regions in plan.salvage_sources:
-        with MappedFile(path) as m:
-            for start, end in regions:
-                for b in Walker(m.buf, start, end):
-                    if not b.crc_valid:
-                        break
-                    first = b.base_offset if b.base_offset is not None else b.last_offset
-                    if current and (first <= current[-1][4] or b.last_offset - current[0][3] > INT32_MAX):
-                        segments.append(current)
-                        current = []
-                    current.append((path, b.position, b.size, first, b.last_offset))
-    if current:
-        segments.append(current)
     changes = []
-    for seg in segments:
+    for seg, batches in _salvaged_segments(plan):
         base = seg[0][3]
         if base < 0:
             continue
-        data = b"".join(b"".join(read_range(p, pos, pos + size)) for p, pos, size, _, _ in seg)
+
+        def data(seg=seg):
+            for p, pos, size, _, _ in seg:
+                yield from read_range(p, pos, pos + size)
+
+        size = sum(r[2] for r in seg)
         target_dir = out_dir
         k = 1
         name = offset_name(base, LOG_SUFFIX)
         while os.path.exists(os.path.join(target_dir, name)) and \
-                not same_content(os.path.join(target_dir, name), [data]):
+                not same_content(os.path.join(target_dir, name), data()):
             k += 1
             target_dir = os.path.join(out_dir, f"run-{k}")
         log = os.path.join(target_dir, name)
@@ -283,13 +303,47 @@ def salvage(plan: PartitionPlan, out_root: str, opts: RecoverOptions | None = No
         _ensure_dir(target_dir, plan.directory)
         remove_stale_temps(target_dir)
         # Indexes first, the .log last: a half-finished salvage never shows a segment without them.
-        index, timeindex = encode_indexes(data, base, opts.index_interval_bytes)
+        index, timeindex = encode_batch_indexes(_batches_of(seg), base, opts.index_interval_bytes)
         atomic_write(offset_path(target_dir, base, INDEX_SUFFIX), index)
         atomic_write(offset_path(target_dir, base, TIMEINDEX_SUFFIX), timeindex)
-        atomic_write(log, data)
-        changes.append(Change("wrote", log, f"{len(seg)} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
-                                            f"{len(data)} bytes, with .index and .timeindex"))
+        atomic_write(log, data())
+        changes.append(Change("wrote", log, f"{batches} salvaged batches, offsets {seg[0][3]}..{seg[-1][4]}, "
+                                            f"{size} bytes, with .index and .timeindex"))
     return changes
+
+
+def _salvaged_segments(plan: PartitionPlan):
+    """(regions, batch count) of each segment salvage writes; a region is (path, position,
+    size, first offset, last offset) of adjacent intact batches of one source."""
+    from kdump.format.index import INT32_MAX
+
+    current: list = []
+    count = 0
+    for path, regions in plan.salvage_sources:
+        with MappedFile(path) as m:
+            for start, end in regions:
+                for b in Walker(m.buf, start, end):
+                    if not b.crc_valid:
+                        break
+                    first = b.base_offset if b.base_offset is not None else b.last_offset
+                    if current and (first <= current[-1][4] or b.last_offset - current[0][3] > INT32_MAX):
+                        yield current, count
+                        current, count = [], 0
+                    last = current[-1] if current else None
+                    if last is not None and last[0] == path and last[1] + last[2] == b.position:
+                        current[-1] = (path, last[1], last[2] + b.size, last[3], b.last_offset)
+                    else:
+                        current.append((path, b.position, b.size, first, b.last_offset))
+                    count += 1
+    if current:
+        yield current, count
+
+
+def _batches_of(seg):
+    """The batches of a salvaged segment's regions, read again from their sources."""
+    for p, pos, size, _, _ in seg:
+        with MappedFile(p) as m:
+            yield from Walker(m.buf, pos, pos + size)
 
 
 __all__ = ["PartitionPlan", "Step", "LogDirState", "RecoverOptions", "plan_partition", "apply_plan", "salvage",

@@ -71,12 +71,16 @@ def _files(paths, out, jobs: int) -> tuple[list[tuple[LogFile, bool]], ExitStatu
     status = ExitStatus.OK
     files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
     for path in paths:
+        unlisted: list[KdumpError] = []       # partition dirs that cannot be listed: the rest is dumped
         try:
-            expanded = expand(path, jobs)
+            expanded = expand(path, jobs, unlisted)
         except KdumpError as e:
             _error(out, e)
             status = max(status, e.exit_code)
             continue
+        for e in unlisted:
+            _error(out, e)
+            status = max(status, e.exit_code)
         if os.path.isdir(path):
             from kdump.check.logless import logless_dirs
 

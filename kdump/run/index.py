@@ -105,12 +105,15 @@ def _units(paths, kind: str, jobs: int) -> list:
     units: list = []
     last = None             # the directory of the unit being filled
     for path in paths:
+        unlisted: list[KdumpError] = []       # partition dirs that cannot be listed: the rest is covered
         try:
-            items = items_for(path, kind, jobs)
+            items = items_for(path, kind, jobs, unlisted)
         except KdumpError as e:
             units.append(e)
             last = None
             continue
+        units += unlisted
+        last = None if unlisted else last
         for item in items:
             directory = item.path.rpartition("/")[0]    # (what dirname gives for these joined paths)
             if directory == last:

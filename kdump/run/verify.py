@@ -51,7 +51,7 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
                 except KdumpError as e:
                     run.error(e)
         else:
-            files, status, errors = resolve_paths(paths, jobs)
+            files, _, errors = resolve_paths(paths, jobs)
             for e in errors:
                 run.error(e)
             groups = directory_groups(files)

@@ -2,9 +2,12 @@
 coordinator loads them.
 
 Records apply in log order, the latest per key winning; a tombstone (null value) deletes
-the offset, member or group it names. Offset commits written inside a transaction (a
-transactional producer's ``sendOffsetsToTransaction``) stay pending until that producer's
-COMMIT marker, and an ABORT drops them. An offset is marked ``expired`` when the
+the member or group it names. Offset commits follow ``kdump.state.offsets`` (Kafka's
+OffsetMetadataManager): those written in a transaction (a transactional producer's
+``sendOffsetsToTransaction``) stay pending until that producer's COMMIT marker, which
+applies them unless a later plain commit was written; an ABORT drops them. A deleted group
+whose offsets have no tombstones is shown as ``Dead``: the coordinator keeps the offsets
+but serves none until the group id is used again. An offset is marked ``expired`` when the
 coordinator's expiry rule would have removed it by ``now`` (OffsetExpirationCondition):
 from the commit time, or for an empty classic group from the time it became empty, and
 never for a topic that a live member is assigned or subscribed to.
@@ -16,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump.decoders import consumer_offsets
-from kdump.format.control import COMMIT
+from kdump.format.control import ABORT, COMMIT
 from kdump.state.metadata import load as load_metadata
+from kdump.state.offsets import OffsetStore
 from kdump.state.source import (CLUSTER_METADATA, CONSUMER_OFFSETS, LogDirs, LogReader, decode_records_of, log_end_offset,
-                     segments)
+                     missing_logs, segments)
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000      # offsets.retention.minutes = 10080
 _PROTOCOL_OF = {"CONSUMER_GROUP": "consumer", "SHARE_GROUP": "share", "STREAMS_GROUP": "streams"}
@@ -52,12 +56,12 @@ class Group:
     leader: str | None = None
     state_timestamp: int | None = None
     has_metadata: bool = False
+    deleted: bool = False                # removed by a group tombstone (its offsets may remain)
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
-    offsets: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
-        return "Stable" if self.members else "Empty"
+        return "Dead" if self.deleted else "Stable" if self.members else "Empty"
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.get("subscribed_topics") or ()} | \
@@ -71,58 +75,60 @@ class Groups:
         self.at_ms = at_ms
         self.errors: list[str] = []
         self.stops: list[str] = []
-        self._pending: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        self.stores: dict[int, OffsetStore] = {}      # one per coordinator partition, as Kafka's shards
 
     def group(self, gid: str, partition: int) -> Group:
+        """The group, created (or brought back after a delete) as a record for it replays."""
         g = self.groups.get(gid)
         if g is None:
             g = self.groups[gid] = Group(gid, partition)
+        elif g.deleted:
+            g.deleted = False
         return g
 
     def load_partition(self, p) -> None:
+        store = self.stores.setdefault(p.partition, OffsetStore())
         reader = LogReader(segments(p))
         for f, b, records in reader.batches(True):
             if self.at_ms is not None and b.max_timestamp > self.at_ms:
                 break
             if b.is_control:
-                ctl = records[0].control if records else None
-                pending = self._pending.pop(b.producer_id, [])
-                if ctl is not None and ctl.type == COMMIT:
-                    for part, d in pending:
-                        self.apply(part, d)
+                for r in records or ():
+                    if r.control is not None and r.control.type in (COMMIT, ABORT):
+                        store.end_transaction(b.producer_id, r.control.type == COMMIT)
                 continue
-            for _, d in decode_records_of(f, records, consumer_offsets.decode, self.errors):
-                if b.is_transactional:
-                    self._pending.setdefault(b.producer_id, []).append((p.partition, d))
+            for r, d in decode_records_of(f, records, consumer_offsets.decode, self.errors):
+                if d["type"] in ("OFFSET_COMMIT", "LEGACY_OFFSET_COMMIT"):
+                    key, v = d["key"], d["value"]
+                    if v is not None:
+                        self.group(key["group"], p.partition)    # a simple group, if it is new
+                    store.replay(r.offset, b.producer_id, b.producer_epoch,
+                                 (key["group"], key["topic"], key["partition"]), v)
                 else:
                     self.apply(p.partition, d)
         if reader.stop is not None:
             self.stops.append(reader.stop.text())
 
     def _forget(self, gid: str) -> None:
-        """A group tombstone removes the group's metadata; offsets it still has keep it
-        listed as an offsets-only group (each offset has its own tombstone)."""
+        """A group tombstone removes the group, not its offsets (those have tombstones of
+        their own); the group stays listed, Dead, while it has any."""
         g = self.groups.get(gid)
-        if g is None:
-            return
-        if g.offsets:
+        if g is not None:
             _forget_metadata(g)
-        else:
-            del self.groups[gid]
+            g.deleted = True
+
+    def offsets(self) -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+        """group -> (committed, pending) offsets over every coordinator partition read."""
+        out: dict[str, tuple[list, list]] = {}
+        for _, store in sorted(self.stores.items()):
+            for gid, (committed, pending) in store.by_group().items():
+                c, pe = out.setdefault(gid, ([], []))
+                c += committed
+                pe += pending
+        return out
 
     def apply(self, partition: int, d: dict[str, Any]) -> None:
         rtype, key, v = d["type"], d["key"], d["value"]
-        if rtype in ("OFFSET_COMMIT", "LEGACY_OFFSET_COMMIT"):
-            g = self.group(key["group"], partition)
-            tp = (key["topic"], key["partition"])
-            if v is None:
-                g.offsets.pop(tp, None)
-            else:
-                g.offsets[tp] = {"topic": key["topic"], "partition": key["partition"], "offset": v["offset"],
-                                 "leader_epoch": v.get("leaderEpoch", -1), "metadata": v.get("metadata"),
-                                 "commit_timestamp": v.get("commitTimestamp"),
-                                 "expire_timestamp": v.get("expireTimestamp", -1)}
-            return
         if rtype == "GROUP_METADATA":
             if v is None:
                 self._forget(key["group"])
@@ -146,7 +152,9 @@ class Groups:
             g = self.group(gid, partition)
             g.has_metadata, g.protocol, g.generation = True, family, v.get("epoch")
             return
-        g = self.group(gid, partition)
+        g = self.groups.get(gid) if v is None else self.group(gid, partition)
+        if g is None:
+            return
         g.protocol = family
         if rtype.endswith("_MEMBER_METADATA"):
             if v is None:
@@ -224,6 +232,13 @@ def run(paths, *, group_id: str | None = None, partitions: int | None = None, at
             notes.append(f"{CONSUMER_OFFSETS}-{header['coordinator_partition']} (which holds {group_id}) is not here")
     if not present:
         notes.append(f"no {CONSUMER_OFFSETS} partition here")
+    incomplete = {}
+    for p in wanted:
+        why = missing_logs(p)
+        if why is not None:
+            incomplete[p.partition] = why
+            notes.append(f"incomplete: {why}; the groups it holds may be stale")
+    header["incomplete"] = [{"partition": n, "reason": why} for n, why in sorted(incomplete.items())]
     gs = Groups(topic_names, at_ms)
     for p in wanted:
         gs.load_partition(p)
@@ -238,18 +253,26 @@ def run(paths, *, group_id: str | None = None, partitions: int | None = None, at
             leos[key] = None if p is None else log_end_offset(p)
         return leos[key]
 
+    def with_lag(o: dict[str, Any]) -> dict[str, Any]:
+        end = leo(o["topic"], o["partition"])
+        return {**o, "log_end_offset": end, "lag": None if end is None else end - o["offset"]}
+
+    offsets = gs.offsets()
     out = []
     for gid in sorted(gs.groups):
         if group_id is not None and gid != group_id:
             continue
         g = gs.groups[gid]
-        offsets = []
-        for (topic, part), o in sorted(g.offsets.items()):
-            end = leo(topic, part)
-            offsets.append({**o, "log_end_offset": end, "lag": None if end is None else end - o["offset"],
-                            "expired": is_expired(g, o, now_ms, retention_ms)})
+        committed, pending = offsets.get(gid, ([], []))
+        if g.deleted and not committed and not pending:
+            continue
         out.append({"object": "group", "group_id": gid, "coordinator_partition": g.partition,
                     "protocol": g.protocol, "protocol_type": g.protocol_type, "state": g.state,
                     "generation": g.generation, "assignor": g.assignor, "leader": g.leader,
-                    "members": list(g.members.values()), "offsets": offsets})
+                    "members": list(g.members.values()),
+                    "offsets": [{**with_lag(o), "expired": is_expired(g, o, now_ms, retention_ms)} for o in committed],
+                    "pending_offsets": [with_lag(o) for o in pending],
+                    "possibly_stale": g.partition in incomplete})
+    if group_id is not None and "coordinator_partition" in header:
+        header["possibly_stale"] = header["coordinator_partition"] in incomplete
     return header, notes, out

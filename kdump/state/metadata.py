@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 from kdump.decoders import cluster_metadata
 from kdump.errors import NothingToDoError
 from kdump.storage.logdir import KRAFT_SNAPSHOT
-from kdump.state.source import CLUSTER_METADATA, LogDirs, LogReader, Stop, decode_records_of, segments, side_files
+from kdump.state.source import (CLUSTER_METADATA, LogDirs, LogReader, Stop, decode_records_of, orphan_segments, segments,
+                                side_files)
 
 RESOURCE_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
 NO_LEADER_CHANGE = -2
@@ -52,6 +53,7 @@ class Image:
         self.last_timestamp: int | None = None
         self.stop: Stop | None = None
         self.errors: list[str] = []
+        self.incomplete: list[str] = []                 # records missing between the snapshot and the point
         self._txn: list[tuple[str, dict[str, Any]]] | None = None
 
     # -- applying records ------------------------------------------------------------------
@@ -82,7 +84,8 @@ class Image:
 
     def to_dict(self) -> dict[str, Any]:
         return {"snapshot": self.snapshot, "last_offset": self.last_offset, "last_timestamp": self.last_timestamp,
-                "stopped": None if self.stop is None else self.stop.text(), "errors": self.errors}
+                "stopped": None if self.stop is None else self.stop.text(), "errors": self.errors,
+                "incomplete": self.incomplete}
 
 
 def _broker(img: Image, s, v) -> None:
@@ -247,13 +250,19 @@ _HANDLERS = {
 }
 
 
-def _replay(img: Image, files, point: Point, start_offset: int = 0) -> bool:
+def _replay(img: Image, files, point: Point, start_offset: int = 0, log: bool = False) -> bool:
     """Apply the records of ``files`` from ``start_offset`` up to the point; False if a
-    batch past the point was seen (the point was reached)."""
+    batch past the point was seen (the point was reached). In the ``log`` (never compacted,
+    its old segments deleted only below a snapshot) an offset skipped is a record lost."""
     reader = LogReader(files)
+    expected = start_offset
     for f, b, records in reader.batches(lambda b: not b.is_control):
         if b.last_offset < start_offset:
             continue
+        if log and b.base_offset > expected and (point.offset is None or expected <= point.offset):
+            img.incomplete.append(f"{f.path}: offsets {expected}..{b.base_offset - 1} are not here (a segment "
+                                  f"missing between the snapshot and the point): the image may be stale")
+        expected = b.last_offset + 1
         if not point.before(b.last_offset, b.max_timestamp):
             return False
         for r, d in decode_records_of(f, records, cluster_metadata.decode, img.errors):
@@ -301,7 +310,16 @@ def load(dirs: LogDirs, point: Point = Point()) -> Image:
         img.snapshot, start = f.path, end
         img.last_offset = end - 1
         break
-    _replay(img, segments(p), point, start)
+    logs = segments(p)
+    if not logs:
+        img.incomplete.append(f"{p.path}: no .log segment: the records after the snapshot are gone")
+    elif _replay(img, logs, point, start, log=True):
+        # the point is past what is here: a segment named only by its indexes held more
+        after = start if img.last_offset is None else max(start, img.last_offset + 1)
+        lost = [b for b in orphan_segments(p) if b >= after and (point.offset is None or b <= point.offset)]
+        if lost:
+            img.incomplete.append(f"{p.path}: " + ", ".join(f"{b:020d}.log" for b in lost) + " missing (its "
+                                  f"indexes are here) between the snapshot and the point: the image may be stale")
     return img
 
 

@@ -25,7 +25,8 @@ def txn_id_line(t: dict[str, Any]) -> str:
     parts = ",".join(t["partitions"]) or "-"
     return (f"transactional id {t['transactional_id']}: producer {t['producer_id']} epoch {t['producer_epoch']} "
             f"{t['state']} partitions {parts} timeout {t['timeout_ms']} ms "
-            f"(__transaction_state-{t['state_partition']} offset {t['state_offset']})")
+            f"(__transaction_state-{t['state_partition']} offset {t['state_offset']}"
+            + (", incomplete: possibly stale)" if t.get("possibly_stale") else ")"))
 
 
 def txn_partition_text(p: dict[str, Any]) -> str:
@@ -63,7 +64,8 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
         for col in ("transactional id", "producer", "epoch", "state", "partitions", "timeout ms"):
             t.add_column(col)
         for i in ids:
-            t.add_row(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]), i["state"],
+            t.add_row(i["transactional_id"], str(i["producer_id"]), str(i["producer_epoch"]),
+                      i["state"] + (" (stale?)" if i.get("possibly_stale") else ""),
                       ", ".join(i["partitions"]) or "-", str(i["timeout_ms"]))
         console.print(t)
     t = Table(title="kdump txn", title_justify="left")
@@ -90,6 +92,8 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
 def offsets_topic_line(h: dict[str, Any]) -> str:
     line = (f"__consumer_offsets: {_opt(h['partitions'])} partitions (from {_opt(h['partitions_from'])}), "
             f"{len(h['present'])} here")
+    if h.get("incomplete"):
+        line += ", incomplete: " + ", ".join(f"__consumer_offsets-{i['partition']}" for i in h["incomplete"])
     if "group_id" in h:
         line += f"; group {h['group_id']} is in __consumer_offsets-{h['coordinator_partition']}"
     return line + "\n"
@@ -100,7 +104,8 @@ def group_text(g: dict[str, Any]) -> str:
     lines = [f"group {g['group_id']}: protocol {g['protocol']}"
              + (f" ({g['protocol_type']})" if g["protocol_type"] else "")
              + f" state {g['state']} {gen} {_opt(g['generation'])} assignor {_opt(g['assignor'])} "
-               f"(__consumer_offsets-{g['coordinator_partition']})"]
+               f"(__consumer_offsets-{g['coordinator_partition']}"
+             + (", incomplete: possibly stale)" if g.get("possibly_stale") else ")")]
     for m in g["members"]:
         lines.append(f"  member {m['member_id']} client {_opt(m.get('client_id'))} host {_opt(m.get('client_host'))}"
                      f" assigned {','.join(m.get('assignment') or []) or '-'}")
@@ -108,6 +113,11 @@ def group_text(g: dict[str, Any]) -> str:
         lines.append(f"  {o['topic']}-{o['partition']}: offset {o['offset']} log end {_opt(o['log_end_offset'])} "
                      f"lag {_opt(o['lag'])} leader epoch {o['leader_epoch']} committed {when(o['commit_timestamp'])}"
                      f" metadata {o['metadata']!r}" + (" (expired)" if o["expired"] else ""))
+    for o in g.get("pending_offsets", ()):
+        lines.append(f"  {o['topic']}-{o['partition']}: pending offset {o['offset']} producer {o['producer_id']} "
+                     f"epoch {o['producer_epoch']} (uncommitted transaction, record at offset {o['record_offset']}) "
+                     f"leader epoch {o['leader_epoch']} commit timestamp {when(o['commit_timestamp'])}"
+                     f" metadata {o['metadata']!r}")
     return "\n".join(lines) + "\n"
 
 
@@ -122,12 +132,34 @@ def groups_table(console, groups: list[dict[str, Any]]) -> None:
     for g in groups:
         rows = g["offsets"] or [None]
         for i, o in enumerate(rows):
-            head = (g["group_id"], g["protocol"], g["state"], _opt(g["generation"]), str(len(g["members"]))) \
+            state = g["state"] + (" (stale?)" if g.get("possibly_stale") else "")
+            head = (g["group_id"], g["protocol"], state, _opt(g["generation"]), str(len(g["members"]))) \
                 if i == 0 else ("", "", "", "", "")
             tail = ("-",) * 6 if o is None else (
                 f"{o['topic']}-{o['partition']}", str(o["offset"]), _opt(o["log_end_offset"]), _opt(o["lag"]),
                 when(o["commit_timestamp"]), "yes" if o["expired"] else "")
             t.add_row(*head, *tail)
+    console.print(t)
+
+
+def pending_table(console, groups: list[dict[str, Any]]) -> None:
+    """Offsets committed in transactions not yet ended, apart from the committed ones."""
+    from rich.table import Table
+
+    rows = [(g["group_id"], o) for g in groups for o in g.get("pending_offsets", ())]
+    if not rows:
+        return
+    cells = [(gid, f"{o['topic']}-{o['partition']}", str(o["offset"]), str(o["producer_id"]),
+              str(o["producer_epoch"]), str(o["record_offset"]), when(o["commit_timestamp"])) for gid, o in rows]
+    t = Table(title="pending transactional offsets (not committed)", title_justify="left")
+    for i, (col, just) in enumerate((("group", "left"), ("topic-partition", "left"), ("offset", "right"),
+                                     ("producer", "right"), ("epoch", "right"), ("record at", "right"),
+                                     ("commit time (UTC)", "left"))):
+        # on a narrow terminal headers, names and times wrap; numbers keep their width
+        t.add_column(col, justify=just, overflow="fold",
+                     min_width=max(len(c[i]) for c in cells) if just == "right" else None)
+    for row in cells:
+        t.add_row(*row)
     console.print(t)
 
 

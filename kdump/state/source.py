@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 from kdump.errors import InputError, KdumpError, NothingToDoError
 from kdump.format.walk import Walker, decode_records
-from kdump.storage.logdir import (LOG, MAX_DEPTH, LogFile, _is_partition_dir, _scandir, parse_partition_dir,
-                      partition_files)
+from kdump.storage.logdir import (INDEX, LOG, MAX_DEPTH, TIMEINDEX, TXNINDEX, LogFile, _is_partition_dir, _scandir,
+                      parse_partition_dir, partition_files)
 from kdump.model import Batch, Record
 from kdump.storage.segment import MappedFile
 
@@ -88,6 +88,28 @@ class LogDirs:
 def segments(p: Partition) -> list[LogFile]:
     """The partition's live segments in offset order (leftovers are not part of the log)."""
     return [f for f in partition_files(p.path) if f.kind == LOG and f.leftover is None]
+
+
+def orphan_segments(p: Partition) -> list[int]:
+    """Base offsets of segments whose ``.index``/``.timeindex``/``.txnindex`` is here without
+    their ``.log``: a broker deletes a segment's files together, so that ``.log`` was lost."""
+    files = [f for f in partition_files(p.path) if f.leftover is None]
+    logs = {f.base_offset for f in files if f.kind == LOG}
+    return sorted({f.base_offset for f in files if f.kind in (INDEX, TIMEINDEX, TXNINDEX)} - logs)
+
+
+def missing_logs(p: Partition) -> str | None:
+    """Why the partition's records are not all on disk, or None: it has no ``.log`` at all
+    (a broker always keeps the active segment), or segments lost their ``.log``."""
+    if not segments(p):
+        return f"{p.path}: no .log segment: its records are gone"
+    orphans = orphan_segments(p)
+    if not orphans:
+        return None
+    shown = ", ".join(f"{b:020d}.log" for b in orphans[:3]) + (f" and {len(orphans) - 3} more" if len(orphans) > 3
+                                                                 else "")
+    return f"{p.path}: {len(orphans)} segment{'s' if len(orphans) > 1 else ''} missing (indexes without their " \
+           f".log: {shown}): their records are gone"
 
 
 def side_files(p: Partition, kind: str) -> list[LogFile]:

@@ -24,8 +24,8 @@ from kdump.storage.segment import read_small
 from kdump.check.sidefiles import read_snapshot
 from kdump.state.metadata import partition_count
 from kdump.state.producers import ProducerState
-from kdump.state.source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of, segments,
-                     side_files)
+from kdump.state.source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of,
+                     missing_logs, segments, side_files)
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
 DEFAULT_HANGING_AFTER_MS = 15 * 60 * 1000        # find-hanging's --max-transaction-timeout default
@@ -39,6 +39,7 @@ class Coordinator:
     present: bool = False
     complete: bool = True             # every __transaction_state partition is here
     ids: dict[str, dict[str, Any]] = field(default_factory=dict)
+    incomplete: dict[int, str] = field(default_factory=dict)     # partition -> why its log is not whole
     errors: list[str] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)
 
@@ -56,6 +57,11 @@ class Coordinator:
                                    f"open transaction unknown to them is judged by its age alone")
         for p in dirs.topic(TRANSACTION_STATE):
             self.present = True
+            why = missing_logs(p)
+            if why is not None:
+                self.incomplete[p.partition], self.complete = why, False
+                self.errors.append(f"incomplete: {why}; the transactional ids it holds may be stale, and an open "
+                                   f"transaction unknown to __transaction_state is judged by its age alone")
             reader = LogReader(segments(p))
             for f, _, records in reader.batches(True):
                 for r, d in decode_records_of(f, records, transaction_state.decode, self.errors):
@@ -80,7 +86,8 @@ def transactional_id_object(tid: str, v: dict[str, Any]) -> dict[str, Any]:
             "partitions": [f"{t}-{n}" for t, n in sorted(txn_partitions(v))],
             "last_update_timestamp": v["transactionLastUpdateTimestampMs"],
             "start_timestamp": v["transactionStartTimestampMs"],
-            "state_partition": v["partition"], "state_offset": v["offset"]}
+            "state_partition": v["partition"], "state_offset": v["offset"],
+            "possibly_stale": bool(v.get("possibly_stale"))}
 
 
 def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Finding]:
@@ -221,7 +228,8 @@ def totals(transactions: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 def run(paths, *, now_ms: int, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
         transactional_id: str | None = None, producer_id: int | None = None):
-    """(coordinator, notes, iterator of partition objects) for the PATHs."""
+    """(incomplete __transaction_state partitions, transactional id objects, notes, iterator of
+    partition objects) for the PATHs."""
     dirs = LogDirs(paths)
     coord = Coordinator().load(dirs)
     notes = list(dirs.notes) + coord.errors + coord.stops
@@ -253,4 +261,7 @@ def run(paths, *, now_ms: int, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
 
     ids = {tid: v for tid, v in coord.ids.items()
            if (transactional_id is None or tid == transactional_id) and (pids is None or v["producerId"] in pids)}
-    return [transactional_id_object(tid, v) for tid, v in sorted(ids.items())], notes, partitions()
+    ids = {tid: {**v, "possibly_stale": v["partition"] in coord.incomplete} for tid, v in ids.items()}
+    incomplete = [{"object": "incomplete", "topic": TRANSACTION_STATE, "partition": n, "reason": why}
+                  for n, why in sorted(coord.incomplete.items())]
+    return incomplete, [transactional_id_object(tid, v) for tid, v in sorted(ids.items())], notes, partitions()

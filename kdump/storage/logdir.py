@@ -12,7 +12,7 @@ import os
 import re
 from typing import NamedTuple
 
-from kdump.errors import InputError, NothingToDoError, UnknownFileKindError
+from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownFileKindError
 from kdump.format import checkpoint, metadata
 from kdump.storage.names import (BOOTSTRAP_CHECKPOINT, INDEX_SUFFIX, LEFTOVER_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX,
                                  TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset, snapshot_id, strip_leftover)
@@ -274,20 +274,25 @@ def walk(path: str, visit, _depth: int = 0) -> None:
 def list_pending(p: Pending) -> list[LogFile] | None:
     """``partition_files`` of a pending partition dir, or None if it holds only dirs; kept
     for the ``take_listing`` of the check that follows."""
-    files = _partition_listing(p)
+    files = _listing(p)
     return None if files is None else _listed(files)
 
 
-def expand(path: str, jobs: int = 1) -> list[LogFile]:
+def expand(path: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> list[LogFile]:
     """Every file of ``walk(path)``, listed now; thousands of partition dirs are listed by
-    ``jobs`` worker processes."""
+    ``jobs`` worker processes. ``errors``: where a partition dir that cannot be listed goes
+    (it is skipped and the rest covered, as ``verify`` does); without it, it is raised."""
     out: list[LogFile] = []
 
     def visit(files: list[LogFile], partitions: list[Pending]) -> list[str]:
         out.extend(files)
         log_dirs = []
         for p, listing in zip(partitions, _list_partitions(partitions, jobs)):
-            if listing is None:
+            if isinstance(listing, KdumpError):
+                if errors is None:
+                    raise listing
+                errors.append(listing)
+            elif listing is None:
                 log_dirs.append(p.directory)
             else:
                 out.extend(_listed(listing))
@@ -297,7 +302,7 @@ def expand(path: str, jobs: int = 1) -> list[LogFile]:
     return out
 
 
-def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile] | None]:
+def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile] | None | KdumpError]:
     if jobs > 1 and len(partitions) >= PARALLEL_LISTING_FROM:
         from kdump.parallel import ordered_map
 
@@ -305,24 +310,36 @@ def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile]
     return [_partition_listing(p) for p in partitions]
 
 
-def _partition_listing(p: Pending) -> list[LogFile] | None:
+def _partition_listing(p: Pending) -> list[LogFile] | None | KdumpError:
+    """``_listing``, with a dir that cannot be listed given back as its error."""
+    try:
+        return _listing(p)
+    except InputError as e:
+        return e
+
+
+def _listing(p: Pending) -> list[LogFile] | None:
     listing = _scandir(p.directory)
     return partition_files(p.directory, listing, p[:2]) if _is_partition_dir(listing, p.name) else None
 
 
 def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
-            explicit_kinds: tuple[str, ...] | None = None, jobs: int = 1) -> list[LogFile]:
+            explicit_kinds: tuple[str, ...] | None = None, jobs: int = 1,
+            errors: list[KdumpError] | None = None) -> list[LogFile]:
     """Expand every PATH; keep ``kinds`` from directories and ``explicit_kinds`` from named files.
 
     A file named explicitly with a kind the command does not take is a usage error, and
-    so is a PATH under which nothing of the wanted kinds is found.
+    so is a PATH under which nothing of the wanted kinds is found. ``errors``: as ``expand``.
     """
     out: list[LogFile] = []
     explicit_kinds = explicit_kinds or kinds
     for path in paths:
-        files = expand(path, jobs=jobs)
+        before = len(errors) if errors is not None else 0
+        files = expand(path, jobs=jobs, errors=errors)
         if os.path.isdir(path):
             chosen = [f for f in files if kinds is None or f.kind in kinds]
+            if not chosen and errors is not None and len(errors) > before:
+                continue            # what could be listed holds nothing: the errors say why
             if not chosen:
                 raise NothingToDoError(NOTHING_HERE, file=path)
         else:

@@ -262,12 +262,26 @@ def same_content(path: str, chunks: Iterable[bytes]) -> bool:
         os.close(fd)
 
 
+def _holds_the_same(copy: str, path: str) -> bool:
+    """Is ``copy`` the same file as ``path``, or one with the same bytes?"""
+    try:
+        a, b = os.lstat(copy), os.lstat(path)
+    except OSError:
+        return False
+    if (a.st_ino, a.st_dev) == (b.st_ino, b.st_dev):
+        return True
+    return a.st_size == b.st_size and same_content(copy, read_range(path, 0, b.st_size))
+
+
 def backup(path: str) -> str:
     """Keep the current file as ``<name>.bak`` (``.bak.N`` if taken): a hard link (atomic, and
-    the rename that follows leaves the old bytes there), else a verified copy."""
+    the rename that follows leaves the old bytes there), else a verified copy. A ``.bak``
+    that already holds these bytes (the one a killed run made) is kept, not made twice."""
     bak = path + ".bak"
     n = 0
     while os.path.lexists(bak):
+        if _holds_the_same(bak, path):
+            return bak
         n += 1
         bak = f"{path}.bak.{n}"
     try:

@@ -8,7 +8,9 @@ change and keeps it until it is done:
   at once (``WriteError``, exit status 3). The file is removed when the lock is released;
   a run killed with the lock leaves it behind, and the next run takes it over (the kernel
   released the lock with the process).
-- A broker holds ``<log dir>/.lock`` while it runs. The JVM's ``FileChannel.tryLock`` is a
+- A broker holds ``<log dir>/.lock`` while it runs. The log dir is the parent of the
+  partition's resolved path (``log_dir_of``): a symbolic link to the partition, to the log
+  dir or to any parent must not hide the broker's lock. The JVM's ``FileChannel.tryLock`` is a
   POSIX record lock (``fcntl(F_SETLK)``), which ``flock`` does not see: it is probed with
   ``fcntl.lockf``, the same call, non-blocking and shared, then let go at once. While it is
   held, writing is refused unless ``force`` (``--force``) is given.
@@ -53,6 +55,11 @@ def broker_holds(logdir: str) -> bool:
         os.close(fd)
 
 
+def log_dir_of(partition: str) -> str:
+    """The log dir a partition directory really lives in (every link on the way resolved)."""
+    return os.path.dirname(os.path.realpath(partition))
+
+
 class PartitionLock:
     """``with PartitionLock(directory, force):`` the exclusive right to write ``directory``."""
 
@@ -64,7 +71,7 @@ class PartitionLock:
         self.cleaned: list[Change] = []
 
     def acquire(self) -> PartitionLock:
-        logdir = os.path.dirname(os.path.abspath(self.directory))
+        logdir = log_dir_of(self.directory)
         if not self.force and broker_holds(logdir):
             raise WriteError(f"a running Kafka broker holds {os.path.join(logdir, BROKER_LOCK)}; stop it first "
                              f"(or use --force); nothing was changed", file=self.directory)

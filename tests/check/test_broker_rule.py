@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 
 from support.damage import FIXTURES, flip_bit, write_at  # noqa: E402
+from support.run import run_kdump  # noqa: E402
 
 from kdump.check.broker_rule import (  # noqa: E402
     build_indexes,
@@ -69,6 +72,20 @@ def test_recovered_epochs_follows_the_leader_epoch_cache():
     assert recovered_epochs([(0, 0)], [(-1, 5)]) == [(0, 0)]               # no epoch: nothing assigned
 
 
-def test_log_start_past_end():
+def test_log_start_past_end(tmp_path):
+    """The rule, and what it leads to from the command line: a log start checkpointed above
+    the log end is damage for verify and a plan to delete every segment for recover."""
     assert log_start_past_end(10, 11)
     assert not log_start_past_end(10, 10) and not log_start_past_end(None, 5) and not log_start_past_end(5, None)
+    part = tmp_path / "logs" / "t-0"
+    part.parent.mkdir()
+    shutil.copytree(FIXTURES / "generated" / "headers-0", part)
+    (tmp_path / "logs" / "log-start-offset-checkpoint").write_text("0\n1\nt 0 100000\n")
+    verdict = run_kdump("verify", str(part), "--json")
+    assert verdict.code == 1
+    kinds = {f["kind"] for line in verdict.out.splitlines() for f in json.loads(line).get("findings", [])}
+    assert "log_start_past_end" in kinds
+    plan = run_kdump("recover", str(part))
+    assert plan.code == 1, plan
+    assert "quarantine     00000000000000000000.log: the log start offset 100000 is above the log end offset 18" \
+        in plan.out

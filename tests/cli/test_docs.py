@@ -45,22 +45,27 @@ def _git_status() -> str:
 def test_readme_examples_run_and_leave_the_checkout_as_it_was(lines, tmp_path, monkeypatch):
     """Each README block runs as written, in order, from the checkout itself: `kdump ...`
     lines in-process (a pipe is cut off: its kdump side runs), shell lines (`cp`, `mkdir`)
-    with bash. Paths under /tmp go to a temporary directory. Afterwards `git status` of
-    the checkout is what it was: examples that write must work on a copy."""
+    with bash. Paths under /tmp go to a temporary directory. The block runs twice, with the
+    same exit statuses: an example must be re-runnable. Afterwards `git status` of the
+    checkout is what it was: examples that write must work on a copy."""
     monkeypatch.chdir(ROOT)
     before = _git_status()
-    for line in lines:
-        line = line.replace("/tmp/", f"{tmp_path}/")
-        if not line.startswith("kdump "):
-            subprocess.run(["bash", "-euc", line], cwd=ROOT, check=True)
-            continue
-        args = shlex.split(line.split(" | ")[0])[1:]
-        if "--engine" in args and "spark" in args and importlib.util.find_spec("pyspark") is None:
-            continue
-        r = run_kdump(*args)
-        assert r.code in (0, 1), (line, r.code, r.err)
-        assert "Traceback" not in r.err and "internal error" not in r.err
-        assert r.out or r.code == 0 or "export" in args or "--apply" in args, line
+    runs = [[], []]
+    for attempt in runs:       # twice: what the first run left under /tmp must not break the second
+        for line in lines:
+            line = line.replace("/tmp/", f"{tmp_path}/")
+            if not line.startswith("kdump "):
+                subprocess.run(["bash", "-euc", line], cwd=ROOT, check=True)
+                continue
+            args = shlex.split(line.split(" | ")[0])[1:]
+            if "--engine" in args and "spark" in args and importlib.util.find_spec("pyspark") is None:
+                continue
+            r = run_kdump(*args)
+            assert r.code in (0, 1), (line, r.code, r.err)
+            assert "Traceback" not in r.err and "internal error" not in r.err
+            assert r.out or r.code == 0 or "export" in args or "--apply" in args, line
+            attempt.append((line, r.code))
+    assert runs[0] == runs[1], "a README example exits otherwise when run again"
     assert _git_status() == before, "a README example changed the checkout"
 
 

@@ -136,7 +136,8 @@ def test_version_does_not_import_click():
 def test_start_up_loads_no_import_hook():
     # pyproject's package-dir makes an editable install a plain .pth path entry; setuptools'
     # finder hook instead imports pathlib, re and importlib.util into every kdump command.
-    code = "import sys; print(sorted(m for m in sys.modules if 'editable' in m or m == 'pathlib'))"
+    code = ("import sys, kdump, kdump.cli; assert kdump.__file__\n"
+            "print(sorted(m for m in sys.modules if 'editable' in m or m == 'pathlib'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
     assert out.stdout.strip() == "[]", out.stdout
 

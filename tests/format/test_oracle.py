@@ -132,8 +132,3 @@ def test_generated_fixtures_are_reproducible(tmp_path):
     for rel in sorted(fresh):
         with open(os.path.join(GENERATED, rel), "rb") as a, open(os.path.join(out, rel), "rb") as b:
             assert a.read() == b.read(), f"{rel} differs: rerun python fixtures/generate.py"
-
-
-def test_generated_set_is_small():
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(GENERATED) for f in fs)
-    assert total < 2 << 20

@@ -19,9 +19,8 @@ partition is then compared, one test per case:
 
 Named departures, tested to stay within them: kdump moves into a quarantine folder what the
 broker deletes, and saves the bytes it cuts as `<segment>.corrupt-<position>`; it does not
-create the empty files a broker makes on load (an empty `.timeindex`, the empty segment at
-the log start offset after deleting everything, a missing leader-epoch-checkpoint), and does
-not write producer snapshots (the broker rebuilds producer state from the log at startup).
+create the empty files a broker makes on load (an empty `.timeindex`, a missing
+leader-epoch-checkpoint), and does not write producer snapshots (the broker rebuilds producer state from the log at startup).
 After finishing an interrupted swap, kdump rebuilds the indexes of the swapped-in segment,
 where the broker keeps the empty ones it made while opening the `.swap` file.
 

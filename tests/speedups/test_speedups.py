@@ -232,7 +232,7 @@ def mutations(draw, buf: bytes):
             elif kind == "count":
                 struct.pack_into(">i", data, pos + 57, draw(st.sampled_from(HOSTILE_I32)))
             elif kind == "magic":
-                data[pos + 16] = draw(st.sampled_from([0, 1, 3, 0x82, 0xFF]))
+                data[pos + 16] = draw(st.one_of(st.sampled_from([0, 1, 3, 0x82, 0xFF]), st.integers(0, 255)))
             elif kind == "last_delta":
                 struct.pack_into(">i", data, pos + 23, draw(st.sampled_from(HOSTILE_I32)))
             elif kind == "base_offset":
@@ -695,3 +695,17 @@ def test_record_slices_of_a_record_count_bomb_stay_small():
     batch = next(iter(Walker(data)))
     sizes = [len(s) for s in record_slices(data, batch)]
     assert sum(sizes) == 100_000 and max(sizes) == records_mod.RECORDS_SLICE
+
+
+@pytest.mark.parametrize("last_relative, wrapper_offset", [(-(1 << 63), (1 << 63) - 1), (-2, (1 << 63) - 1),
+                                                            (-(1 << 62), (1 << 62) + 5), (-1, 5)])
+def test_legacy_base_beyond_int64_is_decided_by_python(last_relative, wrapper_offset):
+    """Issue #27, item 6: ``wrapper_offset - last_inner`` in legacy.c had no overflow check
+    (undefined behaviour in C; the last record's checked addition happened to catch it)."""
+    inner = b"".join(build_legacy_message(relative, b"k", b"v", magic=1, timestamp=5) for relative in (0, last_relative))
+    buf = build_legacy_wrapper([inner], magic=1, codec=1, wrapper_offset=wrapper_offset)
+    pure = both(buf)
+    if wrapper_offset - last_relative > INT64[1]:
+        data = legacy.decompress(1, legacy.Message(buf, 12, len(buf)).value, 1)
+        assert _speedups.decode_legacy_set(data, wrapper_offset, 1, None) is None
+    assert pure[4]

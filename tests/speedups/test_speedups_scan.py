@@ -499,15 +499,54 @@ def test_long_runs_with_epoch_changes():
 
 # -- the resync's candidate search -------------------------------------------------------------
 
+def _candidate_by_definition(data: bytes, pos: int, end: int, top: int) -> int:
+    """The first p in [pos, end - 9] with data[p] <= top and data[p + 8] <= 2, without a regex."""
+    end = min(end, len(data))
+    for p in range(max(pos, 0), end - 8):
+        if data[p] <= top and data[p + 8] <= 2:
+            return p
+    return -1
+
+
+# Every byte value can be drawn; the few that make candidates are drawn more often.
+_ANY_BYTE = st.one_of(st.sampled_from([0, 1, 2, 3, 0x5C, 0x5D, 0x7F, 0x80, 0xFF]), st.integers(0, 255))
+
+
 @settings(max_examples=400, deadline=None)
-@given(data=st.lists(st.sampled_from([0, 1, 2, 3, 0x7F, 0x80, 0xFF]), max_size=400).map(bytes),
-       top=st.integers(0, 0x7F),
+@given(data=st.lists(_ANY_BYTE, max_size=400).map(bytes),
+       top=st.one_of(st.sampled_from([0x5B, 0x5C, 0x5D, 0x5E]), st.integers(0, 0x7F)),
        pos=st.integers(-3, 420), end=st.integers(-3, 420))
 def test_find_candidate_is_the_regular_expression(data, top, pos, end):
-    """The C search and the pattern Python falls back on find the same position."""
+    """The C search, the pattern Python falls back on and the definition find the same position
+    (issue #27, item 6: a bound of 0x5C or 0x5D was pasted raw into the pattern)."""
     m = resync_mod._candidate_pattern(top).search(data, max(pos, 0), max(min(end, len(data)), 0))
-    want = -1 if m is None else m.start()
+    want = _candidate_by_definition(data, pos, end, top)
+    assert (-1 if m is None else m.start()) == want
+    assert m is None or m.end() == m.start() + 9
     assert _speedups.find_candidate(data, pos, end, top) == want
+
+
+def test_every_bound_makes_the_pattern_it_means():
+    data = bytes(range(256)) * 2 + bytes(9)
+    for top in range(0x80):
+        for pos in (0, 1, 0x5C, 0x5D, 0x100):
+            want = _candidate_by_definition(data, pos, len(data), top)
+            m = resync_mod._candidate_pattern(top).search(data, pos)
+            assert (-1 if m is None else m.start()) == want == _speedups.find_candidate(data, pos, len(data), top)
+
+
+@pytest.mark.parametrize("max_size", [0x5C000000, 0x5D000000, 0x5E000000])
+def test_intact_beyond_is_found_by_both_paths_whatever_the_largest_size(max_size):
+    """A segment with one corrupt batch: both paths find the intact batch past it."""
+    buf = bytearray(b"".join(build_v2_batch([(0, 0, None, b"v%d" % i)], base_offset=i) for i in range(3)))
+    second = next(iter(Walker(bytes(buf)))).size
+    buf[2 * second - 1] ^= 0xFF         # the end of the second batch: a CRC mismatch
+    found = []
+    for use_c in (False, True):
+        with _Mode(use_c=use_c):
+            r = scan_segment(bytes(buf), base_offset=0, max_message_size=max_size)
+        found.append([(f.kind, f.position) for f in r.findings])
+    assert found[0] == found[1] and ("intact_beyond", 2 * second) in found[0], found
 
 
 def test_find_candidate_on_random_bytes_and_zeros():

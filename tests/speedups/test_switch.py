@@ -59,6 +59,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     # the command line: the seeking reader, the dump writer, the SIGBUS watch of each mapping
     out.append(run_kdump("dump", "--records", "--data", "--json", v2))
     out.append(run_kdump("verify", "--json", v2))
+    out.append(run_kdump("info", "--json", "-j", "1", v2, legacy))         # summarize_v2
     # a batch of more records than one slice: decoded and written a slice at a time
     big = write_segment(v2.parent.parent / "big-0", [build_v2_batch([(i, NOW, None, b"v%d" % i) for i in range(5000)])])
     out.append([len(s) for s in record_slices(big.read_bytes(), next(iter(Walker(big.read_bytes()))))])  # decode_v2_span

@@ -262,7 +262,7 @@ def test_metadata_text_from_the_snapshot(kdump):
 def test_metadata_at_an_offset_before_the_snapshot_replays_the_log(kdump):
     objs = _json(kdump("metadata", METADATA, "--at", "2", "--json"))
     assert objs[0] == {"object": "metadata", "snapshot": None, "last_offset": 2,
-                       "last_timestamp": 1700000000010, "stopped": None, "errors": []}
+                       "last_timestamp": 1700000000010, "stopped": None, "errors": [], "incomplete": []}
     assert [o["object"] for o in objs[1:]] == ["feature", "topic"]
     objs = _json(kdump("metadata", METADATA, "--at", "0", "--json"))
     assert [o["object"] for o in objs] == ["metadata"]
@@ -398,8 +398,8 @@ def test_broker_fixture_metadata_names_every_partition_dir(kdump):
 
 
 def test_group_tombstone_keeps_offsets_that_have_none(kdump, tmp_path):
-    """A group metadata tombstone ends the group's membership; offsets without their own
-    tombstone remain, as an offsets-only group."""
+    """A group metadata tombstone removes the group (Kafka's removeGroup), not its offsets:
+    those without their own tombstone remain, the group listed as Dead."""
     part = tmp_path / "__consumer_offsets-0"
     part.mkdir()
     T = 1_700_000_000_000
@@ -410,6 +410,7 @@ def test_group_tombstone_keeps_offsets_that_have_none(kdump, tmp_path):
     (part / "00000000000000000000.log").write_bytes(b"".join(batches))
     _, g = _json(kdump("groups", tmp_path, "--json", "--now", "2023-11-15T00:00:00Z"))
     assert (g["protocol_type"], g["generation"], [o["offset"] for o in g["offsets"]]) == (None, None, [9])
+    assert g["state"] == "Dead"
     (part / "00000000000000000000.log").write_bytes(batches[0])
     _, g = _json(kdump("groups", tmp_path, "--json", "--now", "2023-11-15T00:00:00Z"))
     assert (g["protocol_type"], g["generation"], g["state"]) == ("consumer", 4, "Empty")

@@ -210,3 +210,35 @@ def test_kafkas_own_log_dir_lock_is_seen(tmp_path):
         _refused_then_forced(d, log, original)
     finally:
         p.communicate("\n")
+
+
+def _aliases(tmp_path: Path, d: Path) -> dict[str, Path]:
+    """The partition reached through a link to itself, to its log dir and to a parent of that."""
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "partition").symlink_to(d)
+    (links / "logdir").symlink_to(d.parent)
+    (links / "parent").symlink_to(d.parent.parent)
+    return {"partition": links / "partition", "log dir": links / "logdir" / d.name,
+            "parent": links / "parent" / d.parent.name / d.name}
+
+
+def test_a_broker_lock_is_seen_through_symbolic_links(tmp_path):
+    """Issue #27, item 1: ``verify --truncate ALIAS`` (a link to ``LOGDIR/t-0``) cut the segment
+    while a broker held ``LOGDIR/.lock``: the probe took the link's parent for the log dir.
+    Through any link, every writing command is refused and nothing changes."""
+    d, log, original = _big_damage(tmp_path)
+    before = tree_bytes(d)
+    holder = _hold_broker_lock(d.parent / ".lock")
+    try:
+        for where, alias in _aliases(tmp_path, d).items():
+            for args in (["verify", "--truncate"], ["recover", "--apply", "--yes", "--full"], ["index", "--rebuild"],
+                         ["timeindex", "--rebuild"], ["recover", "--salvage", str(tmp_path / "out")]):
+                r = run_kdump(*args, "-q", alias)
+                assert r.code == 3 and r.err == f"kdump: error: {alias}: a running Kafka broker holds " \
+                                                f"{d.parent / '.lock'}; stop it first (or use --force); nothing " \
+                                                f"was changed\n", (where, args, r)
+                assert tree_bytes(d) == before and not (tmp_path / "out").exists(), (where, args)
+    finally:
+        holder.communicate("")
+    assert log.read_bytes() == original

@@ -1,0 +1,53 @@
+"""``kdump info --timeline`` and ``--html FILE``: a timeline per partition directory, drawn
+on the terminal (render.timeline), written as NDJSON (``--json``) or as a page
+(render.timeline_html), one directory at a time."""
+
+from __future__ import annotations
+
+import click
+
+from kdump.errors import ExitStatus
+from kdump.check.verify_run import classes_status
+from kdump.findings import ERROR
+from kdump.storage.logdir import resolve
+from kdump.timeline import build, partition_dirs
+
+
+def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
+    from kdump.parallel import ordered_map
+
+    files = resolve(paths, jobs=jobs)
+    dirs = partition_dirs(files)
+    status = ExitStatus.OK
+    timelines = []
+    for t in ordered_map(_build, dirs, jobs):
+        classes = [f.cls for f in [*t.findings, *(f for s in t.segments for f in s.findings)]]
+        # Damage exits 1; a file that could not be read (an error finding) 3.
+        status = max(status, classes_status(classes), ExitStatus.INCOMPLETE if ERROR in classes else ExitStatus.OK)
+        if show:
+            if out.format == "json":
+                from kdump.export.ndjson import dumps
+
+                out.stream.write(dumps(t.to_dict()) + "\n")
+            else:
+                from kdump.render.timeline import print_timeline
+
+                print_timeline(out.console(), t)
+        timelines.append(t)
+    if show and out.format != "json" and timelines:
+        from kdump.render.timeline import print_legend
+
+        print_legend(out.console())
+    if html_file is not None:
+        from kdump.render.escape import printable
+        from kdump.render.timeline_html import page
+        from kdump.storage.safewrite import atomic_write
+
+        atomic_write(html_file, page(timelines).encode())
+        click.echo(printable(f"kdump: wrote {html_file}: the timeline of {len(timelines)} "
+                             f"partition{'s' if len(timelines) != 1 else ''}"), err=True)
+    return int(status)
+
+
+def _build(unit):
+    return build(*unit)

@@ -1,0 +1,75 @@
+"""Ctrl-C at any moment of kdump's start: exit 130 and one line, never a traceback (issue #27, item 4).
+
+A SIGINT 20-130 ms after launch used to end in a Python traceback (``KeyboardInterrupt``
+raised inside an import, before the command's error handler was entered). kdump's first
+line now installs a handler that prints one line and exits 130; the command's own run puts
+Python's handler back, so an interrupted repair still cleans up.
+
+The interpreter's own start-up, before the first line of kdump runs, is not kdump's: a
+SIGINT before Python installs any handler kills the process (the shell shows 130), and
+one in the few milliseconds of ``site`` can still print the interpreter's traceback. Those
+outcomes are recognised by their frames: none of them is in kdump's code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KDUMP = Path(sys.executable).parent / "kdump"
+PACKAGE = str(ROOT / "kdump")
+
+
+def _outcome(delay: float) -> tuple[int, str]:
+    p = subprocess.Popen([str(KDUMP), "verify", "--deep", str(ROOT / "fixtures" / "generated")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    return p.returncode, err
+
+
+def _before_kdump(code: int, err: str) -> bool:
+    """Interrupted before kdump's first line ran: killed by the signal with nothing said, or
+    the interpreter's own report (a traceback, or a bare ``KeyboardInterrupt`` while its
+    streams are not set up yet) with no frame in kdump's package."""
+    if code == -signal.SIGINT and err == "":
+        return True
+    frames = [line for line in err.splitlines() if line.lstrip().startswith("File ")]
+    return "KeyboardInterrupt" in err and not any(PACKAGE in f for f in frames)
+
+
+@pytest.mark.skipif(not KDUMP.exists(), reason="the console script is not installed next to this Python")
+def test_sigint_at_any_moment_of_start_up_exits_130_with_one_line():
+    ours = 0
+    for step in range(31):               # 0, 5, ..., 150 ms after launch
+        code, err = _outcome(step * 0.005)
+        if _before_kdump(code, err):
+            continue
+        lines = [line for line in err.splitlines() if line]     # (Click closes the ^C echo with a blank line)
+        assert (code, lines) == (130, ["kdump: interrupted"]), (step * 5, code, err)
+        ours += 1
+    assert ours >= 10, "too few runs reached kdump's code before the signal"
+
+
+def test_the_run_itself_still_cleans_up_on_ctrl_c():
+    """Past start-up, Ctrl-C is Python's KeyboardInterrupt again: main() catches it (130)."""
+    import _signal
+
+    from kdump import cli
+    from support.run import run_kdump
+
+    before = _signal.signal(_signal.SIGINT, cli._interrupted_starting)     # as at start-up
+    try:
+        r = run_kdump("verify", str(ROOT / "fixtures" / "generated" / "zstd-v2-0"))
+        assert r.code == 0
+        assert _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler
+    finally:
+        _signal.signal(_signal.SIGINT, before)

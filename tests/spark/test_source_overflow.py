@@ -1,0 +1,22 @@
+"""The Spark source on a timestamp past the int64 range (issue #27, item 3): rows, not a failed job."""
+
+from __future__ import annotations
+
+import pytest
+
+from kdump.format.javalong import INT64_MAX
+from kdump.testing import build_v2_batch
+
+pytestmark = pytest.mark.spark
+
+
+def test_a_wrapped_timestamp_is_a_row_not_a_failed_job(spark, tmp_path):
+    d = tmp_path / "t-0"
+    d.mkdir()
+    top = INT64_MAX - 1
+    (d / f"{0:020d}.log").write_bytes(build_v2_batch([(0, top, None, b"a"), (1, top + 11, None, b"b")],
+                                                     base_timestamp=top, max_timestamp=top))
+    rows = sorted(spark.read.format("kafka-log").load(str(d)).toArrow().to_pylist(), key=lambda r: r["offset"])
+    assert [(r["offset"], r["value"], r["error"]) for r in rows] == [(0, b"a", None), (1, b"b", None)]
+    batches = spark.read.format("kafka-log-batches").load(str(d)).toArrow().to_pylist()
+    assert [(b["base_offset"], b["error"]) for b in batches] == [(0, None)]
