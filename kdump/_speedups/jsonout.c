@@ -592,8 +592,8 @@ put_raw_record(outbuf *o, const kd_record *r, int encoding)
 
 /*
  * json_v2_line(file_json, batch, data, encoding) -> (line, first_offset, last_offset) | None:
- * the line json_batch_line writes for an uncompressed, non-control v2 batch and the records
- * decode_v2_records would make of its records section ``data``, written from the bytes
+ * the line json_batch_line writes for a non-control v2 batch and the records decode_v2_records
+ * would make of its records section ``data`` (decompressed, if it was), written from the bytes
  * without making those records (render/dump.py JsonDump). Only where the records' offsets
  * follow one another (first and last then say them all, for the gap report; (None, None):
  * no record); None for anything else, and the usual path writes the line.
@@ -617,7 +617,7 @@ kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t magic, count, attributes, base_offset, base_ts, max_ts, base_seq;
     PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
     if (exact_i64(f[5], &magic) < 0 || magic != 2 || exact_i64(f[3], &count) < 0 ||
-        exact_i64(f[8], &attributes) < 0 || (attributes & 0x27) || exact_i64(f[1], &base_offset) < 0 ||
+        exact_i64(f[8], &attributes) < 0 || (attributes & 0x20) || exact_i64(f[1], &base_offset) < 0 ||
         exact_i64(f[10], &base_ts) < 0 || exact_i64(f[11], &max_ts) < 0 || exact_i64(f[14], &base_seq) < 0)
         Py_RETURN_NONE;
     Py_buffer view;

@@ -72,8 +72,8 @@ static PyMethodDef kd_methods[] = {
      "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
      "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
     {"json_v2_line", (PyCFunction)(void (*)(void))kd_json_v2_line, METH_FASTCALL,
-     "json_v2_line(file_json, batch, data, encoding) -> (str, first_offset, last_offset) | None: the line of an "
-     "uncompressed v2 batch written straight from its records section (data), whose offsets follow one another; "
+     "json_v2_line(file_json, batch, data, encoding) -> (str, first_offset, last_offset) | None: the line of a "
+     "v2 batch written straight from its (decompressed) records section, whose offsets follow one another; "
      "None for anything else."},
     {"json_records", (PyCFunction)(void (*)(void))kd_json_records, METH_FASTCALL,
      "json_records(records, encoding) -> str | None: the record objects of json_batch_line, comma-separated "

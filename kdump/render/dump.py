@@ -155,7 +155,7 @@ class JsonDump(GapReporter):
         v2_line, file_json, encoding = _accel.native().json_v2_line, self._file_json, self._c_encoding
 
         def raw(batch, data):
-            return v2_line(file_json, batch, data, encoding) if batch[4] <= ndjson.STREAM_ABOVE else None
+            return v2_line(file_json, batch, data, encoding) if len(data) <= ndjson.STREAM_ABOVE else None
         return raw
 
     def item(self, f: LogFile, it: Item) -> None:

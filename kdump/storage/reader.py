@@ -17,10 +17,10 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump import _accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import COMPRESSED_OR_CONTROL, RECORDS_SLICE, LargeRecords
+from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
 from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records, record_slices
 from kdump.storage.logdir import LogFile
-from kdump.model import TIMESTAMP_TYPE_MASK, Batch, Finding, Record
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
 from kdump.storage.segment import MappedFile
 
@@ -179,9 +179,11 @@ class SegmentReader:
                     keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
                     continue
-                if raw is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
-                        and count <= max_records:
-                    rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])
+                if raw is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:
+                    if not attributes & COMPRESSION_MASK:
+                        rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])
+                    else:
+                        rendered = self._raw_compressed(raw, buf, batch)
                     if rendered is not None:
                         yield _item(Item, (batch, rendered, None))
                         continue
@@ -217,6 +219,15 @@ class SegmentReader:
             if view is not None:
                 view.release()
             mapped.close()
+
+    def _raw_compressed(self, raw, buf, batch: Batch):
+        """The raw hook on a compressed batch's records, decompressed (a payload of more than
+        LARGE_PAYLOAD, or one that does not decompress, is left to the usual path)."""
+        try:
+            data = batch_payload(buf, batch, self.limits)
+        except (KdumpError, MemoryError):
+            return None
+        return raw(batch, data) if len(data) <= LARGE_PAYLOAD else None
 
     # -- seeking ------------------------------------------------------------------------------
 
