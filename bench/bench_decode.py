@@ -3,19 +3,24 @@
     python bench/bench_decode.py [--data bench/data] [--quick] [--repeat N]
 
 Generates its segments once (kdump.testing; cached under bench/data/, git-ignored):
-v2 uncompressed with 1-record batches, v2 uncompressed with 100-record batches (the
-largest, >= 256 MiB), v2 lz4/zstd/snappy and v1 gzip with 50-record batches. Then times,
-page cache warm, the best of N runs:
+v2 uncompressed with 1-record batches, v2 uncompressed with 100-record batches of 1 KB values
+(the largest, >= 256 MiB), v2 lz4/zstd/snappy and v1 gzip with 50-record batches. Then times,
+page cache warm, N runs each, interleaved, and reports the median (the machine may be shared):
 
 - full decode to NDJSON: ``kdump dump --records --data --encoding base64 --json`` (the
-  real command, start-up included) against the same work written with kafka-python and
-  with aiokafka (decode every record, base64 key/value/headers, one JSON object a batch);
+  real command, start-up included) at ``-j 1`` and ``-j 2`` (one segment cut into ranges for
+  the workers), in records/s and MB/s of segment, against the same work written with
+  kafka-python and with aiokafka (decode every record, base64 key/value/headers, one JSON
+  object a batch); on the 1 KB-value set also against ``base64 FILE > /dev/null``, the floor;
+- ``--rss-4gib``: kdump's peak RSS and time on a 4 GiB segment at ``-j 1`` (made of copies of
+  the 1 KB-value set, offsets shifted; deleted afterwards);
 - batch listing: ``kdump dump`` (text, no records) in batches/s;
 - verify: ``kdump verify`` on the large segment against ``cat FILE > /dev/null``, and on
   the 1-record-batch segment against aiokafka's ``next_batch()`` + ``validate_crc()`` loop.
 
-Targets (issues 2 and 3): NDJSON >= 3x kafka-python and >= 0.5x aiokafka records/s;
-listing >= 150k batches/s; verify >= 40% of cat's throughput and >= aiokafka's batches/s.
+Targets (issues 2, 3 and 25): NDJSON >= 3x aiokafka records/s on every set and >= 500 MB/s
+of segment on 1 KB values, peak RSS < 100 MB at -j 1 on 4 GiB; listing >= 150k batches/s;
+verify >= 40% of cat's throughput and >= aiokafka's batches/s.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import compileall
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -147,12 +153,25 @@ def count(path: Path) -> tuple[int, int]:
 
 
 def best(fn, repeat: int) -> float:
+    """The median of ``repeat`` runs (the name is older than the median)."""
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return min(times)
+    return statistics.median(times)
+
+
+def medians(fns: dict, repeat: int) -> dict:
+    """Each of ``fns`` run ``repeat`` times, interleaved (a round runs every one once, so that a
+    change in the machine's load weighs on all alike): name -> median seconds."""
+    times: dict = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def run_cmd(args: list[str]) -> None:
@@ -168,11 +187,17 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help=f"segments 1/{QUICK_DIVISOR} of the full size")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", nargs="*", choices=DEFAULT_SETS, metavar="SET", help="set names to run")
+    ap.add_argument("--rss-4gib", action="store_true",
+                    help="only: peak RSS and time at -j 1 on a 4 GiB segment (made, then deleted)")
     ap.add_argument("--with-1gib", action="store_true",
                     help="also verify a 1 GiB segment (Kafka's default segment.bytes) against cat")
     args = ap.parse_args()
     names = args.only or DEFAULT_SETS
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; best of {args.repeat}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; "
+          f"median of {args.repeat}")
+    if args.rss_4gib:
+        rss_4gib(args)
+        return
     from kdump import _accel
     print("kdump C accelerator:", _accel.status())
     # Start-up as from the second run on: where PYTHONDONTWRITEBYTECODE is set (some
@@ -184,16 +209,28 @@ def main() -> None:
         records, batches = count(seg)
         mb = seg.stat().st_size / 1e6
         row = {"set": name, "MB": round(mb, 1), "records": records, "batches": batches}
-        t = best(lambda: run_cmd([*KDUMP, "dump", str(seg), "--records", "--data", "--encoding", "base64",
-                                  "--json", "--no-auto-decode"]), args.repeat)
-        row["kdump rec/s"] = records / t
+        fns = {f"-j {j}": (lambda j=j: run_cmd([*KDUMP, "dump", str(seg), "--records", "--data", "--encoding",
+                                                "base64", "--json", "--no-auto-decode", "-j", str(j)]))
+               for j in (1, 2)}
         for peer in ("kafka-python", "aiokafka"):
             try:
-                tp = best(lambda p=peer: peer_ndjson(seg, p), max(1, args.repeat - 1))
-                row[f"{peer} rec/s"] = records / tp
+                peer_ndjson(seg, peer)
+                fns[peer] = lambda p=peer: peer_ndjson(seg, p)
             except Exception as e:  # noqa: BLE001 - a peer without a codec is reported, not fatal
-                row[f"{peer} rec/s"] = None
                 print(f"  {peer} on {name}: {type(e).__name__}: {e}")
+        if name == "v2-none-100rec":
+            fns["base64"] = lambda: subprocess.run(f"base64 '{seg}' > /dev/null", shell=True, check=True)
+        t = medians(fns, args.repeat)
+        row["kdump rec/s"] = records / t["-j 1"]
+        row["kdump -j 2 rec/s"] = records / t["-j 2"]
+        row["kdump MB/s"] = mb / t["-j 1"]
+        row["kdump -j 2 MB/s"] = mb / t["-j 2"]
+        for peer in ("kafka-python", "aiokafka"):
+            row[f"{peer} rec/s"] = records / t[peer] if peer in t else None
+        if "base64" in t:
+            print(f"  the floor: base64 {t['base64']:.2f} s; kdump -j 1 {t['-j 1']:.2f} s = "
+                  f"{t['-j 1'] / t['base64']:.2f}x base64's time, -j 2 {t['-j 2']:.2f} s = "
+                  f"{t['-j 2'] / t['base64']:.2f}x")
         t = best(lambda: run_cmd([*KDUMP, "dump", str(seg), "--format", "text"]), args.repeat)
         row["list batch/s"] = batches / t
         rows.append(row)
@@ -233,12 +270,58 @@ def _start_up_floor(args, t_cat: float, t_v: float, size: int) -> None:
 
 def _print_row(row: dict) -> None:
     kp, aio = row.get("kafka-python rec/s"), row.get("aiokafka rec/s")
-    ours = row["kdump rec/s"]
+    ours, two = row["kdump rec/s"], row["kdump -j 2 rec/s"]
     ratio_kp = f"{ours / kp:.2f}x" if kp else "n/a"
-    ratio_aio = f"{ours / aio:.2f}x" if aio else "n/a"
+    ratio_aio = f"{ours / aio:.2f}x / {two / aio:.2f}x" if aio else "n/a"
     print(f"{row['set']:16} {row['MB']:8.1f} MB  records {row['records']:>9}  "
-          f"ndjson kdump {ours:>10,.0f}/s  kafka-python {kp or 0:>9,.0f}/s ({ratio_kp})  "
-          f"aiokafka {aio or 0:>9,.0f}/s ({ratio_aio})  listing {row['list batch/s']:>10,.0f} batches/s")
+          f"ndjson kdump -j 1 {ours:>10,.0f}/s {row['kdump MB/s']:6,.0f} MB/s, -j 2 {two:>10,.0f}/s "
+          f"{row['kdump -j 2 MB/s']:6,.0f} MB/s  kafka-python {kp or 0:>9,.0f}/s ({ratio_kp})  "
+          f"aiokafka {aio or 0:>9,.0f}/s (-j 1 / -j 2: {ratio_aio})  listing {row['list batch/s']:>10,.0f} batches/s")
+
+
+def rss_4gib(args) -> None:
+    """kdump's peak RSS and time at -j 1 on a 4 GiB segment: copies of the 1 KB-value set, each
+    batch's base offset shifted past the copy before (outside the CRC), then deleted."""
+    from kdump.format.walk import Walker
+    from kdump.storage.segment import MappedFile
+
+    src = generate(args.data, "v2-none-100rec", False)
+    part = args.data / "full" / "v2-none-100rec-4gib-0"
+    part.mkdir(parents=True, exist_ok=True)
+    seg = part / "00000000000000000000.log"
+    m = MappedFile(str(src))
+    positions = [(b.position, b.base_offset) for b in Walker(m.buf)]
+    data = bytes(m.buf[:m.size])
+    m.close()
+    span = max(o for _, o in positions) + 1000
+    try:
+        with open(seg, "wb") as out:
+            copy = 0
+            while out.tell() < 4 << 30:
+                chunk = bytearray(data)
+                for position, base in positions:
+                    chunk[position:position + 8] = (base + copy * span).to_bytes(8, "big")
+                out.write(chunk)
+                copy += 1
+        size = seg.stat().st_size
+        code = ("import resource, subprocess, sys, time\n"
+                "t = time.perf_counter()\n"
+                "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+                "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+                "print(time.perf_counter() - t, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)\n")
+        runs = []
+        for _ in range(args.repeat):
+            r = subprocess.run([sys.executable, "-c", code, *KDUMP, "dump", str(seg), "--records", "--data",
+                                "--encoding", "base64", "--json", "--no-auto-decode", "-j", "1"],
+                               capture_output=True, text=True, check=True)
+            runs.append(tuple(float(x) for x in r.stdout.split()))
+        wall = statistics.median(r[0] for r in runs)
+        rss = max(r[1] for r in runs)
+        cpu = statistics.median(r[2] for r in runs)
+        print(f"4 GiB segment ({size / 1e9:.2f} GB), -j 1: peak RSS {rss / 1024:.0f} MB (the largest of "
+              f"{len(runs)} runs), median {wall:.1f} s wall ({size / wall / 1e6:,.0f} MB/s), {cpu:.1f} s CPU")
+    finally:
+        seg.unlink(missing_ok=True)
 
 
 def _verify_figures(args, names) -> None:

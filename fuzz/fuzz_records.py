@@ -7,7 +7,10 @@ int64 end so that deltas overflow it), how the record count is read, and the mod
 - v2 (default): ``payload`` is an uncompressed v2 records section decoded against a
   header made from the flags; the C decoder must agree with the pure-Python one;
 - legacy: ``payload`` is the decompressed inner message set of a v0/v1 wrapper;
-- varint: ``payload`` starts with a varint/varlong/uvarint.
+- varint: ``payload`` starts with a varint/varlong/uvarint;
+- bomb (the legacy and varint flags both): a record-count bomb, ``count`` x BOMB_SCALE empty records then ``payload``, decoded
+  a slice at a time (never more than RECORDS_SLICE records at once), C against Python; a
+  record-count limit below the count refuses it before decoding.
 """
 
 from __future__ import annotations
@@ -27,10 +30,15 @@ from kdump.format import varint  # noqa: E402
 from kdump.testing import build_legacy_message  # noqa: E402
 from kdump.format.codecs import GZIP, compress  # noqa: E402
 from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
-from kdump.format.records import decode_v2_payload  # noqa: E402
+from kdump.errors import RecordCountLimitError  # noqa: E402
+from kdump.format.codecs import Limits  # noqa: E402
+from kdump.format.records import RECORDS_SLICE, decode_v2_payload, v2_record_slices  # noqa: E402
+from kdump.testing import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
 from kdump.model import Batch  # noqa: E402
 
 CONTROL, LOG_APPEND, SEQ_WRAP, WIDE_COUNT, LEGACY, VARINT, MAGIC1, TS_EDGE = (1 << i for i in range(8))
+BOMB = LEGACY | VARINT  # both: the bomb mode
+BOMB_SCALE = 1021       # a bomb holds count x this many empty records, then the payload
 BASE_OFFSET = 1 << 40
 BASE_TS = 1_700_000_000_000
 EDGE_TS = (1 << 63) - 5          # TS_EDGE: a timestampDelta above 4 wraps Kafka's long sum
@@ -56,6 +64,34 @@ def check_v2(flags: int, count: int, payload: bytes) -> None:
         with pure_python():
             reference = outcome(decode_v2_payload, payload, batch)
         expect(got == reference, f"C decoder gives {str(got)[:300]}, pure Python {str(reference)[:300]}")
+
+
+def slices_digest(data: bytes, batch: Batch, limits: Limits):
+    n = 0
+    digest = []
+    for records in v2_record_slices(data, batch, limits):
+        expect(len(records) <= RECORDS_SLICE, f"a slice of {len(records)} records")
+        n += len(records)
+        digest.append(hash(tuple(records)))
+    return n, digest
+
+
+def check_bomb(flags: int, count: int, payload: bytes) -> None:
+    empties = (count & 0xFF) * BOMB_SCALE
+    section = EMPTY_RECORD * empties + payload
+    declared = empties + (len(payload) // len(EMPTY_RECORD) if flags & CONTROL else 0)
+    data = build_record_count_bomb(1, codec=0)[:61] + section       # a header, then the section
+    batch = v2_batch(flags & ~CONTROL, declared)._replace(size=len(data), count=declared)
+    got = outcome(slices_digest, data, batch, LIMITS)
+    if isinstance(got, tuple) and got[0] != "error":
+        expect(got[0] == declared, f"{got[0]} records decoded, count says {declared}")
+    if _common.has_accel():
+        with pure_python():
+            reference = outcome(slices_digest, data, batch, LIMITS)
+        expect(got == reference, f"C slices give {str(got)[:200]}, pure Python {str(reference)[:200]}")
+    if declared:
+        refused = outcome(lambda: next(v2_record_slices(data, batch, Limits(max_records=declared - 1))))
+        expect(refused == ("error", RecordCountLimitError.__name__), f"a count over the limit gave {refused}")
 
 
 def check_legacy(flags: int, wrapper_offset: int, payload: bytes) -> None:
@@ -98,7 +134,9 @@ def check(data: bytes) -> None:
     else:
         count = data[1]
         payload = data[2:]
-    if flags & VARINT:
+    if flags & BOMB == BOMB:
+        check_bomb(flags, count, payload)
+    elif flags & VARINT:
         check_varints(payload)
     elif flags & LEGACY:
         check_legacy(flags, count, payload)

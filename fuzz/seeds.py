@@ -24,6 +24,7 @@ from kdump.errors import KdumpError  # noqa: E402
 from kdump.format import legacy  # noqa: E402
 from kdump.format.records import batch_payload  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
+from kdump.testing import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
 
 ROOT = _common.ROOT
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -95,6 +96,9 @@ def collect() -> dict[str, list[bytes]]:
             if selector is not None:
                 seeds["sidefiles"].append(bytes((selector,)) + data[:MAX_SEED])
     seeds["sidefiles"].append(b"\x0dAAAAAAAAAAAAAAAAAAAAAA")
+    # record-count bombs: a zstd batch of 300,000 empty records; the records harness's bomb mode
+    seeds["walker"].append(build_record_count_bomb(300_000))
+    seeds["records"] += [b"\x80\xff", b"\x81\x10" + EMPTY_RECORD * 3, b"\x80\x05\x0c\x00"]
     seeds["records"] += [b"\x40\x00" + bytes.fromhex(h) for h in ("00", "01", "feffffff0f", "ffffffff1f",
                                                                   "ffffffffffffffffff01", "80808080808080808080")]
     seeds["records"] += _timestamp_overflow_seeds()

@@ -85,6 +85,10 @@ class DecompressionLimitError(CodecError):
     """A compressed payload expands beyond the configured limit (possible decompression bomb)."""
 
 
+class RecordCountLimitError(InvalidRecordError):
+    """A batch declares more records than --max-records-per-batch (possible record-count bomb)."""
+
+
 class InvalidFileError(CorruptDataError):
     """An index, checkpoint, snapshot or metadata file is malformed."""
 

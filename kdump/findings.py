@@ -75,6 +75,9 @@ LAST_OFFSET_DELTA = _declare("last_offset_delta", DAMAGE, "lastOffsetDelta negat
 CODEC = _declare("codec", DAMAGE, "an unknown compression id, or a payload that does not decompress")
 RECORD_DECODE = _declare("record_decode", DAMAGE, "--deep: records do not decode, or their offsets leave the "
                                                   "batch's range")
+RECORD_COUNT_LIMIT = _declare("record_count_limit", DAMAGE, "--deep: a batch declares more records than "
+                                                            "--max-records-per-batch (by default more than Kafka "
+                                                            "could have written); not decoded")
 OVERSIZE_BATCH = _declare("oversize_batch", ANOMALY, "a batch with a valid CRC larger than --max-message-size: "
                                                      "the broker keeps it (a topic may allow it)")
 EPOCH_REGRESSION = _declare("leader_epoch_regression", ANOMALY, "a batch's partition leader epoch is below the "

@@ -7,6 +7,11 @@ the workers share) it writes the range's output to the file descriptors itself, 
 of MB of dump do not go through the parent. The turn passes once per range, and a range
 writes 64 KiB at a time. Where stdout is not a file (a test's buffer), the output goes back
 to the parent with the results and is written there.
+
+A unit's result may cut the units after it, up to a later one (``cut``): ``dump`` splits one
+segment into ranges, and a range whose walk ends early (damage) ends the segment there, as
+``-j 1`` would. A cut unit writes nothing (what it wrote before the cut was known is dropped
+when its turn comes) and its result is None.
 """
 
 from __future__ import annotations
@@ -22,21 +27,33 @@ from typing import Any
 from kdump.parallel import fan_out, in_process
 
 
-def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: int, out) -> Iterator[Any]:
+def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: int, out,
+                   cut: Callable[[Any], int | None] | None = None) -> Iterator[Any]:
     """``fn(unit, out)`` for every unit, for commands that print as they go: in a worker,
     what ``fn`` writes to ``out.stream`` and to stderr is collected, in order, and written
     when its range's turn comes, so stdout gets the same bytes as from ``-j 1``. One unit,
-    or ``jobs`` 1, runs here and writes straight through."""
+    or ``jobs`` 1, runs here and writes straight through. ``cut(result)``: the index of the
+    last unit that result cuts (None: none); a cut unit gives None."""
+    through = -1            # the units up to here are cut
     if in_process(units, jobs):
-        for u in units:
-            yield fn(u, out)
+        for i, u in enumerate(units):
+            if i <= through:
+                yield None
+                continue
+            result = fn(u, out)
+            through = _cut_through(cut, result, through)
+            yield result
         return
     jobs = min(jobs, len(units))
     if _fd(out.stream) is None or _fd(sys.stderr) is None:
-        for result, chunks, raised in fan_out(functools.partial(_captured, fn, out), units, jobs):
+        for i, (result, chunks, raised) in enumerate(fan_out(functools.partial(_captured, fn, out), units, jobs)):
+            if i <= through:
+                yield None
+                continue
             _replay(chunks, out.stream)
             if raised is not None:
                 raise raised
+            through = _cut_through(cut, result, through)
             yield result
         return
     # Real files: each worker writes a range's output itself when the range before it is
@@ -44,16 +61,37 @@ def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: in
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    turn = _Turn(ctx.Condition(), ctx.Value("q", 0, lock=False))
+    turn = _Turn(ctx.Condition(), ctx.Value("q", 0, lock=False),
+                 ctx.Array("b", len(units), lock=False) if cut is not None else None, cut)
+    i = 0
     for results in fan_out(functools.partial(_write_in_turn, fn, out, turn), list(enumerate(units)), jobs,
                            ranged=True):
-        yield from results
+        for result in results:
+            yield None if i <= through else result
+            if i > through:
+                through = _cut_through(cut, result, through)
+            i += 1
+
+
+def _cut_through(cut, result, through: int) -> int:
+    c = None if cut is None or result is None else cut(result)
+    return through if c is None else max(through, c)
 
 
 class _Turn:
-    def __init__(self, cond, value) -> None:
+    def __init__(self, cond, value, cuts=None, cut=None) -> None:
         self.cond, self.value = cond, value
+        self.cuts, self.cut = cuts, cut     # shared: a byte per unit, 1 once it is cut
         self.parent = os.getpid()
+
+    def is_cut(self, i: int) -> bool:
+        return self.cuts is not None and self.cuts[i] == 1
+
+    def cut_after(self, i: int, result) -> None:
+        """Mark the units ``result`` cuts (after unit ``i``): before this range passes the turn on."""
+        if self.cuts is not None:
+            for j in range(i + 1, _cut_through(self.cut, result, i) + 1):
+                self.cuts[j] = 1
 
 
 def _fd(stream) -> int | None:
@@ -67,19 +105,27 @@ def _write_in_turn(fn, out, turn: _Turn, items: list) -> tuple[list, BaseExcepti
     """A range of units in a worker, their output written when the range's turn comes: the
     turn passes once per range, not once per unit (each pass wakes a process, which cost
     more than an index check itself)."""
-    _keep_freed_memory()
+    keep_freed_memory()
     first = items[0][0]
     spill = _Spill(turn, first, out.stream)
     results, raised = [], None
     with _capturing(out, spill.chunks, spill) as local:
-        for _, unit in items:
+        for i, unit in items:
+            if turn.is_cut(i):
+                results.append(None)
+                continue
+            spill.begin_unit(i)
             try:
-                results.append(fn(unit, local))
+                result = fn(unit, local)
             except Exception as e:  # noqa: BLE001 - raised in the parent once the output before it is written
                 raised = e
                 break
+            results.append(result)
+            turn.cut_after(i, result)
+        spill.begin_unit(None)
     if not spill.mine:
         spill.take()
+    spill.drop_cut()
     _write_fds(spill.chunks, out.stream, spill.err_fd)   # EPIPE (the reader went away) stops the run
     if raised is None:                  # after a failure nothing more is written: the turn stays here
         with turn.cond:
@@ -91,7 +137,7 @@ def _write_in_turn(fn, out, turn: _Turn, items: list) -> tuple[list, BaseExcepti
 _kept_in: int | None = None     # the process that has asked the allocator to keep memory
 
 
-def _keep_freed_memory() -> None:
+def keep_freed_memory() -> None:
     """A worker holds each range's output (megabytes of dump) until its turn, then frees it.
     glibc's malloc hands freed memory at the top of the heap back to the kernel and maps
     big blocks afresh each time, so the next range faulted it all back in a page at a time
@@ -131,6 +177,33 @@ class _Spill:
         self.size = 0
         self.check_at = min(self.FLUSH_AT, self.SPILL_AT)
         self.mine = False
+        self.marks: list[tuple[int, int]] = []     # (unit, the chunk its output starts at)
+        self.dropping = False                      # the unit running is cut: its output is dropped
+
+    def begin_unit(self, i: int | None) -> None:
+        """The output from here on is unit ``i``'s (None: no unit's)."""
+        self.dropping = False
+        if i is not None:
+            self.chunks.append((0, []))            # a mark: the unit's first write starts a chunk
+            self.marks.append((i, len(self.chunks)))
+
+    def drop_cut(self) -> None:
+        """Drop the output of the units found cut once this range's turn has come."""
+        turn = self.turn
+        if turn.cuts is None or not self.marks:
+            return
+        bounds = [start for _, start in self.marks[1:]] + [len(self.chunks)]
+        kept = self.chunks[:self.marks[0][1]]
+        for (i, start), end in zip(self.marks, bounds):
+            if turn.is_cut(i):
+                if end == len(self.chunks):
+                    self.dropping = True           # the unit still running: what it writes next too
+            else:
+                kept += self.chunks[start:end]
+        self.chunks[:] = kept
+        # From now on this range has the turn: a unit found cut later is cut by one of its own,
+        # before it starts (``_write_in_turn`` skips it), so no mark is needed any more.
+        self.marks = []
 
     def wrote(self, n: int) -> None:
         self.size += n
@@ -139,6 +212,7 @@ class _Spill:
         if not self.mine and (self.size >= self.SPILL_AT or self.turn.value.value == self.i):
             self.take()
         if self.mine:
+            self.drop_cut()
             _write_fds(self.chunks, self.stream, self.err_fd)
             self.chunks.clear()
             self.size = 0
@@ -165,6 +239,8 @@ def _write_fds(chunks: list, stream, err_fd: int) -> None:
     encoding = getattr(stream, "encoding", None) or "utf-8"
     errors = getattr(stream, "errors", None) or "strict"
     for fd_kind, parts in chunks:
+        if not fd_kind:
+            continue                # a unit's mark
         fd = _fd(stream) if fd_kind == 1 else err_fd
         how = errors if fd_kind == 1 else "backslashreplace"
         start = size = 0
@@ -197,6 +273,8 @@ class _Tap:
     def write(self, s: str) -> int:
         if not isinstance(s, str):      # as a text stream does (Click probes with b"")
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.spill is not None and self.spill.dropping:
+            return len(s)
         if self.chunks and self.chunks[-1][0] == self.fd:
             self.chunks[-1][1].append(s)
         else:

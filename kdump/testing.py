@@ -271,3 +271,21 @@ def encode_offset_commit(group: str, topic: str, partition: int, offset: int | N
 def encode_group_metadata_key(group: str) -> bytes:
     """The key of a classic group's GroupMetadata record (its null value deletes the group)."""
     return struct.pack(">h", _GROUP_METADATA_KEY_VERSION) + _short_string(group)
+
+
+# The smallest record there is: length 6, then attributes, timestamp delta, offset delta,
+# null key, null value and no headers, one byte each.
+EMPTY_RECORD = b"\x0c\x00\x00\x00\x01\x01\x00"
+
+
+def build_record_count_bomb(count: int, *, codec: int = 4, base_offset: int = 0) -> bytes:
+    """A v2 batch of ``count`` empty records (7 bytes each, every one at the base offset),
+    compressed: 9.5 million of them are 64 MiB decompressed in a batch of a few KB. A
+    decoder that makes one list of a batch's records needs gigabytes for it."""
+    payload = compress(codec, EMPTY_RECORD * count, 2)
+    attributes = codec & COMPRESSION_MASK
+    batch_length = V2_HEADER.size - LOG_OVERHEAD + len(payload)
+    head = V2_HEADER.pack(base_offset, batch_length, 0, 2, 0, attributes, count - 1, 0, 0, -1, -1, -1, count)
+    out = bytearray(head + payload)
+    _CRC.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return bytes(out)

@@ -1,4 +1,4 @@
-/* json_batch_line: the twin of batch_line in kdump/render/jsonout.py */
+/* json_batch_line, json_records: the twins of batch_line and records_text in kdump/render/jsonout.py */
 
 #include "speedups.h"
 
@@ -186,18 +186,16 @@ put_utf8_json(outbuf *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
-/* A JSON literal for a key, value or header value: null, or a string in the encoding. */
+/* A JSON literal for ``n`` bytes at ``s`` (NULL: null) in the encoding. */
 static int
-put_payload(outbuf *o, PyObject *d, int encoding)
+put_payload_raw(outbuf *o, const unsigned char *s, Py_ssize_t n, int encoding)
 {
-    if (d == Py_None) {
+    if (s == NULL) {
         if (out_reserve(o, 4) < 0)
             return -1;
         PUT_LIT(o, "null");
         return 0;
     }
-    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(d);
-    Py_ssize_t n = PyBytes_GET_SIZE(d);
     if (encoding == ENC_UTF8)
         return put_utf8_json(o, s, n);
     Py_ssize_t need = encoding == ENC_HEX ? 2 * n + 2 : (n + 2) / 3 * 4 + 2;
@@ -239,6 +237,15 @@ put_payload(outbuf *o, PyObject *d, int encoding)
     *w++ = '"';
     o->len = w - o->p;
     return 0;
+}
+
+/* A JSON literal for a key, value or header value: null, or a string in the encoding. */
+static int
+put_payload(outbuf *o, PyObject *d, int encoding)
+{
+    if (d == Py_None)
+        return put_payload_raw(o, NULL, 0, encoding);
+    return put_payload_raw(o, (const unsigned char *)PyBytes_AS_STRING(d), PyBytes_GET_SIZE(d), encoding);
 }
 
 /* An exact int within int64 (bool and other subclasses print differently): 0, else -1. */
@@ -402,6 +409,68 @@ put_record(outbuf *o, PyObject *rec, int encoding)
     return 1;
 }
 
+/* The record objects of a list or tuple, comma-separated; same return convention as put_batch. */
+static int
+put_records(outbuf *o, PyObject *records, int encoding)
+{
+    Py_ssize_t nr = PySequence_Fast_GET_SIZE(records);
+    PyObject **rs = PySequence_Fast_ITEMS(records);
+    for (Py_ssize_t i = 0; i < nr; i++) {
+        if (i) {
+            if (out_reserve(o, 1) < 0)
+                return -1;
+            PUT_LIT(o, ",");
+        }
+        int rc = put_record(o, rs[i], encoding);
+        if (rc <= 0)
+            return rc;
+    }
+    return 1;
+}
+
+/* Frees the shared buffer once a call has made it huge. */
+static void
+out_trim(void)
+{
+    if (out_cap > OUT_KEEP) {
+        PyMem_Free(out_mem);
+        out_mem = NULL;
+        out_cap = 0;
+    }
+}
+
+/* json_records(records, encoding) -> str | None: the "records" array's members without the
+ * brackets, for a batch written a slice of records at a time (render/dump.py JsonDump). The
+ * text is ASCII: every payload is base64, hex or \u-escaped. */
+PyObject *
+kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "json_records(records, encoding)");
+        return NULL;
+    }
+    PyObject *records = args[0];
+    long encoding = PyLong_AsLong(args[1]);
+    if (encoding == -1 && PyErr_Occurred())
+        return NULL;
+    if ((encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
+        (!PyList_Check(records) && !PyTuple_Check(records)))
+        Py_RETURN_NONE;
+    outbuf o = {out_mem, 0};
+    PyObject *result = NULL;
+    int rc = put_records(&o, records, (int)encoding);
+    if (rc > 0) {
+        result = PyUnicode_New(o.len, 127);
+        if (result != NULL)
+            memcpy(PyUnicode_1BYTE_DATA(result), o.p, (size_t)o.len);
+    }
+    out_trim();
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return result;
+}
+
 PyObject *
 kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -439,21 +508,12 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     rc = -1;
     if (records != Py_None) {
-        Py_ssize_t nr = PySequence_Fast_GET_SIZE(records);
-        PyObject **rs = PySequence_Fast_ITEMS(records);
         if (out_reserve(&o, 16) < 0)
             goto done;
         PUT_LIT(&o, ",\"records\":[");
-        for (Py_ssize_t i = 0; i < nr; i++) {
-            if (i) {
-                if (out_reserve(&o, 1) < 0)
-                    goto done;
-                PUT_LIT(&o, ",");
-            }
-            rc = put_record(&o, rs[i], (int)encoding);
-            if (rc <= 0)
-                goto done;
-        }
+        rc = put_records(&o, records, (int)encoding);
+        if (rc <= 0)
+            goto done;
         rc = -1;
         if (out_reserve(&o, 1) < 0)
             goto done;
@@ -477,13 +537,155 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(part);
     }
 done:
-    if (out_cap > OUT_KEEP) {
-        PyMem_Free(out_mem);
-        out_mem = NULL;
-        out_cap = 0;
-    }
+    out_trim();
     if (rc == 0)
         Py_RETURN_NONE;     /* not ours: the Python writer does this line */
     return result;          /* NULL with an exception set when rc < 0 */
 }
 
+
+/* A v2 record read in place (kd_next_record), written as put_record writes its object. */
+static int
+put_raw_record(outbuf *o, const kd_record *r, int encoding)
+{
+    if (out_reserve(o, 128 + 5 * INT_CHARS) < 0)
+        return -1;
+    PUT_LIT(o, "{\"offset\":");
+    put_i64(o, r->offset);
+    PUT_LIT(o, ",\"timestamp\":");
+    put_i64(o, r->timestamp);
+    PUT_LIT(o, ",\"key_size\":");
+    put_i64(o, r->key == NULL ? -1 : r->klen);
+    PUT_LIT(o, ",\"value_size\":");
+    put_i64(o, r->value == NULL ? -1 : r->vlen);
+    PUT_LIT(o, ",\"sequence\":");
+    put_i64(o, r->sequence);
+    PUT_LIT(o, ",\"key\":");
+    if (put_payload_raw(o, r->key, r->klen, encoding) < 0 || out_reserve(o, 16) < 0)
+        return -1;
+    PUT_LIT(o, ",\"value\":");
+    if (put_payload_raw(o, r->value, r->vlen, encoding) < 0 || out_reserve(o, 16) < 0)
+        return -1;
+    PUT_LIT(o, ",\"headers\":[");
+    const unsigned char *h = r->headers;
+    for (int32_t i = 0; i < r->hcount; i++) {
+        const unsigned char *hk, *hv;
+        int32_t hkl, hvl;
+        kd_next_header(&h, r->headers_end, &hk, &hkl, &hv, &hvl);
+        if (out_reserve(o, 16) < 0)
+            return -1;
+        if (i)
+            PUT_LIT(o, ",");
+        PUT_LIT(o, "{\"key\":");
+        if (put_utf8_json(o, hk, hkl) < 0 || out_reserve(o, 16) < 0)
+            return -1;
+        PUT_LIT(o, ",\"value\":");
+        if (put_payload_raw(o, hv, hvl, encoding) < 0 || out_reserve(o, 4) < 0)
+            return -1;
+        PUT_LIT(o, "}");
+    }
+    if (out_reserve(o, 2) < 0)
+        return -1;
+    PUT_LIT(o, "]}");
+    return 0;
+}
+
+/*
+ * json_v2_line(file_json, batch, data, encoding) -> (line, first_offset, last_offset) | None:
+ * the line json_batch_line writes for a non-control v2 batch and the records decode_v2_records
+ * would make of its records section ``data`` (decompressed, if it was), written from the bytes
+ * without making those records (render/dump.py JsonDump). Only where the records' offsets
+ * follow one another (first and last then say them all, for the gap report; (None, None):
+ * no record); None for anything else, and the usual path writes the line.
+ */
+PyObject *
+kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "json_v2_line(file_json, batch, data, encoding)");
+        return NULL;
+    }
+    PyObject *file_json = args[0], *batch = args[1];
+    long encoding = PyLong_AsLong(args[3]);
+    if (encoding == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyUnicode_CheckExact(file_json) || !PyUnicode_IS_ASCII(file_json) ||
+        (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
+        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
+        Py_RETURN_NONE;
+    int64_t magic, count, attributes, base_offset, base_ts, max_ts, base_seq;
+    PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
+    if (exact_i64(f[5], &magic) < 0 || magic != 2 || exact_i64(f[3], &count) < 0 ||
+        exact_i64(f[8], &attributes) < 0 || (attributes & 0x20) || exact_i64(f[1], &base_offset) < 0 ||
+        exact_i64(f[10], &base_ts) < 0 || exact_i64(f[11], &max_ts) < 0 || exact_i64(f[14], &base_seq) < 0)
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    PyObject *result = NULL;
+    int rc = 0;
+    outbuf o = {out_mem, 0};
+    int64_t first = 0, last = 0;
+    if (count < 0 || count > end / 7)
+        goto done;
+    rc = -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(file_json);
+    if (out_reserve(&o, n + 16) < 0)
+        goto done;
+    PUT_LIT(&o, "{\"file\":");
+    put_raw(&o, (const char *)PyUnicode_DATA(file_json), n);
+    rc = put_batch(&o, batch);
+    if (rc <= 0)
+        goto done;
+    rc = -1;
+    if (out_reserve(&o, 16) < 0)
+        goto done;
+    PUT_LIT(&o, ",\"records\":[");
+    const int64_t *lat = (attributes & 0x08) ? &max_ts : NULL;
+    Py_ssize_t p = 0;
+    for (int64_t i = 0; i < count; i++) {
+        kd_record r;
+        if (kd_next_record(d, &p, end, base_offset, base_ts, lat, base_seq, &r) < 0 ||
+            (i > 0 && r.offset != last + 1)) {
+            rc = 0;             /* malformed, or a gap: the usual path */
+            goto done;
+        }
+        if (i == 0)
+            first = r.offset;
+        last = r.offset;
+        if (i) {
+            if (out_reserve(&o, 1) < 0)
+                goto done;
+            PUT_LIT(&o, ",");
+        }
+        if (put_raw_record(&o, &r, (int)encoding) < 0)
+            goto done;
+    }
+    if (p != end) {
+        rc = 0;
+        goto done;
+    }
+    if (out_reserve(&o, 2) < 0)
+        goto done;
+    PUT_LIT(&o, "]}");
+    PyObject *line = PyUnicode_New(o.len, 127);
+    if (line == NULL)
+        goto done;
+    memcpy(PyUnicode_1BYTE_DATA(line), o.p, (size_t)o.len);
+    if (count > 0)
+        result = Py_BuildValue("(NLL)", line, (long long)first, (long long)last);
+    else
+        result = Py_BuildValue("(NOO)", line, Py_None, Py_None);
+    rc = 1;
+done:
+    PyBuffer_Release(&view);
+    out_trim();
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return result;
+}

@@ -54,6 +54,9 @@ static PyMethodDef kd_methods[] = {
     {"decode_v2_records", (PyCFunction)(void (*)(void))kd_decode_v2_records, METH_FASTCALL,
      "decode_v2_records(data, base_offset, base_timestamp, log_append_time, base_sequence, count) "
      "-> list of Record, or None if the data is malformed in any way."},
+    {"decode_v2_span", (PyCFunction)(void (*)(void))kd_decode_v2_span, METH_FASTCALL,
+     "decode_v2_span(data, start, base_offset, base_timestamp, log_append_time, base_sequence, first, take, "
+     "count) -> (list of Record, next_start), or None if the data is malformed in any way."},
     {"decode_legacy_set", (PyCFunction)(void (*)(void))kd_decode_legacy_set, METH_FASTCALL,
      "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time) -> list of Record, or None "
      "if the decompressed inner message set is malformed in any way."},
@@ -74,6 +77,13 @@ static PyMethodDef kd_methods[] = {
      "text_item(out, batch, records, mode, last, gaps) -> int | None: TextDump.item's lines appended to the "
      "bytearray out as UTF-8 (mode: text.c_mode), the record offsets followed into gaps (None: not followed); "
      "the last offset, or None when the Python renderer must do it."},
+    {"json_v2_line", (PyCFunction)(void (*)(void))kd_json_v2_line, METH_FASTCALL,
+     "json_v2_line(file_json, batch, data, encoding) -> (str, first_offset, last_offset) | None: the line of a "
+     "v2 batch written straight from its (decompressed) records section, whose offsets follow one another; "
+     "None for anything else."},
+    {"json_records", (PyCFunction)(void (*)(void))kd_json_records, METH_FASTCALL,
+     "json_records(records, encoding) -> str | None: the record objects of json_batch_line, comma-separated "
+     "(a batch streamed a slice of records at a time); None when the Python writer must do it."},
     {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
     {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
      "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},

@@ -1,4 +1,5 @@
-/* decode_v2_records: the twin of decode_v2_payload in kdump/format/records.py */
+/* decode_v2_records, decode_v2_span: the twins of decode_v2_payload and decode_v2_span in
+ * kdump/format/records.py */
 
 #include "speedups.h"
 
@@ -84,23 +85,29 @@ read_bytes_field(const unsigned char *d, Py_ssize_t *p, Py_ssize_t end, int32_t 
     return 0;
 }
 
-/* The records of ``d[0:end]``; NULL with no exception set means "malformed". */
+/* Records ``first`` .. ``first + take - 1`` of a batch of ``count``, the first of them at
+ * ``d[start]``, the records section ending at ``end``; ``*pos_out`` is where the next one
+ * starts. The last of the batch must end exactly at ``end``. NULL with no exception set
+ * means "malformed". */
 static PyObject *
-decode_records(const unsigned char *d, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
-               PyObject *log_append_ts, int64_t base_seq, int64_t count)
+decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
+               PyObject *log_append_ts, int64_t base_seq, int64_t first, int64_t take, int64_t count,
+               Py_ssize_t *pos_out)
 {
-    if (count < 0 || count > end / 7)   /* every record takes 7 bytes or more */
+    /* every record takes 7 bytes or more: those left must fit */
+    if (count < 0 || first < 0 || take < 0 || first > count || take > count - first || start < 0 || start > end ||
+        count - first > (end - start) / 7)
         return NULL;
     PyObject *ts_type = PyLong_FromLong(log_append_ts != NULL ? 1 : 0);
     if (ts_type == NULL)
         return NULL;
-    PyObject *list = PyList_New((Py_ssize_t)count);
+    PyObject *list = PyList_New((Py_ssize_t)take);
     if (list == NULL) {
         Py_DECREF(ts_type);
         return NULL;
     }
-    Py_ssize_t p = 0;
-    for (Py_ssize_t n = 0; n < (Py_ssize_t)count; n++) {
+    Py_ssize_t p = start;
+    for (Py_ssize_t n = 0; n < (Py_ssize_t)take; n++) {
         int32_t length, off_delta, klen, vlen, hcount;
         int64_t ts_delta, offset, ts = 0, seq;
         if (read_varint32(d, &p, end, &length) < 0 || length < 6 || length > end - p)
@@ -195,9 +202,10 @@ decode_records(const unsigned char *d, Py_ssize_t end, int64_t base_offset, int6
             goto error;
         PyList_SET_ITEM(list, n, rec);
     }
-    if (p != end)
+    if (first + take == count && p != end)
         goto malformed;
     Py_DECREF(ts_type);
+    *pos_out = p;
     return list;
 
 malformed:
@@ -210,6 +218,10 @@ error:
     PyErr_Clear();          /* memory errors included: the Python decoder reruns */
     return NULL;
 }
+
+static PyObject *decode_buffer(PyObject *data, Py_ssize_t start, int64_t base_offset, int64_t base_ts,
+                               PyObject *lat, int64_t base_seq, int64_t first, int64_t take, int64_t count,
+                               Py_ssize_t *pos);
 
 PyObject *
 kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -236,19 +248,27 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
 
-    PyObject *data = args[0];
+    Py_ssize_t pos;
+    return decode_buffer(args[0], 0, base_offset, base_ts, lat, base_seq, 0, count, count, &pos);
+}
+
+/* decode_records over any buffer; None for "malformed" (or a buffer it cannot read). */
+static PyObject *
+decode_buffer(PyObject *data, Py_ssize_t start, int64_t base_offset, int64_t base_ts, PyObject *lat,
+              int64_t base_seq, int64_t first, int64_t take, int64_t count, Py_ssize_t *pos)
+{
     PyObject *result;
     if (PyBytes_Check(data)) {
-        result = decode_records((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
-                                base_offset, base_ts, lat, base_seq, count);
+        result = decode_records((const unsigned char *)PyBytes_AS_STRING(data), start, PyBytes_GET_SIZE(data),
+                                base_offset, base_ts, lat, base_seq, first, take, count, pos);
     } else {
         Py_buffer view;
         if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
             PyErr_Clear();
             Py_RETURN_NONE;
         }
-        result = decode_records((const unsigned char *)view.buf, view.len,
-                                base_offset, base_ts, lat, base_seq, count);
+        result = decode_records((const unsigned char *)view.buf, start, view.len,
+                                base_offset, base_ts, lat, base_seq, first, take, count, pos);
         PyBuffer_Release(&view);
     }
     if (result == NULL)
@@ -256,3 +276,108 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* decode_v2_span(data, start, base_offset, base_timestamp, log_append_time, base_sequence,
+ * first, take, count) -> (records, next_start) | None: ``take`` records of the batch from
+ * record ``first`` on, the first at byte ``start`` of ``data`` (the whole records section):
+ * a batch of millions of records decoded a slice at a time (records.py decode_v2_span). */
+PyObject *
+kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_v2_span(data, start, base_offset, base_timestamp, log_append_time, "
+                        "base_sequence, first, take, count)");
+        return NULL;
+    }
+    if (RecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+        return NULL;
+    }
+    int64_t start, base_offset, base_ts, base_seq, first, take, count;
+    PyObject *lat = args[4];
+    if (as_int64(args[1], &start) < 0 || as_int64(args[2], &base_offset) < 0 || as_int64(args[3], &base_ts) < 0 ||
+        as_int64(args[5], &base_seq) < 0 || as_int64(args[6], &first) < 0 || as_int64(args[7], &take) < 0 ||
+        as_int64(args[8], &count) < 0 || start < 0 || start > PY_SSIZE_T_MAX)
+        Py_RETURN_NONE;
+    if (lat == Py_None) {
+        lat = NULL;
+    } else if (!PyLong_Check(lat)) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *records = decode_buffer(args[0], (Py_ssize_t)start, base_offset, base_ts, lat, base_seq,
+                                      first, take, count, &pos);
+    if (records == NULL || records == Py_None)
+        return records;
+    PyObject *result = Py_BuildValue("(Nn)", records, pos);
+    return result;
+}
+
+
+/* One record of a v2 records section read without building objects, for json_v2_line
+ * (jsonout.c): the checks of decode_records' loop above, header by header included. 0, or
+ * -1 where decode_records would answer "malformed" (the caller then leaves the batch to it). */
+int
+kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
+               const int64_t *log_append_ts, int64_t base_seq, kd_record *r)
+{
+    Py_ssize_t p = *pos;
+    int32_t length, off_delta;
+    int64_t ts_delta;
+    if (read_varint32(d, &p, end, &length) < 0 || length < 6 || length > end - p)
+        return -1;
+    Py_ssize_t rend = p + length;
+    p += 1;                                  /* attributes, unused */
+    if (read_varint64(d, &p, rend, &ts_delta) != 0 || read_varint32(d, &p, rend, &off_delta) < 0)
+        return -1;
+    if (add_overflows(base_offset, off_delta, &r->offset))
+        return -1;
+    if (log_append_ts != NULL)
+        r->timestamp = *log_append_ts;
+    else if (add_overflows(base_ts, ts_delta, &r->timestamp))
+        return -1;
+    if (base_seq >= 0) {
+        if (add_overflows(base_seq, off_delta, &r->sequence))
+            return -1;
+        r->sequence &= 0x7FFFFFFF;
+    } else {
+        r->sequence = -1;
+    }
+    if (read_bytes_field(d, &p, rend, &r->klen, &r->key) < 0 || read_bytes_field(d, &p, rend, &r->vlen, &r->value) < 0)
+        return -1;
+    if (read_varint32(d, &p, rend, &r->hcount) < 0 || r->hcount < 0 || r->hcount > rend - p)
+        return -1;
+    r->headers = d + p;
+    r->headers_end = d + rend;
+    for (int32_t i = 0; i < r->hcount; i++) {
+        int32_t hk, hv;
+        if (read_varint32(d, &p, rend, &hk) < 0 || hk < 0 || hk > rend - p)
+            return -1;
+        p += hk;
+        if (read_varint32(d, &p, rend, &hv) < 0 || hv < -1 || (hv >= 0 && hv > rend - p))
+            return -1;
+        if (hv > 0)
+            p += hv;
+    }
+    if (p != rend)
+        return -1;
+    *pos = p;
+    return 0;
+}
+
+/* The next header of a record kd_next_record has checked: its key, and its value (NULL: null). */
+void
+kd_next_header(const unsigned char **h, const unsigned char *end, const unsigned char **key, int32_t *klen,
+               const unsigned char **value, int32_t *vlen)
+{
+    Py_ssize_t p = 0, e = end - *h;
+    read_varint32(*h, &p, e, klen);
+    *key = *h + p;
+    p += *klen;
+    read_varint32(*h, &p, e, vlen);
+    *value = *vlen >= 0 ? *h + p : NULL;
+    if (*vlen > 0)
+        p += *vlen;
+    *h += p;
+}

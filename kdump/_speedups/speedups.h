@@ -5,7 +5,9 @@
  *   crc.c      kdump/format/crc.py       crc32c(data, value=0) -> int
  *   walk.c     kdump/format/walk.py      scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos)
  *   records.c  kdump/format/records.py   decode_v2_records(data, base_offset, base_timestamp,
- *                                          log_append_time, base_sequence, count) -> list[Record] | None
+ *                                          log_append_time, base_sequence, count) -> list[Record] | None,
+ *                                        decode_v2_span(data, start, ..., first, take, count)
+ *                                          -> (list[Record], next_start) | None
  *   legacy.c   kdump/format/legacy.py    decode_legacy_set(data, wrapper_offset, wrapper_magic,
  *                                          log_append_time) -> list[Record] | None
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
@@ -13,7 +15,10 @@
  *                                        find_candidate(buf, pos, end, top) -> int
  *   info.c     kdump/info.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
  *                                          producers) -> (new_pos, batches, records, ...)
- *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None
+ *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
+ *                                        json_records(records, encoding) -> str | None,
+ *                                        json_v2_line(file_json, batch, data, encoding)
+ *                                          -> (str, first_offset, last_offset) | None
  *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos) -> (json_text, end) | None
  *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None
  *   javautf8.c kdump/format/javautf8.py  put_java_utf8 (for text.c; no Python function of its own)
@@ -221,6 +226,19 @@ new_struct(PyTypeObject *tp, PyObject **items, Py_ssize_t n)
 #endif
 }
 
+/* A v2 record read in place (records.c kd_next_record), for writers that need no objects. */
+typedef struct {
+    int64_t offset, timestamp, sequence;
+    const unsigned char *key, *value;       /* NULL: null */
+    int32_t klen, vlen, hcount;
+    const unsigned char *headers, *headers_end;
+} kd_record;
+
+int kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
+                   const int64_t *log_append_ts, int64_t base_seq, kd_record *r);
+void kd_next_header(const unsigned char **h, const unsigned char *end, const unsigned char **key, int32_t *klen,
+                    const unsigned char **value, int32_t *vlen);
+
 /* ------------------------------------------------------------------------------------ */
 /* The module's functions, one file each (see the table at the top)                     */
 /* ------------------------------------------------------------------------------------ */
@@ -229,6 +247,7 @@ PyObject *kd_crc32c(PyObject *self, PyObject *args);
 PyObject *kd_crc32c_sw(PyObject *self, PyObject *args);
 PyObject *kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
@@ -242,6 +261,9 @@ PyObject *kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
  * not; returns the end. Room: 4 bytes a byte, plus 4. java_utf8_init() fills its tables. */
 char *put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape);
 void java_utf8_init(void);
+
+PyObject *kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);
 PyObject *kd_catch_sigbus(PyObject *self, PyObject *unused);

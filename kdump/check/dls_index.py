@@ -30,7 +30,7 @@ from kdump.format.index import ENTRY as INDEX_ENTRY
 from kdump.format.index import parse_index
 from kdump.format.timeindex import ENTRY as TIME_ENTRY
 from kdump.format.timeindex import parse_timeindex
-from kdump.format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, decode_records
+from kdump.format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, record_slices
 from kdump.findings import is_damage
 from kdump.check.index_file import read_index_file
 from kdump.check.indexes import check_against_log, segment_log_path
@@ -241,11 +241,13 @@ class _Batches:
         return next((b for b in candidates if b.last_offset >= offset), None)
 
     def max_record_timestamp(self, batch):
+        most = NO_TIMESTAMP
         try:
-            records = decode_records(self.records_buf, batch, self.limits)
+            for records in record_slices(self.records_buf, batch, self.limits):
+                most = max([most, *(r.timestamp for r in records)])
         except KdumpError as e:
             return e
-        return max([NO_TIMESTAMP, *(r.timestamp for r in records)])
+        return most
 
 
 def damaged(path: str, kind: str, base_offset: int) -> bool:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from kdump import findings as F
 from kdump.check.broker_rule import IndexStep, assign_epoch, offset_in_range
-from kdump.errors import CodecError, KdumpError, UnsupportedCodecError
+from kdump.errors import CodecError, KdumpError, RecordCountLimitError, UnsupportedCodecError
 from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
 from kdump.format.javalong import INT64_MAX, INT64_MIN, unwrapped_range
-from kdump.format.walk import decode_records
+from kdump.format.walk import record_slices
 from kdump.model import Batch, Finding
 
 MAX_FINDINGS_PER_KIND = 50
@@ -219,32 +219,42 @@ class SegmentChecks:
                         f"byte {at}")
 
     def decode(self, b: Batch, first: int, last: int, count: int) -> int:
+        # A slice at a time: a batch of millions of records is never one list of them.
+        # CreateTime v2 timestamps outside this range were wrapped by Kafka's long sum.
+        lo, hi = unwrapped_range(b.base_timestamp) if b.magic == 2 and not b.timestamp_type else (INT64_MIN, INT64_MAX)
+        prev = wrapped_at = None
+        n = 0
+        ordered = True
         try:
-            records = decode_records(self.buf, b, self.limits)
+            for records in record_slices(self.buf, b, self.limits):
+                n += len(records)
+                if not ordered:
+                    continue
+                for rec in records:
+                    o = rec.offset
+                    if (prev is not None and o <= prev) or o < first or o > last:
+                        self.add(F.RECORD_DECODE, b.position, first,
+                                 f"record offset {o} is out of order or outside the batch's range {first}..{last}")
+                        ordered = False
+                        break
+                    prev = o
+                    if not lo <= rec.timestamp <= hi and wrapped_at is None:
+                        wrapped_at = rec
         except UnsupportedCodecError as e:
             self.add(F.UNSUPPORTED_CODEC, b.position, first, e.message)
             return count
         except CodecError as e:
             self.add(F.CODEC, b.position, first, e.message)
             return count
+        except RecordCountLimitError as e:
+            self.add(F.RECORD_COUNT_LIMIT, b.position, first, e.message)
+            return count
         except KdumpError as e:
             self.add(F.RECORD_DECODE, b.position, first, e.message)
             return count
-        # CreateTime v2 timestamps outside this range were wrapped by Kafka's long sum.
-        lo, hi = unwrapped_range(b.base_timestamp) if b.magic == 2 and not b.timestamp_type else (INT64_MIN, INT64_MAX)
-        prev = wrapped_at = None
-        for rec in records:
-            o = rec.offset
-            if (prev is not None and o <= prev) or o < first or o > last:
-                self.add(F.RECORD_DECODE, b.position, first,
-                         f"record offset {o} is out of order or outside the batch's range {first}..{last}")
-                break
-            prev = o
-            if not lo <= rec.timestamp <= hi and wrapped_at is None:
-                wrapped_at = rec
         if wrapped_at is not None:      # one finding a batch
             self.add(F.TIMESTAMP_OVERFLOW, b.position, wrapped_at.offset,
                      f"record {wrapped_at.offset}: baseTimestamp {b.base_timestamp} + timestampDelta is past the "
                      f"int64 range; Kafka's long arithmetic wraps it to {wrapped_at.timestamp}")
-        return len(records)
+        return n
 

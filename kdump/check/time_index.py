@@ -17,7 +17,7 @@ from kdump.findings import (TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH, TIME
 from kdump.format.codecs import Limits
 from kdump.format.rebuild import NO_TIMESTAMP
 from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile
-from kdump.format.walk import Walker, decode_records
+from kdump.format.walk import Walker, record_slices
 from kdump.model import LOG_APPEND_TIME, Batch, Finding
 
 AMBIGUOUS_DECODE_BUDGET = 64     # "last" entries decoded only to tell conventions apart
@@ -26,12 +26,12 @@ AMBIGUOUS_DECODE_BUDGET = 64     # "last" entries decoded only to tell conventio
 def _first_max_record(buf, b: Batch, limits: Limits) -> int | None:
     """Offset of the first record carrying the batch's max timestamp; None if the records do not decode."""
     try:
-        records = decode_records(buf, b, limits)
+        for records in record_slices(buf, b, limits):
+            for r in records:
+                if r.timestamp == b.max_timestamp:
+                    return r.offset
     except KdumpError:
         return None
-    for r in records:
-        if r.timestamp == b.max_timestamp:
-            return r.offset
     return None
 
 

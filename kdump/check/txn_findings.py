@@ -14,7 +14,7 @@ from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.control import ABORT, COMMIT
 from kdump.format.txnindex import ENTRY_SIZE, parse_txnindex
-from kdump.format.walk import decode_records
+from kdump.format.walk import record_slices
 from kdump.model import Finding
 from kdump.storage.segment import MappedFile
 
@@ -58,7 +58,7 @@ def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
     with MappedFile(path) as m:
         for b in batches:
             try:
-                records = decode_records(m.buf, b, limits)
+                records = next(record_slices(m.buf, b, limits))     # the first slice holds the marker
             except KdumpError:
                 continue
             if records and records[0].control is not None:

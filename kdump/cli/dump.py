@@ -10,9 +10,10 @@ from kdump.format.codecs import limits_for
 from kdump.run.dump import run_dump
 from kdump.decoders.payload import PayloadView
 from kdump.storage.reader import Filters
+from kdump.storage.split import DEFAULT_SPLIT_BYTES
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.render.output import Output
-from kdump.cli.options import jobs_option, jobs_or_default, limits_option, local_urls, output_options
+from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.schema_options import decoder_choice, schema_decoders, schema_options
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
@@ -76,6 +77,10 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @click.option("--end-time", help="Latest timestamp to show (inclusive).")
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
+@click.option("--split-bytes", type=ByteSize(), default=DEFAULT_SPLIT_BYTES, show_default="32MiB",
+              help="With -j, cut a segment larger than this into ranges at batch boundaries (from its .index "
+                   "when it passes a sanity check, else a walk of the batch headers) for the workers to share; "
+                   "the output is the same bytes. 0: a segment is one piece.")
 @schema_options
 @dls_options
 @limits_option
@@ -83,9 +88,10 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
-         skip_record_metadata, escape, start_offset, end_offset, start_time, end_time, max_bytes, max_decompressed,
-         max_expansion, jobs, json_flag, fmt, color, quiet, files, key_decoder_class, value_decoder_class,
-         index_sanity_check, verify_index_only, max_message_size, schemas_path, schema_registry, schema_cache):
+         skip_record_metadata, escape, start_offset, end_offset, start_time, end_time, max_bytes, split_bytes,
+         max_decompressed, max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files,
+         key_decoder_class, value_decoder_class, index_sanity_check, verify_index_only, max_message_size, schemas_path,
+         schema_registry, schema_cache):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -124,6 +130,6 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders, escape=escape != "none")
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     dls=bool(files),
-                    limits=limits_for(max_decompressed, max_expansion),
+                    limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),
                     index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size),
-                    jobs=jobs_or_default(jobs))
+                    jobs=jobs_or_default(jobs), split_bytes=split_bytes)

@@ -52,8 +52,8 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--json", "json_flag", is_flag=True, help="Print a JSON summary object on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
 def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, decode,
-           schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, jobs, overwrite, json_flag,
-           quiet):
+           schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, max_records_per_batch, jobs,
+           overwrite, json_flag, quiet):
     """Export the records under PATHS to Parquet or NDJSON files in --out.
 
     One row per record: topic, partition, segment, file, position, base_offset, offset,
@@ -72,7 +72,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         raise UsageError("--jobs applies to --engine local only (Spark's parallelism is its master's)")
     columns = parse_partition_by(partition_by)
     options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
-               "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion)}
+               "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion, max_records_per_batch)}
     if engine == "spark" and decode:
         raise UsageError("--decode runs with --engine local (the Spark source decodes with option valueFormat)")
     if engine == "spark":

@@ -29,8 +29,15 @@ class ByteSize(click.ParamType):
 
 
 def limits_option(f: Callable) -> Callable:
-    """--max-decompressed / --max-expansion: how far one compressed payload may expand."""
-    from kdump.format.codecs import DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_RATIO
+    """--max-decompressed / --max-expansion: how far one compressed payload may expand;
+    --max-records-per-batch: how many records a batch may declare."""
+    from kdump.format.codecs import DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_MAX_RECORDS, DEFAULT_RATIO
+
+    f = click.option("--max-records-per-batch", type=click.IntRange(min=0), default=DEFAULT_MAX_RECORDS,
+                     show_default=True, metavar="N",
+                     help="Refuse to decode a batch that declares more than N records: a finding on the batch. "
+                          "The default is the most a batch written by Kafka can hold ((2^31-1)/7: Kafka counts a "
+                          "batch's uncompressed bytes in an int32, and a record takes 7 bytes at least).")(f)
 
     f = click.option("--max-expansion", type=click.IntRange(min=1), default=DEFAULT_RATIO, show_default=True,
                      metavar="RATIO",

@@ -52,8 +52,8 @@ from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits
 @jobs_option
 @output_options
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
-           problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, jobs, json_flag,
-           fmt, color, quiet):
+           problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, max_records_per_batch,
+           jobs, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -91,7 +91,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     """
     out = Output(json_flag, fmt, color, quiet)
     out.problems_only = problems
-    limits = limits_for(max_decompressed, max_expansion)
+    limits = limits_for(max_decompressed, max_expansion, max_records_per_batch)
     if force and not truncate:
         raise UsageError("--force applies only with --truncate")
     if truncate:

@@ -14,15 +14,11 @@ import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from kdump.storage import fs
-from kdump.errors import KdumpError
-from kdump.format.index import parse_index
 from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
-from kdump.storage.names import INDEX_SUFFIX, offset_path
-from kdump.storage.reader import Filters, SegmentReader
-from kdump.storage.segment import MappedFile, file_size, read_small
+from kdump.storage.reader import Filters
+from kdump.storage.segment import file_size
+from kdump.storage.split import DEFAULT_SPLIT_BYTES, cuts
 
-DEFAULT_SPLIT_BYTES = 32 << 20       # slice size: ~1-2 s of decoding per task
 
 
 class Scope(NamedTuple):
@@ -159,52 +155,14 @@ def _segment_upper_bounds(files: list[LogFile]) -> dict[str, int]:
 
 
 def _split(f: LogFile, size: int, split_bytes: int) -> list[tuple[int, int | None, int | None, int | None]]:
-    """(start, end, low, high) pieces of a segment cut at ``.index`` positions.
-
-    A cut is used only where the index entry points at a batch that parses, has a valid
-    CRC and holds the entry's offset: a lying index must not split a batch in two.
-    ``low``/``high`` are offset bounds from neighbouring entries (None: the segment's own).
-    """
-    if size <= split_bytes:
-        return [(0, None, None, None)]
-    entries = _sane_entries(f, size)
-    if not entries:
-        return [(0, None, None, None)]
-    cuts: list[tuple[int, int, int | None]] = []     # (position, entry offset, offset of the entry before)
-    last = 0
-    try:
-        mapped = MappedFile(f.path, lazy=True)     # a remote segment: only the batches at the cuts are fetched
-    except KdumpError:
-        return [(0, None, None, None)]
-    try:
-        for i, e in enumerate(entries):
-            if e.position - last < split_bytes or size - e.position < split_bytes // 4:
-                continue
-            # Reuses the reader's own check of "does this index entry point at its batch".
-            if SegmentReader._batch_starts_at(mapped.buf, e.position, e.offset, size):
-                cuts.append((e.position, e.offset, entries[i - 1].offset if i else None))
-                last = e.position
-    finally:
-        mapped.close()
+    """(start, end, low, high) pieces of a segment cut at ``.index`` positions
+    (``storage.split.cuts``). ``low``/``high`` are offset bounds from neighbouring entries
+    (None: the segment's own)."""
     pieces = []
     start, low = 0, None
-    for position, entry_offset, before in cuts:
+    for position, entry_offset, before in cuts(f, size, split_bytes):
         # Records before the cut are below the cut batch's base, so at most its entry offset.
         pieces.append((start, position, low, entry_offset))
         start, low = position, before
     pieces.append((start, None, low, None))
     return pieces
-
-
-def _sane_entries(f: LogFile, log_size: int):
-    path = offset_path(os.path.dirname(f.path), f.base_offset, INDEX_SUFFIX)
-    try:
-        entries = parse_index(read_small(path, 256 << 20), f.base_offset).entries
-    except (KdumpError, OSError):
-        return None
-    prev_off = prev_pos = -1
-    for e in entries:
-        if e.offset <= prev_off or e.position <= prev_pos or e.position >= log_size:
-            return None
-        prev_off, prev_pos = e.offset, e.position
-    return entries

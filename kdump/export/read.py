@@ -14,7 +14,7 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.export.plan import Scope, Slice
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Batch, Record
-from kdump.storage.reader import Filters, SegmentReader, out_of_memory
+from kdump.storage.reader import Filters, RecordSlices, SegmentReader, out_of_memory
 
 
 class SliceReader(SegmentReader):
@@ -61,11 +61,19 @@ def read_slice(sl: Slice, scope: Scope = Scope(), records: bool = True,
             at = (b.position, b.base_offset)
             if isinstance(item.error, OutOfMemoryError):
                 raise item.error            # not damage: the export cannot complete
-            if item.error is not None:
-                yield Damage("records", b.position, b.base_offset if b.base_offset is not None else b.last_offset,
-                             item.error.message, b)
-            else:
+            error = item.error
+            if type(item.records) is RecordSlices:       # a batch of many records, a slice at a time
+                for records in item.records:
+                    if records:
+                        yield b, records
+                error = item.records.error
+                if isinstance(error, OutOfMemoryError):
+                    raise error
+            elif error is None:
                 yield item.batch, item.records
+            if error is not None:
+                yield Damage("records", b.position, b.base_offset if b.base_offset is not None else b.last_offset,
+                             error.message, b)
     except OutOfMemoryError:
         raise
     except MemoryError:

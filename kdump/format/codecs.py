@@ -15,6 +15,7 @@ finding, never an allocation. A missing library is an ``UnsupportedCodecError``.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 
 from kdump.errors import CodecError, DecompressionLimitError, UnsupportedCodecError
@@ -27,13 +28,25 @@ DEFAULT_FLOOR = 64 << 20
 DEFAULT_CAP = 1 << 30
 
 
+# Records a v2 batch may declare (--max-records-per-batch). Kafka's own bound: a batch is
+# built by MemoryRecordsBuilder, which counts its records' uncompressed bytes in an int32
+# (as message.max.bytes bounds a batch on disk to an int32), and every record takes at least
+# 7 bytes (length, attributes, timestamp delta, offset delta, key and value lengths, header
+# count: one byte each at least). So no batch Kafka wrote holds more than (2^31 - 1) // 7
+# records; the record count field (an int32) alone would allow 2^31 - 1.
+MIN_RECORD_SIZE = 7
+DEFAULT_MAX_RECORDS = (2 ** 31 - 1) // MIN_RECORD_SIZE
+
+
 class Limits:
-    """How far a compressed payload may expand (issue: decompression bombs)."""
+    """How far a compressed payload may expand (issue: decompression bombs), and how many
+    records a batch may declare (record-count bombs)."""
 
-    __slots__ = ("cap", "floor", "ratio")
+    __slots__ = ("cap", "floor", "max_records", "ratio")
 
-    def __init__(self, ratio: int = DEFAULT_RATIO, floor: int = DEFAULT_FLOOR, cap: int = DEFAULT_CAP) -> None:
-        self.ratio, self.floor, self.cap = ratio, floor, cap
+    def __init__(self, ratio: int = DEFAULT_RATIO, floor: int = DEFAULT_FLOOR, cap: int = DEFAULT_CAP,
+                 max_records: int = DEFAULT_MAX_RECORDS) -> None:
+        self.ratio, self.floor, self.cap, self.max_records = ratio, floor, cap, max_records
 
     def for_input(self, compressed_size: int) -> int:
         return min(self.cap, max(self.floor, self.ratio * compressed_size))
@@ -42,14 +55,17 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-def limits_for(max_decompressed: int = DEFAULT_CAP, max_expansion: int | None = None) -> Limits:
-    """The limits a user asked for (--max-decompressed / --max-expansion): at most
-    ``max_decompressed`` bytes and ``max_expansion`` times the compressed size, any payload
-    up to the floor (or ``max_decompressed`` if lower) allowed."""
+def limits_for(max_decompressed: int = DEFAULT_CAP, max_expansion: int | None = None,
+               max_records: int | None = None) -> Limits:
+    """The limits a user asked for (--max-decompressed / --max-expansion /
+    --max-records-per-batch): at most ``max_decompressed`` bytes and ``max_expansion`` times
+    the compressed size, any payload up to the floor (or ``max_decompressed`` if lower)
+    allowed; at most ``max_records`` records declared by a batch."""
     ratio = DEFAULT_RATIO if max_expansion is None else max_expansion
-    if max_decompressed == DEFAULT_LIMITS.cap and ratio == DEFAULT_LIMITS.ratio:
+    records = DEFAULT_MAX_RECORDS if max_records is None else max_records
+    if max_decompressed == DEFAULT_LIMITS.cap and ratio == DEFAULT_LIMITS.ratio and records == DEFAULT_MAX_RECORDS:
         return DEFAULT_LIMITS
-    return Limits(ratio=ratio, floor=min(DEFAULT_FLOOR, max_decompressed), cap=max_decompressed)
+    return Limits(ratio=ratio, floor=min(DEFAULT_FLOOR, max_decompressed), cap=max_decompressed, max_records=records)
 
 
 def _missing(codec: str, package: str) -> UnsupportedCodecError:
@@ -306,9 +322,15 @@ def _zstd():
     return zstandard
 
 
+_ZSTD = threading.local()      # a decompressor per thread: making one costs ~18 us, a batch's decode less
+
+
 def _unzstd(data: bytes, limit: int) -> bytes:
     zstandard = _zstd()
-    d = zstandard.ZstdDecompressor().decompressobj()
+    decompressor = getattr(_ZSTD, "decompressor", None)
+    if decompressor is None:
+        decompressor = _ZSTD.decompressor = zstandard.ZstdDecompressor()
+    d = decompressor.decompressobj()
     out = []
     total = 0
     pos = 0

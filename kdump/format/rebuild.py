@@ -15,7 +15,7 @@ from __future__ import annotations
 from kdump.errors import KdumpError
 from kdump.model import LOG_APPEND_TIME, Batch
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.walk import decode_records
+from kdump.format.walk import record_slices
 
 NO_TIMESTAMP = -1
 TIME_OFFSET_CONVENTIONS = ("last", "record")
@@ -30,11 +30,11 @@ def max_timestamp_record_offset(buf, batch: Batch, limits: Limits = DEFAULT_LIMI
     if batch.magic == 0 or batch.timestamp_type == LOG_APPEND_TIME:
         return batch.last_offset
     try:
-        records = decode_records(buf, batch, limits)
+        for records in record_slices(buf, batch, limits):
+            for record in records:
+                if record.timestamp == batch.max_timestamp:
+                    return record.offset
     except KdumpError:
         return batch.last_offset
-    for record in records:
-        if record.timestamp == batch.max_timestamp:
-            return record.offset
     return batch.last_offset
 

@@ -7,20 +7,31 @@ headersCount varint | (headerKeyLength varint | key | headerValueLength varint |
 This is the hottest loop in kdump: the one-byte varint case is inlined and the data is a
 ``bytes`` object (indexing bytes is faster than a memoryview). Each record must consume
 exactly its declared length, and the batch exactly its record count, as in Kafka.
+
+A batch may declare millions of records in a few kilobytes (a zstd batch of empty records).
+``v2_record_slices`` decodes them RECORDS_SLICE at a time (``decode_v2_span``), so what is
+held at once is the payload and one slice of records, whatever the count; ``decode_v2``
+returns one list, for callers that need every record at once. Both refuse a batch that
+declares more than ``Limits.max_records`` records before decoding any.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kdump import _accel
-from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
+from kdump.errors import CodecError, InvalidRecordError, KdumpError, RecordCountLimitError, TruncatedError
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
-from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
+from kdump.format.codecs import DEFAULT_LIMITS, Limits, MIN_RECORD_SIZE, decompress
 from kdump.format.control import parse_control
 from kdump.format.javalong import long_add
 from kdump.format.varint import read_varint
 
-MIN_RECORD_BODY = 6        # attributes + five one-byte varints
+MIN_RECORD_BODY = MIN_RECORD_SIZE - 1     # attributes + five one-byte varints
+# Records decoded at a time by v2_record_slices: a slice of small records is a few hundred
+# KB of objects, and a slice of large ones shares the payload's size.
+RECORDS_SLICE = 4096
 # A decompressed records section larger than this comes back as a LargeRecords list, so that
 # writers know, without measuring every record, that its keys and values may not fit in
 # a single string (a 4 MB segment can hold a 1000 MiB value).
@@ -55,8 +66,60 @@ def batch_payload(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> bytes:
     return decompress(codec, raw, 2, limits=limits)
 
 
+def check_record_count(batch: Batch, limits: Limits) -> None:
+    """Refuse, before decoding anything, a batch declaring more records than ``limits`` allow."""
+    count = batch.count
+    if count is not None and count > limits.max_records:
+        raise RecordCountLimitError(f"{batch_name(batch)} declares {count} records, more than the limit of "
+                                    f"{limits.max_records} (--max-records-per-batch); not decoded",
+                                    position=batch.position)
+
+
+def v2_record_slices(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> Iterator[list[Record]]:
+    """The records of the v2 ``batch``, RECORDS_SLICE at a time (one slice, maybe empty, for a
+    batch of fewer); a located KdumpError where they stop decoding, after the slices before it."""
+    check_record_count(batch, limits)
+    count = batch.count
+    if count is None or count <= RECORDS_SLICE:
+        yield decode_v2(buf, batch, limits)
+        return
+    try:
+        if batch.attributes & COMPRESSION_MASK:
+            data = batch_payload(buf, batch, limits)
+        else:
+            data = bytes(buf[batch.position + RECORD_BATCH_OVERHEAD:batch.position + batch.size])
+    except KdumpError as e:
+        if isinstance(e, CodecError):
+            e.message = f"{batch_name(batch)}: {e.message}"
+        raise e.located(position=batch.position) from None
+    large = len(data) > LARGE_PAYLOAD and batch.attributes & COMPRESSION_MASK
+    pos = n = 0
+    while n < count:
+        take = min(RECORDS_SLICE, count - n)
+        try:
+            records, pos = decode_v2_span(data, pos, batch, n, take)
+        except KdumpError as e:
+            raise e.located(position=batch.position) from None
+        n += take
+        yield LargeRecords(records) if large else records
+
+
+def decode_v2_span(data: bytes, start: int, batch: Batch, first: int, take: int) -> tuple[list[Record], int]:
+    """Records ``first .. first + take - 1`` of the v2 ``batch`` from ``data[start:]`` (its
+    records section, decompressed) and where the next starts; the last must end the data."""
+    if batch.count is not None and not batch.attributes & CONTROL_FLAG and (c := _accel.native()) is not None:
+        log_append_ts = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+        fast = c.decode_v2_span(data, start, batch.base_offset, batch.base_timestamp, log_append_ts,
+                                batch.base_sequence, first, take, batch.count)
+        if fast is not None:
+            return fast
+        # malformed somewhere: the loop finds where and raises the precise error
+    return _decode_span(data, start, batch, first, first + take)
+
+
 def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """All records of the v2 ``batch`` found in ``buf``; raises a located KdumpError."""
+    check_record_count(batch, limits)
     c = _accel.native()
     if c is not None and not batch.attributes & COMPRESSED_OR_CONTROL:
         # Uncompressed and not control: straight to C. None means malformed somewhere, and
@@ -98,13 +161,27 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
         if fast is not None:
             return fast
         # malformed somewhere: the loop below finds where and raises the precise error
+    return _decode_span(data, 0, batch, 0, count)[0]
+
+
+def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int) -> tuple[list[Record], int]:
+    """Records ``n .. stop - 1`` from ``data[pos:]``, and where the next starts (the reference
+    of decode_v2_records and decode_v2_span); when ``stop`` is the batch's count, the last
+    must end the data."""
+    count = batch.count
+    if count is None or count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in {batch_name(batch)}")
+    base_offset = batch.base_offset
+    base_ts = batch.base_timestamp
+    ts_type = batch.timestamp_type
+    log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
+    base_seq = batch.base_sequence
+    control = batch.attributes & CONTROL_FLAG
     end = len(data)
     records: list[Record] = []
     append = records.append
-    pos = 0
-    n = 0
     try:
-        while n < count:
+        while n < stop:
             # length => varint
             b = data[pos]
             if b < 0x80:
@@ -216,10 +293,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     except IndexError:
         raise TruncatedError(f"Incorrect declared batch size, premature EOF reached in record {n} "
                              f"of {batch_name(batch)}") from None
-    if pos != end:
+    if stop == count and pos != end:
         raise InvalidRecordError(f"Incorrect declared batch size, records still remaining in file "
                                  f"({end - pos} bytes after {count} records) in {batch_name(batch)}")
-    return records
+    return records, pos
 
 
 def _read_headers(data: bytes, pos: int, record_end: int, count: int, n: int):

@@ -18,7 +18,7 @@ from kdump.model import Batch, Finding, Record
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
-from kdump.format.records import decode_v2
+from kdump.format.records import decode_v2, v2_record_slices
 
 ENTRY_HEAD = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic
 
@@ -144,3 +144,13 @@ def decode_records(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[R
     if batch.magic >= 2:
         return decode_v2(buf, batch, limits)
     return decode_legacy(buf, batch, limits)
+
+
+def record_slices(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> Iterator[list[Record]]:
+    """``decode_records`` a slice at a time (``format.records.v2_record_slices``): for callers
+    that can take the records piecewise, so a batch of millions costs one slice at once. A
+    legacy wrapper's inner messages come as one slice."""
+    if batch.magic >= 2:
+        yield from v2_record_slices(buf, batch, limits)
+    else:
+        yield decode_legacy(buf, batch, limits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kdump.check.dls_index import NON_CONSECUTIVE
 from kdump.check.gaps import GapReport, PartitionGaps
 from kdump.render.escape import printable
+from kdump.storage.logdir import LogFile
 
 LISTED_PER_FILE = 20
 
@@ -14,12 +15,12 @@ def gap_lines(report: GapReport | None) -> list[str]:
     if report is None:
         return []
     lines: list[str] = []
-    for path, shown in report.shown:
+    for path, shown, count in report.shown:
         name = printable(path)
         lines += [f"kdump: non-consecutive offsets in {name}: {a} is followed by {b}"
                   for a, b in shown[:LISTED_PER_FILE]]
-        if len(shown) > LISTED_PER_FILE:
-            lines.append(f"kdump: {len(shown) - LISTED_PER_FILE} more non-consecutive offsets in {name} "
+        if count > LISTED_PER_FILE:
+            lines.append(f"kdump: {count - LISTED_PER_FILE} more non-consecutive offsets in {name} "
                          f"not listed")
     if report.explained:
         n = report.explained
@@ -32,3 +33,34 @@ def gap_summary(gaps: PartitionGaps | None) -> list[tuple[int, list[str]]]:
     """The report as a block of DumpLogSegments' closing report (printed after all files)."""
     lines = gap_lines(gaps.report()) if gaps is not None else []
     return [(NON_CONSECUTIVE, lines)] if lines else []
+
+
+class GapReporter:
+    """kdump's own gap report (JSON and table views, with --records): fed per file, shown
+    on stderr after all files."""
+
+    gaps: PartitionGaps | None = None
+
+    def _begin_gaps(self, f: LogFile) -> None:
+        if self.gaps is not None:
+            self.gaps.begin_file(f)
+
+    def _gap_records(self, records) -> None:
+        if records and self.gaps is not None:
+            self.gaps.records(records)
+
+    def _end_gaps(self) -> None:
+        if self.gaps is not None:
+            self.gaps.end_file()
+
+    def resume(self) -> None:
+        """A piece of a partition after its first (``dump -j`` on one segment)."""
+        if self.gaps is not None:
+            self.gaps.resume()
+
+    def open_gaps(self):
+        return None
+
+    @property
+    def summary(self) -> list[tuple[int, list[str]]]:
+        return gap_summary(self.gaps)

@@ -82,6 +82,11 @@ class Progress:
             self.completed += position - before
         return os.getpid() == self._pid
 
+    def begin_at(self, path: str, position: int) -> None:
+        """``path`` is read from ``position`` on (a range of it): what lies before is another's."""
+        if self.enabled:
+            self._read[path] = max(self._read.get(path, 0), position)
+
     def done(self, path: str, size: int | None = None) -> None:
         """``path`` is finished (its whole size counts as read)."""
         if self.enabled:

@@ -16,7 +16,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.render.diagnostics import report_error
 from kdump.decoders.payload import PayloadView
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
-from kdump.storage.reader import Filters, SegmentReader, out_of_memory
+from kdump.storage.reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
 from kdump.storage.segment import file_size
 
 
@@ -33,7 +33,9 @@ def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: 
     if out.format == "json":
         return r.JsonDump(out.stream, view, gaps)
     if out.format == "table":
-        return r.TableDump(out.console(), view, records, data, gaps)
+        from kdump.render.tabledump import TableDump
+
+        return TableDump(out.console(), view, records, data, gaps)
     # With --files, kafka-dump-log.sh's own report of every gap (-1 is followed by ... included).
     return r.TextDump(out.stream, view, records, data, skip_metadata, gaps, dls)
 
@@ -109,34 +111,48 @@ def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, b
 
 def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
-             index_opts: IndexOptions = IndexOptions(), jobs: int = 1, dls: bool = False) -> int:
+             index_opts: IndexOptions = IndexOptions(), jobs: int = 1, split_bytes: int = 0,
+             dls: bool = False) -> int:
     files, status = _files(paths, out, jobs)
     next_base = _segment_ranges([f for f, _ in files])
-    from kdump.ordered_output import ordered_output
+    from kdump.ordered_output import keep_freed_memory, ordered_output
     from kdump.parallel import in_process
     from kdump.render.progress import Progress
+    from kdump.run import pieces as P
 
     # A partition at a time (consecutive files of one directory), each with its own renderer:
     # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
-    # which each unit hands back to be printed after all of them.
+    # which each unit hands back to be printed after all of them. A segment larger than
+    # split_bytes is cut into ranges, each a piece of its own (run.pieces), for -j's workers.
+    # Not the table (its columns keep one width down a whole file, kdump.tables.FitTable), nor
+    # ranges of offsets, times or bytes: they read little.
     units = _partitions(files)
-    here = in_process(units, jobs)
+    keep_freed_memory()     # lines of ~100 KB each, made and freed: keep the memory, not fault it in again
+    split = jobs > 1 and out.format != "table" and not filters.active
+    plan = P.plan(units, split_bytes if split else 0)
+    here = in_process(plan, jobs)
 
-    def dump_unit(unit, out) -> tuple[int, int, list]:
+    def dump_piece(piece: P.Piece, out) -> P.Result:
         status = ExitStatus.OK
         matched = [0]                          # batches shown, to say when a range matched nothing
+        cut_through = None
         renderer = _renderer(out, view, records, data, skip_metadata, filters, dls)
+        if piece.resumed:
+            renderer.resume()
         mine = progress if here else None
         try:
-            for f, explicit in unit:
+            for f, explicit, rng in piece.entries:
                 if not explicit and _outside_range(f, next_base.get(f.path), filters):
                     if mine is not None:
                         mine.done(f.path)
                     continue
                 try:
                     if f.kind in BATCH_KINDS:
-                        status = max(status, _dump_segment(f, renderer, _auto_internal(f, view, auto_decode),
-                                                           records, filters, out, mine, limits, matched))
+                        st, reached = _dump_segment(f, renderer, _auto_internal(f, view, auto_decode), records,
+                                                    filters, out, mine, limits, matched, rng)
+                        status = max(status, st)
+                        if rng is not None and rng.stop is not None and not reached:
+                            cut_through = rng.last_piece    # the segment ended in this range
                     elif out.format == "text" and f.kind in (INDEX, TIMEINDEX) and f.leftover is None \
                             and f.base_offset is not None:
                         status = max(status, _dump_dls_index(f, renderer, view, out, index_opts, limits))
@@ -146,25 +162,39 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
                     renderer.finish()
                     _error(out, e.located(f.path))
                     status = max(status, e.exit_code)
-                if mine is not None:
+                    if rng is not None and rng.stop is not None:
+                        cut_through = rng.last_piece
+                if mine is not None and (rng is None or rng.stop is None):
                     mine.done(f.path)
         finally:
             renderer.finish()
-        return status, matched[0], getattr(renderer, "summary", [])
+        gaps = getattr(renderer, "gaps", None)
+        summary = renderer.summary if gaps is None else []
+        return P.Result(status, matched[0], summary, gaps, renderer.open_gaps(), cut_through)
 
     matched = 0
     summary: list = []
+    joiner = P.Joiner()
     with Progress.for_output(out, lambda: sum(file_size(f.path) for f, _ in files), "dump") as progress:
         try:
             # A worker counts what it reads for the bar as it goes, and hands the count back.
-            work = dump_unit if here else progress.counted(dump_unit)
-            for unit, result in zip(units, ordered_output(work, units, jobs, out)):
-                (unit_status, n, blocks), counted = (result, 0) if here else result
-                status = max(status, unit_status)
-                matched += n
-                summary += blocks
+            work = dump_piece if here else progress.counted(dump_piece)
+            cut = P.cut_of if here else (lambda r: None if r is None else P.cut_of(r[0]))
+            for piece, result in zip(plan, ordered_output(work, plan, jobs, out, cut)):
+                counted = 0
+                if result is not None and not here:
+                    result, counted = result
+                summary += joiner.add(piece, result)
+                if result is not None:
+                    status = max(status, result.status)
+                    matched += result.matched
                 if not here:
-                    progress.unit_done((f.path for f, _ in unit), counted)
+                    progress.unit_done((f.path for f, _, rng in piece.entries if rng is None or rng.stop is None),
+                                       counted)
+                    for f, _, rng in piece.entries:
+                        if rng is not None and rng.stop is not None:
+                            progress.advance(f.path, rng.stop)
+            summary += joiner.finish()
         finally:
             from kdump.render.dump import summary_lines
 
@@ -190,15 +220,30 @@ def _outside_range(f: LogFile, next_base: int | None, flt: Filters) -> bool:
 
 
 def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filters: Filters, out,
-                  progress=None, limits: Limits = DEFAULT_LIMITS, matched: list[int] | None = None) -> int:
+                  progress=None, limits: Limits = DEFAULT_LIMITS, matched: list[int] | None = None,
+                  rng=None) -> tuple[int, bool]:
+    """The exit status, and whether the walk reached the end of the range ``rng`` (a
+    ``run.pieces.Range``; None: the whole file) without ending the file."""
     status = ExitStatus.OK
-    renderer.begin_file(f, view)
-    reader = SegmentReader(f, filters, records, limits)
+    if rng is None or rng.first:
+        renderer.begin_file(f, view)
+    else:
+        renderer.continue_file(f, view)
+        if progress is not None:
+            progress.begin_at(f.path, rng.start)
+    raw = getattr(renderer, "raw_writer", None)
+    reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
+                           raw() if raw is not None and records else None)
     problems: list[KdumpError] = []
     n = 0
     for it in reader:
         try:
-            renderer.item(f, it)
+            if type(it.records) is RecordSlices:
+                it = _streamed(renderer, f, it)
+                if it is None:
+                    continue
+            else:
+                renderer.item(f, it)
         except MemoryError:
             raise out_of_memory(f.path, it.batch.position, it.batch.base_offset, "write") from None
         n += 1
@@ -210,7 +255,8 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
                                        file=f.path, position=b.position))
         if it.error is not None:
             problems.append(it.error)
-    renderer.end_file(f, reader.trailing_bytes)
+    if not reader.reached:
+        renderer.end_file(f, reader.trailing_bytes)
     if matched is not None:
         matched[0] += n
     if reader.stop is not None:
@@ -221,7 +267,27 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
             _error(out, e)
         # damage; a batch that could not be read at all (out of memory) did not complete
         status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
-    return status
+    return status, reader.reached
+
+
+def _streamed(renderer, f: LogFile, it: Item) -> Item | None:
+    """A batch of more records than one slice, drawn a slice at a time as they decode (a batch
+    of millions of records is never one list): the batch with the error that stopped its
+    records, or None when a time or offset range left none of them and nothing went wrong."""
+    slices = it.records
+    first = True
+    for records in slices:
+        if records:                     # (a range may leave a slice empty)
+            renderer.slice(f, it._replace(records=records), first)
+            first = False
+    it = it._replace(records=None, error=slices.error)
+    if first:                           # nothing shown: as for a batch decoded whole
+        if it.error is None:
+            return None
+        renderer.item(f, it)
+    else:
+        renderer.end_batch(f, it)
+    return it
 
 
 def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOptions, limits: Limits) -> int:

@@ -18,10 +18,10 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump import _accel
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import COMPRESSED_OR_CONTROL, LargeRecords
-from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records
+from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
+from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records, record_slices
 from kdump.storage.logdir import LogFile
-from kdump.model import TIMESTAMP_TYPE_MASK, Batch, Finding, Record
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
 from kdump.storage.segment import MappedFile
 
@@ -65,14 +65,42 @@ def out_of_memory(path: str, position: int | None, base_offset: int | None, what
 
 
 class Item(NamedTuple):
-    """One batch as the dump shows it: its records (when asked) or why they did not decode."""
+    """One batch as the dump shows it: its records (when asked) or why they did not decode.
+    ``records`` is a RecordSlices for a batch of more than RECORDS_SLICE records, and what the
+    reader's ``raw`` hook returned for a batch the hook took."""
 
     batch: Batch
-    records: list[Record] | None
+    records: list[Record] | RecordSlices | None
     error: KdumpError | None
 
 
 _item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
+
+
+class RecordSlices:
+    """``Item.records`` of a v2 batch declaring more than RECORDS_SLICE records: lists of them,
+    decoded a slice at a time while this is iterated (once), so that a record-count bomb never
+    becomes one list. Afterwards ``error`` says why they stopped (None: every record came)."""
+
+    __slots__ = ("_slices", "_path", "_batch", "_keep", "error")
+
+    def __init__(self, buf, batch: Batch, limits: Limits, path: str, keep=None) -> None:
+        self._slices = record_slices(buf, batch, limits)
+        self._path, self._batch, self._keep = path, batch, keep
+        self.error: KdumpError | None = None
+
+    def __iter__(self) -> Iterator[list[Record]]:
+        keep = self._keep
+        try:
+            for records in self._slices:
+                if keep is not None:
+                    kept = [r for r in records if keep(r)]
+                    records = LargeRecords(kept) if type(records) is LargeRecords else kept
+                yield records
+        except KdumpError as e:
+            self.error = e.located(self._path, self._batch.position)
+        except MemoryError:
+            self.error = out_of_memory(self._path, self._batch.position, self._batch.base_offset, "decode")
 
 
 class SegmentReader:
@@ -83,8 +111,19 @@ class SegmentReader:
     """
 
     def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+                 limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None,
+                 raw=None) -> None:
         self.file = f
+        # raw(batch, records section) -> object | None: offered each uncompressed, non-control v2
+        # batch of one slice of records or fewer before its records are decoded (without a range
+        # of offsets or times); what it returns stands for them in the Item (a writer that reads
+        # the bytes itself), None: decode them as usual.
+        self.raw = raw
+        # (start, stop): read from a batch boundary to the batch starting at ``stop`` (one range
+        # of a segment cut by storage.split); ``reached`` then says the walk met that batch. A
+        # walk passing ``stop`` inside a batch (the cut was not a boundary of this walk) reads on.
+        self.span = span
+        self.reached = False
         self.filters = filters
         self.want_records = records
         self.limits = limits
@@ -96,11 +135,13 @@ class SegmentReader:
 
     def __iter__(self) -> Iterator[Item]:
         mapped = MappedFile(self.file.path, lazy=True)     # a remote file: only [start, end) is fetched
+        view = None
         try:
             self.size = mapped.size
             buf = mapped.buf
             end = mapped.size if self.filters.max_bytes is None else min(mapped.size, self.filters.max_bytes)
-            start = self._seek(buf, end)
+            start = self._seek(buf, end) if self.span is None else self.span[0]
+            stop_at = None if self.span is None else self.span[1]
             self.start_position = start
             mapped.need(start, end)
             if mapped.size > (64 << 20):
@@ -110,12 +151,20 @@ class SegmentReader:
             check_offsets = flt.start_offset is not None or flt.end_offset is not None
             check_times = flt.start_time is not None or flt.end_time is not None
             want_records, limits = self.want_records, self.limits
+            max_records = limits.max_records
             # Uncompressed non-control v2 batches go straight to the C record decoder (what
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
             c = _accel.native()     # once per segment
             fast = c.decode_v2_records if c is not None else None
+            raw = self.raw if not (check_offsets or check_times) else None
+            view = memoryview(buf) if raw is not None else None
             for batch in walker:
+                if stop_at is not None and batch[0] >= stop_at:
+                    if batch[0] == stop_at:
+                        self.reached = True
+                        break
+                    stop_at = None
                 if check_offsets and not flt.batch_offsets_overlap(batch):
                     if flt.end_offset is not None and batch.base_offset is not None \
                             and batch.base_offset > flt.end_offset:
@@ -128,9 +177,22 @@ class SegmentReader:
                     continue
                 (position, base_offset, _, count, size, magic, _, _, attributes, _, base_ts, max_ts,
                  _, _, base_seq) = batch
+                if magic == 2 and count is not None and count > RECORDS_SLICE:
+                    keep = flt.keep_record if check_offsets or check_times else None
+                    yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
+                    continue
+                if raw is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:
+                    if not attributes & COMPRESSION_MASK:
+                        rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])
+                    else:
+                        rendered = self._raw_compressed(raw, buf, batch)
+                    if rendered is not None:
+                        yield _item(Item, (batch, rendered, None))
+                        continue
                 records = None
                 try:
-                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL:
+                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
+                            and count <= max_records:
                         records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
                                        base_ts, max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
                     if records is None:
@@ -156,7 +218,18 @@ class SegmentReader:
                 # --max-bytes cuts the file on purpose: what lies past the cut is not "invalid".
                 self.trailing_bytes = 0 if self.filters.max_bytes is not None else walker.trailing_bytes
         finally:
+            if view is not None:
+                view.release()
             mapped.close()
+
+    def _raw_compressed(self, raw, buf, batch: Batch):
+        """The raw hook on a compressed batch's records, decompressed (a payload of more than
+        LARGE_PAYLOAD, or one that does not decompress, is left to the usual path)."""
+        try:
+            data = batch_payload(buf, batch, self.limits)
+        except (KdumpError, MemoryError):
+            return None
+        return raw(batch, data) if len(data) <= LARGE_PAYLOAD else None
 
     # -- seeking ------------------------------------------------------------------------------
 

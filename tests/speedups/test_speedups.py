@@ -632,6 +632,71 @@ def test_legacy_inner_set_is_decoded_in_c():
     assert _speedups.decode_legacy_set(data, 1 << 64, 1, None) is None
 
 
+# -- decode_v2_span: a batch decoded a slice of records at a time --------------------------------
+
+def check_span(payload, count, base_offset, base_ts, log_append, base_seq, takes, max_ts=123):
+    """Slices of ``takes`` records (C, then the Python reference) give what one decode of the
+    whole payload gives, or fail where it fails."""
+    batch = _fake_batch(count, base_offset, base_ts, log_append, base_seq, max_ts)
+    with _Path(use_c=False):
+        try:
+            whole = records_mod.decode_v2_payload(payload, batch)
+        except Exception as e:  # noqa: BLE001
+            whole = e
+    for use_c in (True, False):
+        got, pos, n, failed = [], 0, 0, None
+        with _Path(use_c=use_c):
+            try:
+                for take in takes:
+                    take = min(take, max(count - n, 0))
+                    recs, pos = records_mod.decode_v2_span(payload, pos, batch, n, take)
+                    got += recs
+                    n += take
+                    if n >= count:
+                        break
+            except Exception as e:  # noqa: BLE001
+                failed = e
+        if n < count and failed is None:
+            continue        # the takes did not cover the batch
+        if isinstance(whole, Exception):
+            assert failed is not None and type(failed) is type(whole) and failed.message == whole.message
+        else:
+            assert failed is None, failed
+            assert strict(got) == strict(whole)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(record_fields(), max_size=6), st.sampled_from([0, 0, 1, -1]), _ints64, _ints64, st.booleans(),
+       st.sampled_from([-1, 0, (1 << 31) - 1]), st.lists(st.integers(0, 4), min_size=1, max_size=8))
+def test_span_hostile_records(recs, count_shift, base_offset, base_ts, log_append, base_seq, takes):
+    check_span(b"".join(recs), max(len(recs) + count_shift, 0), base_offset, base_ts, log_append, base_seq,
+               takes + [1 << 20])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1 << 40, 1 << 40), st.integers(-(1 << 31), (1 << 31) - 1), st.binary(max_size=9),
+                          st.one_of(st.none(), st.binary(max_size=30)),
+                          st.lists(st.tuples(st.binary(max_size=5).map(lambda b: b.decode("latin-1")),
+                                             st.one_of(st.none(), st.binary(max_size=8))), max_size=3)),
+                max_size=12),
+       st.lists(st.integers(1, 5), min_size=1, max_size=12))
+def test_span_well_formed_records_any_bytes(items, takes):
+    """Keys, values and headers drawn from all 256 byte values."""
+    payload = b"".join(encode_v2_record(off, ts, key, value, headers) for ts, off, key, value, headers in items)
+    check_span(payload, len(items), 1 << 40, 1_700_000_000_000, False, 0, takes + [1 << 20])
+
+
+def test_record_slices_of_a_record_count_bomb_stay_small():
+    """A zstd batch of 100,000 empty records comes in slices of RECORDS_SLICE, never one list."""
+    from kdump.format.walk import record_slices
+    from kdump.testing import build_record_count_bomb
+
+    data = build_record_count_bomb(100_000)
+    batch = next(iter(Walker(data)))
+    sizes = [len(s) for s in record_slices(data, batch)]
+    assert sum(sizes) == 100_000 and max(sizes) == records_mod.RECORDS_SLICE
+
+
 @pytest.mark.parametrize("last_relative, wrapper_offset", [(-(1 << 63), (1 << 63) - 1), (-2, (1 << 63) - 1),
                                                             (-(1 << 62), (1 << 62) + 5), (-1, 5)])
 def test_legacy_base_beyond_int64_is_decided_by_python(last_relative, wrapper_offset):

@@ -275,3 +275,125 @@ def test_dump_json_identical_with_and_without_c(args):
         fast = run_kdump(*cmd)
     assert (fast.code, fast.out, fast.err) == (pure.code, pure.out, pure.err)
     assert fast.out.count("\n") > 100
+
+
+# -- json_records: a batch written a slice of records at a time ----------------------------------
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_record, max_size=6), st.sampled_from(list(ENCODINGS)))
+def test_json_records_is_the_records_member_of_the_line(records, encoding):
+    """json_records gives the members of the line's "records" array (what render/dump.py's
+    streamed batch writes slice after slice), or None exactly where json_batch_line does."""
+    got = _speedups.json_records(records, ENCODINGS[encoding])
+    batch = Batch(0, 0, 0, len(records), 61, 2, 0, True, 0, 0, 0, 0, -1, -1, -1)
+    if not c_writes(batch, records):
+        assert got is None
+        return
+    want = ndjson.records_json(records, VIEWS[encoding])
+    assert '"records":[' + got + "]" == want
+    assert got.isascii()
+
+
+def test_a_streamed_batch_is_the_same_line_as_a_whole_one(tmp_path):
+    """A batch of more records than one slice (RECORDS_SLICE) is written slice by slice; the
+    line is the one the Python writer makes of the whole batch, keys, values and headers
+    drawn from all 256 byte values."""
+    from support.run import write_segment
+
+    from kdump.format.records import RECORDS_SLICE
+    from kdump.testing import build_v2_batch
+
+    rng = __import__("random").Random(7)
+    recs = [(i, 1_700_000_000_000 + i, bytes(rng.randrange(256) for _ in range(rng.randrange(6))),
+             bytes(rng.randrange(256) for _ in range(rng.randrange(12))),
+             [(bytes(rng.randrange(256) for _ in range(3)).decode("latin-1"), bytes([i % 256]))])
+            for i in range(RECORDS_SLICE * 2 + 5)]
+    seg = write_segment(tmp_path / "t-0", [build_v2_batch(recs, codec=4)])
+    data = seg.read_bytes()
+    batch = next(iter(Walker(data)))
+    whole = decode_records(data, batch)
+    for encoding in ENCODINGS:
+        r = run_kdump("dump", "--records", "--data", "--json", "--encoding", encoding, "-q", seg)
+        assert r.code == 0, r.err
+        want = ndjson.py_batch_line(ndjson.dumps(str(seg)), batch, whole, VIEWS[encoding])
+        assert r.out == want + "\n"
+
+
+# -- json_v2_line: the line written straight from an uncompressed v2 records section ------------
+
+def _v2_section(items, base_offset=1 << 40, gap_at=None):
+    from kdump.testing import encode_v2_record
+
+    out = []
+    for i, (ts, key, value, headers) in enumerate(items):
+        delta = i + (3 if gap_at is not None and i >= gap_at else 0)
+        out.append(encode_v2_record(delta, ts, key, value, headers))
+    return b"".join(out)
+
+
+_hdr = st.lists(st.tuples(st.binary(max_size=6).map(lambda b: b.decode("latin-1")),
+                          st.one_of(st.none(), st.binary(max_size=12))), max_size=3)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(-(1 << 40), 1 << 40), st.one_of(st.none(), st.binary(max_size=20)),
+                          st.one_of(st.none(), st.binary(max_size=60)), _hdr), max_size=8),
+       st.sampled_from(list(ENCODINGS)), st.booleans(), st.sampled_from([-1, 0, (1 << 31) - 2]),
+       st.one_of(st.none(), st.integers(1, 7)), st.sampled_from([0, 0, 1, -1]), st.binary(max_size=2))
+def test_json_v2_line_is_the_line_of_the_decoded_records(items, encoding, log_append, base_seq, gap_at, shift, tail):
+    """Keys, values and header values from all 256 byte values; a gap in the offsets, a count
+    that lies, bytes left over: the C line equals the Python line of the decoded records, or C
+    answers None where the records do not decode or their offsets do not follow one another."""
+    from kdump.errors import KdumpError
+    from kdump.format.records import decode_v2_payload
+
+    section = _v2_section(items, gap_at=gap_at) + tail
+    count = max(len(items) + shift, 0)
+    attributes = 0x08 if log_append else 0
+    batch = Batch(0, 1 << 40, (1 << 40) + count, count, 61 + len(section), 2, 7, True, attributes, 3,
+                  1_700_000_000_000, 1_700_000_000_999, 9, 1, base_seq)
+    got = _speedups.json_v2_line('"f"', batch, section, ENCODINGS[encoding])
+    with _off():
+        try:
+            records = decode_v2_payload(section, batch)
+        except KdumpError:
+            records = None
+    if records is None:
+        assert got is None
+        return
+    offsets = [r.offset for r in records]
+    if offsets and offsets != list(range(offsets[0], offsets[0] + len(offsets))):
+        assert got is None
+        return
+    if got is None:     # only where a value needs more than int64 (then Python writes it)
+        assert not all(_int64(r.timestamp) for r in records)
+        return
+    line, first, last = got
+    assert line == ndjson.py_batch_line('"f"', batch, records, VIEWS[encoding])
+    assert (first, last) == ((offsets[0], offsets[-1]) if offsets else (None, None))
+
+
+def _off():
+    import contextlib
+
+    @contextlib.contextmanager
+    def off():
+        was = _accel.use(False)
+        try:
+            yield
+        finally:
+            _accel.use(was)
+    return off()
+
+
+def test_json_v2_line_leaves_control_and_odd_batches_to_python():
+    section = _v2_section([(0, b"k", b"v", [])])
+    base = Batch(0, 0, 0, 1, 61 + len(section), 2, 0, True, 0, 0, 0, 0, -1, -1, -1)
+    assert _speedups.json_v2_line('"f"', base, section, 0) is not None
+    assert _speedups.json_v2_line('"f"', base._replace(attributes=0x20), section, 0) is None     # control
+    for codec in (1, 4):    # a compressed batch: ``data`` is its records section decompressed
+        line = _speedups.json_v2_line('"f"', base._replace(attributes=codec), section, 0)[0]
+        assert '"compression":"%s"' % ("gzip" if codec == 1 else "zstd") in line
+    assert _speedups.json_v2_line('"f"', base._replace(magic=1), section, 0) is None
+    assert _speedups.json_v2_line('"é"', base, section, 0) is None          # a file name that is not ASCII
+    assert _speedups.json_v2_line('"f"', base, section, 3) is None          # not an encoding it writes
