@@ -37,8 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from kdump.testing import build_v2_batch  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
+from kdump.testing import build_v2_batch  # noqa: E402
 
 DATA = os.path.join(HERE, "data", "export")
 T0 = 1_700_000_000_000

@@ -98,7 +98,7 @@ def main() -> None:
                  "ndjson": f"dump --records --json ({unit})"}[what]
         med = {n: f(statistics.median(runs[(n, what)])) for n in trees}
         top = {n: f(min(runs[(n, what)])) for n in trees}
-        print(f"{label + ', median':<34}{med['before']:>16,.0f}{med['after']:>16,.0f}{med['after'] / med['before']:>14.2f}")
+        print(f"{label + ', median':<34}{med['before']:>16,.0f}{med['after']:>16,.0f}{med['after'] / med['before']:>14.2f}")  # noqa: E501
         print(f"{'  best':<34}{top['before']:>16,.0f}{top['after']:>16,.0f}{top['after'] / top['before']:>14.2f}")
     print(f"\n{args.repeat} interleaved runs each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 

@@ -57,9 +57,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from kdump import testing as build  # noqa: E402
+from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.format.codecs import LZ4  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
-from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.format.timeindex import encode_timeindex  # noqa: E402
 
 T0 = 1_700_000_000_000
@@ -342,7 +342,7 @@ def main() -> None:
             alone, beside, workers = (med(x) for x in zip(*split))
             ideal = alone + (beside + workers) / n
             print(f"verify -j {n} phases (CPU s, median): parent with no worker running {alone:.2f}, parent while "
-                  f"the workers run (its own share of the partitions included) {beside:.2f}, workers {workers:.2f}; on {n} "
+                  f"the workers run (its own share of the partitions included) {beside:.2f}, workers {workers:.2f}; on {n} "  # noqa: E501
                   f"idle cores: {ideal:.2f}s, "
                   f"{med(cat_cpu) / ideal:.2f}x cat's CPU time, {med(cpu['verify', 1]) / ideal:.2f}x -j 1's CPU time")
         for name, target in (("info", 1), ("recover", 2)):

@@ -100,6 +100,7 @@ def confluent_run(d: Path, vals: list[bytes]) -> tuple[float, float]:
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
+
     from support.registry import Registry
 
     reg = Registry.from_records([schemas_record()])

@@ -25,11 +25,11 @@ ROOT = HERE.parent
 DATA = HERE / "data"
 sys.path.insert(0, str(ROOT))
 
-from kdump.testing import build_v2_batch  # noqa: E402
-from kdump.format.index import encode_index  # noqa: E402
 from kdump.check.broker_rule import build_indexes  # noqa: E402
+from kdump.format.index import encode_index  # noqa: E402
 from kdump.format.timeindex import encode_timeindex  # noqa: E402
 from kdump.storage.segment import MappedFile  # noqa: E402
+from kdump.testing import build_v2_batch  # noqa: E402
 
 MIB = 1 << 20
 T0 = 1_700_000_000_000
@@ -85,20 +85,6 @@ def generate(size_mib: int) -> Path:
     print(f"generated {log} ({valid / MIB:.0f} MiB, {len(offsets)} index / {len(times)} time index entries) "
           f"in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     return directory
-
-
-def time_in_process(directory: Path) -> float:
-    """Parse + verify_time_index alone, without interpreter start-up."""
-    from kdump.check.index_file import read_index_file
-    from kdump.check.indexes import verify_time_index
-
-    t = time.perf_counter()
-    tix = read_index_file(str(directory / "00000000000000000000.timeindex"), "timeindex", 0)
-    with MappedFile(str(directory / "00000000000000000000.log")) as mf:
-        check = verify_time_index(mf.buf, 0, tix)
-    elapsed = time.perf_counter() - t
-    assert check.ok, check.findings[:3]
-    return elapsed
 
 
 def _kdump() -> str:

@@ -17,10 +17,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 
 from kdump.decoders import (  # noqa: E402
-    basic, cluster_metadata, consumer_offsets, kafka_text, transaction_state,
+    basic,
+    cluster_metadata,
+    consumer_offsets,
+    kafka_text,
+    transaction_state,
 )
-from kdump.format import kraft_control  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
+from kdump.format import kraft_control  # noqa: E402
 
 NULL_VALUE = 0x80
 

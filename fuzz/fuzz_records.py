@@ -8,9 +8,9 @@ int64 end so that deltas overflow it), how the record count is read, and the mod
   header made from the flags; the C decoder must agree with the pure-Python one;
 - legacy: ``payload`` is the decompressed inner message set of a v0/v1 wrapper;
 - varint: ``payload`` starts with a varint/varlong/uvarint;
-- bomb (the legacy and varint flags both): a record-count bomb, ``count`` x BOMB_SCALE empty records then ``payload``, decoded
-  a slice at a time (never more than RECORDS_SLICE records at once), C against Python; a
-  record-count limit below the count refuses it before decoding.
+- bomb (the legacy and varint flags both): a record-count bomb, ``count`` x BOMB_SCALE empty
+  records then ``payload``, decoded a slice at a time (never more than RECORDS_SLICE records
+  at once), C against Python; a record-count limit below the count refuses it before decoding.
 """
 
 from __future__ import annotations
@@ -26,15 +26,21 @@ import _common  # noqa: E402
 from _common import LIMITS, expect, outcome, pure_python  # noqa: E402
 
 import kdump.format.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
-from kdump.format import varint  # noqa: E402
-from kdump.testing import build_legacy_message  # noqa: E402
-from kdump.format.codecs import GZIP, compress  # noqa: E402
-from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
 from kdump.errors import RecordCountLimitError  # noqa: E402
-from kdump.format.codecs import Limits  # noqa: E402
+from kdump.format import varint  # noqa: E402
+from kdump.format.codecs import (  # noqa: E402
+    GZIP,
+    Limits,  # noqa: E402
+    compress,
+)
+from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
 from kdump.format.records import RECORDS_SLICE, decode_v2_payload, v2_record_slices  # noqa: E402
-from kdump.testing import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
 from kdump.model import Batch  # noqa: E402
+from kdump.testing import (  # noqa: E402
+    EMPTY_RECORD,
+    build_legacy_message,  # noqa: E402
+    build_record_count_bomb,
+)
 
 CONTROL, LOG_APPEND, SEQ_WRAP, WIDE_COUNT, LEGACY, VARINT, MAGIC1, TS_EDGE = (1 << i for i in range(8))
 BOMB = LEGACY | VARINT  # both: the bomb mode

@@ -19,11 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402,F401 - sets sys.path for a checkout
 
-from kdump.storage import logdir  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format import legacy  # noqa: E402
 from kdump.format.records import batch_payload  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
+from kdump.storage import logdir  # noqa: E402
 from kdump.testing import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
 
 ROOT = _common.ROOT

@@ -19,8 +19,8 @@ error
     the check could not complete (exit 3).
 
 Emitters use the constants below (the decoding core, which imports nothing above it, has
-its own for the walk's stops, declared here too), never a string of their own: a test fails when a kind not declared here is emitted,
-and the man page and docs/findings.md list this table.
+its own for the walk's stops, declared here too), never a string of their own: a test fails
+when a kind not declared here is emitted, and the man page and docs/findings.md list this table.
 """
 
 from __future__ import annotations
@@ -164,7 +164,8 @@ TXN_SANITY = _declare("txnindex_sanity", INFO, "TransactionIndex.sanityCheck fai
                                                "startup")
 
 # -- producer and transaction state rebuilt from the log (kdump.state.txn, kdump txn) ---------------
-# `kdump txn` exits 1 for damage (anomalies too with --strict); the class says what a broker starting on the files makes of it.
+# `kdump txn` exits 1 for damage (anomalies too with --strict); the class says what a broker
+# starting on the files makes of it.
 TXN_SNAPSHOT_UNREADABLE = _declare("txn_snapshot_unreadable", ANOMALY, "`kdump txn`: a producer snapshot that cannot "
                                                                       "be read: the broker deletes it and rebuilds "
                                                                       "producer state from the log")

@@ -16,8 +16,8 @@ from typing import Any
 from kdump import _accel
 from kdump.errors import KdumpError
 from kdump.format.walk import SCAN_SPAN, Walker
-from kdump.storage.logdir import BATCH_KINDS, LogFile
 from kdump.model import compression_name
+from kdump.storage.logdir import BATCH_KINDS, LogFile
 from kdump.storage.segment import MappedFile
 
 SIZE_BUCKETS = (128, 512, 2048, 8192, 32768, 131072, 524288, 1 << 21)

@@ -13,12 +13,12 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, DELETE_HORIZON_FLAG, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, LOG_OVERHEAD, V2_HEADER
 from kdump.format.codecs import compress
 from kdump.format.control import ABORT, COMMIT, encode_control_key, encode_marker_value
 from kdump.format.crc import crc32, crc32c
 from kdump.format.varint import encode_varint
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, DELETE_HORIZON_FLAG, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG
 
 __all__ = [
     "build_v2_batch", "build_control_batch", "build_end_txn_marker",

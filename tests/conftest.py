@@ -11,9 +11,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Kafka's own jars and broker; tests/kafka is no package (`kafka` is kafka-python's name).
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kafka"))
 
-from support.run import run_kdump  # noqa: E402
 # A real Kafka broker: session-wide `kafka_broker`, per-test `make_broker` (tests/kafka/broker.py).
 from broker_fixtures import kafka_broker, make_broker, pytest_runtest_makereport  # noqa: E402,F401
+
+from support.run import run_kdump  # noqa: E402
+
 # One SparkSession for the run: `spark`, `spark_available` (tests/support/spark_session.py).
 from support.spark_session import spark, spark_available  # noqa: E402,F401
 

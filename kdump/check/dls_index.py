@@ -22,19 +22,19 @@ import bisect
 import os
 from typing import NamedTuple
 
-from kdump.storage import fs
-from kdump.storage.remote import is_remote
+from kdump.check.index_file import read_index_file
+from kdump.check.indexes import check_against_log, segment_log_path
 from kdump.errors import CorruptDataError, InputError, KdumpError
+from kdump.findings import is_damage
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import ENTRY as INDEX_ENTRY
 from kdump.format.index import parse_index
 from kdump.format.timeindex import ENTRY as TIME_ENTRY
 from kdump.format.timeindex import parse_timeindex
 from kdump.format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, record_slices
-from kdump.findings import is_damage
-from kdump.check.index_file import read_index_file
-from kdump.check.indexes import check_against_log, segment_log_path
+from kdump.storage import fs
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX
+from kdump.storage.remote import is_remote
 from kdump.storage.segment import MappedFile
 
 NO_TIMESTAMP = -1

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-
 from typing import NamedTuple
 
 from kdump.errors import KdumpError
@@ -30,6 +29,7 @@ from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, parse_checkpoint
 from kdump.storage import fs
 from kdump.storage.logdir import LogFile
 from kdump.storage.segment import read_small
+
 
 class GapReport(NamedTuple):
     """kdump's gap report for one partition (``kdump.render.gaps`` words it)."""

@@ -12,8 +12,10 @@ from typing import NamedTuple
 
 from kdump.errors import InputError
 from kdump.findings import INDEX_AFTER_TAIL, INDEX_PARTIAL, INDEX_SANITY, TIME_AFTER_TAIL, TIME_PARTIAL, TIME_SANITY
-from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile, parse_index
-from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile, parse_timeindex
+from kdump.format.index import ENTRY_SIZE as INDEX_SLOT
+from kdump.format.index import IndexFile, parse_index
+from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
+from kdump.format.timeindex import TimeIndexFile, parse_timeindex
 from kdump.model import Finding, IndexEntry
 from kdump.storage.segment import MappedFile
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from kdump.storage import fs
 from kdump.errors import KdumpError, NothingToDoError, UnknownFileKindError
+from kdump.storage import fs
 from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
 from kdump.storage.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 from itertools import islice
 
-from kdump.storage import fs
 from kdump.check.index_file import IndexCheck
 from kdump.check.offset_index import OffsetIndexCheck
 from kdump.check.scan import ScanReport
@@ -47,6 +46,7 @@ from kdump.format.index import IndexFile, parse_index
 from kdump.format.timeindex import TimeIndexFile, parse_timeindex
 from kdump.format.walk import SCAN_CHUNK, Walker
 from kdump.model import Finding
+from kdump.storage import fs
 from kdump.storage import names as N
 from kdump.storage.segment import MappedFile, read_small
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 from kdump import findings as F
-from kdump.storage import fs
 from kdump.check.broker_rule import index_bytes, recovered_epochs
 from kdump.check.indexes import index_findings
 from kdump.check.plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
@@ -19,10 +18,19 @@ from kdump.check.txn_findings import aborted_transactions
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LEADER_EPOCH
 from kdump.format.txnindex import encode_txnindex
+from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.names import (INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_SUFFIXES, SNAPSHOT_SUFFIX, TIMEINDEX_SUFFIX,
-                                 TXNINDEX_SUFFIX, filename_offset, offset_name)
+from kdump.storage.names import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SEGMENT_SUFFIXES,
+    SNAPSHOT_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    TXNINDEX_SUFFIX,
+    filename_offset,
+    offset_name,
+)
 from kdump.storage.segment import read_small
 
 

@@ -29,21 +29,31 @@ from __future__ import annotations
 
 import os
 
-from kdump.storage import fs
 from kdump import findings as F
-from kdump.storage import logdir as K
-from kdump.errors import KdumpError
-from kdump.format.walk import Walker
-from kdump.storage.logdir import LogFile
-from kdump.storage.safewrite import TEMP_SUFFIX
-from kdump.check.scan import ScanReport
-from kdump.storage.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_SUFFIXES,
-                                 SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset, offset_name)
-from kdump.storage.segment import MappedFile, read_small
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.loader_rewrites import plan_delete_all, plan_epochs_and_snapshots, plan_indexes
 from kdump.check.plan import NOTE, QUARANTINE, RENAME, TRUNCATE, LogDirState, PartitionPlan, RecoverOptions, Step
+from kdump.check.scan import ScanReport
 from kdump.check.sidefiles import SIDE_FILE_LIMIT
+from kdump.errors import KdumpError
+from kdump.format.walk import Walker
+from kdump.storage import fs
+from kdump.storage import logdir as K
+from kdump.storage.logdir import LogFile
+from kdump.storage.names import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SEGMENT_SUFFIXES,
+    SWAP_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    TXNINDEX_SUFFIX,
+    filename_offset,
+    offset_name,
+)
+from kdump.storage.safewrite import TEMP_SUFFIX
+from kdump.storage.segment import MappedFile, read_small
 
 # -- planning ---------------------------------------------------------------------------------
 

@@ -9,9 +9,17 @@ the index.interval.bytes values the gaps fit.
 from __future__ import annotations
 
 from kdump.check.index_file import BASE, INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
-from kdump.findings import (INDEX_BELOW_BASE, INDEX_GAP, INDEX_INTERVAL, INDEX_MID_BATCH, INDEX_MISMATCH, INDEX_ORDER,
-                            INDEX_PAST_END)
-from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, IndexFile
+from kdump.findings import (
+    INDEX_BELOW_BASE,
+    INDEX_GAP,
+    INDEX_INTERVAL,
+    INDEX_MID_BATCH,
+    INDEX_MISMATCH,
+    INDEX_ORDER,
+    INDEX_PAST_END,
+)
+from kdump.format.index import ENTRY_SIZE as INDEX_SLOT
+from kdump.format.index import IndexFile
 from kdump.format.walk import Walker
 from kdump.model import Batch, Finding
 

@@ -27,18 +27,25 @@ from functools import partial
 from typing import Any
 
 from kdump import findings as F
-from kdump.storage import fs, logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.logless import add_log_missing
+from kdump.check.scan import ScanReport, scan_file, status_of
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.storage.logdir import LogFile
 from kdump.model import Finding
-from kdump.check.scan import ScanReport, scan_file, status_of
-from kdump.storage.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX,
-                                 TXNINDEX_SUFFIX, offset_name)
+from kdump.storage import fs
+from kdump.storage import logdir as K
+from kdump.storage.logdir import LogFile
+from kdump.storage.names import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    SWAP_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    TXNINDEX_SUFFIX,
+    offset_name,
+)
 from kdump.storage.segment import read_small
-
 
 LEFTOVER_NOTES = {
     DELETED_SUFFIX: "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
@@ -278,7 +285,7 @@ class _Partition:
         the error that stopped the check (each index file's report raises it)."""
         got = self._index_checks.get(log.path)
         if got is None:
-            from kdump.check.indexes import segment_index_findings     # (asked 3 times a segment: import once)
+            from kdump.check.indexes import segment_index_findings  # (asked 3 times a segment: import once)
             try:
                 got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
                                              log_buf)

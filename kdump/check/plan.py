@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from kdump.storage import fs
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from kdump.format.metadata import CLEAN_SHUTDOWN_FILE
+from kdump.storage import fs
 
 # Step actions.
 QUARANTINE, RENAME, TRUNCATE, REBUILD, WRITE_TXN, TRIM_EPOCHS, CREATE_SEGMENT, NOTE = (

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import re
 
-from kdump import findings as F
 from kdump import _accel
+from kdump import findings as F
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.walk import ENTRY_HEAD, Walker
 from kdump.model import Finding
-
 
 INT64_MAX = (1 << 63) - 1
 _MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: RECORD_BATCH_OVERHEAD - LOG_OVERHEAD}

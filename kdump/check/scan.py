@@ -35,11 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kdump import _accel
 from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, read_on
 from kdump.check.resync import INT64_MAX, entry_head, intact_run, next_candidate, rest_is_zero
 from kdump.check.segment_checks import SegmentChecks
-from kdump import _accel
 from kdump.format.batch import LOG_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX

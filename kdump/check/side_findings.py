@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 
-from kdump.storage import fs
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.sidefiles import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from kdump.model import Finding
+from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
 

@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from kdump.storage import fs
-from kdump.storage import logdir as kinds
 from kdump.errors import InputError, KdumpError
 from kdump.format.snapshot import ProducerSnapshot
-from kdump.storage.logdir import LogFile
 from kdump.model import ProducerEntry
+from kdump.storage import fs
+from kdump.storage import logdir as kinds
+from kdump.storage.logdir import LogFile
 from kdump.storage.segment import open_regular, read_small
 
 SIDE_FILE_LIMIT = 256 << 20      # an index of a 2 GiB segment is far smaller

@@ -9,14 +9,33 @@ point at, and only to tell the two conventions ("last", "record") apart.
 
 from __future__ import annotations
 
-from kdump.check.index_file import (BASE, INF, LAST, MAGIC, MAX_TS, POS, IndexCheck,
-                                    convention_of, file_findings, live_entries)
+from kdump.check.index_file import (
+    BASE,
+    INF,
+    LAST,
+    MAGIC,
+    MAX_TS,
+    POS,
+    IndexCheck,
+    convention_of,
+    file_findings,
+    live_entries,
+)
 from kdump.errors import KdumpError
-from kdump.findings import (TIME_BACKWARDS, TIME_BELOW_BASE, TIME_MISMATCH, TIME_NO_FINAL, TIME_NOT_FOUND, TIME_NOT_MAX,
-                            TIME_ORDER, TIME_PAST_END)
+from kdump.findings import (
+    TIME_BACKWARDS,
+    TIME_BELOW_BASE,
+    TIME_MISMATCH,
+    TIME_NO_FINAL,
+    TIME_NOT_FOUND,
+    TIME_NOT_MAX,
+    TIME_ORDER,
+    TIME_PAST_END,
+)
 from kdump.format.codecs import Limits
 from kdump.format.rebuild import NO_TIMESTAMP
-from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, TimeIndexFile
+from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
+from kdump.format.timeindex import TimeIndexFile
 from kdump.format.walk import Walker, record_slices
 from kdump.model import LOG_APPEND_TIME, Batch, Finding
 

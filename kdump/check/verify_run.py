@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-from kdump.storage import fs
 from kdump.errors import ExitStatus, KdumpError
 from kdump.findings import ANOMALY, DAMAGE
+from kdump.storage import fs
 
 # What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
 # is read without taking its lock.

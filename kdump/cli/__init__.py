@@ -8,10 +8,9 @@
 """
 
 # No ``from __future__`` import: it would import a module before the handler is installed.
+import _signal  # the C module: ``signal`` would import enum first, a window with no handler
 import os
 import sys
-
-import _signal   # the C module: ``signal`` would import enum first, a window with no handler
 
 
 def _interrupted_starting(signum, frame) -> None:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import click
 
-from kdump.decoders import basic
 from kdump.check.dls_index import IndexOptions
+from kdump.decoders import basic
 
 DEFAULT_MAX_MESSAGE_SIZE = IndexOptions().max_message_size
 

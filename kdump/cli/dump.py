@@ -5,16 +5,16 @@ from __future__ import annotations
 import click
 
 from kdump.check.dls_index import IndexOptions
-from kdump.decoders import basic
-from kdump.format.codecs import limits_for
-from kdump.run.dump import run_dump
-from kdump.decoders.payload import PayloadView
-from kdump.storage.reader import Filters
-from kdump.storage.split import DEFAULT_SPLIT_BYTES
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
-from kdump.render.output import Output
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.schema_options import decoder_choice, schema_decoders, schema_options
+from kdump.decoders import basic
+from kdump.decoders.payload import PayloadView
+from kdump.format.codecs import limits_for
+from kdump.render.output import Output
+from kdump.run.dump import run_dump
+from kdump.storage.reader import Filters
+from kdump.storage.split import DEFAULT_SPLIT_BYTES
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from kdump.errors import ExitStatus, KdumpError, UsageError
-from kdump.format.codecs import limits_for
 from kdump.cli.options import jobs_option, jobs_or_default, limits_option, paths_argument
 from kdump.cli.schema_options import schema_options
+from kdump.errors import ExitStatus, KdumpError, UsageError
+from kdump.format.codecs import limits_for
 
 
 def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
@@ -84,9 +84,9 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         result = run_export(list(paths), out, master, conf_map, writer=writer, **options)
     else:
         from kdump.export.local import export_local
-        from kdump.storage.logdir import BATCH_KINDS, resolve
         from kdump.render.output import Output
         from kdump.render.progress import Progress
+        from kdump.storage.logdir import BATCH_KINDS, resolve
 
         try:
             files = [f.path for f in resolve(list(paths), kinds=BATCH_KINDS)]

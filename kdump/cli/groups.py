@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from kdump.errors import ExitStatus
-from kdump.render.output import Output
 from kdump.cli.options import output_options, paths_argument
 from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
+from kdump.errors import ExitStatus
+from kdump.render.output import Output
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,9 +46,9 @@ def groups(paths, group_id, partitions, at, offsets_retention, strict, now, json
     --group GROUP is not found, or with --strict a partition is incomplete, 2 usage error, 3
     could not complete.
     """
+    from kdump.cli.dump import parse_time
     from kdump.state.groups import run
     from kdump.state.render import group_text, groups_table, offsets_topic_line, pending_table
-    from kdump.cli.dump import parse_time
 
     out = Output(json_flag, fmt, color, quiet)
     header, notes, found = run(paths, group_id=group_id, partitions=partitions, at_ms=parse_time(at),

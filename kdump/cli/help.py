@@ -23,8 +23,8 @@ from kdump.cli.app import COMMANDS
 @click.argument("command", required=False, type=click.Choice(sorted(COMMANDS)), metavar="[COMMAND]")
 def help(command: str | None) -> int:  # noqa: A001 - the command's name
     """Show the manual page of kdump, or of COMMAND (through man, else as text)."""
-    from kdump.cli.manpage import render
     from kdump.cli.app import cli
+    from kdump.cli.manpage import render
 
     ctx = click.Context(cli, info_name="kdump", **cli.context_settings)
     page = render(None, cli) if command is None else render(command, cli.get_command(ctx, command), ctx)

@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 import click
 
-from kdump.storage.fs import refuse_remote
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, output_options, paths_argument
-from kdump.run.index import DEFAULT_INTERVAL, Mode, run
 from kdump.render.output import Output
+from kdump.run.index import DEFAULT_INTERVAL, Mode, run
+from kdump.storage.fs import refuse_remote
 from kdump.storage.logdir import INDEX, TIMEINDEX
 
 # -- the commands ---------------------------------------------------------------------------------

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
-from kdump.errors import ExitStatus, UsageError
-from kdump.render.output import Output
 from kdump.cli.options import local_urls, output_options
 from kdump.cli.state_options import emit_json
+from kdump.errors import ExitStatus, UsageError
+from kdump.render.output import Output
 
 
 def _point(value: str | None):
-    from kdump.state.metadata import Point
     from kdump.cli.dump import parse_time
+    from kdump.state.metadata import Point
 
     if value is None:
         return Point()

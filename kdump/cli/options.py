@@ -63,7 +63,8 @@ def output_options(f: Callable) -> Callable:
                      help="Colour in tables (NO_COLOR is respected).")(f)
     f = click.option("--format", "fmt", type=click.Choice(FORMATS),
                      help="Output format [default: table on a terminal, text when piped].")(f)
-    f = click.option("--json", "json_flag", is_flag=True, help="NDJSON on stdout: one object a line (= --format json).")(f)
+    f = click.option("--json", "json_flag", is_flag=True,
+                     help="NDJSON on stdout: one object a line (= --format json).")(f)
     return f
 
 

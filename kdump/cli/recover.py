@@ -7,9 +7,9 @@ import sys
 import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, local_urls, output_options
 from kdump.errors import UsageError
 from kdump.render.output import Output, isatty
-from kdump.cli.options import force_option, jobs_option, jobs_or_default, local_urls, output_options
 from kdump.storage.fs import refuse_remote
 
 
@@ -50,8 +50,8 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     Exit status: 0 nothing damaged, 1 damage found (also when --apply repaired it),
     3 could not complete.
     """
-    from kdump.run.recover import run_recover
     from kdump.repair.recover import RecoverOptions
+    from kdump.run.recover import run_recover
     from kdump.storage.writelock import Locks
 
     if apply_ and not yes and not isatty(sys.stdin):

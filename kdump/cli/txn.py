@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from kdump.check.verify_run import classes_status
-from kdump.errors import ExitStatus
-from kdump.render.output import Output
 from kdump.cli.options import output_options, paths_argument
 from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
+from kdump.errors import ExitStatus
+from kdump.render.output import Output
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

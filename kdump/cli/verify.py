@@ -7,11 +7,11 @@ import importlib.util
 import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 from kdump.errors import UsageError
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output
 from kdump.storage.fs import refuse_remote
-from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,8 +52,8 @@ from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits
 @jobs_option
 @output_options
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
-           problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, max_records_per_batch,
-           jobs, json_flag, fmt, color, quiet):
+           problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion,
+           max_records_per_batch, jobs, json_flag, fmt, color, quiet):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdump.errors import DecodeError
 from kdump.decoders import frame
 from kdump.decoders.kafka_text import strip_private, to_json
+from kdump.errors import DecodeError
 
 SCHEMA_FILE = "cluster_metadata.json"
 ERROR_IN_PAYLOAD = True     # no key: DumpLogSegments prints a decode error as the payload

@@ -13,8 +13,8 @@ import struct
 from functools import cache
 from typing import Any, NamedTuple
 
-from kdump.errors import DecodeError
 from kdump.decoders.kafka_text import snake_name, strip_private, to_json
+from kdump.errors import DecodeError
 from kdump.format.message_reader import SchemaError
 from kdump.format.message_spec import Message, load
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from kdump.errors import DecodeError
 from kdump.decoders.coordinator import UnknownRecordTypeError
 from kdump.decoders.kafka_text import snake_name
+from kdump.errors import DecodeError
 from kdump.format.message_reader import SchemaError, read_uvarint
 from kdump.format.message_spec import Message, load
 

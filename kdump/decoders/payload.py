@@ -15,7 +15,6 @@ from kdump.decoders import basic
 from kdump.errors import KdumpError
 from kdump.model import Record
 
-
 # The text view is line-oriented: control characters in a value would break it (and a
 # terminal), so they are shown escaped; --json carries the exact bytes.
 _CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdump.errors import DecodeError
 from kdump.decoders import frame
 from kdump.decoders.coordinator import insert_after
 from kdump.decoders.kafka_text import strip_private, to_json
+from kdump.errors import DecodeError
 from kdump.format.message_spec import load
 
 SCHEMA_FILE = "remote_log_metadata.json"

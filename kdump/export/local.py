@@ -126,8 +126,8 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
                 if damage is not None:
                     tally.error_rows += 1
                     if len(tally.errors) < MAX_REPORTED_ERRORS:
-                        tally.errors.append(json_error_summary(text(sl.topic), sl.partition, text(sl.segment), damage.position,
-                                                               damage_message(damage)))
+                        tally.errors.append(json_error_summary(text(sl.topic), sl.partition, text(sl.segment),
+                                                               damage.position, damage_message(damage)))
     finally:
         if fh is not None:
             fh.close()

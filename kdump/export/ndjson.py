@@ -16,11 +16,26 @@ from json.encoder import encode_basestring_ascii
 from operator import itemgetter
 from typing import Any
 
-from kdump.format.records import LargeRecords
-from kdump.model import (BATCH_FIELDS, COMPRESSION_MASK, CONTROL_FLAG, CREATE_TIME, DELETE_HORIZON_FLAG, HEADER_FIELDS,
-                          LEGACY_RECORD_FIELDS, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, RECORD_FIELDS, TIMESTAMP_TYPE_MASK,
-                          TIMESTAMP_TYPE_NAMES, TRANSACTIONAL_FLAG, Batch, Record, compression_name)
 from kdump.decoders.payload import PayloadView
+from kdump.format.records import LargeRecords
+from kdump.model import (
+    BATCH_FIELDS,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    CREATE_TIME,
+    DELETE_HORIZON_FLAG,
+    HEADER_FIELDS,
+    LEGACY_RECORD_FIELDS,
+    LOG_APPEND_TIME,
+    NO_TIMESTAMP_TYPE,
+    RECORD_FIELDS,
+    TIMESTAMP_TYPE_MASK,
+    TIMESTAMP_TYPE_NAMES,
+    TRANSACTIONAL_FLAG,
+    Batch,
+    Record,
+    compression_name,
+)
 
 _B = ("false", "true")
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from kdump.errors import UsageError, WriteError
-from kdump.storage.remote import is_remote
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX
+from kdump.storage.remote import is_remote
 
 SUCCESS = "_SUCCESS"
 _STAGING = ".kdump-staging-"      # + out's name + random: hidden, and never a Hive partition name

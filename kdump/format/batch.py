@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import struct
 
-from kdump.model import Batch
 from kdump.format.crc import crc32c
+from kdump.model import Batch
 
 LOG_OVERHEAD = 12                 # baseOffset int64 + batchLength int32, on every entry
 HEADER_SIZE_UP_TO_MAGIC = 17      # enough to know the entry size and its magic

@@ -13,9 +13,9 @@ import struct
 
 from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
-from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
+from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 
 ENTRY_HEAD = struct.Struct(">qi")             # offset => int64, size => int32
 MESSAGE_V0 = struct.Struct(">Ibb")            # crc => uint32, magic => int8, attributes => int8

@@ -28,8 +28,15 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from kdump.format.message_reader import (PRIMITIVES, ZERO_UUID, Reader, SchemaError, min_field_size, parse_versions,
-                                         within)
+from kdump.format.message_reader import (
+    PRIMITIVES,
+    ZERO_UUID,
+    Reader,
+    SchemaError,
+    min_field_size,
+    parse_versions,
+    within,
+)
 
 # -- schema objects -------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ offset ("last"). ``kdump.check.indexes`` tells which one a file follows (``Index
 from __future__ import annotations
 
 from kdump.errors import KdumpError
-from kdump.model import LOG_APPEND_TIME, Batch
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.walk import record_slices
+from kdump.model import LOG_APPEND_TIME, Batch
 
 NO_TIMESTAMP = -1
 TIME_OFFSET_CONVENTIONS = ("last", "record")

@@ -21,12 +21,12 @@ from collections.abc import Iterator
 
 from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, RecordCountLimitError, TruncatedError
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
-from kdump.format.codecs import DEFAULT_LIMITS, Limits, MIN_RECORD_SIZE, decompress
+from kdump.format.codecs import DEFAULT_LIMITS, MIN_RECORD_SIZE, Limits, decompress
 from kdump.format.control import parse_control
 from kdump.format.javalong import long_add
 from kdump.format.varint import read_varint
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record
 
 MIN_RECORD_BODY = MIN_RECORD_SIZE - 1     # attributes + five one-byte varints
 # Records decoded at a time by v2_record_slices: a slice of small records is a few hundred
@@ -285,7 +285,8 @@ def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int) -> tupl
                 seq = -1
             ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
             if control:
-                append(Record(base_offset + off_delta, ts, ts_type, key, value, headers, seq, parse_control(key, value)))
+                append(Record(base_offset + off_delta, ts, ts_type, key, value, headers, seq,
+                              parse_control(key, value)))
             else:
                 append(_rec_new(Record, (base_offset + off_delta, ts, ts_type, key, value, headers, seq,
                                          None, 2, None, None)))

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError, TruncatedError
-from kdump.model import ProducerEntry
 from kdump.format.crc import crc32c
+from kdump.model import ProducerEntry
 
 HEADER = struct.Struct(
     ">h"   # version => int16 (1 is the only version)

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError
+from kdump.format.index import relative_offset, split_zero_tail, whole_slots
 from kdump.model import TimeIndexEntry
-from kdump.format.index import whole_slots, relative_offset, split_zero_tail
 
 ENTRY = struct.Struct(
     ">q"   # timestamp => int64 (max timestamp so far, ms)

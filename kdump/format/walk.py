@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 from kdump import _accel
 from kdump.errors import KdumpError
-from kdump.model import Batch, Finding, Record
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
 from kdump.format.records import decode_v2, v2_record_slices
+from kdump.model import Batch, Finding, Record
 
 ENTRY_HEAD = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic
 

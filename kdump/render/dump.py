@@ -10,17 +10,17 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from kdump import _accel
+from kdump.check.dls_index import NON_CONSECUTIVE
 from kdump.check.gaps import LastFollower, PartitionGaps, follow
-from kdump.render.tabledump import TableDump  # noqa: F401 - the third view, beside the two here
 from kdump.decoders.payload import PayloadView
 from kdump.export import ndjson
-from kdump.storage.logdir import LogFile
 from kdump.format.records import LargeRecords
-from kdump.storage.reader import Item
 from kdump.render import jsonout, text
 from kdump.render.gaps import GapReporter, gap_summary
 from kdump.render.lines import FLUSH_CHARS, FLUSH_LINES, ByteLines, Lines
-from kdump.check.dls_index import NON_CONSECUTIVE
+from kdump.render.tabledump import TableDump  # noqa: F401 - the third view, beside the two here
+from kdump.storage.logdir import LogFile
+from kdump.storage.reader import Item
 
 GAPS_COMPACT_ABOVE = 100_000    # DumpLogSegments' gaps kept as pairs; one per previous offset past this
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, TextIO
 
-from kdump.words import plural
-from kdump.model import Finding
 from kdump.export import ndjson
+from kdump.model import Finding
 from kdump.render.escape import printable
 from kdump.render.lines import Lines
-
+from kdump.words import plural
 
 TAIL_TEXT = "zero-filled preallocated tail from slot {start} (active segment or unclean shutdown): {slots} slots"
 

@@ -6,8 +6,8 @@ import os
 
 from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label
 from kdump.render.escape import printable
-from kdump.storage import fs
 from kdump.state.render import when as _time
+from kdump.storage import fs
 
 
 def _or_dash(v) -> str:

@@ -14,7 +14,6 @@ from kdump.render.gaps import GapReporter
 from kdump.storage.logdir import LogFile
 from kdump.storage.reader import Item
 
-
 BATCH_COLUMNS = (("position", "right", 0), ("offsets", "right", 0), ("count", "right", 3), ("size", "right", 4),
                  ("magic", "right", 6), ("codec", "left", 5), ("max time (UTC)", "left", 2),
                  ("producer", "right", 7), ("flags", "left", 8), ("crc", "center", 0))

@@ -14,12 +14,24 @@ from __future__ import annotations
 import json
 import os
 
-from kdump.model import (COMPRESSION_MASK, CONTROL_FLAG, CONTROL_TYPE_NAMES, CREATE_TIME, DELETE_HORIZON_FLAG,
-                         LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, TIMESTAMP_TYPE_NAMES, TRANSACTIONAL_FLAG, Batch, Control,
-                         Record, compression_name)
 from kdump.format.javautf8 import java_utf8
-from kdump.storage.names import BOOTSTRAP_CHECKPOINT, filename_offset, snapshot_id
+from kdump.model import (
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    CONTROL_TYPE_NAMES,
+    CREATE_TIME,
+    DELETE_HORIZON_FLAG,
+    LOG_APPEND_TIME,
+    TIMESTAMP_TYPE_MASK,
+    TIMESTAMP_TYPE_NAMES,
+    TRANSACTIONAL_FLAG,
+    Batch,
+    Control,
+    Record,
+    compression_name,
+)
 from kdump.render.escape import printable
+from kdump.storage.names import BOOTSTRAP_CHECKPOINT, filename_offset, snapshot_id
 
 _BOOL = ("false", "true")
 

@@ -105,7 +105,8 @@ def _rows(t: Timeline, cells: int) -> list[dict]:
         rows.append({"segment": printable(s.file.rsplit("/", 1)[-1].removesuffix(".log")),
                      "offsets": "-" if s.first_offset is None else f"{s.first_offset}..{s.last_offset}",
                      "size": human(s.bytes), "records": f"{s.records:,}",
-                     "rate/s": "-" if s.rate is None else f"{s.rate:,.1f}", "gaps": f"{s.missing:,}" if s.missing else "",
+                     "rate/s": "-" if s.rate is None else f"{s.rate:,.1f}",
+                     "gaps": f"{s.missing:,}" if s.missing else "",
                      "offset axis": offset_strip(s, lo, hi, cells), "time": time_strip(s, t0, t1, top_rate, cells),
                      "findings": Text("\n".join(kinds), style=STYLE[s.status]) if kinds else Text("ok", style="green")})
         if s.last_offset is not None and s.last_offset + 1 in between:

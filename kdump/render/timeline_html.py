@@ -80,7 +80,8 @@ def figure(t: Timeline):
     fig.add_trace(go.Bar(name="bytes", x=labels, y=[s.bytes for s in segs], text=[human(s.bytes) for s in segs],
                          marker_color=[COLOR[s.status] for s in segs], showlegend=False), row=3, col=1)
     fig.update_yaxes(title_text="bytes", row=3, col=1)
-    fig.update_layout(title=f"{name}: {len(segs)} segment{'' if len(segs) == 1 else 's'}", barmode="overlay", height=520 + 40 * len(segs),
+    fig.update_layout(title=f"{name}: {len(segs)} segment{'' if len(segs) == 1 else 's'}", barmode="overlay",
+                      height=520 + 40 * len(segs),
                       template="plotly_white", legend={"orientation": "h"})
     return fig
 

@@ -134,8 +134,8 @@ def repair_reports(reports, opts) -> list[Change]:
 
 def fix_indexes(directory: str, reps, opts) -> list[Change]:
     """Rebuild or trim the index files of ``directory`` that disagree with their logs now."""
-    from kdump.storage import logdir as K
     from kdump.check.partition import check_directory, index_damage
+    from kdump.storage import logdir as K
 
     try:
         files = K.partition_files(directory)

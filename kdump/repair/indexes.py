@@ -24,10 +24,12 @@ from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes,
 from kdump.check.indexes import segment_log_path, verify_time_index
 from kdump.errors import InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.index import ENTRY_SIZE as INDEX_SLOT, encode_index
-from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT, encode_timeindex, parse_timeindex
-from kdump.storage.safewrite import Change, atomic_write, refuse_symlink, write_file
+from kdump.format.index import ENTRY_SIZE as INDEX_SLOT
+from kdump.format.index import encode_index
+from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
+from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, filename_offset, sibling
+from kdump.storage.safewrite import Change, atomic_write, refuse_symlink, write_file
 from kdump.storage.segment import MappedFile, open_regular, read_small
 
 KINDS = ("index", "timeindex")

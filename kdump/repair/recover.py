@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import time
 
-from kdump.storage import logdir as K
+from kdump.check.broker_rule import encode_batch_indexes, index_bytes
 from kdump.check.loader_rule import plan_partition
 from kdump.check.plan import (
     CREATE_SEGMENT,
@@ -34,9 +34,11 @@ from kdump.check.plan import (
 )
 from kdump.errors import InputError, KdumpError, UsageError, WriteError
 from kdump.format.walk import Walker
-from kdump.check.broker_rule import encode_batch_indexes, index_bytes
 from kdump.repair.cut import keep_bytes, truncate_log
 from kdump.repair.indexes import rebuild_changes
+from kdump.storage import fs
+from kdump.storage import logdir as K
+from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.safewrite import (
     QUARANTINE_PREFIX,
     Change,
@@ -49,9 +51,7 @@ from kdump.storage.safewrite import (
     remove_stale_temps,
     same_content,
 )
-from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.segment import MappedFile, read_small
-from kdump.storage import fs
 from kdump.storage.writelock import log_dir_of
 
 # -- finding the partitions -------------------------------------------------------------------

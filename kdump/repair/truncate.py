@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 
-from kdump.storage import logdir as K
 from kdump.errors import KdumpError
-from kdump.repair.recover import default_quarantine, move_to, timestamp
 from kdump.repair.cut import cut_position, repair_reports
+from kdump.repair.recover import default_quarantine, move_to, timestamp
+from kdump.storage import logdir as K
 from kdump.storage.names import LOG_SUFFIX, offset_name
 from kdump.storage.safewrite import Change
 

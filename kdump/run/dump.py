@@ -9,12 +9,12 @@ import os
 
 import click
 
-from kdump.storage import fs
 from kdump.check.dls_index import IndexOptions
+from kdump.decoders.payload import PayloadView
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.render.diagnostics import report_error
-from kdump.decoders.payload import PayloadView
+from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
 from kdump.storage.segment import file_size

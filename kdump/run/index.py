@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from kdump.storage import fs
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.check.index_targets import Item, items_for, segments_for
 from kdump.check.verify_run import findings_status
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.render.diagnostics import report_error
+from kdump.storage import fs
 from kdump.storage.logdir import INDEX, TIMEINDEX, TXNINDEX
 from kdump.storage.segment import file_size
 
@@ -191,7 +191,13 @@ def _index(item: Item, rep, mode: Mode, renderer) -> None:
 
 def _txnindex(item: Item, rep, mode: Mode, renderer) -> None:
     from kdump.findings import TXN_PARTIAL, TXN_SANITY, TXN_VERSION
-    from kdump.format.txnindex import CURRENT_VERSION, kafka_version, parse_txnindex, sanity_check_txnindex, version_errors
+    from kdump.format.txnindex import (
+        CURRENT_VERSION,
+        kafka_version,
+        parse_txnindex,
+        sanity_check_txnindex,
+        version_errors,
+    )
     from kdump.model import Finding
     from kdump.storage.segment import MappedFile
 

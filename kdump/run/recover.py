@@ -30,8 +30,8 @@ def _partitions(targets, logdir) -> set[tuple[str, int]]:
 
 def run_recover(dirs, out, opts, *, apply_: bool, yes: bool, salvage_dir: str | None, quarantine_dir: str | None,
                 locks, jobs: int = 1) -> int:
-    from kdump.repair.recover import LogDirState, check_quarantine_root, partition_dirs, salvage
     from kdump.render.verify import change_line
+    from kdump.repair.recover import LogDirState, check_quarantine_root, partition_dirs, salvage
 
     status = ExitStatus.OK
     targets: list[tuple[str, str | None]] = []

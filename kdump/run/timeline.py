@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import click
 
-from kdump.errors import ExitStatus
 from kdump.check.verify_run import classes_status
+from kdump.errors import ExitStatus
 from kdump.findings import ERROR
 from kdump.storage.logdir import resolve
 from kdump.timeline import build, partition_dirs

@@ -16,8 +16,16 @@ import io
 import os
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.check.verify_run import (ERROR, LOG_DIR, REPAIRED, REPORT, directory_events, listed, report_status,
-                                    resolve_paths)
+from kdump.check.verify_run import (
+    ERROR,
+    LOG_DIR,
+    REPAIRED,
+    REPORT,
+    directory_events,
+    listed,
+    report_status,
+    resolve_paths,
+)
 from kdump.errors import ExitStatus, KdumpError, NothingToDoError
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.render.diagnostics import output_cut, report_error

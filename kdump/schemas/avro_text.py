@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 from datetime import datetime as _datetime
 from decimal import Decimal as _Decimal
-import struct
 from json.encoder import encode_basestring
 from typing import Any, Callable
 
@@ -210,7 +210,8 @@ class _Compiler:
                 "        if n > len(d) - p + 1 and n > 1000000: raise ValueError('count')",
                 "        for _ in range(n):"]
         if t == "map":
-            body += ["            k, p = _long(d, p)", "            if k < 0 or p + k > len(d): raise ValueError('key')",
+            body += ["            k, p = _long(d, p)",
+                     "            if k < 0 or p + k > len(d): raise ValueError('key')",
                      "            key = _esc(d[p:p + k].decode()); p += k"]
         body += item
         body.append(f"            acc.append({expr})" if t == "array" else f"            acc[key] = {expr}")

@@ -54,8 +54,8 @@ def _well_known_dir() -> str:
 def parse(s: Schema, store: SchemaStore) -> Parsed:
     """Compile the schema's .proto file and the files it imports (its references)."""
     try:
-        from google.protobuf import descriptor_pb2, descriptor_pool
         import grpc_tools  # noqa: F401  (protoc)
+        from google.protobuf import descriptor_pb2, descriptor_pool
     except ImportError as e:
         raise DecodeError(f"Protobuf needs kdump's schemas extra (pip install 'kdump[schemas]'): {e}") from None
     with tempfile.TemporaryDirectory(prefix="kdump-proto-") as tmp:

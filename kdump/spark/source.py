@@ -37,8 +37,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In,
-                                    InputPartition, LessThan, LessThanOrEqual)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
 
 from kdump.export.columns import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, batch_rows, record_batches
 from kdump.export.lines import json_batches

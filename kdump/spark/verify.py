@@ -23,16 +23,16 @@ import os
 import pickle
 from dataclasses import dataclass, field
 
-from kdump.storage import fs
-from kdump.storage import logdir as K
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.partition import FileReport, VerifyOptions, check_directory, summarize
+from kdump.check.scan import ScanReport
 from kdump.findings import OFFSET_OVERLAP as OVERLAP
 from kdump.format.codecs import DEFAULT_LIMITS
+from kdump.model import Finding
+from kdump.storage import fs
+from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
 from kdump.storage.names import SWAP_SUFFIX
-from kdump.model import Finding
-from kdump.check.scan import ScanReport
 
 
 def overlap_finding(base_offset: int, first_offset: int | None, prev_name: str, prev_last: int) -> Finding | None:

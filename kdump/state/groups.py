@@ -22,8 +22,16 @@ from kdump.decoders import consumer_offsets
 from kdump.format.control import ABORT, COMMIT
 from kdump.state.metadata import load as load_metadata
 from kdump.state.offsets import OffsetStore
-from kdump.state.source import (CLUSTER_METADATA, CONSUMER_OFFSETS, LogDirs, LogReader, decode_records_of, log_end_offset,
-                     missing_logs, segments)
+from kdump.state.source import (
+    CLUSTER_METADATA,
+    CONSUMER_OFFSETS,
+    LogDirs,
+    LogReader,
+    decode_records_of,
+    log_end_offset,
+    missing_logs,
+    segments,
+)
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000      # offsets.retention.minutes = 10080
 _PROTOCOL_OF = {"CONSUMER_GROUP": "consumer", "SHARE_GROUP": "share", "STREAMS_GROUP": "streams"}

@@ -14,9 +14,17 @@ from typing import Any, NamedTuple
 
 from kdump.decoders import cluster_metadata
 from kdump.errors import NothingToDoError
+from kdump.state.source import (
+    CLUSTER_METADATA,
+    LogDirs,
+    LogReader,
+    Stop,
+    decode_records_of,
+    orphan_segments,
+    segments,
+    side_files,
+)
 from kdump.storage.logdir import KRAFT_SNAPSHOT
-from kdump.state.source import (CLUSTER_METADATA, LogDirs, LogReader, Stop, decode_records_of, orphan_segments, segments,
-                                side_files)
 
 RESOURCE_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
 NO_LEADER_CHANGE = -2
@@ -320,7 +328,7 @@ def load(dirs: LogDirs, point: Point = Point()) -> Image:
         lost = [b for b in orphan_segments(p) if b >= after and (point.offset is None or b <= point.offset)]
         if lost:
             img.incomplete.append(f"{p.path}: " + ", ".join(f"{b:020d}.log" for b in lost) + " missing (its "
-                                  f"indexes are here) between the snapshot and the point: the image may be stale")
+                                  "indexes are here) between the snapshot and the point: the image may be stale")
     else:
         img.past_point = True
     return img

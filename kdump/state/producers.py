@@ -40,7 +40,8 @@ class Producer:
         return {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
                 "last_sequence": self.last_sequence, "last_offset": self.last_offset,
                 "last_timestamp": self.last_timestamp, "coordinator_epoch": self.coordinator_epoch,
-                "current_txn_first_offset": None if self.current_txn_first_offset < 0 else self.current_txn_first_offset}
+                "current_txn_first_offset": (None if self.current_txn_first_offset < 0
+                                             else self.current_txn_first_offset)}
 
     def snapshot_entry(self) -> ProducerEntry:
         return ProducerEntry(self.producer_id, self.producer_epoch, self.last_sequence, self.last_offset,

@@ -13,12 +13,22 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from kdump.storage import fs
 from kdump.errors import InputError, KdumpError, NothingToDoError
 from kdump.format.walk import Walker, decode_records
-from kdump.storage.logdir import (INDEX, LOG, MAX_DEPTH, TIMEINDEX, TXNINDEX, LogFile, _is_partition_dir, _scandir,
-                      parse_partition_dir, partition_files)
 from kdump.model import Batch, Record
+from kdump.storage import fs
+from kdump.storage.logdir import (
+    INDEX,
+    LOG,
+    MAX_DEPTH,
+    TIMEINDEX,
+    TXNINDEX,
+    LogFile,
+    _is_partition_dir,
+    _scandir,
+    parse_partition_dir,
+    partition_files,
+)
 from kdump.storage.segment import MappedFile
 
 CLUSTER_METADATA = "__cluster_metadata"

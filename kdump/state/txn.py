@@ -15,18 +15,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import findings as F
-from kdump.words import duration
+from kdump.check.sidefiles import read_snapshot
 from kdump.decoders import transaction_state
 from kdump.errors import KdumpError
 from kdump.format.txnindex import parse_txnindex
-from kdump.storage.logdir import PRODUCER_SNAPSHOT, TXNINDEX
 from kdump.model import Finding
-from kdump.storage.segment import read_small
-from kdump.check.sidefiles import read_snapshot
 from kdump.state.metadata import partition_count
 from kdump.state.producers import ProducerState
-from kdump.state.source import (CLUSTER_METADATA, TRANSACTION_STATE, LogDirs, LogReader, Partition, decode_records_of,
-                     missing_logs, segments, side_files)
+from kdump.state.source import (
+    CLUSTER_METADATA,
+    TRANSACTION_STATE,
+    LogDirs,
+    LogReader,
+    Partition,
+    decode_records_of,
+    missing_logs,
+    segments,
+    side_files,
+)
+from kdump.storage.logdir import PRODUCER_SNAPSHOT, TXNINDEX
+from kdump.storage.segment import read_small
+from kdump.words import duration
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
 DEFAULT_HANGING_AFTER_MS = 15 * 60 * 1000        # find-hanging's --max-transaction-timeout default
@@ -182,8 +191,8 @@ def analyze_partition(p: Partition, coord: Coordinator, now_ms: int, hanging_aft
         d["transactional_id"] = tid[0] if tid else None
         if tid is not None and pr.producer_epoch > tid[1]["producerEpoch"]:
             findings.append(Finding(F.TXN_COORDINATOR_MISMATCH, None, pr.last_offset,
-                                    f"producer {pr.producer_id} ({tid[0]}) writes with epoch {pr.producer_epoch}, newer "
-                                    f"than the coordinator's {tid[1]['producerEpoch']}"))
+                                    f"producer {pr.producer_id} ({tid[0]}) writes with epoch "
+                                    f"{pr.producer_epoch}, newer than the coordinator's {tid[1]['producerEpoch']}"))
         if pr.current_txn_first_offset >= 0:
             age = now_ms - pr.last_timestamp
             named = tid is not None and tid[1]["transactionStatusName"] in ONGOING_STATES \

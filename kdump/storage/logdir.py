@@ -15,8 +15,18 @@ from typing import NamedTuple
 from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownFileKindError
 from kdump.format import checkpoint, metadata
 from kdump.storage import fs
-from kdump.storage.names import (BOOTSTRAP_CHECKPOINT, INDEX_SUFFIX, LEFTOVER_SUFFIXES, LOG_SUFFIX, SNAPSHOT_SUFFIX,
-                                 TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX, filename_offset, snapshot_id, strip_leftover)
+from kdump.storage.names import (
+    BOOTSTRAP_CHECKPOINT,
+    INDEX_SUFFIX,
+    LEFTOVER_SUFFIXES,
+    LOG_SUFFIX,
+    SNAPSHOT_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    TXNINDEX_SUFFIX,
+    filename_offset,
+    snapshot_id,
+    strip_leftover,
+)
 
 # File kinds.
 LOG, INDEX, TIMEINDEX, TXNINDEX, PRODUCER_SNAPSHOT = "log", "index", "timeindex", "txnindex", "producer_snapshot"
@@ -33,7 +43,8 @@ FIXED_NAMES = {checkpoint.LEADER_EPOCH: LEADER_EPOCH, metadata.PARTITION_METADAT
 BATCH_KINDS = (LOG, KRAFT_SNAPSHOT)           # files made of record batches
 _KIND_ORDER = {LOG: 0, INDEX: 1, TIMEINDEX: 2, TXNINDEX: 3, PRODUCER_SNAPSHOT: 4, KRAFT_SNAPSHOT: 5}
 
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<uid>[0-9a-fA-F]{32})-(?P<state>delete|future|stray))?$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)"
+                            r"(?:\.(?P<uid>[0-9a-fA-F]{32})-(?P<state>delete|future|stray))?$")
 
 
 class LogFile(NamedTuple):

@@ -13,15 +13,15 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from kdump.storage import fs
-from kdump.errors import KdumpError, OutOfMemoryError
 from kdump import _accel
+from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
 from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records, record_slices
-from kdump.storage.logdir import LogFile
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
+from kdump.storage import fs
+from kdump.storage.logdir import LogFile
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
 from kdump.storage.segment import MappedFile
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-from stat import S_ISREG
 from collections.abc import Callable
+from stat import S_ISREG
 
 from kdump import _accel
 from kdump.errors import InputError

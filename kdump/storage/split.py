@@ -21,7 +21,6 @@ from kdump.storage.names import INDEX_SUFFIX, offset_path
 from kdump.storage.reader import SegmentReader
 from kdump.storage.segment import MappedFile, read_small
 
-
 DEFAULT_SPLIT_BYTES = 32 << 20       # a range: ~1-2 s of decoding per task
 
 

@@ -28,8 +28,8 @@ import errno
 import fcntl
 import os
 
-from kdump.storage import fs
 from kdump.errors import WriteError
+from kdump.storage import fs
 from kdump.storage.safewrite import Change, remove_stale_temps
 
 LOCK_NAME = ".kdump.lock"

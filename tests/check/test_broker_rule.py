@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-
-
-from support.damage import FIXTURES, flip_bit, write_at  # noqa: E402
-from support.run import run_kdump  # noqa: E402
 
 from kdump.check.broker_rule import (  # noqa: E402
     build_indexes,
@@ -18,10 +13,12 @@ from kdump.check.broker_rule import (  # noqa: E402
     log_start_past_end,
     recovered_epochs,
 )
-from kdump.testing import build_v2_batch  # noqa: E402
-from kdump.format.walk import Walker  # noqa: E402
 from kdump.check.scan import scan_segment  # noqa: E402
+from kdump.format.walk import Walker  # noqa: E402
 from kdump.storage.names import filename_offset  # noqa: E402
+from kdump.testing import build_v2_batch  # noqa: E402
+from support.damage import FIXTURES, flip_bit, write_at  # noqa: E402
+from support.run import run_kdump  # noqa: E402
 
 LOGS = sorted(p for p in (FIXTURES / "generated").rglob("*.log") if filename_offset(str(p)) is not None)
 

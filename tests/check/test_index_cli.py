@@ -16,17 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from kdump.testing import build_legacy_message, build_v2_batch
-from kdump.format.index import encode_index, parse_index
 from kdump.check.broker_rule import build_indexes
+from kdump.check.index_file import IndexCheck
+from kdump.check.indexes import verify_indexes, verify_offset_index, verify_time_index
+from kdump.format.index import encode_index, parse_index
 from kdump.format.rebuild import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
-from kdump.check.index_file import IndexCheck
-from kdump.check.indexes import verify_indexes, verify_offset_index, verify_time_index
-from kdump.repair.indexes import rebuild_indexes
 from kdump.model import IndexEntry, TimeIndexEntry
-
+from kdump.repair.indexes import rebuild_indexes
+from kdump.testing import build_legacy_message, build_v2_batch
 from support.run import GENERATED, REAL, run_kdump, snapshot_tree, write_segment  # noqa: E402
 
 T0 = 1_700_000_000_000
@@ -186,7 +185,7 @@ def test_fault_timestamp_not_max_so_far(tmp_path):
     tix[6] = TimeIndexEntry(lowered, tix[6].offset)
     t = _write_timeindex(log, tix)
     f = _assert_reported(run_kdump("timeindex", "--verify", "--json", t), t, "timeindex_not_max")
-    assert f["position"] == 6 * 12 and f"is not the largest timestamp up to that offset" in f["message"]
+    assert f["position"] == 6 * 12 and "is not the largest timestamp up to that offset" in f["message"]
 
 
 def test_fault_time_going_backwards(tmp_path):

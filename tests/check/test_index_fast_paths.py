@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+import kdump.check.indexes as indexes_module
 from kdump.check.index_file import LAST, MAGIC, MAX_TS, POS, SIZE
 from kdump.check.indexes import verify_indexes
 from kdump.check.offset_index import OffsetIndexCheck
 from kdump.check.time_index import TimeIndexCheck
-from kdump.format.index import parse_index
 from kdump.format.codecs import DEFAULT_LIMITS
+from kdump.format.index import parse_index
 from kdump.format.timeindex import parse_timeindex
 from kdump.format.walk import Walker
-import kdump.check.indexes as indexes_module
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 LOGS = sorted(p for p in FIXTURES.rglob("*.log")

@@ -8,20 +8,28 @@ by an independent transcription of the Java code (``support.damage.kafka_recover
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 
-
-from support.damage import (FIXTURES, LEGACY_FIELDS, V2_CRC_COVERED, V2_FIELDS, batches, flip_bit, garbage,  # noqa: E402
-                        kafka_recover, set_base_offset, set_length, write_at)
-
-from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
-from kdump.testing import build_legacy_message, build_v2_batch  # noqa: E402
-from kdump.format.crc import crc32, crc32c  # noqa: E402
 from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.check.scan import TAIL_KINDS, scan_file, scan_segment  # noqa: E402
+from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
+from kdump.format.crc import crc32, crc32c  # noqa: E402
 from kdump.storage.names import filename_offset  # noqa: E402
+from kdump.testing import build_legacy_message, build_v2_batch  # noqa: E402
+from support.damage import (  # noqa: E402
+    FIXTURES,
+    LEGACY_FIELDS,
+    V2_CRC_COVERED,
+    V2_FIELDS,
+    batches,
+    flip_bit,
+    garbage,
+    kafka_recover,
+    set_base_offset,
+    set_length,
+    write_at,
+)
 
 SEGMENTS = {
     "real-v2-none-gzip": "real/BiggerBrain__kafka/data/lsx1-0/00000000000000000000.log",

@@ -18,11 +18,22 @@ from pathlib import Path
 
 import pytest
 
-
-from support.damage import (FIXTURES, append_garbage, append_zeros, batches, copy_tree, duplicate_last_batch,  # noqa: E402
-                        flip_bit, run_kdump, set_base_offset, set_length, tree_state, truncate_at, write_at)
-
 from kdump.format.crc import crc32c  # noqa: E402
+from support.damage import (  # noqa: E402
+    FIXTURES,
+    append_garbage,
+    append_zeros,
+    batches,
+    copy_tree,
+    duplicate_last_batch,
+    flip_bit,
+    run_kdump,
+    set_base_offset,
+    set_length,
+    tree_state,
+    truncate_at,
+    write_at,
+)
 
 DIRS = {
     "gen-v2-zstd": ("generated/zstd-v2-0", "00000000000000000000.log"),

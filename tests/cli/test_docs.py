@@ -7,6 +7,7 @@ import shlex
 import subprocess
 
 import pytest
+
 from support.run import ROOT, run_kdump
 
 README = (ROOT / "README.md").read_text()

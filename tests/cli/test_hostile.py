@@ -21,16 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from support.run import run_kdump
-
 from kdump.errors import CodecError, InvalidFileError, KdumpError
 from kdump.format import checkpoint, codecs, index, metadata, timeindex
-from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format.codecs import GZIP, LZ4, SNAPPY, ZSTD, compress, decompress
 from kdump.format.records import decode_v2_payload
 from kdump.format.varint import encode_varint
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
+from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
+from support.run import run_kdump
 
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "fuzz"

@@ -13,7 +13,6 @@ outcomes are recognised by their frames: none of them is in kdump's code.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

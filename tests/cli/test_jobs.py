@@ -18,12 +18,10 @@ from pathlib import Path
 
 import pytest
 
-
-from support.damage import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
-from support.run import run_kdump, write_segment  # noqa: E402
-
 from kdump import testing as build  # noqa: E402
 from kdump.parallel import ordered_map  # noqa: E402
+from support.damage import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
+from support.run import run_kdump, write_segment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TREE = [str(FIXTURES / "generated"), str(FIXTURES / "real")]

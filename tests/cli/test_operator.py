@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+
 from support.run import GENERATED, REAL, ROOT, run_kdump, snapshot_tree
 
 PINTEREST = REAL / "pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test"
@@ -216,7 +217,7 @@ def test_a_png_renamed_log_is_not_a_segment_and_no_garbage_offset_is_quoted(tmp_
     r = run_kdump("verify", seg)
     assert r.code == 1 and r.out.splitlines()[1] == f"  invalid_size at byte 0: {what}"
     (obj,) = map(json.loads, run_kdump("verify", "--json", seg).out.splitlines())
-    assert obj["findings"] == [{"kind": "invalid_size", "class": "damage", "position": 0, "offset": None, "message": what}]
+    assert obj["findings"] == [{"kind": "invalid_size", "class": "damage", "position": 0, "offset": None, "message": what}]  # noqa: E501
     r = run_kdump("dump", seg)
     assert r.code == 1 and r.err == f"kdump: error: {seg}:0: {what}\n"
     for argv in (("verify",), ("dump",), ("recover",), ("info",)):

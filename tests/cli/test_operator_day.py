@@ -7,9 +7,8 @@ import shutil
 
 import pytest
 
-from support.run import FIXTURES, GENERATED, REAL, run_kdump
-
 from kdump.testing import build_v2_batch
+from support.run import FIXTURES, GENERATED, REAL, run_kdump
 
 BROKER = FIXTURES / "broker" / "all-shapes"
 METADATA_SNAPSHOTS = REAL / "Manny-97__end-to-end-streaming-system" / "kafka" / "data"

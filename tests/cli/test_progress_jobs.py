@@ -8,12 +8,12 @@ import sys
 import time
 
 import pytest
-from support.run import GENERATED
 
 from kdump.parallel import ordered_map
 from kdump.render import progress as P
 from kdump.render.output import Output
 from kdump.storage.segment import MappedFile
+from support.run import GENERATED
 
 
 class Tty(io.StringIO):

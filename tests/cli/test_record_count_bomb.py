@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.run import run_kdump, write_segment
 
 from kdump.format.codecs import DEFAULT_MAX_RECORDS
 from kdump.testing import build_record_count_bomb, build_v2_batch
+from support.run import run_kdump, write_segment
 
 BOMB_RECORDS = 1_500_000     # 10.5 MB of records in ~1 KB; one list of them took ~300 MB
 RSS_BOUND_KB = 120 << 10     # the interpreter, kdump and a 10.5 MB payload come to ~35 MB
@@ -26,7 +26,8 @@ RSS_BOUND_KB = 120 << 10     # the interpreter, kdump and a 10.5 MB payload come
 _MEASURE = """
 import resource, subprocess, sys
 with open(sys.argv[1], "wb") as out:
-    code = subprocess.run([sys.executable, "-m", "kdump", *sys.argv[2:]], stdout=out, stderr=subprocess.DEVNULL).returncode
+    code = subprocess.run([sys.executable, "-m", "kdump", *sys.argv[2:]], stdout=out,
+                          stderr=subprocess.DEVNULL).returncode
 print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 

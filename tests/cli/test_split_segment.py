@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.run import run_kdump, write_segment
 
 from kdump.format.walk import Walker
 from kdump.run import pieces
 from kdump.storage.logdir import expand
 from kdump.testing import build_v2_batch
+from support.run import run_kdump, write_segment
 
 SPLIT = "100K"
 VIEWS = [("--records", "--data", "--json"), ("--records", "--data"), (), ("--records", "--json", "--encoding", "hex"),

@@ -7,9 +7,8 @@ import os
 import subprocess
 import sys
 
-from support.run import GENERATED, ROOT, run_kdump
-
 from kdump.errors import CorruptDataError, ExitStatus, InputError, UsageError
+from support.run import GENERATED, ROOT, run_kdump
 
 ANSI = "\x1b["
 

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from support.damage import FIXTURES
-from support.run import run_kdump
-
 import kdump.storage.logdir as K
 from kdump import testing as build
 from kdump.errors import InputError
+from support.damage import FIXTURES
+from support.run import run_kdump
 
 
 def _nested_tree(root: Path) -> Path:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from kafka_wire import count, i16, i32, i64, string, tags, u16, uuid
 
-from kdump.format.kraft_control import control_name, decode_control_value
 from kdump.decoders.kafka_text import to_json
 from kdump.errors import DecodeError
 from kdump.format.control import encode_control_key, parse_control
-
-from kafka_wire import count, i16, i32, i64, string, tags, u16, uuid
+from kdump.format.kraft_control import control_name, decode_control_value
 
 F = True
 DIR = "AAECAwQFBgcICQoLDA0ODw"

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from kafka_wire import blob, boolean, count, f64, i8, i16, i32, i64, string, tags, u16, uuid, uvarint
 
 from kdump.decoders import cluster_metadata as cm
 from kdump.decoders.coordinator import UnknownRecordTypeError
 from kdump.errors import DecodeError
-
-from kafka_wire import blob, boolean, count, f64, i8, i16, i32, i64, string, tags, u16, uuid, uvarint
 
 F = True
 TOPIC_ID = "_yRFwjuwQ5yqFI4kjQyApQ"

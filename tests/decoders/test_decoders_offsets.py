@@ -5,12 +5,11 @@ from __future__ import annotations
 import base64
 
 import pytest
+from kafka_wire import blob, count, i8, i16, i32, i64, string, tags, uuid
 
 from kdump.decoders import consumer_offsets as co
 from kdump.decoders.coordinator import MissingKeyError, UnknownRecordTypeError
 from kdump.errors import DecodeError
-
-from kafka_wire import blob, count, i8, i16, i32, i64, string, tags, uuid
 
 TS = 1_700_000_000_123
 

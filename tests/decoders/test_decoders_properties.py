@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import base64
 
+import kafka_wire
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kdump.decoders import cluster_metadata, consumer_offsets, remote_log_metadata, share_group_state, transaction_state
+from kdump.errors import DecodeError
 from kdump.format.kraft_control import decode_control_value
 from kdump.format.message_spec import load
-from kdump.errors import DecodeError
-
-import kafka_wire
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -12,13 +12,12 @@ tests/render/test_internal_topics_cli.py.
 from __future__ import annotations
 
 import pytest
+from kafka_wire import blob, boolean, count, i8, i32, i64, string, tags, uuid, uvarint
 
 from kdump.decoders import cluster_metadata, frame
 from kdump.decoders import remote_log_metadata as rlm
 from kdump.decoders.coordinator import UnknownRecordTypeError
 from kdump.errors import DecodeError
-
-from kafka_wire import blob, boolean, count, i8, i32, i64, string, tags, uuid, uvarint
 
 F = True                                   # every remote-log metadata record is flexible from v0
 TOPIC_ID = "Uj5wn_FqTXirEASvVZRY1w"

@@ -6,14 +6,13 @@ import base64
 import time
 
 import pytest
+from kafka_wire import blob, count, i8, i16, i32, string, tags, uvarint
 
 from kdump.decoders import INTERNAL_DECODERS, for_topic
 from kdump.decoders.kafka_text import java_double, snake_name, strip_private, to_json
+from kdump.errors import DecodeError
 from kdump.format.message_reader import SchemaError, parse_versions, uuid_text
 from kdump.format.message_spec import Message, load
-from kdump.errors import DecodeError
-
-from kafka_wire import blob, count, i8, i16, i32, string, tags, uvarint
 
 
 def message(fields, versions="0-1", flexible="1+", structs=None):
@@ -158,7 +157,7 @@ def test_registry():
 
 def test_dls22_style_null_array_message():
     # DumpLogSegmentsTest #22 (share-group state) reports "non-nullable field stateBatches was serialized as null".
-    m = message([{"name": "stateBatches", "type": "[]StateBatch", "fields": [{"name": "firstOffset", "type": "int64"}]}],
+    m = message([{"name": "stateBatches", "type": "[]StateBatch", "fields": [{"name": "firstOffset", "type": "int64"}]}],  # noqa: E501
                 versions="0", flexible="0+")
     with pytest.raises(SchemaError) as err:
         m.decode(count(None, True) + tags(), 0)

@@ -7,13 +7,12 @@ The records are written out by hand from Kafka's share-coordinator message specs
 from __future__ import annotations
 
 import pytest
+from kafka_wire import count, i8, i16, i32, i64, string, tags, uuid
 
 from kdump.decoders import coordinator
 from kdump.decoders import share_group_state as sgs
 from kdump.decoders.coordinator import MissingKeyError, UnknownRecordTypeError
 from kdump.errors import DecodeError
-
-from kafka_wire import count, i8, i16, i32, i64, string, tags, uuid
 
 TOPIC_ID = "Uj5wn_FqTXirEASvVZRY1w"
 TS = 1_732_000_000_123

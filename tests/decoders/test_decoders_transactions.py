@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from kafka_wire import count, i8, i16, i32, i64, string, tags
 
 from kdump.decoders import transaction_state as ts
 from kdump.decoders.coordinator import MissingKeyError, UnknownRecordTypeError
 from kdump.errors import DecodeError
-
-from kafka_wire import count, i8, i16, i32, i64, string, tags
 
 KEY = i16(0) + string("txnId")
 KEY_TEXT = '{"type":"0","data":{"transactionalId":"txnId"}}'

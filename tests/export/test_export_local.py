@@ -10,15 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.run import GENERATED, run_kdump
 
 from kdump.export.columns import record_batches
 from kdump.export.local import export_local
 from kdump.export.plan import Scope, plan
 from kdump.export.schema import RECORD_COLUMNS, arrow_schema
 from kdump.export.write import HIVE_NULL
-from kdump.testing import build_v2_batch
 from kdump.format.index import encode_index
+from kdump.testing import build_v2_batch
+from support.run import GENERATED, run_kdump
 
 pa = pytest.importorskip("pyarrow")
 ds = pytest.importorskip("pyarrow.dataset")

@@ -16,8 +16,6 @@ from datetime import datetime, timezone
 
 import pytest
 
-from support.run import FIXTURES
-
 from kdump import _accel
 from kdump.decoders.payload import PayloadView
 from kdump.errors import KdumpError
@@ -28,8 +26,18 @@ from kdump.export.plan import plan
 from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, arrow_schema, arrow_type
 from kdump.export.write import joined
 from kdump.format.walk import Walker, decode_records
-from kdump.model import (BATCH_FIELDS, FIELD_TYPES, HEADER_FIELDS, HEADERS_TYPE, JSON_NULLABLE, LEGACY_RECORD_FIELDS,
-                         RECORD_FIELDS, Batch, Record)
+from kdump.model import (
+    BATCH_FIELDS,
+    FIELD_TYPES,
+    HEADER_FIELDS,
+    HEADERS_TYPE,
+    JSON_NULLABLE,
+    LEGACY_RECORD_FIELDS,
+    RECORD_FIELDS,
+    Batch,
+    Record,
+)
+from support.run import FIXTURES
 
 # Broker-written logs: every codec, legacy v0/v1 messages, transactions and their control
 # batches, KRaft control records, headers.

@@ -205,8 +205,8 @@ def test_pages_behind_a_sequential_reader_are_dropped(tmp_path):
 
 
 def test_walker_and_scanner_report_their_position(tmp_path):
-    from kdump.format.walk import FOLLOW_STEP, Walker
     from kdump.check.scan import scan_segment
+    from kdump.format.walk import FOLLOW_STEP, Walker
 
     path = str(tmp_path / "00000000000000000000.log")
     make_segment(path, 96 * MiB, MiB)

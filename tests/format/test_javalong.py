@@ -17,12 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.run import run_kdump
-
 from kdump import _accel
 from kdump.format.javalong import INT64_MAX, INT64_MIN, long_add, wrapped
 from kdump.format.walk import Walker, decode_records
 from kdump.testing import build_v2_batch
+from support.run import run_kdump
 
 TOP = INT64_MAX
 _int64 = st.one_of(st.integers(INT64_MIN, INT64_MAX), st.sampled_from([INT64_MIN, INT64_MAX, 0, -1, 1]))

@@ -21,16 +21,16 @@ import tracemalloc
 
 import pytest
 
-from kdump.errors import CodecError, DecompressionLimitError, InvalidFileError, InvalidRecordError, KdumpError
 from kdump import _accel
+from kdump.errors import CodecError, DecompressionLimitError, InvalidFileError, InvalidRecordError, KdumpError
 from kdump.format import legacy, snapshot
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER
-from kdump.testing import build_legacy_message, build_legacy_wrapper
 from kdump.format.codecs import GZIP, LZ4, SNAPPY, ZSTD, Limits, compress, decompress
 from kdump.format.crc import crc32c
 from kdump.format.records import decode_v2_payload
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
+from kdump.testing import build_legacy_message, build_legacy_wrapper
 
 MiB = 1 << 20
 BOMB_SIZE = 32 * MiB
@@ -248,8 +248,8 @@ def bomb_segment(tmp_path_factory):
 
     Returns the path and the largest limit the default Limits give any of the bombs.
     """
-    from kdump.testing import build_v2_batch
     from kdump.format.codecs import DEFAULT_LIMITS
+    from kdump.testing import build_v2_batch
 
     d = tmp_path_factory.mktemp("bombs") / "bombs-0"
     d.mkdir()
@@ -343,7 +343,7 @@ def test_max_decompressed_rejects_nonsense():
     from support.run import run_kdump
 
     r = run_kdump("verify", "fixtures", "--max-decompressed", "lots")
-    assert r.code == 2 and r.err.startswith("kdump: error: Invalid value for '--max-decompressed': 'lots' is not a size")
+    assert r.code == 2 and r.err.startswith("kdump: error: Invalid value for '--max-decompressed': 'lots' is not a size")  # noqa: E501
 
 
 @pytest.mark.parametrize("fmt", ["ndjson", "parquet"])

@@ -9,12 +9,27 @@ from pathlib import Path
 import pytest
 
 from kdump.errors import InvalidFileError, KdumpError, TruncatedError, UnknownFileKindError
-from kdump.format.checkpoint import (KINDS, LEADER_EPOCH, EpochEntry, OffsetEntry, encode_leader_epochs,
-                                     encode_offsets, parse_checkpoint)
+from kdump.format.checkpoint import (
+    KINDS,
+    LEADER_EPOCH,
+    EpochEntry,
+    OffsetEntry,
+    encode_leader_epochs,
+    encode_offsets,
+    parse_checkpoint,
+)
 from kdump.format.crc import crc32c
-from kdump.format.metadata import (encode_clean_shutdown, encode_partition_metadata, encode_uuid,
-                                   parse_clean_shutdown, parse_meta_properties, parse_partition_metadata,
-                                   parse_properties, parse_quorum_state, parse_uuid)
+from kdump.format.metadata import (
+    encode_clean_shutdown,
+    encode_partition_metadata,
+    encode_uuid,
+    parse_clean_shutdown,
+    parse_meta_properties,
+    parse_partition_metadata,
+    parse_properties,
+    parse_quorum_state,
+    parse_uuid,
+)
 from kdump.format.snapshot import encode_snapshot, parse_snapshot
 from kdump.model import ProducerEntry
 

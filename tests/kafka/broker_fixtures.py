@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import kafka_jars
+import pytest
 from broker import KafkaBroker
 
 

@@ -189,7 +189,7 @@ CASES = [
     Case("orphan_index", orphan_index, finding="orphan_index"),
     Case("corrupt_snapshot", corrupt_snapshot, finding="snapshot_invalid"),
     Case("lagging_epochs", lagging_epochs),
-    Case("overlap_after_clean", overlap_after_clean, finding="offset_overlap"),     # the broker never reads it: an anomaly
+    Case("overlap_after_clean", overlap_after_clean, finding="offset_overlap"),     # the broker never reads it: an anomaly  # noqa: E501
     Case("txn_control", nothing, txn=True),
     Case("txn_mid_bitflip", mid_bitflip, recovery_point=0, txn=True, expect="cut_and_delete", damage=True),
     Case("txn_torn_tail", torn_tail, txn=True, expect="cut", damage=True),

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker import KafkaBroker
-from support.run import run_kdump
 from parity_cases import INTERVAL, Case, _logs, leftover_swap, missing_timeindex
+
+from support.run import run_kdump
 
 
 @dataclass
@@ -74,9 +75,9 @@ def _log_end(d: Path) -> int | None:
 
 
 def _index_entries(path: Path, kind: str, base: int):
+    from kdump.check.index_file import live_entries
     from kdump.format.index import parse_index
     from kdump.format.timeindex import parse_timeindex
-    from kdump.check.index_file import live_entries
 
     parsed = (parse_index if kind == ".index" else parse_timeindex)(path.read_bytes(), base)
     return live_entries(parsed)[0]

@@ -30,6 +30,7 @@ from pathlib import Path
 import kafka_jars
 import pytest
 from broker import KafkaBroker
+
 from support.run import run_kdump
 
 pytestmark = pytest.mark.slow

@@ -16,10 +16,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 import dls
 import parity
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"

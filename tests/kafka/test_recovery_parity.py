@@ -20,7 +20,8 @@ partition is then compared, one test per case:
 Named departures, tested to stay within them: kdump moves into a quarantine folder what the
 broker deletes, and saves the bytes it cuts as `<segment>.corrupt-<position>`; it does not
 create the empty files a broker makes on load (an empty `.timeindex`, a missing
-leader-epoch-checkpoint), and does not write producer snapshots (the broker rebuilds producer state from the log at startup).
+leader-epoch-checkpoint), and does not write producer snapshots (the broker rebuilds producer
+state from the log at startup).
 After finishing an interrupted swap, kdump rebuilds the indexes of the swapped-in segment,
 where the broker keeps the empty ones it made while opening the `.swap` file.
 
@@ -37,9 +38,10 @@ from pathlib import Path
 import kafka_jars
 import pytest
 from broker import KafkaBroker
-from support.run import run_kdump
 from parity_cases import CASES, TOPIC_CONFIG, Case, mid_bitflip, nothing, partition_of, produce, set_checkpoint
 from parity_compare import Outcome, compare_partition, run_both
+
+from support.run import run_kdump
 
 pytestmark = pytest.mark.slow
 

@@ -9,12 +9,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 
 import pytest
-from support.run import ROOT, run_kdump
+import tomllib
 
 import kdump
+from support.run import ROOT, run_kdump
 
 DIST = "kafka-kdump"
 
@@ -36,7 +36,7 @@ def test_kdump_version_is_the_distribution_version_and_the_changelog_head():
 def test_the_license_is_apache_2_in_full():
     text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
-    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text and "END OF TERMS AND CONDITIONS" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text and "END OF TERMS AND CONDITIONS" in text  # noqa: E501
     assert "License :: " not in text and len(text) > 11_000
     assert importlib.metadata.metadata(DIST)["License"] == "Apache-2.0"
 

@@ -14,9 +14,9 @@ import sys
 import zipfile
 
 import pytest
-from support.run import ROOT
 
 import kdump
+from support.run import ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -71,7 +71,7 @@ def test_object_changed_while_read(s3, change, monkeypatch):
     unreadable (exit 3), not damaged."""
     from kdump.storage import fs
 
-    
+
     url = s3.upload("kdump-logs", LOG_DIRS["generated"] / "headers-0", f"changing-{change}/headers-0")
     key = url.partition("kdump-logs/")[2] + "/00000000000000000000.log"
     client = s3.client()

@@ -14,11 +14,11 @@ import subprocess
 import sys
 
 import pytest
-from support.run import GENERATED, REAL, run_kdump, write_segment
 
 from kdump import _accel
 from kdump import testing as build
 from kdump.format.codecs import GZIP, NONE
+from support.run import GENERATED, REAL, run_kdump, write_segment
 
 NOW = 1_700_000_000_000
 

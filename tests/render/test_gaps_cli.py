@@ -11,10 +11,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from support.run import FIXTURES, GENERATED, run_kdump, write_segment
 
 from kdump import testing as build
 from kdump.format.checkpoint import encode_offsets
+from support.run import FIXTURES, GENERATED, run_kdump, write_segment
 
 BROKER_COMPACTED = FIXTURES / "broker" / "all-shapes" / "compacted-0"
 VIEWS = (("--json",), ("--format", "table"), ("--format", "text"))
@@ -34,7 +34,7 @@ def test_broker_cleaned_partition_reports_only_the_count(view):
 
 
 def test_dls_command_line_still_lists_every_gap():
-    r = run_kdump("dump", "--deep-iteration", "--files", ",".join(str(p) for p in sorted(BROKER_COMPACTED.glob("*.log"))))
+    r = run_kdump("dump", "--deep-iteration", "--files", ",".join(str(p) for p in sorted(BROKER_COMPACTED.glob("*.log"))))  # noqa: E501
     assert r.code == 0
     assert r.err.splitlines()[:2] == [f"Non-consecutive offsets in {BROKER_COMPACTED}/00000000000000000000.log",
                                       "  -1 is followed by 100"]

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 
-from support.run import REAL, run_kdump, write_segment
-
 from kdump import testing as build
 from kdump.format.control import KRAFT_VERSION, SNAPSHOT_FOOTER, SNAPSHOT_HEADER
+from support.run import REAL, run_kdump, write_segment
 
 NOW = 1_700_000_000_000
 MANNY = REAL / "Manny-97__end-to-end-streaming-system" / "kafka" / "data" / "__cluster_metadata-0"

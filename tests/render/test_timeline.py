@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+
 from support.run import FIXTURES, REAL, run_kdump
 
 COMPACTED = FIXTURES / "broker/all-shapes/compacted-0"

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from support.run import REAL, run_kdump
 
 pytest.importorskip("plotly", reason="--html needs plotly: pip install -e '.[timeline]'")

@@ -18,22 +18,24 @@ import sys
 import time
 from pathlib import Path
 
-
-
-from support.damage import FIXTURES, batches, copy_tree, run_kdump, tree_bytes, tree_state  # noqa: E402
-from support.damage import (damage_middle, make_partition, messy_partition, partition_batch, run_killed_at, subprocess_env,  # noqa: E402
-                        tree_and_quarantine)
-
+from kdump.check.broker_rule import index_bytes  # noqa: E402
 from kdump.format.checkpoint import encode_offsets  # noqa: E402
 from kdump.repair.recover import LogDirState, plan_partition  # noqa: E402
-from kdump.check.broker_rule import index_bytes  # noqa: E402
-
-
-
-
-
-
-
+from support.damage import (  # noqa: E402  # noqa: E402
+    FIXTURES,
+    batches,
+    copy_tree,
+    damage_middle,
+    make_partition,
+    messy_partition,
+    partition_batch,
+    run_kdump,
+    run_killed_at,
+    subprocess_env,
+    tree_and_quarantine,
+    tree_bytes,
+    tree_state,
+)
 
 
 def _plan_json(out: str) -> list[dict]:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from kdump.format.metadata import CLEAN_SHUTDOWN_FILE
 from support.damage import make_partition, tree_bytes, write_at
 from support.run import run_kdump
-
-from kdump.format.metadata import CLEAN_SHUTDOWN_FILE
 
 
 @pytest.mark.parametrize("clean_shutdown", [False, True])
@@ -39,9 +36,8 @@ def test_a_log_below_its_log_start_offset_ends_as_one_empty_segment_there(tmp_pa
     recoverLog) deletes every segment and, in the same load, opens an empty segment at the
     log start offset. ``recover --apply`` left none; now it creates it, and a rerun changes
     nothing more."""
-    from support.damage import damage_middle
-
     from kdump.format.checkpoint import encode_offsets
+    from support.damage import damage_middle
 
     d = make_partition(tmp_path / "logs")
     damage_middle(d)                        # the cut is in segment 9: the log ends at offset 12
@@ -86,9 +82,9 @@ def test_salvage_streams_a_segment_in_bounded_memory(tmp_path):
     """Item 5: ``recover --salvage`` joined a whole salvaged segment in memory (a 507 MB segment
     took 1.0 GB RSS). Now its bytes are streamed from the source: salvaging 96 MiB costs
     little more memory than planning it, and the copy is exact, indexes included."""
-    from support.damage import batches, partition_batch
     from kdump.check.broker_rule import encode_indexes
     from kdump.testing import build_v2_batch
+    from support.damage import batches, partition_batch
 
     d = tmp_path / "logs" / "big-0"
     d.mkdir(parents=True)

@@ -21,16 +21,25 @@ from pathlib import Path
 
 import pytest
 
-
-from support.damage import (assert_nothing_lost, run_killed_at, subprocess_env)  # noqa: E402
-from support.damage import (FIXTURES, append_garbage, batches, copy_tree, flip_bit, garbage, run_kdump,  # noqa: E402
-                        tree_bytes, truncate_at)
-
 from kdump.check.broker_rule import index_bytes  # noqa: E402
 from kdump.errors import WriteError  # noqa: E402
 from kdump.repair.cut import save_cut_bytes, truncate_log  # noqa: E402
 from kdump.repair.indexes import rebuild_changes, rebuild_indexes  # noqa: E402
 from kdump.storage.safewrite import TEMP_SUFFIX, atomic_write, remove_stale_temps  # noqa: E402
+from support.damage import (  # noqa: E402  # noqa: E402
+    FIXTURES,
+    append_garbage,
+    assert_nothing_lost,
+    batches,
+    copy_tree,
+    flip_bit,
+    garbage,
+    run_kdump,
+    run_killed_at,
+    subprocess_env,
+    tree_bytes,
+    truncate_at,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -46,7 +46,7 @@ texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=2
 def records(depth=0):
     return st.fixed_dictionaries({
         "n": st.none(), "b": st.booleans(), "i": st.integers(-2**31, 2**31 - 1), "l": st.integers(-2**63, 2**63 - 1),
-        "f": floats, "d": st.floats(), "by": st.binary(max_size=10), "s": texts, "fx": st.binary(min_size=4, max_size=4),
+        "f": floats, "d": st.floats(), "by": st.binary(max_size=10), "s": texts, "fx": st.binary(min_size=4, max_size=4),  # noqa: E501
         "e": st.sampled_from(["A", "B_q", "C"]), "a": st.lists(st.one_of(st.none(), st.integers(-2**63, 2**63 - 1),
                                                                            texts), max_size=4),
         "m": st.dictionaries(texts, st.floats(), max_size=3),
@@ -110,7 +110,7 @@ def test_logical_types_read_exactly():
     assert (got["f"], got["d"], got["m"], got["by"]) == (0.10000000149011612, "NaN", {"k": "-Infinity"}, "AP8=")
     assert (got["dec"], got["decf"], got["tsm"], got["tsu"]) == ("-12.3400", "7.250", "2024-02-29T23:59:59.999000Z",
                                                                  "1969-12-31T23:59:59.000001Z")
-    assert (got["day"], got["tm"], got["u"]) == ("2024-02-29", "12:00:00.005000", "00000000-0000-0000-0000-000000000001")
+    assert (got["day"], got["tm"], got["u"]) == ("2024-02-29", "12:00:00.005000", "00000000-0000-0000-0000-000000000001")  # noqa: E501
 
 
 @pytest.mark.parametrize("tail", [b"\x01", b"\x02", b"\x7f"])

@@ -205,8 +205,9 @@ def _fixture_store():
 
 
 def test_protobuf_damage_says_which_byte_and_field():
-    from kdump.schemas.decoder import SchemaDecoder
     from test_schemas_oracle import records
+
+    from kdump.schemas.decoder import SchemaDecoder
 
     dec = SchemaDecoder("protobuf", _fixture_store())
     order = records(FIXTURES / "schemas" / "registry" / "events-proto-0")[1].value     # an Order, indexes [1]
@@ -280,9 +281,10 @@ def test_any_bytes_decode_or_fail_cleanly(kind):
     never another exception."""
     import random
 
+    from test_schemas_oracle import records
+
     from kdump.errors import DecodeError
     from kdump.schemas.decoder import SchemaDecoder
-    from test_schemas_oracle import records
 
     dec = SchemaDecoder(kind, _store_once(), validate=True)
     seeds = [r.value for t in ("orders-avro", "events-proto", "users-json", "payments-avro")

@@ -7,10 +7,10 @@ import decimal
 import shutil
 
 import pytest
+from test_schemas_oracle import LOGDIR, records
 
 from kdump.testing import build_v2_batch
-from support.run import FIXTURES, run_kdump
-from test_schemas_oracle import LOGDIR, records
+from support.run import run_kdump
 
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("fastavro")

@@ -81,6 +81,7 @@ def kdump_decoder(store, kind="auto"):
 def test_avro_equals_confluent_deserializer(topic, registry_url, store):
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer
+
     from kdump.schemas.avro import to_json
 
     oracle = AvroDeserializer(SchemaRegistryClient({"url": registry_url}))

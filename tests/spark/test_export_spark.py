@@ -101,9 +101,9 @@ def test_cli_export_with_the_spark_engine(spark, tmp_path, big_dir):
 
 
 def test_limits_reach_every_spark_writer(spark, tmp_path):
-    from kdump.testing import build_v2_batch
     from kdump.format.codecs import ZSTD, limits_for
     from kdump.spark.export import export_spark
+    from kdump.testing import build_v2_batch
 
     part = tmp_path / "big-0"
     part.mkdir()

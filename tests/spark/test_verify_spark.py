@@ -74,9 +74,8 @@ class _Tty(__import__("io").StringIO):
 def test_the_local_progress_bar_on_a_terminal(spark, monkeypatch):
     """On a terminal the Spark engine shows the local verify's bar (label, bytes, rate, eta),
     moved by the bytes Spark's tasks scanned, and ends at the total; stdout is unchanged."""
-    from support.run import run_kdump
-
     from kdump.render import progress
+    from support.run import run_kdump
 
     monkeypatch.setattr(progress, "SHOW_AFTER", 0.0)
     monkeypatch.delenv("KDUMP_NO_PROGRESS", raising=False)

@@ -26,15 +26,14 @@ _speedups = _accel.built()
 if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
-from support.run import fixture_logs
-
 from kdump.format import legacy
 from kdump.format import records as records_mod
 from kdump.format.batch import parse_v2
 from kdump.format.varint import encode_uvarint
-from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record
+from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
+from support.run import fixture_logs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -702,7 +701,7 @@ def test_record_slices_of_a_record_count_bomb_stay_small():
 def test_legacy_base_beyond_int64_is_decided_by_python(last_relative, wrapper_offset):
     """Issue #27, item 6: ``wrapper_offset - last_inner`` in legacy.c had no overflow check
     (undefined behaviour in C; the last record's checked addition happened to catch it)."""
-    inner = b"".join(build_legacy_message(relative, b"k", b"v", magic=1, timestamp=5) for relative in (0, last_relative))
+    inner = b"".join(build_legacy_message(relative, b"k", b"v", magic=1, timestamp=5) for relative in (0, last_relative))  # noqa: E501
     buf = build_legacy_wrapper([inner], magic=1, codec=1, wrapper_offset=wrapper_offset)
     pure = both(buf)
     if wrapper_offset - last_relative > INT64[1]:

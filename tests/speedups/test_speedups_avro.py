@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 fastavro = pytest.importorskip("fastavro")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schemas"))
 
+from test_schemas_avro_text import EVERYTHING, records  # noqa: E402
+
 from kdump import _accel  # noqa: E402
 from kdump.schemas import avro, avro_text  # noqa: E402
 from kdump.schemas.store import Schema, SchemaStore  # noqa: E402
-from test_schemas_avro_text import EVERYTHING, records  # noqa: E402
 
 native = _accel.built()
 pytestmark = pytest.mark.skipif(native is None or not hasattr(native, "avro_json"), reason="accelerator not built")

@@ -20,13 +20,12 @@ from kdump import _accel
 if _accel.built() is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
-from support.damage import FIXTURES, flip_bit, garbage  # noqa: E402
-from support.run import fixture_logs  # noqa: E402
-
 from kdump.format.codecs import GZIP, LZ4, NONE, ZSTD  # noqa: E402
 from kdump.info import RUN_BATCHES, SIZE_BUCKETS, PartitionSummary  # noqa: E402
 from kdump.storage.logdir import LogFile  # noqa: E402
 from kdump.testing import build_control_batch, build_legacy_message, build_v2_batch  # noqa: E402
+from support.damage import FIXTURES, flip_bit, garbage  # noqa: E402
+from support.run import fixture_logs  # noqa: E402
 
 
 def _summary(paths: list[Path], native: bool) -> tuple[dict, set]:

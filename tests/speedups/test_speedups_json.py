@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring_ascii
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,15 +24,13 @@ if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 
-from support.damage import FIXTURES, run_kdump  # noqa: E402
-from support.run import fixture_logs  # noqa: E402
-
+from kdump.decoders.payload import PayloadView  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
+from kdump.export import ndjson  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
 from kdump.model import Batch, Control, Record  # noqa: E402
-from kdump.render import jsonout  # noqa: E402
-from kdump.decoders.payload import PayloadView  # noqa: E402
-from kdump.export import ndjson  # noqa: E402
+from support.damage import FIXTURES, run_kdump  # noqa: E402
+from support.run import fixture_logs  # noqa: E402
 
 ENCODINGS = {"base64": 0, "hex": 1, "utf8": 2}
 VIEWS = {name: PayloadView(name) for name in ENCODINGS}
@@ -298,10 +295,9 @@ def test_a_streamed_batch_is_the_same_line_as_a_whole_one(tmp_path):
     """A batch of more records than one slice (RECORDS_SLICE) is written slice by slice; the
     line is the one the Python writer makes of the whole batch, keys, values and headers
     drawn from all 256 byte values."""
-    from support.run import write_segment
-
     from kdump.format.records import RECORDS_SLICE
     from kdump.testing import build_v2_batch
+    from support.run import write_segment
 
     rng = __import__("random").Random(7)
     recs = [(i, 1_700_000_000_000 + i, bytes(rng.randrange(256) for _ in range(rng.randrange(6))),

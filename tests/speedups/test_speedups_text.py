@@ -25,9 +25,6 @@ _speedups = _accel.built()
 if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
-from support.damage import FIXTURES, run_kdump  # noqa: E402
-from support.run import fixture_logs  # noqa: E402
-
 from kdump.check.gaps import follow  # noqa: E402
 from kdump.decoders.payload import PayloadView  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
@@ -35,6 +32,8 @@ from kdump.format.javautf8 import java_utf8  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
 from kdump.model import Batch, Control, Record  # noqa: E402
 from kdump.render import text  # noqa: E402
+from support.damage import FIXTURES, run_kdump  # noqa: E402
+from support.run import fixture_logs  # noqa: E402
 
 KINDS = list(text.C_KINDS)
 INT64 = (-(1 << 63), (1 << 63) - 1)

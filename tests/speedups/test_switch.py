@@ -14,17 +14,17 @@ import types
 from pathlib import Path
 
 import pytest
-from support.run import run_kdump, write_segment
 
 from kdump import _accel
 from kdump.check.scan import scan_segment
+from kdump.decoders.payload import PayloadView
 from kdump.format import crc
 from kdump.format.records import decode_v2_payload
 from kdump.format.walk import Walker, decode_records, record_slices
 from kdump.render import jsonout
-from kdump.decoders.payload import PayloadView
 from kdump.storage import segment
 from kdump.testing import build_legacy_wrapper, build_v2_batch
+from support.run import run_kdump, write_segment
 
 KDUMP = Path(_accel.__file__).resolve().parent
 NOW = 1_700_000_000_000
@@ -75,7 +75,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     out.append(run_kdump("info", "--json", "-j", "1", v2, legacy))         # summarize_v2
     # a batch of more records than one slice: decoded and written a slice at a time
     big = write_segment(v2.parent.parent / "big-0", [build_v2_batch([(i, NOW, None, b"v%d" % i) for i in range(5000)])])
-    out.append([len(s) for s in record_slices(big.read_bytes(), next(iter(Walker(big.read_bytes()))))])  # decode_v2_span
+    out.append([len(s) for s in record_slices(big.read_bytes(), next(iter(Walker(big.read_bytes()))))])  # decode_v2_span  # noqa: E501
     out.append(run_kdump("dump", "--records", "--data", "--json", big))      # json_records
     out.append(run_kdump("dump", "--records", "--data", "--json", "-q", v2))   # json_v2_line (no gap report)
     return out

@@ -14,13 +14,12 @@ import struct
 
 import pytest
 
-from support.run import GENERATED, REAL
-
-from kdump.testing import build_end_txn_marker, build_v2_batch
 from kdump.format.snapshot import encode_snapshot, parse_snapshot
 from kdump.format.walk import Walker
 from kdump.model import ProducerEntry
 from kdump.state.groups import java_string_hash, partition_for
+from kdump.testing import build_end_txn_marker, build_v2_batch
+from support.run import GENERATED, REAL
 
 TXN = GENERATED / "transactions-0"
 METADATA = GENERATED / "__cluster_metadata-0"
@@ -92,7 +91,7 @@ def test_open_transaction_holds_the_last_stable_offset(kdump, tmp_path):
     from kdump.words import duration
     assert p2000["hanging_reasons"] == [f"open for {duration(p2000['open_txn']['age_ms'])}"]
     r = kdump("txn", part, "--now", NOW, "--hanging-after", "2h")     # 1 h 46 min old: not yet
-    assert "HANGING" not in r.out and "open transaction from offset 23 (3 records, 234 bytes, open for 1 h 46 min)" in r.out
+    assert "HANGING" not in r.out and "open transaction from offset 23 (3 records, 234 bytes, open for 1 h 46 min)" in r.out  # noqa: E501
 
 
 def test_txnindex_and_snapshot_disagreements_are_findings(kdump, tmp_path):
@@ -431,7 +430,7 @@ def test_state_commands_change_nothing(kdump, tmp_path):
 def test_hanging_needs_every_transaction_state_partition_to_blame_the_coordinator(kdump, tmp_path):
     """With __transaction_state-1 of 2 missing (a disk not copied), a producer none of the
     present partitions names is judged by age alone: its id may be in the missing one."""
-    part = _cut_before(tmp_path, TXN, 26)
+    _cut_before(tmp_path, TXN, 26)
     (tmp_path / "__transaction_state-1").mkdir()
     (tmp_path / "__transaction_state-1" / "00000000000000000000.log").write_bytes(b"")
     r = kdump("txn", tmp_path, "--json", "--now", NOW, "--hanging-after", "0")

@@ -29,9 +29,9 @@ import sys
 import time
 import warnings
 
+import kafka_jars
 import pytest
 
-import kafka_jars
 from kdump.errors import KdumpError
 from kdump.state.metadata import Point, diff, load
 from kdump.state.source import LogDirs

@@ -14,11 +14,10 @@ import re
 import shutil
 
 import pytest
-
-import txn_offsets                  # tests/kafka: the broker scenario that wrote the fixture
-from support.run import FIXTURES
+import txn_offsets  # tests/kafka: the broker scenario that wrote the fixture
 
 from kdump.testing import build_end_txn_marker, build_v2_batch, encode_group_metadata_key, encode_offset_commit
+from support.run import FIXTURES
 
 T = 1_700_000_000_000          # batch n is written at T + n seconds
 NOW = "2023-11-20T00:00:00Z"

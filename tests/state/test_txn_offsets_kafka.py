@@ -15,9 +15,8 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 import kafka_jars
+import pytest
 import txn_offsets
 
 pytestmark = pytest.mark.slow

@@ -12,14 +12,11 @@ from pathlib import Path
 
 import pytest
 
-
-from support.damage import FIXTURES, copy_tree, run_kdump  # noqa: E402
-
 from kdump.check import partition as crosscheck  # noqa: E402
 from kdump.check.partition import VerifyOptions, check_directory  # noqa: E402
-from kdump.storage.logdir import partition_files  # noqa: E402
 from kdump.check.scan import ScanReport  # noqa: E402
-
+from kdump.storage.logdir import partition_files  # noqa: E402
+from support.damage import FIXTURES, copy_tree, run_kdump  # noqa: E402
 
 # -- fault 4: verify is linear in segments per partition -------------------------------------------
 
@@ -167,10 +164,8 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
     .kdump-tmp``; the rerun made ``kdump-quarantine-T2`` and never removed it. Every step of
     ``recover --apply`` is interrupted in turn; after a rerun no temporary file is left
     anywhere and the partition is what an uninterrupted run leaves."""
-    from support.damage import messy_partition
-    from support.damage import run_killed_at
-
     from kdump.repair import recover as recovery
+    from support.damage import messy_partition, run_killed_at
 
     src = messy_partition(tmp_path / "src")
     ref = copy_tree(src, tmp_path / "ref")
@@ -198,11 +193,8 @@ def test_killed_at_every_step_of_apply_with_the_default_quarantine(tmp_path, mon
 
 def test_recover_names_a_symlinked_index_not_its_quarantine_copy(tmp_path):
     """Issue #19, minor: the error named the copy in the quarantine instead of the link."""
-    from support.damage import damage_middle, make_partition
-
-    from support.damage import batches
-
     from kdump.format.index import encode_index
+    from support.damage import batches, damage_middle, make_partition
 
     d = make_partition(tmp_path)
     log, cut = damage_middle(d)

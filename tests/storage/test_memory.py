@@ -18,14 +18,12 @@ from pathlib import Path
 
 import pytest
 
-
-from support.damage import subprocess_env  # noqa: E402
-
+from kdump.decoders.payload import PayloadView  # noqa: E402
+from kdump.export import ndjson  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
 from kdump.format.varint import encode_varint  # noqa: E402
-from kdump.export import ndjson  # noqa: E402
-from kdump.decoders.payload import PayloadView  # noqa: E402
+from support.damage import subprocess_env  # noqa: E402
 
 MiB = 1 << 20
 NONE, GZIP, LZ4 = 0, 1, 3
@@ -121,8 +119,8 @@ def test_running_out_of_memory_is_a_located_error(tmp_path):
 @pytest.mark.parametrize("encoding", ["utf8", "base64", "hex"])
 def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
     """The streamed path writes exactly what ``py_batch_line`` (and so the C writer) writes."""
-    from kdump.testing import build_v2_batch
     from kdump.format.walk import Walker, decode_records
+    from kdump.testing import build_v2_batch
 
     monkeypatch.setattr(ndjson, "STREAM_CHUNK", 7)
     values = [bytes(range(256)) * 3, "é€😀 \x00\x1f\"\\".encode() * 5, b"\xff\xfe\xc3" * 11, b"", None, b"x" * 7]
@@ -199,10 +197,9 @@ def test_checkpoints_and_snapshots_are_read_in_bounded_memory(tmp_path, what):
 
 
 def test_streamed_side_files_show_the_same_rows(tmp_path):
-    from support.damage import run_kdump
-
     from kdump.format.checkpoint import parse_checkpoint
     from kdump.format.snapshot import parse_snapshot
+    from support.damage import run_kdump
 
     _, part, snap = _big_checkpoints(tmp_path, 1000)
     rows = [json.loads(line) for line in run_kdump("dump", "--json", snap).out.splitlines()]

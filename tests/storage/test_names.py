@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import os
 
-from kdump.storage.names import (LEFTOVER_SUFFIXES, SEGMENT_SUFFIXES, filename_offset, offset_name, offset_path,
-                                 sibling, snapshot_id, strip_leftover)
+from kdump.storage.names import (
+    LEFTOVER_SUFFIXES,
+    SEGMENT_SUFFIXES,
+    filename_offset,
+    offset_name,
+    offset_path,
+    sibling,
+    snapshot_id,
+    strip_leftover,
+)
 
 
 def test_offset_names_are_twenty_digits_then_the_suffix():

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from support.run import FIXTURES, run_kdump
-
 from kdump.storage import logdir
 from kdump.testing import build_v2_batch
+from support.run import FIXTURES, run_kdump
 
 
 def tree_state(root: Path) -> dict[str, tuple]:

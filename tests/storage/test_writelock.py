@@ -19,14 +19,21 @@ from pathlib import Path
 
 import pytest
 
-
-from support.damage import FIXTURES, append_garbage, copy_tree, run_kdump, tree_bytes  # noqa: E402
-from support.damage import damage_middle, tree_and_quarantine, make_partition  # noqa: E402
-from support.damage import assert_nothing_lost, subprocess_env  # noqa: E402
-
-from kdump.storage import logdir  # noqa: E402
 from kdump.errors import WriteError  # noqa: E402
+from kdump.storage import logdir  # noqa: E402
 from kdump.storage.writelock import LOCK_NAME, PartitionLock  # noqa: E402
+from support.damage import (  # noqa: E402  # noqa: E402  # noqa: E402
+    FIXTURES,
+    append_garbage,
+    assert_nothing_lost,
+    copy_tree,
+    damage_middle,
+    make_partition,
+    run_kdump,
+    subprocess_env,
+    tree_and_quarantine,
+    tree_bytes,
+)
 
 BUSY = "another kdump run is writing to this partition"
 CHANGES = ("saved", "truncated", "rebuilt", "trimmed", "moved", "renamed", "wrote", "removed_temp")

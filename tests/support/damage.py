@@ -13,11 +13,11 @@ import stat
 import struct
 from pathlib import Path
 
+from kdump.check.broker_rule import index_bytes
 from kdump.format.checkpoint import encode_leader_epochs
 from kdump.format.snapshot import encode_snapshot
 from kdump.format.walk import Walker
 from kdump.model import Batch
-from kdump.check.broker_rule import index_bytes
 from kdump.testing import build_v2_batch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -225,7 +225,6 @@ def kafka_recover(buf: bytes, base_offset: int, index_interval_bytes: int = 4096
 # -- running the CLI in-process: the suite's one helper ------------------------------------
 
 from support.run import Result, run_kdump  # noqa: E402,F401
-
 
 # -- partitions and crashes shared by the repair, recover, lock and hostile-dir tests --------------
 
