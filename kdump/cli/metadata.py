@@ -55,8 +55,9 @@ def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
     reached here: before the first snapshot with no log from offset 0, or an offset past the
     data).
     """
-    from kdump.state.metadata import diff as diff_images
-    from kdump.state.metadata import load, objects, short_of
+    from kdump.state.metadata import load, short_of
+    from kdump.state.metadata_objects import diff as diff_images
+    from kdump.state.metadata_objects import objects
     from kdump.state.render import metadata_table, metadata_text
     from kdump.state.source import LogDirs
 
