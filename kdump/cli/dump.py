@@ -78,9 +78,9 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
 @click.option("--split-bytes", type=ByteSize(), default=DEFAULT_SPLIT_BYTES, show_default="32MiB",
-              help="With -j, cut a segment larger than this into ranges at batch boundaries (from its .index "
-                   "when it passes a sanity check, else a walk of the batch headers) for the workers to share; "
-                   "the output is the same bytes. 0: a segment is one piece.")
+              help="With -j and --json, cut a segment larger than this into ranges at batch boundaries (from its "
+                   ".index when it passes a sanity check, else a walk of the batch headers) for the workers to "
+                   "share; the output is the same bytes. 0: a segment is one piece.")
 @schema_options
 @dls_options
 @limits_option

@@ -123,12 +123,14 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
     # A partition at a time (consecutive files of one directory), each with its own renderer:
     # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
     # which each unit hands back to be printed after all of them. A segment larger than
-    # split_bytes is cut into ranges, each a piece of its own (run.pieces), for -j's workers.
-    # Not the table (its columns keep one width down a whole file, kdump.tables.FitTable), nor
-    # ranges of offsets, times or bytes: they read little.
+    # split_bytes is cut into ranges, each a piece of its own (run.pieces), for -j's workers:
+    # NDJSON only. Not the text view (its C renderer outruns the workers' hand-over: 268 MB in
+    # 0.55 s in-process, 1.9 s cut over -j 2; bench/README.md), not the table (its columns keep
+    # one width down a whole file, kdump.tables.FitTable), nor ranges of offsets, times or
+    # bytes: they read little.
     units = _partitions(files)
     keep_freed_memory()     # lines of ~100 KB each, made and freed: keep the memory, not fault it in again
-    split = jobs > 1 and out.format != "table" and not filters.active
+    split = jobs > 1 and out.format == "json" and not filters.active
     plan = P.plan(units, split_bytes if split else 0)
     here = in_process(plan, jobs)
 
