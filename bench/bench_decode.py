@@ -2,7 +2,7 @@
 
     python bench/bench_decode.py [--data bench/data] [--quick] [--repeat N]
 
-Generates its segments once (kdump.testing; cached under bench/data/, git-ignored):
+Generates its segments once (kdump.encode; cached under bench/data/, git-ignored):
 v2 uncompressed with 1-record batches, v2 uncompressed with 100-record batches of 1 KB values
 (the largest, >= 256 MiB), v2 lz4/zstd/snappy and v1 gzip with 50-record batches. Then times,
 page cache warm, N runs each, interleaved, and reports the median (the machine may be shared):
@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from kdump import testing as build  # noqa: E402
+from kdump import encode as build  # noqa: E402
 from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD  # noqa: E402
 
 T0 = 1_700_000_000_000
@@ -141,7 +141,7 @@ def aiokafka_crc_loop(path: Path) -> int:
 
 def count(path: Path) -> tuple[int, int]:
     from kdump.format.walk import Walker
-    from kdump.storage.segment import MappedFile
+    from kdump.storage.mapped import MappedFile
 
     m = MappedFile(str(path))
     batches = records = 0
@@ -283,7 +283,7 @@ def rss_4gib(args) -> None:
     """kdump's peak RSS and time at -j 1 on a 4 GiB segment: copies of the 1 KB-value set, each
     batch's base offset shifted past the copy before (outside the CRC), then deleted."""
     from kdump.format.walk import Walker
-    from kdump.storage.segment import MappedFile
+    from kdump.storage.mapped import MappedFile
 
     src = generate(args.data, "v2-none-100rec", False)
     part = args.data / "full" / "v2-none-100rec-4gib-0"

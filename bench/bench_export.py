@@ -16,7 +16,7 @@ writers: ``arrow`` (each task writes its files with pyarrow, the default) and ``
 is printed apart (and a rate counting it).
 
 How the data is made: about one segment's worth of distinct batches is encoded once with
-``kdump.testing.build_v2_batch`` (mixed sizes, ~10% records with headers, 70% of
+``kdump.encode.build_v2_batch`` (mixed sizes, ~10% records with headers, 70% of
 batches uncompressed, the rest lz4 or zstd). Every segment then reuses those batches with
 their base offset rewritten: the base offset is outside the CRC-32C, so each copy stays a
 valid batch and the generator runs at disk speed.
@@ -37,8 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+from kdump.encode import build_v2_batch  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
-from kdump.testing import build_v2_batch  # noqa: E402
 
 DATA = os.path.join(HERE, "data", "export")
 T0 = 1_700_000_000_000

@@ -56,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from kdump import testing as build  # noqa: E402
+from kdump import encode as build  # noqa: E402
 from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.format.codecs import LZ4  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
@@ -191,7 +191,7 @@ def spread(xs: list[float]) -> str:
 # workers run, and the workers' CPU.
 PHASES = """
 import os, sys
-import kdump.parallel as P
+import kdump.jobs.fanout as P
 fan_out, marks = P.fan_out, []
 def cpu():
     t = os.times()

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 
 from generate import NO_TAGS, _compact_array, metadata_value, topic_record  # noqa: E402
 
+from kdump.encode import build_end_txn_marker, build_v2_batch  # noqa: E402
 from kdump.state.groups import partition_for  # noqa: E402
-from kdump.testing import build_end_txn_marker, build_v2_batch  # noqa: E402
 
 T0 = 1_700_000_000_000
 TOPICS = 50

@@ -1,7 +1,7 @@
 """Time-index verification cost against segment size: it must grow linearly.
 
 Generates 64 MiB, 256 MiB and 1 GiB segments under bench/data/ (git-ignored) with the
-encoders of kdump.testing and full indexes from build_indexes (index.interval.bytes
+encoders of kdump.encode and full indexes from build_indexes (index.interval.bytes
 4096), then times ``kdump timeindex --verify-index-only`` on each in a fresh process and
 prints seconds, MB/s and the cost per byte relative to the smallest size (1.00 = linear). CPU
 time is reported beside wall time because the machine may be shared.
@@ -26,10 +26,10 @@ DATA = HERE / "data"
 sys.path.insert(0, str(ROOT))
 
 from kdump.check.broker_rule import build_indexes  # noqa: E402
+from kdump.encode import build_v2_batch  # noqa: E402
 from kdump.format.index import encode_index  # noqa: E402
 from kdump.format.timeindex import encode_timeindex  # noqa: E402
-from kdump.storage.segment import MappedFile  # noqa: E402
-from kdump.testing import build_v2_batch  # noqa: E402
+from kdump.storage.mapped import MappedFile  # noqa: E402
 
 MIB = 1 << 20
 T0 = 1_700_000_000_000
@@ -112,8 +112,8 @@ def time_cli(directory: Path, runs: int) -> tuple[float, float, int]:
 
 def time_in_process(directory: Path, runs: int) -> float:
     """Best CPU time of parse + verify_time_index alone (no interpreter start-up, no output)."""
-    from kdump.check.index_file import read_index_file
-    from kdump.check.indexes import verify_time_index
+    from kdump.check.indexes.forward_pass import verify_time_index
+    from kdump.check.indexes.index_file import read_index_file
 
     best = float("inf")
     for _ in range(runs):

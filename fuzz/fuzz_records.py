@@ -26,6 +26,11 @@ import _common  # noqa: E402
 from _common import LIMITS, expect, outcome, pure_python  # noqa: E402
 
 import kdump.format.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
+from kdump.encode import (  # noqa: E402
+    EMPTY_RECORD,
+    build_legacy_message,  # noqa: E402
+    build_record_count_bomb,
+)
 from kdump.errors import RecordCountLimitError  # noqa: E402
 from kdump.format import varint  # noqa: E402
 from kdump.format.codecs import (  # noqa: E402
@@ -36,11 +41,6 @@ from kdump.format.codecs import (  # noqa: E402
 from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
 from kdump.format.records import RECORDS_SLICE, decode_v2_payload, v2_record_slices  # noqa: E402
 from kdump.model import Batch  # noqa: E402
-from kdump.testing import (  # noqa: E402
-    EMPTY_RECORD,
-    build_legacy_message,  # noqa: E402
-    build_record_count_bomb,
-)
 
 CONTROL, LOG_APPEND, SEQ_WRAP, WIDE_COUNT, LEGACY, VARINT, MAGIC1, TS_EDGE = (1 << i for i in range(8))
 BOMB = LEGACY | VARINT  # both: the bomb mode

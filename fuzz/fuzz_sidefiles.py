@@ -19,7 +19,7 @@ import _common  # noqa: E402
 from _common import expect  # noqa: E402
 
 from kdump.errors import KdumpError  # noqa: E402
-from kdump.format import checkpoint, index, metadata, snapshot, timeindex, txnindex  # noqa: E402
+from kdump.format import checkpoint, index, logdir_files, snapshot, timeindex, txnindex  # noqa: E402
 
 BASE = 1 << 33
 
@@ -81,9 +81,9 @@ def _json_safe(parse):
 
 
 PARSERS = [_index, _timeindex, _txnindex, _snapshot, *(_checkpoint(k) for k in checkpoint.KINDS),
-           _json_safe(metadata.parse_partition_metadata), _json_safe(metadata.parse_meta_properties),
-           _json_safe(metadata.parse_quorum_state), _json_safe(metadata.parse_clean_shutdown),
-           _json_safe(lambda d: metadata.parse_uuid(d.decode("latin-1")))]
+           _json_safe(logdir_files.parse_partition_metadata), _json_safe(logdir_files.parse_meta_properties),
+           _json_safe(logdir_files.parse_quorum_state), _json_safe(logdir_files.parse_clean_shutdown),
+           _json_safe(lambda d: logdir_files.parse_uuid(d.decode("latin-1")))]
 
 
 def check(data: bytes) -> None:

@@ -19,12 +19,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402,F401 - sets sys.path for a checkout
 
+from kdump.encode import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format import legacy  # noqa: E402
 from kdump.format.records import batch_payload  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
 from kdump.storage import logdir  # noqa: E402
-from kdump.testing import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
 
 ROOT = _common.ROOT
 FIXTURES = os.path.join(ROOT, "fixtures")
@@ -109,7 +109,7 @@ def collect() -> dict[str, list[bytes]]:
 def _timestamp_overflow_seeds() -> list[bytes]:
     """baseTimestamp + timestampDelta past the int64 range (Kafka's long sum wraps): record
     sections under fuzz_records' TS_EDGE header, and a whole segment for the walker."""
-    from kdump.testing import encode_v2_record
+    from kdump.encode import encode_v2_record
 
     out = [bytes((0x80, 2)) + encode_v2_record(0, 4, None, b"a") + encode_v2_record(1, delta, b"k", b"b")
            for delta in (5, 1 << 62, (1 << 63) - 1)]
@@ -118,7 +118,7 @@ def _timestamp_overflow_seeds() -> list[bytes]:
 
 def timestamp_overflow_segment() -> bytes:
     """One valid batch whose second record's timestamp wraps past INT64_MAX."""
-    from kdump.testing import build_v2_batch
+    from kdump.encode import build_v2_batch
 
     top = (1 << 63) - 1
     return build_v2_batch([(0, top - 1, None, b"a"), (1, top + 10, None, b"b")], base_timestamp=top - 1,

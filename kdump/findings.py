@@ -129,7 +129,7 @@ LOG_MISSING = _declare("log_missing", ANOMALY, "a partition with indexes or prod
                                                "side files and starts the partition empty at its log start offset")
 ORPHAN_INDEX = _declare("orphan_index", INFO, "an index with no segment: the broker deletes it at startup")
 
-# -- index files against their log (kdump.check.indexes, kdump index) ----------------------------------
+# -- index files against their log (kdump.check.indexes.forward_pass, kdump index) ----------------------------------
 INDEX_PARTIAL = _declare("index_partial_entry", ANOMALY, "an .index size not a multiple of 8: the broker ignores "
                                                          "the torn slot")
 INDEX_AFTER_TAIL = _declare("index_garbage_after_tail", DAMAGE, "a non-zero .index slot after the zero tail")

@@ -18,16 +18,14 @@ KDUMP = Path(__file__).resolve().parents[1] / "kdump"
 LAYERS = [
     ("words", "tables"),
     ("errors",),
-    ("findings",),
-    ("workers",),
-    ("model", "parallel"),
-    ("ordered_output",),
+    ("findings", "jobs"),
+    ("model",),
     ("_accel", "_speedups"),
     ("format",),
     ("decoders", "storage"),
     ("schemas",),
-    ("testing", "check"),
-    ("repair", "state", "export", "info", "timeline"),
+    ("encode", "check"),
+    ("repair", "state", "export", "survey"),
     ("render",),
     ("run",),
     ("spark",),
@@ -153,8 +151,8 @@ def _is_command(path: Path) -> bool:
 
 def test_kdump_never_imports_its_test_builders():
     graph = _imports(_modules())
-    users = sorted(m for m, ts in graph.items() if "kdump.testing" in ts)
-    assert not users, f"kdump.testing is for tests, fuzzers and benchmarks only: {users}"
+    users = sorted(m for m, ts in graph.items() if "kdump.encode" in ts)
+    assert not users, f"kdump.encode is for tests, fuzzers and benchmarks only: {users}"
 
 
 def test_the_architecture_doc_shows_every_package():

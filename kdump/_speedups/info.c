@@ -1,4 +1,4 @@
-/* summarize_v2: the twin of PartitionSummary._add_batch in kdump/info.py, over a run */
+/* summarize_v2: the twin of PartitionSummary._add_batch in kdump/survey/summary.py, over a run */
 
 #include "speedups.h"
 

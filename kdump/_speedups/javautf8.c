@@ -1,6 +1,6 @@
 /* Java's UTF-8 decoding for the text renderer (text.c): the twin of kdump/format/javautf8.py
  * java_utf8 (Kafka's StringDecoder is ``new String(bytes, UTF_8)``), written back as UTF-8 with
- * the text view's escapes of kdump/decoders/payload.py (escape_controls) or without. */
+ * the text view's escapes of kdump/decoders/views.py (escape_controls) or without. */
 
 #include "speedups.h"
 

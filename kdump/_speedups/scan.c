@@ -107,7 +107,7 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
     /* Once the run is long, the GIL is let go for the rest of it (the loop touches no
      * Python object but the epochs list, for which it is taken back): the mapping's
-     * trimmer thread (kdump/storage/segment.py) keeps running meanwhile. The buffer export keeps
+     * trimmer thread (kdump/storage/mapped.py) keeps running meanwhile. The buffer export keeps
      * the memory valid. Short runs keep it, as most calls in a transactional segment stop
      * at once. */
     PyThreadState *released = NULL;

@@ -1,4 +1,4 @@
-/* SIGBUS on a truncated mapping: the C half of kdump/storage/segment.py */
+/* SIGBUS on a truncated mapping: the C half of kdump/storage/mapped.py */
 
 #include "speedups.h"
 

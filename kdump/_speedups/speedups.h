@@ -13,7 +13,7 @@
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
- *   info.c     kdump/info.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
+ *   info.c     kdump/survey/summary.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
  *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
  *                                        json_records(records, encoding) -> str | None,
@@ -22,7 +22,7 @@
  *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos) -> (json_text, end) | None
  *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None
  *   javautf8.c kdump/format/javautf8.py  put_java_utf8 (for text.c; no Python function of its own)
- *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
+ *   sigbus.c   kdump/storage/mapped.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
  *

@@ -1,6 +1,6 @@
 /* text_item: the twin of TextDump.item's lines in kdump/render/text.py (item_lines:
  * batch_line, record_line; check/gaps.py follow) with the plain payload views of
- * kdump/decoders/payload.py (utf8 as kdump/format/javautf8.py decodes it, in javautf8.c;
+ * kdump/decoders/views.py (utf8 as kdump/format/javautf8.py decodes it, in javautf8.c;
  * hex, base64, int, long; escaped or not).
  *
  * It appends one batch's lines, each ended by "\n", as UTF-8 to a bytearray, and follows

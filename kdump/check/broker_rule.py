@@ -45,7 +45,7 @@ from kdump.format.rebuild import NO_TIMESTAMP, TIME_OFFSET_CONVENTIONS, max_time
 from kdump.format.timeindex import encode_timeindex
 from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
 from kdump.model import Batch, IndexEntry, TimeIndexEntry
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096       # index.interval.bytes
 # message.max.bytes' default since Kafka 0.11 (1 MiB + the 12-byte log overhead). Recovery does

@@ -28,7 +28,7 @@ from kdump.errors import KdumpError
 from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, parse_checkpoint
 from kdump.storage import fs
 from kdump.storage.logdir import LogFile
-from kdump.storage.segment import read_small
+from kdump.storage.mapped import read_small
 
 
 class GapReport(NamedTuple):

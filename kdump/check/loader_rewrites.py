@@ -11,9 +11,8 @@ import os
 
 from kdump import findings as F
 from kdump.check.broker_rule import index_bytes, recovered_epochs
-from kdump.check.indexes import index_findings
-from kdump.check.plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
-from kdump.check.sidefiles import SIDE_FILE_LIMIT, checkpoint_entries
+from kdump.check.indexes.forward_pass import index_findings
+from kdump.check.recovery_plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
 from kdump.check.txn_findings import aborted_transactions
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LEADER_EPOCH
@@ -21,6 +20,7 @@ from kdump.format.txnindex import encode_txnindex
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
+from kdump.storage.mapped import read_small
 from kdump.storage.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -31,7 +31,7 @@ from kdump.storage.names import (
     filename_offset,
     offset_name,
 )
-from kdump.storage.segment import read_small
+from kdump.storage.side_files import SIDE_FILE_LIMIT, checkpoint_entries
 
 
 def plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:

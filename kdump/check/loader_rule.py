@@ -32,14 +32,23 @@ import os
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.loader_rewrites import plan_delete_all, plan_epochs_and_snapshots, plan_indexes
-from kdump.check.plan import NOTE, QUARANTINE, RENAME, TRUNCATE, LogDirState, PartitionPlan, RecoverOptions, Step
+from kdump.check.recovery_plan import (
+    NOTE,
+    QUARANTINE,
+    RENAME,
+    TRUNCATE,
+    LogDirState,
+    PartitionPlan,
+    RecoverOptions,
+    Step,
+)
 from kdump.check.scan import ScanReport
-from kdump.check.sidefiles import SIDE_FILE_LIMIT
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
+from kdump.storage.mapped import MappedFile, read_small
 from kdump.storage.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -53,7 +62,7 @@ from kdump.storage.names import (
     offset_name,
 )
 from kdump.storage.safewrite import TEMP_SUFFIX
-from kdump.storage.segment import MappedFile, read_small
+from kdump.storage.side_files import SIDE_FILE_LIMIT
 
 # -- planning ---------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ a ``FileReport``: segments their scan plus the checks that need a neighbour, the
 files their consistency with the segments:
 
 - offsets continue across segments: gaps are normal (compaction), overlaps are not;
-- ``.index`` / ``.timeindex`` against the log, with ``kdump.check.indexes`` (the checks of
+- ``.index`` / ``.timeindex`` against the log, with ``kdump.check.indexes.forward_pass`` (the checks of
   ``kdump index --verify``) run over the part of the log the broker keeps, so an entry
   pointing into bytes recovery would cut counts as past the end;
 - ``.txnindex`` entries against the COMMIT/ABORT markers, replaying each producer's open
@@ -36,6 +36,7 @@ from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
+from kdump.storage.mapped import read_small
 from kdump.storage.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -45,7 +46,6 @@ from kdump.storage.names import (
     TXNINDEX_SUFFIX,
     offset_name,
 )
-from kdump.storage.segment import read_small
 
 LEFTOVER_NOTES = {
     DELETED_SUFFIX: "a segment file awaiting asynchronous deletion: the broker deletes it at startup",
@@ -255,8 +255,8 @@ class _Partition:
                 if scan is not None and kind == K.TXNINDEX:
                     # Side-file checks are imported when such a file is met: verify of a lone
                     # segment starts faster without them.
-                    from kdump.check.sidefiles import SIDE_FILE_LIMIT
                     from kdump.check.txn_findings import txn_index_findings
+                    from kdump.storage.side_files import SIDE_FILE_LIMIT
 
                     data = read_small(path, SIDE_FILE_LIMIT)
                     findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
@@ -274,7 +274,7 @@ class _Partition:
         elif kind == K.LEADER_EPOCH:
             findings.extend(self._leader_epochs(f))
         else:
-            from kdump.check.side_findings import side_file_findings
+            from kdump.check.side_file_checks import side_file_findings
 
             findings.extend(side_file_findings(f))
         return FileReport(path, kind, size, findings, log=f)
@@ -285,7 +285,9 @@ class _Partition:
         the error that stopped the check (each index file's report raises it)."""
         got = self._index_checks.get(log.path)
         if got is None:
-            from kdump.check.indexes import segment_index_findings  # (asked 3 times a segment: import once)
+            from kdump.check.indexes.forward_pass import (
+                segment_index_findings,  # (asked 3 times a segment: import once)
+            )
             try:
                 got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
                                              log_buf)
@@ -331,7 +333,7 @@ class _Partition:
         return out
 
     def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
-        from kdump.check.side_findings import log_start_findings
+        from kdump.check.side_file_checks import log_start_findings
         leo = scan.next_offset if scan.next_offset is not None else last.base_offset
         return log_start_findings(self.dir, leo, self.opts.checkpoints)
 
@@ -356,13 +358,13 @@ class _Partition:
     # -- side files -------------------------------------------------------------------------
 
     def _snapshot(self, f: LogFile) -> list[Finding]:
-        from kdump.check.side_findings import snapshot_findings
+        from kdump.check.side_file_checks import snapshot_findings
         leo = self.log_end_offset() if self.logs and len(self.scans) >= len(self.logs) else None
         return snapshot_findings(f, leo)
 
     def _leader_epochs(self, f: LogFile) -> list[Finding]:
         """The checkpoint's order, then (every segment scanned) its entries against the batches."""
-        from kdump.check.side_findings import at_line, leader_epoch_order, leader_epochs_against_log
+        from kdump.check.side_file_checks import at_line, leader_epoch_order, leader_epochs_against_log
         try:
             out, first, last = leader_epoch_order(f.path)
         except KdumpError as e:

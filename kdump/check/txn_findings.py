@@ -16,7 +16,7 @@ from kdump.format.control import ABORT, COMMIT
 from kdump.format.txnindex import ENTRY_SIZE, parse_txnindex
 from kdump.format.walk import record_slices
 from kdump.model import Finding
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 
 def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:

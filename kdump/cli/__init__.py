@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in args or bool(os.environ.get("KDUMP_DEBUG"))
     _names_as_escapes()
     from kdump.render.diagnostics import quiet_broken_pipe
-    from kdump.storage.segment import exit_on_sigbus
+    from kdump.storage.mapped import exit_on_sigbus
 
     exit_on_sigbus()
     code = _run(args, debug)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import click
 
-from kdump.check.dls_index import IndexOptions
-from kdump.decoders import basic
+from kdump.check.indexes.dls_view import IndexOptions
+from kdump.decoders import plain
 
 DEFAULT_MAX_MESSAGE_SIZE = IndexOptions().max_message_size
 
@@ -44,10 +44,10 @@ def decoder_for_class(name: str | None, option: str) -> str | None:
     """kdump's decoder for one of Kafka's decoder class names (simple names accepted)."""
     if name is None:
         return None
-    for full, ours in basic.KAFKA_DECODER_CLASSES.items():
+    for full, ours in plain.KAFKA_DECODER_CLASSES.items():
         if name in (full, full.rsplit(".", 1)[1]):
             return ours
-    known = ", ".join(basic.KAFKA_DECODER_CLASSES)
+    known = ", ".join(plain.KAFKA_DECODER_CLASSES)
     raise click.BadParameter(f"{name!r}: kdump runs no Java; it knows Kafka's built-in decoders {known}",
                              param_hint=option)
 

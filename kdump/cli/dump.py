@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from kdump.check.dls_index import IndexOptions
+from kdump.check.indexes.dls_view import IndexOptions
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.schema_options import decoder_choice, schema_decoders, schema_options
-from kdump.decoders import basic
-from kdump.decoders.payload import PayloadView
+from kdump.decoders import plain
+from kdump.decoders.views import PayloadView
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output
 from kdump.run.dump import run_dump
@@ -52,12 +52,12 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="Show every record inside each batch (decompressing as needed).")
 @click.option("--data", "--print-data-log", "data", is_flag=True,
               help="Also show keys, values and headers (implies --records).")
-@click.option("--encoding", type=click.Choice(basic.ENCODINGS), default="utf8", show_default=True,
+@click.option("--encoding", type=click.Choice(plain.ENCODINGS), default="utf8", show_default=True,
               help="How keys, values and header values are shown (hex and base64 are lossless).")
-@click.option("--key-decoder", type=decoder_choice(basic.DECODERS),
+@click.option("--key-decoder", type=decoder_choice(plain.DECODERS),
               help="Decode keys as this type (implies --data); avro, protobuf, jsonschema and auto read Schema "
                    "Registry frames with the schema store (see --schemas), connect Kafka Connect's JSON envelope.")
-@click.option("--value-decoder", type=decoder_choice(basic.DECODERS),
+@click.option("--value-decoder", type=decoder_choice(plain.DECODERS),
               help="Decode values as this type (implies --data); see --key-decoder.")
 @click.option("--offsets-decoder", is_flag=True, help="Decode records as __consumer_offsets records.")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode records as __transaction_state records.")

@@ -47,8 +47,8 @@ def groups(paths, group_id, partitions, at, offsets_retention, strict, now, json
     could not complete.
     """
     from kdump.cli.dump import parse_time
+    from kdump.render.state import group_text, groups_table, offsets_topic_line, pending_table
     from kdump.state.groups import run
-    from kdump.state.render import group_text, groups_table, offsets_topic_line, pending_table
 
     out = Output(json_flag, fmt, color, quiet)
     header, notes, found = run(paths, group_id=group_id, partitions=partitions, at_ms=parse_time(at),

@@ -7,11 +7,11 @@ import click
 from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
 from kdump.cli.schema_options import info_store, usage_of
 from kdump.errors import ExitStatus, KdumpError
-from kdump.info import PartitionSummary, summarize
 from kdump.render.escape import printable
 from kdump.render.info import info_table, info_text
 from kdump.render.output import Output
 from kdump.storage.logdir import BATCH_KINDS, resolve
+from kdump.survey.summary import PartitionSummary, summarize
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,7 +40,7 @@ def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, 
         from kdump.run.timeline import run
 
         return run(paths, out, html_file, timeline, jobs_or_default(jobs))
-    from kdump.parallel import in_process, ordered_map
+    from kdump.jobs.fanout import in_process, ordered_map
     from kdump.render.diagnostics import report_error
     from kdump.storage.logdir import directory_groups
 

@@ -12,7 +12,7 @@ from kdump.render.output import Output
 
 def _point(value: str | None):
     from kdump.cli.dump import parse_time
-    from kdump.state.metadata import Point
+    from kdump.state.cluster_image import Point
 
     if value is None:
         return Point()
@@ -55,10 +55,10 @@ def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
     reached here: before the first snapshot with no log from offset 0, or an offset past the
     data).
     """
-    from kdump.state.metadata import load, short_of
-    from kdump.state.metadata_objects import diff as diff_images
-    from kdump.state.metadata_objects import objects
-    from kdump.state.render import metadata_table, metadata_text
+    from kdump.render.state import metadata_table, metadata_text
+    from kdump.state.cluster_image import load, short_of
+    from kdump.state.image_objects import diff as diff_images
+    from kdump.state.image_objects import objects
     from kdump.state.source import LogDirs
 
     out = Output(json_flag, fmt, color, quiet)

@@ -85,7 +85,7 @@ def jobs_or_default(jobs: int | None) -> int:
         return 1
     if jobs is not None:
         return jobs
-    from kdump.parallel import default_jobs
+    from kdump.jobs.fanout import default_jobs
 
     return default_jobs()
 

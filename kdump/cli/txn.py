@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from kdump.check.verify_run import classes_status
 from kdump.cli.options import output_options, paths_argument
 from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
 from kdump.errors import ExitStatus
 from kdump.render.output import Output
+from kdump.run.verify_files import classes_status
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,7 +50,7 @@ def txn(paths, transactional_id, producer_id, hanging_after, strict, now, json_f
     error), 1 damage found (anomalies and incomplete __transaction_state partitions too
     with --strict), 2 usage error, 3 could not complete.
     """
-    from kdump.state.render import txn_id_line, txn_partition_text, txn_table
+    from kdump.render.state import txn_id_line, txn_partition_text, txn_table
     from kdump.state.txn import run
 
     out = Output(json_flag, fmt, color, quiet)

@@ -8,9 +8,9 @@ nothing beyond the standard library.
 from __future__ import annotations
 
 from kdump.export.ndjson import maybe_large
-from kdump.export.plan import Scope, Slice
 from kdump.export.read import Damage, damage_message, in_range, read_slice
 from kdump.export.schema import BATCH_COLUMNS, RECORD_COLUMNS, arrow_schema, arrow_type, text
+from kdump.export.slices import Scope, Slice
 from kdump.export.write import binary_array, size_parts
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import COMPRESSION_NAMES, FIELD_TYPES, HEADERS_TYPE, TIMESTAMP_TYPE_NAMES, Batch, Record

@@ -13,10 +13,10 @@ from typing import Any, NamedTuple
 
 from kdump.errors import ExitStatus, UsageError, WriteError
 from kdump.export.columns import record_batches
-from kdump.export.lines import json_items
-from kdump.export.plan import DEFAULT_SPLIT_BYTES, Scope, Slice, plan
 from kdump.export.read import damage_message
 from kdump.export.schema import PARTITION_COLUMNS, text
+from kdump.export.slice_rows import json_items
+from kdump.export.slices import DEFAULT_SPLIT_BYTES, Scope, Slice, plan
 from kdump.export.write import ParquetSink, hive_dir
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 
@@ -156,7 +156,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     if fmt == "parquet":
         require_pyarrow()
     try:
-        from kdump.parallel import ordered_map
+        from kdump.jobs.fanout import ordered_map
 
         with staged(out, overwrite, paths) as tmp:      # renamed to `out` only when complete
             def write(group: list[Slice]) -> _Tally:

@@ -16,7 +16,7 @@ from json.encoder import encode_basestring_ascii
 from operator import itemgetter
 from typing import Any
 
-from kdump.decoders.payload import PayloadView
+from kdump.decoders.views import PayloadView
 from kdump.format.records import LargeRecords
 from kdump.model import (
     BATCH_FIELDS,

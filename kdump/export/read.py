@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from kdump.errors import KdumpError, OutOfMemoryError
-from kdump.export.plan import Scope, Slice
+from kdump.export.slices import Scope, Slice
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Batch, Record
 from kdump.storage.reader import Filters, RecordSlices, SegmentReader, out_of_memory

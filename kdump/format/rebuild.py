@@ -7,7 +7,7 @@ produce request); an append of several batches (a follower fetch) gets one entry
 its first batch's position with its last offset. The time index offset differs too: the
 leader's append path of uncompressed CreateTime batches paired a max timestamp with the
 first record carrying it ("record"), where recovery and followers use the batch's last
-offset ("last"). ``kdump.check.indexes`` tells which one a file follows (``IndexCheck.convention``).
+offset ("last"). ``kdump.check.indexes.forward_pass`` tells which one a file follows (``IndexCheck.convention``).
 """
 
 from __future__ import annotations

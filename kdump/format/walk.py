@@ -35,7 +35,7 @@ SCAN_FIRST, SCAN_CHUNK = 4, 256
 # Bytes one C call may cover: the call holds the GIL and touches every page it crosses, so
 # a bound keeps memory (and the caller's chances to react) flat on segments of huge batches.
 SCAN_SPAN = 32 << 20
-# A buffer with a ``follow(position)`` method (kdump.storage.segment's mapping of a large file)
+# A buffer with a ``follow(position)`` method (kdump.storage.mapped's mapping of a large file)
 # is told how far the walk has come, every FOLLOW_STEP bytes or so, to drop pages behind.
 FOLLOW_STEP = 8 << 20
 

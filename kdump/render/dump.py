@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from kdump import _accel
-from kdump.check.dls_index import NON_CONSECUTIVE
 from kdump.check.gaps import LastFollower, PartitionGaps, follow
-from kdump.decoders.payload import PayloadView
+from kdump.check.indexes.dls_view import NON_CONSECUTIVE
+from kdump.decoders.views import PayloadView
 from kdump.export import ndjson
 from kdump.format.records import LargeRecords
 from kdump.render import jsonout, text
 from kdump.render.gaps import GapReporter, gap_summary
-from kdump.render.lines import FLUSH_CHARS, FLUSH_LINES, ByteLines, Lines
+from kdump.render.line_buffer import FLUSH_CHARS, FLUSH_LINES, ByteLines, Lines
 from kdump.render.tabledump import TableDump  # noqa: F401 - the third view, beside the two here
 from kdump.storage.logdir import LogFile
 from kdump.storage.reader import Item

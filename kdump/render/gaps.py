@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kdump.check.dls_index import NON_CONSECUTIVE
 from kdump.check.gaps import GapReport, PartitionGaps
+from kdump.check.indexes.dls_view import NON_CONSECUTIVE
 from kdump.render.escape import printable
 from kdump.storage.logdir import LogFile
 

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from kdump.export import ndjson
 from kdump.model import Finding
 from kdump.render.escape import printable
-from kdump.render.lines import Lines
+from kdump.render.line_buffer import Lines
 from kdump.words import plural
 
 TAIL_TEXT = "zero-filled preallocated tail from slot {start} (active segment or unclean shutdown): {slots} slots"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from kdump.info import SIZE_BUCKETS, PartitionSummary, bucket_label
 from kdump.render.escape import printable
-from kdump.state.render import when as _time
+from kdump.render.state import when as _time
 from kdump.storage import fs
+from kdump.survey.summary import SIZE_BUCKETS, PartitionSummary, bucket_label
 
 
 def _or_dash(v) -> str:

@@ -9,7 +9,7 @@ the one row schema of ``kdump.model``.
 from __future__ import annotations
 
 from kdump import _accel
-from kdump.decoders.payload import PayloadView
+from kdump.decoders.views import PayloadView
 from kdump.export.ndjson import py_batch_line
 from kdump.model import Batch, Record
 

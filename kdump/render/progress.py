@@ -6,7 +6,7 @@ stdout is the same terminal, what the command prints goes through the bar's cons
 (Rich's stdout redirection) and scrolls above the bar instead of tearing it.
 
 How far a file has been read comes from the mappings themselves: a sequential reader
-tells its mapping where it is (``segment.listen``), so a 500 MB segment moves the bar
+tells its mapping where it is (``mapped.listen``), so a 500 MB segment moves the bar
 without any command passing positions around; commands only say when a file is done.
 
 With ``-j`` the reading happens in forked workers, which inherit the listener: there it
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kdump.storage import segment
+from kdump.storage import mapped
 
 SHOW_AFTER = 1.0      # seconds: quick runs never flash a bar
 POLL = 0.1            # seconds between the parent's looks at the workers' counter
@@ -62,7 +62,7 @@ class Progress:
 
     @classmethod
     def for_paths(cls, out, paths, label: str) -> Progress:
-        return cls.for_output(out, lambda: sum(segment.file_size(p) for p in paths), label)
+        return cls.for_output(out, lambda: sum(mapped.file_size(p) for p in paths), label)
 
     def advance(self, path: str, position: int) -> None:
         """``path`` has been read up to ``position`` (monotonic per file)."""
@@ -90,7 +90,7 @@ class Progress:
     def done(self, path: str, size: int | None = None) -> None:
         """``path`` is finished (its whole size counts as read)."""
         if self.enabled:
-            self.advance(path, segment.file_size(path) if size is None else size)
+            self.advance(path, mapped.file_size(path) if size is None else size)
 
     # -- workers (-j) -----------------------------------------------------------------------------
 
@@ -122,7 +122,7 @@ class Progress:
             return
         with self._lock:        # both at once, as the bar's thread sees them: it never goes back
             for p in paths:
-                self._take(p, segment.file_size(p))
+                self._take(p, mapped.file_size(p))
             if self._shared is not None and counted:
                 with self._shared.get_lock():
                     self._shared.value -= counted
@@ -179,12 +179,12 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.enabled:
-            segment.listen(self.advance)
+            mapped.listen(self.advance)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.enabled:
-            segment.listen(None)
+            mapped.listen(None)
         self.close()
 
 

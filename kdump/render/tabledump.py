@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from kdump.check.gaps import PartitionGaps
-from kdump.decoders.payload import PayloadView
+from kdump.decoders.views import PayloadView
 from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
 from kdump.render.escape import printable
 from kdump.render.gaps import GapReporter

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kdump import findings as F
 from kdump.render.escape import printable
-from kdump.timeline import SegmentSpan, Timeline
+from kdump.survey.timeline import SegmentSpan, Timeline
 
 STRIP = 24
 LEVELS = "▁▂▃▄▅▆▇█"
@@ -78,7 +78,7 @@ FINDINGS_MIN = 12
 
 
 def _title(t: Timeline) -> tuple[str, int, int]:
-    from kdump.state.render import when
+    from kdump.render.state import when
 
     spans = [s for s in t.segments if s.first_offset is not None]
     lo = min((s.first_offset for s in spans), default=0)

@@ -14,7 +14,7 @@ import html
 from kdump import findings as F
 from kdump.errors import KdumpError
 from kdump.render.timeline import human
-from kdump.timeline import Timeline
+from kdump.survey.timeline import Timeline
 
 COLOR = {"ok": "#1f77b4", "anomaly": "#ff7f0e", "damage": "#d62728", "error": "#d62728"}
 GAP_COLOR = "#c7c7c7"

@@ -21,16 +21,16 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, build_indexes, index_bytes
-from kdump.check.indexes import segment_log_path, verify_time_index
+from kdump.check.indexes.forward_pass import segment_log_path, verify_time_index
 from kdump.errors import InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import ENTRY_SIZE as INDEX_SLOT
 from kdump.format.index import encode_index
 from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
+from kdump.storage.mapped import MappedFile, open_regular, read_small
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, filename_offset, sibling
 from kdump.storage.safewrite import Change, atomic_write, refuse_symlink, write_file
-from kdump.storage.segment import MappedFile, open_regular, read_small
 
 KINDS = ("index", "timeindex")
 

@@ -19,7 +19,7 @@ import time
 
 from kdump.check.broker_rule import encode_batch_indexes, index_bytes
 from kdump.check.loader_rule import plan_partition
-from kdump.check.plan import (
+from kdump.check.recovery_plan import (
     CREATE_SEGMENT,
     QUARANTINE,
     REBUILD,
@@ -38,6 +38,7 @@ from kdump.repair.cut import keep_bytes, truncate_log
 from kdump.repair.indexes import rebuild_changes
 from kdump.storage import fs
 from kdump.storage import logdir as K
+from kdump.storage.mapped import MappedFile, read_small
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name, offset_path
 from kdump.storage.safewrite import (
     QUARANTINE_PREFIX,
@@ -51,7 +52,6 @@ from kdump.storage.safewrite import (
     remove_stale_temps,
     same_content,
 )
-from kdump.storage.segment import MappedFile, read_small
 from kdump.storage.writelock import log_dir_of
 
 # -- finding the partitions -------------------------------------------------------------------

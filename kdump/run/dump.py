@@ -9,15 +9,15 @@ import os
 
 import click
 
-from kdump.check.dls_index import IndexOptions
-from kdump.decoders.payload import PayloadView
+from kdump.check.indexes.dls_view import IndexOptions
+from kdump.decoders.views import PayloadView
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.render.diagnostics import report_error
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
+from kdump.storage.mapped import file_size
 from kdump.storage.reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
-from kdump.storage.segment import file_size
 
 
 def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
@@ -115,8 +115,8 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
              dls: bool = False) -> int:
     files, status = _files(paths, out, jobs)
     next_base = _segment_ranges([f for f, _ in files])
-    from kdump.ordered_output import keep_freed_memory, ordered_output
-    from kdump.parallel import in_process
+    from kdump.jobs.fanout import in_process
+    from kdump.jobs.ordered_output import keep_freed_memory, ordered_output
     from kdump.render.progress import Progress
     from kdump.run import pieces as P
 
@@ -294,7 +294,7 @@ def _streamed(renderer, f: LogFile, it: Item) -> Item | None:
 
 def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOptions, limits: Limits) -> int:
     """An .index/.timeindex as kafka-dump-log.sh shows it: entries checked against the segment."""
-    from kdump.check import dls_index as dlsindex
+    from kdump.check.indexes.forward_pass import dls_view as dlsindex
 
     renderer.begin_file(f, view)
     if f.kind == INDEX:
@@ -316,7 +316,7 @@ def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOpt
 
 
 def _dump_side(f: LogFile, renderer, view: PayloadView, out) -> int:
-    from kdump.check.sidefiles import describe
+    from kdump.storage.side_files import describe
 
     renderer.begin_file(f, view)
     desc = describe(f)

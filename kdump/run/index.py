@@ -13,13 +13,13 @@ import os
 from typing import NamedTuple
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
-from kdump.check.index_targets import Item, items_for, segments_for
-from kdump.check.verify_run import findings_status
+from kdump.check.indexes.targets import Item, items_for, segments_for
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.render.diagnostics import report_error
+from kdump.run.verify_files import findings_status
 from kdump.storage import fs
 from kdump.storage.logdir import INDEX, TIMEINDEX, TXNINDEX
-from kdump.storage.segment import file_size
+from kdump.storage.mapped import file_size
 
 DEFAULT_INTERVAL = DEFAULT_INDEX_INTERVAL_BYTES
 MISSING_TEXT = {
@@ -63,8 +63,8 @@ def run(kind: str, paths, mode: Mode, out, *, rebuild: bool = False, time_offset
             return int(_rebuild_all(paths, mode.interval_bytes, time_offset, not no_backup, renderer, force))
         finally:
             renderer.finish()
-    from kdump.ordered_output import ordered_output
-    from kdump.parallel import in_process
+    from kdump.jobs.fanout import in_process
+    from kdump.jobs.ordered_output import ordered_output
     from kdump.render.progress import Progress
 
     units = _units(paths, kind, jobs)
@@ -149,8 +149,8 @@ def _one(item: Item, mode: Mode, renderer) -> int:
 
 
 def _index(item: Item, rep, mode: Mode, renderer) -> None:
-    from kdump.check.index_file import file_findings, live_entries, read_index_file, sanity_findings
-    from kdump.check.indexes import check_against_log
+    from kdump.check.indexes.forward_pass import check_against_log
+    from kdump.check.indexes.index_file import file_findings, live_entries, read_index_file, sanity_findings
 
     parsed = read_index_file(item.path, item.kind, item.base_offset)
     entries, tail = live_entries(parsed)
@@ -199,7 +199,7 @@ def _txnindex(item: Item, rep, mode: Mode, renderer) -> None:
         version_errors,
     )
     from kdump.model import Finding
-    from kdump.storage.segment import MappedFile
+    from kdump.storage.mapped import MappedFile
 
     with MappedFile(item.path) as mf:
         parsed = parse_txnindex(mf.buf)

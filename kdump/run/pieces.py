@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from kdump.storage.logdir import LOG, LogFile
-from kdump.storage.segment import file_size
+from kdump.storage.mapped import file_size
 from kdump.storage.split import cuts
 
 

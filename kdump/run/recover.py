@@ -85,11 +85,11 @@ def run_recover(dirs, out, opts, *, apply_: bool, yes: bool, salvage_dir: str | 
 def _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status):
     """Every partition planned and drawn: (the plans to salvage or apply, how many were
     planned, the exit status so far)."""
-    from kdump.parallel import ordered_map
+    from kdump.jobs.fanout import ordered_map
     from kdump.render.progress import Progress
     from kdump.render.verify import change_line, plan_renderer
     from kdump.repair.recover import plan_partition
-    from kdump.storage.segment import file_size
+    from kdump.storage.mapped import file_size
 
     def plan_one(target):
         directory, logdir = target
@@ -130,7 +130,7 @@ def _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status):
 
 def _apply_all(todo, steps: int, out, opts, yes: bool, quarantine_dir: str | None, jobs: int) -> int:
     """Carry the plans out (after asking unless --yes); each partition by one process."""
-    from kdump.parallel import ordered_map
+    from kdump.jobs.fanout import ordered_map
     from kdump.render.escape import printable
     from kdump.render.verify import change_line
     from kdump.repair.recover import apply_plan, default_quarantine, timestamp

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import click
 
-from kdump.check.verify_run import classes_status
 from kdump.errors import ExitStatus
 from kdump.findings import ERROR
+from kdump.run.verify_files import classes_status
 from kdump.storage.logdir import resolve
-from kdump.timeline import build, partition_dirs
+from kdump.survey.timeline import build, partition_dirs
 
 
 def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
-    from kdump.parallel import ordered_map
+    from kdump.jobs.fanout import ordered_map
 
     files = resolve(paths, jobs=jobs)
     dirs = partition_dirs(files)

@@ -2,7 +2,7 @@
 worker of ``-j``), its reports rendered as they come, errors and repairs on stderr, the
 summary line, and the exit status.
 
-The checking is ``kdump.check.verify_run``'s and ``kdump.check.partition``'s, the repair of
+The checking is ``kdump.run.verify_files``'s and ``kdump.check.partition``'s, the repair of
 ``--truncate`` ``kdump.repair.truncate``'s; this module only puts them in order on the
 terminal, with the progress bar.
 """
@@ -16,7 +16,10 @@ import io
 import os
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.check.verify_run import (
+from kdump.errors import ExitStatus, KdumpError, NothingToDoError
+from kdump.format.codecs import DEFAULT_LIMITS
+from kdump.render.diagnostics import output_cut, report_error
+from kdump.run.verify_files import (
     ERROR,
     LOG_DIR,
     REPAIRED,
@@ -26,10 +29,7 @@ from kdump.check.verify_run import (
     report_status,
     resolve_paths,
 )
-from kdump.errors import ExitStatus, KdumpError, NothingToDoError
-from kdump.format.codecs import DEFAULT_LIMITS
-from kdump.render.diagnostics import output_cut, report_error
-from kdump.storage.segment import file_size
+from kdump.storage.mapped import file_size
 
 
 def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -104,7 +104,7 @@ class _Run:
         """Check these directories (here, or over ``jobs`` workers) and write what they give, in
         order; returns the dirs named like partitions that turned out to be log dirs."""
         from kdump.check.partition import summarize
-        from kdump.parallel import in_process, ordered_map
+        from kdump.jobs.fanout import in_process, ordered_map
 
         out, progress, strict = self.out, self.bar, self.strict
         here = in_process(units, jobs)

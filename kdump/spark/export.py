@@ -20,7 +20,7 @@ import re
 import time
 
 from kdump.export.local import MAX_REPORTED_ERRORS, ExportResult, json_error_summary, write_group
-from kdump.export.plan import DEFAULT_SPLIT_BYTES, pack, plan
+from kdump.export.slices import DEFAULT_SPLIT_BYTES, pack, plan
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.storage import fs
 from kdump.storage.remote import is_remote

@@ -17,7 +17,7 @@ KEY = "\0spark-scan"   # the bar counts per file; the scan's bytes are one pseud
 def scan_progress(spark, progress, items) -> Iterator[object | None]:
     """Yields the accumulator for ``scan_and_link``'s tasks (None when no bar is shown); on
     leaving, the scanned segments count as read in full."""
-    from kdump.storage.segment import file_size
+    from kdump.storage.mapped import file_size
 
     if not progress.enabled or not items:
         yield None

@@ -3,9 +3,9 @@
     spark.read.format("kafka-log").load("/var/lib/kafka/data")
     spark.read.format("kafka-log").load(["topic-0", "topic-1"]).where("offset >= 1000")
 
-Each input partition is one slice of a segment (``kdump.export.plan.plan``: segments split at
+Each input partition is one slice of a segment (``kdump.export.slices.plan``: segments split at
 ``.index`` positions, ``splitBytes`` apiece) or a run of small files packed up to that
-size (``kdump.export.plan.pack``); each task reads its slices with the same
+size (``kdump.export.slices.pack``); each task reads its slices with the same
 reader and decoder as ``kdump dump`` and yields Arrow record batches whose schema is
 exactly pyspark's ``to_arrow_schema`` of ours, so the JVM takes them unconverted.
 
@@ -50,9 +50,9 @@ from pyspark.sql.datasource import (
 )
 
 from kdump.export.columns import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, batch_rows, record_batches
-from kdump.export.lines import json_batches
-from kdump.export.plan import DEFAULT_SPLIT_BYTES, Scope, Slice, pack, plan
 from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, ddl
+from kdump.export.slice_rows import json_batches
+from kdump.export.slices import DEFAULT_SPLIT_BYTES, Scope, Slice, pack, plan
 from kdump.format.codecs import DEFAULT_CAP, DEFAULT_RATIO, limits_for
 
 RECORDS_FORMAT = "kafka-log"

@@ -157,10 +157,10 @@ def _with_spark_overlap(report: FileReport, overlap: Finding | None) -> FileRepo
 # -- the command ---------------------------------------------------------------------------------
 
 def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -> int:
-    from kdump.check.verify_run import report_status, resolve_paths
     from kdump.render.diagnostics import report_error
     from kdump.render.progress import Progress
     from kdump.render.verify import summary_line, verify_renderer
+    from kdump.run.verify_files import report_status, resolve_paths
     from kdump.spark.progress import scan_progress
 
     files, status, errors = resolve_paths(paths)
@@ -195,7 +195,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -
 
 
 def _total(files: list[LogFile], items: list[tuple[str, LogFile]]) -> int:
-    from kdump.storage.segment import file_size
+    from kdump.storage.mapped import file_size
 
     paths = {f.path for f in files} | {f.path for _, f in items}
     return sum(file_size(p) for p in paths)

@@ -20,7 +20,7 @@ from typing import Any
 
 from kdump.decoders import consumer_offsets
 from kdump.format.control import ABORT, COMMIT
-from kdump.state.metadata import load as load_metadata
+from kdump.state.cluster_image import load as load_metadata
 from kdump.state.offsets import OffsetStore
 from kdump.state.source import (
     CLUSTER_METADATA,

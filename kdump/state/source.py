@@ -29,7 +29,7 @@ from kdump.storage.logdir import (
     parse_partition_dir,
     partition_files,
 )
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 CLUSTER_METADATA = "__cluster_metadata"
 CONSUMER_OFFSETS = "__consumer_offsets"

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import findings as F
-from kdump.check.sidefiles import read_snapshot
 from kdump.decoders import transaction_state
 from kdump.errors import KdumpError
 from kdump.format.txnindex import parse_txnindex
 from kdump.model import Finding
-from kdump.state.metadata import partition_count
+from kdump.state.cluster_image import partition_count
 from kdump.state.producers import ProducerState
 from kdump.state.source import (
     CLUSTER_METADATA,
@@ -34,7 +33,8 @@ from kdump.state.source import (
     side_files,
 )
 from kdump.storage.logdir import PRODUCER_SNAPSHOT, TXNINDEX
-from kdump.storage.segment import read_small
+from kdump.storage.mapped import read_small
+from kdump.storage.side_files import read_snapshot
 from kdump.words import duration
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")

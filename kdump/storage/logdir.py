@@ -13,7 +13,7 @@ import re
 from typing import NamedTuple
 
 from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownFileKindError
-from kdump.format import checkpoint, metadata
+from kdump.format import checkpoint, logdir_files
 from kdump.storage import fs
 from kdump.storage.names import (
     BOOTSTRAP_CHECKPOINT,
@@ -36,9 +36,9 @@ PARTITION_METADATA, META_PROPERTIES, QUORUM_STATE, CLEAN_SHUTDOWN = (
 
 SEGMENT_EXTENSIONS = {LOG_SUFFIX: LOG, INDEX_SUFFIX: INDEX, TIMEINDEX_SUFFIX: TIMEINDEX, TXNINDEX_SUFFIX: TXNINDEX,
                       SNAPSHOT_SUFFIX: PRODUCER_SNAPSHOT}
-FIXED_NAMES = {checkpoint.LEADER_EPOCH: LEADER_EPOCH, metadata.PARTITION_METADATA_FILE: PARTITION_METADATA,
-               metadata.META_PROPERTIES_FILE: META_PROPERTIES, metadata.QUORUM_STATE_FILE: QUORUM_STATE,
-               metadata.CLEAN_SHUTDOWN_FILE: CLEAN_SHUTDOWN, BOOTSTRAP_CHECKPOINT: KRAFT_SNAPSHOT,
+FIXED_NAMES = {checkpoint.LEADER_EPOCH: LEADER_EPOCH, logdir_files.PARTITION_METADATA_FILE: PARTITION_METADATA,
+               logdir_files.META_PROPERTIES_FILE: META_PROPERTIES, logdir_files.QUORUM_STATE_FILE: QUORUM_STATE,
+               logdir_files.CLEAN_SHUTDOWN_FILE: CLEAN_SHUTDOWN, BOOTSTRAP_CHECKPOINT: KRAFT_SNAPSHOT,
                **{name: OFFSET_CHECKPOINT for name in checkpoint.OFFSET_KINDS}}
 BATCH_KINDS = (LOG, KRAFT_SNAPSHOT)           # files made of record batches
 _KIND_ORDER = {LOG: 0, INDEX: 1, TIMEINDEX: 2, TXNINDEX: 3, PRODUCER_SNAPSHOT: 4, KRAFT_SNAPSHOT: 5}
@@ -315,7 +315,7 @@ def expand(path: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> 
 
 def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile] | None | KdumpError]:
     if jobs > 1 and len(partitions) >= PARALLEL_LISTING_FROM:
-        from kdump.parallel import ordered_map
+        from kdump.jobs.fanout import ordered_map
 
         return list(ordered_map(_partition_listing, partitions, jobs))
     return [_partition_listing(p) for p in partitions]

@@ -22,8 +22,8 @@ from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_re
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
 from kdump.storage import fs
 from kdump.storage.logdir import LogFile
+from kdump.storage.mapped import MappedFile
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
-from kdump.storage.segment import MappedFile
 
 
 class Filters(NamedTuple):
@@ -270,7 +270,7 @@ class SegmentReader:
     def _beside(self, suffix: str, parse):
         """The index file of this segment parsed, or None: absent or unreadable, it is simply
         not used to seek (``verify`` is where its damage is reported)."""
-        from kdump.storage.segment import read_small
+        from kdump.storage.mapped import read_small
 
         path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, suffix)
         if not fs.isfile(path):

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kdump.errors import InputError, WriteError
-from kdump.storage.segment import data_at, hole_at
+from kdump.storage.mapped import data_at, hole_at
 
 TEMP_SUFFIX = ".kdump-tmp"
 QUARANTINE_PREFIX = "kdump-quarantine-"     # recover's quarantine directories inside a partition

@@ -17,9 +17,9 @@ from kdump.errors import KdumpError
 from kdump.format.index import parse_index
 from kdump.format.walk import Walker
 from kdump.storage.logdir import LogFile
+from kdump.storage.mapped import MappedFile, read_small
 from kdump.storage.names import INDEX_SUFFIX, offset_path
 from kdump.storage.reader import SegmentReader
-from kdump.storage.segment import MappedFile, read_small
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # a range: ~1-2 s of decoding per task
 

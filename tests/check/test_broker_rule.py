@@ -14,9 +14,9 @@ from kdump.check.broker_rule import (  # noqa: E402
     recovered_epochs,
 )
 from kdump.check.scan import scan_segment  # noqa: E402
+from kdump.encode import build_v2_batch  # noqa: E402
 from kdump.format.walk import Walker  # noqa: E402
 from kdump.storage.names import filename_offset  # noqa: E402
-from kdump.testing import build_v2_batch  # noqa: E402
 from support.damage import FIXTURES, flip_bit, write_at  # noqa: E402
 from support.run import run_kdump  # noqa: E402
 

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from kdump.check.broker_rule import build_indexes
-from kdump.check.index_file import IndexCheck
-from kdump.check.indexes import verify_indexes, verify_offset_index, verify_time_index
+from kdump.check.indexes.forward_pass import verify_indexes, verify_offset_index, verify_time_index
+from kdump.check.indexes.index_file import IndexCheck
+from kdump.encode import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index
 from kdump.format.rebuild import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
 from kdump.model import IndexEntry, TimeIndexEntry
 from kdump.repair.indexes import rebuild_indexes
-from kdump.testing import build_legacy_message, build_v2_batch
 from support.run import GENERATED, REAL, run_kdump, snapshot_tree, write_segment  # noqa: E402
 
 T0 = 1_700_000_000_000
@@ -864,7 +864,7 @@ def test_an_entry_at_byte_zero_is_noted_not_a_crash(tmp_path):
     (this used to end in an internal error)."""
     import struct
 
-    from kdump import testing as build
+    from kdump import encode as build
 
     d = tmp_path / "c-0"
     d.mkdir()

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import kdump.check.indexes as indexes_module
-from kdump.check.index_file import LAST, MAGIC, MAX_TS, POS, SIZE
-from kdump.check.indexes import verify_indexes
-from kdump.check.offset_index import OffsetIndexCheck
-from kdump.check.time_index import TimeIndexCheck
+import kdump.check.indexes.forward_pass as indexes_module
+from kdump.check.indexes.forward_pass import verify_indexes
+from kdump.check.indexes.index_file import LAST, MAGIC, MAX_TS, POS, SIZE
+from kdump.check.indexes.offset_index import OffsetIndexCheck
+from kdump.check.indexes.time_index import TimeIndexCheck
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.format.index import parse_index
 from kdump.format.timeindex import parse_timeindex

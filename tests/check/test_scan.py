@@ -13,10 +13,10 @@ import pytest
 
 from kdump.check.broker_rule import build_indexes  # noqa: E402
 from kdump.check.scan import TAIL_KINDS, scan_file, scan_segment  # noqa: E402
+from kdump.encode import build_legacy_message, build_v2_batch  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
 from kdump.format.crc import crc32, crc32c  # noqa: E402
 from kdump.storage.names import filename_offset  # noqa: E402
-from kdump.testing import build_legacy_message, build_v2_batch  # noqa: E402
 from support.damage import (  # noqa: E402
     FIXTURES,
     LEGACY_FIELDS,

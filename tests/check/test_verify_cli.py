@@ -474,7 +474,7 @@ def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
 
 def test_json_keeps_the_first_50_findings_of_a_kind_and_counts_the_rest(tmp_path):
     """Issue #28: no made-up "N more ... not listed" finding: `not_listed` counts them by kind."""
-    from kdump.testing import build_v2_batch
+    from kdump.encode import build_v2_batch
 
     d = tmp_path / "t-0"
     d.mkdir()

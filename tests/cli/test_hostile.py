@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from kdump.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.errors import CodecError, InvalidFileError, KdumpError
-from kdump.format import checkpoint, codecs, index, metadata, timeindex
+from kdump.format import checkpoint, codecs, index, logdir_files, timeindex
 from kdump.format.codecs import GZIP, LZ4, SNAPPY, ZSTD, compress, decompress
 from kdump.format.records import decode_v2_payload
 from kdump.format.varint import encode_varint
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
-from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from support.run import run_kdump
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,7 +285,7 @@ def test_every_cut_of_a_compressed_batch_is_a_finding():
 # -- side files ----------------------------------------------------------------------------------
 
 def test_properties_with_many_continuations_are_linear():
-    assert_linear(lambda n: ("a=" + "b\\\n" * n + "c\n").encode(), metadata.parse_meta_properties, 40000)
+    assert_linear(lambda n: ("a=" + "b\\\n" * n + "c\n").encode(), logdir_files.parse_meta_properties, 40000)
 
 
 def test_checkpoint_with_many_lines_is_linear():
@@ -301,7 +301,7 @@ def test_preallocated_indexes_are_cheap():
                   1 << 20, min_time=0.005)
 
 
-@pytest.mark.parametrize("parse", [metadata.parse_quorum_state, metadata.parse_clean_shutdown])
+@pytest.mark.parametrize("parse", [logdir_files.parse_quorum_state, logdir_files.parse_clean_shutdown])
 def test_deeply_nested_json_is_an_invalid_file(parse):
     with pytest.raises(InvalidFileError):
         parse(b"[" * 100_000)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kdump import testing as build  # noqa: E402
-from kdump.parallel import ordered_map  # noqa: E402
+from kdump import encode as build  # noqa: E402
+from kdump.jobs.fanout import ordered_map  # noqa: E402
 from support.damage import FIXTURES, append_garbage, batches, copy_tree, flip_bit, tree_bytes  # noqa: E402
 from support.run import run_kdump, write_segment  # noqa: E402
 
@@ -309,7 +309,7 @@ def _die_in_worker(parent_and_n):
 
 
 def test_a_worker_that_dies_stops_the_run_in_order():
-    from kdump.parallel import WorkerDied
+    from kdump.jobs.fanout import WorkerDied
 
     got = []
     before = _children(os.getpid())     # a session's broker may be a child of this process too
@@ -347,7 +347,7 @@ def test_parallel_verify_does_not_import_multiprocessing(tmp_path):
 
 
 def test_one_unit_or_one_job_starts_no_worker(monkeypatch):
-    import kdump.parallel as P
+    import kdump.jobs.fanout as P
 
     def no_workers(*a, **k):
         raise AssertionError("a worker was started")
@@ -363,7 +363,7 @@ def test_version_does_not_import_multiprocessing():
     code = ("import sys\nfrom kdump.cli import main\nsys.argv = ['kdump', 'verify', '--help']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "assert 'multiprocessing' not in sys.modules, 'multiprocessing imported'\n"
-            "assert 'kdump.parallel' not in sys.modules\n")
+            "assert 'kdump.jobs.fanout' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
 
@@ -483,7 +483,7 @@ def _numbered_lines(u, out):
 def test_workers_writing_in_turn_keep_the_order(tmp_path, monkeypatch, spill_at):
     """Units written by the workers themselves: held until their turn, or (past SPILL_AT) waiting
     for it mid-unit and then streamed; either way the order of -j 1."""
-    import kdump.ordered_output as O
+    import kdump.jobs.ordered_output as O
 
     monkeypatch.setattr(O._Spill, "SPILL_AT", spill_at)
 
@@ -513,7 +513,7 @@ def test_a_unit_failing_in_its_turn_ends_the_output_where_j1_does(tmp_path, monk
     """Workers write a range's output in 64 KiB pieces when its turn comes; a unit that raises
     still has what it wrote before written, nothing after it is, and the error comes in order:
     the bytes of -j 1."""
-    import kdump.ordered_output as O
+    import kdump.jobs.ordered_output as O
 
     class Out:
         pass
@@ -534,7 +534,7 @@ def test_a_unit_failing_in_its_turn_ends_the_output_where_j1_does(tmp_path, monk
 def _listing_by_workers(monkeypatch) -> list:
     """From here on, a log dir's partition dirs are listed by workers from the first one;
     returns the functions ``ordered_map`` is given, to show that it was."""
-    import kdump.parallel as P
+    import kdump.jobs.fanout as P
     import kdump.storage.logdir as K
 
     monkeypatch.setattr(K, "PARALLEL_LISTING_FROM", 1)

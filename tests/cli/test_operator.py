@@ -332,7 +332,7 @@ def test_recover_apply_says_moved_x_to_y(tmp_path):
 
 
 def test_terminal_table_shows_invalid_utf8_as_the_replacement_character(tmp_path, monkeypatch):
-    from kdump.testing import build_v2_batch
+    from kdump.encode import build_v2_batch
 
     d = tmp_path / "raw-0"
     d.mkdir()

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from kdump.testing import build_v2_batch
+from kdump.encode import build_v2_batch
 from support.run import FIXTURES, GENERATED, REAL, run_kdump
 
 BROKER = FIXTURES / "broker" / "all-shapes"

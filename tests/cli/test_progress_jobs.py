@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from kdump.parallel import ordered_map
+from kdump.jobs.fanout import ordered_map
 from kdump.render import progress as P
 from kdump.render.output import Output
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 from support.run import GENERATED
 
 

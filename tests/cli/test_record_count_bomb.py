@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from kdump.encode import build_record_count_bomb, build_v2_batch
 from kdump.format.codecs import DEFAULT_MAX_RECORDS
-from kdump.testing import build_record_count_bomb, build_v2_batch
 from support.run import run_kdump, write_segment
 
 BOMB_RECORDS = 1_500_000     # 10.5 MB of records in ~1 KB; one list of them took ~300 MB

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from kdump.encode import build_v2_batch
 from kdump.format.walk import Walker
 from kdump.run import pieces
 from kdump.storage.logdir import expand
-from kdump.testing import build_v2_batch
 from support.run import run_kdump, write_segment
 
 SPLIT = "100K"

@@ -95,7 +95,7 @@ def test_internal_error_has_no_traceback(monkeypatch):
 
 
 def _big_partition(tmp_path):
-    from kdump import testing as build
+    from kdump import encode as build
 
     d = tmp_path / "big-0"
     d.mkdir()

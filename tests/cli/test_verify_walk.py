@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import kdump.storage.logdir as K
-from kdump import testing as build
+from kdump import encode as build
 from kdump.errors import InputError
 from support.damage import FIXTURES
 from support.run import run_kdump

@@ -13,8 +13,8 @@ import pytest
 from kdump.decoders import cluster_metadata, consumer_offsets
 from kdump.format.kraft_control import decode_control_value
 from kdump.format.walk import Walker, decode_records
+from kdump.storage.mapped import MappedFile
 from kdump.storage.names import snapshot_id
-from kdump.storage.segment import MappedFile
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 LOG_NAME = re.compile(r"\.log(\.(swap|cleaned|deleted))?$")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from kdump.encode import build_v2_batch
 from kdump.export.columns import record_batches
 from kdump.export.local import export_local
-from kdump.export.plan import Scope, plan
 from kdump.export.schema import RECORD_COLUMNS, arrow_schema
+from kdump.export.slices import Scope, plan
 from kdump.export.write import HIVE_NULL
 from kdump.format.index import encode_index
-from kdump.testing import build_v2_batch
 from support.run import GENERATED, run_kdump
 
 pa = pytest.importorskip("pyarrow")
@@ -189,7 +189,7 @@ def test_cli_local_export(tmp_path, kdump):
 
 
 def test_export_modules_do_not_import_pyspark():
-    code = ("import sys, kdump.export.local, kdump.export.lines, kdump.spark, kdump.cli.export; "
+    code = ("import sys, kdump.export.local, kdump.export.slice_rows, kdump.spark, kdump.cli.export; "
             "sys.exit(1 if any(m.split('.')[0] == 'pyspark' for m in sys.modules) else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 import pytest
 
 from kdump import _accel
-from kdump.decoders.payload import PayloadView
+from kdump.decoders.views import PayloadView
 from kdump.errors import KdumpError
 from kdump.export import ndjson
 from kdump.export.columns import batch_rows, record_batches
-from kdump.export.lines import json_items
-from kdump.export.plan import plan
 from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, arrow_schema, arrow_type
+from kdump.export.slice_rows import json_items
+from kdump.export.slices import plan
 from kdump.export.write import joined
 from kdump.format.walk import Walker, decode_records
 from kdump.model import (

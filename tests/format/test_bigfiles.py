@@ -20,7 +20,7 @@ import textwrap
 import pytest
 
 from kdump import _accel
-from kdump.testing import build_v2_batch
+from kdump.encode import build_v2_batch
 
 pytestmark = pytest.mark.slow
 
@@ -147,7 +147,7 @@ def test_the_c_scanner_is_called_on_bounded_spans(tmp_path, monkeypatch):
     if _accel.built() is None:
         pytest.skip(f"C accelerator {_accel.unavailable}")
     from kdump.format.walk import Walker
-    from kdump.storage.segment import MappedFile
+    from kdump.storage.mapped import MappedFile
 
     path = str(tmp_path / "00000000000000000000.log")
     make_segment(path, 320 * MiB, MiB)
@@ -187,7 +187,7 @@ def test_pages_behind_a_sequential_reader_are_dropped(tmp_path):
     """Deterministic: after the walk reaches position p, at most FOLLOW_BEHIND (+ one step and
     one C span ahead) of the mapping is resident, whatever the timing."""
     from kdump.format.walk import FOLLOW_STEP, SCAN_SPAN, Walker
-    from kdump.storage.segment import FOLLOW_BEHIND, TRIM_ABOVE, MappedFile
+    from kdump.storage.mapped import FOLLOW_BEHIND, TRIM_ABOVE, MappedFile
 
     path = str(tmp_path / "00000000000000000000.log")
     make_segment(path, 160 * MiB, MiB)
@@ -231,7 +231,7 @@ def test_a_preallocated_segment_is_checked_without_reading_its_hole(tmp_path):
     """Kafka's ``preallocate`` leaves a sparse segment: a few batches, then a hole to the full
     size. Its zero tail is found from the file's holes (SEEK_DATA), not by mapping 8 GiB."""
     from kdump.check.scan import scan_segment
-    from kdump.storage.segment import MappedFile
+    from kdump.storage.mapped import MappedFile
 
     path = str(tmp_path / "00000000000000000000.log")
     data = b"".join(build_v2_batch([(0, T0, b"k", b"v")], base_offset=i) for i in range(3))

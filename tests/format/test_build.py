@@ -1,4 +1,4 @@
-"""The encoders (kdump.testing) against kdump's decoder and kafka-python.
+"""The encoders (kdump.encode) against kdump's decoder and kafka-python.
 
 A round trip through our own decoder alone could hide a shared misunderstanding, so
 every built batch is also read by kafka-python, and the reference's worked bytes pin
@@ -20,17 +20,17 @@ try:
 except ImportError:
     from support.peers import kafka_python_decode, kdump_decode_buffer
 
-from kdump.errors import KdumpError
-from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
-from kdump.format.control import ABORT, COMMIT, SNAPSHOT_FOOTER, encode_control_key, encode_marker_value
-from kdump.format.walk import Walker
-from kdump.testing import (
+from kdump.encode import (
     build_control_batch,
     build_end_txn_marker,
     build_legacy_message,
     build_legacy_wrapper,
     build_v2_batch,
 )
+from kdump.errors import KdumpError
+from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from kdump.format.control import ABORT, COMMIT, SNAPSHOT_FOOTER, encode_control_key, encode_marker_value
+from kdump.format.walk import Walker
 
 T0 = 1_700_000_000_000
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1

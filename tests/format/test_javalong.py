@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdump import _accel
+from kdump.encode import build_v2_batch
 from kdump.format.javalong import INT64_MAX, INT64_MIN, long_add, wrapped
 from kdump.format.walk import Walker, decode_records
-from kdump.testing import build_v2_batch
 from support.run import run_kdump
 
 TOP = INT64_MAX

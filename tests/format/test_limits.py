@@ -22,6 +22,7 @@ import tracemalloc
 import pytest
 
 from kdump import _accel
+from kdump.encode import build_legacy_message, build_legacy_wrapper
 from kdump.errors import CodecError, DecompressionLimitError, InvalidFileError, InvalidRecordError, KdumpError
 from kdump.format import legacy, snapshot
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER
@@ -30,7 +31,6 @@ from kdump.format.crc import crc32c
 from kdump.format.records import decode_v2_payload
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
-from kdump.testing import build_legacy_message, build_legacy_wrapper
 
 MiB = 1 << 20
 BOMB_SIZE = 32 * MiB
@@ -248,8 +248,8 @@ def bomb_segment(tmp_path_factory):
 
     Returns the path and the largest limit the default Limits give any of the bombs.
     """
+    from kdump.encode import build_v2_batch
     from kdump.format.codecs import DEFAULT_LIMITS
-    from kdump.testing import build_v2_batch
 
     d = tmp_path_factory.mktemp("bombs") / "bombs-0"
     d.mkdir()
@@ -285,7 +285,7 @@ def test_bombs_through_the_cli_are_findings(bomb_segment, command):
 # -- the --max-decompressed option ---------------------------------------------------------------
 
 def _megabyte_batches(tmp_path, codec):
-    from kdump.testing import build_v2_batch
+    from kdump.encode import build_v2_batch
 
     part = tmp_path / "big-0"
     part.mkdir()

@@ -22,21 +22,21 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kdump import _accel
-from kdump.errors import InvalidRecordError, KdumpError, TruncatedError
-from kdump.format import checkpoint, index, metadata, snapshot, timeindex, txnindex, varint
-from kdump.format.batch import parse_v2
-from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, Limits, compress, decompress
-from kdump.format.control import ABORT, COMMIT
-from kdump.format.records import decode_v2_payload
-from kdump.format.walk import Walker, decode_records
-from kdump.model import Batch
-from kdump.testing import (
+from kdump.encode import (
     build_control_batch,
     build_end_txn_marker,
     build_legacy_message,
     build_legacy_wrapper,
     build_v2_batch,
 )
+from kdump.errors import InvalidRecordError, KdumpError, TruncatedError
+from kdump.format import checkpoint, index, logdir_files, snapshot, timeindex, txnindex, varint
+from kdump.format.batch import parse_v2
+from kdump.format.codecs import GZIP, LZ4, NONE, SNAPPY, ZSTD, Limits, compress, decompress
+from kdump.format.control import ABORT, COMMIT
+from kdump.format.records import decode_v2_payload
+from kdump.format.walk import Walker, decode_records
+from kdump.model import Batch
 
 # The speedups fixture sets module state for the whole test, which is what we want.
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
@@ -405,8 +405,8 @@ metadata_text = st.one_of(
 )
 
 
-@pytest.mark.parametrize("parse", [metadata.parse_partition_metadata, metadata.parse_meta_properties,
-                                   metadata.parse_quorum_state, metadata.parse_clean_shutdown],
+@pytest.mark.parametrize("parse", [logdir_files.parse_partition_metadata, logdir_files.parse_meta_properties,
+                                   logdir_files.parse_quorum_state, logdir_files.parse_clean_shutdown],
                          ids=lambda f: f.__name__)
 @PROFILE
 @given(data=metadata_text)

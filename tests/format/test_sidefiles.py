@@ -19,7 +19,7 @@ from kdump.format.checkpoint import (
     parse_checkpoint,
 )
 from kdump.format.crc import crc32c
-from kdump.format.metadata import (
+from kdump.format.logdir_files import (
     encode_clean_shutdown,
     encode_partition_metadata,
     encode_uuid,

@@ -18,7 +18,7 @@ import dls
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
-# kdump's text view escapes control characters inside keys and values (kdump.decoders.payload).
+# kdump's text view escapes control characters inside keys and values (kdump.decoders.views).
 _ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
 _ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
 _KDUMP_ERROR = re.compile(r"^kdump: error: (.*?):(\d+:)? ")

@@ -75,7 +75,7 @@ def _log_end(d: Path) -> int | None:
 
 
 def _index_entries(path: Path, kind: str, base: int):
-    from kdump.check.index_file import live_entries
+    from kdump.check.indexes.index_file import live_entries
     from kdump.format.index import parse_index
     from kdump.format.timeindex import parse_timeindex
 

@@ -78,10 +78,10 @@ def test_decoder_classes_are_kafkas_builtins():
 
 
 def test_long_decoder_reads_the_first_eight_bytes_like_kafka():
-    from kdump.decoders import basic
+    from kdump.decoders import plain
 
-    assert basic.long_(bytes(range(1, 11))) == 0x0102030405060708
-    assert basic.int_(b"\x00\x00\x01\x00\xff") == 256
+    assert plain.long_(bytes(range(1, 11))) == 0x0102030405060708
+    assert plain.int_(b"\x00\x00\x01\x00\xff") == 256
 
 
 def test_index_sanity_check_and_verify_only():
@@ -144,7 +144,7 @@ def test_no_file_named_is_a_usage_error():
 
 
 def test_escape_none_prints_keys_and_values_as_kafka_does(tmp_path):
-    from kdump import testing as build
+    from kdump import encode as build
 
     seg = write_segment(tmp_path / "t-0", [build.build_v2_batch([(0, 1_700_000_000_000, b"k\t1", b"a\nb\x01\xff")])])
     head = "| offset: 0 CreateTime: 1700000000000 keySize: 3 valueSize: 5 sequence: -1 headerKeys: []"

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from kdump import _accel
-from kdump import testing as build
+from kdump import encode as build
 from kdump.format.codecs import GZIP, NONE
 from support.run import GENERATED, REAL, run_kdump, write_segment
 
@@ -211,17 +211,17 @@ def test_a_fifo_named_like_a_kafka_file_is_refused_without_waiting(tmp_path, arg
 
 _TRUNCATE_AFTER_MAPPING = """
 import os, sys
-import kdump.storage.segment as segment
+import kdump.storage.mapped as storage_mapped
 from kdump.cli import main
 
-mapped = segment.MappedFile.__init__
+mapped = storage_mapped.MappedFile.__init__
 
 def map_then_lose_the_tail(self, path, *args, **kwargs):
     mapped(self, path, *args, **kwargs)
     if path.endswith(".log"):
         os.truncate(path, 100)   # another process truncates the segment under the mapping
 
-segment.MappedFile.__init__ = map_then_lose_the_tail
+storage_mapped.MappedFile.__init__ = map_then_lose_the_tail
 main(sys.argv[1:])
 """
 
@@ -336,7 +336,7 @@ RECORD_KEYS = ["offset", "timestamp", "key_size", "value_size", "sequence", "key
 def test_json_equals_model_to_dict(name):
     """The preformatted JSON fast path equals json.dumps of the model's to_dict()."""
     from kdump.format.walk import Walker, decode_records
-    from kdump.storage.segment import MappedFile
+    from kdump.storage.mapped import MappedFile
 
     part = GENERATED / name
     r = run_kdump("dump", part, "--data", "--encoding", "base64", "--json", "--no-auto-decode")

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from kdump import testing as build
+from kdump import encode as build
 from kdump.format.checkpoint import encode_offsets
 from support.run import FIXTURES, GENERATED, run_kdump, write_segment
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from kdump import testing as build
+from kdump import encode as build
 from kdump.format.control import KRAFT_VERSION, SNAPSHOT_FOOTER, SNAPSHOT_HEADER
 from support.run import REAL, run_kdump, write_segment
 

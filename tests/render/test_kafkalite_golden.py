@@ -14,7 +14,7 @@ import os
 import pytest
 
 from kdump.format.walk import Walker, decode_records
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEER = os.path.join(ROOT, "fixtures", "real", "asayers__kafkalite", "tests", "test-data")

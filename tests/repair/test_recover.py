@@ -1,6 +1,6 @@
 """``kdump recover``: LogLoader's startup recovery as a plan, ``--apply``, ``--salvage``.
 
-Partitions are built with ``kdump.testing`` (three segments, indexes as the broker
+Partitions are built with ``kdump.encode`` (three segments, indexes as the broker
 writes them, producer snapshots, a leader-epoch checkpoint) or copied from fixtures/.
 Nothing the broker would delete is deleted: it is moved to a quarantine directory, so
 every byte of the original partition is still somewhere after ``--apply``.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kdump.format.metadata import CLEAN_SHUTDOWN_FILE
+from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
 from support.damage import make_partition, tree_bytes, write_at
 from support.run import run_kdump
 
@@ -83,7 +83,7 @@ def test_salvage_streams_a_segment_in_bounded_memory(tmp_path):
     took 1.0 GB RSS). Now its bytes are streamed from the source: salvaging 96 MiB costs
     little more memory than planning it, and the copy is exact, indexes included."""
     from kdump.check.broker_rule import encode_indexes
-    from kdump.testing import build_v2_batch
+    from kdump.encode import build_v2_batch
     from support.damage import batches, partition_batch
 
     d = tmp_path / "logs" / "big-0"

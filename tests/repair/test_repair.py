@@ -307,7 +307,7 @@ def test_atomic_write_leaves_zero_chunks_as_holes(tmp_path):
 def test_truncating_a_preallocated_segment_keeps_its_tail_sparse(tmp_path):
     if not _holes_supported(tmp_path):
         pytest.skip("this file system has no holes")
-    from kdump.testing import build_v2_batch
+    from kdump.encode import build_v2_batch
 
     part = tmp_path / "t-0"
     part.mkdir()

@@ -11,7 +11,7 @@ import tracemalloc
 
 import pytest
 
-from kdump.testing import build_v2_batch
+from kdump.encode import build_v2_batch
 from support.registry import Registry
 from support.run import FIXTURES, run_kdump
 

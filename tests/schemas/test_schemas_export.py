@@ -9,7 +9,7 @@ import shutil
 import pytest
 from test_schemas_oracle import LOGDIR, records
 
-from kdump.testing import build_v2_batch
+from kdump.encode import build_v2_batch
 from support.run import run_kdump
 
 pq = pytest.importorskip("pyarrow.parquet")

@@ -11,9 +11,9 @@ import random
 import re
 from pathlib import Path
 
+from kdump.encode import build_v2_batch
 from kdump.format.index import encode_index
 from kdump.storage.logdir import parse_partition_dir
-from kdump.testing import build_v2_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"

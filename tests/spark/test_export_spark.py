@@ -11,7 +11,7 @@ from sparkkit import GENERATED, run_cli
 
 from kdump.export.columns import record_batches
 from kdump.export.local import export_local
-from kdump.export.plan import plan
+from kdump.export.slices import plan
 from kdump.export.write import HIVE_NULL
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -101,9 +101,9 @@ def test_cli_export_with_the_spark_engine(spark, tmp_path, big_dir):
 
 
 def test_limits_reach_every_spark_writer(spark, tmp_path):
+    from kdump.encode import build_v2_batch
     from kdump.format.codecs import ZSTD, limits_for
     from kdump.spark.export import export_spark
-    from kdump.testing import build_v2_batch
 
     part = tmp_path / "big-0"
     part.mkdir()

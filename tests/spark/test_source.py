@@ -8,10 +8,10 @@ import shutil
 import pytest
 from sparkkit import GENERATED, cli_records, digest, fixture_roots, make_segment
 
+from kdump.encode import build_v2_batch
 from kdump.export.columns import record_batches
-from kdump.export.plan import DEFAULT_SPLIT_BYTES, plan
 from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, arrow_schema
-from kdump.testing import build_v2_batch
+from kdump.export.slices import DEFAULT_SPLIT_BYTES, plan
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

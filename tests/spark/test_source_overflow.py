@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kdump.encode import build_v2_batch
 from kdump.format.javalong import INT64_MAX
-from kdump.testing import build_v2_batch
 
 pytestmark = pytest.mark.spark
 

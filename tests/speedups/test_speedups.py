@@ -26,13 +26,13 @@ _speedups = _accel.built()
 if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
+from kdump.encode import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from kdump.format import legacy
 from kdump.format import records as records_mod
 from kdump.format.batch import parse_v2
 from kdump.format.varint import encode_uvarint
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record
-from kdump.testing import build_legacy_message, build_legacy_wrapper, build_v2_batch, encode_v2_record
 from support.run import fixture_logs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -687,8 +687,8 @@ def test_span_well_formed_records_any_bytes(items, takes):
 
 def test_record_slices_of_a_record_count_bomb_stay_small():
     """A zstd batch of 100,000 empty records comes in slices of RECORDS_SLICE, never one list."""
+    from kdump.encode import build_record_count_bomb
     from kdump.format.walk import record_slices
-    from kdump.testing import build_record_count_bomb
 
     data = build_record_count_bomb(100_000)
     batch = next(iter(Walker(data)))

@@ -20,10 +20,10 @@ from kdump import _accel
 if _accel.built() is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
+from kdump.encode import build_control_batch, build_legacy_message, build_v2_batch  # noqa: E402
 from kdump.format.codecs import GZIP, LZ4, NONE, ZSTD  # noqa: E402
-from kdump.info import RUN_BATCHES, SIZE_BUCKETS, PartitionSummary  # noqa: E402
 from kdump.storage.logdir import LogFile  # noqa: E402
-from kdump.testing import build_control_batch, build_legacy_message, build_v2_batch  # noqa: E402
+from kdump.survey.summary import RUN_BATCHES, SIZE_BUCKETS, PartitionSummary  # noqa: E402
 from support.damage import FIXTURES, flip_bit, garbage  # noqa: E402
 from support.run import fixture_logs  # noqa: E402
 
@@ -104,9 +104,9 @@ def test_built_segments_sum_alike(tmp_path, spec):
 def test_spans_that_cut_batches_sum_alike(monkeypatch):
     """A C call covers at most SCAN_SPAN bytes: the batch crossing each bound goes through the
     Walker, and the sums are still those of the Python path."""
-    import kdump.info
+    import kdump.survey.summary
 
-    monkeypatch.setattr(kdump.info, "SCAN_SPAN", 1000)
+    monkeypatch.setattr(kdump.survey.summary, "SCAN_SPAN", 1000)
     log = FIXTURES / "real/pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test" \
         / "00000000000000007729.log"
     assert _same(log)["batches"] == 7634

@@ -24,7 +24,7 @@ if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 
-from kdump.decoders.payload import PayloadView  # noqa: E402
+from kdump.decoders.views import PayloadView  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.export import ndjson  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
@@ -295,8 +295,8 @@ def test_a_streamed_batch_is_the_same_line_as_a_whole_one(tmp_path):
     """A batch of more records than one slice (RECORDS_SLICE) is written slice by slice; the
     line is the one the Python writer makes of the whole batch, keys, values and headers
     drawn from all 256 byte values."""
+    from kdump.encode import build_v2_batch
     from kdump.format.records import RECORDS_SLICE
-    from kdump.testing import build_v2_batch
     from support.run import write_segment
 
     rng = __import__("random").Random(7)
@@ -318,7 +318,7 @@ def test_a_streamed_batch_is_the_same_line_as_a_whole_one(tmp_path):
 # -- json_v2_line: the line written straight from an uncompressed v2 records section ------------
 
 def _v2_section(items, base_offset=1 << 40, gap_at=None):
-    from kdump.testing import encode_v2_record
+    from kdump.encode import encode_v2_record
 
     out = []
     for i, (ts, key, value, headers) in enumerate(items):

@@ -32,12 +32,12 @@ from kdump.check import resync as resync_mod  # noqa: E402
 from kdump.check import scan as scan_mod  # noqa: E402
 from kdump.check.broker_rule import DEFAULT_MAX_MESSAGE_SIZE  # noqa: E402
 from kdump.check.scan import ScanReport, _Scan, scan_segment  # noqa: E402
+from kdump.encode import build_control_batch, build_end_txn_marker, build_legacy_message, build_v2_batch  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET  # noqa: E402
 from kdump.format.codecs import DEFAULT_LIMITS  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
 from kdump.format.walk import Walker  # noqa: E402
 from kdump.storage.names import filename_offset  # noqa: E402
-from kdump.testing import build_control_batch, build_end_txn_marker, build_legacy_message, build_v2_batch  # noqa: E402
 from support.damage import FIXTURES, V2_FIELDS, flip_bit, garbage, set_base_offset, set_length, write_at  # noqa: E402
 from support.run import fixture_logs  # noqa: E402
 

@@ -26,7 +26,7 @@ if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 from kdump.check.gaps import follow  # noqa: E402
-from kdump.decoders.payload import PayloadView  # noqa: E402
+from kdump.decoders.views import PayloadView  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format.javautf8 import java_utf8  # noqa: E402
 from kdump.format.walk import Walker, decode_records  # noqa: E402
@@ -245,7 +245,7 @@ def test_runs_with_and_without_c_are_identical(options):
 
 def test_byte_lines_write_through_any_stream():
     """A stream without a binary buffer (a worker's capture) gets the same text."""
-    from kdump.render.lines import ByteLines
+    from kdump.render.line_buffer import ByteLines
 
     raw = io.BytesIO()
     binary = io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace")

@@ -17,13 +17,13 @@ import pytest
 
 from kdump import _accel
 from kdump.check.scan import scan_segment
-from kdump.decoders.payload import PayloadView
+from kdump.decoders.views import PayloadView
+from kdump.encode import build_legacy_wrapper, build_v2_batch
 from kdump.format import crc
 from kdump.format.records import decode_v2_payload
 from kdump.format.walk import Walker, decode_records, record_slices
 from kdump.render import jsonout
-from kdump.storage import segment
-from kdump.testing import build_legacy_wrapper, build_v2_batch
+from kdump.storage import mapped
 from support.run import run_kdump, write_segment
 
 KDUMP = Path(_accel.__file__).resolve().parent
@@ -113,8 +113,8 @@ def restore_switch(monkeypatch):
     monkeypatch.setattr(_accel, "_built", _accel._built)
     monkeypatch.setattr(_accel, "_active", _accel._active)
     # a fresh SIGBUS state, so that the command line installs the handler (catch_sigbus) again
-    monkeypatch.setattr(segment, "_sigbus", {"wanted": False, "installed": False})
-    monkeypatch.setattr(segment, "READ_BELOW", 0)      # map even these small files
+    monkeypatch.setattr(mapped, "_sigbus", {"wanted": False, "installed": False})
+    monkeypatch.setattr(mapped, "READ_BELOW", 0)      # map even these small files
 
 
 def test_off_takes_the_python_path_everywhere_and_on_the_c_one(tmp_path, monkeypatch, restore_switch):

@@ -33,8 +33,8 @@ import kafka_jars
 import pytest
 
 from kdump.errors import KdumpError
-from kdump.state.metadata import Point, load
-from kdump.state.metadata_objects import diff
+from kdump.state.cluster_image import Point, load
+from kdump.state.image_objects import diff
 from kdump.state.source import LogDirs
 
 pytestmark = pytest.mark.slow

@@ -1,7 +1,7 @@
 """Transactional offset commits in `kdump groups`, replayed as Kafka 4.3.1's
 OffsetMetadataManager does, and what `groups`, `txn` and `metadata` say when data is missing.
 
-Each case twice: on segments built here with kdump.testing's encoders, and on
+Each case twice: on segments built here with kdump.encode's encoders, and on
 fixtures/broker/txn-offsets/, written by a real broker (TXN-OFFSETS.md), against
 ConsumerGroupCommand --describe's answer kept beside it (txn-offsets.describe).
 """
@@ -16,7 +16,7 @@ import shutil
 import pytest
 import txn_offsets  # tests/kafka: the broker scenario that wrote the fixture
 
-from kdump.testing import build_end_txn_marker, build_v2_batch, encode_group_metadata_key, encode_offset_commit
+from kdump.encode import build_end_txn_marker, build_v2_batch, encode_group_metadata_key, encode_offset_commit
 from support.run import FIXTURES
 
 T = 1_700_000_000_000          # batch n is written at T + n seconds

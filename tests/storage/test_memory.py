@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kdump.decoders.payload import PayloadView  # noqa: E402
+from kdump.decoders.views import PayloadView  # noqa: E402
 from kdump.export import ndjson  # noqa: E402
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, V2_HEADER  # noqa: E402
 from kdump.format.crc import crc32c  # noqa: E402
@@ -119,8 +119,8 @@ def test_running_out_of_memory_is_a_located_error(tmp_path):
 @pytest.mark.parametrize("encoding", ["utf8", "base64", "hex"])
 def test_a_batch_written_in_pieces_is_the_same_line(encoding, monkeypatch):
     """The streamed path writes exactly what ``py_batch_line`` (and so the C writer) writes."""
+    from kdump.encode import build_v2_batch
     from kdump.format.walk import Walker, decode_records
-    from kdump.testing import build_v2_batch
 
     monkeypatch.setattr(ndjson, "STREAM_CHUNK", 7)
     values = [bytes(range(256)) * 3, "é€😀 \x00\x1f\"\\".encode() * 5, b"\xff\xfe\xc3" * 11, b"", None, b"x" * 7]
@@ -261,7 +261,7 @@ BIG = bytes(range(256)) * (6 * MiB // 256) + "é€😀\"\\".encode()
 def _large_records_segment(path: Path, codec: int) -> None:
     """Small records around keys, values and header values of 6 and 18 MiB (42 MiB in the
     batch: more than one Arrow batch's bound, so the batch is cut), and a batch of small ones."""
-    from kdump.testing import build_v2_batch
+    from kdump.encode import build_v2_batch
 
     big = BIG
     recs = [(0, 1700000000000, b"k0", b"small", []),

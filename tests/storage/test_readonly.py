@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from kdump.encode import build_v2_batch
 from kdump.storage import logdir
-from kdump.testing import build_v2_batch
 from support.run import FIXTURES, run_kdump
 
 

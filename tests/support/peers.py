@@ -19,7 +19,7 @@ from typing import NamedTuple
 from kafka.record import MemoryRecords
 
 from kdump.format.walk import Walker, decode_records
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 RecordTuple = tuple  # (offset, timestamp, key, value, headers)
 

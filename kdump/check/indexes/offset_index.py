@@ -1,6 +1,6 @@
 """The offset index against its log: one forward pass, entries matched as the walk passes them.
 
-``OffsetIndexCheck`` is fed every batch in log order (``kdump.check.indexes.verify_indexes``
+``OffsetIndexCheck`` is fed every batch in log order (``kdump.check.indexes.forward_pass.verify_indexes``
 drives it) and returns an ``IndexCheck``: entries at batch starts holding their offset (or,
 for a multi-batch append, a later batch's), strictly increasing, nothing past the end, and
 the index.interval.bytes values the gaps fit.
@@ -8,7 +8,17 @@ the index.interval.bytes values the gaps fit.
 
 from __future__ import annotations
 
-from kdump.check.index_file import BASE, INF, LAST, POS, SIZE, IndexCheck, convention_of, file_findings, live_entries
+from kdump.check.indexes.index_file import (
+    BASE,
+    INF,
+    LAST,
+    POS,
+    SIZE,
+    IndexCheck,
+    convention_of,
+    file_findings,
+    live_entries,
+)
 from kdump.findings import (
     INDEX_BELOW_BASE,
     INDEX_GAP,

@@ -22,8 +22,8 @@ import bisect
 import os
 from typing import NamedTuple
 
-from kdump.check.index_file import read_index_file
-from kdump.check.indexes import check_against_log, segment_log_path
+from kdump.check.indexes.forward_pass import check_against_log, segment_log_path
+from kdump.check.indexes.index_file import read_index_file
 from kdump.errors import CorruptDataError, InputError, KdumpError
 from kdump.findings import is_damage
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -33,9 +33,9 @@ from kdump.format.timeindex import ENTRY as TIME_ENTRY
 from kdump.format.timeindex import parse_timeindex
 from kdump.format.walk import FOLLOW_STEP, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, record_slices
 from kdump.storage import fs
+from kdump.storage.mapped import MappedFile
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX
 from kdump.storage.remote import is_remote
-from kdump.storage.segment import MappedFile
 
 NO_TIMESTAMP = -1
 _WALK_FAULTS = (INVALID_SIZE, INVALID_MAGIC, INVALID_BATCH)   # Kafka throws on these

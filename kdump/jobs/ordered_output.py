@@ -1,7 +1,7 @@
 """Commands that print as they go (``dump``, ``index``) over worker processes, with the
 bytes of ``-j 1`` on stdout: ``ordered_output``.
 
-A worker runs a range of units (``kdump.parallel``'s tasks) with what they write to stdout
+A worker runs a range of units (``kdump.jobs.fanout``'s tasks) with what they write to stdout
 and stderr captured, in order; when the units before the range are written (a turn counter
 the workers share) it writes the range's output to the file descriptors itself, so hundreds
 of MB of dump do not go through the parent. The turn passes once per range, and a range
@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from kdump.parallel import fan_out, in_process
+from kdump.jobs.fanout import fan_out, in_process
 
 
 def ordered_output(fn: Callable[[Any, Any], Any], units: Sequence[Any], jobs: int, out,

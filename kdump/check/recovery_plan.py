@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
-from kdump.format.metadata import CLEAN_SHUTDOWN_FILE
+from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
 from kdump.storage import fs
 
 # Step actions.
@@ -44,7 +44,7 @@ class LogDirState:
     def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None) -> LogDirState:
         """The log dir's checkpoints, streamed; only the entries of ``partitions`` are kept
         when it is given (a checkpoint may list millions)."""
-        from kdump.check.sidefiles import checkpoint_entries
+        from kdump.storage.side_files import checkpoint_entries
 
         state = cls()
         if not logdir:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kdump.decoders.payload import PayloadView
+from kdump.decoders.views import PayloadView
 from kdump.export.columns import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS
 from kdump.export.ndjson import dumps
-from kdump.export.plan import Scope, Slice
 from kdump.export.read import Damage, damage_message, in_range, read_slice
 from kdump.export.schema import JSON_COLUMNS, arrow_schema, text
+from kdump.export.slices import Scope, Slice
 from kdump.export.write import joined, record_lines
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 

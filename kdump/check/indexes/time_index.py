@@ -1,6 +1,6 @@
 """The time index against its log: one forward pass keeping the running max timestamp.
 
-``TimeIndexCheck`` is fed every batch in log order (``kdump.check.indexes.verify_indexes``
+``TimeIndexCheck`` is fed every batch in log order (``kdump.check.indexes.forward_pass.verify_indexes``
 drives it) and returns an ``IndexCheck``: timestamps never going back, each the largest up to
 its offset and carried by the batch (or record) the offset names, nothing past the end, the
 roll/close entry present in a trimmed file. Records are decoded only for batches entries
@@ -9,7 +9,7 @@ point at, and only to tell the two conventions ("last", "record") apart.
 
 from __future__ import annotations
 
-from kdump.check.index_file import (
+from kdump.check.indexes.index_file import (
     BASE,
     INF,
     LAST,

@@ -1,11 +1,11 @@
 """The cluster image as ``kdump metadata`` shows it: NDJSON objects, and the changes from one
-image to another (``--diff``). The image itself is replayed in ``kdump.state.metadata``."""
+image to another (``--diff``). The image itself is replayed in ``kdump.state.cluster_image``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kdump.state.metadata import Image
+from kdump.state.cluster_image import Image
 
 
 def objects(img: Image) -> list[dict[str, Any]]:

@@ -5,8 +5,8 @@ usually) and gets the function's results back one by one, in the units' order, a
 had run them itself: what it prints is the same bytes as with ``-j 1``. One unit, or
 ``jobs`` 1, runs in this process with no worker started.
 
-Workers are forked (``kdump.workers``, without ``multiprocessing``, which only
-``kdump.ordered_output``'s turn counter imports), so they start with the function, the
+Workers are forked (``kdump.jobs.processes``, without ``multiprocessing``, which only
+``kdump.jobs.ordered_output``'s turn counter imports), so they start with the function, the
 units and everything the command imported already in memory; a task is only a range of
 unit numbers, sent down a pipe, and a reply the results of that range (the tasks shrink
 toward the end, so the processes finish together). With ``-j N`` ``ordered_map`` forks N-1 of
@@ -116,7 +116,7 @@ def fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bo
     ranges itself whenever the next result to hand back is not in yet (so on N cores, N
     processes work; none just waits). ``ranged``: as for ``ordered_map``."""
     global _work, _units, _ranged
-    from kdump.workers import Worker, stop_all
+    from kdump.jobs.processes import Worker, stop_all
 
     tasks = _ranges(len(units), jobs)
     for stream in (sys.stdout, sys.stderr):

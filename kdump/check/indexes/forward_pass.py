@@ -25,8 +25,8 @@ API (``kdump index``/``kdump timeindex`` and ``kdump verify`` call these):
   entries point at (and only to tell the two time-index conventions apart).
 
 What the index file alone shows (``file_findings``, ``sanity_findings``) is in
-``kdump.check.index_file``; the verify functions include it. The two passes are
-``kdump.check.offset_index`` and ``kdump.check.time_index``. The rebuild is
+``kdump.check.indexes.index_file``; the verify functions include it. The two passes are
+``kdump.check.indexes.offset_index`` and ``kdump.check.indexes.time_index``. The rebuild is
 ``kdump.repair.indexes.rebuild_indexes``.
 """
 
@@ -35,11 +35,10 @@ from __future__ import annotations
 import os
 from itertools import islice
 
-from kdump.check.index_file import IndexCheck
-from kdump.check.offset_index import OffsetIndexCheck
+from kdump.check.indexes.index_file import IndexCheck
+from kdump.check.indexes.offset_index import OffsetIndexCheck
+from kdump.check.indexes.time_index import TimeIndexCheck
 from kdump.check.scan import ScanReport
-from kdump.check.sidefiles import SIDE_FILE_LIMIT
-from kdump.check.time_index import TimeIndexCheck
 from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import IndexFile, parse_index
@@ -48,7 +47,8 @@ from kdump.format.walk import SCAN_CHUNK, Walker
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import names as N
-from kdump.storage.segment import MappedFile, read_small
+from kdump.storage.mapped import MappedFile, read_small
+from kdump.storage.side_files import SIDE_FILE_LIMIT
 
 WALK_RUN = 4096     # batches held at once while both indexes are checked
 

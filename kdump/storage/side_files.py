@@ -20,7 +20,7 @@ from kdump.model import ProducerEntry
 from kdump.storage import fs
 from kdump.storage import logdir as kinds
 from kdump.storage.logdir import LogFile
-from kdump.storage.segment import open_regular, read_small
+from kdump.storage.mapped import open_regular, read_small
 
 SIDE_FILE_LIMIT = 256 << 20      # an index of a 2 GiB segment is far smaller
 
@@ -167,12 +167,12 @@ def _checkpoint(f: LogFile) -> Description:
 
 
 def _metadata(f: LogFile, data: bytes) -> Description:
-    from kdump.format import metadata
+    from kdump.format import logdir_files
 
-    parse = {kinds.PARTITION_METADATA: metadata.parse_partition_metadata,
-             kinds.META_PROPERTIES: metadata.parse_meta_properties,
-             kinds.QUORUM_STATE: metadata.parse_quorum_state,
-             kinds.CLEAN_SHUTDOWN: metadata.parse_clean_shutdown}[f.kind]
+    parse = {kinds.PARTITION_METADATA: logdir_files.parse_partition_metadata,
+             kinds.META_PROPERTIES: logdir_files.parse_meta_properties,
+             kinds.QUORUM_STATE: logdir_files.parse_quorum_state,
+             kinds.CLEAN_SHUTDOWN: logdir_files.parse_clean_shutdown}[f.kind]
     values = parse(data, f.name)
     lines = [f"{k}: {_shown(v)}" for k, v in values.items()]
     return Description([values], lines, [])

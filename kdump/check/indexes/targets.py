@@ -95,7 +95,7 @@ def items_for(path: str, kind: str, jobs: int = 1, errors: list[KdumpError] | No
 
 def segments_for(path: str) -> list[str]:
     """The live ``.log`` files a PATH stands for (what --rebuild works on)."""
-    from kdump.check.indexes import segment_log_path
+    from kdump.check.indexes.forward_pass import segment_log_path
 
     files = expand(path)
     if not fs.isdir(path):

@@ -18,7 +18,7 @@ from kdump.errors import KdumpError
 from kdump.format.walk import SCAN_SPAN, Walker
 from kdump.model import compression_name
 from kdump.storage.logdir import BATCH_KINDS, LogFile
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 SIZE_BUCKETS = (128, 512, 2048, 8192, 32768, 131072, 524288, 1 << 21)
 # Batches per call of the C summer: a call holds the GIL, so it stays short.

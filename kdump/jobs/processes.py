@@ -1,4 +1,4 @@
-"""Forked worker processes for ``kdump.parallel``: a pipe each way, pickled messages.
+"""Forked worker processes for ``kdump.jobs.fanout``: a pipe each way, pickled messages.
 
 A worker is ``os.fork`` with two pipes, without ``multiprocessing``: importing it (and the
 hashing, socket and tempfile modules it pulls in) cost a ``-j`` run 10-15 ms before any

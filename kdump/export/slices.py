@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
+from kdump.storage.mapped import file_size
 from kdump.storage.reader import Filters
-from kdump.storage.segment import file_size
 from kdump.storage.split import DEFAULT_SPLIT_BYTES, cuts
 
 

@@ -19,7 +19,7 @@ from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding
 from kdump.storage.logdir import LOG, LogFile
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 # Gaps kept per segment for drawing: the widest ones (all are counted in ``missing``).
 MAX_GAPS = 50

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from kdump.decoders import basic
+from kdump.decoders import plain
 from kdump.errors import KdumpError
 from kdump.model import Record
 
@@ -44,7 +44,7 @@ class PayloadView:
         # False (--escape none): the text view prints keys and values as kafka-dump-log.sh
         # does, control characters raw (a newline in a value then breaks its record's line).
         self.escape = escape
-        self.encode = basic.get(encoding)
+        self.encode = plain.get(encoding)
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
         # Schema Registry decoders (kdump.schemas.decoder.SchemaDecoder, made by the command):
@@ -57,8 +57,8 @@ class PayloadView:
                                                                  ("value", self._value_schema, 4)) if dec is not None)
         self._info_texts: dict[int, str] = {}
         self._info_keep: list[Any] = []         # keeps the ids of _info_texts' keys unique
-        self._key_fn = basic.get(key_decoder) if key_decoder and self._key_schema is None else None
-        self._value_fn = basic.get(value_decoder) if value_decoder and self._value_schema is None else None
+        self._key_fn = plain.get(key_decoder) if key_decoder and self._key_schema is None else None
+        self._value_fn = plain.get(value_decoder) if value_decoder and self._value_schema is None else None
         self.internal = internal
         self._internal_mod = None
         if internal is not None:
@@ -177,14 +177,14 @@ class PayloadView:
                 value = schema.decode(data, True)[0]
                 if getattr(value, "is_json_text", False) and value[:1] == '"':
                     value = json.loads(value)            # a string prints as it is, as other decoders do
-                return escape_controls(basic.as_text(value))
+                return escape_controls(plain.as_text(value))
             except KdumpError as e:
                 if getattr(e, "show_raw", False):       # auto: not a frame it knows; the bytes as they are
                     return escape_controls(self.encode(data))
                 return f"<decode failed: {e.message}>"
         if fn is not None:
             try:
-                text = basic.as_text(fn(data))
+                text = plain.as_text(fn(data))
             except KdumpError as e:
                 # kafka-dump-log.sh dies here (BufferUnderflowException); say so and go on.
                 return f"<decode failed: {e.message}>"

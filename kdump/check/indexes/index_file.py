@@ -1,6 +1,6 @@
 """What an ``.index``/``.timeindex`` file shows alone, and the result of checking it against its log.
 
-``IndexCheck`` is what ``kdump.check.indexes`` returns (its fields are described there).
+``IndexCheck`` is what ``kdump.check.indexes.forward_pass`` returns (its fields are described there).
 ``file_findings(parsed)``: a torn last slot, non-zero slots after the zero tail.
 ``sanity_findings(parsed, file_name)``: Kafka's ``sanityCheck`` conditions and messages,
 verbatim. ``live_entries(parsed)``: the entries before the zero tail.
@@ -17,7 +17,7 @@ from kdump.format.index import IndexFile, parse_index
 from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
 from kdump.format.timeindex import TimeIndexFile, parse_timeindex
 from kdump.model import Finding, IndexEntry
-from kdump.storage.segment import MappedFile
+from kdump.storage.mapped import MappedFile
 
 INF = float("inf")
 # Batch fields the checks read in their hot loops (a NamedTuple's attribute access costs more).
