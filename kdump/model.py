@@ -97,7 +97,8 @@ class Batch(NamedTuple):
     position: int              # byte position of the batch in its file
     base_offset: int | None
     last_offset: int
-    count: int | None          # v2: the raw recordsCount field
+    # v2: the raw recordsCount field; it shadows tuple.count(), which nothing calls on a Batch
+    count: int | None  # type: ignore[assignment]
     size: int                  # bytes on disk, including the 12-byte log overhead
     magic: int
     crc: int                   # stored CRC (unsigned)

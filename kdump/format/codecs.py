@@ -97,7 +97,7 @@ def _gunzip(data: bytes, limit: int) -> bytes:
         # get growing windows: ``unused_data`` copies what follows a member, so handing the
         # whole rest to each of many tiny members would be quadratic.
         window = end if pos == 0 else 1024
-        piece = view[pos:pos + window]
+        piece: memoryview | bytes = view[pos:pos + window]
         pos += len(piece)
         while True:
             try:

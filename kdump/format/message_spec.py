@@ -108,7 +108,7 @@ class Struct:
         if plan is None:
             present = [f for f in self.fields if f.present(version)]
             plain = [f for f in present if not f.is_tagged(version)]
-            tagged = {f.tag: f for f in present if f.is_tagged(version)}
+            tagged = {f.tag: f for f in present if f.tag is not None and f.is_tagged(version)}
             plan = self._plans[version] = (present, plain, tagged)
         return plan
 

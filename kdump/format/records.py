@@ -18,6 +18,7 @@ declares more than ``Limits.max_records`` records before decoding any.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, RecordCountLimitError, TruncatedError
@@ -171,7 +172,7 @@ def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int) -> tupl
     count = batch.count
     if count is None or count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in {batch_name(batch)}")
-    base_offset = batch.base_offset
+    base_offset = cast(int, batch.base_offset)     # None only on a legacy wrapper, never on v2
     base_ts = batch.base_timestamp
     ts_type = batch.timestamp_type
     log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
