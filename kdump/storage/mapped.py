@@ -45,8 +45,9 @@ class _SegmentMap(mmap.mmap):
     for a large file, drops its pages behind the reader and knows where the file's holes are."""
 
     _dropped = 0              # [0, _dropped) has been advised away
-    path: str | None = None
+    path = ""                 # set right after the mapping is made
     big = False
+    need: Callable[[int, int], None]    # a remote file's: Spool.need
 
     def data_from(self, position: int, end: int) -> int:
         """The first position >= ``position`` (and <= ``end``) that is not in a hole of the
@@ -104,8 +105,9 @@ def hole_at(fd: int, pos: int, end: int) -> int:
 
 
 def _input_error(path: str, e: OSError) -> InputError:
-    reason = {errno.ENOENT: "no such file", errno.EACCES: "permission denied",
-              errno.EISDIR: "is a directory", errno.EPERM: "operation not permitted"}.get(e.errno, e.strerror)
+    reasons: dict[int | None, str | None] = {errno.ENOENT: "no such file", errno.EACCES: "permission denied",
+                                             errno.EISDIR: "is a directory", errno.EPERM: "operation not permitted"}
+    reason = reasons.get(e.errno, e.strerror)
     return InputError(f"cannot read: {reason}", file=path)
 
 
@@ -134,7 +136,7 @@ def _watch(mm: mmap.mmap, path: str) -> int | None:
 
 def _unwatch(slot: int | None) -> None:
     if slot is not None:    # registered while the accelerator was on: undone even if now off
-        _accel.built().unwatch_mapping(slot)
+        _accel.built().unwatch_mapping(slot)  # type: ignore[union-attr]  # a slot comes from the built module
 
 
 def open_regular(path: str) -> int:

@@ -181,9 +181,10 @@ class SegmentReader:
                     keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
                     continue
-                if raw is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:
+                # (magic 2: count is not None; view is made whenever raw is given)
+                if raw is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:  # type: ignore[operator]
                     if not attributes & COMPRESSION_MASK:
-                        rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])
+                        rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])  # type: ignore[index]
                     else:
                         rendered = self._raw_compressed(raw, buf, batch)
                     if rendered is not None:
@@ -192,7 +193,7 @@ class SegmentReader:
                 records = None
                 try:
                     if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
-                            and count <= max_records:
+                            and count <= max_records:  # type: ignore[operator]  # magic 2: count is not None
                         records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
                                        base_ts, max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
                     if records is None:
@@ -272,11 +273,14 @@ class SegmentReader:
         not used to seek (``verify`` is where its damage is reported)."""
         from kdump.storage.mapped import read_small
 
-        path = offset_path(os.path.dirname(self.file.path), self.file.base_offset, suffix)
+        base_offset = self.file.base_offset
+        if base_offset is None:     # a .log not named by its offset has none beside it
+            return None
+        path = offset_path(os.path.dirname(self.file.path), base_offset, suffix)
         if not fs.isfile(path):
             return None
         try:
-            return parse(read_small(path, 256 << 20), self.file.base_offset)
+            return parse(read_small(path, 256 << 20), base_offset)
         except KdumpError:
             return None
 

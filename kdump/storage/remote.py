@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError
@@ -144,6 +145,32 @@ class Store:
 
     def abandon(self) -> None:
         """A call is stuck: the process must be able to end without waiting for it."""
+
+    # What each kind of store answers (S3Store, HdfsStore); ``reader`` returns
+    # ``read(start, length) -> bytes``, ``output_stream`` a writable stream.
+    def stat(self, url: str, path: str) -> Stat:
+        raise NotImplementedError
+
+    def reader(self, url: str, path: str, size: int) -> Callable[[int, int], bytes]:
+        raise NotImplementedError
+
+    def write(self, url: str, path: str, data: bytes) -> None:
+        raise NotImplementedError
+
+    def output_stream(self, path: str):
+        raise NotImplementedError
+
+    def delete_tree(self, url: str, path: str) -> None:
+        raise NotImplementedError
+
+    def delete_file(self, url: str, path: str) -> None:
+        raise NotImplementedError
+
+    def move(self, url: str, src: str, dst: str) -> None:
+        raise NotImplementedError
+
+    def list(self, url: str, path: str) -> list[Entry]:     # last: the name shadows list below it
+        raise NotImplementedError
 
 
 def _first_line(e: BaseException) -> str:

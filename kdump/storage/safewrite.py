@@ -35,6 +35,7 @@ COPY_CHUNK = 1 << 20
 ZERO_CHUNK = bytes(COPY_CHUNK)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_Chunk = bytes | bytearray | memoryview
 
 
 class Change(NamedTuple):
@@ -165,7 +166,7 @@ def _check_copy(fd: int, size: int, crc: int, path: str) -> None:
                          f"{size} bytes, CRC-32 {crc:08x}); nothing was changed", file=path)
 
 
-def atomic_write(path: str, chunks: Iterable[bytes] | bytes, like: str | None = None, verify: bool = False) -> None:
+def atomic_write(path: str, chunks: Iterable[_Chunk] | _Chunk, like: str | None = None, verify: bool = False) -> None:
     """Write ``path`` through a temporary file in its directory: old or new, never half.
 
     ``verify``: the file written is read back and its size and CRC-32 compared with those of

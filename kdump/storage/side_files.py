@@ -74,7 +74,7 @@ def _txnindex(f: LogFile, data: bytes) -> Description:
     rows = [e.to_dict() for e in t.entries]
     lines = [f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
              f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}" for e in t.entries]
-    problems = [] if not t.partial_bytes else [
+    problems: list[tuple[str, int | None]] = [] if not t.partial_bytes else [
         (f"{t.partial_bytes} bytes of a partial entry at the end", t.size - t.partial_bytes)]
     return Description(rows, lines, problems)
 
@@ -148,7 +148,7 @@ def _producer_snapshot(f: LogFile) -> Description:
                      f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
         return text
 
-    problems = [] if snap.crc_valid else [(snap.crc_error or "bad CRC", 2)]
+    problems: list[tuple[str, int | None]] = [] if snap.crc_valid else [(snap.crc_error or "bad CRC", 2)]
     return Description((e.to_dict() for e in entries()), (line(e) for e in entries()), problems)
 
 

@@ -67,6 +67,8 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
 
 def sane_entries(f: LogFile, log_size: int):
     """The segment's ``.index`` entries, or None: absent, unreadable or not sane."""
+    if f.base_offset is None:       # a .log not named by its offset has none beside it
+        return None
     path = offset_path(os.path.dirname(f.path), f.base_offset, INDEX_SUFFIX)
     try:
         entries = parse_index(read_small(path, 256 << 20), f.base_offset).entries

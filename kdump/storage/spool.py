@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from kdump.errors import RemoteError
@@ -33,7 +34,7 @@ class Spool:
     def __init__(self, url: str, size: int) -> None:
         self.url = url
         self.size = size
-        self._read = None
+        self._read: Callable[[int, int], bytes] | None = None     # store.reader's, made at the first need
         self._done = bytearray(-(-size // CHUNK))
         self._lock = threading.Lock()
         directory = os.environ.get("KDUMP_SPOOL_DIR") or None
@@ -57,8 +58,8 @@ class Spool:
                 return
             pieces = []             # (start, end) of runs of missing chunks, cut at FETCH bytes
             run_start = prev = missing[0]
-            for c in missing[1:] + [None]:
-                if c is None or c != prev + 1 or (c - run_start) * CHUNK >= FETCH:
+            for c in missing[1:] + [-1]:        # -1: past the last
+                if c == -1 or c != prev + 1 or (c - run_start) * CHUNK >= FETCH:
                     pieces.append((run_start * CHUNK, min((prev + 1) * CHUNK, self.size)))
                     run_start = c
                 prev = c
@@ -75,6 +76,7 @@ class Spool:
                 self._done[c] = 1
 
     def _fetch(self, start: int, end: int) -> None:
+        assert self._read is not None       # need() made it before the first fetch
         data = self._read(start, end - start)
         if len(data) != end - start:
             raise RemoteError(f"the object ends at byte {start + len(data)}, before its listed size "
