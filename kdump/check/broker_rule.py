@@ -172,6 +172,7 @@ class IndexStep:
 def kept_batches(buf, limits: Limits = DEFAULT_LIMITS):
     """The batches recovery keeps, in order (steps 1-2): up to the first it refuses."""
     pos, end = 0, len(buf)
+    b: Batch | None
     while True:
         w = Walker(buf, pos, end, limits)
         for b in w:
@@ -208,7 +209,7 @@ def build_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INT
             ts_offset = max_timestamp_record_offset(buf, b, limits)
         step.take(b, ts_offset, skip_invalid=True)
     step.finish()
-    return step.offsets, step.times, step.valid
+    return step.offsets, step.times, step.valid  # type: ignore[return-value]  # record=True: both lists
 
 
 def encode_indexes(buf, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
@@ -226,7 +227,7 @@ def encode_batch_indexes(batches, base_offset: int, interval_bytes: int = DEFAUL
     for b in batches:
         step.take(b, None, skip_invalid=True)
     step.finish()
-    return encode_index(step.offsets, base_offset), encode_timeindex(step.times, base_offset)
+    return encode_index(step.offsets, base_offset), encode_timeindex(step.times, base_offset)  # type: ignore[arg-type]  # record=True: lists
 
 
 def index_bytes(log_path: str, base_offset: int, interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,

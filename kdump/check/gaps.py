@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, parse_checkpoint
@@ -56,7 +56,7 @@ class LastFollower(dict):
         self[gap[0]] = gap[1]
 
 
-def follow(records: Iterable, last: int, gaps: list[tuple[int, int]]) -> int:
+def follow(records: Iterable, last: int, gaps: list[tuple[int, int]] | _FileGaps) -> int:
     """Append (previous offset, offset) to ``gaps`` for each record that does not follow
     ``last`` + 1; return the last offset seen."""
     for r in records:
@@ -163,7 +163,7 @@ class PartitionGaps:
             last = q.began_base - 1
         if q.first_offset is not None:
             if last is not None and q.first_offset != last + 1:
-                q._first_gaps.prepend((last, q.first_offset))
+                cast(_FileGaps, q._first_gaps).prepend((last, q.first_offset))     # set with first_offset
             last = q._last
         self._last = last
         done = q._by_file
@@ -198,6 +198,7 @@ class _FileGaps:
     the partition, the others counted here, the first KEPT_PER_FILE kept."""
 
     __slots__ = ("owner", "first", "count")
+    first: list[tuple[int, int]]
 
     def __init__(self, owner: PartitionGaps) -> None:
         self.owner, self.first, self.count = owner, [], 0

@@ -48,7 +48,7 @@ def plan_txnindexes(plan, directory, bases, present, source, scans, recovered, v
         entries = aborted.get(b, [])
         if any(first is None for _, first, _, _ in entries):
             continue
-        data = encode_txnindex((0, pid, first, last, lso) for pid, first, last, lso in entries)
+        data = encode_txnindex((0, pid, first, last, lso) for pid, first, last, lso in entries)  # type: ignore[misc]  # no first is None
         if name in present:
             try:
                 old = read_small(source.get(name, path), SIDE_FILE_LIMIT)

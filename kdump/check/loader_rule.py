@@ -28,6 +28,7 @@ real broker starting on the same files.
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
@@ -45,6 +46,7 @@ from kdump.check.recovery_plan import (
 from kdump.check.scan import ScanReport
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
+from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
@@ -162,14 +164,14 @@ class _Planner:
 
     def finish_swaps(self) -> None:
         """2. The swap range: originals the swap replaces, then the renames."""
-        log_swaps = [f for f in self.good_swaps if f.kind == K.LOG and f.base_offset is not None]
+        log_swaps = [(f.path, f.base_offset) for f in self.good_swaps if f.kind == K.LOG and f.base_offset is not None]
         if log_swaps:
-            lo = min(f.base_offset for f in log_swaps)
-            hi = max(_next_offset(f.path, f.base_offset) for f in log_swaps)
+            lo = min(base for _, base in log_swaps)
+            hi = max(_next_offset(path, base) for path, base in log_swaps)
             for name in _raw_offset_files(self.dir):
                 if name.endswith(SWAP_SUFFIX) or name in self.gone:
                     continue
-                off = filename_offset(name)
+                off = cast(int, filename_offset(name))     # _raw_offset_files: named by an offset
                 if lo <= off < hi:
                     self.quarantine(name, f"replaced by the swap segment covering offsets {lo}..{hi - 1}", 3, off)
         # The .log.swap first: once it is renamed no range is computed from it again, so a rerun
@@ -229,13 +231,15 @@ class _Planner:
             segments = sorted((b, s) for b, s in self.scans.items() if b >= truncated_at)
             self.plan.loss = partition_loss(self.dir, segments, 0)
         later_sources = self._drop_later(truncated_at) if truncated_at is not None else []
+        s: ScanReport | None
         for b in sorted(self.cut_segments):
             s = self.scans[b]
+            cut = cast(Finding, s.cut)      # a cut segment's
             name = offset_name(b, LOG_SUFFIX)
             self.plan.damaged = True
             self.plan.steps.append(Step(TRUNCATE, os.path.join(self.dir, name), f"{name}.corrupt-{s.valid_bytes}",
-                                        s.valid_bytes, s.cut.offset,
-                                        f"{s.cut.kind}: {s.cut.message}; {s.cut_bytes} bytes cut and saved", 7))
+                                        s.valid_bytes, cut.offset,
+                                        f"{cut.kind}: {cut.message}; {s.cut_bytes} bytes cut and saved", 7))
             if s.intact_beyond:
                 self.plan.salvage_sources.append((self.source[name], [(a, e) for a, e, *_ in s.intact_beyond]))
         self.plan.salvage_sources += later_sources

@@ -11,10 +11,13 @@ recovery point past the damage); ``tests/check/test_verify_cli.py`` compares the
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kdump import findings as F
 from kdump.storage.names import LOG_SUFFIX, filename_offset
+
+if TYPE_CHECKING:
+    from kdump.check.scan import ScanReport
 
 
 class Loss(NamedTuple):
@@ -28,7 +31,7 @@ class Loss(NamedTuple):
 
 def losses(reports) -> list[Loss]:
     """One Loss per directory whose segments a recovery would cut, in the order first seen."""
-    by_dir: dict[str, list[tuple[int, object]]] = {}
+    by_dir: dict[str, list[tuple[int, ScanReport]]] = {}
     for r in reports:
         s = r.scan
         base = filename_offset(r.file, LOG_SUFFIX) if s is not None else None
@@ -43,7 +46,7 @@ def losses(reports) -> list[Loss]:
     return out
 
 
-def partition_loss(directory: str, segments: list[tuple[int, object]], cut: int) -> Loss:
+def partition_loss(directory: str, segments: list[tuple[int, ScanReport]], cut: int) -> Loss:
     """The Loss of cutting ``segments[cut]`` (base offset, scan; in offset order) and deleting
     every later one (``recover``'s plan says which is cut, by the recovery point)."""
     base, s = segments[cut]
@@ -63,6 +66,7 @@ def summarize(reports) -> dict:
     recovery would remove (check.loss: the first damaged segment cut, the later ones deleted)."""
     reports = list(reports)
     found = losses(reports)
+    counts: dict[str, Any]
     counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
               "cut_bytes": sum(x.cut_bytes for x in found), "cut_segments": len(found),
               "deleted_segments": sum(x.deleted_segments for x in found),

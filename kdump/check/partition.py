@@ -64,7 +64,7 @@ class VerifyOptions:
     # The run's log dirs -> their log-start-offset-checkpoint (None: none), found once each.
     checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
-    def scan(self, f: LogFile, then: Callable[[ScanReport, Any], None] | None = None) -> ScanReport:
+    def scan(self, f: LogFile, then: Callable[[ScanReport, Any], object] | None = None) -> ScanReport:
         """``f``'s scan; ``then(report, buf)`` is called while the segment's bytes are still held."""
         base = f.base_offset if f.kind == K.LOG else None
         return scan_file(f.path, base_offset=base, deep=self.deep, max_message_size=self.max_message_size,
@@ -156,7 +156,7 @@ class _Partition:
                      if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
         self.names = {os.path.basename(f.path) for f in files}
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
-        self._index_checks: dict[str, tuple] = {}
+        self._index_checks: dict[str, tuple | KdumpError] = {}
         self.sizes: dict[str, int] = {}      # of the files read whole (index files): no stat for their reports
         self._live: tuple | None = None
         # For siblings_wanted: each base offset's index files, and the side files needing every segment.
@@ -200,11 +200,11 @@ class _Partition:
     def previous(self, f: LogFile) -> tuple[LogFile, ScanReport] | None:
         """The last scanned live segment before ``f`` that holds an offset."""
         self.live_scans()
-        return self._live[2].get(f.path)
+        return self._live[2].get(f.path)  # type: ignore[index]  # live_scans() made it
 
     def log_end_offset(self) -> int | None:
         self.live_scans()
-        return self._live[3]
+        return self._live[3]  # type: ignore[index]  # live_scans() made it
 
     # -- one report per file ------------------------------------------------------------------
 
@@ -240,7 +240,7 @@ class _Partition:
                 findings.extend(self._segment_checks(f, scan))
             return FileReport(path, kind, size, findings, scan, log=f)
         if kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
-            log = self.logs.get(f.base_offset)
+            log = self.logs.get(f.base_offset)  # type: ignore[arg-type]  # None: no segment, as wanted
             if log is None:
                 findings.append(Finding(F.ORPHAN_INDEX, None, f.base_offset,
                                         "no segment has this base offset: the broker deletes orphan indexes at "
@@ -283,7 +283,7 @@ class _Partition:
         """Both index files of a segment checked in one walk, cached (each is reported apart;
         ``log_buf``: the scan's bytes, not read again): (findings, the error reading each), or
         the error that stopped the check (each index file's report raises it)."""
-        got = self._index_checks.get(log.path)
+        got: tuple | KdumpError | None = self._index_checks.get(log.path)
         if got is None:
             from kdump.check.indexes.forward_pass import (
                 segment_index_findings,  # (asked 3 times a segment: import once)
@@ -299,7 +299,7 @@ class _Partition:
 
     def wants_indexes(self, log: LogFile, wanted: set[str]) -> bool:
         """Is this live segment's .index or .timeindex wanted? (Checked while its scan holds the bytes.)"""
-        paths = self._indexed.get(log.base_offset, ()) if self.logs.get(log.base_offset) is log else ()
+        paths = self._indexed.get(log.base_offset, ()) if self.logs.get(log.base_offset) is log else ()  # type: ignore[arg-type]  # None: no segment
         return any(p in wanted and p.endswith((INDEX_SUFFIX, TIMEINDEX_SUFFIX)) for p in paths)
 
     # -- segments ---------------------------------------------------------------------------
@@ -310,7 +310,7 @@ class _Partition:
         if prev is not None and f.base_offset is not None:
             g, s = prev
             first = scan.first_offset if scan.first_offset is not None else f.base_offset
-            if min(f.base_offset, first) <= s.last_offset:
+            if min(f.base_offset, first) <= s.last_offset:  # type: ignore[operator]  # previous() holds an offset
                 out.append(Finding(F.OFFSET_OVERLAP, 0, first,
                                    f"segment overlaps the previous one: it starts at offset {min(f.base_offset, first)}"
                                    f" but {os.path.basename(g.path)} ends at {s.last_offset}"))
@@ -324,8 +324,8 @@ class _Partition:
         if live and live[-1][0].path == f.path:
             out.extend(self._log_start_check(f, scan))
         expected = self.txn_expected().get(f.base_offset or 0, {})
-        if expected and offset_name(f.base_offset, TXNINDEX_SUFFIX) not in self.names:
-            (pid, last), first = next(iter(expected.items()))
+        if expected and f.base_offset is not None and offset_name(f.base_offset, TXNINDEX_SUFFIX) not in self.names:
+            (pid, last), _ = next(iter(expected.items()))
             out.append(Finding(F.TXNINDEX_MISSING, None, last,
                                f"{len(expected)} aborted transaction(s) end in this segment (e.g. producer {pid} at "
                                f"offset {last}) but it has no .txnindex: read_committed consumers would see "
@@ -369,7 +369,7 @@ class _Partition:
             out, first, last = leader_epoch_order(f.path)
         except KdumpError as e:
             return [Finding(F.LEADER_EPOCH_INVALID, None, None, at_line(e))]
-        if first is None:
+        if first is None or last is None:       # (both or neither)
             return out
         for log in self.logs.values():
             if log.path not in self.scans and log.path not in self.errors:

@@ -10,6 +10,7 @@ costs at most linear time.
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from kdump import _accel
 from kdump import findings as F
@@ -158,5 +159,5 @@ def intact_run(buf, start: int, end: int, limits: Limits) -> tuple[int, int, int
             bad = w.stop
         stop_at = w.stop_position
     if bad is not None:
-        stop_at = bad.position
+        stop_at = cast(int, bad.position)     # a walk's findings are located
     return stop_at, n, first, last, bad

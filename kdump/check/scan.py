@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from kdump import _accel
 from kdump import findings as F
@@ -197,14 +197,16 @@ class _Scan(SegmentChecks):
         plain_run = c_native.scan_plain_run if c_native is not None else None
         buf, end = self.buf, self.end
         follow = getattr(buf, "follow", None)     # a large mapping drops pages behind the scan
-        batches = w
+        batches: Walker | None = w
+        walker: Walker | None
         while batches is not None:
             walker, batches = batches, None
             for b in walker:
                 _, first, last, count, size, magic, _, crc_valid, attributes, epoch, _, mts, _, _, _ = b
                 taken = False
-                if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size
-                        and not attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG) and 0 <= count <= last - first + 1
+                # (magic 2: first and count are not None; hi is set with lo)
+                if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size  # type: ignore[operator]
+                        and not attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG) and 0 <= count <= last - first + 1  # type: ignore[operator]
                         and (attributes & COMPRESSION_MASK) <= 4 and epoch >= prev_epoch):
                     m_ts, m_offset = (mts, last) if mts > max_ts else (max_ts, max_ts_offset)
                     due = valid - last_entry_at > interval
@@ -284,7 +286,7 @@ class _Scan(SegmentChecks):
     # -- phase 1 ends: what the stop was ----------------------------------------------------------
 
     def stop(self, f: Finding) -> Finding:
-        buf, end, pos = self.buf, self.end, f.position
+        buf, end, pos = self.buf, self.end, cast(int, f.position)     # a walk's stop is located
         head = entry_head(buf, pos, end)
         if f.kind == TRAILING or f.kind == INVALID_SIZE:
             if rest_is_zero(buf, pos, end):
@@ -321,7 +323,7 @@ class _Scan(SegmentChecks):
         return max(lo, 0), hi
 
     def beyond(self, cut: Finding) -> None:
-        if not self.resync or cut.kind in (F.ZERO_TAIL, F.TRAILING_BYTES):
+        if not self.resync or cut.kind in (F.ZERO_TAIL, F.TRAILING_BYTES) or cut.position is None:
             return
         buf, end = self.buf, self.end
         if cut.kind == F.INVALID_OFFSET:
@@ -337,7 +339,7 @@ class _Scan(SegmentChecks):
             self.add(F.INTACT_BEYOND, start, first,
                      f"{n} intact batch{'es' if n != 1 else ''} (offsets {first}..{last}, {stop_at - start} bytes) "
                      f"past the cut at byte {cut.position}; `kdump recover --salvage` can copy them out")
-            if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and rest_is_zero(buf, bad.position,
+            if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and rest_is_zero(buf, bad.position,  # type: ignore[arg-type]  # intact_run: a walk finding, located
                                                                                                end)):
                 self.add(bad.kind, bad.position, bad.offset, bad.message, checked=False)
             search = stop_at + 1 if bad is not None else end
@@ -364,7 +366,7 @@ def scan_segment(buf, *, base_offset: int | None = None, file: str | None = None
     return report
 
 
-def scan_file(path: str, *, base_offset: int | None = None, then: Callable[[ScanReport, Any], None] | None = None,
+def scan_file(path: str, *, base_offset: int | None = None, then: Callable[[ScanReport, Any], object] | None = None,
               **options: Any) -> ScanReport:
     """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read);
     ``then(report, buf)``, when given, runs before the bytes are let go (checks that need them

@@ -60,7 +60,7 @@ class SegmentChecks:
         self.cascades: dict[tuple, list] = {}
         # The offset field of entries that failed their checks, by position: a resync hint,
         # never shown (a finding does not quote an offset read from bytes that failed).
-        self.unchecked_offset: dict[int, int | None] = {}
+        self.unchecked_offset: dict[int | None, int | None] = {}
 
     def add(self, kind: str, pos: int | None, offset: int | None, message: str, checked: bool = True) -> Finding:
         if not checked:

@@ -13,7 +13,7 @@ import os
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.errors import KdumpError, RemoteError
-from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
+from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, EpochEntry
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import logdir as K
@@ -71,7 +71,7 @@ def snapshot_findings(f: LogFile, leo: int | None) -> list[Finding]:
     return out
 
 
-def leader_epoch_order(path: str) -> tuple[list[Finding], object, object]:
+def leader_epoch_order(path: str) -> tuple[list[Finding], EpochEntry | None, EpochEntry | None]:
     """The leader-epoch-checkpoint streamed once (never held whole: a 10 M-entry file is 99 MB):
     (order findings, first entry, last entry); raises the located error if it does not parse."""
     out = []

@@ -369,6 +369,20 @@ def test_txnindex_against_the_markers(tmp_path):
     assert "txnindex_marker" in _kinds(r.out, other.name)
 
 
+def test_a_log_not_named_by_its_offset_beside_one_missing_its_txnindex(tmp_path):
+    # A copy named by hand has no base offset: the aborted transactions expected of segment 0
+    # are not asked of it (this once ended in an internal error).
+    d = copy_tree(FIXTURES / "generated" / "transactions-0", tmp_path)
+    os.unlink(d / "00000000000000000000.txnindex")
+    copy = d / "broken.log"
+    copy.write_bytes((d / "00000000000000000000.log").read_bytes())
+    r = run_kdump("verify", "--json", d / "00000000000000000000.log", copy)
+    assert r.code == 1
+    assert "txnindex_missing" in _kinds(r.out, "00000000000000000000.log")
+    assert "txnindex_missing" not in _kinds(r.out, copy.name)
+    assert "internal error" not in r.err
+
+
 def test_producer_snapshot_crc(tmp_path):
     src = FIXTURES / "real" / "pinterest__tiered-storage" / "ts-segment-uploader" / "src" / "test" / "resources" / \
         "log_segments" / "test_topic_a-0"

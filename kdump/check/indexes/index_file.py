@@ -8,7 +8,7 @@ verbatim. ``live_entries(parsed)``: the entries before the zero tail.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, overload
 
 from kdump.errors import InputError
 from kdump.findings import INDEX_AFTER_TAIL, INDEX_PARTIAL, INDEX_SANITY, TIME_AFTER_TAIL, TIME_PARTIAL, TIME_SANITY
@@ -100,6 +100,10 @@ def sanity_findings(parsed: IndexFile | TimeIndexFile, file_name: str) -> list[F
     return out
 
 
+@overload
+def read_index_file(path: str, kind: Literal["index"], base_offset: int) -> IndexFile: ...
+@overload
+def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeIndexFile: ...
 def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeIndexFile:
     """Parse an ``.index``/``.timeindex`` read through a read-only map."""
     with MappedFile(path) as mf:

@@ -243,17 +243,20 @@ class OffsetIndexCheck:
         hi = None if self.min_gap == INF else int(self.min_gap) - 1
         given = self.interval_bytes
         if hi is not None and lo > hi and self.max_skip_at is None:     # an entry at byte 0, where none fits
+            assert self.min_gap_at is not None     # hi is not None: a gap was measured
             a, b = self.min_gap_at
             notes.append(f"no index.interval.bytes explains an entry at byte {b}, {b - a} bytes after the start "
                          f"of the segment (the broker never indexes the first batch)")
             return None
         if hi is not None and lo > hi:
+            assert self.min_gap_at is not None and self.max_skip_at is not None
             (a, b), (c, d) = self.min_gap_at, self.max_skip_at
             notes.append(f"no single index.interval.bytes explains the gaps: entries at {a} and {b} are only "
                          f"{b - a} bytes apart, yet the batch at {d} is {d - c} bytes after the entry at {c} without "
                          f"one (broker restart, multi-batch appends, a config change, or lost entries)")
             return None
         if given is not None and lo > given:
+            assert self.max_skip_at is not None    # a skip past the interval was measured
             c, d = self.max_skip_at
             notes.append(f"the batch at {d} is {d - c} bytes after the entry at {c} without one, more than "
                          f"index.interval.bytes={given} (broker restart, multi-batch appends, or lost entries)")

@@ -85,7 +85,7 @@ class TimeIndexCheck:
         targets.sort()
         self.targets = targets
         self.t = 0
-        self.next_off = targets[0][0] if targets else INF
+        self.next_off: int | float = targets[0][0] if targets else INF
         self.max_ts = NO_TIMESTAMP
         self.max_at: tuple[int, int] | None = None      # (offset, position) where max_ts was first reached
         self.prev_last = base_offset - 1
@@ -123,7 +123,7 @@ class TimeIndexCheck:
                         and (single or self.last_distinct or self.budget <= 0)):
                     counts["either" if single or not self.last_distinct else "last"] += 1
                     self.t = nt
-                    prev_last = next_off
+                    prev_last = next_off  # type: ignore[assignment]  # == b[LAST] here: an int, not INF
                     next_off = self.next_off = targets[nt][0] if nt < n_targets else INF
                     continue
             if next_off <= b[LAST]:
@@ -158,6 +158,7 @@ class TimeIndexCheck:
             return
         if ts != self.max_ts:
             if ts < self.max_ts:
+                assert self.max_at is not None      # set when max_ts was reached
                 m_off, m_pos = self.max_at
                 self._fault(TIME_NOT_MAX, i, o,
                             f"slot {i}: timestamp {ts} at offset {o} is not the largest timestamp up to that "
@@ -168,6 +169,7 @@ class TimeIndexCheck:
                             f"to that offset (the largest is {self.max_ts})")
             return
         if b.max_timestamp != ts:
+            assert self.max_at is not None      # set when max_ts was reached
             m_off, m_pos = self.max_at
             self._fault(TIME_MISMATCH, i, o,
                         f"slot {i}: offset {o} is in the batch at position {b.position} whose max timestamp is "
@@ -209,6 +211,7 @@ class TimeIndexCheck:
         if self.trimmed and self.max_ts > NO_TIMESTAMP and not self._v1_only():     # (that is a note: ``finish``)
             last_ts = max((e.timestamp for e in self.entries), default=NO_TIMESTAMP)
             if last_ts < self.max_ts:
+                assert self.max_at is not None      # set when max_ts was reached
                 m_off, m_pos = self.max_at
                 n = len(self.entries)
                 self.findings.append(Finding(
