@@ -95,15 +95,17 @@ def _worker_main(recv, send) -> None:
 def _run_task(task: tuple[int, int], caught: type[BaseException]) -> tuple[list, BaseException | None]:
     """The results of a range of units, and the exception that stopped it (handed on, to be
     raised in order)."""
+    work = _work
+    assert work is not None     # fan_out set it before any task ran (forked workers inherit it)
     if _ranged:
         try:
-            return _work(_units[task[0]:task[1]])
+            return work(_units[task[0]:task[1]])
         except caught as e:
             return [], e
     results: list = []
     for u in _units[task[0]:task[1]]:
         try:
-            results.append(_work(u))
+            results.append(work(u))
         except caught as e:
             return results, e
     return results, None
