@@ -104,8 +104,8 @@ def _decoder(paths, decode: bool, fmt: str, schemas_path, registry, cache, quiet
         return None
     if fmt != "parquet":
         raise UsageError("--decode writes Parquet columns; for NDJSON use kdump dump --json --value-decoder auto")
-    from kdump.cli.schema_options import load_store
     from kdump.render.output import Output
+    from kdump.run.schema_store import load_store
     from kdump.schemas.arrow import TopicColumns
     from kdump.schemas.decoder import SchemaDecoder
 
