@@ -79,9 +79,9 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         from kdump.spark.session import check_requirements
 
         check_requirements()
-        from kdump.spark.export import run_export
+        from kdump.spark.export import export_on_spark
 
-        result = run_export(list(paths), out, master, conf_map, writer=writer, **options)
+        result = export_on_spark(list(paths), out, master, conf_map, writer=writer, **options)
     else:
         from kdump.export.local import export_local
         from kdump.render.output import Output

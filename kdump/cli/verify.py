@@ -122,7 +122,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
-    from kdump.spark.verify import run_verify as spark_verify
+    from kdump.spark.verify import verify_on_spark
 
-    return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
+    return verify_on_spark(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
                         index_interval_bytes=index_interval_bytes, limits=limits, strict=strict)

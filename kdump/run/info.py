@@ -10,7 +10,7 @@ from kdump.render.info import info_table, info_text
 from kdump.render.progress import Progress
 from kdump.run.schema_store import info_store, usage_of
 from kdump.storage.logdir import BATCH_KINDS, directory_groups, resolve
-from kdump.survey.summary import PartitionSummary, summarize
+from kdump.survey.summary import PartitionSummary, partition_summaries
 
 
 def run_info(paths, out, *, schemas_path: str | None, jobs: int) -> int:
@@ -48,5 +48,5 @@ def run_info(paths, out, *, schemas_path: str | None, jobs: int) -> int:
 
 
 def _summary(group) -> PartitionSummary:
-    return next(summarize(group[1]))
+    return next(partition_summaries(group[1]))
 
