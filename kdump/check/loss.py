@@ -61,7 +61,7 @@ def partition_loss(directory: str, segments: list[tuple[int, ScanReport]], cut: 
                 last if last is not None and last >= first else None)
 
 
-def summarize(reports) -> dict:
+def summary_counts(reports) -> dict:
     """The summary's counts (added up over directories: a list is joined), and what a broker's
     recovery would remove (check.loss: the first damaged segment cut, the later ones deleted)."""
     reports = list(reports)

@@ -391,4 +391,3 @@ def index_damage(report: FileReport) -> bool:
                and f.kind != F.TXNINDEX_MISSING for f in report.findings)
 
 
-from kdump.check.loss import summarize  # noqa: E402,F401 - its home; callers import it from here

@@ -7,12 +7,13 @@ import click
 from kdump.check.indexes.dls_view import IndexOptions
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
-from kdump.cli.schema_options import decoder_choice, schema_decoders, schema_options
+from kdump.cli.schema_options import decoder_choice, schema_options
 from kdump.decoders import plain
 from kdump.decoders.views import PayloadView
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output
 from kdump.run.dump import run_dump
+from kdump.run.schema_store import schema_decoders
 from kdump.storage.reader import Filters
 from kdump.storage.split import DEFAULT_SPLIT_BYTES
 

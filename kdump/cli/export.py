@@ -6,7 +6,7 @@ import click
 
 from kdump.cli.options import jobs_option, jobs_or_default, limits_option, paths_argument
 from kdump.cli.schema_options import schema_options
-from kdump.errors import ExitStatus, KdumpError, UsageError
+from kdump.errors import UsageError
 from kdump.format.codecs import limits_for
 
 
@@ -75,59 +75,8 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
                "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion, max_records_per_batch)}
     if engine == "spark" and decode:
         raise UsageError("--decode runs with --engine local (the Spark source decodes with option valueFormat)")
-    if engine == "spark":
-        from kdump.spark.session import check_requirements
+    from kdump.run.export import run_export
 
-        check_requirements()
-        from kdump.spark.export import run_export
-
-        result = run_export(list(paths), out, master, conf_map, writer=writer, **options)
-    else:
-        from kdump.export.local import export_local
-        from kdump.render.output import Output
-        from kdump.render.progress import Progress
-        from kdump.storage.logdir import BATCH_KINDS, resolve
-
-        try:
-            files = [f.path for f in resolve(list(paths), kinds=BATCH_KINDS)]
-        except KdumpError:
-            files = []          # export_local reports it in its own words
-        with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
-            result = export_local(list(paths), out, jobs=jobs_or_default(jobs), decode=_decoder(
-                paths, decode, fmt, schemas_path, schema_registry, schema_cache, quiet), **options)
-    _report(result, out, fmt, engine, json_flag, quiet)
-    return int(result.status if result.status else ExitStatus.OK)
-
-
-def _decoder(paths, decode: bool, fmt: str, schemas_path, registry, cache, quiet: bool):
-    if not decode:
-        return None
-    if fmt != "parquet":
-        raise UsageError("--decode writes Parquet columns; for NDJSON use kdump dump --json --value-decoder auto")
-    from kdump.cli.schema_options import load_store
-    from kdump.render.output import Output
-    from kdump.schemas.arrow import TopicColumns
-    from kdump.schemas.decoder import SchemaDecoder
-
-    store = load_store(paths, schemas_path, registry, cache, Output(False, None, quiet=quiet), need=False)
-    from kdump.schemas.store import SchemaStore
-
-    return TopicColumns(SchemaDecoder("auto", store or SchemaStore()))
-
-
-def _report(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: bool) -> None:
-    if json_flag:
-        from kdump.export.ndjson import dumps
-
-        click.echo(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}))
-    if quiet:
-        return
-    for message in result.errors:
-        click.echo(f"kdump: damage: {message}", err=True)
-    if result.error_rows > len(result.errors):
-        click.echo(f"kdump: ... {result.error_rows - len(result.errors)} more error rows", err=True)
-    from kdump.words import plural, rate
-
-    click.echo(f"kdump: exported {plural(result.rows, 'row')} ({plural(result.error_rows, 'error row')}) from "
-               f"{plural(result.slices, 'slice')} to {out} as {fmt} with the {engine} engine "
-               f"{rate(result.rows, result.seconds, 'rows')}", err=True)
+    return run_export(list(paths), out, engine=engine, master=master, conf=conf_map, writer=writer,
+                      jobs=jobs_or_default(jobs), decode=decode, schemas=(schemas_path, schema_registry, schema_cache),
+                      json_flag=json_flag, quiet=quiet, options=options)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from kdump.cli.options import output_options, paths_argument
-from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
-from kdump.errors import ExitStatus
+from kdump.cli.state_options import Duration, now_ms, now_option
 from kdump.render.output import Output
 
 
@@ -47,34 +46,7 @@ def groups(paths, group_id, partitions, at, offsets_retention, strict, now, json
     could not complete.
     """
     from kdump.cli.dump import parse_time
-    from kdump.render.state import group_text, groups_table, offsets_topic_line, pending_table
-    from kdump.state.groups import run
+    from kdump.run.groups import run_groups
 
-    out = Output(json_flag, fmt, color, quiet)
-    header, notes, found = run(paths, group_id=group_id, partitions=partitions, at_ms=parse_time(at),
-                               now_ms=now_ms(now), retention_ms=offsets_retention)
-    for n in notes:
-        out.note(f"kdump: note: {n}")
-    if out.format == "json":
-        emit_json(out, header)
-        for g in found:
-            emit_json(out, g)
-    elif out.format == "text":
-        out.stream.write(offsets_topic_line(header))
-        for g in found:
-            out.stream.write(group_text(g))
-    else:
-        out.stream.write(offsets_topic_line(header))
-        groups_table(out.console(), found)
-        pending_table(out.console(), found)
-    for stop in header["stopped"]:
-        out.note(f"kdump: note: read stopped early: {stop}")
-    if group_id is not None and not found:
-        # Asked for one group and it is not there: say so (a hash says where it would be, not that it is).
-        from kdump.render.escape import printable
-
-        click.echo(printable(f"kdump: group {group_id} not found (it would be in "
-                             f"__consumer_offsets-{header['coordinator_partition']})"), err=True)
-        return int(ExitStatus.DAMAGE)
-    damaged = header["stopped"] or (strict and header["incomplete"])
-    return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
+    return run_groups(paths, Output(json_flag, fmt, color, quiet), group_id=group_id, partitions=partitions,
+                      at_ms=parse_time(at), now_ms=now_ms(now), retention_ms=offsets_retention, strict=strict)

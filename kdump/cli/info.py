@@ -5,13 +5,8 @@ from __future__ import annotations
 import click
 
 from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
-from kdump.cli.schema_options import info_store, usage_of
-from kdump.errors import ExitStatus, KdumpError
-from kdump.render.escape import printable
-from kdump.render.info import info_table, info_text
+from kdump.errors import KdumpError
 from kdump.render.output import Output
-from kdump.storage.logdir import BATCH_KINDS, resolve
-from kdump.survey.summary import PartitionSummary, summarize
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,53 +28,14 @@ def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, 
     Reads batch headers only, so it is fast even on large log dirs. --timeline and --html
     also run verify's checks on each partition to place its findings.
     """
-    from kdump.render.progress import Progress
-
     out = Output(json_flag, fmt, color, quiet)
     if timeline or html_file:
         from kdump.run.timeline import run
 
         return run(paths, out, html_file, timeline, jobs_or_default(jobs))
-    from kdump.jobs.fanout import in_process, ordered_map
-    from kdump.render.diagnostics import report_error
-    from kdump.storage.logdir import directory_groups
+    from kdump.run.info import run_info
 
-    unlisted: list = []         # partition dirs that cannot be listed: reported, the rest summed up
-    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs_or_default(jobs), errors=unlisted)
-    store = info_store(paths, schemas_path, out)
-    status = ExitStatus.OK
-    for e in unlisted:
-        report_error(e)
-        status = max(status, e.exit_code)
-    summaries = []
-    groups = directory_groups(files)
-    jobs = jobs_or_default(jobs)
-    here = in_process(groups, jobs)
-    with Progress.for_paths(out, [f.path for f in files], "info") as progress:
-        # A worker counts what it reads for the bar as it goes, and hands the count back.
-        for group, result in zip(groups, ordered_map(_summary if here else progress.counted(_summary), groups, jobs)):
-            s, counted = (result, 0) if here else result
-            progress.unit_done((f.path for f in group[1]), counted)
-            if s.problems or s.invalid_batches or s.trailing_bytes:
-                status = ExitStatus.DAMAGE
-            extra, line = usage_of(group[1], store)
-            if out.format == "json":
-                from kdump.export.ndjson import dumps
-
-                out.stream.write(dumps({**s.to_dict(), **extra}) + "\n")
-            elif out.format == "text":
-                out.stream.write(info_text(s) + line)
-            else:
-                summaries.append(s)
-            for p in s.problems:
-                click.echo(printable(f"kdump: error: {p}"), err=True)
-    if summaries:
-        info_table(out.console(), summaries)
-    return int(status)
-
-
-def _summary(group) -> PartitionSummary:
-    return next(summarize(group[1]))
+    return run_info(paths, out, schemas_path=schemas_path, jobs=jobs_or_default(jobs))
 
 
 __all__ = ["info", "KdumpError"]

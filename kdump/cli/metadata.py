@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from kdump.cli.options import local_urls, output_options
-from kdump.cli.state_options import emit_json
-from kdump.errors import ExitStatus, UsageError
+from kdump.errors import UsageError
 from kdump.render.output import Output
 
 
@@ -55,55 +54,10 @@ def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
     reached here: before the first snapshot with no log from offset 0, or an offset past the
     data).
     """
-    from kdump.render.state import metadata_table, metadata_text
-    from kdump.state.cluster_image import load, short_of
-    from kdump.state.image_objects import diff as diff_images
-    from kdump.state.image_objects import objects
-    from kdump.state.source import LogDirs
+    from kdump.run.metadata import run_metadata
 
-    out = Output(json_flag, fmt, color, quiet)
     if diff and at:
         raise UsageError("--at and --diff do not go together")
-    dirs = LogDirs(paths)
-    for n in dirs.notes:
-        out.note(f"kdump: note: {n}")
-    if diff:
-        points = _point(diff[0]), _point(diff[1])
-        a, b = load(dirs, points[0]), load(dirs, points[1])
-        objs = [{"object": "metadata", "from": a.to_dict(), "to": b.to_dict()}] + diff_images(a, b)
-        _incomplete_notes(out, a, b)
-        damaged = a.stop or b.stop or (strict and (a.incomplete or b.incomplete))
-        if out.format == "json":
-            for o in objs:
-                emit_json(out, o)
-        else:
-            out.stream.write(f"from offset {a.last_offset} ({a.to_dict()['snapshot'] or 'no snapshot'}) "
-                             f"to offset {b.last_offset}\n" + metadata_text(objs[1:]))
-        shorts = [(v, m) for v, img, p in zip(diff, (a, b), points) if (m := short_of(img, p)) is not None]
-        for value, message in shorts:
-            click.echo(f"kdump: error: --diff {value}: {message}", err=True)
-        if shorts:
-            return int(ExitStatus.INCOMPLETE)
-        return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
-    point = _point(at)
-    img = load(dirs, point)
-    _incomplete_notes(out, img)
-    short = short_of(img, point)
-    objs = objects(img)
-    if out.format == "json":
-        for o in objs:
-            emit_json(out, o)
-    elif out.format == "text":
-        out.stream.write(metadata_text(objs))
-    else:
-        metadata_table(out.console(), objs)
-    if short is not None:
-        # The image shown is the nearest one here, not the one asked for: say so, and fail.
-        click.echo(f"kdump: error: --at {at}: {short}", err=True)
-        return int(ExitStatus.INCOMPLETE)
-    return int(ExitStatus.DAMAGE if img.stop or (strict and img.incomplete) else ExitStatus.OK)
-
-
-def _incomplete_notes(out, *images) -> None:
-    for why in dict.fromkeys(w for img in images for w in img.incomplete):
-        out.note(f"kdump: note: incomplete: {why}")
+    points = (_point(diff[0]), _point(diff[1])) if diff else None
+    return run_metadata(paths, Output(json_flag, fmt, color, quiet), at=at, point=_point(at), diff=diff,
+                        points=points, strict=strict)

@@ -66,6 +66,10 @@ def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_si
     # Writing: each partition is locked before it is planned, until its plan is carried out.
     opts = RecoverOptions(full=full, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes)
     with Locks(force) as locks:
-        return run_recover(dirs, out, opts, apply_=apply_, yes=yes, salvage_dir=salvage_dir,
+        return run_recover(dirs, out, opts, apply_=apply_, confirm=None if yes else _ask, salvage_dir=salvage_dir,
                            quarantine_dir=quarantine_dir, locks=locks if (apply_ or salvage_dir) else None,
                            jobs=jobs_or_default(jobs))
+
+
+def _ask(question: str) -> bool:
+    return click.confirm(question, err=True, default=False)

@@ -35,9 +35,3 @@ def now_ms(value: str | None) -> int:
     from kdump.cli.dump import parse_time
 
     return int(time.time() * 1000) if value is None else parse_time(value)
-
-
-def emit_json(out, obj) -> None:
-    from kdump.export.ndjson import dumps
-
-    out.stream.write(dumps(obj) + "\n")

@@ -5,10 +5,8 @@ from __future__ import annotations
 import click
 
 from kdump.cli.options import output_options, paths_argument
-from kdump.cli.state_options import Duration, emit_json, now_ms, now_option
-from kdump.errors import ExitStatus
+from kdump.cli.state_options import Duration, now_ms, now_option
 from kdump.render.output import Output
-from kdump.run.verify_files import classes_status
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,30 +48,7 @@ def txn(paths, transactional_id, producer_id, hanging_after, strict, now, json_f
     error), 1 damage found (anomalies and incomplete __transaction_state partitions too
     with --strict), 2 usage error, 3 could not complete.
     """
-    from kdump.render.state import txn_id_line, txn_partition_text, txn_table
-    from kdump.state.txn import run
+    from kdump.run.txn import run_txn
 
-    out = Output(json_flag, fmt, color, quiet)
-    incomplete, ids, notes, partitions = run(paths, now_ms=now_ms(now), hanging_after_ms=hanging_after,
-                                             transactional_id=transactional_id, producer_id=producer_id)
-    for n in notes:
-        out.note(f"kdump: note: {n}")
-    status = ExitStatus.DAMAGE if strict and incomplete else ExitStatus.OK
-    rows = []
-    if out.format == "json":
-        for i in incomplete + ids:
-            emit_json(out, i)
-    elif out.format == "text":
-        for i in ids:
-            out.stream.write(txn_id_line(i) + "\n")
-    for p in partitions:
-        status = max(status, classes_status((f["class"] for f in p["findings"]), strict))
-        if out.format == "json":
-            emit_json(out, p)
-        elif out.format == "text":
-            out.stream.write(txn_partition_text(p))
-        else:
-            rows.append(p)
-    if out.format == "table":
-        txn_table(out.console(), ids, rows)
-    return int(status)
+    return run_txn(paths, Output(json_flag, fmt, color, quiet), now_ms=now_ms(now), hanging_after_ms=hanging_after,
+                   transactional_id=transactional_id, producer_id=producer_id, strict=strict)

@@ -108,8 +108,8 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
                         index_interval_bytes=index_interval_bytes, truncate=truncate, broker_cut=broker_cut,
                         strict=strict, limits=limits, force=force, jobs=jobs_or_default(jobs))
     if schemas_path is not None or schema_registry:
-        from kdump.cli.schema_options import load_store
         from kdump.run.schema_check import run_schema_check
+        from kdump.run.schema_store import load_store
 
         store = load_store(paths, schemas_path or None, schema_registry, schema_cache, out, need=True)
         from kdump.schemas.sources import find_schemas_dir
@@ -122,7 +122,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
-    from kdump.spark.verify import run_verify as spark_verify
+    from kdump.spark.verify import verify_on_spark
 
-    return spark_verify(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
+    return verify_on_spark(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,
                         index_interval_bytes=index_interval_bytes, limits=limits, strict=strict)

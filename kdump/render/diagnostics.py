@@ -18,13 +18,18 @@ def error_line(e: KdumpError) -> str:
     return printable(f"kdump: error: {e}")
 
 
+def say(line: str) -> None:
+    """One line on stderr, now (a note, an error, a summary): stderr is where the run speaks
+    of itself, stdout holds only what was asked for."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def report_error(e: KdumpError, hint: bool = True) -> None:
     """``e``'s line (and its hint's) on stderr."""
-    import click
-
-    click.echo(error_line(e), err=True)
+    say(error_line(e))
     if hint and e.hint:
-        click.echo(printable(f"kdump: hint: {e.hint}"), err=True)
+        say(printable(f"kdump: hint: {e.hint}"))
 
 
 def quiet_broken_pipe() -> int:

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-import click
+from kdump.errors import UsageError
 
 
 class Output:
@@ -22,7 +22,7 @@ class Output:
         self.stream = stream
         if json_flag:
             if fmt not in (None, "json"):
-                raise click.UsageError(f"--json and --format {fmt} contradict each other: give one")
+                raise UsageError(f"--json and --format {fmt} contradict each other: give one")
             fmt = "json"
         if fmt is None:
             fmt = "table" if isatty(self.stream) else "text"
@@ -55,10 +55,11 @@ class Output:
 
     def note(self, message: str) -> None:
         """A diagnostic line on stderr (suppressed by --quiet), control characters escaped."""
+        from kdump.render.diagnostics import say
         from kdump.render.escape import printable
 
         if not self.quiet:
-            click.echo(printable(message), err=True)
+            say(printable(message))
 
 
 def isatty(stream: Any) -> bool:

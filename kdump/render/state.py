@@ -8,6 +8,13 @@ from typing import Any
 from kdump.words import duration, plural
 
 
+def emit_json(out, obj) -> None:
+    """One object of the state commands' --json, a line."""
+    from kdump.export.ndjson import dumps
+
+    out.stream.write(dumps(obj) + "\n")
+
+
 def when(ms: int | None) -> str:
     if ms is None or ms < 0:
         return "-"

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 
-import click
-
 from kdump.check.indexes.dls_view import IndexOptions
 from kdump.decoders.views import PayloadView
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
@@ -198,10 +196,11 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
                             progress.advance(f.path, rng.stop)
             summary += joiner.finish()
         finally:
+            from kdump.render.diagnostics import say
             from kdump.render.dump import summary_lines
 
             for line in summary_lines(summary):
-                click.echo(line, err=True)
+                say(line)
     ranges = _ranges(filters)
     if ranges and not matched and status == ExitStatus.OK and any(f.kind in BATCH_KINDS for f, _ in files):
         out.note(f"kdump: nothing matched {ranges}: no batch in the files read has offsets or times in that range")
@@ -294,13 +293,13 @@ def _streamed(renderer, f: LogFile, it: Item) -> Item | None:
 
 def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOptions, limits: Limits) -> int:
     """An .index/.timeindex as kafka-dump-log.sh shows it: entries checked against the segment."""
-    from kdump.check.indexes.forward_pass import dls_view as dlsindex
+    from kdump.check.indexes import dls_view
 
     renderer.begin_file(f, view)
     if f.kind == INDEX:
-        result = dlsindex.offset_index(f.path, opts)
+        result = dls_view.offset_index(f.path, opts)
     else:
-        result = dlsindex.time_index(f.path, opts, limits)
+        result = dls_view.time_index(f.path, opts, limits)
     renderer.side(f, [], result.lines)
     renderer.end_file(f, 0)
     renderer.add_summary(result.summary)
@@ -309,8 +308,8 @@ def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOpt
         _error(out, result.error.located(f.path))
         return max(ExitStatus.DAMAGE, result.error.exit_code)
     # Kafka's report of entries that disagree with the segment comes in its words after all files;
-    # the exit status is kdump's own verdict on the index (dlsindex.damaged says why).
-    if result.summary and dlsindex.damaged(f.path, f.kind, f.base_offset):
+    # the exit status is kdump's own verdict on the index (dls_view.damaged says why).
+    if result.summary and dls_view.damaged(f.path, f.kind, f.base_offset):
         return ExitStatus.DAMAGE
     return ExitStatus.OK
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.check.indexes.targets import Item, items_for, segments_for
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
-from kdump.render.diagnostics import report_error
+from kdump.render.diagnostics import report_error, say
 from kdump.run.verify_files import findings_status
 from kdump.storage import fs
 from kdump.storage.logdir import INDEX, TIMEINDEX, TXNINDEX
@@ -244,9 +244,7 @@ def _finish(rep, mode: Mode, renderer) -> None:
         if findings_status(run, mode.strict):
             report_error(e)
         elif not mode.quiet:
-            import click
-
-            click.echo(printable(f"kdump: note: {e} ({run[0].cls})"), err=True)
+            say(printable(f"kdump: note: {e} ({run[0].cls})"))
 
 
 def _rebuild_all(paths, interval_bytes: int | None, time_offset: str | None, backup: bool, renderer,

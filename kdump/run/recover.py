@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import os
 
-import click
-
 from kdump.errors import ExitStatus, KdumpError
-from kdump.render.diagnostics import error_line, report_error
+from kdump.render.diagnostics import error_line, report_error, say
 
 
 def _partitions(targets, logdir) -> set[tuple[str, int]]:
@@ -28,7 +26,7 @@ def _partitions(targets, logdir) -> set[tuple[str, int]]:
     return out
 
 
-def run_recover(dirs, out, opts, *, apply_: bool, yes: bool, salvage_dir: str | None, quarantine_dir: str | None,
+def run_recover(dirs, out, opts, *, apply_: bool, confirm, salvage_dir: str | None, quarantine_dir: str | None,
                 locks, jobs: int = 1) -> int:
     from kdump.render.verify import change_line
     from kdump.repair.recover import LogDirState, check_quarantine_root, partition_dirs, salvage
@@ -79,7 +77,7 @@ def run_recover(dirs, out, opts, *, apply_: bool, yes: bool, salvage_dir: str | 
     if not todo:
         out.note("kdump: nothing to apply")
         return int(status)
-    return int(max(status, _apply_all(todo, steps, out, opts, yes, quarantine_dir, jobs)))
+    return int(max(status, _apply_all(todo, steps, out, opts, confirm, quarantine_dir, jobs)))
 
 
 def _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status):
@@ -128,8 +126,9 @@ def _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status):
     return plans, planned, status
 
 
-def _apply_all(todo, steps: int, out, opts, yes: bool, quarantine_dir: str | None, jobs: int) -> int:
-    """Carry the plans out (after asking unless --yes); each partition by one process."""
+def _apply_all(todo, steps: int, out, opts, confirm, quarantine_dir: str | None, jobs: int) -> int:
+    """Carry the plans out (after ``confirm(question)`` says yes; None: --yes was given); each
+    partition by one process."""
     from kdump.jobs.fanout import ordered_map
     from kdump.render.escape import printable
     from kdump.render.verify import change_line
@@ -137,10 +136,10 @@ def _apply_all(todo, steps: int, out, opts, yes: bool, quarantine_dir: str | Non
 
     status = ExitStatus.OK
     stamp = timestamp()
-    if not yes:
+    if confirm is not None:
         where = quarantine_dir or f"<partition>/kdump-quarantine-{stamp}"
-        if not click.confirm(f"Apply {steps} step(s) to {len(todo)} partition(s)? Files a broker would delete are "
-                             f"moved to {where}", err=True, default=False):
+        if not confirm(f"Apply {steps} step(s) to {len(todo)} partition(s)? Files a broker would delete are "
+                       f"moved to {where}"):
             out.note("kdump: not applied; nothing changed")
             return status
 
@@ -161,7 +160,7 @@ def _apply_all(todo, steps: int, out, opts, yes: bool, quarantine_dir: str | Non
         for c in changes:
             out.note(change_line(c))
         if error is not None:
-            click.echo(error, err=True)
+            say(error)
             status = max(status, code)
     return status
 

@@ -4,8 +4,6 @@ on the terminal (render.timeline), written as NDJSON (``--json``) or as a page
 
 from __future__ import annotations
 
-import click
-
 from kdump.errors import ExitStatus
 from kdump.findings import ERROR
 from kdump.run.verify_files import classes_status
@@ -39,13 +37,14 @@ def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
 
         print_legend(out.console())
     if html_file is not None:
+        from kdump.render.diagnostics import say
         from kdump.render.escape import printable
         from kdump.render.timeline_html import page
         from kdump.storage.safewrite import atomic_write
 
         atomic_write(html_file, page(timelines).encode())
-        click.echo(printable(f"kdump: wrote {html_file}: the timeline of {len(timelines)} "
-                             f"partition{'s' if len(timelines) != 1 else ''}"), err=True)
+        say(printable(f"kdump: wrote {html_file}: the timeline of {len(timelines)} "
+                      f"partition{'s' if len(timelines) != 1 else ''}"))
     return int(status)
 
 

@@ -78,12 +78,12 @@ class _Run:
     """What the run has written so far: the exit status, the summary's counts, the repairs."""
 
     def __init__(self, out, check, strict: bool, truncate: bool) -> None:
-        from kdump.check.partition import summarize
+        from kdump.check.loss import summary_counts
         from kdump.render.verify import verify_renderer
 
         self.out, self.check, self.strict = out, check, strict
         self.renderer = verify_renderer(out)
-        self.counts = summarize([])
+        self.counts = summary_counts([])
         self.changes: list | None = [] if truncate else None
         self.status = ExitStatus.OK
         self.found = False          # a file was checked (or could not be)
@@ -103,7 +103,7 @@ class _Run:
     def units(self, units: list, jobs: int) -> list[str]:
         """Check these directories (here, or over ``jobs`` workers) and write what they give, in
         order; returns the dirs named like partitions that turned out to be log dirs."""
-        from kdump.check.partition import summarize
+        from kdump.check.loss import summary_counts
         from kdump.jobs.fanout import in_process, ordered_map
 
         out, progress, strict = self.out, self.bar, self.strict
@@ -149,7 +149,7 @@ class _Run:
             if counted:
                 progress.unit_done((), counted)
             if done:
-                self._add(summarize(done))
+                self._add(summary_counts(done))
         return log_dirs
 
     def _add(self, counts: dict[str, int]) -> None:
@@ -169,7 +169,7 @@ def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list
     event in its place between them. The parent only writes the text, and the per-directory
     costs of a result (its text, counts, pickling, handling) are paid once per range. A
     directory whose check fails adds nothing: the range ends there with its error."""
-    from kdump.check.partition import summarize
+    from kdump.check.loss import summary_counts
 
     local, renderer = _worker_renderer(out)
     events: list = []
@@ -183,7 +183,7 @@ def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list
         text = local.stream.getvalue()
         local.stream.seek(0)
         local.stream.truncate()
-        events.append((RENDERED, (text, int(status), {k: v for k, v in summarize(reports).items() if v},
+        events.append((RENDERED, (text, int(status), {k: v for k, v in summary_counts(reports).items() if v},
                                   [(r.file, r.size or 0) for r in reports] if sizes else ())))
         reports.clear()
 

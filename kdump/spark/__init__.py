@@ -20,8 +20,8 @@ _LAZY = {
     "KafkaLogDataSource": "source",
     "KafkaLogBatchesDataSource": "source",
     "export_spark": "export",
-    "run_export": "export",
-    "run_verify": "verify",
+    "export_on_spark": "export",
+    "verify_on_spark": "verify",
 }
 
 __all__ = sorted(_LAZY)

@@ -162,7 +162,7 @@ def _first_errors(spark, out: str, fmt: str) -> list[str]:
     return out_lines
 
 
-def run_export(paths: list[str], out: str, master: str | None = None, conf: dict[str, str] | None = None,
+def export_on_spark(paths: list[str], out: str, master: str | None = None, conf: dict[str, str] | None = None,
                **options) -> ExportResult:
     """Start (or reuse) a session, export, and stop the session if this call started it."""
     from kdump.spark.session import get_session, owns_session

@@ -24,7 +24,8 @@ import pickle
 from dataclasses import dataclass, field
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.check.partition import FileReport, VerifyOptions, check_directory, summarize
+from kdump.check.loss import summary_counts
+from kdump.check.partition import FileReport, VerifyOptions, check_directory
 from kdump.check.scan import ScanReport
 from kdump.findings import OFFSET_OVERLAP as OVERLAP
 from kdump.format.codecs import DEFAULT_LIMITS
@@ -190,7 +191,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -
                     status = max(status, report_status(r.status, r.findings if strict else ()))
         finally:
             renderer.finish()
-    out.note(summary_line(summarize(reports), None))
+    out.note(summary_line(summary_counts(reports), None))
     return int(status)
 
 
@@ -201,7 +202,7 @@ def _total(files: list[LogFile], items: list[tuple[str, LogFile]]) -> int:
     return sum(file_size(p) for p in paths)
 
 
-def run_verify(paths, master: str | None = None, conf: dict[str, str] | None = None, *, out=None,
+def verify_on_spark(paths, master: str | None = None, conf: dict[str, str] | None = None, *, out=None,
                deep: bool = False, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, limits=None, strict: bool = False) -> int:
     """``kdump verify --engine spark``: returns the exit status; output goes through ``out``

@@ -211,8 +211,8 @@ def is_expired(g: Group, o: dict[str, Any], now_ms: int, retention_ms: int) -> b
     return base is not None and now_ms - base >= retention_ms
 
 
-def run(paths, *, group_id: str | None = None, partitions: int | None = None, at_ms: int | None = None,
-        now_ms: int, retention_ms: int = DEFAULT_RETENTION_MS):
+def group_objects(paths, *, group_id: str | None = None, partitions: int | None = None,
+                  at_ms: int | None = None, now_ms: int, retention_ms: int = DEFAULT_RETENTION_MS):
     """(header object, notes, group objects) for the PATHs."""
     dirs = LogDirs(paths)
     notes = list(dirs.notes)

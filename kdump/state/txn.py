@@ -236,8 +236,8 @@ def totals(transactions: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return out
 
 
-def run(paths, *, now_ms: int, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
-        transactional_id: str | None = None, producer_id: int | None = None):
+def txn_objects(paths, *, now_ms: int, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
+                transactional_id: str | None = None, producer_id: int | None = None):
     """(incomplete __transaction_state partitions, transactional id objects, notes, iterator of
     partition objects) for the PATHs."""
     dirs = LogDirs(paths)

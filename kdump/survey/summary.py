@@ -178,7 +178,7 @@ def _share(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def summarize(files: list[LogFile]) -> Iterator[PartitionSummary]:
+def partition_summaries(files: list[LogFile]) -> Iterator[PartitionSummary]:
     """One summary per directory holding batch files, in the order the files come."""
     current: PartitionSummary | None = None
     for f in files:

@@ -27,8 +27,10 @@ PACKAGE = str(ROOT / "kdump")
 
 
 def _outcome(delay: float) -> tuple[int, str]:
+    # SIGINT as a terminal leaves it, whatever the test run inherited (a background job ignores it).
     p = subprocess.Popen([str(KDUMP), "verify", "--deep", str(ROOT / "fixtures" / "generated")],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=120)

@@ -1,0 +1,26 @@
+"""``kdump export``'s account of a run: the damage met, the rows written, where."""
+
+from __future__ import annotations
+
+import sys
+
+from kdump.render.diagnostics import say
+from kdump.render.escape import printable
+
+
+def report_export(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: bool) -> None:
+    if json_flag:
+        from kdump.export.ndjson import dumps
+
+        sys.stdout.write(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}) + "\n")
+    if quiet:
+        return
+    for message in result.errors:
+        say(printable(f"kdump: damage: {message}"))
+    if result.error_rows > len(result.errors):
+        say(f"kdump: ... {result.error_rows - len(result.errors)} more error rows")
+    from kdump.words import plural, rate
+
+    say(printable(f"kdump: exported {plural(result.rows, 'row')} ({plural(result.error_rows, 'error row')}) from "
+                  f"{plural(result.slices, 'slice')} to {out} as {fmt} with the {engine} engine "
+                  f"{rate(result.rows, result.seconds, 'rows')}"))
