@@ -45,12 +45,15 @@ _WALK_FAULTS = (INVALID_SIZE, INVALID_MAGIC, INVALID_BATCH)   # Kafka throws on 
 INDEX_MISMATCH, TIME_MISMATCH, TIME_OUT_OF_ORDER, TIME_NOT_FOUND, NON_CONSECUTIVE = range(5)
 
 
+DLS_MAX_MESSAGE_SIZE = 5 * 1024 * 1024     # DumpLogSegments' --max-message-size default
+
+
 class IndexOptions(NamedTuple):
     """kafka-dump-log.sh's options for index files."""
 
     sanity_only: bool = False            # --index-sanity-check
     verify_only: bool = False            # --verify-index-only
-    max_message_size: int = 5 * 1024 * 1024
+    max_message_size: int = DLS_MAX_MESSAGE_SIZE
 
 
 class IndexView(NamedTuple):
