@@ -50,6 +50,8 @@ COMMANDS = {
 # One home for each fact: the module that defines the name, and no other kdump module does.
 HOMES = {
     "the batch header layout": ("kdump.format.batch", "parse_v2"),
+    "RecordBatch.NO_TIMESTAMP": ("kdump.format.batch", "NO_TIMESTAMP"),
+    "RecordBatch.NO_PRODUCER_ID": ("kdump.format.batch", "NO_PRODUCER_ID"),
     "v2 records": ("kdump.format.records", "decode_v2"),
     "v0/v1 messages": ("kdump.format.legacy", "parse_legacy"),
     "decompression and its limits": ("kdump.format.codecs", "decompress"),
