@@ -9,10 +9,10 @@ import hashlib
 import json
 
 import pytest
+from test_schemas_oracle import ctx, records
 
 from support.registry import Registry
 from support.run import FIXTURES, run_kdump
-from test_schemas_oracle import ctx, records
 
 pytest.importorskip("confluent_kafka.schema_registry")
 pytest.importorskip("grpc_tools")
