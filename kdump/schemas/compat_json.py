@@ -41,6 +41,8 @@ from kdump.schemas.json_nodes import (
     extra_items,
     item_list,
     items_cover,
+    mapping,
+    names,
     node_default,
     open_items,
     open_model,
@@ -161,7 +163,7 @@ class _Diff:
     def _object(self, o: Node, u: Node, path: str) -> list[str]:
         out: list[str] = []
         oprops, uprops = props(o), props(u)
-        oreq, ureq = set(o.get("required") or ()), set(u.get("required") or ())
+        oreq, ureq = names(o, "required"), names(u, "required")
         for name in oprops:
             if name in uprops and name in ureq and name not in oreq and not node_default(uprops[name]):
                 out.append(f"{path}/required/{name}: the property became required without a default")
@@ -211,11 +213,11 @@ class _Diff:
         for name in sorted(set(od) | set(ud)):
             where = f"{path}/dependencies/{name}"
             a, b = od.get(name), ud.get(name)
-            if isinstance(a, list) or isinstance(b, list):
-                if b is not None and (a is None or not set(map(str, b)) <= set(map(str, a or ()))):
+            if isinstance(b, list):      # the properties a present one requires: may only shrink
+                if not (isinstance(a, list) and set(map(str, b)) <= set(map(str, a))):
                     out.append(f"{where}: the properties it requires grew")
             elif b is not None:
-                if a is None:
+                if not isinstance(a, (dict, bool)):
                     out.append(f"{where}: a dependency schema was added")
                 else:
                     out += self.compare(self.o.node(a, o.doc), self.u.node(b, u.doc), where)
@@ -250,7 +252,7 @@ class _Diff:
 
     def _partial(self, n: Node, loader: Loader, name: str) -> Node | None:
         """The schema that covers property ``name`` in a partly open content model, if any."""
-        for pattern, schema in (n.get("patternProperties") or {}).items():
+        for pattern, schema in mapping(n, "patternProperties").items():
             try:
                 if re.search(pattern, name):
                     return loader.node(schema, n.doc)

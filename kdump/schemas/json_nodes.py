@@ -124,6 +124,18 @@ class Loader:
         return node, doc
 
 
+def mapping(n: Node, word: str) -> dict[str, Any]:
+    """A keyword whose value should be an object ({} when it is something else)."""
+    v = n.get(word)
+    return v if isinstance(v, dict) else {}
+
+
+def names(n: Node, word: str) -> set[str]:
+    """A keyword whose value should be a list of names (``required``)."""
+    v = n.get(word)
+    return {x for x in v if isinstance(x, str)} if isinstance(v, list) else set()
+
+
 def props(n: Node) -> dict[str, Any]:
     p = n.get("properties") or {}
     return p if isinstance(p, dict) else {}
@@ -146,7 +158,7 @@ def node_default(raw: Any) -> bool:
 def open_model(n: Node, loader: Loader) -> bool:
     """Fully open: additionalProperties absent or true, no patternProperties, and
     unevaluatedProperties absent or true."""
-    if n.get("additionalProperties", True) is not True or n.get("patternProperties"):
+    if n.get("additionalProperties", True) is not True or mapping(n, "patternProperties"):
         return False
     un = n.get("unevaluatedProperties")
     return un is None or loader.node(un, n.doc).kind == "empty"

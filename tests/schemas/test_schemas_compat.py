@@ -263,3 +263,18 @@ def test_store_level_per_subject_and_global_default():
     found = compat.subject_breaks(store, SchemaDecoder("auto", store).parsed)
     assert sorted((s.subject, level) for s, level, _ in found) == [("p", "FORWARD"), ("r", "FORWARD")]
     assert "version 1 cannot read version 2's data (FORWARD)" in found[0][2]
+
+
+@pytest.mark.parametrize("old,new", [
+    ('{"type": "object", "required": true, "properties": {"a": {}}}', '{"type": "object", "required": 5}'),
+    ('{"patternProperties": "x", "additionalProperties": false}', '{"properties": {"b": {"type": "string"}}}'),
+    ('{"dependencies": {"a": 5}}', '{"dependencies": {"a": ["b"]}}'),
+    ('{"items": [1, 2]}', '{"items": [{"type": "string"}]}'),
+    ('{"$ref": "#/nowhere"}', '{"type": "string"}'),
+    ('[1, 2]', '{"type": "string"}'),
+])
+def test_odd_json_schemas_are_judged_or_skipped_never_a_traceback(old, new):
+    (a, b), dec = _subject("JSON", old, new)
+    store = dec.store
+    found = compat.subject_breaks(store, dec.parsed)         # a schema that does not parse is skipped
+    assert all(s.subject == "s" and s.version == 2 for s, _, _ in found)
