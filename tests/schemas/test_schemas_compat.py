@@ -278,3 +278,18 @@ def test_odd_json_schemas_are_judged_or_skipped_never_a_traceback(old, new):
     store = dec.store
     found = compat.subject_breaks(store, dec.parsed)         # a schema that does not parse is skipped
     assert all(s.subject == "s" and s.version == 2 for s, _, _ in found)
+
+
+def test_the_registry_fixture_breaks_where_schema_registry_would_have_refused():
+    """orders-avro-value v3 changed a field's type under NONE (the subject is BACKWARD now);
+    users-json-value v2 added a property to an open content model, which the registry's
+    default (strict) JSON Schema policy refuses under BACKWARD."""
+    from kdump.schemas.sources import load
+    from support.run import FIXTURES
+
+    store = load(str(FIXTURES / "schemas" / "registry" / "_schemas-0"))
+    found = compat.subject_breaks(store, SchemaDecoder("auto", store).parsed)
+    assert [(s.subject, s.version, level) for s, level, _ in found] == [("orders-avro-value", 3, "BACKWARD"),
+                                                                         ("users-json-value", 2, "BACKWARD")]
+    assert found[1][2] == ("version 2 cannot read version 1's data (BACKWARD): #/properties/email: a property was "
+                           "added to an open content model (a writer of the old schema may have put anything there)")
