@@ -194,7 +194,8 @@ SCHEMA_UNKNOWN_ID = _declare("schema_unknown_id", DAMAGE, "`verify --schemas`: a
 SCHEMA_DECODE = _declare("schema_decode", DAMAGE, "`verify --schemas`: a record that does not decode under its "
                                                   "schema (which byte, which field), or whose schema does not parse")
 SCHEMA_INCOMPATIBLE = _declare("schema_incompatible", ANOMALY, "`verify --schemas`: a subject's version breaks the "
-                                                               "subject's compatibility level (Schema Registry "
+                                                               "subject's compatibility level under Schema "
+                                                               "Registry's Avro, Protobuf or JSON Schema rules (it "
                                                                "would refuse it now): consumers on one version "
                                                                "may fail on the other's data")
 SCHEMA_STORE_RECORD = _declare("schema_store_record", ANOMALY, "`verify --schemas`: a record of the _schemas "

@@ -1,14 +1,14 @@
-"""The shape of the package: layers, no import cycles, small modules.
+"""The shape of the package, as ARCHITECTURE.md draws it: floors, command homes, rule homes.
 
 Every import kdump makes, function-level ones included, is read with ``ast``. A package may
 import its own modules and the floors below it, never one above: the folder list is the
-architecture. ``LAYERS`` is that rule written once; docs/architecture.md says
-the same in words.
+architecture. ``LAYERS``, ``COMMANDS`` and ``HOMES`` are that page written as data.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -33,6 +33,51 @@ LAYERS = [
     ("__main__",),
 ]
 FLOOR = {unit: n for n, units in enumerate(LAYERS) for unit in units}
+
+# Every command in one shape: cli/ parses, run/ runs, render/ prints.
+COMMANDS = {
+    "dump": ("kdump.cli.dump", "kdump.run.dump", "kdump.render.dump"),
+    "verify": ("kdump.cli.verify", "kdump.run.verify", "kdump.render.verify"),
+    "index": ("kdump.cli.index", "kdump.run.index", "kdump.render.index"),
+    "recover": ("kdump.cli.recover", "kdump.run.recover", "kdump.render.verify"),
+    "export": ("kdump.cli.export", "kdump.run.export", "kdump.render.export"),
+    "info": ("kdump.cli.info", "kdump.run.info", "kdump.render.info"),
+    "txn": ("kdump.cli.txn", "kdump.run.txn", "kdump.render.state"),
+    "groups": ("kdump.cli.groups", "kdump.run.groups", "kdump.render.state"),
+    "metadata": ("kdump.cli.metadata", "kdump.run.metadata", "kdump.render.state"),
+}
+
+# One home for each fact: the module that defines the name, and no other kdump module does.
+HOMES = {
+    "the batch header layout": ("kdump.format.batch", "parse_v2"),
+    "RecordBatch.NO_TIMESTAMP": ("kdump.format.batch", "NO_TIMESTAMP"),
+    "RecordBatch.NO_PRODUCER_ID": ("kdump.format.batch", "NO_PRODUCER_ID"),
+    "v2 records": ("kdump.format.records", "decode_v2"),
+    "v0/v1 messages": ("kdump.format.legacy", "parse_legacy"),
+    "decompression and its limits": ("kdump.format.codecs", "decompress"),
+    "CRC-32C": ("kdump.format.crc", "crc32c"),
+    "Java's long addition": ("kdump.format.javalong", "long_add"),
+    "Java's UTF-8 decoding": ("kdump.format.javautf8", "java_utf8"),
+    "a segment's sibling files": ("kdump.storage.names", "sibling"),
+    "the maximum message size a broker allows": ("kdump.check.broker_rule", "DEFAULT_MAX_MESSAGE_SIZE"),
+    "index.interval.bytes": ("kdump.check.broker_rule", "DEFAULT_INDEX_INTERVAL_BYTES"),
+    "the leader epoch a batch assigns": ("kdump.check.broker_rule", "assign_epoch"),
+    "LogSegment.recover's kept batches": ("kdump.check.broker_rule", "kept_batches"),
+    "LogLoader.load": ("kdump.check.loader_rule", "plan_partition"),
+    "the segment scan": ("kdump.check.scan", "scan_segment"),
+    "what a recovery removes": ("kdump.check.loss", "losses"),
+    "the finding kinds": ("kdump.findings", "class_of"),
+    "exit statuses": ("kdump.errors", "ExitStatus"),
+    "the row schema": ("kdump.model", "Batch"),
+    "producer state": ("kdump.state.producers", "ProducerState"),
+    "the offset replay": ("kdump.state.offsets", "OffsetStore"),
+    "escaping for a terminal": ("kdump.render.escape", "printable"),
+    "JSON text": ("kdump.export.ndjson", "dumps"),
+    "atomic writes": ("kdump.storage.safewrite", "atomic_write"),
+    "the broker's lock": ("kdump.storage.writelock", "broker_holds"),
+    "C or Python": ("kdump._accel", "use"),
+    "-j in -j 1's order": ("kdump.jobs.fanout", "ordered_map"),
+}
 
 MAX_MODULE_LINES = 400
 MAX_COMMAND_LINES = 150
@@ -155,9 +200,63 @@ def test_kdump_never_imports_its_test_builders():
     assert not users, f"kdump.encode is for tests, fuzzers and benchmarks only: {users}"
 
 
+def _doc() -> str:
+    return (KDUMP.parent / "ARCHITECTURE.md").read_text()
+
+
 def test_the_architecture_doc_shows_every_package():
-    doc = (KDUMP.parent / "docs" / "architecture.md").read_text()
-    section = doc.split("# Architecture", 1)[1].split("\n## ", 1)[0]
-    packages = sorted(p.name for p in KDUMP.iterdir() if (p / "__init__.py").exists() or p.name == "_speedups")
-    missing = [p for p in packages if f"kdump/{p}/" not in section]
-    assert not missing, f"docs/architecture.md lacks: {missing}"
+    floors = _doc().split("## The floors", 1)[1].split("\n## ", 1)[0]
+    units = sorted(u for u in FLOOR if u != "__main__")
+    missing = [u for u in units if not re.search(rf"(?<![\w/]){re.escape(u)}(/|\.py)", floors)]
+    assert not missing, f"ARCHITECTURE.md's floors lack: {missing}"
+
+
+def test_every_command_parses_runs_and_prints_in_its_homes():
+    mods = _modules()
+    graph = _imports(mods)
+    app = (KDUMP / "cli" / "app.py").read_text()
+    for command, (parse, run, render) in COMMANDS.items():
+        assert {parse, run, render} <= set(mods), command
+        assert run in graph[parse], f"{parse} does not hand {command} to {run}"
+        assert render in graph[run], f"{run} does not print through {render}"
+        assert f'"{command}"' in app or f"{command}," in app or f"{command})" in app, command
+    doc = _doc().split("## Where each command lives", 1)[1].split("\n## ", 1)[0]
+    for command, homes in COMMANDS.items():
+        row = next((line for line in doc.splitlines() if f"`{command}`" in line), "")
+        assert all(m.removeprefix("kdump.").replace(".", "/") + ".py" in row for m in homes), command
+
+
+def test_click_is_imported_by_cli_only():
+    users = []
+    for name, path in _modules().items():
+        if name.startswith("kdump.cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n.split(".")[0] == "click" for n in names):
+                users.append(name)
+    assert not users, f"Click below cli/: {sorted(set(users))}"
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_each_fact_has_one_home():
+    mods = _modules()
+    defined = {name: _top_level_names(path) for name, path in mods.items()}
+    doc = _doc().split("## Where each rule lives", 1)[1]
+    for fact, (home, symbol) in HOMES.items():
+        assert symbol in defined[home], f"{fact}: {home} does not define {symbol}"
+        others = sorted(m for m, names in defined.items() if m != home and symbol in names)
+        assert not others, f"{fact}: {symbol} is defined again in {others}"
+        assert home.removeprefix("kdump.").replace(".", "/") in doc, f"ARCHITECTURE.md does not place {fact}"

@@ -13,14 +13,12 @@ from collections.abc import Callable
 
 import click
 
-from kdump.check.indexes.dls_view import IndexOptions
+from kdump.check.indexes.dls_view import DLS_MAX_MESSAGE_SIZE
 from kdump.decoders import plain
-
-DEFAULT_MAX_MESSAGE_SIZE = IndexOptions().max_message_size
 
 
 def dls_options(f: Callable) -> Callable:
-    f = click.option("--max-message-size", type=click.IntRange(min=0), default=DEFAULT_MAX_MESSAGE_SIZE,
+    f = click.option("--max-message-size", type=click.IntRange(min=0), default=DLS_MAX_MESSAGE_SIZE,
                      show_default=True, metavar="BYTES",
                      help="Text view of an .index: read at most BYTES at each entry's position to find its "
                           "batch (kafka-dump-log.sh's option).")(f)

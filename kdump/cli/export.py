@@ -75,8 +75,13 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
                "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion, max_records_per_batch)}
     if engine == "spark" and decode:
         raise UsageError("--decode runs with --engine local (the Spark source decodes with option valueFormat)")
+    if engine == "spark":
+        from kdump.spark.export import run_spark_export
+
+        return run_spark_export(list(paths), out, master=master, conf=conf_map, writer=writer, json_flag=json_flag,
+                                quiet=quiet, options=options)
     from kdump.run.export import run_export
 
-    return run_export(list(paths), out, engine=engine, master=master, conf=conf_map, writer=writer,
-                      jobs=jobs_or_default(jobs), decode=decode, schemas=(schemas_path, schema_registry, schema_cache),
-                      json_flag=json_flag, quiet=quiet, options=options)
+    return run_export(list(paths), out, jobs=jobs_or_default(jobs), decode=decode,
+                      schemas=(schemas_path, schema_registry, schema_cache), json_flag=json_flag, quiet=quiet,
+                      options=options)

@@ -16,7 +16,8 @@ def schema_options(f: Callable) -> Callable:
                      help="Where --schema-registry keeps what it read [default: "
                           "~/.cache/kdump/schema-registry/<url>.ndjson]; --schemas FILE reads it offline.")(f)
     f = click.option("--schema-registry", metavar="URL",
-                     help="Read every schema from a live Schema Registry (Confluent's REST API) once, and cache it.")(f)
+                     help="Read every schema from a live Schema Registry (Confluent's REST API) once, and cache "
+                          "it; an id that no subject lists is asked for on demand (GET /schemas/ids/{id}).")(f)
     f = click.option("--schemas", "schemas_path", metavar="PATH",
                      help="The schema store: a _schemas partition dir, a folder of .avsc/.proto/.json files, or a "
                           "--schema-registry cache [default: the _schemas-0 of the log dir being read].")(f)

@@ -44,9 +44,12 @@ from kdump.storage.fs import refuse_remote
                    "still counts every file).")
 @click.option("--schemas", "schemas_path", is_flag=False, flag_value="", default=None, metavar="[STORE]",
               help="Also decode every Schema Registry record under its schema (unknown ids, records that do not "
-                   "decode, subjects breaking their compatibility), with the _schemas-0 of the log dir, or the "
-                   "store given as --schemas=STORE (a _schemas dir, a schema folder, a registry cache).")
-@click.option("--schema-registry", metavar="URL", help="With --schemas: read the schemas from a live registry.")
+                   "decode, subjects whose Avro, Protobuf or JSON Schema versions break their compatibility "
+                   "level), with the _schemas-0 of the log dir, or the store given as --schemas=STORE (a "
+                   "_schemas dir, a schema folder, a registry cache).")
+@click.option("--schema-registry", metavar="URL",
+              help="With --schemas: read the schemas from a live registry (an id no subject lists is asked for "
+                   "on demand).")
 @click.option("--schema-cache", metavar="FILE", help="With --schema-registry: where to cache what it read.")
 @limits_option
 @jobs_option

@@ -37,6 +37,10 @@ ATTRIBUTES_OFFSET = 21                          # first byte the CRC covers
 RECORDS_COUNT_OFFSET = 57
 assert RECORD_BATCH_OVERHEAD == 61
 
+# RecordBatch's "none" values, as every format writes them
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+
 _batch_new = tuple.__new__
 
 

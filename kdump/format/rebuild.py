@@ -17,7 +17,6 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.walk import record_slices
 from kdump.model import LOG_APPEND_TIME, Batch
 
-NO_TIMESTAMP = -1
 TIME_OFFSET_CONVENTIONS = ("last", "record")
 
 

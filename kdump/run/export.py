@@ -1,5 +1,6 @@
-"""``kdump export``'s run: the engine chosen (this process, or Spark), the records written,
-and the run's account on stderr (or as one JSON object with --json)."""
+"""``kdump export``'s run in this process (``--engine local``): the records written over -j
+workers, and the run's account on stderr (or as one JSON object with --json). The Spark
+engine's run is ``kdump.spark.export.run_spark_export``."""
 
 from __future__ import annotations
 
@@ -7,32 +8,23 @@ from kdump.errors import ExitStatus, KdumpError, UsageError
 from kdump.render.export import report_export
 
 
-def run_export(paths: list[str], out: str, *, engine: str, master: str | None, conf: dict[str, str],
-               writer: str | None, jobs: int, decode: bool, schemas: tuple, json_flag: bool, quiet: bool,
-               options: dict) -> int:
+def run_export(paths: list[str], out: str, *, jobs: int, decode: bool, schemas: tuple, json_flag: bool,
+               quiet: bool, options: dict) -> int:
     """``schemas``: (--schemas, --schema-registry, --schema-cache); ``options``: the engines'
     shared keyword arguments (format, partitioning, encoding, split size, overwrite, limits)."""
-    if engine == "spark":
-        from kdump.spark.session import check_requirements
+    from kdump.export.local import export_local
+    from kdump.render.output import Output
+    from kdump.render.progress import Progress
+    from kdump.storage.logdir import BATCH_KINDS, resolve
 
-        check_requirements()
-        from kdump.spark.export import export_on_spark
-
-        result = export_on_spark(paths, out, master, conf, writer=writer, **options)
-    else:
-        from kdump.export.local import export_local
-        from kdump.render.output import Output
-        from kdump.render.progress import Progress
-        from kdump.storage.logdir import BATCH_KINDS, resolve
-
-        try:
-            files = [f.path for f in resolve(paths, kinds=BATCH_KINDS)]
-        except KdumpError:
-            files = []          # export_local reports it in its own words
-        with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
-            result = export_local(paths, out, jobs=jobs, decode=_decoder(
-                paths, decode, options["fmt"], *schemas, quiet), **options)
-    report_export(result, out, options["fmt"], engine, json_flag, quiet)
+    try:
+        files = [f.path for f in resolve(paths, kinds=BATCH_KINDS)]
+    except KdumpError:
+        files = []          # export_local reports it in its own words
+    with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
+        result = export_local(paths, out, jobs=jobs, decode=_decoder(paths, decode, options["fmt"], *schemas, quiet),
+                              **options)
+    report_export(result, out, options["fmt"], "local", json_flag, quiet)
     return int(result.status if result.status else ExitStatus.OK)
 
 

@@ -1,10 +1,11 @@
-"""Schema Registry's compatibility levels for Avro: can one schema's reader read data written
-with another (Avro's schema resolution)?
+"""Schema Registry's compatibility levels: would the registry have refused a subject's
+version, given the versions before it?
 
 BACKWARD: the new schema reads data written with the previous one; FORWARD: the previous one
 reads the new one's data; FULL: both. The _TRANSITIVE levels check every earlier version, not
-only the previous one; NONE checks nothing. Schema Registry refuses a registration that fails
-its subject's level.
+only the previous one; NONE checks nothing. A version of another schema type than an earlier
+one is refused under every level but NONE. What "reads" means is each type's own rules: Avro's
+schema resolution here, Protobuf's in ``compat_protobuf``, JSON Schema's in ``compat_json``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.errors import DecodeError
-from kdump.schemas.store import Schema, SchemaStore
+from kdump.schemas.store import AVRO, PROTOBUF, Schema, SchemaStore
 
 LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 _PROMOTIONS = {"int": {"int", "long", "float", "double"}, "long": {"long", "float", "double"},
@@ -105,24 +106,39 @@ def can_read(reader: Any, writer: Any, rn: dict, wn: dict, path: str = "", seen:
     return None
 
 
+def reads(reader: Schema, writer: Schema, parsed) -> str | None:
+    """None when Schema Registry deems ``reader`` able to read ``writer``'s data; else the first
+    reason why not (and how many more there are)."""
+    p_reader, p_writer = parsed(reader), parsed(writer)
+    if reader.schema_type == AVRO:
+        return can_read(p_reader.schema, p_writer.schema, p_reader.named, p_writer.named)
+    if reader.schema_type == PROTOBUF:
+        from kdump.schemas import compat_protobuf as rules
+    else:
+        from kdump.schemas import compat_json as rules
+    why = rules.breaks(p_writer, p_reader)
+    if not why:
+        return None
+    return why[0] + (f" (and {len(why) - 1} more)" if len(why) > 1 else "")
+
+
 def check(level: str, new: Schema, earlier: list[Schema], parsed) -> str | None:
     """Would Schema Registry have refused ``new`` after ``earlier`` (oldest first) under
-    ``level``? ``parsed(schema)`` gives an avro.Parsed. The reason, or None."""
+    ``level``? ``parsed(schema)`` gives the schema's parsed form. The reason, or None."""
     level = level.upper()
-    if level == "NONE" or not earlier or new.schema_type != "AVRO":
+    if level not in LEVELS or level == "NONE" or not earlier:
         return None
     against = earlier if level.endswith("_TRANSITIVE") else earlier[-1:]
-    p_new = parsed(new)
     for old in reversed(against):
-        if old.schema_type != "AVRO":
-            continue
-        p_old = parsed(old)
+        if old.schema_type != new.schema_type:
+            return (f"version {new.version} is {new.schema_type}, version {old.version} was {old.schema_type} "
+                    f"({level}): the schema type cannot change")
         if level.startswith(("BACKWARD", "FULL")):
-            why = can_read(p_new.schema, p_old.schema, p_new.named, p_old.named)
+            why = reads(new, old, parsed)
             if why:
                 return f"version {new.version} cannot read version {old.version}'s data ({level}): {why}"
         if level.startswith(("FORWARD", "FULL")):
-            why = can_read(p_old.schema, p_new.schema, p_old.named, p_new.named)
+            why = reads(old, new, parsed)
             if why:
                 return f"version {old.version} cannot read version {new.version}'s data ({level}): {why}"
     return None
@@ -138,7 +154,7 @@ def subject_breaks(store: SchemaStore, parsed) -> list[tuple[Schema, str, str]]:
         for i, s in enumerate(live[1:], 1):
             try:
                 why = check(level, s, live[:i], parsed)
-            except DecodeError:             # a schema that does not parse is reported by the decode check
+            except (DecodeError, RecursionError):     # a schema that does not parse: the decode check says so
                 why = None
             if why:
                 out.append((s, level, why))

@@ -23,6 +23,7 @@ class Parsed:
     def __init__(self, file_proto: Any, pool: Any) -> None:
         self.file_proto = file_proto            # the FileDescriptorProto of the schema's own file
         self.pool = pool
+        self.references: dict[str, tuple[str, int]] = {}     # import path -> (subject, version)
         self._classes: dict[tuple[int, ...], Any] = {}
 
     def message_class(self, indexes: list[int]) -> Any:
@@ -61,7 +62,8 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
     with tempfile.TemporaryDirectory(prefix="kdump-proto-") as tmp:
         main = f"kdump_schema_{s.id}.proto"
         files: dict[str, str] = {}
-        _gather(s, store, files, 0, s.id)
+        refs: dict[str, tuple[str, int]] = {}
+        _gather(s, store, files, 0, s.id, refs)
         for name, text in [*files.items(), (main, s.text)]:
             path = os.path.join(tmp, "src", name)
             if not os.path.abspath(path).startswith(os.path.join(tmp, "src") + os.sep):
@@ -88,10 +90,13 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
         if fp.name == main:
             own = fp
     assert own is not None
-    return Parsed(own, pool)
+    parsed = Parsed(own, pool)
+    parsed.references = refs
+    return parsed
 
 
-def _gather(s: Schema, store: SchemaStore, files: dict[str, str], depth: int, root: int) -> None:
+def _gather(s: Schema, store: SchemaStore, files: dict[str, str], depth: int, root: int,
+            refs: dict[str, tuple[str, int]]) -> None:
     if depth > 32:
         raise DecodeError(f"schema {root}: references nest more than 32 deep")
     for ref in s.references:
@@ -102,7 +107,8 @@ def _gather(s: Schema, store: SchemaStore, files: dict[str, str], depth: int, ro
             raise DecodeError(f"schema {root}: its reference {ref.name!r} (subject {ref.subject!r} version "
                               f"{ref.version}) is not in the store")
         files[ref.name] = target.text
-        _gather(target, store, files, depth + 1, root)
+        refs[ref.name] = (ref.subject, ref.version)
+        _gather(target, store, files, depth + 1, root, refs)
 
 
 def message(p: Parsed, data: bytes, indexes: list[int], pos: int) -> Any:

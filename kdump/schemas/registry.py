@@ -5,10 +5,16 @@ once and cached as the registry's own records, so a later run decodes offline
 Every subject and version is fetched, soft-deleted ones included (``?deleted=true``), and the
 global and per-subject compatibility; the cache holds them as ``_schemas`` records, replayed
 by the same code as the topic.
+
+A record may carry an id that no subject lists: its subject was permanently deleted while the
+registry still serves the id, or it was registered under a context. Such an id is asked for
+on demand (``GET /schemas/ids/{id}``, at most ``MAX_FETCHED_IDS`` a run, each once) and the
+answer appended to the cache as one ``{"id", "schema", "schemaType", "references"}`` line.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import urllib.error
@@ -17,10 +23,11 @@ import urllib.request
 from typing import Any
 
 from kdump.errors import KdumpError
-from kdump.schemas.sources import read_ndjson
-from kdump.schemas.store import SchemaStore
+from kdump.schemas.sources import read_ndjson, schema_of_id
+from kdump.schemas.store import Schema, SchemaStore
 
 TIMEOUT = 30
+MAX_FETCHED_IDS = 256
 ACCEPT = "application/vnd.schemaregistry.v1+json, application/json"
 
 
@@ -88,4 +95,47 @@ def fetch(url: str, cache: str | None = None) -> tuple[SchemaStore, str]:
     os.replace(tmp, cache)
     store = SchemaStore()
     read_ndjson(cache, store)
+    store.fetch = IdFetcher(url, cache)
     return store, cache
+
+
+class IdFetcher:
+    """Asks the registry for ids its subjects do not list, each once, up to ``limit`` a run;
+    after the registry fails once it is not asked again (those records stay unknown)."""
+
+    def __init__(self, url: str, cache: str | None, limit: int = MAX_FETCHED_IDS) -> None:
+        self.url, self.cache, self.left = url, cache, limit
+        self.asked: set[int] = set()
+        self.failed: str | None = None
+
+    def __call__(self, schema_id: int) -> Schema | None:
+        if schema_id in self.asked or self.left <= 0 or self.failed is not None:
+            return None
+        self.asked.add(schema_id)
+        self.left -= 1
+        try:
+            answer = _get(self.url, f"/schemas/ids/{schema_id}")
+        except RegistryError as e:
+            self.failed = e.message
+            return None
+        try:
+            s = schema_of_id(schema_id, answer if isinstance(answer, dict) else {})
+        except (ValueError, KeyError, TypeError):
+            return None                  # 404, or not a schema: the id stays unknown
+        if self.cache is not None:
+            line = {"id": schema_id, "schema": s.text, "schemaType": s.schema_type}
+            if answer.get("references"):
+                line["references"] = answer["references"]
+            _append(self.cache, json.dumps(line, separators=(",", ":")) + "\n")
+        return s
+
+
+def _append(path: str, line: str) -> None:
+    """One whole line at the end of the cache, under a lock (forked workers may append too)."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.write(line)
+            fh.flush()
+    except OSError:
+        pass                             # the cache is a convenience: this run has the schema anyway

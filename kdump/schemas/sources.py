@@ -14,7 +14,7 @@ import os
 import re
 
 from kdump.errors import KdumpError, UsageError
-from kdump.schemas.store import AVRO, JSON, PROTOBUF, Problem, Schema, SchemaStore
+from kdump.schemas.store import AVRO, JSON, PROTOBUF, Problem, Reference, Schema, SchemaStore
 from kdump.storage.logdir import LogFile, expand, parse_partition_dir
 from kdump.storage.reader import SegmentReader
 
@@ -88,6 +88,9 @@ def read_ndjson(path: str, store: SchemaStore) -> None:
                     continue
                 try:
                     rec = json.loads(line)
+                    if "key" not in rec and "id" in rec:         # an answer of GET /schemas/ids/{id}
+                        store.add(schema_of_id(rec["id"], rec))
+                        continue
                     key = json.dumps(rec["key"]).encode()
                     value = None if rec.get("value") is None else json.dumps(rec["value"]).encode()
                 except (ValueError, KeyError, TypeError) as e:
@@ -96,6 +99,19 @@ def read_ndjson(path: str, store: SchemaStore) -> None:
                 store.replay(key, value, None)
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read the schema cache: {e}", file=path) from None
+
+
+def schema_of_id(schema_id: int, answer: dict) -> Schema:
+    """The schema of a registry's answer for one id ({schema, schemaType, references}): no
+    subject or version, as no subject lists it."""
+    if type(schema_id) is not int or not isinstance(answer.get("schema"), str):
+        raise ValueError(f"not a schema answer for id {schema_id!r}")
+    stype = answer.get("schemaType") or AVRO
+    if stype not in (AVRO, PROTOBUF, JSON):
+        raise ValueError(f"unknown schemaType {stype!r}")
+    refs = tuple(Reference(str(r["name"]), str(r["subject"]), int(r["version"]))
+                 for r in answer.get("references") or ())
+    return Schema(schema_id, stype, answer["schema"], refs)
 
 
 def load_folder(path: str) -> SchemaStore:

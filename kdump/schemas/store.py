@@ -26,6 +26,7 @@ record written before the delete still decodes. A record of the topic that is no
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,8 @@ class SchemaStore:
     problems: list[Problem] = field(default_factory=list)
     by_name: dict[str, Schema] = field(default_factory=dict)          # folder files by name, for references
     hard_deleted: dict[int, Schema] = field(default_factory=dict)     # ids whose last version a tombstone removed
+    # A live registry's answer for an id no subject lists (``registry.IdFetcher``), asked on a miss.
+    fetch: Callable[[int], Schema | None] | None = field(default=None, repr=False, compare=False)
 
     # -- replay -------------------------------------------------------------------------------
 
@@ -152,7 +155,12 @@ class SchemaStore:
         return self.config.get(subject) or self.config.get(None) or DEFAULT_COMPATIBILITY
 
     def get(self, schema_id: int) -> Schema | None:
-        return self.by_id.get(schema_id)
+        s = self.by_id.get(schema_id)
+        if s is None and self.fetch is not None:
+            s = self.fetch(schema_id)
+            if s is not None:
+                self.by_id[schema_id] = s
+        return s
 
     def version(self, subject: str, version: int) -> Schema | None:
         s = self.versions.get(subject, {}).get(version)

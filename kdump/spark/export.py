@@ -163,7 +163,7 @@ def _first_errors(spark, out: str, fmt: str) -> list[str]:
 
 
 def export_on_spark(paths: list[str], out: str, master: str | None = None, conf: dict[str, str] | None = None,
-               **options) -> ExportResult:
+                    **options) -> ExportResult:
     """Start (or reuse) a session, export, and stop the session if this call started it."""
     from kdump.spark.session import get_session, owns_session
 
@@ -174,3 +174,16 @@ def export_on_spark(paths: list[str], out: str, master: str | None = None, conf:
     finally:
         if owned:
             spark.stop()
+
+
+def run_spark_export(paths: list[str], out: str, *, master: str | None, conf: dict[str, str], writer: str | None,
+                     json_flag: bool, quiet: bool, options: dict) -> int:
+    """``kdump export --engine spark``'s run: the export, then its account (as run.export's)."""
+    from kdump.errors import ExitStatus
+    from kdump.render.export import report_export
+    from kdump.spark.session import check_requirements
+
+    check_requirements()
+    result = export_on_spark(paths, out, master, conf, writer=writer, **options)
+    report_export(result, out, options["fmt"], "spark", json_flag, quiet)
+    return int(result.status if result.status else ExitStatus.OK)

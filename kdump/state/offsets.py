@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-NO_PRODUCER_ID = -1
+from kdump.format.batch import NO_PRODUCER_ID
 
 Key = tuple[str, str, int]          # group, topic, partition
 

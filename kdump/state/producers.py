@@ -15,11 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kdump.format.batch import NO_PRODUCER_ID
 from kdump.format.control import ABORT, COMMIT
 from kdump.model import CONTROL_TYPE_NAMES, AbortedTxn, Batch, ProducerEntry
 from kdump.state.source import LogReader
-
-NO_PRODUCER_ID = -1
 
 
 @dataclass

@@ -106,4 +106,4 @@ def test_the_other_architecture_carries_its_own_compiled_dependencies(tmp_path):
     for name in shared:
         head = z.read(name)[:20]
         assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == ELF_MACHINE[other], name
-    assert "site-packages/kdump/info.py" in z.namelist()
+    assert "site-packages/kdump/run/info.py" in z.namelist()

@@ -26,6 +26,7 @@ from kdump.check.indexes.forward_pass import check_against_log, segment_log_path
 from kdump.check.indexes.index_file import read_index_file
 from kdump.errors import CorruptDataError, InputError, KdumpError
 from kdump.findings import is_damage
+from kdump.format.batch import NO_TIMESTAMP
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import ENTRY as INDEX_ENTRY
 from kdump.format.index import parse_index
@@ -37,7 +38,6 @@ from kdump.storage.mapped import MappedFile
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX
 from kdump.storage.remote import is_remote
 
-NO_TIMESTAMP = -1
 _WALK_FAULTS = (INVALID_SIZE, INVALID_MAGIC, INVALID_BATCH)   # Kafka throws on these
 
 
@@ -45,12 +45,15 @@ _WALK_FAULTS = (INVALID_SIZE, INVALID_MAGIC, INVALID_BATCH)   # Kafka throws on 
 INDEX_MISMATCH, TIME_MISMATCH, TIME_OUT_OF_ORDER, TIME_NOT_FOUND, NON_CONSECUTIVE = range(5)
 
 
+DLS_MAX_MESSAGE_SIZE = 5 * 1024 * 1024     # DumpLogSegments' --max-message-size default
+
+
 class IndexOptions(NamedTuple):
     """kafka-dump-log.sh's options for index files."""
 
     sanity_only: bool = False            # --index-sanity-check
     verify_only: bool = False            # --verify-index-only
-    max_message_size: int = 5 * 1024 * 1024
+    max_message_size: int = DLS_MAX_MESSAGE_SIZE
 
 
 class IndexView(NamedTuple):

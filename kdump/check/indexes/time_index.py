@@ -32,8 +32,8 @@ from kdump.findings import (
     TIME_ORDER,
     TIME_PAST_END,
 )
+from kdump.format.batch import NO_TIMESTAMP
 from kdump.format.codecs import Limits
-from kdump.format.rebuild import NO_TIMESTAMP
 from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
 from kdump.format.timeindex import TimeIndexFile
 from kdump.format.walk import Walker, record_slices
