@@ -34,7 +34,8 @@ from kdump.format.codecs import (  # noqa: E402
     compress,
 )
 from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
-from kdump.format.records import RECORDS_SLICE, decode_v2_payload, v2_record_slices  # noqa: E402
+from kdump.format.record_stream import v2_record_slices  # noqa: E402
+from kdump.format.records import RECORDS_SLICE, decode_v2_payload  # noqa: E402
 from kdump.model import Batch  # noqa: E402
 from kdump.testing import (  # noqa: E402
     EMPTY_RECORD,
