@@ -61,7 +61,11 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     producer_epoch, sequence, is_transactional, is_control, partition_leader_epoch,
     crc_valid and error. Damaged data becomes rows with an error message, never a failed
     export; the exit status is then 1. So does a payload past --max-decompressed or
-    --max-expansion.
+    --max-expansion, and a timestamp Kafka's long sum wrapped (timestamp_overflow: the
+    value is kept where the format holds it, NDJSON; null in Parquet).
+
+    A partition dir that cannot be listed is reported and the rest exported, with
+    _INCOMPLETE (what was not read) instead of _SUCCESS in --out; the exit status is 3.
     """
     from kdump.export.local import parse_partition_by
 
@@ -89,7 +93,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         from kdump.storage.logdir import BATCH_KINDS, resolve
 
         try:
-            files = [f.path for f in resolve(list(paths), kinds=BATCH_KINDS)]
+            files = [f.path for f in resolve(list(paths), kinds=BATCH_KINDS, errors=[])]
         except KdumpError:
             files = []          # export_local reports it in its own words
         with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
@@ -120,6 +124,15 @@ def _report(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: boo
         from kdump.export.ndjson import dumps
 
         click.echo(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}))
+    if result.unread:
+        from kdump.export.outdir import SUCCESS
+        from kdump.export.remote_out import UNREAD
+        from kdump.render.diagnostics import error_line
+
+        for e in result.unread:
+            click.echo(error_line(e), err=True)
+        click.echo(f"kdump: {out} is incomplete: it holds the rest, with {UNREAD} (what was not read) "
+                   f"instead of {SUCCESS}", err=True)
     if quiet:
         return
     for message in result.errors:

@@ -27,8 +27,7 @@ NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 DEFAULT_RATIO = 255
 DEFAULT_FLOOR = 64 << 20
 DEFAULT_CAP = 1 << 30
-# decompress_chunks(stream=True) yields pieces of up to this much in all, then of at most a
-# few MiB each: a records section past it is decoded from a window (format.record_stream).
+# decompress_chunks(stream=True): pieces of this much in all, then of a few MiB at most.
 STREAM_THRESHOLD = 8 << 20
 
 
@@ -109,7 +108,6 @@ def _gunzip(data: bytes, limit: int) -> Iterator[bytes]:
                 raise CodecError(f"gzip payload does not decompress: {e}") from None
             total += len(chunk)
             if total > limit:
-                del chunk
                 raise _too_big("gzip", limit)
             yield chunk
             if d.eof:
@@ -292,7 +290,6 @@ def _unlz4(data: bytes, limit: int, magic: int) -> Iterator[bytes]:
             chunk = d.decompress(piece, max_length=min(limit + 1 - total, LZ4_CHUNK))
             total += len(chunk)
             if total > limit:
-                del chunk
                 raise _too_big("lz4", limit)
             yield chunk
     except RuntimeError as e:
@@ -345,7 +342,7 @@ def _unzstd(data: bytes, limit: int, stream: bool = False) -> Iterator[bytes]:
             pos += step
             total += len(chunk)
             if total > limit:
-                del chunk
+                del chunk           # (one call may give up to the limit): not kept by the traceback
                 raise _too_big("zstd", limit)
             if chunk:
                 yield chunk
@@ -364,15 +361,12 @@ def _zstd_compress(data: bytes) -> bytes:
 def decompress(codec: int, data: bytes | memoryview, magic: int = 2, limit: int | None = None,
                limits: Limits = DEFAULT_LIMITS) -> bytes:
     """Decompress a batch payload (v2) or wrapper value (v0/v1) written with ``codec``."""
-    if codec == NONE:
-        return bytes(data)
     return b"".join(decompress_chunks(codec, data, magic, limit, limits))
 
 
 def decompress_chunks(codec: int, data: bytes | memoryview, magic: int = 2, limit: int | None = None,
                       limits: Limits = DEFAULT_LIMITS, stream: bool = False) -> Iterator[bytes]:
-    """``decompress`` a piece at a time, with the same errors (raised where the stream meets
-    them); ``stream``: no piece larger than a few MiB, whatever the payload expands to."""
+    """``decompress`` a piece at a time, same errors; ``stream``: no piece above a few MiB."""
     data = bytes(data)
     if limit is None:
         limit = limits.for_input(len(data))
