@@ -11,6 +11,8 @@ int64 end so that deltas overflow it), how the record count is read, and the mod
 - bomb (the legacy and varint flags both): a record-count bomb, ``count`` x BOMB_SCALE empty
   records then ``payload``, decoded a slice at a time (never more than RECORDS_SLICE records
   at once), C against Python; a record-count limit below the count refuses it before decoding.
+  The same section zstd-compressed is decoded from a window of its stream (record_stream's
+  threshold and window shrunk) and must give the same slices and error as the whole section.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ import _common  # noqa: E402
 from _common import LIMITS, expect, outcome, pure_python  # noqa: E402
 
 import kdump.format.kraft_control  # noqa: E402,F401 - imported lazily by kdump; load before instrumenting
-from kdump.errors import RecordCountLimitError  # noqa: E402
-from kdump.format import varint  # noqa: E402
+from kdump.errors import KdumpError, RecordCountLimitError  # noqa: E402
+from kdump.format import (
+    record_stream,  # noqa: E402
+    varint,  # noqa: E402
+)
 from kdump.format.codecs import (  # noqa: E402
     GZIP,
+    ZSTD,
     Limits,  # noqa: E402
     compress,
 )
@@ -99,6 +105,32 @@ def check_bomb(flags: int, count: int, payload: bytes) -> None:
     if declared:
         refused = outcome(lambda: next(v2_record_slices(data, batch, Limits(max_records=declared - 1))))
         expect(refused == ("error", RecordCountLimitError.__name__), f"a count over the limit gave {refused}")
+    check_streamed(batch, section, 1 + count % 251)
+
+
+def streamed_digest(data: bytes, batch: Batch) -> tuple[list, tuple | None]:
+    """The slices' digests, and the error (class, message, position) they stopped at."""
+    digest = []
+    try:
+        for records in v2_record_slices(data, batch, LIMITS):
+            digest.append(hash(tuple(records)))
+    except KdumpError as e:
+        return digest, (type(e).__name__, e.message, e.position)
+    return digest, None
+
+
+def check_streamed(batch: Batch, section: bytes, window: int) -> None:
+    """The section zstd-compressed: whole, then from a window of ``window`` bytes of its stream."""
+    data = build_record_count_bomb(1, codec=0)[:61] + compress(ZSTD, section)
+    batch = batch._replace(size=len(data), attributes=batch.attributes | ZSTD)
+    whole = streamed_digest(data, batch)
+    saved = record_stream.STREAM_THRESHOLD, record_stream.WINDOW
+    record_stream.STREAM_THRESHOLD, record_stream.WINDOW = 0, window
+    try:
+        windowed = streamed_digest(data, batch)
+    finally:
+        record_stream.STREAM_THRESHOLD, record_stream.WINDOW = saved
+    expect(windowed == whole, f"from a window of {window} bytes: {str(windowed)[:300]}, whole: {str(whole)[:300]}")
 
 
 def check_legacy(flags: int, wrapper_offset: int, payload: bytes) -> None:
