@@ -11,6 +11,8 @@ int64 end so that deltas overflow it), how the record count is read, and the mod
 - bomb (the legacy and varint flags both): a record-count bomb, ``count`` x BOMB_SCALE empty
   records then ``payload``, decoded a slice at a time (never more than RECORDS_SLICE records
   at once), C against Python; a record-count limit below the count refuses it before decoding.
+  The same section zstd-compressed is decoded from a window of its stream (record_stream's
+  threshold and window shrunk) and must give the same slices and error as the whole section.
 """
 
 from __future__ import annotations
@@ -31,15 +33,20 @@ from kdump.encode import (  # noqa: E402
     build_legacy_message,  # noqa: E402
     build_record_count_bomb,
 )
-from kdump.errors import RecordCountLimitError  # noqa: E402
-from kdump.format import varint  # noqa: E402
+from kdump.errors import KdumpError, RecordCountLimitError  # noqa: E402
+from kdump.format import (
+    record_stream,  # noqa: E402
+    varint,  # noqa: E402
+)
 from kdump.format.codecs import (  # noqa: E402
     GZIP,
+    ZSTD,
     Limits,  # noqa: E402
     compress,
 )
 from kdump.format.legacy import decode_legacy, parse_legacy  # noqa: E402
-from kdump.format.records import RECORDS_SLICE, decode_v2_payload, v2_record_slices  # noqa: E402
+from kdump.format.record_stream import v2_record_slices  # noqa: E402
+from kdump.format.records import RECORDS_SLICE, decode_v2_payload  # noqa: E402
 from kdump.model import Batch  # noqa: E402
 
 CONTROL, LOG_APPEND, SEQ_WRAP, WIDE_COUNT, LEGACY, VARINT, MAGIC1, TS_EDGE = (1 << i for i in range(8))
@@ -98,6 +105,32 @@ def check_bomb(flags: int, count: int, payload: bytes) -> None:
     if declared:
         refused = outcome(lambda: next(v2_record_slices(data, batch, Limits(max_records=declared - 1))))
         expect(refused == ("error", RecordCountLimitError.__name__), f"a count over the limit gave {refused}")
+    check_streamed(batch, section, 1 + count % 251)
+
+
+def streamed_digest(data: bytes, batch: Batch) -> tuple[list, tuple | None]:
+    """The slices' digests, and the error (class, message, position) they stopped at."""
+    digest = []
+    try:
+        for records in v2_record_slices(data, batch, LIMITS):
+            digest.append(hash(tuple(records)))
+    except KdumpError as e:
+        return digest, (type(e).__name__, e.message, e.position)
+    return digest, None
+
+
+def check_streamed(batch: Batch, section: bytes, window: int) -> None:
+    """The section zstd-compressed: whole, then from a window of ``window`` bytes of its stream."""
+    data = build_record_count_bomb(1, codec=0)[:61] + compress(ZSTD, section)
+    batch = batch._replace(size=len(data), attributes=batch.attributes | ZSTD)
+    whole = streamed_digest(data, batch)
+    saved = record_stream.STREAM_THRESHOLD, record_stream.WINDOW
+    record_stream.STREAM_THRESHOLD, record_stream.WINDOW = 0, window
+    try:
+        windowed = streamed_digest(data, batch)
+    finally:
+        record_stream.STREAM_THRESHOLD, record_stream.WINDOW = saved
+    expect(windowed == whole, f"from a window of {window} bytes: {str(windowed)[:300]}, whole: {str(whole)[:300]}")
 
 
 def check_legacy(flags: int, wrapper_offset: int, payload: bytes) -> None:

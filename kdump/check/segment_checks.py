@@ -15,7 +15,7 @@ from kdump.errors import CodecError, KdumpError, RecordCountLimitError, Unsuppor
 from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
-from kdump.format.javalong import INT64_MAX, INT64_MIN, unwrapped_range
+from kdump.format.javalong import INT64_MAX, INT64_MIN, unwrapped_range, wrap_message
 from kdump.format.walk import record_slices
 from kdump.model import Batch, Finding
 
@@ -254,7 +254,6 @@ class SegmentChecks:
             return count
         if wrapped_at is not None:      # one finding a batch
             self.add(F.TIMESTAMP_OVERFLOW, b.position, wrapped_at.offset,
-                     f"record {wrapped_at.offset}: baseTimestamp {b.base_timestamp} + timestampDelta is past the "
-                     f"int64 range; Kafka's long arithmetic wraps it to {wrapped_at.timestamp}")
+                     wrap_message(wrapped_at.offset, b.base_timestamp, wrapped_at.timestamp))
         return n
 

@@ -61,7 +61,11 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     producer_epoch, sequence, is_transactional, is_control, partition_leader_epoch,
     crc_valid and error. Damaged data becomes rows with an error message, never a failed
     export; the exit status is then 1. So does a payload past --max-decompressed or
-    --max-expansion.
+    --max-expansion, and a timestamp Kafka's long sum wrapped (timestamp_overflow: the
+    value is kept where the format holds it, NDJSON; null in Parquet).
+
+    A partition dir that cannot be listed is reported and the rest exported, with
+    _INCOMPLETE (what was not read) instead of _SUCCESS in --out; the exit status is 3.
     """
     from kdump.export.local import parse_partition_by
 

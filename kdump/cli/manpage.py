@@ -116,7 +116,20 @@ left to it, as it makes them at its next start.
 \\fB--salvage\\fR copies every intact batch found past the damage into new segment files.""",
     "export": """Exports records to Parquet (zstd, millisecond timestamps, partitioned by topic and
 partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,
-\\fB--master\\fR).""",
+\\fB--master\\fR).
+.PP
+Damage becomes error rows (the \\fBerror\\fR column), never a failed export: exit status 1.
+A record whose timestamp Kafka's long sum wrapped (\\fBtimestamp_overflow\\fR) keeps the
+wrapped value, as Kafka's readers see it, where the format can hold it (NDJSON); a Parquet
+timestamp cannot (null there); either way its batch gets an error row naming the value.
+.PP
+A partition directory that cannot be listed is reported (one error line naming it) and
+the rest is exported; \\fB--out\\fR then holds \\fB_INCOMPLETE\\fR, one line per directory
+not read, instead of \\fB_SUCCESS\\fR, and the exit status is 3. The rest is moved into
+place because it is worth having, but without \\fB_SUCCESS\\fR no reader that waits for the
+marker (Spark, Hadoop, kdump's own) takes it for the whole export; once the directory can
+be read, run the export again with \\fB--overwrite\\fR. Spark's own writer
+(\\fB--writer spark\\fR) would mark its output complete, so there the export is refused.""",
     "help": """Shows the manual page of kdump, or of one command, with \\fBman -l\\fR; the page is generated
 from the installed commands, so it is there whatever way kdump was installed (an editable
 install puts nothing under share/man). Without man(1) the page is printed as plain text.""",

@@ -27,14 +27,20 @@ class ExportResult(NamedTuple):
     slices: int
     seconds: float
     errors: list[str]          # the first few error rows, as "file:position: message"
+    unread: tuple = ()         # KdumpErrors: inputs not read (a partition dir that cannot be listed)
 
     @property
     def status(self) -> int:
+        if self.unread:
+            return int(ExitStatus.INCOMPLETE)
         return int(ExitStatus.DAMAGE if self.error_rows else ExitStatus.OK)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "error_rows": self.error_rows, "slices": self.slices,
-                "seconds": round(self.seconds, 3), "errors": self.errors}
+        out = {"rows": self.rows, "error_rows": self.error_rows, "slices": self.slices,
+               "seconds": round(self.seconds, 3), "errors": self.errors}
+        if self.unread:
+            out["incomplete"] = [str(e) for e in self.unread]
+        return out
 
 
 MAX_REPORTED_ERRORS = 20
@@ -149,7 +155,8 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     from kdump.export.outdir import check_out, staged
 
     started = time.monotonic()
-    slices = plan(paths, split_bytes, scope)
+    unread: list = []           # partition dirs that cannot be listed: the rest is exported, marked incomplete
+    slices = plan(paths, split_bytes, scope, unread)
     check_out(out, overwrite, paths)
     if fmt not in ("parquet", "ndjson"):
         raise UsageError(f"unknown export format {fmt!r}")
@@ -158,7 +165,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     try:
         from kdump.jobs.fanout import ordered_map
 
-        with staged(out, overwrite, paths) as tmp:      # renamed to `out` only when complete
+        with staged(out, overwrite, paths, unread) as tmp:      # renamed to `out` when done, _SUCCESS if complete
             def write(group: list[Slice]) -> _Tally:
                 if fmt == "parquet":
                     return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits,
@@ -172,7 +179,8 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
                 tally.errors += t.errors[:MAX_REPORTED_ERRORS - len(tally.errors)]
     except OSError as e:
         raise WriteError(f"cannot write the export: {e.strerror or e}", file=out) from None
-    return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors)
+    return ExportResult(tally.rows, tally.error_rows, len(slices), time.monotonic() - started, tally.errors,
+                        tuple(unread))
 
 
 def _by_output_dir(slices: list[Slice], out: str, partition_by: tuple[str, ...]) -> list[list[Slice]]:

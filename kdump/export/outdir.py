@@ -3,6 +3,11 @@ place only when the export finished, with a ``_SUCCESS`` marker as Spark's and H
 committers leave. An interrupted export therefore never looks complete: ``--out`` is
 absent (or still the previous complete export), and a rerun clears the leftover staging
 directory and just works.
+
+An export that finished without some of its input (a partition dir that could not be
+listed) is moved into place too, for what it holds, but never marked complete: it has
+``_INCOMPLETE`` (UNREAD: one line per input not read) instead of ``_SUCCESS``, so a reader that
+waits for ``_SUCCESS`` never takes it for the whole, and a person sees what is missing.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from kdump.errors import UsageError, WriteError
+from kdump.export.remote_out import UNREAD
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX
 from kdump.storage.remote import is_remote
 
@@ -52,14 +58,15 @@ def _siblings(out: str, prefix: str) -> list[str]:
 
 
 @contextmanager
-def staged(out: str, overwrite: bool, inputs: Iterable[str]) -> Iterator[str]:
+def staged(out: str, overwrite: bool, inputs: Iterable[str], missing: list | None = None) -> Iterator[str]:
     """Yield a fresh staging directory for an export to ``out``; on success mark it
     complete and rename it to ``out`` (replacing what ``check_out`` allowed), otherwise
-    remove it. An ``s3://`` or ``hdfs://`` ``out``: ``kdump.export.remote_out``."""
+    remove it. ``missing``: inputs not read (errors); if any, it is marked INCOMPLETE instead.
+    An ``s3://`` or ``hdfs://`` ``out``: ``kdump.export.remote_out``."""
     if is_remote(out):
         from kdump.export.remote_out import local_then_upload
 
-        with local_then_upload(out, overwrite, inputs) as tmp:
+        with local_then_upload(out, overwrite, inputs, missing) as tmp:
             yield tmp
         return
     check_out(out, overwrite, inputs)
@@ -74,8 +81,12 @@ def staged(out: str, overwrite: bool, inputs: Iterable[str]) -> Iterator[str]:
         raise WriteError(f"cannot create the export directory: {e.strerror or e}", file=out) from None
     try:
         yield tmp
-        with open(os.path.join(tmp, SUCCESS), "w"):
-            pass
+        if missing:
+            with open(os.path.join(tmp, UNREAD), "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.writelines(f"{e}\n" for e in missing)
+        else:
+            with open(os.path.join(tmp, SUCCESS), "w"):
+                pass
         _commit(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

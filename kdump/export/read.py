@@ -2,17 +2,22 @@
 
 ``SliceReader`` reads with the same ``SegmentReader`` (and so the same walker and decoder)
 that ``kdump dump`` uses. Damage never raises: it becomes a row whose ``error`` column says
-what happened.
+what happened. A record whose timestamp Kafka's long sum wrapped (``timestamp_overflow``) keeps
+the wrapped value, as every Kafka reader sees it, and its batch gets one such row as well: a
+Parquet timestamp column cannot hold the value, so it is null there, and the row says why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import NamedTuple
 
 from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.export.slices import Scope, Slice
+from kdump.findings import TIMESTAMP_OVERFLOW
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.javalong import unwrapped_range, wrap_message
 from kdump.model import Batch, Record
 from kdump.storage.reader import Filters, RecordSlices, SegmentReader, out_of_memory
 
@@ -62,15 +67,21 @@ def read_slice(sl: Slice, scope: Scope = Scope(), records: bool = True,
             if isinstance(item.error, OutOfMemoryError):
                 raise item.error            # not damage: the export cannot complete
             error = item.error
+            wrapped = None
             if type(item.records) is RecordSlices:       # a batch of many records, a slice at a time
                 for records in item.records:
                     if records:
                         yield b, records
+                        wrapped = wrapped or _first_wrapped(b, records)
                 error = item.records.error
                 if isinstance(error, OutOfMemoryError):
                     raise error
             elif error is None:
                 yield item.batch, item.records
+                wrapped = _first_wrapped(b, item.records)
+            if wrapped is not None:
+                yield Damage(TIMESTAMP_OVERFLOW, b.position, wrapped.offset,
+                             wrap_message(wrapped.offset, b.base_timestamp, wrapped.timestamp), b)
             if error is not None:
                 yield Damage("records", b.position, b.base_offset if b.base_offset is not None else b.last_offset,
                              error.message, b)
@@ -87,6 +98,23 @@ def read_slice(sl: Slice, scope: Scope = Scope(), records: bool = True,
     stop = reader.stop
     if stop is not None:
         yield Damage(stop.kind, stop.position, stop.offset, stop.message)
+
+
+_TIMESTAMP = itemgetter(1)
+
+
+def _first_wrapped(b: Batch, records) -> Record | None:
+    """The first record of a CreateTime v2 batch whose timestamp Kafka's long sum wrapped."""
+    if b.magic != 2 or b.timestamp_type or not records:
+        return None
+    lo, hi = unwrapped_range(b.base_timestamp)
+    # a sum wrapped past INT64_MAX lands below lo, one past INT64_MIN above hi; one of the two
+    # bounds is the int64's own, so one pass of min or max tells
+    if b.base_timestamp >= 0 and min(map(_TIMESTAMP, records)) >= lo:
+        return None
+    if b.base_timestamp < 0 and max(map(_TIMESTAMP, records)) <= hi:
+        return None
+    return next(r for r in records if not lo <= r.timestamp <= hi)
 
 
 def damage_message(d: Damage) -> str:

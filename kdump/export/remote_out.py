@@ -26,6 +26,9 @@ from kdump.storage import fs, remote
 
 SUCCESS = "_SUCCESS"
 INCOMPLETE = ".kdump-incomplete"
+# Instead of _SUCCESS on an export that finished without some of its input: one line per
+# input not read (kdump.export.outdir, local or remote).
+UNREAD = "_INCOMPLETE"
 _STAGING = ".kdump-staging-"
 _COPY = 8 << 20
 
@@ -61,8 +64,9 @@ def _names(out: str) -> list[str] | None:
 
 
 @contextmanager
-def staged_remote(out: str, overwrite: bool, inputs: Iterable[str] = ()) -> Iterator[str]:
-    """Yield the URL the export's files go to; on success, make ``out`` complete."""
+def staged_remote(out: str, overwrite: bool, inputs: Iterable[str] = (), missing: list | None = None) -> Iterator[str]:
+    """Yield the URL the export's files go to; on success, make ``out`` complete (``missing``:
+    inputs not read, and then UNREAD instead of _SUCCESS)."""
     out = fs.abspath(out)
     for p in inputs:
         p = fs.abspath(p)
@@ -86,7 +90,10 @@ def staged_remote(out: str, overwrite: bool, inputs: Iterable[str] = ()) -> Iter
     _, target_path = remote.store_for(target)
     try:
         yield target
-        store.write(target, _child(target_path, SUCCESS), b"")
+        if missing:
+            store.write(target, _child(target_path, UNREAD), "".join(f"{e}\n" for e in missing).encode())
+        else:
+            store.write(target, _child(target_path, SUCCESS), b"")
         if hdfs:
             if names is not None:
                 store.delete_tree(out, path)
@@ -107,9 +114,10 @@ def _child(path: str, name: str) -> str:
 
 
 @contextmanager
-def local_then_upload(out: str, overwrite: bool, inputs: Iterable[str] = ()) -> Iterator[str]:
+def local_then_upload(out: str, overwrite: bool, inputs: Iterable[str] = (),
+                      missing: list | None = None) -> Iterator[str]:
     """For the local engine: a local temporary directory, uploaded to ``out`` once complete."""
-    with staged_remote(out, overwrite, inputs) as target:
+    with staged_remote(out, overwrite, inputs, missing) as target:
         tmp = tempfile.mkdtemp(prefix="kdump-export-", dir=os.environ.get("KDUMP_SPOOL_DIR") or None)
         try:
             yield tmp

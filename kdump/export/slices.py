@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from kdump.errors import KdumpError
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
 from kdump.storage.mapped import file_size
@@ -84,13 +85,15 @@ class Slice(NamedTuple):
         return LogFile(self.path, self.kind, self.topic, self.partition, self.base_offset, self.leftover)
 
 
-def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Scope = Scope()) -> list[Slice]:
+def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Scope = Scope(),
+         unlisted: list[KdumpError] | None = None) -> list[Slice]:
     """The slices of every segment (and KRaft snapshot) under ``paths``, in dump order.
 
     Raises a UsageError/InputError for a PATH that names nothing readable, as the other
-    commands do; damage inside files is left to the readers.
+    commands do; damage inside files is left to the readers. ``unlisted``: where a partition
+    dir that cannot be listed goes (the rest is planned), instead of raising.
     """
-    files = resolve(list(paths), kinds=BATCH_KINDS)
+    files = resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted)
     if scope.empty:
         return []
     upper = _segment_upper_bounds(files)

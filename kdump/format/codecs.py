@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
+from collections.abc import Iterator
 
 from kdump.errors import CodecError, DecompressionLimitError, UnsupportedCodecError
 
@@ -26,6 +27,8 @@ NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 DEFAULT_RATIO = 255
 DEFAULT_FLOOR = 64 << 20
 DEFAULT_CAP = 1 << 30
+# decompress_chunks(stream=True): pieces of this much in all, then of a few MiB at most.
+STREAM_THRESHOLD = 8 << 20
 
 
 # Records a v2 batch may declare (--max-records-per-batch). Kafka's own bound: a batch is
@@ -83,8 +86,7 @@ GZIP_WINDOW_MAX = 1 << 20
 OUTPUT_CHUNK = 1 << 20    # output per call, so a bomb costs the limit, not twice it
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
-    out = []
+def _gunzip(data: bytes, limit: int) -> Iterator[bytes]:
     total = 0
     pos, end = 0, len(data)
     view = memoryview(data)
@@ -105,10 +107,9 @@ def _gunzip(data: bytes, limit: int) -> bytes:
             except zlib.error as e:
                 raise CodecError(f"gzip payload does not decompress: {e}") from None
             total += len(chunk)
-            out.append(chunk)
             if total > limit:
-                out.clear()         # the traceback keeps this frame alive: drop the output now
                 raise _too_big("gzip", limit)
+            yield chunk
             if d.eof:
                 pos -= len(d.unused_data)
                 break
@@ -120,7 +121,6 @@ def _gunzip(data: bytes, limit: int) -> bytes:
             window = min(window * 2, GZIP_WINDOW_MAX)
             piece = view[pos:pos + window]
             pos += len(piece)
-    return b"".join(out)
 
 
 def _gzip(data: bytes) -> bytes:
@@ -177,13 +177,13 @@ def _unsnappy_block(snappy, block, limit: int, total_limit: int | None = None) -
         raise CodecError(f"snappy payload does not decompress: {e}") from None
 
 
-def _unsnappy(data: bytes, limit: int) -> bytes:
+def _unsnappy(data: bytes, limit: int) -> Iterator[bytes]:
     snappy = _snappy()
     if not data.startswith(XERIAL_MAGIC):
-        return _unsnappy_block(snappy, data, limit)
+        yield _unsnappy_block(snappy, data, limit)       # at most SNAPPY_MAX_EXPANSION x the input
+        return
     if len(data) < XERIAL_HEADER.size:
         raise CodecError("snappy (xerial) header is truncated")
-    out = []
     total = 0
     pos = XERIAL_HEADER.size
     end = len(data)
@@ -203,9 +203,8 @@ def _unsnappy(data: bytes, limit: int) -> bytes:
             raise CodecError(f"snappy (xerial) chunk of {n} bytes at payload byte {pos - 4} runs past the payload")
         block = _unsnappy_block(snappy, memoryview(data)[pos:pos + n], limit - total, limit)
         total += len(block)
-        out.append(block)
         pos += n
-    return b"".join(out)
+        yield block
 
 
 def _snappy_compress(data: bytes, xerial: bool = True) -> bytes:
@@ -272,12 +271,11 @@ LZ4_CHUNK = 1 << 20       # output per call: max_length is allocated up front by
 LZ4_WINDOW = 64 << 10     # input per call: python-lz4 copies what a call leaves unconsumed
 
 
-def _unlz4(data: bytes, limit: int, magic: int) -> bytes:
+def _unlz4(data: bytes, limit: int, magic: int) -> Iterator[bytes]:
     frame = _lz4()
     if magic == 0:
         data = lz4_fix_legacy_header(data)
     d = frame.LZ4FrameDecompressor()
-    out = []
     total = 0
     pos, end = 0, len(data)
     try:
@@ -291,15 +289,13 @@ def _unlz4(data: bytes, limit: int, magic: int) -> bytes:
                 piece = b""          # more output is due from input already given
             chunk = d.decompress(piece, max_length=min(limit + 1 - total, LZ4_CHUNK))
             total += len(chunk)
-            out.append(chunk)
             if total > limit:
-                out.clear()         # the traceback keeps this frame alive: drop the output now
                 raise _too_big("lz4", limit)
+            yield chunk
     except RuntimeError as e:
         raise CodecError(f"lz4 payload does not decompress: {e}") from None
     if not d.eof:
         raise CodecError("lz4 payload is truncated (no end mark)")
-    return b"".join(out)
 
 
 def _lz4_compress(data: bytes, magic: int = 2) -> bytes:
@@ -312,6 +308,7 @@ def _lz4_compress(data: bytes, magic: int = 2) -> bytes:
 # -- zstd -------------------------------------------------------------------------------------
 
 ZSTD_MAX_EXPANSION = 1 << 15      # one input byte can yield at most ~32 KiB (RLE blocks)
+ZSTD_STREAM_STEP = 64             # input per call: at most 2 MiB out
 
 
 def _zstd():
@@ -325,33 +322,34 @@ def _zstd():
 _ZSTD = threading.local()      # a decompressor per thread: making one costs ~18 us, a batch's decode less
 
 
-def _unzstd(data: bytes, limit: int) -> bytes:
+def _unzstd(data: bytes, limit: int, stream: bool = False) -> Iterator[bytes]:
     zstandard = _zstd()
     decompressor = getattr(_ZSTD, "decompressor", None)
     if decompressor is None:
         decompressor = _ZSTD.decompressor = zstandard.ZstdDecompressor()
     d = decompressor.decompressobj()
-    out = []
     total = 0
     pos = 0
     end = len(data)
     view = memoryview(data)
     try:
         while pos < end and not d.eof:
-            # Feed only as much input as can not overshoot the limit in one call.
-            step = max(64, (limit - total) // ZSTD_MAX_EXPANSION)
+            # Feed only as much input as can not overshoot the limit in one call; streamed, nor
+            # STREAM_THRESHOLD, and past it ZSTD_STREAM_STEP a call (decompressobj has no max_length).
+            room = (min(limit, STREAM_THRESHOLD) if stream else limit) - total
+            step = max(ZSTD_STREAM_STEP, room // ZSTD_MAX_EXPANSION)
             chunk = d.decompress(view[pos:pos + step])
             pos += step
             total += len(chunk)
-            out.append(chunk)
             if total > limit:
-                out.clear()         # the traceback keeps this frame alive: drop the output now
+                del chunk           # (one call may give up to the limit): not kept by the traceback
                 raise _too_big("zstd", limit)
+            if chunk:
+                yield chunk
     except zstandard.ZstdError as e:
         raise CodecError(f"zstd payload does not decompress: {e}") from None
     if not d.eof:
         raise CodecError("zstd payload is truncated")
-    return b"".join(out)
 
 
 def _zstd_compress(data: bytes) -> bytes:
@@ -363,6 +361,12 @@ def _zstd_compress(data: bytes) -> bytes:
 def decompress(codec: int, data: bytes | memoryview, magic: int = 2, limit: int | None = None,
                limits: Limits = DEFAULT_LIMITS) -> bytes:
     """Decompress a batch payload (v2) or wrapper value (v0/v1) written with ``codec``."""
+    return b"".join(decompress_chunks(codec, data, magic, limit, limits))
+
+
+def decompress_chunks(codec: int, data: bytes | memoryview, magic: int = 2, limit: int | None = None,
+                      limits: Limits = DEFAULT_LIMITS, stream: bool = False) -> Iterator[bytes]:
+    """``decompress`` a piece at a time, same errors; ``stream``: no piece above a few MiB."""
     data = bytes(data)
     if limit is None:
         limit = limits.for_input(len(data))
@@ -375,9 +379,9 @@ def decompress(codec: int, data: bytes | memoryview, magic: int = 2, limit: int 
     if codec == ZSTD:
         if magic < 2:
             raise CodecError("zstd is not valid in a magic 0/1 message")
-        return _unzstd(data, limit)
+        return _unzstd(data, limit, stream)
     if codec == NONE:
-        return data
+        return iter((data,))
     raise CodecError(f"unknown compression type id {codec}")
 
 

@@ -32,3 +32,9 @@ def wrapped(base: int, value: int) -> bool:
     """Is ``value = long_add(base, delta)`` a wrapped sum, for the int64 delta that gave it?"""
     lo, hi = unwrapped_range(base)
     return not lo <= value <= hi
+
+
+def wrap_message(offset: int, base: int, value: int) -> str:
+    """What ``timestamp_overflow`` says of the record at ``offset`` (verify --deep, export)."""
+    return (f"record {offset}: baseTimestamp {base} + timestampDelta is past the int64 range; Kafka's long "
+            f"arithmetic wraps it to {value}")

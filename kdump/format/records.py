@@ -9,15 +9,15 @@ This is the hottest loop in kdump: the one-byte varint case is inlined and the d
 exactly its declared length, and the batch exactly its record count, as in Kafka.
 
 A batch may declare millions of records in a few kilobytes (a zstd batch of empty records).
-``v2_record_slices`` decodes them RECORDS_SLICE at a time (``decode_v2_span``), so what is
-held at once is the payload and one slice of records, whatever the count; ``decode_v2``
-returns one list, for callers that need every record at once. Both refuse a batch that
-declares more than ``Limits.max_records`` records before decoding any.
+``record_stream.v2_record_slices`` decodes them RECORDS_SLICE at a time (``decode_v2_span``)
+from a window of the payload, so what is held at once is a window and one slice of records,
+whatever the count; ``decode_v2`` returns one list, for callers that need every record at
+once. Both refuse a batch that declares more than ``Limits.max_records`` records before
+decoding any.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import cast
 
 from kdump import _accel
@@ -30,7 +30,7 @@ from kdump.format.varint import read_varint
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record
 
 MIN_RECORD_BODY = MIN_RECORD_SIZE - 1     # attributes + five one-byte varints
-# Records decoded at a time by v2_record_slices: a slice of small records is a few hundred
+# Records decoded at a time by record_stream.v2_record_slices: a slice of small records is a few hundred
 # KB of objects, and a slice of large ones shares the payload's size.
 RECORDS_SLICE = 4096
 # A decompressed records section larger than this comes back as a LargeRecords list, so that
@@ -76,46 +76,20 @@ def check_record_count(batch: Batch, limits: Limits) -> None:
                                     position=batch.position)
 
 
-def v2_record_slices(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> Iterator[list[Record]]:
-    """The records of the v2 ``batch``, RECORDS_SLICE at a time (one slice, maybe empty, for a
-    batch of fewer); a located KdumpError where they stop decoding, after the slices before it."""
-    check_record_count(batch, limits)
-    count = batch.count
-    if count is None or count <= RECORDS_SLICE:
-        yield decode_v2(buf, batch, limits)
-        return
-    try:
-        if batch.attributes & COMPRESSION_MASK:
-            data = batch_payload(buf, batch, limits)
-        else:
-            data = bytes(buf[batch.position + RECORD_BATCH_OVERHEAD:batch.position + batch.size])
-    except KdumpError as e:
-        if isinstance(e, CodecError):
-            e.message = f"{batch_name(batch)}: {e.message}"
-        raise e.located(position=batch.position) from None
-    large = len(data) > LARGE_PAYLOAD and batch.attributes & COMPRESSION_MASK
-    pos = n = 0
-    while n < count:
-        take = min(RECORDS_SLICE, count - n)
-        try:
-            records, pos = decode_v2_span(data, pos, batch, n, take)
-        except KdumpError as e:
-            raise e.located(position=batch.position) from None
-        n += take
-        yield LargeRecords(records) if large else records
-
-
-def decode_v2_span(data: bytes, start: int, batch: Batch, first: int, take: int) -> tuple[list[Record], int]:
+def decode_v2_span(data: bytes, start: int, batch: Batch, first: int, take: int,
+                   ends_data: bool = True) -> tuple[list[Record], int]:
     """Records ``first .. first + take - 1`` of the v2 ``batch`` from ``data[start:]`` (its
-    records section, decompressed) and where the next starts; the last must end the data."""
+    records section, decompressed) and where the next starts; the batch's last record must end
+    the data, unless ``data`` is only a window of the section (not ``ends_data``)."""
     if batch.count is not None and not batch.attributes & CONTROL_FLAG and (c := _accel.native()) is not None:
         log_append_ts = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+        # (a window: a count past this span, so that no record of it is the batch's last)
         fast = c.decode_v2_span(data, start, batch.base_offset, batch.base_timestamp, log_append_ts,
-                                batch.base_sequence, first, take, batch.count)
+                                batch.base_sequence, first, take, batch.count if ends_data else first + take + 1)
         if fast is not None:
             return fast
         # malformed somewhere: the loop finds where and raises the precise error
-    return _decode_span(data, start, batch, first, first + take)
+    return _decode_span(data, start, batch, first, first + take, ends_data)
 
 
 def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
@@ -165,10 +139,11 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     return _decode_span(data, 0, batch, 0, count)[0]
 
 
-def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int) -> tuple[list[Record], int]:
+def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int,
+                 ends_data: bool = True) -> tuple[list[Record], int]:
     """Records ``n .. stop - 1`` from ``data[pos:]``, and where the next starts (the reference
     of decode_v2_records and decode_v2_span); when ``stop`` is the batch's count, the last
-    must end the data."""
+    must end the data (if it ``ends_data``)."""
     count = batch.count
     if count is None or count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in {batch_name(batch)}")
@@ -295,10 +270,15 @@ def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int) -> tupl
     except IndexError:
         raise TruncatedError(f"Incorrect declared batch size, premature EOF reached in record {n} "
                              f"of {batch_name(batch)}") from None
-    if stop == count and pos != end:
-        raise InvalidRecordError(f"Incorrect declared batch size, records still remaining in file "
-                                 f"({end - pos} bytes after {count} records) in {batch_name(batch)}")
+    if stop == count and pos != end and ends_data:
+        raise InvalidRecordError(records_remaining(batch, end - pos))
     return records, pos
+
+
+def records_remaining(batch: Batch, left: int) -> str:
+    """What Kafka says of ``left`` bytes after the batch's last record."""
+    return (f"Incorrect declared batch size, records still remaining in file ({left} bytes after {batch.count} "
+            f"records) in {batch_name(batch)}")
 
 
 def _read_headers(data: bytes, pos: int, record_end: int, count: int, n: int):

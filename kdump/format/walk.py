@@ -17,7 +17,8 @@ from kdump.errors import KdumpError
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
-from kdump.format.records import decode_v2, v2_record_slices
+from kdump.format.record_stream import v2_record_slices
+from kdump.format.records import decode_v2
 from kdump.model import Batch, Finding, Record
 
 ENTRY_HEAD = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic

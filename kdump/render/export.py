@@ -13,6 +13,15 @@ def report_export(result, out: str, fmt: str, engine: str, json_flag: bool, quie
         from kdump.export.ndjson import dumps
 
         sys.stdout.write(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}) + "\n")
+    if result.unread:
+        from kdump.export.outdir import SUCCESS
+        from kdump.export.remote_out import UNREAD
+        from kdump.render.diagnostics import error_line
+
+        for e in result.unread:
+            say(error_line(e))
+        say(printable(f"kdump: {out} is incomplete: it holds the rest, with {UNREAD} (what was not read) "
+                      f"instead of {SUCCESS}"))
     if quiet:
         return
     for message in result.errors:

@@ -18,7 +18,7 @@ def run_export(paths: list[str], out: str, *, jobs: int, decode: bool, schemas: 
     from kdump.storage.logdir import BATCH_KINDS, resolve
 
     try:
-        files = [f.path for f in resolve(paths, kinds=BATCH_KINDS)]
+        files = [f.path for f in resolve(paths, kinds=BATCH_KINDS, errors=[])]
     except KdumpError:
         files = []          # export_local reports it in its own words
     with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):

@@ -42,7 +42,10 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
     if writer not in WRITERS:
         raise ValueError(f"writer must be one of {WRITERS}")
     paths = [fs.abspath(p) for p in paths]
-    slices = plan(paths, split_bytes)      # usage errors surface here, before any job
+    unread: list = []       # partition dirs that cannot be listed: the rest is exported, marked incomplete
+    slices = plan(paths, split_bytes, unlisted=unread)      # usage errors surface here, before any job
+    if unread and writer == "spark":
+        raise unread[0]     # Spark's own writer plans again and marks its output complete: refuse
 
     def write(target: str, overwrite: bool):
         if writer == "arrow":
@@ -52,16 +55,16 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
     if remote_out and writer == "arrow":
         from kdump.export.remote_out import staged_remote
 
-        with staged_remote(out, overwrite, paths) as target:   # complete only once _SUCCESS is there
+        with staged_remote(out, overwrite, paths, unread) as target:   # complete only once _SUCCESS is there
             rows, errors, messages = write(target, True)
     elif is_uri(out):
         rows, errors, messages = write(out, overwrite)
     else:
         from kdump.export.outdir import staged
 
-        with staged(out, overwrite, paths) as tmp:      # a local --out appears only when complete
+        with staged(out, overwrite, paths, unread) as tmp:      # a local --out appears only when done
             rows, errors, messages = write(tmp, True)
-    return ExportResult(rows, errors, len(slices), time.monotonic() - started, messages)
+    return ExportResult(rows, errors, len(slices), time.monotonic() - started, messages, tuple(unread))
 
 
 # -- writer "arrow": files written by the tasks ------------------------------------------------------

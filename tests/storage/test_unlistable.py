@@ -27,14 +27,15 @@ PARTITIONS = ("gzip-v2-0", "headers-0", "zstd-v2-0")
 HIDDEN = "gzip-v2-0"
 
 
-def _as_nobody(args: list[str]) -> tuple[int, str, str]:
-    """``kdump ARGS`` in a forked child that has dropped to uid/gid nobody."""
+def _as_nobody(args: list[str], warm: list[str] | None = None) -> tuple[int, str, str]:
+    """``kdump ARGS`` in a forked child that has dropped to uid/gid nobody (after ``warm``, by
+    default ARGS, run as root to load the modules)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:    # pragma: no cover - the child
         try:
             os.close(read)
-            run_kdump(*args)                        # loads every module the run needs, as root
+            run_kdump(*(warm or args))              # loads every module the run needs, as root
             os.setgroups([])
             os.setgid(NOBODY)
             os.setuid(NOBODY)
@@ -85,3 +86,42 @@ def test_one_unlistable_partition_is_reported_and_the_rest_covered(logdirs, comm
     assert [line for line in lines if line.startswith("kdump: error:")] == \
         [f"kdump: error: {whole / HIDDEN}: cannot list directory: Permission denied"], err
     assert out.replace(str(whole), str(rest)) == expected.out
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "ndjson"])
+def test_export_writes_the_rest_marked_incomplete(logdirs, fmt):
+    """export: the one error, the rest written exactly as for a log dir without that partition,
+    and --out never marked complete: _INCOMPLETE names the dir instead of _SUCCESS (exit 3)."""
+    pytest.importorskip("pyarrow")
+    whole, rest = logdirs
+    outs = Path(tempfile.mkdtemp(prefix="kdump-unlistable-out-"))
+    try:
+        outs.chmod(0o777)       # nobody writes the export here
+        got, expected = outs / "got", outs / "expected"
+        args = ["export", str(whole), "--format", fmt, "-j", "1", "--out"]
+        code, out, err = _as_nobody(args + [str(got)], args + [str(outs / "warm")])
+        assert code == 3, err
+        line = f"kdump: error: {whole / HIDDEN}: cannot list directory: Permission denied"
+        assert [x for x in err.splitlines() if x.startswith("kdump: error:")] == [line], err
+        assert f"kdump: {got} is incomplete: it holds the rest, with _INCOMPLETE (what was not read) " \
+               f"instead of _SUCCESS" in err
+        assert not (got / "_SUCCESS").exists()
+        assert (got / "_INCOMPLETE").read_text() == f"{whole / HIDDEN}: cannot list directory: Permission denied\n"
+        r = run_kdump("export", rest, "--out", expected, "--format", fmt, "-j", "1")
+        assert r.code == 0, r.err
+        names = sorted(str(p.relative_to(got)) for p in got.rglob("*") if p.is_file())
+        assert names == sorted([str(p.relative_to(expected)) for p in expected.rglob("*") if p.is_file()
+                                if p.name != "_SUCCESS"] + ["_INCOMPLETE"])
+        assert not any(HIDDEN in n for n in names)
+        for name in names:
+            if name == "_INCOMPLETE":
+                continue
+            if fmt == "ndjson":
+                assert (got / name).read_text() == (expected / name).read_text()
+            else:
+                import pyarrow.parquet as pq
+
+                a, b = pq.read_table(got / name).to_pylist(), pq.read_table(expected / name).to_pylist()
+                assert [dict(x, file=x["file"].replace(str(whole), str(rest))) for x in a] == b
+    finally:
+        shutil.rmtree(outs, ignore_errors=True)
