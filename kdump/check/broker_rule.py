@@ -43,7 +43,7 @@ from kdump.format.index import INT32_MAX, encode_index
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.rebuild import NO_TIMESTAMP, TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex
-from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
+from kdump.format.walk import HEADER_UP_TO_MAGIC, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
 from kdump.model import Batch, IndexEntry, TimeIndexEntry
 from kdump.storage.segment import MappedFile
 
@@ -64,7 +64,7 @@ def entry_passes(buf, pos: int, end: int) -> Batch | None:
     """The entry at ``pos`` as a Batch if steps 1 and 2 above accept it, else None."""
     if end - pos < HEADER_SIZE_UP_TO_MAGIC:
         return None
-    offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, pos)
+    offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
     if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
         return None
     if magic >= MAGIC_V2:

@@ -43,7 +43,7 @@ from kdump.check.segment_checks import SegmentChecks
 from kdump.format.batch import LOG_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX
-from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker
+from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING_BYTES, Walker
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TRANSACTIONAL_FLAG, Batch, Finding
 from kdump.storage.segment import MappedFile
 
@@ -53,12 +53,12 @@ PLAIN_RUN_CHUNK = 1 << 16
 PLAIN_RUN_BYTES = 32 << 20
 
 # A segment whose only damage is one of these at its end was cut short, not corrupted.
-TAIL_KINDS = frozenset({F.TORN_TAIL_KIND, F.TRAILING_BYTES, F.ZERO_TAIL})
+TAIL_KINDS = frozenset({F.TORN_TAIL, F.TRAILING_BYTES, F.ZERO_TAIL})
 # kdump's own findings that mark a batch as damaged although the broker would keep it.
 # ``verify --truncate`` cuts at the first of these too (unless --broker-cut), so that what
 # remains verifies clean; the broker's cut (valid_bytes) is never later than that.
 KDUMP_CUT_KINDS = frozenset({F.OFFSET_REGRESSION, F.BASE_OFFSET_MISMATCH, F.LAST_OFFSET_DELTA, F.CODEC,
-                             F.RECORD_DECODE, F.INVALID_BATCH_KIND, F.INVALID_MAGIC_KIND, F.INVALID_SIZE_KIND})
+                             F.RECORD_DECODE, F.INVALID_BATCH, F.INVALID_MAGIC, F.INVALID_SIZE})
 
 
 @dataclass
@@ -286,7 +286,7 @@ class _Scan(SegmentChecks):
     def stop(self, f: Finding) -> Finding:
         buf, end, pos = self.buf, self.end, f.position
         head = entry_head(buf, pos, end)
-        if f.kind == TRAILING or f.kind == INVALID_SIZE:
+        if f.kind == TRAILING_BYTES or f.kind == INVALID_SIZE:
             if rest_is_zero(buf, pos, end):
                 return self.add(F.ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
                                                       f"or unflushed tail)")
@@ -337,7 +337,7 @@ class _Scan(SegmentChecks):
             self.add(F.INTACT_BEYOND, start, first,
                      f"{n} intact batch{'es' if n != 1 else ''} (offsets {first}..{last}, {stop_at - start} bytes) "
                      f"past the cut at byte {cut.position}; `kdump recover --salvage` can copy them out")
-            if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and rest_is_zero(buf, bad.position,
+            if bad is not None and not (bad.kind in (TRAILING_BYTES, INVALID_SIZE) and rest_is_zero(buf, bad.position,
                                                                                                end)):
                 self.add(bad.kind, bad.position, bad.offset, bad.message, checked=False)
             search = stop_at + 1 if bad is not None else end

@@ -17,7 +17,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
 from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 
-ENTRY_HEAD = struct.Struct(">qi")             # offset => int64, size => int32
+OFFSET_AND_SIZE = struct.Struct(">qi")        # a message's log overhead: offset => int64, size => int32
 MESSAGE_V0 = struct.Struct(">Ibb")            # crc => uint32, magic => int8, attributes => int8
 MESSAGE_V1 = struct.Struct(">Ibbq")           # ... timestamp => int64
 LENGTH = struct.Struct(">i")
@@ -94,7 +94,7 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
     Framing errors in the message itself raise; a wrapper whose value does not decompress
     still yields a Batch (``base_offset``/``count`` None) so the caller can report it.
     """
-    offset, size = ENTRY_HEAD.unpack_from(buf, pos)
+    offset, size = OFFSET_AND_SIZE.unpack_from(buf, pos)
     msg = Message(buf, pos + 12, pos + 12 + size)
     base_offset: int | None = offset
     count: int | None = 1
@@ -120,7 +120,7 @@ def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Re
             and batch.attributes & COMPRESSION_MASK:
         return list(cached[3])
     try:
-        offset, size = ENTRY_HEAD.unpack_from(buf, pos)
+        offset, size = OFFSET_AND_SIZE.unpack_from(buf, pos)
         msg = Message(buf, pos + 12, pos + 12 + size)
         if msg.codec == 0:
             return [Record(offset, msg.timestamp, msg.timestamp_type, msg.key, msg.value, (), -1, None,
@@ -153,7 +153,7 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
     while pos < end:
         if end - pos < 12:
             raise TruncatedError(f"inner message set of {off} ends inside an entry header{why}")
-        inner_offset, size = ENTRY_HEAD.unpack_from(data, pos)
+        inner_offset, size = OFFSET_AND_SIZE.unpack_from(data, pos)
         if size < RECORD_OVERHEAD_V0 or pos + 12 + size > end:
             raise InvalidRecordError(f"inner message of {size} bytes at inner byte {pos} does not fit "
                                      f"(wrapper {off}){why}")

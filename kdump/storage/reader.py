@@ -18,7 +18,7 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
-from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records, record_slices
+from kdump.format.walk import HEADER_UP_TO_MAGIC, TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
 from kdump.storage import fs
 from kdump.storage.logdir import LogFile
@@ -211,7 +211,7 @@ class SegmentReader:
                 yield _item(Item, (batch, records, None))
             else:
                 self.stop = walker.stop
-                if end < mapped.size and self.stop is not None and self.stop.kind in (TORN_TAIL, TRAILING):
+                if end < mapped.size and self.stop is not None and self.stop.kind in (TORN_TAIL, TRAILING_BYTES):
                     # The --max-bytes cut ended the walk inside a batch: a limit, not damage
                     # (kafka-dump-log.sh stops there without a word).
                     self.stop = None
@@ -315,13 +315,13 @@ class SegmentReader:
 
     @staticmethod
     def _batch_starts_at(buf, position: int, entry_offset: int, end: int) -> bool:
-        if position + ENTRY_HEAD.size > end:
+        if position + HEADER_UP_TO_MAGIC.size > end:
             return False
         need = getattr(buf, "need", None)       # a remote file's lazy copy: fetch what is read here
         try:
             if need is not None:
-                need(position, position + ENTRY_HEAD.size)
-            first, size, _, magic = ENTRY_HEAD.unpack_from(buf, position)
+                need(position, position + HEADER_UP_TO_MAGIC.size)
+            first, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, position)
         except Exception:  # noqa: BLE001 - any failure means "do not trust the index"
             return False
         if magic not in (0, 1, 2) or size < 14 or position + 12 + size > end:
