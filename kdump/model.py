@@ -80,6 +80,13 @@ def _b64(data: bytes) -> str:
 # -- log segments -----------------------------------------------------------------------------
 
 
+def sequence_at(sequence: int, delta: int) -> int:
+    """The producer sequence ``delta`` records on from ``sequence`` (``delta`` < 0: back), wrapping
+    within 0..2^31-1 as ``DefaultRecordBatch.incrementSequence``/``decrementSequence`` do; -1
+    (no sequence) stays -1. The C twin is speedups.h's ``sequence_at``."""
+    return (sequence + delta) & 0x7FFFFFFF if sequence >= 0 else -1
+
+
 def timestamp_type_of(magic: int, attributes: int) -> int:
     """CREATE_TIME or LOG_APPEND_TIME from a v1/v2 attributes byte; magic 0 has none."""
     if magic == 0:
@@ -135,9 +142,9 @@ class Batch(NamedTuple):
 
     @property
     def last_sequence(self) -> int:
-        if self.base_sequence < 0 or self.base_offset is None:
+        if self.base_offset is None:
             return -1
-        return (self.base_sequence + (self.last_offset - self.base_offset)) & 0x7FFFFFFF
+        return sequence_at(self.base_sequence, self.last_offset - self.base_offset)
 
     @property
     def next_position(self) -> int:
@@ -264,7 +271,7 @@ class ProducerEntry(NamedTuple):
 
     @property
     def first_sequence(self) -> int:
-        return (self.last_sequence - self.offset_delta) & 0x7FFFFFFF if self.last_sequence >= 0 else -1
+        return sequence_at(self.last_sequence, -self.offset_delta)
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()

@@ -121,13 +121,8 @@ decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t
             goto malformed;
         if (log_append_ts == NULL)
             ts = long_add(base_ts, ts_delta);    /* Java's long: wraps (format/javalong.py) */
-        if (base_seq >= 0) {
-            if (add_overflows(base_seq, off_delta, &seq))
-                goto malformed;
-            seq &= 0x7FFFFFFF;
-        } else {
-            seq = -1;
-        }
+        if (sequence_at(base_seq, off_delta, &seq))
+            goto malformed;
         const unsigned char *kp, *vp;
         if (read_bytes_field(d, &p, rend, &klen, &kp) < 0 || read_bytes_field(d, &p, rend, &vlen, &vp) < 0)
             goto malformed;
@@ -337,13 +332,8 @@ kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t 
         r->timestamp = *log_append_ts;
     else if (add_overflows(base_ts, ts_delta, &r->timestamp))
         return -1;
-    if (base_seq >= 0) {
-        if (add_overflows(base_seq, off_delta, &r->sequence))
-            return -1;
-        r->sequence &= 0x7FFFFFFF;
-    } else {
-        r->sequence = -1;
-    }
+    if (sequence_at(base_seq, off_delta, &r->sequence))
+        return -1;
     if (read_bytes_field(d, &p, rend, &r->klen, &r->key) < 0 || read_bytes_field(d, &p, rend, &r->vlen, &r->value) < 0)
         return -1;
     if (read_varint32(d, &p, rend, &r->hcount) < 0 || r->hcount < 0 || r->hcount > rend - p)

@@ -94,6 +94,21 @@ add_overflows(int64_t a, int64_t b, int64_t *out)
 #endif
 }
 
+/* The producer sequence delta records on from seq, wrapping within 0..2^31-1; -1 stays -1
+ * (the twin of kdump/model.py sequence_at). Nonzero: the sum is beyond int64 (not ours). */
+static inline int
+sequence_at(int64_t seq, int64_t delta, int64_t *out)
+{
+    if (seq < 0) {
+        *out = -1;
+        return 0;
+    }
+    if (add_overflows(seq, delta, out))
+        return 1;
+    *out &= 0x7FFFFFFF;
+    return 0;
+}
+
 /* a + b as a Java long: wraps past int64 (the twin of kdump/format/javalong.py long_add). */
 static inline int64_t
 long_add(int64_t a, int64_t b)

@@ -26,7 +26,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, MIN_RECORD_SIZE, Limits, decompr
 from kdump.format.control import parse_control
 from kdump.format.javalong import long_add
 from kdump.format.varint import read_varint
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record
+from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record, sequence_at
 
 MIN_RECORD_BODY = MIN_RECORD_SIZE - 1     # attributes + five one-byte varints
 # Records decoded at a time by v2_record_slices: a slice of small records is a few hundred
@@ -279,10 +279,7 @@ def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int) -> tupl
             if pos != record_end:
                 raise InvalidRecordError(f"Invalid record size: expected to read {length} bytes in record payload, "
                                          f"but instead read {pos - record_end + length} (record {n})")
-            if base_seq >= 0:
-                seq = (base_seq + off_delta) & 0x7FFFFFFF
-            else:
-                seq = -1
+            seq = sequence_at(base_seq, off_delta)
             ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
             if control:
                 append(Record(base_offset + off_delta, ts, ts_type, key, value, headers, seq,

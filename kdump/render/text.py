@@ -76,12 +76,8 @@ def batch_line(b: Batch) -> str:
     if magic >= 2:
         flags, ts_part, codec_part = _v2_parts(attributes)
         horizon_text = f"OptionalLong[{base_ts}]" if attributes & DELETE_HORIZON_FLAG else "OptionalLong.empty"
-        if base_sequence < 0 or base_offset is None:
-            last_sequence = -1
-        else:
-            last_sequence = (base_sequence + (last_offset - base_offset)) & 0x7FFFFFFF
         return (f"baseOffset: {base_offset} lastOffset: {last_offset} count: {count} "
-                f"baseSequence: {base_sequence} lastSequence: {last_sequence} producerId: {producer_id} "
+                f"baseSequence: {base_sequence} lastSequence: {b.last_sequence} producerId: {producer_id} "
                 f"producerEpoch: {producer_epoch} partitionLeaderEpoch: {epoch}{flags}{horizon_text} "
                 f"position: {position}{ts_part}{max_ts} size: {size}{codec_part}{crc} isvalid: {valid}")
     ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
