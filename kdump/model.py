@@ -157,6 +157,19 @@ class Batch(NamedTuple):
         return {name: named[name] if name in named else getattr(self, name) for name in BATCH_FIELDS}
 
 
+# Where each field sits in a Batch, for the hot loops that index the tuple rather than pay for
+# named access; the C twins name the same places in speedups.h (BF_*), and the native module
+# refuses to load if its order differs from Batch._fields.
+_at = Batch._fields.index
+B_POSITION, B_BASE_OFFSET, B_LAST_OFFSET = _at("position"), _at("base_offset"), _at("last_offset")
+B_COUNT = _at("count")
+B_SIZE, B_MAGIC, B_CRC, B_CRC_VALID = _at("size"), _at("magic"), _at("crc"), _at("crc_valid")
+B_ATTRIBUTES, B_PARTITION_LEADER_EPOCH = _at("attributes"), _at("partition_leader_epoch")
+B_BASE_TIMESTAMP, B_MAX_TIMESTAMP = _at("base_timestamp"), _at("max_timestamp")
+B_PRODUCER_ID, B_PRODUCER_EPOCH, B_BASE_SEQUENCE = _at("producer_id"), _at("producer_epoch"), _at("base_sequence")
+del _at
+
+
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
                       4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 

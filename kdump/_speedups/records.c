@@ -181,17 +181,17 @@ decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t
             goto malformed;
         }
         PyObject *items[RECORD_FIELDS];
-        items[0] = PyLong_FromLongLong(offset);
-        items[1] = log_append_ts != NULL ? Py_NewRef(log_append_ts) : PyLong_FromLongLong(ts);
-        items[2] = Py_NewRef(ts_type);
-        items[3] = kp != NULL ? PyBytes_FromStringAndSize((const char *)kp, klen) : Py_NewRef(Py_None);
-        items[4] = vp != NULL ? PyBytes_FromStringAndSize((const char *)vp, vlen) : Py_NewRef(Py_None);
-        items[5] = headers;
-        items[6] = PyLong_FromLongLong(seq);
-        items[7] = Py_NewRef(Py_None);
-        items[8] = Py_NewRef(int_two);
-        items[9] = Py_NewRef(Py_None);
-        items[10] = Py_NewRef(Py_None);
+        items[RF_OFFSET] = PyLong_FromLongLong(offset);
+        items[RF_TIMESTAMP] = log_append_ts != NULL ? Py_NewRef(log_append_ts) : PyLong_FromLongLong(ts);
+        items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_type);
+        items[RF_KEY] = kp != NULL ? PyBytes_FromStringAndSize((const char *)kp, klen) : Py_NewRef(Py_None);
+        items[RF_VALUE] = vp != NULL ? PyBytes_FromStringAndSize((const char *)vp, vlen) : Py_NewRef(Py_None);
+        items[RF_HEADERS] = headers;
+        items[RF_SEQUENCE] = PyLong_FromLongLong(seq);
+        items[RF_CONTROL] = Py_NewRef(Py_None);
+        items[RF_MAGIC] = Py_NewRef(int_two);
+        items[RF_CRC] = Py_NewRef(Py_None);
+        items[RF_CRC_VALID] = Py_NewRef(Py_None);
         PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
         if (rec == NULL)
             goto error;

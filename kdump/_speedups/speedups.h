@@ -180,8 +180,17 @@ uint32_t crc32_ieee(const unsigned char *p, size_t n);
 /* The Batch and Record classes, and building their instances                            */
 /* ------------------------------------------------------------------------------------ */
 
-#define BATCH_FIELDS 15
-#define RECORD_FIELDS 11
+/* The fields of kdump.model.Batch and Record, in their order: init() (module.c) refuses
+ * classes whose _fields differ from the names module.c gives these. */
+enum {
+    BF_POSITION, BF_BASE_OFFSET, BF_LAST_OFFSET, BF_COUNT, BF_SIZE, BF_MAGIC, BF_CRC, BF_CRC_VALID,
+    BF_ATTRIBUTES, BF_PARTITION_LEADER_EPOCH, BF_BASE_TIMESTAMP, BF_MAX_TIMESTAMP, BF_PRODUCER_ID,
+    BF_PRODUCER_EPOCH, BF_BASE_SEQUENCE, BATCH_FIELDS
+};
+enum {
+    RF_OFFSET, RF_TIMESTAMP, RF_TIMESTAMP_TYPE, RF_KEY, RF_VALUE, RF_HEADERS, RF_SEQUENCE, RF_CONTROL,
+    RF_MAGIC, RF_CRC, RF_CRC_VALID, RECORD_FIELDS
+};
 
 extern PyTypeObject *BatchType;     /* kdump.model.Batch, given by init() */
 extern PyTypeObject *RecordType;    /* kdump.model.Record */

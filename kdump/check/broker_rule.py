@@ -78,8 +78,9 @@ def entry_passes(buf, pos: int, end: int) -> Batch | None:
     ts = NO_TIMESTAMP
     if magic == 1 and size >= RECORD_OVERHEAD_V1:
         (ts,) = _I64.unpack_from(buf, pos + 18)
-    return Batch(pos, offset, offset, 1, size + LOG_OVERHEAD, magic, stored, True, buf[pos + 17], -1, ts, ts,
-                 -1, -1, -1)
+    return Batch(position=pos, base_offset=offset, last_offset=offset, count=1, size=size + LOG_OVERHEAD,
+                 magic=magic, crc=stored, crc_valid=True, attributes=buf[pos + 17], partition_leader_epoch=-1,
+                 base_timestamp=ts, max_timestamp=ts, producer_id=-1, producer_epoch=-1, base_sequence=-1)
 
 
 def read_on(buf, walker: Walker, end: int) -> Batch | None:

@@ -24,7 +24,6 @@ LENGTH = struct.Struct(">i")
 RECORD_OVERHEAD_V0 = 14                       # crc + magic + attributes + key len + value len
 RECORD_OVERHEAD_V1 = 22
 CRC_SIZE = 4
-_batch_new = tuple.__new__
 
 
 def min_size(magic: int) -> int:
@@ -107,8 +106,10 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
         except KdumpError:
             base_offset = count = None
     ts = msg.timestamp
-    return _batch_new(Batch, (pos, base_offset, offset, count, size + 12, msg.magic, msg.crc, msg.crc_valid,
-                              msg.attributes, -1, ts, ts, -1, -1, -1))
+    return Batch(position=pos, base_offset=base_offset, last_offset=offset, count=count, size=size + 12,
+                 magic=msg.magic, crc=msg.crc, crc_valid=msg.crc_valid, attributes=msg.attributes,
+                 partition_leader_epoch=-1, base_timestamp=ts, max_timestamp=ts, producer_id=-1, producer_epoch=-1,
+                 base_sequence=-1)
 
 
 def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:

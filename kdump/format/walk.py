@@ -19,7 +19,7 @@ from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BAT
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
 from kdump.format.records import decode_v2, v2_record_slices
-from kdump.model import Batch, Finding, Record
+from kdump.model import B_POSITION, B_SIZE, Batch, Finding, Record
 
 # Why a walk stops early is one of the finding kinds imported above (fewer than 17 bytes left,
 # an entry running past the end, a size below the minimum, an unknown magic, a legacy message
@@ -80,7 +80,7 @@ class Walker:
                     batches, pos = scan(buf, pos, span_end, chunk)
                     if batches:
                         for batch in batches:
-                            self.stop_position = batch[0] + batch[4]    # position + size
+                            self.stop_position = batch[B_POSITION] + batch[B_SIZE]
                             yield batch
                         if len(batches) == chunk or pos >= last_head or span_end < end:
                             chunk = min(chunk * 4, SCAN_CHUNK)

@@ -17,9 +17,27 @@ from kdump import _accel
 from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
+from kdump.format.records import (
+    COMPRESSED_OR_CONTROL,
+    LARGE_PAYLOAD,
+    RECORDS_SLICE,
+    LargeRecords,
+    batch_payload,
+    native_records,
+)
 from kdump.format.walk import HEADER_UP_TO_MAGIC, TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
+from kdump.model import (
+    B_ATTRIBUTES,
+    B_COUNT,
+    B_MAGIC,
+    B_POSITION,
+    B_SIZE,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    Batch,
+    Finding,
+    Record,
+)
 from kdump.storage import fs
 from kdump.storage.logdir import LogFile
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
@@ -156,12 +174,11 @@ class SegmentReader:
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
             c = _accel.native()     # once per segment
-            fast = c.decode_v2_records if c is not None else None
             raw = self.raw if not (check_offsets or check_times) else None
             view = memoryview(buf) if raw is not None else None
             for batch in walker:
-                if stop_at is not None and batch[0] >= stop_at:
-                    if batch[0] == stop_at:
+                if stop_at is not None and batch[B_POSITION] >= stop_at:
+                    if batch[B_POSITION] == stop_at:
                         self.reached = True
                         break
                     stop_at = None
@@ -175,8 +192,8 @@ class SegmentReader:
                 if not want_records:
                     yield _item(Item, (batch, None, None))
                     continue
-                (position, base_offset, _, count, size, magic, _, _, attributes, _, base_ts, max_ts,
-                 _, _, base_seq) = batch
+                position, count, size = batch[B_POSITION], batch[B_COUNT], batch[B_SIZE]
+                magic, attributes = batch[B_MAGIC], batch[B_ATTRIBUTES]
                 if magic == 2 and count is not None and count > RECORDS_SLICE:
                     keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
@@ -191,17 +208,17 @@ class SegmentReader:
                         continue
                 records = None
                 try:
-                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
+                    if c is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
                             and count <= max_records:
-                        records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
-                                       base_ts, max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
+                        records = native_records(c, buf[position + RECORD_BATCH_OVERHEAD:position + size], batch)
                     if records is None:
                         records = decode_records(buf, batch, limits)
                 except KdumpError as e:
                     yield _item(Item, (batch, None, e.located(self.file.path, position)))
                     continue
                 except MemoryError:
-                    yield _item(Item, (batch, None, out_of_memory(self.file.path, position, base_offset, "decode")))
+                    oom = out_of_memory(self.file.path, position, batch.base_offset, "decode")
+                    yield _item(Item, (batch, None, oom))
                     continue
                 if check_offsets or check_times:
                     kept = [r for r in records if flt.keep_record(r)]
