@@ -111,15 +111,13 @@ def verify_time_index(log_buf, base_offset: int, timeindex: TimeIndexFile, *,
 
 def segment_log_path(path: str) -> str:
     """The ``.log`` a segment file belongs to (``00..42.index`` -> ``00..42.log``)."""
-    directory, name = os.path.split(path)
-    for suffix in N.LEFTOVER_SUFFIXES:
-        if name.endswith(suffix):
-            raise UsageError(f"{suffix} files are leftovers of the log cleaner or deletion, not live segments; "
-                             f"rebuild works on live segments only", file=path)
-    stem, ext = os.path.splitext(name)
-    if ext not in N.SEGMENT_SUFFIXES:
+    stem, leftover = N.segment_stem(path)
+    if leftover is not None:
+        raise UsageError(f"{leftover} files are leftovers of the log cleaner or deletion, not live segments; "
+                         f"rebuild works on live segments only", file=path)
+    if path[len(stem):] not in N.SEGMENT_SUFFIXES:
         raise UsageError("not a segment file (.log, .index or .timeindex)", file=path)
-    return os.path.join(directory, stem + N.LOG_SUFFIX)
+    return N.segment_file(stem, N.LOG_SUFFIX)
 
 
 def check_against_log(log_path: str, kind: str, base_offset: int, parsed: IndexFile | TimeIndexFile,

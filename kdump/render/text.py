@@ -182,10 +182,10 @@ def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, 
     Kafka reports every gap, the first record of a segment not at offset 0 included
     (``-1 is followed by <base>``), whatever made it: compaction, a deleted batch.
     """
-    from kdump.check.dls_index import NON_CONSECUTIVE, absolute
+    from kdump.check.dls_index import SUMMARY_NON_CONSECUTIVE, absolute
 
     pairs = dict(gaps)         # Kafka keeps one per previous offset, in offset order
-    return NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [
+    return SUMMARY_NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [
         f"  {prev} is followed by {pairs[prev]}" for prev in sorted(pairs)]
 
 
