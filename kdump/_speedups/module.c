@@ -83,8 +83,10 @@ static PyMethodDef kd_methods[] = {
      "scan_v2(buf, pos, end, max_batches) -> (list of Batch, new_pos): the well-formed v2 "
      "batches from pos on, stopping before the first entry the Python walker must judge."},
     {"decode_v2_records", (PyCFunction)(void (*)(void))kd_decode_v2_records, METH_FASTCALL,
-     "decode_v2_records(data, base_offset, base_timestamp, log_append_time, base_sequence, count) "
-     "-> list of Record, or None if the data is malformed in any way."},
+     "decode_v2_records(data, batch) -> list of Record, or None if the data is malformed in any way: the "
+     "records of the non-control v2 Batch, data its records section, decompressed (the fields it needs are read "
+     "from the batch here, the one place). decode_v2_records(data, base_offset, base_timestamp, log_append_time, "
+     "base_sequence, count): the same with the fields given (for the tests)."},
     {"decode_v2_span", (PyCFunction)(void (*)(void))kd_decode_v2_span, METH_FASTCALL,
      "decode_v2_span(data, start, base_offset, base_timestamp, log_append_time, base_sequence, first, take, "
      "count) -> (list of Record, next_start), or None if the data is malformed in any way."},

@@ -222,10 +222,10 @@ PyObject *
 kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 6) {
+    if (nargs != 6 && nargs != 2) {
         PyErr_SetString(PyExc_TypeError,
-                        "decode_v2_records(data, base_offset, base_timestamp, log_append_time, "
-                        "base_sequence, count)");
+                        "decode_v2_records(data, batch) or decode_v2_records(data, base_offset, base_timestamp, "
+                        "log_append_time, base_sequence, count)");
         return NULL;
     }
     if (RecordType == NULL) {
@@ -233,10 +233,25 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     int64_t base_offset, base_ts, base_seq, count;
-    PyObject *lat = args[3];
-    if (as_int64(args[1], &base_offset) < 0 || as_int64(args[2], &base_ts) < 0 ||
-        as_int64(args[4], &base_seq) < 0 || as_int64(args[5], &count) < 0)
-        Py_RETURN_NONE;
+    PyObject *lat;
+    if (nargs == 2) {
+        /* The batch's own fields, as decode_v2_payload takes them: the one place they are picked. */
+        PyObject *b = args[1];
+        int64_t attributes;
+        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != BATCH_FIELDS)
+            Py_RETURN_NONE;
+        PyObject *const *f = &PyTuple_GET_ITEM(b, 0);
+        if (as_int64(f[BF_BASE_OFFSET], &base_offset) < 0 || as_int64(f[BF_BASE_TIMESTAMP], &base_ts) < 0 ||
+            as_int64(f[BF_BASE_SEQUENCE], &base_seq) < 0 || as_int64(f[BF_COUNT], &count) < 0 ||
+            as_int64(f[BF_ATTRIBUTES], &attributes) < 0)
+            Py_RETURN_NONE;
+        lat = (attributes & 0x08) ? f[BF_MAX_TIMESTAMP] : Py_None;     /* the timestamp type bit: LogAppendTime */
+    } else {
+        lat = args[3];
+        if (as_int64(args[1], &base_offset) < 0 || as_int64(args[2], &base_ts) < 0 ||
+            as_int64(args[4], &base_seq) < 0 || as_int64(args[5], &count) < 0)
+            Py_RETURN_NONE;
+    }
     if (lat == Py_None) {
         lat = NULL;
     } else if (!PyLong_Check(lat)) {

@@ -27,18 +27,11 @@ from kdump.format.control import parse_control
 from kdump.format.javalong import long_add
 from kdump.format.varint import read_varint
 from kdump.model import (
-    B_ATTRIBUTES,
-    B_BASE_OFFSET,
-    B_BASE_SEQUENCE,
-    B_BASE_TIMESTAMP,
-    B_COUNT,
-    B_MAX_TIMESTAMP,
     B_POSITION,
     B_SIZE,
     COMPRESSION_MASK,
     CONTROL_FLAG,
     LOG_APPEND_TIME,
-    TIMESTAMP_TYPE_MASK,
     Batch,
     Record,
     sequence_at,
@@ -141,7 +134,7 @@ def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record
         # Uncompressed and not control: straight to C. None means malformed somewhere, and
         # the path below (decode_v2_payload's Python loop) raises the precise error.
         position = batch[B_POSITION]
-        records = native_records(c, buf[position + RECORD_BATCH_OVERHEAD:position + batch[B_SIZE]], batch)
+        records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + batch[B_SIZE]], batch)
         if records is not None:
             return records
     try:
@@ -159,15 +152,6 @@ def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record
         raise e.located(position=batch.position)
 
 
-def native_records(c, data, batch: Batch) -> list[Record] | None:
-    """The C record decoder (``c``: the native module) on ``data``, the records section of the
-    non-control v2 ``batch``, decompressed: the one place its arguments are made. None: malformed
-    somewhere (the Python loop, ``decode_v2_payload``, finds where and says what)."""
-    return c.decode_v2_records(data, batch[B_BASE_OFFSET], batch[B_BASE_TIMESTAMP],
-                               batch[B_MAX_TIMESTAMP] if batch[B_ATTRIBUTES] & TIMESTAMP_TYPE_MASK else None,
-                               batch[B_BASE_SEQUENCE], batch[B_COUNT])
-
-
 def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     count = batch.count
     if count is None or count < 0:
@@ -175,7 +159,7 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     control = batch.attributes & CONTROL_FLAG
     if not control and type(data) is bytes and (c := _accel.native()) is not None:
         # (only for bytes: the Python loop slices other buffer types into their own type)
-        fast = native_records(c, data, batch)
+        fast = c.decode_v2_records(data, batch)
         if fast is not None:
             return fast
         # malformed somewhere: the loop below finds where and raises the precise error

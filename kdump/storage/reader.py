@@ -23,7 +23,6 @@ from kdump.format.records import (
     RECORDS_SLICE,
     LargeRecords,
     batch_payload,
-    native_records,
 )
 from kdump.format.walk import HEADER_UP_TO_MAGIC, TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
 from kdump.model import (
@@ -210,7 +209,7 @@ class SegmentReader:
                 try:
                     if c is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
                             and count <= max_records:
-                        records = native_records(c, buf[position + RECORD_BATCH_OVERHEAD:position + size], batch)
+                        records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], batch)
                     if records is None:
                         records = decode_records(buf, batch, limits)
                 except KdumpError as e:
