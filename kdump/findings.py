@@ -18,9 +18,9 @@ info
 error
     the check could not complete (exit 3).
 
-Emitters use the constants below (the decoding core, which imports nothing above it, has
-its own for the walk's stops, declared here too), never a string of their own: a test fails
-when a kind not declared here is emitted, and the man page and docs/findings.md list this table.
+Emitters use the constants below (the decoding core's walk stops too), never a string of
+their own: a test fails when a kind not declared here is emitted, and the man page and
+docs/findings.md list this table.
 """
 
 from __future__ import annotations
@@ -47,23 +47,23 @@ def _declare(name: str, cls: str, doc: str) -> str:
 
 
 # -- a segment's batches (kdump.check.scan); the broker's cut is one of the first eight -------------------
-TORN_TAIL_KIND = _declare("torn_tail", DAMAGE, "the last batch runs past the end of the file (a write cut short): "
+TORN_TAIL = _declare("torn_tail", DAMAGE, "the last batch runs past the end of the file (a write cut short): "
                                              "the broker cuts it")
 TRAILING_BYTES = _declare("trailing_bytes", DAMAGE, "17 bytes or fewer after the last batch, not all zero: the broker "
                                             "cuts them")
 ZERO_TAIL = _declare("zero_tail", DAMAGE, "everything from here on is zero bytes (a preallocated or unflushed "
                                           "tail): the broker cuts it")
-INVALID_SIZE_KIND = _declare("invalid_size", DAMAGE, "a length below the minimum for the magic, or a corrupt length "
+INVALID_SIZE = _declare("invalid_size", DAMAGE, "a length below the minimum for the magic, or a corrupt length "
                                                    "running past the end; a v1 message too short for its timestamp")
 OVERSIZE = _declare("oversize", DAMAGE, "a length above the maximum message size that runs past the end or fails "
                                         "the CRC")
-INVALID_MAGIC_KIND = _declare("invalid_magic", DAMAGE, "magic not 0, 1 or 2 (kept by the broker if the CRC-32C is "
+INVALID_MAGIC = _declare("invalid_magic", DAMAGE, "magic not 0, 1 or 2 (kept by the broker if the CRC-32C is "
                                                      "valid, but no reader can decode it)")
 CRC_MISMATCH = _declare("crc_mismatch", DAMAGE, "the stored CRC does not match (CRC-32C for v2, CRC-32 for v0/v1): "
                                                 "the broker cuts the segment here")
 INVALID_OFFSET = _declare("invalid_offset", DAMAGE, "rebuilding the index meets a non-increasing offset: the "
                                                     "broker's recovery empties the segment")
-INVALID_BATCH_KIND = _declare("invalid_batch", DAMAGE, "a legacy message whose key/value framing does not parse")
+INVALID_BATCH = _declare("invalid_batch", DAMAGE, "a legacy message whose key/value framing does not parse")
 OFFSET_REGRESSION = _declare("offset_regression", DAMAGE, "a batch's first offset is not above the previous "
                                                           "batch's last offset")
 OFFSET_OVERFLOW = _declare("offset_overflow", DAMAGE, "last offset - segment base does not fit an int32: the broker "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from kdump.findings import class_of
 
@@ -80,6 +80,13 @@ def _b64(data: bytes) -> str:
 # -- log segments -----------------------------------------------------------------------------
 
 
+def sequence_at(sequence: int, delta: int) -> int:
+    """The producer sequence ``delta`` records on from ``sequence`` (``delta`` < 0: back), wrapping
+    within 0..2^31-1 as ``DefaultRecordBatch.incrementSequence``/``decrementSequence`` do; -1
+    (no sequence) stays -1. The C twin is speedups.h's ``sequence_at``."""
+    return (sequence + delta) & 0x7FFFFFFF if sequence >= 0 else -1
+
+
 def timestamp_type_of(magic: int, attributes: int) -> int:
     """CREATE_TIME or LOG_APPEND_TIME from a v1/v2 attributes byte; magic 0 has none."""
     if magic == 0:
@@ -136,9 +143,9 @@ class Batch(NamedTuple):
 
     @property
     def last_sequence(self) -> int:
-        if self.base_sequence < 0 or self.base_offset is None:
+        if self.base_offset is None:
             return -1
-        return (self.base_sequence + (self.last_offset - self.base_offset)) & 0x7FFFFFFF
+        return sequence_at(self.base_sequence, self.last_offset - self.base_offset)
 
     @property
     def next_position(self) -> int:
@@ -149,6 +156,29 @@ class Batch(NamedTuple):
         named = {"compression": compression_name(self.compression),
                  "timestamp_type": TIMESTAMP_TYPE_NAMES[self.timestamp_type]}
         return {name: named[name] if name in named else getattr(self, name) for name in BATCH_FIELDS}
+
+
+# Where each field sits in a Batch, for the hot loops that index the tuple rather than pay for
+# named access. Literal places, so that a type checker knows each one's type; the check below
+# holds them to Batch._fields, the C twins name the same places in speedups.h (BF_*), and the
+# native module refuses to load if its order differs from Batch._fields.
+B_POSITION: Final = 0
+B_BASE_OFFSET: Final = 1
+B_LAST_OFFSET: Final = 2
+B_COUNT: Final = 3
+B_SIZE: Final = 4
+B_MAGIC: Final = 5
+B_CRC: Final = 6
+B_CRC_VALID: Final = 7
+B_ATTRIBUTES: Final = 8
+B_PARTITION_LEADER_EPOCH: Final = 9
+B_BASE_TIMESTAMP: Final = 10
+B_MAX_TIMESTAMP: Final = 11
+B_PRODUCER_ID: Final = 12
+B_PRODUCER_EPOCH: Final = 13
+B_BASE_SEQUENCE: Final = 14
+if [globals()["B_" + name.upper()] for name in Batch._fields] != list(range(len(Batch._fields))):
+    raise ImportError("kdump.model: the B_* places do not follow Batch's fields")
 
 
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
@@ -265,7 +295,7 @@ class ProducerEntry(NamedTuple):
 
     @property
     def first_sequence(self) -> int:
-        return (self.last_sequence - self.offset_delta) & 0x7FFFFFFF if self.last_sequence >= 0 else -1
+        return sequence_at(self.last_sequence, -self.offset_delta)
 
     def to_dict(self) -> dict[str, Any]:
         return self._asdict()

@@ -11,7 +11,8 @@ static const char hexd[] = "0123456789abcdef";
  * escape (payload.py's _CONTROL_ESCAPES) or itself (not escaping), anything else U+FFFD (a
  * byte that never starts a sequence, 80..C1 and F5..FF, or a lead C2..F4 whose sequence
  * fails at once); and for a lead, the second bytes that continue its sequence. One table
- * per escaping, filled when the module loads.
+ * per escaping, filled when the module loads. The escaped characters above ASCII (the C1
+ * controls, led by C2, and U+2028/U+2029, led by E2) take the slow path when escaping.
  */
 typedef struct {
     uint32_t out;             /* up to 4 bytes, in memory order */
@@ -52,7 +53,7 @@ java_utf8_init(void)
                 memcpy(out, "\xEF\xBF\xBD", 3);
                 t->len = 3;
                 if (c >= 0xC2 && c <= 0xF4) {
-                    t->slow = c >= 0xE0;
+                    t->slow = c >= 0xE0 || (e && c == 0xC2);
                     unsigned lo = 0x80, hi = 0xBF;
                     if (c == 0xE0)
                         lo = 0xA0;
@@ -162,11 +163,22 @@ put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape)
                 }
                 int valid;
                 int take = lead_take(s, i, n, &valid);
-                if (valid)
-                    memcpy(w, s + i, (size_t)take);
-                else
-                    memcpy(w, "\xEF\xBF\xBD", 3);
-                w += valid ? take : 3;
+                if (valid && escape && b0 == 0xC2 && b1 < 0xA0) {     /* a C1 control: \xNN */
+                    w[0] = '\\';
+                    w[1] = 'x';
+                    w[2] = hexd[b1 >> 4];
+                    w[3] = hexd[b1 & 15];
+                    w += 4;
+                } else if (valid && escape && b0 == 0xE2 && b1 == 0x80 && (s[i + 2] | 1) == 0xA9) {
+                    memcpy(w, s[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6);     /* line/paragraph separator */
+                    w += 6;
+                } else {
+                    if (valid)
+                        memcpy(w, s + i, (size_t)take);
+                    else
+                        memcpy(w, "\xEF\xBF\xBD", 3);
+                    w += valid ? take : 3;
+                }
                 i += take;
                 continue;
             }

@@ -96,22 +96,22 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
             goto malformed;
         int crc_ok = crc32_ieee(m + 4, (size_t)(mend - mstart - 4)) == crc;
         PyObject *items[RECORD_FIELDS];
-        items[0] = PyLong_FromLongLong(offset);
+        items[RF_OFFSET] = PyLong_FromLongLong(offset);
         if (log_append_ts != NULL) {
-            items[1] = Py_NewRef(log_append_ts);
-            items[2] = Py_NewRef(ts_types[2]);
+            items[RF_TIMESTAMP] = Py_NewRef(log_append_ts);
+            items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[2]);
         } else {
-            items[1] = PyLong_FromLongLong(ts);
-            items[2] = Py_NewRef(ts_types[ts_type + 1]);
+            items[RF_TIMESTAMP] = PyLong_FromLongLong(ts);
+            items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[ts_type + 1]);
         }
-        items[3] = klen >= 0 ? PyBytes_FromStringAndSize((const char *)d + kstart, klen) : Py_NewRef(Py_None);
-        items[4] = vlen >= 0 ? PyBytes_FromStringAndSize((const char *)d + vstart, vlen) : Py_NewRef(Py_None);
-        items[5] = Py_NewRef(empty_tuple);
-        items[6] = PyLong_FromLong(-1);
-        items[7] = Py_NewRef(Py_None);
-        items[8] = PyLong_FromLong(magic);
-        items[9] = PyLong_FromUnsignedLong(crc);
-        items[10] = Py_NewRef(crc_ok ? Py_True : Py_False);
+        items[RF_KEY] = klen >= 0 ? PyBytes_FromStringAndSize((const char *)d + kstart, klen) : Py_NewRef(Py_None);
+        items[RF_VALUE] = vlen >= 0 ? PyBytes_FromStringAndSize((const char *)d + vstart, vlen) : Py_NewRef(Py_None);
+        items[RF_HEADERS] = Py_NewRef(empty_tuple);
+        items[RF_SEQUENCE] = PyLong_FromLong(-1);
+        items[RF_CONTROL] = Py_NewRef(Py_None);
+        items[RF_MAGIC] = PyLong_FromLong(magic);
+        items[RF_CRC] = PyLong_FromUnsignedLong(crc);
+        items[RF_CRC_VALID] = Py_NewRef(crc_ok ? Py_True : Py_False);
         PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
         if (rec == NULL)
             goto error;

@@ -8,6 +8,35 @@ PyTypeObject *RecordType = NULL;
 PyObject *empty_tuple = NULL;
 PyObject *int_two = NULL;
 
+/* The names of the BF_* and RF_* places (speedups.h), checked against the classes' _fields. */
+static const char *const batch_field_names[BATCH_FIELDS] = {
+    [BF_POSITION] = "position", [BF_BASE_OFFSET] = "base_offset", [BF_LAST_OFFSET] = "last_offset",
+    [BF_COUNT] = "count", [BF_SIZE] = "size", [BF_MAGIC] = "magic", [BF_CRC] = "crc",
+    [BF_CRC_VALID] = "crc_valid", [BF_ATTRIBUTES] = "attributes",
+    [BF_PARTITION_LEADER_EPOCH] = "partition_leader_epoch", [BF_BASE_TIMESTAMP] = "base_timestamp",
+    [BF_MAX_TIMESTAMP] = "max_timestamp", [BF_PRODUCER_ID] = "producer_id",
+    [BF_PRODUCER_EPOCH] = "producer_epoch", [BF_BASE_SEQUENCE] = "base_sequence",
+};
+static const char *const record_field_names[RECORD_FIELDS] = {
+    [RF_OFFSET] = "offset", [RF_TIMESTAMP] = "timestamp", [RF_TIMESTAMP_TYPE] = "timestamp_type",
+    [RF_KEY] = "key", [RF_VALUE] = "value", [RF_HEADERS] = "headers", [RF_SEQUENCE] = "sequence",
+    [RF_CONTROL] = "control", [RF_MAGIC] = "magic", [RF_CRC] = "crc", [RF_CRC_VALID] = "crc_valid",
+};
+
+static PyObject *
+names_tuple(const char *const *names, Py_ssize_t n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (s == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
 static PyObject *
 kd_init(PyObject *self, PyObject *args)
 {
@@ -15,22 +44,24 @@ kd_init(PyObject *self, PyObject *args)
     PyObject *batch, *record;
     if (!PyArg_ParseTuple(args, "OO:init", &batch, &record))
         return NULL;
+    const char *const *names[2] = {batch_field_names, record_field_names};
     Py_ssize_t want[2] = {BATCH_FIELDS, RECORD_FIELDS};
     PyObject *types[2] = {batch, record};
     for (int i = 0; i < 2; i++) {
         PyObject *t = types[i];
-        if (!PyType_Check(t) || !PyType_IsSubtype((PyTypeObject *)t, &PyTuple_Type) ||
-            ((PyTypeObject *)t)->tp_alloc == NULL) {
+        if (!PyType_Check(t) || !PyType_IsSubtype((PyTypeObject *)t, &PyTuple_Type)) {
             PyErr_SetString(PyExc_TypeError, "init() wants two tuple subclasses (Batch, Record)");
             return NULL;
         }
         PyObject *fields = PyObject_GetAttrString(t, "_fields");
-        Py_ssize_t nf = fields == NULL ? -1 : PyObject_Length(fields);
+        PyObject *expected = names_tuple(names[i], want[i]);
+        int same = fields != NULL && expected != NULL ? PyObject_RichCompareBool(fields, expected, Py_EQ) : -1;
         Py_XDECREF(fields);
-        if (nf != want[i]) {
+        Py_XDECREF(expected);
+        if (same != 1) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s is not a named tuple of %zd fields",
-                         ((PyTypeObject *)t)->tp_name, want[i]);
+            PyErr_Format(PyExc_TypeError, "%s's fields are not those the C code was built for, in that order "
+                         "(speedups.h BF_*/RF_*)", ((PyTypeObject *)t)->tp_name);
             return NULL;
         }
     }
@@ -52,8 +83,10 @@ static PyMethodDef kd_methods[] = {
      "scan_v2(buf, pos, end, max_batches) -> (list of Batch, new_pos): the well-formed v2 "
      "batches from pos on, stopping before the first entry the Python walker must judge."},
     {"decode_v2_records", (PyCFunction)(void (*)(void))kd_decode_v2_records, METH_FASTCALL,
-     "decode_v2_records(data, base_offset, base_timestamp, log_append_time, base_sequence, count) "
-     "-> list of Record, or None if the data is malformed in any way."},
+     "decode_v2_records(data, batch) -> list of Record, or None if the data is malformed in any way: the "
+     "records of the non-control v2 Batch, data its records section, decompressed (the fields it needs are read "
+     "from the batch here, the one place). decode_v2_records(data, base_offset, base_timestamp, log_append_time, "
+     "base_sequence, count): the same with the fields given (for the tests)."},
     {"decode_v2_span", (PyCFunction)(void (*)(void))kd_decode_v2_span, METH_FASTCALL,
      "decode_v2_span(data, start, base_offset, base_timestamp, log_append_time, base_sequence, first, take, "
      "count) -> (list of Record, next_start), or None if the data is malformed in any way."},
@@ -118,7 +151,14 @@ PyInit_native(void)
             return NULL;
         }
     }
-    if (PyModule_AddStringConstant(m, "crc32c_impl", crc_impl_name) < 0) {
+    PyObject *batch_names = names_tuple(batch_field_names, BATCH_FIELDS);
+    PyObject *record_names = names_tuple(record_field_names, RECORD_FIELDS);
+    int failed = batch_names == NULL || record_names == NULL ||
+                 PyModule_AddObjectRef(m, "BATCH_FIELD_NAMES", batch_names) < 0 ||
+                 PyModule_AddObjectRef(m, "RECORD_FIELD_NAMES", record_names) < 0;
+    Py_XDECREF(batch_names);
+    Py_XDECREF(record_names);
+    if (failed || PyModule_AddStringConstant(m, "crc32c_impl", crc_impl_name) < 0) {
         Py_DECREF(m);
         return NULL;
     }

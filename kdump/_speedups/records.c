@@ -121,13 +121,8 @@ decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t
             goto malformed;
         if (log_append_ts == NULL)
             ts = long_add(base_ts, ts_delta);    /* Java's long: wraps (format/javalong.py) */
-        if (base_seq >= 0) {
-            if (add_overflows(base_seq, off_delta, &seq))
-                goto malformed;
-            seq &= 0x7FFFFFFF;
-        } else {
-            seq = -1;
-        }
+        if (sequence_at(base_seq, off_delta, &seq))
+            goto malformed;
         const unsigned char *kp, *vp;
         if (read_bytes_field(d, &p, rend, &klen, &kp) < 0 || read_bytes_field(d, &p, rend, &vlen, &vp) < 0)
             goto malformed;
@@ -186,17 +181,17 @@ decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t
             goto malformed;
         }
         PyObject *items[RECORD_FIELDS];
-        items[0] = PyLong_FromLongLong(offset);
-        items[1] = log_append_ts != NULL ? Py_NewRef(log_append_ts) : PyLong_FromLongLong(ts);
-        items[2] = Py_NewRef(ts_type);
-        items[3] = kp != NULL ? PyBytes_FromStringAndSize((const char *)kp, klen) : Py_NewRef(Py_None);
-        items[4] = vp != NULL ? PyBytes_FromStringAndSize((const char *)vp, vlen) : Py_NewRef(Py_None);
-        items[5] = headers;
-        items[6] = PyLong_FromLongLong(seq);
-        items[7] = Py_NewRef(Py_None);
-        items[8] = Py_NewRef(int_two);
-        items[9] = Py_NewRef(Py_None);
-        items[10] = Py_NewRef(Py_None);
+        items[RF_OFFSET] = PyLong_FromLongLong(offset);
+        items[RF_TIMESTAMP] = log_append_ts != NULL ? Py_NewRef(log_append_ts) : PyLong_FromLongLong(ts);
+        items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_type);
+        items[RF_KEY] = kp != NULL ? PyBytes_FromStringAndSize((const char *)kp, klen) : Py_NewRef(Py_None);
+        items[RF_VALUE] = vp != NULL ? PyBytes_FromStringAndSize((const char *)vp, vlen) : Py_NewRef(Py_None);
+        items[RF_HEADERS] = headers;
+        items[RF_SEQUENCE] = PyLong_FromLongLong(seq);
+        items[RF_CONTROL] = Py_NewRef(Py_None);
+        items[RF_MAGIC] = Py_NewRef(int_two);
+        items[RF_CRC] = Py_NewRef(Py_None);
+        items[RF_CRC_VALID] = Py_NewRef(Py_None);
         PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
         if (rec == NULL)
             goto error;
@@ -227,10 +222,10 @@ PyObject *
 kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 6) {
+    if (nargs != 6 && nargs != 2) {
         PyErr_SetString(PyExc_TypeError,
-                        "decode_v2_records(data, base_offset, base_timestamp, log_append_time, "
-                        "base_sequence, count)");
+                        "decode_v2_records(data, batch) or decode_v2_records(data, base_offset, base_timestamp, "
+                        "log_append_time, base_sequence, count)");
         return NULL;
     }
     if (RecordType == NULL) {
@@ -238,10 +233,25 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     int64_t base_offset, base_ts, base_seq, count;
-    PyObject *lat = args[3];
-    if (as_int64(args[1], &base_offset) < 0 || as_int64(args[2], &base_ts) < 0 ||
-        as_int64(args[4], &base_seq) < 0 || as_int64(args[5], &count) < 0)
-        Py_RETURN_NONE;
+    PyObject *lat;
+    if (nargs == 2) {
+        /* The batch's own fields, as decode_v2_payload takes them: the one place they are picked. */
+        PyObject *b = args[1];
+        int64_t attributes;
+        if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != BATCH_FIELDS)
+            Py_RETURN_NONE;
+        PyObject *const *f = &PyTuple_GET_ITEM(b, 0);
+        if (as_int64(f[BF_BASE_OFFSET], &base_offset) < 0 || as_int64(f[BF_BASE_TIMESTAMP], &base_ts) < 0 ||
+            as_int64(f[BF_BASE_SEQUENCE], &base_seq) < 0 || as_int64(f[BF_COUNT], &count) < 0 ||
+            as_int64(f[BF_ATTRIBUTES], &attributes) < 0)
+            Py_RETURN_NONE;
+        lat = (attributes & 0x08) ? f[BF_MAX_TIMESTAMP] : Py_None;     /* the timestamp type bit: LogAppendTime */
+    } else {
+        lat = args[3];
+        if (as_int64(args[1], &base_offset) < 0 || as_int64(args[2], &base_ts) < 0 ||
+            as_int64(args[4], &base_seq) < 0 || as_int64(args[5], &count) < 0)
+            Py_RETURN_NONE;
+    }
     if (lat == Py_None) {
         lat = NULL;
     } else if (!PyLong_Check(lat)) {
@@ -337,13 +347,8 @@ kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t 
         r->timestamp = *log_append_ts;
     else if (add_overflows(base_ts, ts_delta, &r->timestamp))
         return -1;
-    if (base_seq >= 0) {
-        if (add_overflows(base_seq, off_delta, &r->sequence))
-            return -1;
-        r->sequence &= 0x7FFFFFFF;
-    } else {
-        r->sequence = -1;
-    }
+    if (sequence_at(base_seq, off_delta, &r->sequence))
+        return -1;
     if (read_bytes_field(d, &p, rend, &r->klen, &r->key) < 0 || read_bytes_field(d, &p, rend, &r->vlen, &r->value) < 0)
         return -1;
     if (read_varint32(d, &p, rend, &r->hcount) < 0 || r->hcount < 0 || r->hcount > rend - p)

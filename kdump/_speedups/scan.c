@@ -1,15 +1,18 @@
-/* scan_plain_run and find_candidate: the twins of _Scan.walk's fast path and
- * next_candidate in kdump/check/scan.py */
+/* scan_plain_run and find_candidate: the twins of _Scan.walk's fast path (kdump/check/scan.py)
+ * with the broker's rules it calls (kdump/check/broker_rule.py), and of next_candidate
+ * (kdump/check/resync.py) */
 
 #include "speedups.h"
 
 /*
  * The recovery scanner's fast path (kdump/check/scan.py, _Scan.walk) over a run of "plain" v2
- * batches, straight from the buffer: no Batch object per batch. The conditions and the
- * state updates are those of the Python fast path, line for line; the run stops, without
- * consuming, at the first entry that is not plain or whose index step is irregular, and
- * Python (Walker + the fast or slow path) takes over there. Anything that does not fit
- * in an int64 makes it consume nothing at all.
+ * batches, straight from the buffer: no Batch object per batch. The conditions are the Python
+ * fast path's; the state moves as broker_rule.py's rules move it: IndexStep.would_throw and
+ * IndexStep.take (the index step of LogSegment.recover), assign_epoch (the leader epoch
+ * cache). The run stops, without consuming, at the first entry that is not plain or whose
+ * index step would throw, and Python (Walker + the fast or slow path) takes over there.
+ * Anything that does not fit in an int64 makes it consume nothing at all. The state tuple is
+ * _Scan.plain_state's.
  */
 
 #define PLAIN_STATE_FIELDS 10
@@ -141,7 +144,7 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int32_t epoch = (int32_t)be32(h + 12);
         if (epoch < prev_epoch)
             break;
-        /* The index step of LogSegment.recover; its irregular cases are Python's. */
+        /* IndexStep.would_throw: those batches are Python's. */
         int64_t mts = (int64_t)be64(h + 35);
         int64_t m_ts = max_ts, m_off = max_ts_off, gap, new_valid, new_records;
         if (mts > max_ts) {
@@ -167,7 +170,7 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         if (computed != be32(h + 17))
             break;
-        /* Taken: the state moves as in Python. */
+        /* Taken: IndexStep.take, then assign_epoch. */
         max_ts = m_ts;
         max_ts_off = m_off;
         if (due) {

@@ -223,12 +223,10 @@ put_batch_line(char **wp, PyObject *b)
         if (f[1] != Py_None) {
             if (exact_i64(f[1], &base_offset) < 0)
                 return -1;
-            if (base_seq >= 0) {
-                int64_t delta;
-                if (sub_overflows(last_offset, base_offset, &delta) || add_overflows(base_seq, delta, &last_seq))
-                    return -1;
-                last_seq &= 0x7FFFFFFF;
-            }
+            int64_t delta;
+            if (base_seq >= 0 && (sub_overflows(last_offset, base_offset, &delta) ||
+                                  sequence_at(base_seq, delta, &last_seq)))
+                return -1;
         }
         PUT(w, "baseOffset: ");
         if (put_field(&w, f[1]) < 0)

@@ -83,22 +83,22 @@ kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
 
         PyObject *items[BATCH_FIELDS];
-        items[0] = PyLong_FromSsize_t(pos);
-        items[1] = PyLong_FromLongLong(base_offset);
+        items[BF_POSITION] = PyLong_FromSsize_t(pos);
+        items[BF_BASE_OFFSET] = PyLong_FromLongLong(base_offset);
         /* equal values share one int object (one-record batches: both pairs) */
-        items[2] = (last_delta == 0 && items[1] != NULL) ? Py_NewRef(items[1]) : PyLong_FromLongLong(last_offset);
-        items[3] = PyLong_FromLong(count);
-        items[4] = PyLong_FromSsize_t(size);
-        items[5] = Py_NewRef(int_two);
-        items[6] = PyLong_FromUnsignedLong(crc);
-        items[7] = PyBool_FromLong(computed == crc);
-        items[8] = PyLong_FromLong(attributes);
-        items[9] = PyLong_FromLong(epoch);
-        items[10] = PyLong_FromLongLong(base_ts);
-        items[11] = (max_ts == base_ts && items[10] != NULL) ? Py_NewRef(items[10]) : PyLong_FromLongLong(max_ts);
-        items[12] = PyLong_FromLongLong(producer_id);
-        items[13] = PyLong_FromLong(producer_epoch);
-        items[14] = PyLong_FromLong(base_sequence);
+        items[BF_LAST_OFFSET] = (last_delta == 0 && items[BF_BASE_OFFSET] != NULL) ? Py_NewRef(items[BF_BASE_OFFSET]) : PyLong_FromLongLong(last_offset);
+        items[BF_COUNT] = PyLong_FromLong(count);
+        items[BF_SIZE] = PyLong_FromSsize_t(size);
+        items[BF_MAGIC] = Py_NewRef(int_two);
+        items[BF_CRC] = PyLong_FromUnsignedLong(crc);
+        items[BF_CRC_VALID] = PyBool_FromLong(computed == crc);
+        items[BF_ATTRIBUTES] = PyLong_FromLong(attributes);
+        items[BF_PARTITION_LEADER_EPOCH] = PyLong_FromLong(epoch);
+        items[BF_BASE_TIMESTAMP] = PyLong_FromLongLong(base_ts);
+        items[BF_MAX_TIMESTAMP] = (max_ts == base_ts && items[BF_BASE_TIMESTAMP] != NULL) ? Py_NewRef(items[BF_BASE_TIMESTAMP]) : PyLong_FromLongLong(max_ts);
+        items[BF_PRODUCER_ID] = PyLong_FromLongLong(producer_id);
+        items[BF_PRODUCER_EPOCH] = PyLong_FromLong(producer_epoch);
+        items[BF_BASE_SEQUENCE] = PyLong_FromLong(base_sequence);
         PyObject *batch = new_struct(BatchType, items, BATCH_FIELDS);
         if (batch == NULL)
             goto fail;

@@ -26,9 +26,10 @@ What a Kafka 4.3 broker does, read from its sources (``LogSegment.recover``,
 
 After the walk: the log is cut to the bytes kept, and the largest timestamp gets a last
 time index entry if it grew. ``kdump.check.scan`` (verify), ``kdump index --rebuild``, ``verify
---truncate`` and ``kdump recover`` all take these rules from here; the scanner's hot loop
-and its C twin (``_speedups.scan_plain_run``) inline step 4 for plain batches only, and
-``tests/speedups/test_speedups_scan.py`` proves them equal to it.
+--truncate`` and ``kdump recover`` all take these rules from here, the scanner's hot loop
+included (``IndexStep.would_throw`` and ``take``, ``assign_epoch``). Its C twin
+(``_speedups.scan_plain_run``, in ``_speedups/scan.c``) applies steps 4 and 5 to runs of
+plain batches; ``tests/speedups/test_speedups_scan.py`` proves the two equal.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from kdump.format.index import INT32_MAX, encode_index
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.rebuild import TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex
-from kdump.format.walk import ENTRY_HEAD, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
+from kdump.format.walk import HEADER_UP_TO_MAGIC, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
 from kdump.model import Batch, IndexEntry, TimeIndexEntry
 from kdump.storage.mapped import MappedFile
 
@@ -64,7 +65,7 @@ def entry_passes(buf, pos: int, end: int) -> Batch | None:
     """The entry at ``pos`` as a Batch if steps 1 and 2 above accept it, else None."""
     if end - pos < HEADER_SIZE_UP_TO_MAGIC:
         return None
-    offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, pos)
+    offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
     if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
         return None
     if magic >= MAGIC_V2:
@@ -78,8 +79,9 @@ def entry_passes(buf, pos: int, end: int) -> Batch | None:
     ts = NO_TIMESTAMP
     if magic == 1 and size >= RECORD_OVERHEAD_V1:
         (ts,) = _I64.unpack_from(buf, pos + 18)
-    return Batch(pos, offset, offset, 1, size + LOG_OVERHEAD, magic, stored, True, buf[pos + 17], -1, ts, ts,
-                 -1, -1, -1)
+    return Batch(position=pos, base_offset=offset, last_offset=offset, count=1, size=size + LOG_OVERHEAD,
+                 magic=magic, crc=stored, crc_valid=True, attributes=buf[pos + 17], partition_leader_epoch=-1,
+                 base_timestamp=ts, max_timestamp=ts, producer_id=-1, producer_epoch=-1, base_sequence=-1)
 
 
 def read_on(buf, walker: Walker, end: int) -> Batch | None:
@@ -94,9 +96,14 @@ def offset_in_range(base_offset: int, last_offset: int) -> bool:
     return 0 <= last_offset - base_offset <= INT32_MAX
 
 
+def epoch_starts(epochs: list[tuple[int, int]], epoch: int) -> bool:
+    """Step 5: does a batch's leader epoch start a new entry (``LeaderEpochFileCache.assign``)?"""
+    return epoch >= 0 and (not epochs or epoch > epochs[-1][0])
+
+
 def assign_epoch(epochs: list[tuple[int, int]], epoch: int, first_offset: int) -> None:
     """Step 5: ``LeaderEpochFileCache.assign`` as recovery calls it."""
-    if epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
+    if epoch_starts(epochs, epoch):
         epochs.append((epoch, first_offset))
 
 
@@ -130,6 +137,23 @@ class IndexStep:
         self.offsets: list[IndexEntry] | None = [] if record else None
         self.times: list[TimeIndexEntry] | None = [] if record else None
 
+    def would_throw(self, batch: Batch) -> bool:
+        """Would ``take(batch)`` meet ``InvalidOffsetException``? (Nothing changes; the scanner's
+        fast path leaves such a batch to its checks.)"""
+        if self.valid - self.last_entry_at <= self.interval:
+            return False
+        last = batch.last_offset
+        return self.offset_refused(last) or self.time_refused(last if batch.max_timestamp > self.max_ts
+                                                               else self.max_ts_offset)
+
+    def offset_refused(self, last: int) -> bool:
+        """``OffsetIndex.append`` throws: an offset not above the last entry's."""
+        return self.index_last is not None and last <= self.index_last
+
+    def time_refused(self, offset: int) -> bool:
+        """``TimeIndex.maybeAppend`` throws: an offset below the last entry's."""
+        return self.time_last is not None and offset < self.time_last[1]
+
     def take(self, batch: Batch, ts_offset: int | None = None, skip_invalid: bool = False) -> str | None:
         """One batch kept. ``ts_offset``: the offset to pair with its max timestamp (default its last)."""
         if batch.max_timestamp > self.max_ts:
@@ -145,7 +169,7 @@ class IndexStep:
 
     def index_append(self, last: int, skip_invalid: bool = False) -> str | None:
         """``OffsetIndex.append`` then ``TimeIndex.maybeAppend``."""
-        if self.index_last is not None and last <= self.index_last:
+        if self.offset_refused(last):
             why = f"the offset index would get offset {last} after {self.index_last}"
             if not skip_invalid:
                 return why
@@ -156,7 +180,7 @@ class IndexStep:
         return self.time_append(skip_invalid)
 
     def time_append(self, skip_invalid: bool = False) -> str | None:
-        if self.time_last is not None and self.max_ts_offset < self.time_last[1]:
+        if self.time_last is not None and self.time_refused(self.max_ts_offset):
             return f"the time index would get offset {self.max_ts_offset} after {self.time_last[1]}"
         if self.max_ts > (self.time_last[0] if self.time_last is not None else NO_TIMESTAMP):
             self.time_last = (self.max_ts, self.max_ts_offset)
@@ -251,7 +275,7 @@ def recovered_epochs(checkpoint: list[tuple[int, int]], batch_epochs, log_start_
     (``truncateFromStart``: the last entry at or below it now starts there)."""
     out = list(checkpoint)
     for epoch, start in batch_epochs:
-        if epoch >= 0 and (not out or epoch > out[-1][0]):
+        if epoch_starts(out, epoch):
             out = [e for e in out if e[0] < epoch and e[1] < start]
             out.append((epoch, start))
     if log_start_offset is not None:

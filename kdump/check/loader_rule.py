@@ -44,6 +44,7 @@ from kdump.check.recovery_plan import (
     Step,
 )
 from kdump.check.scan import ScanReport
+from kdump.check.side_files import SIDE_FILE_LIMIT
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding
@@ -64,7 +65,6 @@ from kdump.storage.names import (
     offset_name,
 )
 from kdump.storage.safewrite import TEMP_SUFFIX
-from kdump.storage.side_files import SIDE_FILE_LIMIT
 
 # -- planning ---------------------------------------------------------------------------------
 

@@ -255,8 +255,8 @@ class _Partition:
                 if scan is not None and kind == K.TXNINDEX:
                     # Side-file checks are imported when such a file is met: verify of a lone
                     # segment starts faster without them.
+                    from kdump.check.side_files import SIDE_FILE_LIMIT
                     from kdump.check.txn_findings import txn_index_findings
-                    from kdump.storage.side_files import SIDE_FILE_LIMIT
 
                     data = read_small(path, SIDE_FILE_LIMIT)
                     findings.extend(txn_index_findings(data, f.base_offset or 0, scan,

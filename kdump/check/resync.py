@@ -17,7 +17,7 @@ from kdump import findings as F
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from kdump.format.walk import ENTRY_HEAD, Walker
+from kdump.format.walk import HEADER_UP_TO_MAGIC, Walker
 from kdump.model import Finding
 
 INT64_MAX = (1 << 63) - 1
@@ -57,7 +57,7 @@ def entry_head(buf, pos: int, end: int) -> tuple[int, int, int] | None:
     """(offset, size, signed magic) of the entry at ``pos`` if 17 header bytes are there."""
     if end - pos < HEADER_SIZE_UP_TO_MAGIC:
         return None
-    offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, pos)
+    offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
     return offset, size, magic
 
 
@@ -99,7 +99,7 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
         c = at - 8
         if follow is not None:
             follow(c)
-        offset, size, _, magic = ENTRY_HEAD.unpack_from(buf, c)
+        offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, c)
         if size == 0:
             # Probably inside a run of zeros: no entry can start before the next non-zero
             # byte could be part of its length field.

@@ -37,14 +37,29 @@ from typing import Any, cast
 
 from kdump import _accel
 from kdump import findings as F
-from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, read_on
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, assign_epoch, read_on
 from kdump.check.resync import INT64_MAX, entry_head, intact_run, next_candidate, rest_is_zero
 from kdump.check.segment_checks import SegmentChecks
 from kdump.format.batch import LOG_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX
-from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING, Walker
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TRANSACTIONAL_FLAG, Batch, Finding
+from kdump.format.walk import INVALID_BATCH, INVALID_SIZE, TORN_TAIL, TRAILING_BYTES, Walker
+from kdump.model import (
+    B_ATTRIBUTES,
+    B_BASE_OFFSET,
+    B_COUNT,
+    B_CRC_VALID,
+    B_LAST_OFFSET,
+    B_MAGIC,
+    B_PARTITION_LEADER_EPOCH,
+    B_POSITION,
+    B_SIZE,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    TRANSACTIONAL_FLAG,
+    Batch,
+    Finding,
+)
 from kdump.storage.mapped import MappedFile
 
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
@@ -53,12 +68,12 @@ PLAIN_RUN_CHUNK = 1 << 16
 PLAIN_RUN_BYTES = 32 << 20
 
 # A segment whose only damage is one of these at its end was cut short, not corrupted.
-TAIL_KINDS = frozenset({F.TORN_TAIL_KIND, F.TRAILING_BYTES, F.ZERO_TAIL})
+TAIL_KINDS = frozenset({F.TORN_TAIL, F.TRAILING_BYTES, F.ZERO_TAIL})
 # kdump's own findings that mark a batch as damaged although the broker would keep it.
 # ``verify --truncate`` cuts at the first of these too (unless --broker-cut), so that what
 # remains verifies clean; the broker's cut (valid_bytes) is never later than that.
 KDUMP_CUT_KINDS = frozenset({F.OFFSET_REGRESSION, F.BASE_OFFSET_MISMATCH, F.LAST_OFFSET_DELTA, F.CODEC,
-                             F.RECORD_DECODE, F.INVALID_BATCH_KIND, F.INVALID_MAGIC_KIND, F.INVALID_SIZE_KIND})
+                             F.RECORD_DECODE, F.INVALID_BATCH, F.INVALID_MAGIC, F.INVALID_SIZE})
 
 
 @dataclass
@@ -171,11 +186,13 @@ class _Scan(SegmentChecks):
 
     def walk(self, w: Walker) -> Finding | None:
         """The hot loop. A plain batch (v2, valid CRC, offsets above the previous ones and in
-        range, nothing transactional, a regular index step) is taken inline; any other goes
-        through ``batch``, which does every check. Both keep the same state.
+        range, nothing transactional, a known codec, its leader epoch not going down) whose
+        index step is regular goes straight to the broker's rules (``IndexStep.take``,
+        ``assign_epoch``): kdump's own checks cannot fail on it. Any other goes through
+        ``batch``, which does every check.
 
         With the C accelerator, each run of plain batches after one taken here goes to
-        ``scan_plain_run`` (the same conditions and updates, straight from the buffer); the
+        ``scan_plain_run`` (the same conditions and rules, straight from the buffer); the
         walk resumes with a fresh Walker where it stopped, and ``w`` gets that Walker's stop
         and stop position at the end, as if it had walked the whole way itself."""
         if self.deep:
@@ -185,14 +202,8 @@ class _Scan(SegmentChecks):
                     return cut
             return None
         r, st = self.r, self.step
-        max_size, interval, epochs = self.max_size, self.interval, r.epochs
-        # broker_rule.IndexStep.take inlined for plain batches (tests/speedups/test_speedups_scan.py proves it equal).
-        valid, last_entry_at = st.valid, st.last_entry_at
-        prev_last, prev_epoch = self.prev_last, self.prev_epoch
-        max_ts, max_ts_offset = st.max_ts, st.max_ts_offset
-        n, records = r.batches, r.records
-        lo = hi = None
-        index_last, time_last = st.index_last, st.time_last
+        max_size, epochs = self.max_size, r.epochs
+        lo = hi = None          # the offsets a plain batch may have: above lo, up to hi
         c_native = _accel.native()
         plain_run = c_native.scan_plain_run if c_native is not None else None
         buf, end = self.buf, self.end
@@ -202,59 +213,37 @@ class _Scan(SegmentChecks):
         while batches is not None:
             walker, batches = batches, None
             for b in walker:
-                _, first, last, count, size, magic, _, crc_valid, attributes, epoch, _, mts, _, _, _ = b
-                taken = False
+                first, last, count, attributes = b[B_BASE_OFFSET], b[B_LAST_OFFSET], b[B_COUNT], b[B_ATTRIBUTES]
+                epoch = b[B_PARTITION_LEADER_EPOCH]
                 # (magic 2: first and count are not None; hi is set with lo)
-                if (magic == 2 and crc_valid and lo is not None and lo < first <= last <= hi and size <= max_size  # type: ignore[operator]
-                        and not attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG) and 0 <= count <= last - first + 1  # type: ignore[operator]
-                        and (attributes & COMPRESSION_MASK) <= 4 and epoch >= prev_epoch):
-                    m_ts, m_offset = (mts, last) if mts > max_ts else (max_ts, max_ts_offset)
-                    due = valid - last_entry_at > interval
-                    # The index step of LogSegment.recover inline; its irregular cases take the slow path.
-                    if not due or not ((index_last is not None and last <= index_last)
-                                       or (time_last is not None and m_offset < time_last[1])):
-                        max_ts, max_ts_offset = m_ts, m_offset
-                        if due:
-                            index_last = last
-                            if max_ts > (time_last[0] if time_last is not None else -1):
-                                time_last = (max_ts, max_ts_offset)
-                            last_entry_at = valid
-                        if epoch > prev_epoch:
-                            if not epochs or epoch > epochs[-1][0]:
-                                epochs.append((epoch, first))
-                            prev_epoch = epoch
-                        valid += size
-                        n += 1
-                        records += count
-                        prev_last = lo = last
-                        taken = True
-                if not taken:
-                    self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records,
-                               index_last, time_last)
+                if (b[B_MAGIC] == 2 and b[B_CRC_VALID] and lo is not None and lo < first <= last <= hi  # type: ignore[operator]
+                        and b[B_SIZE] <= max_size and not attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG)
+                        and 0 <= count <= last - first + 1 and (attributes & COMPRESSION_MASK) <= 4  # type: ignore[operator]
+                        and epoch >= self.prev_epoch and not st.would_throw(b)):
+                    st.take(b)
+                    if epoch > self.prev_epoch:
+                        assign_epoch(epochs, epoch, first)  # type: ignore[arg-type]  # magic 2: first is set
+                        self.prev_epoch = epoch
+                    r.batches += 1
+                    r.records += count
+                    r.last_offset = self.prev_last = lo = last
+                else:
                     cut = self.batch(b)
                     if cut is not None:
                         return cut
-                    valid, last_entry_at = st.valid, st.last_entry_at
-                    prev_last, prev_epoch = self.prev_last, self.prev_epoch
-                    max_ts, max_ts_offset = st.max_ts, st.max_ts_offset
-                    n, records = r.batches, r.records
-                    index_last, time_last = st.index_last, st.time_last
-                    if self.reach_base_at is not None and prev_last is not None:
+                    if self.reach_base_at is not None and self.prev_last is not None:
                         # From here the plain path may run: above the last offset, within the segment's range.
-                        lo, hi = max(prev_last, self.base - 1), self.base + INT32_MAX
+                        lo, hi = max(self.prev_last, self.base - 1), self.base + INT32_MAX
                 if plain_run is not None and lo is not None:
                     # Hand the plain batches that follow to C, in chunks; None: it took none.
-                    at = start = b[0] + size
+                    at = start = b[B_POSITION] + b[B_SIZE]
                     while at < end:     # (at the end C would take nothing)
                         run = plain_run(buf, at, min(end, at + PLAIN_RUN_BYTES), PLAIN_RUN_CHUNK, hi, max_size,
-                                        interval, epochs,
-                                        (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, n, records,
-                                         index_last, time_last))
+                                        st.interval, epochs, self.plain_state(lo))
                         if run is None:
                             break
-                        at, (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
-                             time_last) = run
-                        prev_last = lo
+                        at, state = run
+                        lo = self.set_plain_state(state)
                         if follow is not None:
                             follow(at)
                     if at != start:
@@ -267,28 +256,28 @@ class _Scan(SegmentChecks):
                 w.stop, w.stop_position = None, end
             elif walker is not w:
                 w.stop, w.stop_position = walker.stop, walker.stop_position
-        self._sync(valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
-                   time_last)
         return None
 
-    def _sync(self, valid, last_entry_at, prev_last, prev_epoch, max_ts, max_ts_offset, n, records, index_last,
-              time_last) -> None:
-        """Hand the hot loop's local state back to the object (before the slow path runs)."""
-        st = self.step
-        st.valid, st.last_entry_at, self.prev_last, self.prev_epoch = valid, last_entry_at, prev_last, prev_epoch
-        st.max_ts, st.max_ts_offset = max_ts, max_ts_offset
-        st.index_last, st.time_last = index_last, time_last
-        r = self.r
-        r.batches, r.records = n, records
-        if prev_last is not None:
-            r.last_offset = prev_last
+    def plain_state(self, lo: int) -> tuple:
+        """The state ``scan_plain_run`` carries on (its docstring gives the order)."""
+        st, r = self.step, self.r
+        return (st.valid, st.last_entry_at, lo, self.prev_epoch, st.max_ts, st.max_ts_offset, r.batches, r.records,
+                st.index_last, st.time_last)
+
+    def set_plain_state(self, state: tuple) -> int:
+        """The state ``scan_plain_run`` hands back, taken in; returns the last offset taken."""
+        st, r = self.step, self.r
+        (st.valid, st.last_entry_at, lo, self.prev_epoch, st.max_ts, st.max_ts_offset, r.batches, r.records,
+         st.index_last, st.time_last) = state
+        r.last_offset = self.prev_last = lo
+        return lo
 
     # -- phase 1 ends: what the stop was ----------------------------------------------------------
 
     def stop(self, f: Finding) -> Finding:
         buf, end, pos = self.buf, self.end, cast(int, f.position)     # a walk's stop is located
         head = entry_head(buf, pos, end)
-        if f.kind == TRAILING or f.kind == INVALID_SIZE:
+        if f.kind == TRAILING_BYTES or f.kind == INVALID_SIZE:
             if rest_is_zero(buf, pos, end):
                 return self.add(F.ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
                                                       f"or unflushed tail)")
@@ -339,7 +328,7 @@ class _Scan(SegmentChecks):
             self.add(F.INTACT_BEYOND, start, first,
                      f"{n} intact batch{'es' if n != 1 else ''} (offsets {first}..{last}, {stop_at - start} bytes) "
                      f"past the cut at byte {cut.position}; `kdump recover --salvage` can copy them out")
-            if bad is not None and not (bad.kind in (TRAILING, INVALID_SIZE) and rest_is_zero(buf, bad.position,  # type: ignore[arg-type]  # intact_run: a walk finding, located
+            if bad is not None and not (bad.kind in (TRAILING_BYTES, INVALID_SIZE) and rest_is_zero(buf, bad.position,  # type: ignore[arg-type]  # a walk finding, located
                                                                                                end)):
                 self.add(bad.kind, bad.position, bad.offset, bad.message, checked=False)
             search = stop_at + 1 if bad is not None else end

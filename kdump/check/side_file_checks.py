@@ -3,7 +3,7 @@ leader-epoch-checkpoint, the log dir's checkpoints and the other files a broker 
 
 ``kdump.check.partition`` calls these with what they need from the segments' scans (the log
 end offset, the epochs on the batches); reading and describing the files is
-``kdump.storage.side_files``.
+``kdump.check.side_files``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import os
 
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
+from kdump.check.side_files import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, EpochEntry
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.side_files import checkpoint_entries, describe, read_snapshot
 
 FALLBACK_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
 

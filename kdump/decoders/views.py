@@ -14,12 +14,13 @@ from typing import Any
 from kdump.decoders import plain
 from kdump.errors import KdumpError
 from kdump.model import Record
+from kdump.words import CONTROL_ESCAPES
 
 # The text view is line-oriented: control characters in a value would break it (and a
-# terminal), so they are shown escaped; --json carries the exact bytes.
-_CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
-_CONTROL_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
+# terminal), so they are shown escaped as in every line for people (words.CONTROL_ESCAPES),
+# newline, carriage return and tab by their usual names; --json carries the exact bytes.
+_CONTROL_ESCAPES = {**CONTROL_ESCAPES, 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+_CONTROL = re.compile("[" + "".join(f"\\u{c:04x}" for c in sorted(_CONTROL_ESCAPES)) + "]")
 _ESCAPE_OF = {chr(c): text for c, text in _CONTROL_ESCAPES.items()}
 
 

@@ -19,6 +19,21 @@ from typing import Any
 from kdump.decoders.views import PayloadView
 from kdump.format.records import LargeRecords
 from kdump.model import (
+    B_ATTRIBUTES,
+    B_BASE_OFFSET,
+    B_BASE_SEQUENCE,
+    B_BASE_TIMESTAMP,
+    B_COUNT,
+    B_CRC,
+    B_CRC_VALID,
+    B_LAST_OFFSET,
+    B_MAGIC,
+    B_MAX_TIMESTAMP,
+    B_PARTITION_LEADER_EPOCH,
+    B_POSITION,
+    B_PRODUCER_EPOCH,
+    B_PRODUCER_ID,
+    B_SIZE,
     BATCH_FIELDS,
     COMPRESSION_MASK,
     CONTROL_FLAG,
@@ -88,14 +103,14 @@ def _fragments(magic: int, attributes: int) -> tuple[str, str, str, str]:
 
 def batch_prefix(file_json: str, b: Batch) -> str:
     """The batch object without its closing brace (records may follow)."""
-    (position, base_offset, last_offset, count, size, magic, crc, crc_valid, attributes, epoch,
-     base_ts, max_ts, producer_id, producer_epoch, base_sequence) = b
+    magic, attributes, base_offset, count = b[B_MAGIC], b[B_ATTRIBUTES], b[B_BASE_OFFSET], b[B_COUNT]
+    base_ts = b[B_BASE_TIMESTAMP]
     compression, ts_type, transactional, control = _fragments(magic, attributes)
     horizon = base_ts if magic >= 2 and attributes & DELETE_HORIZON_FLAG else "null"
-    return _BATCH % (file_json, position, "null" if base_offset is None else base_offset, last_offset,
-                     "null" if count is None else count, size, magic, crc, _B[crc_valid], compression, ts_type,
-                     base_ts, max_ts, epoch, producer_id, producer_epoch, base_sequence, transactional, control,
-                     horizon)
+    return _BATCH % (file_json, b[B_POSITION], "null" if base_offset is None else base_offset, b[B_LAST_OFFSET],
+                     "null" if count is None else count, b[B_SIZE], magic, b[B_CRC], _B[b[B_CRC_VALID]], compression,
+                     ts_type, base_ts, b[B_MAX_TIMESTAMP], b[B_PARTITION_LEADER_EPOCH], b[B_PRODUCER_ID],
+                     b[B_PRODUCER_EPOCH], b[B_BASE_SEQUENCE], transactional, control, horizon)
 
 
 def _literal_fn(view: PayloadView):
@@ -161,10 +176,10 @@ def maybe_large(b: Batch, records: list[Record]) -> bool:
     """May these records hold more than STREAM_ABOVE bytes? Decided from the batch without
     measuring its records (every batch asks): its size when uncompressed, the decoder's
     LargeRecords mark for a v2 compressed one; a legacy compressed wrapper is measured."""
-    compressed = b[8] & COMPRESSION_MASK
+    compressed = b[B_ATTRIBUTES] & COMPRESSION_MASK
     if not compressed:
-        return b[4] > STREAM_ABOVE
-    return type(records) is LargeRecords or b[5] < 2
+        return b[B_SIZE] > STREAM_ABOVE
+    return type(records) is LargeRecords or b[B_MAGIC] < 2
 
 
 def payload_bytes(records: list[Record]) -> int:

@@ -52,5 +52,6 @@ def parse_v2(buf, pos: int, view: memoryview | None = None) -> Batch:
     if view is None:
         view = memoryview(buf)
     crc_valid = size >= RECORD_BATCH_OVERHEAD and crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size]) == crc
+    # Batch's fields by position (the pure-Python walk's hot path; tests/format holds it to the names).
     return _batch_new(Batch, (pos, base_offset, base_offset + last_delta, count, size, magic, crc, crc_valid,
                               attributes, epoch, base_ts, max_ts, producer_id, producer_epoch, base_sequence))

@@ -17,14 +17,13 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
 from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 
-ENTRY_HEAD = struct.Struct(">qi")             # offset => int64, size => int32
+OFFSET_AND_SIZE = struct.Struct(">qi")        # a message's log overhead: offset => int64, size => int32
 MESSAGE_V0 = struct.Struct(">Ibb")            # crc => uint32, magic => int8, attributes => int8
 MESSAGE_V1 = struct.Struct(">Ibbq")           # ... timestamp => int64
 LENGTH = struct.Struct(">i")
 RECORD_OVERHEAD_V0 = 14                       # crc + magic + attributes + key len + value len
 RECORD_OVERHEAD_V1 = 22
 CRC_SIZE = 4
-_batch_new = tuple.__new__
 
 
 def min_size(magic: int) -> int:
@@ -94,7 +93,7 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
     Framing errors in the message itself raise; a wrapper whose value does not decompress
     still yields a Batch (``base_offset``/``count`` None) so the caller can report it.
     """
-    offset, size = ENTRY_HEAD.unpack_from(buf, pos)
+    offset, size = OFFSET_AND_SIZE.unpack_from(buf, pos)
     msg = Message(buf, pos + 12, pos + 12 + size)
     base_offset: int | None = offset
     count: int | None = 1
@@ -107,8 +106,10 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
         except KdumpError:
             base_offset = count = None
     ts = msg.timestamp
-    return _batch_new(Batch, (pos, base_offset, offset, count, size + 12, msg.magic, msg.crc, msg.crc_valid,
-                              msg.attributes, -1, ts, ts, -1, -1, -1))
+    return Batch(position=pos, base_offset=base_offset, last_offset=offset, count=count, size=size + 12,
+                 magic=msg.magic, crc=msg.crc, crc_valid=msg.crc_valid, attributes=msg.attributes,
+                 partition_leader_epoch=-1, base_timestamp=ts, max_timestamp=ts, producer_id=-1, producer_epoch=-1,
+                 base_sequence=-1)
 
 
 def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
@@ -120,7 +121,7 @@ def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Re
             and batch.attributes & COMPRESSION_MASK:
         return list(cached[3])
     try:
-        offset, size = ENTRY_HEAD.unpack_from(buf, pos)
+        offset, size = OFFSET_AND_SIZE.unpack_from(buf, pos)
         msg = Message(buf, pos + 12, pos + 12 + size)
         if msg.codec == 0:
             return [Record(offset, msg.timestamp, msg.timestamp_type, msg.key, msg.value, (), -1, None,
@@ -153,7 +154,7 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
     while pos < end:
         if end - pos < 12:
             raise TruncatedError(f"inner message set of {off} ends inside an entry header{why}")
-        inner_offset, size = ENTRY_HEAD.unpack_from(data, pos)
+        inner_offset, size = OFFSET_AND_SIZE.unpack_from(data, pos)
         if size < RECORD_OVERHEAD_V0 or pos + 12 + size > end:
             raise InvalidRecordError(f"inner message of {size} bytes at inner byte {pos} does not fit "
                                      f"(wrapper {off}){why}")

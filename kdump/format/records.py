@@ -27,7 +27,16 @@ from kdump.format.codecs import DEFAULT_LIMITS, MIN_RECORD_SIZE, Limits, decompr
 from kdump.format.control import parse_control
 from kdump.format.javalong import long_add
 from kdump.format.varint import read_varint
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, LOG_APPEND_TIME, TIMESTAMP_TYPE_MASK, Batch, Record
+from kdump.model import (
+    B_POSITION,
+    B_SIZE,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    LOG_APPEND_TIME,
+    Batch,
+    Record,
+    sequence_at,
+)
 
 MIN_RECORD_BODY = MIN_RECORD_SIZE - 1     # attributes + five one-byte varints
 # Records decoded at a time by record_stream.v2_record_slices: a slice of small records is a few hundred
@@ -99,10 +108,8 @@ def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record
     if c is not None and not batch.attributes & COMPRESSED_OR_CONTROL:
         # Uncompressed and not control: straight to C. None means malformed somewhere, and
         # the path below (decode_v2_payload's Python loop) raises the precise error.
-        (position, base_offset, _, count, size, _, _, _, attributes, _, base_ts, max_ts,
-         _, _, base_seq) = batch
-        records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset, base_ts,
-                                      max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
+        position = batch[B_POSITION]
+        records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + batch[B_SIZE]], batch)
         if records is not None:
             return records
     try:
@@ -124,15 +131,10 @@ def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:
     count = batch.count
     if count is None or count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in {batch_name(batch)}")
-    base_offset = batch.base_offset
-    base_ts = batch.base_timestamp
-    ts_type = batch.timestamp_type
-    log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
-    base_seq = batch.base_sequence
     control = batch.attributes & CONTROL_FLAG
     if not control and type(data) is bytes and (c := _accel.native()) is not None:
         # (only for bytes: the Python loop slices other buffer types into their own type)
-        fast = c.decode_v2_records(data, base_offset, base_ts, log_append_ts, base_seq, count)
+        fast = c.decode_v2_records(data, batch)
         if fast is not None:
             return fast
         # malformed somewhere: the loop below finds where and raises the precise error
@@ -255,10 +257,7 @@ def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int,
             if pos != record_end:
                 raise InvalidRecordError(f"Invalid record size: expected to read {length} bytes in record payload, "
                                          f"but instead read {pos - record_end + length} (record {n})")
-            if base_seq >= 0:
-                seq = (base_seq + off_delta) & 0x7FFFFFFF
-            else:
-                seq = -1
+            seq = sequence_at(base_seq, off_delta)
             ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
             if control:
                 append(Record(base_offset + off_delta, ts, ts_type, key, value, headers, seq,

@@ -14,21 +14,21 @@ from collections.abc import Iterator
 
 from kdump import _accel
 from kdump.errors import KdumpError
+from kdump.findings import INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, TRAILING_BYTES
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
 from kdump.format.record_stream import v2_record_slices
 from kdump.format.records import decode_v2
-from kdump.model import Batch, Finding, Record
+from kdump.model import B_POSITION, B_SIZE, Batch, Finding, Record
 
-ENTRY_HEAD = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic
+# Why a walk stops early is one of the finding kinds imported above (fewer than 17 bytes left,
+# an entry running past the end, a size below the minimum, an unknown magic, a legacy message
+# whose framing does not parse).
 
-# Finding kinds for why a walk stopped early.
-TRAILING = "trailing_bytes"      # fewer than 17 bytes after the last entry
-TORN_TAIL = "torn_tail"          # the last entry runs past the end of the data
-INVALID_SIZE = "invalid_size"    # size field below the minimum for the entry
-INVALID_MAGIC = "invalid_magic"  # magic byte not 0, 1 or 2
-INVALID_BATCH = "invalid_batch"  # a legacy message whose framing does not parse
+# The 17 bytes every entry starts with, whatever its magic (HEADER_SIZE_UP_TO_MAGIC).
+HEADER_UP_TO_MAGIC = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic
+
 
 # Batches per call of the C scanner (scan_v2): 4 at first, so that a caller wanting
 # only the first batch or two does not pay for CRC-checking hundreds, then up to 256.
@@ -61,7 +61,7 @@ class Walker:
     def __iter__(self) -> Iterator[Batch]:
         buf, end = self.buf, self.end
         view = memoryview(buf)
-        unpack_head = ENTRY_HEAD.unpack_from
+        unpack_head = HEADER_UP_TO_MAGIC.unpack_from
         last_head = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
         c = _accel.native()     # once per walk
@@ -81,7 +81,7 @@ class Walker:
                     batches, pos = scan(buf, pos, span_end, chunk)
                     if batches:
                         for batch in batches:
-                            self.stop_position = batch[0] + batch[4]    # position + size
+                            self.stop_position = batch[B_POSITION] + batch[B_SIZE]
                             yield batch
                         if len(batches) == chunk or pos >= last_head or span_end < end:
                             chunk = min(chunk * 4, SCAN_CHUNK)
@@ -121,7 +121,7 @@ class Walker:
                 self.stop_position = pos
                 yield batch
             if pos < end:
-                self._halt(TRAILING, pos, None, f"{end - pos} trailing bytes are too few for an entry header")
+                self._halt(TRAILING_BYTES, pos, None, f"{end - pos} trailing bytes are too few for an entry header")
         finally:
             view.release()
             if follow is not None:

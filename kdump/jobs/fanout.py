@@ -21,7 +21,6 @@ parent terminates and reaps every one of them before the interrupt goes on up.
 
 from __future__ import annotations
 
-import gc
 import os
 import select
 import sys
@@ -128,7 +127,6 @@ def fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bo
             pass
     _work, _units, _ranged = fn, units, ranged
     workers: list[Worker] = []
-    gc.freeze()     # what is alive now stays out of the collector's walks: they would copy every page it shares
     try:
         for _ in range(jobs - 1 if share else jobs):
             workers.append(Worker(_worker_main, workers))
@@ -178,7 +176,6 @@ def fan_out(fn: Callable[[Any], Any], units: Sequence[Any], jobs: int, share: bo
     finally:
         _work, _units, _ranged = None, (), False
         stop_all(workers)
-        gc.unfreeze()
 
 
 def _ranges(n: int, jobs: int) -> list[tuple[int, int]]:

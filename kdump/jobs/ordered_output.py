@@ -143,7 +143,9 @@ def keep_freed_memory() -> None:
     big blocks afresh each time, so the next range faulted it all back in a page at a time
     (320,000 page faults, a third of a dump's time at -j 2). Ask it, once per worker, to
     keep what it has; a worker holds at most SPILL_AT plus a range anyway. Other C
-    libraries lack ``mallopt`` and are left as they are."""
+    libraries lack ``mallopt`` and are left as they are. Worth its ctypes call: ``dump
+    --records --json -j 2`` of a 268 MB segment takes 2.80 s of CPU without it, 2.18 s with
+    (1.28x; wall 1.7x; peak 59 -> 71 MB; interleaved A/B, 2026-11-27, machine at load 7-10)."""
     global _kept_in
     if _kept_in == os.getpid():
         return

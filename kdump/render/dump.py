@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 from kdump import _accel
 from kdump.check.gaps import LastFollower, PartitionGaps, follow
-from kdump.check.indexes.dls_view import NON_CONSECUTIVE
+from kdump.check.indexes.dls_view import SUMMARY_NON_CONSECUTIVE
 from kdump.decoders.views import PayloadView
 from kdump.export import ndjson
 from kdump.format.records import LargeRecords
@@ -155,7 +155,7 @@ class TextDump:
             self.out.add(text.trailing_line(f.path, trailing))
         self._open = None
         if self.dls and f.path == self._resumed:     # run.pieces joins the gaps of its ranges into its block
-            self.blocks.append((NON_CONSECUTIVE, (f.path, self._first_offset, self._last_offset,
+            self.blocks.append((SUMMARY_NON_CONSECUTIVE, (f.path, self._first_offset, self._last_offset,
                                                   LastFollower(self._gaps))))
         elif self._gaps:
             self.blocks.append(text.non_consecutive_block(f.path, self._gaps))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kdump.check.gaps import GapReport, PartitionGaps
-from kdump.check.indexes.dls_view import NON_CONSECUTIVE
+from kdump.check.indexes.dls_view import SUMMARY_NON_CONSECUTIVE
 from kdump.render.escape import printable
 from kdump.storage.logdir import LogFile
 
@@ -32,7 +32,7 @@ def gap_lines(report: GapReport | None) -> list[str]:
 def gap_summary(gaps: PartitionGaps | None) -> list[tuple[int, list[str]]]:
     """The report as a block of DumpLogSegments' closing report (printed after all files)."""
     lines = gap_lines(gaps.report()) if gaps is not None else []
-    return [(NON_CONSECUTIVE, lines)] if lines else []
+    return [(SUMMARY_NON_CONSECUTIVE, lines)] if lines else []
 
 
 class GapReporter:

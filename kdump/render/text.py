@@ -16,6 +16,21 @@ import os
 
 from kdump.format.javautf8 import java_utf8
 from kdump.model import (
+    B_ATTRIBUTES,
+    B_BASE_OFFSET,
+    B_BASE_SEQUENCE,
+    B_BASE_TIMESTAMP,
+    B_COUNT,
+    B_CRC,
+    B_CRC_VALID,
+    B_LAST_OFFSET,
+    B_MAGIC,
+    B_MAX_TIMESTAMP,
+    B_PARTITION_LEADER_EPOCH,
+    B_POSITION,
+    B_PRODUCER_EPOCH,
+    B_PRODUCER_ID,
+    B_SIZE,
     COMPRESSION_MASK,
     CONTROL_FLAG,
     CONTROL_TYPE_NAMES,
@@ -69,20 +84,18 @@ def _v2_parts(attributes: int) -> tuple[str, str, str]:
 
 
 def batch_line(b: Batch) -> str:
-    """The batch line (the hot path of a plain listing: the tuple is unpacked once)."""
-    (position, base_offset, last_offset, count, size, magic, crc, crc_valid, attributes, epoch,
-     base_ts, max_ts, producer_id, producer_epoch, base_sequence) = b
-    valid = _BOOL[crc_valid]
+    """The batch line (the hot path of a plain listing: the fields are read by position)."""
+    position, last_offset, size, magic, crc = b[B_POSITION], b[B_LAST_OFFSET], b[B_SIZE], b[B_MAGIC], b[B_CRC]
+    attributes, max_ts = b[B_ATTRIBUTES], b[B_MAX_TIMESTAMP]
+    valid = _BOOL[b[B_CRC_VALID]]
     if magic >= 2:
         flags, ts_part, codec_part = _v2_parts(attributes)
-        horizon_text = f"OptionalLong[{base_ts}]" if attributes & DELETE_HORIZON_FLAG else "OptionalLong.empty"
-        if base_sequence < 0 or base_offset is None:
-            last_sequence = -1
-        else:
-            last_sequence = (base_sequence + (last_offset - base_offset)) & 0x7FFFFFFF
-        return (f"baseOffset: {base_offset} lastOffset: {last_offset} count: {count} "
-                f"baseSequence: {base_sequence} lastSequence: {last_sequence} producerId: {producer_id} "
-                f"producerEpoch: {producer_epoch} partitionLeaderEpoch: {epoch}{flags}{horizon_text} "
+        horizon_text = (f"OptionalLong[{b[B_BASE_TIMESTAMP]}]" if attributes & DELETE_HORIZON_FLAG
+                        else "OptionalLong.empty")
+        return (f"baseOffset: {b[B_BASE_OFFSET]} lastOffset: {last_offset} count: {b[B_COUNT]} "
+                f"baseSequence: {b[B_BASE_SEQUENCE]} lastSequence: {b.last_sequence} producerId: {b[B_PRODUCER_ID]} "
+                f"producerEpoch: {b[B_PRODUCER_EPOCH]} partitionLeaderEpoch: {b[B_PARTITION_LEADER_EPOCH]}{flags}"
+                f"{horizon_text} "
                 f"position: {position}{ts_part}{max_ts} size: {size}{codec_part}{crc} isvalid: {valid}")
     ts_name = TIMESTAMP_TYPE_NAMES[b.timestamp_type]
     codec = compression_name(attributes & COMPRESSION_MASK)
@@ -169,10 +182,10 @@ def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, 
     Kafka reports every gap, the first record of a segment not at offset 0 included
     (``-1 is followed by <base>``), whatever made it: compaction, a deleted batch.
     """
-    from kdump.check.indexes.dls_view import NON_CONSECUTIVE, absolute
+    from kdump.check.indexes.dls_view import SUMMARY_NON_CONSECUTIVE, absolute
 
     pairs = dict(gaps)         # Kafka keeps one per previous offset, in offset order
-    return NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [
+    return SUMMARY_NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [
         f"  {prev} is followed by {pairs[prev]}" for prev in sorted(pairs)]
 
 

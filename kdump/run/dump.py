@@ -315,7 +315,7 @@ def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOpt
 
 
 def _dump_side(f: LogFile, renderer, view: PayloadView, out) -> int:
-    from kdump.storage.side_files import describe
+    from kdump.check.side_files import describe
 
     renderer.begin_file(f, view)
     desc = describe(f)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import findings as F
+from kdump.check.side_files import read_snapshot
 from kdump.decoders import transaction_state
 from kdump.errors import KdumpError
 from kdump.format.txnindex import parse_txnindex
@@ -34,7 +35,6 @@ from kdump.state.source import (
 )
 from kdump.storage.logdir import PRODUCER_SNAPSHOT, TXNINDEX
 from kdump.storage.mapped import read_small
-from kdump.storage.side_files import read_snapshot
 from kdump.words import duration
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")

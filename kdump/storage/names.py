@@ -44,6 +44,18 @@ def sibling(log_path: str, suffix: str) -> str:
     return stem + suffix
 
 
+def segment_stem(path: str) -> tuple[str, str | None]:
+    """A segment file's path without its suffix, and the cleaner or deletion leftover suffix it
+    carries: ``…/42.index`` -> (``…/42``, None), ``…/42.log.swap`` -> (``…/42``, ``.swap``)."""
+    name, leftover = strip_leftover(path)
+    return os.path.splitext(name)[0], leftover
+
+
+def segment_file(stem: str, suffix: str, leftover: str | None = None) -> str:
+    """The inverse of ``segment_stem``: (``…/42``, ``.index``, ``.swap``) -> ``…/42.index.swap``."""
+    return stem + suffix + (leftover or "")
+
+
 def filename_offset(name: str, suffix: str | None = None) -> int | None:
     """The base offset a segment-style name starts with (``00000000000000000042.log`` -> 42).
     With ``suffix``, only a name that is digits then exactly that suffix counts

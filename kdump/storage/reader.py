@@ -17,9 +17,26 @@ from kdump import _accel
 from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
-from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records, record_slices
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
+from kdump.format.records import (
+    COMPRESSED_OR_CONTROL,
+    LARGE_PAYLOAD,
+    RECORDS_SLICE,
+    LargeRecords,
+    batch_payload,
+)
+from kdump.format.walk import HEADER_UP_TO_MAGIC, TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
+from kdump.model import (
+    B_ATTRIBUTES,
+    B_COUNT,
+    B_MAGIC,
+    B_POSITION,
+    B_SIZE,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    Batch,
+    Finding,
+    Record,
+)
 from kdump.storage import fs
 from kdump.storage.logdir import LogFile
 from kdump.storage.mapped import MappedFile
@@ -156,12 +173,11 @@ class SegmentReader:
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
             c = _accel.native()     # once per segment
-            fast = c.decode_v2_records if c is not None else None
             raw = self.raw if not (check_offsets or check_times) else None
             view = memoryview(buf) if raw is not None else None
             for batch in walker:
-                if stop_at is not None and batch[0] >= stop_at:
-                    if batch[0] == stop_at:
+                if stop_at is not None and batch[B_POSITION] >= stop_at:
+                    if batch[B_POSITION] == stop_at:
                         self.reached = True
                         break
                     stop_at = None
@@ -175,8 +191,8 @@ class SegmentReader:
                 if not want_records:
                     yield _item(Item, (batch, None, None))
                     continue
-                (position, base_offset, _, count, size, magic, _, _, attributes, _, base_ts, max_ts,
-                 _, _, base_seq) = batch
+                position, count, size = batch[B_POSITION], batch[B_COUNT], batch[B_SIZE]
+                magic, attributes = batch[B_MAGIC], batch[B_ATTRIBUTES]
                 if magic == 2 and count is not None and count > RECORDS_SLICE:
                     keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
@@ -192,17 +208,17 @@ class SegmentReader:
                         continue
                 records = None
                 try:
-                    if fast is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
+                    if c is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
                             and count <= max_records:  # type: ignore[operator]  # magic 2: count is not None
-                        records = fast(buf[position + RECORD_BATCH_OVERHEAD:position + size], base_offset,
-                                       base_ts, max_ts if attributes & TIMESTAMP_TYPE_MASK else None, base_seq, count)
+                        records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], batch)
                     if records is None:
                         records = decode_records(buf, batch, limits)
                 except KdumpError as e:
                     yield _item(Item, (batch, None, e.located(self.file.path, position)))
                     continue
                 except MemoryError:
-                    yield _item(Item, (batch, None, out_of_memory(self.file.path, position, base_offset, "decode")))
+                    oom = out_of_memory(self.file.path, position, batch.base_offset, "decode")
+                    yield _item(Item, (batch, None, oom))
                     continue
                 if check_offsets or check_times:
                     kept = [r for r in records if flt.keep_record(r)]
@@ -212,7 +228,7 @@ class SegmentReader:
                 yield _item(Item, (batch, records, None))
             else:
                 self.stop = walker.stop
-                if end < mapped.size and self.stop is not None and self.stop.kind in (TORN_TAIL, TRAILING):
+                if end < mapped.size and self.stop is not None and self.stop.kind in (TORN_TAIL, TRAILING_BYTES):
                     # The --max-bytes cut ended the walk inside a batch: a limit, not damage
                     # (kafka-dump-log.sh stops there without a word).
                     self.stop = None
@@ -319,13 +335,13 @@ class SegmentReader:
 
     @staticmethod
     def _batch_starts_at(buf, position: int, entry_offset: int, end: int) -> bool:
-        if position + ENTRY_HEAD.size > end:
+        if position + HEADER_UP_TO_MAGIC.size > end:
             return False
         need = getattr(buf, "need", None)       # a remote file's lazy copy: fetch what is read here
         try:
             if need is not None:
-                need(position, position + ENTRY_HEAD.size)
-            first, size, _, magic = ENTRY_HEAD.unpack_from(buf, position)
+                need(position, position + HEADER_UP_TO_MAGIC.size)
+            first, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, position)
         except Exception:  # noqa: BLE001 - any failure means "do not trust the index"
             return False
         if magic not in (0, 1, 2) or size < 14 or position + 12 + size > end:

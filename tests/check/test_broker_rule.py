@@ -86,3 +86,27 @@ def test_log_start_past_end(tmp_path):
     assert plan.code == 1, plan
     assert "quarantine     00000000000000000000.log: the log start offset 100000 is above the log end offset 18" \
         in plan.out
+
+
+def test_would_throw_is_what_take_meets():
+    """The scanner's fast path asks ``would_throw`` before ``take``: it must say True exactly when
+    ``take`` returns the reason the broker throws, and change nothing."""
+    import copy
+    import random
+
+    from kdump.check.broker_rule import IndexStep
+    from kdump.model import Batch
+
+    rnd = random.Random(29)
+    for _ in range(300):
+        step = IndexStep(interval=rnd.choice([0, 1, 50, 200]))
+        last = 0
+        for _ in range(40):
+            last += rnd.choice([-3, -1, 0, 1, 1, 2, 5])
+            ts = rnd.choice([-1, 5, 10, 20, 1_000 + last])
+            b = Batch(0, last, last, 1, rnd.choice([20, 80, 300]), 2, 0, True, 0, 0, ts, ts, -1, -1, -1)
+            before = [getattr(step, name) for name in IndexStep.__slots__]
+            predicted = step.would_throw(b)
+            assert [getattr(step, name) for name in IndexStep.__slots__] == before
+            assert predicted == (copy.copy(step).take(b) is not None)
+            step.take(b, skip_invalid=True)

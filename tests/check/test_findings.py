@@ -51,10 +51,12 @@ def test_no_emitter_spells_a_kind_of_its_own():
 
 
 def test_walk_stops_are_declared():
+    from kdump import findings
     from kdump.format import walk
 
-    for const in (walk.TORN_TAIL, walk.TRAILING, walk.INVALID_SIZE, walk.INVALID_MAGIC, walk.INVALID_BATCH):
-        assert const in KINDS
+    for name in ("TORN_TAIL", "TRAILING_BYTES", "INVALID_SIZE", "INVALID_MAGIC", "INVALID_BATCH"):
+        assert getattr(walk, name) in KINDS
+        assert getattr(walk, name) is getattr(findings, name)     # one home: the walk takes them from findings
 
 
 def test_an_undeclared_kind_is_caught():

@@ -875,3 +875,23 @@ def test_an_entry_at_byte_zero_is_noted_not_a_crash(tmp_path):
     assert ("note: no index.interval.bytes explains an entry at byte 0, 0 bytes after the start of the segment "
             "(the broker never indexes the first batch)\n") in r.out
     assert run_kdump("verify", str(d)).code == 0
+
+
+@pytest.mark.parametrize("suffix", [".index", ".timeindex"])
+def test_dump_words_index_tail_problems_as_verify_does(tmp_path, suffix):
+    """A torn last slot and a non-zero slot after the zero tail: `dump` of the file and the
+    index check give the same message at the same position (one wording, index_file)."""
+    from kdump.check.indexes.index_file import file_findings, read_index_file
+    from kdump.check.side_files import describe
+    from kdump.storage.logdir import LogFile
+
+    slot = 8 if suffix == ".index" else 12
+    entry = struct.pack(">ii", 5, 100) if slot == 8 else struct.pack(">qi", 1_700_000_000_000, 5)
+    p = tmp_path / f"00000000000000000000{suffix}"
+    p.write_bytes(entry + bytes(slot) + entry + b"\x01\x02\x03")
+    kind = suffix[1:]
+    problems = describe(LogFile(str(p), kind, None, None, 0, None)).problems
+    findings = file_findings(read_index_file(str(p), kind, 0))
+    assert problems == [(f.message, f.position) for f in findings]
+    assert [pos for _, pos in problems] == [2 * slot, 3 * slot]
+    assert "non-zero slot 2" in problems[0][0] and f"not a multiple of {slot}" in problems[1][0]

@@ -346,3 +346,26 @@ def test_legacy_property_round_trip(case):
         data = build_legacy_wrapper(msgs, magic=magic, codec=codec)
     ours = _both_agree(data)
     assert ours.records == [(o, ts, k, v, ()) for o, ts, k, v in msgs]
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_sequences_wrap_past_int32_alike_everywhere(accelerated):
+    """A producer sequence near 2^31-1 wraps to 0 (``DefaultRecordBatch.incrementSequence``), in
+    the batch's lastSequence, every record's sequence (Python loop and C decoder) and the text
+    line (Python and C renderer): one rule, model.sequence_at."""
+    from kdump import _accel
+    from kdump.format.records import decode_v2
+    from kdump.format.walk import Walker
+    from kdump.model import sequence_at
+    from kdump.render.text import batch_line
+
+    top = (1 << 31) - 1
+    assert [sequence_at(top - 1, d) for d in range(4)] == [top - 1, top, 0, 1]
+    assert sequence_at(1, -3) == top - 1 and sequence_at(-1, 5) == -1
+    data = build_v2_batch([(i, 1_700_000_000_000, b"k", b"v") for i in range(4)], base_offset=10, producer_id=9,
+                          producer_epoch=0, base_sequence=top - 1)
+    with _accel.using(accelerated):
+        [batch] = list(Walker(data))
+        assert batch.last_sequence == 1
+        assert [r.sequence for r in decode_v2(data, batch)] == [top - 1, top, 0, 1]
+        assert f"baseSequence: {top - 1} lastSequence: 1 " in batch_line(batch)

@@ -10,6 +10,8 @@ import os
 import shutil
 import struct
 
+import pytest
+
 from support.run import GENERATED, REAL, run_kdump, write_segment
 
 COMPACTED = GENERATED / "compacted-0" / "00000000000000000000"
@@ -155,3 +157,20 @@ def test_escape_none_prints_keys_and_values_as_kafka_does(tmp_path):
     assert escaped.code == raw.code == 0
     r = run_kdump("dump", "--json", "--escape", "none", str(seg))
     assert r.code == 2 and "--escape none is for the text view" in r.err
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_data_text_escapes_c1_controls_and_line_separators(tmp_path, accelerated):
+    """A CSI (U+009B drives a terminal as ESC [ does) and U+2028 in a key or value are shown
+    escaped as in every other line for people (words.CONTROL_ESCAPES), with or without C."""
+    from kdump import _accel
+    from kdump import testing as build
+
+    value = "a\u009b31mb\u2028c\u2029d\u0085".encode()
+    seg = write_segment(tmp_path / "t-0", [build.build_v2_batch([(0, 1_700_000_000_000, "k\u009b".encode(), value)])])
+    with _accel.using(accelerated):
+        r = run_kdump("dump", "--data", "--format", "text", str(seg))
+    assert r.code == 0, r.err
+    line = next(line for line in r.out.splitlines() if "payload:" in line)
+    assert line.endswith(" key: k\\x9b payload: a\\x9b31mb\\u2028c\\u2029d\\x85"), line
+    assert not any(ch in r.out for ch in "\u009b\u2028\u2029\u0085")

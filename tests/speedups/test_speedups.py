@@ -466,6 +466,8 @@ def check_decode(payload, count, base_offset, base_ts, log_append, base_seq, max
     batch = _fake_batch(count, base_offset, base_ts, log_append, base_seq, max_ts)
     fast = _speedups.decode_v2_records(payload, base_offset, base_ts, max_ts if log_append else None,
                                        base_seq, count)
+    # kdump's own call hands the batch: C picks the same fields from it
+    assert repr(_speedups.decode_v2_records(payload, batch)) == repr(fast)
     with _Path(use_c=False):
         try:
             pure = records_mod.decode_v2_payload(payload, batch)
@@ -574,6 +576,25 @@ def test_init_checks_its_classes():
         _speedups.init(tuple, Record)
     with pytest.raises(TypeError):
         _speedups.init(Batch, dict)
+    _speedups.init(Batch, Record)
+
+
+def test_the_c_field_order_is_the_models():
+    """C reads and builds Batch and Record by position (speedups.h BF_*/RF_*): its names, in its
+    order, are the model's, and init() refuses a class whose fields are the same but reordered."""
+    from collections import namedtuple
+
+    from kdump import model
+
+    assert _speedups.BATCH_FIELD_NAMES == Batch._fields
+    assert _speedups.RECORD_FIELD_NAMES == Record._fields
+    assert [getattr(model, "B_" + name.upper()) for name in Batch._fields] == list(range(len(Batch._fields)))
+    swapped = list(Batch._fields)
+    swapped[1], swapped[2] = swapped[2], swapped[1]
+    with pytest.raises(TypeError, match="fields"):
+        _speedups.init(namedtuple("Batch", swapped), Record)
+    with pytest.raises(TypeError, match="fields"):
+        _speedups.init(Batch, namedtuple("Record", list(Record._fields)[::-1]))
     _speedups.init(Batch, Record)
 
 

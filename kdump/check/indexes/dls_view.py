@@ -41,8 +41,10 @@ from kdump.storage.remote import is_remote
 _WALK_FAULTS = (INVALID_SIZE, INVALID_MAGIC, INVALID_BATCH)   # Kafka throws on these
 
 
-# DumpLogSegments prints its summaries after all files, one kind after the other.
-INDEX_MISMATCH, TIME_MISMATCH, TIME_OUT_OF_ORDER, TIME_NOT_FOUND, NON_CONSECUTIVE = range(5)
+# The blocks of DumpLogSegments' summary (stderr), in the order it prints them after all files
+# (not finding kinds: those are kdump.findings', some of the same names as strings).
+(SUMMARY_INDEX_MISMATCH, SUMMARY_TIME_MISMATCH, SUMMARY_TIME_OUT_OF_ORDER, SUMMARY_TIME_NOT_FOUND,
+ SUMMARY_NON_CONSECUTIVE) = range(5)
 
 
 DLS_MAX_MESSAGE_SIZE = 5 * 1024 * 1024     # DumpLogSegments' --max-message-size default
@@ -115,7 +117,7 @@ def _mismatch_block(path: str, mismatches: dict[int, int]) -> list[tuple[int, li
     if not mismatches:
         return []
     # Kafka keeps them in a map sorted by index offset, highest first.
-    return [(INDEX_MISMATCH, [f"Mismatches in :{absolute(path)}"] + [
+    return [(SUMMARY_INDEX_MISMATCH, [f"Mismatches in :{absolute(path)}"] + [
         f"  Index offset: {o}, log offset: {mismatches[o]}" for o in sorted(mismatches, reverse=True)])]
 
 
@@ -192,9 +194,9 @@ def time_index(path: str, opts: IndexOptions = IndexOptions(), limits: Limits = 
             prev = timestamp
     where = absolute(path)
     summary = []
-    for kind, header, block in ((TIME_MISMATCH, f"Found timestamp mismatch in :{where}", mismatch),
-                                (TIME_OUT_OF_ORDER, f"Found out of order timestamp in :{where}", out_of_order),
-                                (TIME_NOT_FOUND, f"The following indexed offsets are not found in :{where}",
+    for kind, header, block in ((SUMMARY_TIME_MISMATCH, f"Found timestamp mismatch in :{where}", mismatch),
+                                (SUMMARY_TIME_OUT_OF_ORDER, f"Found out of order timestamp in :{where}", out_of_order),
+                                (SUMMARY_TIME_NOT_FOUND, f"The following indexed offsets are not found in :{where}",
                                  not_found)):
         if block:
             summary.append((kind, [header, *block]))

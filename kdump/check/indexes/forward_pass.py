@@ -39,6 +39,7 @@ from kdump.check.indexes.index_file import IndexCheck
 from kdump.check.indexes.offset_index import OffsetIndexCheck
 from kdump.check.indexes.time_index import TimeIndexCheck
 from kdump.check.scan import ScanReport
+from kdump.check.side_files import SIDE_FILE_LIMIT
 from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import IndexFile, parse_index
@@ -48,7 +49,6 @@ from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import names as N
 from kdump.storage.mapped import MappedFile, read_small
-from kdump.storage.side_files import SIDE_FILE_LIMIT
 
 WALK_RUN = 4096     # batches held at once while both indexes are checked
 
@@ -111,15 +111,13 @@ def verify_time_index(log_buf, base_offset: int, timeindex: TimeIndexFile, *,
 
 def segment_log_path(path: str) -> str:
     """The ``.log`` a segment file belongs to (``00..42.index`` -> ``00..42.log``)."""
-    directory, name = os.path.split(path)
-    for suffix in N.LEFTOVER_SUFFIXES:
-        if name.endswith(suffix):
-            raise UsageError(f"{suffix} files are leftovers of the log cleaner or deletion, not live segments; "
-                             f"rebuild works on live segments only", file=path)
-    stem, ext = os.path.splitext(name)
-    if ext not in N.SEGMENT_SUFFIXES:
+    stem, leftover = N.segment_stem(path)
+    if leftover is not None:
+        raise UsageError(f"{leftover} files are leftovers of the log cleaner or deletion, not live segments; "
+                         f"rebuild works on live segments only", file=path)
+    if path[len(stem):] not in N.SEGMENT_SUFFIXES:
         raise UsageError("not a segment file (.log, .index or .timeindex)", file=path)
-    return os.path.join(directory, stem + N.LOG_SUFFIX)
+    return N.segment_file(stem, N.LOG_SUFFIX)
 
 
 def check_against_log(log_path: str, kind: str, base_offset: int, parsed: IndexFile | TimeIndexFile,

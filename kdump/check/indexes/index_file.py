@@ -16,12 +16,12 @@ from kdump.format.index import ENTRY_SIZE as INDEX_SLOT
 from kdump.format.index import IndexFile, parse_index
 from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
 from kdump.format.timeindex import TimeIndexFile, parse_timeindex
-from kdump.model import Finding, IndexEntry
+from kdump.model import B_BASE_OFFSET, B_LAST_OFFSET, B_MAGIC, B_MAX_TIMESTAMP, B_POSITION, B_SIZE, Finding, IndexEntry
 from kdump.storage.mapped import MappedFile
 
 INF = float("inf")
 # Batch fields the checks read in their hot loops (a NamedTuple's attribute access costs more).
-POS, BASE, LAST, SIZE, MAGIC, MAX_TS = 0, 1, 2, 4, 5, 11
+POS, BASE, LAST, SIZE, MAGIC, MAX_TS = B_POSITION, B_BASE_OFFSET, B_LAST_OFFSET, B_SIZE, B_MAGIC, B_MAX_TIMESTAMP
 
 
 class IndexCheck(NamedTuple):

@@ -3,13 +3,21 @@ segment it belongs to (it may be missing: then it is reported, never created).""
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 from kdump.errors import KdumpError, NothingToDoError, UnknownFileKindError
 from kdump.storage import fs
 from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
-from kdump.storage.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX
+from kdump.storage.names import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    TXNINDEX_SUFFIX,
+    segment_file,
+    segment_stem,
+)
 
 EXT = {INDEX: INDEX_SUFFIX, TIMEINDEX: TIMEINDEX_SUFFIX, TXNINDEX: TXNINDEX_SUFFIX, LOG: LOG_SUFFIX}
 
@@ -24,28 +32,20 @@ class Item(NamedTuple):
     explicit: bool
 
 
-def _stem(f: LogFile) -> tuple[str, str]:
-    """(directory, name without extension and leftover suffix)."""
-    directory, name = os.path.split(f.path)
-    if f.leftover:
-        name = name[: -len(f.leftover)]
-    return directory, os.path.splitext(name)[0]
-
-
 def _sibling(f: LogFile, kind: str) -> str:
     if f.leftover is None and f.kind in EXT:    # the usual name: swap the extension (15,000 a log dir)
-        return f.path[:-len(EXT[f.kind])] + EXT[kind]
-    directory, stem = _stem(f)
-    return os.path.join(directory, stem + EXT[kind] + (f.leftover or ""))
+        return segment_file(f.path[:-len(EXT[f.kind])], EXT[kind])
+    stem, leftover = segment_stem(f.path)
+    return segment_file(stem, EXT[kind], leftover)
 
 
 def _log_of(f: LogFile) -> str:
     """The .log an index belongs to; a cleaner leftover may sit beside a .log.swap or .log.cleaned."""
     first = _sibling(f, LOG)
     if f.leftover in (CLEANED_SUFFIX, SWAP_SUFFIX) and not fs.exists(first):
-        directory, stem = _stem(f)
+        stem, _ = segment_stem(f.path)
         for other in (SWAP_SUFFIX, CLEANED_SUFFIX):
-            candidate = os.path.join(directory, stem + LOG_SUFFIX + other)
+            candidate = segment_file(stem, LOG_SUFFIX, other)
             if fs.exists(candidate):
                 return candidate
     return first

@@ -44,7 +44,7 @@ def _index(f: LogFile, data: bytes) -> Description:
         return Description([], [f"{f.path} is empty."], [])
     rows = [e.to_dict() for e in idx.entries]
     lines = [f"offset: {e.offset} position: {e.position}" for e in idx.entries]
-    return Description(rows, lines, _tail_problems(idx, 8))
+    return Description(rows, lines, _tail_problems(idx))
 
 
 def _timeindex(f: LogFile, data: bytes) -> Description:
@@ -53,18 +53,14 @@ def _timeindex(f: LogFile, data: bytes) -> Description:
     tidx = parse_timeindex(data, f.base_offset or 0)
     rows = [e.to_dict() for e in tidx.entries]
     lines = [f"timestamp: {e.timestamp} offset: {e.offset}" for e in tidx.entries]
-    return Description(rows, lines, _tail_problems(tidx, 12))
+    return Description(rows, lines, _tail_problems(tidx))
 
 
-def _tail_problems(idx, slot: int) -> list[tuple[str, int | None]]:
-    problems: list[tuple[str, int | None]] = []
-    if idx.nonzero_after_tail is not None:
-        problems.append((f"non-zero slot {idx.nonzero_after_tail} after the zero-filled tail that starts at slot "
-                         f"{idx.zero_tail_start}", idx.nonzero_after_tail * slot))
-    if idx.partial_bytes:
-        problems.append((f"{idx.partial_bytes} bytes of a partial entry at the end (size is not a multiple of "
-                         f"{slot})", idx.size - idx.partial_bytes))
-    return problems
+def _tail_problems(parsed) -> list[tuple[str, int | None]]:
+    """A torn last slot, non-zero slots after the zero tail: worded where ``verify`` words them."""
+    from kdump.check.indexes.index_file import file_findings
+
+    return [(f.message, f.position) for f in file_findings(parsed)]
 
 
 def _txnindex(f: LogFile, data: bytes) -> Description:
