@@ -14,6 +14,7 @@ from io import BytesIO
 from typing import Any
 
 from kdump.errors import DecodeError
+from kdump.schemas.frame import read_zigzag
 from kdump.schemas.store import Schema, SchemaStore
 
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
@@ -107,19 +108,10 @@ def locate(p: Parsed, data: bytes, pos: int) -> str | None:
 
 
 def _long(data: bytes, pos: int, path: list[str]) -> tuple[int, int]:
-    shift = n = 0
-    start = pos
-    while True:
-        if pos >= len(data):
-            raise _Mismatch(start, path, "a varint runs past the end of the value")
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
-        if shift >= 70:
-            raise _Mismatch(start, path, "a varint longer than 10 bytes")
+    try:
+        return read_zigzag(data, pos, "an Avro long")
+    except DecodeError as e:
+        raise _Mismatch(pos, path, e.message) from None
 
 
 def _need(data: bytes, pos: int, n: int, path: list[str], what: str, at: int | None = None) -> int:

@@ -19,6 +19,8 @@ from decimal import Decimal as _Decimal
 from json.encoder import encode_basestring
 from typing import Any, Callable
 
+from kdump.errors import KdumpError
+from kdump.format.varint import read_varlong
 from kdump.schemas.avro import PRIMITIVES, Parsed, to_json
 
 _FLOAT, _DOUBLE = struct.Struct("<f").unpack_from, struct.Struct("<d").unpack_from
@@ -36,19 +38,7 @@ class Unsupported(Exception):
     pass
 
 
-def _long(d: bytes, p: int) -> tuple[int, int]:
-    shift = n = 0
-    while True:
-        b = d[p]
-        p += 1
-        if shift == 63 and b > 1:
-            raise ValueError("varint past 64 bits")        # fastavro's own reading decides
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (n >> 1) ^ -(n & 1), p
-        shift += 7
-        if shift >= 70:
-            raise ValueError("varint too long")
+_long = read_varlong        # an error (too long, past 64 bits, past the end): the reference path decides
 
 
 def _float_text(x: float) -> str:
@@ -265,7 +255,7 @@ def compile_reader(p: Parsed) -> Callable[[bytes, int], tuple[str, int]] | None:
         code = "\n".join(c.lines)
         exec(compile(code, f"<avro reader {p.schema.get('name') if isinstance(p.schema, dict) else p.schema}>",
                      "exec"), c.env)
-    except (Unsupported, KeyError, TypeError, ValueError, RecursionError, SyntaxError):
+    except (Unsupported, KeyError, TypeError, ValueError, RecursionError, SyntaxError, KdumpError):
         return None
     return c.env[top]
 
@@ -352,7 +342,7 @@ def native_program(p: Parsed) -> list | None:
 
     try:
         return build(p.schema, 0)
-    except (Unsupported, KeyError, TypeError, ValueError):
+    except (Unsupported, KeyError, TypeError, ValueError, KdumpError):
         return None
 
 

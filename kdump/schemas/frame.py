@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from kdump.errors import DecodeError
+from kdump.errors import DecodeError, KdumpError, TruncatedError
+from kdump.format.varint import read_varlong
 
 MAGIC = 0
 HEADER_SIZE = 5
@@ -33,20 +34,15 @@ def schema_id(data: bytes) -> int:
 
 
 def read_zigzag(data: bytes, pos: int, what: str) -> tuple[int, int]:
-    """One zigzag varint (at most 10 bytes) at ``pos``: (value, next position)."""
-    shift = n = 0
-    start = pos
-    while True:
-        if pos >= len(data):
-            raise DecodeError(f"truncated {what} at byte {start}: the varint runs past the end ({len(data)} bytes)")
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
-        if shift >= 70:
-            raise DecodeError(f"{what} at byte {start}: a varint longer than 10 bytes")
+    """One zigzag varint (at most 10 bytes, 64 bits: Kafka's and Avro's long) at ``pos``:
+    (value, next position)."""
+    try:
+        return read_varlong(data, pos)
+    except TruncatedError:
+        raise DecodeError(f"truncated {what} at byte {pos}: the varint runs past the end ({len(data)} bytes)") from None
+    except KdumpError as e:
+        raise DecodeError(f"{what} at byte {pos}: {e.message}") from None
+
 
 
 def message_indexes(data: bytes, pos: int = HEADER_SIZE) -> tuple[list[int], int]:
