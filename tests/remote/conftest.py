@@ -40,6 +40,17 @@ def s3(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def s3_checking_keys(tmp_path_factory):
+    """A second moto server, one that checks keys and rights, with a log dir uploaded
+    (``url``); the process's environment is left pointing at ``s3``."""
+    pytest.importorskip("moto", reason="moto[server] is in the test extra")
+    server = S3Server(tmp_path_factory.mktemp("moto-iam") / "moto.log", checks_keys=True).start()
+    server.url = server.upload(BUCKET, LOG_DIRS["generated"], "generated")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def s3_dirs(s3) -> dict[str, str]:
     """name -> the s3:// URL of the same log dir as LOG_DIRS[name]."""
     return {name: s3.upload(BUCKET, src, name) for name, src in LOG_DIRS.items()}

@@ -60,40 +60,61 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 class S3Server:
-    """moto's server; ``env`` holds what a client needs to reach it."""
+    """moto's server; ``env`` holds what a client needs to reach it.
 
-    def __init__(self, log: Path) -> None:
+    ``checks_keys``: moto checks every request's signature and rights against its own IAM
+    (INITIAL_NO_AUTH_ACTION_COUNT): ``start`` makes a user allowed everything (whose keys
+    ``env`` gives) and one allowed only to list (``list_only``), with the first unchecked calls."""
+
+    def __init__(self, log: Path, checks_keys: bool = False) -> None:
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.log = log
+        self.checks_keys = checks_keys
+        self.keys = self.list_only = ("testing", "testing")
         self.proc: subprocess.Popen | None = None
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_ENDPOINT_URL": self.endpoint,
-                "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", **extra}
+        return {"AWS_ACCESS_KEY_ID": self.keys[0], "AWS_SECRET_ACCESS_KEY": self.keys[1],
+                "AWS_ENDPOINT_URL": self.endpoint, "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_EC2_METADATA_DISABLED": "true", **extra}
 
     def start(self) -> S3Server:
+        env = {**os.environ, **({"INITIAL_NO_AUTH_ACTION_COUNT": "3"} if self.checks_keys else {})}
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                                          stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         preexec_fn=_die_with_parent)
+                                         preexec_fn=_die_with_parent, env=env)
         atexit.register(self.stop)
         deadline = time.monotonic() + START_TIMEOUT
         while not _port_open(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"moto server did not start: {self.log.read_text()[-2000:]}")
             time.sleep(0.2)
+        if self.checks_keys:
+            self.keys = self._user("admin", ["*"])         # the three unchecked calls
+            self.list_only = self._user("lister", ["s3:ListBucket"])
         return self
+
+    def _user(self, name: str, actions: list[str]) -> tuple[str, str]:
+        import json
+
+        iam = self.client("iam")
+        iam.create_user(UserName=name)
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}]}
+        iam.put_user_policy(UserName=name, PolicyName="p", PolicyDocument=json.dumps(policy))
+        return key["AccessKeyId"], key["SecretAccessKey"]
 
     def stop(self) -> None:
         if self.proc is not None:
             _stop(self.proc)
 
-    def client(self):
+    def client(self, service: str = "s3"):
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing",
-                            aws_secret_access_key="testing", region_name="us-east-1")
+        return boto3.client(service, endpoint_url=self.endpoint, aws_access_key_id=self.keys[0],
+                            aws_secret_access_key=self.keys[1], region_name="us-east-1")
 
     def upload(self, bucket: str, src: Path, prefix: str) -> str:
         """Every file under ``src`` as ``s3://bucket/prefix/<relative path>``; the URL."""
