@@ -1,8 +1,10 @@
 """Remote log dirs (issue #26): kdump reading from S3 against reading the same files locally.
 
-    .venv/bin/python bench/bench_remote.py [--size-mib 256] [--big-gib 1] [--repeat 3] [--spark]
+    .venv/bin/python bench/bench_remote.py [--server moto|s3proxy] [--size-mib 256] [--big-gib 1]
+        [--repeat 3] [--spark] [--listing N]
 
-Starts moto's S3 server on 127.0.0.1 (tests/remote/servers.py), uploads a generated log dir
+Starts an S3 server on 127.0.0.1 (tests/remote/servers.py: moto's, or S3Proxy's, a JVM serving
+files, several times faster), uploads a generated log dir
 (bench_export's data: 2 partitions x 2 segments, with .index files) and measures, each run of
 the installed console script timed whole (start-up included), median of --repeat:
 
@@ -12,7 +14,13 @@ the installed console script timed whole (start-up included), median of --repeat
   (target: under 150 MB);
 - with --spark, ``export --engine spark`` from s3:// to s3:// on a standalone cluster (from
   pyspark's jars) with one 1-core Worker, then two (target: 2 cores >= 1.5x 1 core);
-- the raw ranged-read rate of the server (pyarrow, 16 MiB ranges), the ceiling of any reader.
+- the raw ranged-read rate of the server (pyarrow alone, 16 MiB ranges, 1, 2 and 4 requests in
+  flight, a 67 MB segment), the ceiling of any reader, beside the same file read from local
+  disk (page cache) in the same run;
+- with --listing N, ``verify`` of a prefix of N keys that are no Kafka files: time, peak RSS
+  and the one line it ends with.
+
+Every figure line starts with the 1-minute load average (the machine is shared).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "remote"))
 
 from bench_export import generate  # noqa: E402
-from servers import S3Server, SparkCluster  # noqa: E402
+from servers import S3Proxy, S3Server, SparkCluster  # noqa: E402
 
 DATA = os.path.join(HERE, "data", "remote")
 KDUMP = os.path.join(os.path.dirname(sys.executable), "kdump")
@@ -72,16 +80,34 @@ def upload(server: S3Server, src: str, bucket: str, prefix: str) -> str:
     return f"s3://{bucket}/{prefix}"
 
 
-def raw_rate(server: S3Server, bucket: str, key: str) -> float:
+def load() -> str:
+    return f"[load {os.getloadavg()[0]:.1f}]"
+
+
+def raw_rates(server: S3Server, bucket: str, key: str, local: str, repeat: int) -> str:
+    """The server's ranged-read ceiling (pyarrow alone, best of ``repeat``), and the local file's."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import pyarrow.fs as pafs
 
-    fs = pafs.S3FileSystem(endpoint_override=server.endpoint, scheme="http", region="us-east-1",
-                           access_key="testing", secret_key="testing")
+    fs = pafs.S3FileSystem(endpoint_override=server.endpoint.partition("://")[2], scheme="http",
+                           region="us-east-1", access_key="testing", secret_key="testing")
     f = fs.open_input_file(f"{bucket}/{key}")
-    t, n = time.monotonic(), 0
-    while n < f.size():
-        n += len(f.read_at(16 << 20, n))
-    return n / (time.monotonic() - t) / 1e6
+    size, step = f.size(), 16 << 20
+    rates = []
+    for parallel in (1, 2, 4):
+        best = 0.0
+        for _ in range(repeat):
+            t = time.monotonic()
+            with ThreadPoolExecutor(parallel) as pool:
+                n = sum(pool.map(lambda s: len(f.read_at(min(step, size - s), s)), range(0, size, step)))
+            best = max(best, n / (time.monotonic() - t) / 1e6)
+        rates.append(f"{best:.0f}")
+    t = time.monotonic()
+    with open(local, "rb") as lf:
+        n = sum(len(b) for b in iter(lambda: lf.read(step), b""))
+    return (f"raw ranged reads (pyarrow, 16 MiB, 1/2/4 in flight, best of {repeat}): {'/'.join(rates)} MB/s; "
+            f"the same file from local disk: {n / (time.monotonic() - t) / 1e6:.0f} MB/s")
 
 
 def listing(server: S3Server, env: dict[str, str], n: int) -> None:
@@ -94,7 +120,7 @@ def listing(server: S3Server, env: dict[str, str], n: int) -> None:
     print(f"{n} keys written in {time.monotonic() - t:.0f}s")
     proc = subprocess.run([KDUMP, "verify", "s3://bench/many"], env=env, capture_output=True, text=True)
     wall, code, rss = run(["verify", "s3://bench/many"], env)
-    print(f"verify of a prefix of {n} keys: {wall:.1f}s, peak RSS {rss / 1024:.0f} MB, exit {code}: "
+    print(f"{load()} verify of a prefix of {n} keys: {wall:.1f}s, peak RSS {rss / 1024:.0f} MB, exit {code}: "
           f"{proc.stderr.strip()}")
 
 
@@ -105,6 +131,7 @@ def median(args, env, repeat) -> tuple[float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--server", choices=("moto", "s3proxy"), default="s3proxy")
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--big-gib", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=3)
@@ -118,19 +145,21 @@ def main() -> None:
     manifest = generate(small, a.size_mib / 1024, 2, 2)
     size = manifest["log_bytes"]
     with tempfile.TemporaryDirectory() as tmp:
-        server = S3Server(Path(tmp) / "moto.log").start()
+        server = (S3Proxy(Path(tmp)) if a.server == "s3proxy" else S3Server(Path(tmp) / "moto.log")).start()
         env = {**os.environ, **server.env()}
         try:
             url = upload(server, small, "bench", "small")
-            print(f"log dir: {size / 1e6:.0f} MB of segments, {manifest['records']} records; server: moto "
-                  f"{__import__('moto').__version__}; raw ranged reads (pyarrow, 16 MiB): "
-                  f"{raw_rate(server, 'bench', 'small/bench-0/' + f'{0:020d}.log'):.0f} MB/s")
+            name = "S3Proxy 2.6.0" if a.server == "s3proxy" else f"moto {__import__('moto').__version__}"
+            segment = f"bench-0/{0:020d}.log"
+            print(f"log dir: {size / 1e6:.0f} MB of segments, {manifest['records']} records; server: {name}")
+            print(f"{load()} {raw_rates(server, 'bench', 'small/' + segment, os.path.join(small, segment), a.repeat)}")
             for name, args in (("verify", ["verify", "-q", "-j", "1"]), ("dump --json", ["dump", "--json", "-j", "1"]),
                                ("dump --records --json", ["dump", "--records", "--json", "-j", "1"])):
                 local, code_l = median([*args, small], env, a.repeat)
                 remote, code_r = median([*args, url], env, a.repeat)
-                print(f"{name:22} local {size / local / 1e6:8.1f} MB/s ({local:.2f}s)   S3 {size / remote / 1e6:8.1f} "
-                      f"MB/s ({remote:.2f}s)   ratio {local / remote:.2f}x   exit {code_l}/{code_r}")
+                print(f"{load()} {name:22} local {size / local / 1e6:8.1f} MB/s ({local:.2f}s)   "
+                      f"S3 {size / remote / 1e6:8.1f} MB/s ({remote:.2f}s)   ratio {local / remote:.2f}x   "
+                      f"exit {code_l}/{code_r}")
             if not a.skip_big:
                 big = os.path.join(DATA, f"segment-{a.big_gib}g")
                 generate(big, a.big_gib, 1, 1)
@@ -138,8 +167,8 @@ def main() -> None:
                 for name, args in (("verify", ["verify", "-q", "-j", "1"]),
                                    ("dump --records --json", ["dump", "--records", "--json", "-j", "1"])):
                     wall, code, rss = run([*args, big_url + "/bench-0"], env)
-                    print(f"{a.big_gib:g} GiB segment from S3, {name}: peak RSS {rss / 1024:.0f} MB, {wall:.1f}s, "
-                          f"exit {code}")
+                    print(f"{load()} {a.big_gib:g} GiB segment from S3, {name}: peak RSS {rss / 1024:.0f} MB, "
+                          f"{wall:.1f}s, exit {code}")
             if a.listing:
                 listing(server, env, a.listing)
             if a.spark:
@@ -155,7 +184,7 @@ def main() -> None:
                     finally:
                         cluster.stop()
                     times[workers] = wall
-                    print(f"spark export s3:// -> s3://, {workers} worker core(s): {wall:.1f}s "
+                    print(f"{load()} spark export s3:// -> s3://, {workers} worker core(s): {wall:.1f}s "
                           f"({size / wall / 1e6:.1f} MB/s), exit {code}")
                 print(f"spark scaling: 2 cores {times[1] / times[2]:.2f}x 1 core")
         finally:
