@@ -124,6 +124,51 @@ def listing(server: S3Server, env: dict[str, str], n: int) -> None:
           f"{proc.stderr.strip()}")
 
 
+# The control of the Spark figures: a job of pure Python CPU work (no kdump, no storage), timed
+# inside the job (the driver's start excluded), 8 tasks of the same work.
+CPU_JOB = """
+import sys, time
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master(sys.argv[1]).config("spark.executor.memory", "512m")
+         .config("spark.ui.enabled", "false").getOrCreate())
+work = lambda i: sum(j * j for j in range(4_000_000))
+spark.sparkContext.parallelize(range(2), 2).map(work).collect()        # executors up, workers warm
+t = time.monotonic()
+spark.sparkContext.parallelize(range(8), 8).map(work).collect()
+print(time.monotonic() - t)
+spark.stop()
+"""
+
+
+def spark_scaling(server: S3Server, url: str, size: int, tmp: str) -> None:
+    """``export --engine spark`` s3:// -> s3:// with 1, then 2 worker cores; beside it the same
+    export of a tiny log dir (the fixed cost: driver, executors, planning) and the CPU-bound
+    control, on the same clusters."""
+    tiny = upload(server, os.path.join(ROOT, "fixtures", "generated", "headers-0"), "bench", "tiny/headers-0")
+    times: dict[str, dict[int, float]] = {"export": {}, "tiny": {}, "cpu": {}}
+    for workers in (1, 2):
+        base = tempfile.mkdtemp(dir=tmp)
+        cluster = SparkCluster(Path(base), server.env(), workers=workers, cores=1).start()
+        try:
+            for name, src in (("tiny", tiny.rpartition("/")[0]), ("export", url)):
+                wall, code, _ = run(["export", src, "--out", f"s3://bench/out-{name}-{workers}", "--engine", "spark",
+                                     "--master", cluster.url, "--conf", "spark.executor.memory=768m", "-q"],
+                                    cluster.env)
+                times[name][workers] = wall
+                print(f"{load()} spark export s3:// -> s3:// of {'a 3 kB log dir' if name == 'tiny' else 'the log dir'}"
+                      f", {workers} worker core(s): {wall:.1f}s, exit {code}")
+            done = subprocess.run([sys.executable, "-c", CPU_JOB, cluster.url], env=cluster.env, capture_output=True,
+                                  text=True)
+            times["cpu"][workers] = float(done.stdout.split()[-1]) if done.returncode == 0 else float("nan")
+            print(f"{load()} CPU-bound control job (8 tasks of pure Python), {workers} worker core(s): "
+                  f"{times['cpu'][workers]:.1f}s")
+        finally:
+            cluster.stop()
+    e, t, c = times["export"], times["tiny"], times["cpu"]
+    print(f"spark scaling, 2 cores against 1: export {e[1] / e[2]:.2f}x; export less the tiny export's fixed cost "
+          f"{(e[1] - t[1]) / (e[2] - t[2]):.2f}x; CPU-bound control {c[1] / c[2]:.2f}x")
+
+
 def median(args, env, repeat) -> tuple[float, int]:
     runs = [run(args, env) for _ in range(repeat)]
     return statistics.median(r[0] for r in runs), runs[0][1]
@@ -172,21 +217,7 @@ def main() -> None:
             if a.listing:
                 listing(server, env, a.listing)
             if a.spark:
-                times = {}
-                for workers in (1, 2):
-                    base = tempfile.mkdtemp(dir=tmp)
-                    cluster = SparkCluster(Path(base), server.env(), workers=workers,
-                                           cores=1).start()
-                    try:
-                        wall, code, _ = run(["export", url, "--out", f"s3://bench/out-{workers}", "--engine", "spark",
-                                             "--master", cluster.url, "--conf", "spark.executor.memory=768m",
-                                             "-q"], cluster.env)
-                    finally:
-                        cluster.stop()
-                    times[workers] = wall
-                    print(f"{load()} spark export s3:// -> s3://, {workers} worker core(s): {wall:.1f}s "
-                          f"({size / wall / 1e6:.1f} MB/s), exit {code}")
-                print(f"spark scaling: 2 cores {times[1] / times[2]:.2f}x 1 core")
+                spark_scaling(server, url, size, tmp)
         finally:
             server.stop()
 
