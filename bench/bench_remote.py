@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,17 +50,37 @@ KDUMP = os.path.join(os.path.dirname(sys.executable), "kdump")
 TIME = "/usr/bin/time"
 
 
-def run(args: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, exit status, peak RSS in KiB) of one kdump run. The peak comes from
-    /usr/bin/time: a child's own ru_maxrss counts the pages of the parent it was forked from
-    (this process holds the uploads' buffers), until it execs."""
+# The S3 server's process, whose CPU time a run's figures include (server_cpu).
+SERVER_PID: list[int] = []
+
+
+def server_cpu() -> float:
+    """CPU seconds (user + system) the S3 server has used so far."""
+    try:
+        with open(f"/proc/{SERVER_PID[0]}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, OSError):
+        return 0.0
+
+
+def run(args: list[str], env: dict[str, str]) -> tuple[float, int, int, float]:
+    """(wall seconds, exit status, peak RSS in KiB, CPU seconds of kdump and of the S3 server)
+    of one kdump run. The peak comes from /usr/bin/time: a child's own ru_maxrss counts the
+    pages of the parent it was forked from (this process holds the uploads' buffers), until
+    it execs. On a machine whose cores are all busy, wall time follows CPU time."""
     with tempfile.NamedTemporaryFile("r") as report:
-        command = [TIME, "-o", report.name, "-f", "%M", KDUMP, *args] if os.path.exists(TIME) else [KDUMP, *args]
+        command = ([TIME, "-o", report.name, "-f", "%M %U %S", KDUMP, *args] if os.path.exists(TIME)
+                   else [KDUMP, *args])
+        before = server_cpu()
         t = time.monotonic()
         done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall = time.monotonic() - t
         text = report.read().strip().splitlines()
-    return wall, done.returncode, int(text[-1]) if text and text[-1].isdigit() else 0
+    fields = text[-1].split() if text else []
+    if len(fields) != 3:
+        return wall, done.returncode, 0, 0.0
+    return wall, done.returncode, int(fields[0]), float(fields[1]) + float(fields[2]) + server_cpu() - before
 
 
 def upload(server: S3Server, src: str, bucket: str, prefix: str) -> str:
@@ -94,19 +115,23 @@ def raw_rates(server: S3Server, bucket: str, key: str, local: str, repeat: int) 
                            region="us-east-1", access_key="testing", secret_key="testing")
     f = fs.open_input_file(f"{bucket}/{key}")
     size, step = f.size(), 16 << 20
-    rates = []
+    rates, cpu = [], []
     for parallel in (1, 2, 4):
         best = 0.0
         for _ in range(repeat):
+            used, server = resource.getrusage(resource.RUSAGE_SELF), server_cpu()
             t = time.monotonic()
             with ThreadPoolExecutor(parallel) as pool:
                 n = sum(pool.map(lambda s: len(f.read_at(min(step, size - s), s)), range(0, size, step)))
             best = max(best, n / (time.monotonic() - t) / 1e6)
+            now = resource.getrusage(resource.RUSAGE_SELF)
+            cpu.append((now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime + server_cpu() - server) / n * 1e9)
         rates.append(f"{best:.0f}")
     t = time.monotonic()
     with open(local, "rb") as lf:
         n = sum(len(b) for b in iter(lambda: lf.read(step), b""))
-    return (f"raw ranged reads (pyarrow, 16 MiB, 1/2/4 in flight, best of {repeat}): {'/'.join(rates)} MB/s; "
+    return (f"raw ranged reads (pyarrow, 16 MiB, 1/2/4 in flight, best of {repeat}): {'/'.join(rates)} MB/s, "
+            f"{statistics.median(cpu):.2f} CPU s per GB (client + server); "
             f"the same file from local disk: {n / (time.monotonic() - t) / 1e6:.0f} MB/s")
 
 
@@ -119,7 +144,7 @@ def listing(server: S3Server, env: dict[str, str], n: int) -> None:
         list(pool.map(lambda i: s3.put_object(Bucket="bench", Key=f"many/object-{i:06d}.txt", Body=b""), range(n)))
     print(f"{n} keys written in {time.monotonic() - t:.0f}s")
     proc = subprocess.run([KDUMP, "verify", "s3://bench/many"], env=env, capture_output=True, text=True)
-    wall, code, rss = run(["verify", "s3://bench/many"], env)
+    wall, code, rss, _ = run(["verify", "s3://bench/many"], env)
     print(f"{load()} verify of a prefix of {n} keys: {wall:.1f}s, peak RSS {rss / 1024:.0f} MB, exit {code}: "
           f"{proc.stderr.strip()}")
 
@@ -151,7 +176,7 @@ def spark_scaling(server: S3Server, url: str, size: int, tmp: str) -> None:
         cluster = SparkCluster(Path(base), server.env(), workers=workers, cores=1).start()
         try:
             for name, src in (("tiny", tiny.rpartition("/")[0]), ("export", url)):
-                wall, code, _ = run(["export", src, "--out", f"s3://bench/out-{name}-{workers}", "--engine", "spark",
+                wall, code, _, _ = run(["export", src, "--out", f"s3://bench/out-{name}-{workers}", "--engine", "spark",
                                      "--master", cluster.url, "--conf", "spark.executor.memory=768m", "-q"],
                                     cluster.env)
                 times[name][workers] = wall
@@ -169,9 +194,10 @@ def spark_scaling(server: S3Server, url: str, size: int, tmp: str) -> None:
           f"{(e[1] - t[1]) / (e[2] - t[2]):.2f}x; CPU-bound control {c[1] / c[2]:.2f}x")
 
 
-def median(args, env, repeat) -> tuple[float, int]:
+def median(args, env, repeat) -> tuple[float, int, float]:
+    """Median wall seconds, the exit status, median CPU seconds (kdump's and the server's)."""
     runs = [run(args, env) for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), runs[0][1]
+    return statistics.median(r[0] for r in runs), runs[0][1], statistics.median(r[3] for r in runs)
 
 
 def main() -> None:
@@ -192,6 +218,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = (S3Proxy(Path(tmp)) if a.server == "s3proxy" else S3Server(Path(tmp) / "moto.log")).start()
         env = {**os.environ, **server.env()}
+        SERVER_PID.append(server.proc.pid)
         try:
             url = upload(server, small, "bench", "small")
             name = "S3Proxy 2.6.0" if a.server == "s3proxy" else f"moto {__import__('moto').__version__}"
@@ -200,18 +227,23 @@ def main() -> None:
             print(f"{load()} {raw_rates(server, 'bench', 'small/' + segment, os.path.join(small, segment), a.repeat)}")
             for name, args in (("verify", ["verify", "-q", "-j", "1"]), ("dump --json", ["dump", "--json", "-j", "1"]),
                                ("dump --records --json", ["dump", "--records", "--json", "-j", "1"])):
-                local, code_l = median([*args, small], env, a.repeat)
-                remote, code_r = median([*args, url], env, a.repeat)
+                local, code_l, cpu_l = median([*args, small], env, a.repeat)
+                remote, code_r, cpu_r = median([*args, url], env, a.repeat)
                 print(f"{load()} {name:22} local {size / local / 1e6:8.1f} MB/s ({local:.2f}s)   "
                       f"S3 {size / remote / 1e6:8.1f} MB/s ({remote:.2f}s)   ratio {local / remote:.2f}x   "
-                      f"exit {code_l}/{code_r}")
+                      f"exit {code_l}/{code_r}   CPU s (kdump + server) {cpu_l:.2f} / {cpu_r:.2f}")
+                if os.path.isdir("/dev/shm") and name != "dump --records --json":
+                    # the spool in RAM: no disk blocks to allocate and write back
+                    shm, _, cpu_s = median([*args, url], {**env, "KDUMP_SPOOL_DIR": "/dev/shm"}, a.repeat)
+                    print(f"{load()} {name:22} S3 with KDUMP_SPOOL_DIR=/dev/shm {size / shm / 1e6:8.1f} MB/s "
+                          f"({shm:.2f}s)   ratio {local / shm:.2f}x   CPU s {cpu_s:.2f}")
             if not a.skip_big:
                 big = os.path.join(DATA, f"segment-{a.big_gib}g")
                 generate(big, a.big_gib, 1, 1)
                 big_url = upload(server, big, "bench", "big")
                 for name, args in (("verify", ["verify", "-q", "-j", "1"]),
                                    ("dump --records --json", ["dump", "--records", "--json", "-j", "1"])):
-                    wall, code, rss = run([*args, big_url + "/bench-0"], env)
+                    wall, code, rss, _ = run([*args, big_url + "/bench-0"], env)
                     print(f"{load()} {a.big_gib:g} GiB segment from S3, {name}: peak RSS {rss / 1024:.0f} MB, "
                           f"{wall:.1f}s, exit {code}")
             if a.listing:

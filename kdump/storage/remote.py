@@ -108,10 +108,17 @@ class Store:
     where = ""
     _down: RemoteError | None = None
 
-    def call(self, url: str, fn, *args):
-        """``fn(*args)`` within the time limit, its failures turned into a located RemoteError."""
+    def call(self, url: str, fn, *args, bounded: bool = True):
+        """``fn(*args)`` within the time limit, its failures turned into a located RemoteError.
+        Not ``bounded``: a call of many requests (a listing of any length), each of which the
+        library bounds itself, runs here, as long as it goes on being answered."""
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
+        if not bounded:
+            try:
+                return fn(*args)
+            except Exception as e:      # noqa: BLE001 - explained below, as a bounded call's
+                return self._failed(url, e)
         box: list = []
         done = threading.Event()
 
@@ -130,8 +137,9 @@ class Store:
             self.abandon()
             raise StoreUnusable(RemoteError(self._down.message, file=url))
         ok, value = box[0]
-        if ok:
-            return value
+        return value if ok else self._failed(url, value)
+
+    def _failed(self, url: str, value: BaseException):
         if isinstance(value, (InputError, StoreUnusable)):
             raise value
         if isinstance(value, FileNotFoundError):
@@ -240,8 +248,10 @@ class S3Store(Store):
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
     def list(self, url: str, path: str) -> list[Entry]:
+        # One call, a request per 1,000 keys, each bounded by the AWS SDK (request_timeout,
+        # retries): 100,000 keys take longer than one request's time limit (bench/README.md).
         selector = self._fs_mod.FileSelector(path, recursive=False)
-        infos = self.call(url, self.fs.get_file_info, selector)
+        infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
         directory = self._fs_mod.FileType.Directory
         return [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos]
 
