@@ -106,11 +106,26 @@ class InputError(KdumpError):
 
 
 class RemoteError(InputError):
-    """An object store or HDFS refused, failed or did not answer (no bucket, credentials,
-    access, a connection, a time limit, an object changed while read): never damage.
-    ``fatal``: the store itself is unusable, so later calls to it fail at once."""
+    """An object store or HDFS refused or failed (no bucket, no such key, an object changed
+    while read): never damage. ``fatal``: the store itself is unusable (see StoreUnusable)."""
 
     fatal = False
+
+
+class StoreUnusable(BaseException):
+    """An object store or HDFS cannot be used at all: credentials refused, access denied, no
+    connection, no answer within the time limit. The run stops with ``error``'s one line
+    (exit 3) instead of reporting every file after it unreadable: it is a BaseException so
+    that no reader's ``except KdumpError`` takes it for one file's failure."""
+
+    exit_code = ExitStatus.INCOMPLETE
+
+    def __init__(self, error: RemoteError) -> None:
+        super().__init__(error)
+        self.error = error
+
+    def __str__(self) -> str:
+        return str(self.error)
 
 
 class OutOfMemoryError(InputError):

@@ -27,7 +27,7 @@ if _STARTING:
     _signal.signal(_signal.SIGINT, _interrupted_starting)
 
 from kdump import __version__  # noqa: E402
-from kdump.errors import ExitStatus, KdumpError  # noqa: E402
+from kdump.errors import ExitStatus, KdumpError, StoreUnusable  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -167,6 +167,9 @@ def _run(args: list[str], debug: bool) -> int:
 
             traceback.print_exc()
         report_error(e)
+        code = e.exit_code
+    except StoreUnusable as e:
+        report_error(e.error)
         code = e.exit_code
     except BrokenPipeError:
         code = quiet_broken_pipe()

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from kdump.errors import UsageError
+from kdump.errors import StoreUnusable, UsageError
 from kdump.storage import fs, remote
 
 SUCCESS = "_SUCCESS"
@@ -104,7 +104,7 @@ def staged_remote(out: str, overwrite: bool, inputs: Iterable[str] = (), missing
         if hdfs:
             try:
                 store.delete_tree(target, target_path)
-            except Exception:   # noqa: BLE001 - the error being raised is the one to report
+            except (Exception, StoreUnusable):   # noqa: BLE001 - the error being raised is the one to report
                 pass
         raise
 

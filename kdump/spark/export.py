@@ -19,6 +19,7 @@ import os
 import re
 import time
 
+from kdump.errors import StoreUnusable
 from kdump.export.local import MAX_REPORTED_ERRORS, ExportResult, json_error_summary, write_group
 from kdump.export.slices import DEFAULT_SPLIT_BYTES, pack, plan
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -80,11 +81,17 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
     if groups:
         def task(item):
             number, group = item
-            if remote_out:      # written on the executor's own disk, then copied up
-                return _write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits)
-            return write_group(number, group, out, fmt, partition_by, encoding, limits=limits)
+            try:
+                if remote_out:      # written on the executor's own disk, then copied up
+                    return (*_write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits),
+                            None)
+                return (*write_group(number, group, out, fmt, partition_by, encoding, limits=limits), None)
+            except StoreUnusable as down:       # raised on the driver: one line, as in a local run
+                return 0, 0, [], down
 
-        for r, e, m in sc.parallelize(list(enumerate(groups)), len(groups)).map(task).collect():
+        for r, e, m, down in sc.parallelize(list(enumerate(groups)), len(groups)).map(task).collect():
+            if down is not None:
+                raise down
             rows += r
             errors += e
             messages += m[:max(0, MAX_REPORTED_ERRORS - len(messages))]

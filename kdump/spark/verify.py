@@ -27,6 +27,7 @@ from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_ME
 from kdump.check.loss import summary_counts
 from kdump.check.partition import FileReport, VerifyOptions, check_directory
 from kdump.check.scan import ScanReport
+from kdump.errors import StoreUnusable
 from kdump.findings import OFFSET_OVERLAP as OVERLAP
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.model import Finding
@@ -88,7 +89,7 @@ def _scan_task(opts: VerifyOptions, item: tuple, counter=None) -> tuple:
     absolute = f._replace(path=fs.abspath(f.path)) if not os.path.isabs(f.path) else f
     try:
         report: ScanReport | BaseException = opts.scan(absolute)
-    except Exception as e:  # noqa: BLE001 - re-raised on the driver where the local run would raise it
+    except (Exception, StoreUnusable) as e:  # noqa: BLE001 - re-raised on the driver where the local run would
         report = e
     ok = isinstance(report, ScanReport)
     if ok:

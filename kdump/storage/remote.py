@@ -9,8 +9,10 @@ are in the README.
 
 Every call is bounded: it runs on a daemon thread and is given up after
 ``KDUMP_REMOTE_TIMEOUT`` seconds (default 60), so an endpoint that does not answer ends the
-run with one located error instead of hanging it. Once a store has failed to answer, later
-calls to it fail at once with the same error (no second wait per file).
+run with one located error instead of hanging it. A store that cannot be used at all (no
+answer, no connection, credentials or access refused) stops the run with one line
+(``StoreUnusable``), not one per file; once it has, later calls to it (a -j worker's) fail at
+once with the same error.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
-from kdump.errors import InputError, RemoteError
+from kdump.errors import InputError, RemoteError, StoreUnusable
 
 SCHEMES = ("s3://", "s3a://", "hdfs://")
 FILE_SCHEME = "file://"
@@ -107,10 +109,17 @@ class Store:
     where = ""
     _down: RemoteError | None = None
 
-    def call(self, url: str, fn, *args):
-        """``fn(*args)`` within the time limit, its failures turned into a located RemoteError."""
+    def call(self, url: str, fn, *args, bounded: bool = True):
+        """``fn(*args)`` within the time limit, its failures turned into a located RemoteError.
+        Not ``bounded``: a call of many requests (a listing of any length), each of which the
+        library bounds itself, runs here, as long as it goes on being answered."""
         if self._down is not None:
-            raise RemoteError(self._down.message, file=url)
+            raise StoreUnusable(RemoteError(self._down.message, file=url))
+        if not bounded:
+            try:
+                return fn(*args)
+            except Exception as e:      # noqa: BLE001 - explained below, as a bounded call's
+                return self._failed(url, e)
         box: list = []
         done = threading.Event()
 
@@ -127,17 +136,19 @@ class Store:
             self._down = RemoteError(f"{self.where} did not answer within {limit:g} s (KDUMP_REMOTE_TIMEOUT)",
                                      file=url)
             self.abandon()
-            raise RemoteError(self._down.message, file=url)
+            raise StoreUnusable(RemoteError(self._down.message, file=url))
         ok, value = box[0]
-        if ok:
-            return value
-        if isinstance(value, (InputError, RemoteError)):
+        return value if ok else self._failed(url, value)
+
+    def _failed(self, url: str, value: BaseException):
+        if isinstance(value, (InputError, StoreUnusable)):
             raise value
         if isinstance(value, FileNotFoundError):
             raise InputError("cannot read: no such file or directory", file=url) from None
         err = self.explain(value)
         if err.fatal:
             self._down = err
+            raise StoreUnusable(RemoteError(err.message, file=url)) from None
         raise RemoteError(err.message, file=url) from None
 
     def explain(self, e: BaseException) -> RemoteError:
@@ -231,7 +242,9 @@ class S3Store(Store):
                  "the object is shorter than when it was listed (cut or replaced while kdump read it)", False),
                 (("INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "InvalidAccessKeyId",
                   "SignatureDoesNotMatch"), f"{self.where} refused the credentials", True),
-                (("ACCESS_DENIED", "AccessDenied", "HTTP response code: 403"), "access denied", False),
+                # (a HEAD request's 403 has no body: wrong keys and missing rights look the same)
+                (("ACCESS_DENIED", "AccessDenied", "HTTP response code: 403"),
+                 f"access denied by {self.where} (wrong or missing credentials, or no right to read it)", True),
                 (("NO_SUCH_KEY", "NoSuchKey"), "the object is gone (deleted while kdump read it?)", False),
                 (("curlCode: 7,", "Couldn't connect", "Could not connect"), f"cannot connect to {self.where}", True),
                 (("curlCode: 28", "Timeout was reached"), f"{self.where} did not answer in time", True),
@@ -262,8 +275,10 @@ class S3Store(Store):
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
     def list(self, url: str, path: str) -> list[Entry]:
+        # One call, a request per 1,000 keys, each bounded by the AWS SDK (request_timeout,
+        # retries): 100,000 keys take longer than one request's time limit (bench/README.md).
         selector = self._fs_mod.FileSelector(path, recursive=False)
-        infos = self.call(url, self.fs.get_file_info, selector)
+        infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
         directory = self._fs_mod.FileType.Directory
         return [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos]
 
@@ -310,7 +325,7 @@ class HdfsStore(Store):
     def explain(self, e: BaseException) -> RemoteError:
         text = _first_line(e)
         if isinstance(e, PermissionError) or "AccessControlException" in text:
-            return RemoteError("access denied")
+            return _fatal(f"access denied by {self.where}")
         if isinstance(e, ConnectionError) or "Connection refused" in text:
             return _fatal(f"cannot connect to {self.where}")
         return RemoteError(text)

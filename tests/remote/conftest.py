@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import LOG_DIRS, MiniDfs, S3Server  # noqa: E402
+from servers import LOG_DIRS, MiniDfs, S3Proxy, S3Server  # noqa: E402
 
 BUCKET = "kdump-logs"
 
@@ -40,9 +40,33 @@ def s3(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def s3_checking_keys(tmp_path_factory):
+    """A second moto server, one that checks keys and rights, with a log dir uploaded
+    (``url``); the process's environment is left pointing at ``s3``."""
+    pytest.importorskip("moto", reason="moto[server] is in the test extra")
+    server = S3Server(tmp_path_factory.mktemp("moto-iam") / "moto.log", checks_keys=True).start()
+    server.url = server.upload(BUCKET, LOG_DIRS["generated"], "generated")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def s3_dirs(s3) -> dict[str, str]:
     """name -> the s3:// URL of the same log dir as LOG_DIRS[name]."""
     return {name: s3.upload(BUCKET, src, name) for name, src in LOG_DIRS.items()}
+
+
+@pytest.fixture(scope="session")
+def s3proxy_dirs(tmp_path_factory):
+    """S3Proxy (the bench's faster server) with the log dirs uploaded: (server, name -> URL).
+    The process's environment is left pointing at ``s3``: a test gives ``server.env()`` to
+    the kdump it runs."""
+    pytest.importorskip("pyarrow")
+    if shutil.which("java") is None or (shutil.which("mvn") is None and not _ci()):
+        pytest.skip("S3Proxy needs Java and Maven")
+    server = S3Proxy(tmp_path_factory.mktemp("s3proxy")).start()
+    yield server, {name: server.upload(BUCKET, src, name) for name, src in LOG_DIRS.items()}
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -54,15 +54,45 @@ def test_endpoint_that_never_answers(s3, s3_dirs):
     _one_error(done, 3, f"S3 endpoint http://127.0.0.1:{port} did not answer within 2 s (KDUMP_REMOTE_TIMEOUT)")
 
 
-def test_refused_credentials_are_not_damage(s3, s3_dirs):
-    env = s3.env(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="", AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
-                 AWS_CONFIG_FILE="/nonexistent")
-    done = _kdump(env, "verify", "--json", s3_dirs["generated"])
+def _only_line(done: subprocess.CompletedProcess, text: str) -> None:
+    """Exit 3, nothing on stdout, and one line on stderr: the run stopped at the first call
+    the store refused (not one unreadable file after another, never damage)."""
     assert done.returncode == 3, done.stderr
-    assert "Traceback" not in done.stderr
-    reports = [json.loads(line) for line in done.stdout.splitlines()]
-    assert reports and all(r["status"] in ("ok", "unreadable") for r in reports)
-    assert {f["message"] for r in reports for f in r["findings"]} == {"access denied"}
+    assert done.stdout == "", done.stdout
+    assert len(done.stderr.splitlines()) == 1 and text in done.stderr, done.stderr
+
+
+NO_KEYS = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+           "AWS_CONFIG_FILE": "/nonexistent"}
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_no_credentials_stop_the_run(s3, s3_dirs, jobs):
+    """No keys anywhere: the requests go unsigned, the store lists but refuses to read."""
+    where = f"access denied by S3 endpoint {s3.endpoint} (wrong or missing credentials, or no right to read it)"
+    for command in (("verify", "--json"), ("dump", "--json"), ("info",), ("export", "--out", "/nonexistent/x")):
+        done = _kdump(s3.env(**NO_KEYS), *command, "-j", jobs, s3_dirs["generated"])
+        _only_line(done, where)
+        assert done.stderr.startswith(f"kdump: error: {s3_dirs['generated']}/"), done.stderr
+
+
+def test_wrong_keys_stop_the_run(s3_checking_keys):
+    server = s3_checking_keys
+    for keys in (("AKIAWRONGKEYID000000", "wrong"), (server.keys[0], "wrong secret")):
+        env = server.env(AWS_ACCESS_KEY_ID=keys[0], AWS_SECRET_ACCESS_KEY=keys[1])
+        _only_line(_kdump(env, "verify", "--json", server.url),
+                   f"kdump: error: {server.url}: access denied by S3 endpoint {server.endpoint}")
+
+
+def test_keys_without_the_right_to_read(s3_checking_keys):
+    """Allowed to list the bucket, not to read its objects (a HEAD request is a read): one line."""
+    server = s3_checking_keys
+    env = server.env(AWS_ACCESS_KEY_ID=server.list_only[0], AWS_SECRET_ACCESS_KEY=server.list_only[1])
+    for command in (("verify", "--json"), ("dump", "--json", "-j", "2")):
+        done = _kdump(env, *command, server.url + "/headers-0")
+        _only_line(done, f"kdump: error: {server.url}/headers-0: access denied by S3 endpoint {server.endpoint}")
+    # the same keys as the owner's, the same bytes: it is the rights that were missing
+    assert _kdump(server.env(), "verify", "--json", server.url + "/headers-0").returncode == 0
 
 
 @pytest.mark.parametrize("change", ["deleted", "truncated"])
@@ -91,17 +121,24 @@ def test_object_changed_while_read(s3, change, monkeypatch):
     log = json.loads(r.out.splitlines()[0])
     assert log["status"] == "unreadable", log
     assert "Traceback" not in r.err and "damaged" not in r.out
+    assert r.err == "kdump: verified 3 files (0 segments, 0 bytes): 2 ok, 0 damaged, 0 torn tail, 1 unreadable\n", r.err
+    assert [f["message"] for f in log["findings"]] == [
+        "cannot read: no such file or directory" if change == "deleted" else
+        "the object ends at byte 100, before its listed size 2859 (cut or replaced while kdump read it)"], log
 
 
-def test_a_listing_of_thousands_of_keys(s3):
-    """3,000 keys (three pages of S3's listing) that are no Kafka files: listed through, then
-    one usage line (the bench lists 100,000: bench/README.md)."""
+def test_a_listing_of_thousands_of_keys(s3, s3_dirs):
+    """2,500 keys that are no Kafka files: listed through in three pages of 1,000 (the server's
+    log shows the two requests that went on from where a page ended), then one usage line
+    (the bench lists 100,000: bench/README.md)."""
     client = s3.client()
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda i: client.put_object(Bucket="kdump-logs", Key=f"many/object-{i:05d}.txt", Body=b""),
-                      range(3000)))
-    _one_error(_kdump(s3.env(), "verify", "s3://kdump-logs/many"), 2,
-               "s3://kdump-logs/many: no Kafka log files of the kind this command reads were found here")
+                      range(2500)))
+    done = _kdump(s3.env(), "verify", "s3://kdump-logs/many")
+    _one_error(done, 2, "s3://kdump-logs/many: no Kafka log files of the kind this command reads were found here")
+    pages = [line for line in s3.log.read_text().splitlines() if "prefix=many/" in line and "max-keys=1000" in line]
+    assert len(pages) == 3 and sum("continuation-token=" in line for line in pages) == 2, pages
 
 
 def test_writing_options_refuse_remote_paths(s3, s3_dirs):

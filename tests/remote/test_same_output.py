@@ -1,8 +1,12 @@
-"""The same log dirs read from local disk, from S3 (moto's server) and from HDFS (a
-MiniDFSCluster) give the same bytes on stdout and stderr, and the same exit status, for every
-reading command: only the PATH prefix differs."""
+"""The same log dirs read from local disk, from S3 (moto's server; S3Proxy's, the bench's, for
+a few commands) and from HDFS (a MiniDFSCluster) give the same bytes on stdout and stderr, and
+the same exit status, for every reading command: only the PATH prefix differs."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 from servers import LOG_DIRS
@@ -71,3 +75,18 @@ def test_s3a_and_file_urls(s3_dirs):
     assert got.out.replace(url.replace("s3://", "s3a://"), local) == want.out
     got = run_kdump("verify", "--json", "-j", "1", "file://" + local)
     assert (got.code, got.out) == (want.code, want.out)
+
+
+@pytest.mark.slow
+def test_s3proxy_gives_the_local_bytes(s3proxy_dirs):
+    """The bench's server (another S3 implementation: what kdump reads must not depend on it)."""
+    server, urls = s3proxy_dirs
+    env = {**os.environ, **server.env()}
+    for name in LOG_DIRS:
+        for args in (("verify", "--json", "-j", "2"), ("dump", "--json", "-j", "1"), ("dump", "--records", "--json")):
+            want, got = (subprocess.run([sys.executable, "-m", "kdump", *args, path], env=env, capture_output=True,
+                                        text=True, timeout=300, stdin=subprocess.DEVNULL)
+                         for path in (str(LOG_DIRS[name]), urls[name]))
+            assert got.returncode == want.returncode, got.stderr[-2000:]
+            assert got.stdout.replace(urls[name], str(LOG_DIRS[name])) == want.stdout
+            assert got.stderr.replace(urls[name], str(LOG_DIRS[name])) == want.stderr

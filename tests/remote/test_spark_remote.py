@@ -109,3 +109,21 @@ def test_kafka_log_source_reads_s3a_on_the_cluster(s3_dirs, cluster, tmp_path):
     table = ds.dataset(str(tmp_path / "local"), format="parquet", partitioning="hive").to_table().to_pylist()
     want = sorted([str(r["topic"]), r["partition"], r["offset"]] for r in table if r["error"] is None)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == want
+
+
+def test_a_store_refusing_the_tasks_is_one_line(s3, s3_dirs, tmp_path):
+    """Tasks that meet a store they cannot use (no keys: S3 lists, refuses reads) end the job
+    with the local run's one line, exit 3: not a Python traceback from a worker, not damage."""
+    import os
+
+    env = {**os.environ, **s3.env(AWS_ACCESS_KEY_ID="", AWS_SECRET_ACCESS_KEY="",
+                                  AWS_SHARED_CREDENTIALS_FILE="/nonexistent", AWS_CONFIG_FILE="/nonexistent")}
+    url = s3_dirs["generated"] + "/headers-0"
+    for args in (("export", url, "--out", str(tmp_path / "out")), ("verify", url)):
+        done = subprocess.run([sys.executable, "-m", "kdump", *args, "--engine", "spark", "--master", "local[1]"],
+                              env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        errors = [line for line in done.stderr.splitlines() if line.startswith("kdump:")]
+        assert done.returncode == 3, done.stderr[-3000:]
+        assert errors == [f"kdump: error: {url}/00000000000000000000.log: access denied by S3 endpoint "
+                          f"{s3.endpoint} (wrong or missing credentials, or no right to read it)"], done.stderr[-3000:]
+    assert not (tmp_path / "out").exists()
