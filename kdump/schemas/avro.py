@@ -40,17 +40,7 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
     named: dict[str, Any] = {}
     seen: set[int] = set()
 
-    def load(schema: Schema, depth: int) -> Any:
-        if depth > 32:
-            raise DecodeError(f"schema {s.id}: references nest more than 32 deep")
-        for ref in schema.references:
-            target = store.reference(ref)
-            if target is None:
-                raise DecodeError(f"schema {s.id}: its reference {ref.name!r} (subject {ref.subject!r} "
-                                  f"version {ref.version}) is not in the store")
-            if id(target) not in seen:
-                seen.add(id(target))
-                load(target, depth + 1)
+    def load(schema: Schema) -> Any:
         try:
             return fastavro.parse_schema(json.loads(schema.text), named_schemas=named)
         except RecursionError:
@@ -58,7 +48,11 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
         except Exception as e:          # fastavro raises several types (SchemaParseException, ValueError...)
             raise DecodeError(f"schema {schema.id} does not parse: {type(e).__name__}: {_short(e)}") from None
 
-    return Parsed(load(s, 0), named)
+    for _, target in store.references_of(s, s.id):
+        if id(target) not in seen:          # one schema under two reference names: parsed once
+            seen.add(id(target))
+            load(target)
+    return Parsed(load(s), named)
 
 
 def decode(p: Parsed, data: bytes, pos: int) -> Any:

@@ -49,21 +49,15 @@ def _draft7():
 def parse(s: Schema, store: SchemaStore) -> Parsed:
     resources: dict[str, Any] = {}
 
-    def load(schema: Schema, depth: int) -> Any:
-        if depth > 32:
-            raise DecodeError(f"schema {s.id}: references nest more than 32 deep")
-        for ref in schema.references:
-            target = store.reference(ref)
-            if target is None:
-                raise DecodeError(f"schema {s.id}: its reference {ref.name!r} is not in the store")
-            if ref.name not in resources:
-                resources[ref.name] = load(target, depth + 1)
+    def load(schema: Schema) -> Any:
         try:
             return json.loads(schema.text)
         except (ValueError, RecursionError) as e:
             raise DecodeError(f"schema {schema.id} does not parse: {e}") from None
 
-    return Parsed(load(s, 0), resources)
+    for ref, target in store.references_of(s, s.id):
+        resources[ref.name] = load(target)
+    return Parsed(load(s), resources)
 
 
 def decode(p: Parsed | None, data: bytes, pos: int, validate: bool = False) -> Any:

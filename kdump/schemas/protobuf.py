@@ -63,7 +63,10 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
         main = f"kdump_schema_{s.id}.proto"
         files: dict[str, str] = {}
         refs: dict[str, tuple[str, int]] = {}
-        _gather(s, store, files, 0, s.id, refs)
+        # google/protobuf/*.proto are protoc's own (the well-known types), never in a store
+        for ref, target in store.references_of(s, s.id, skip=lambda r: r.name.startswith("google/protobuf/")):
+            files[ref.name] = target.text
+            refs[ref.name] = (ref.subject, ref.version)
         for name, text in [*files.items(), (main, s.text)]:
             path = os.path.join(tmp, "src", name)
             if not os.path.abspath(path).startswith(os.path.join(tmp, "src") + os.sep):
@@ -93,22 +96,6 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
     parsed = Parsed(own, pool)
     parsed.references = refs
     return parsed
-
-
-def _gather(s: Schema, store: SchemaStore, files: dict[str, str], depth: int, root: int,
-            refs: dict[str, tuple[str, int]]) -> None:
-    if depth > 32:
-        raise DecodeError(f"schema {root}: references nest more than 32 deep")
-    for ref in s.references:
-        if ref.name in files or ref.name.startswith("google/protobuf/"):
-            continue
-        target = store.reference(ref)
-        if target is None:
-            raise DecodeError(f"schema {root}: its reference {ref.name!r} (subject {ref.subject!r} version "
-                              f"{ref.version}) is not in the store")
-        files[ref.name] = target.text
-        refs[ref.name] = (ref.subject, ref.version)
-        _gather(target, store, files, depth + 1, root, refs)
 
 
 def message(p: Parsed, data: bytes, indexes: list[int], pos: int) -> Any:

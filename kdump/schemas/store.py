@@ -30,9 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kdump.errors import DecodeError
+
 AVRO, PROTOBUF, JSON = "AVRO", "PROTOBUF", "JSON"
 SCHEMA_TYPES = (AVRO, PROTOBUF, JSON)
 DEFAULT_COMPATIBILITY = "BACKWARD"
+
+
+MAX_REFERENCE_DEPTH = 32      # references resolved through at most this many levels
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,31 @@ class SchemaStore:
         if found is None:
             found = self.by_name.get(ref.name) or self.by_name.get(ref.subject)
         return found
+
+    def references_of(self, schema: Schema, root: int,
+                      skip: Callable[[Reference], bool] = lambda ref: False) -> list[tuple[Reference, Schema]]:
+        """The schemas ``schema`` references, transitively, each name once and each after the ones
+        it references (a parser can take them in this order); DecodeError naming schema ``root``
+        when one is not in the store or they nest more than MAX_REFERENCE_DEPTH deep."""
+        out: list[tuple[Reference, Schema]] = []
+        seen: set[str] = set()
+
+        def walk(s: Schema, depth: int) -> None:
+            if depth > MAX_REFERENCE_DEPTH:
+                raise DecodeError(f"schema {root}: references nest more than {MAX_REFERENCE_DEPTH} deep")
+            for ref in s.references:
+                if ref.name in seen or skip(ref):
+                    continue
+                target = self.reference(ref)
+                if target is None:
+                    raise DecodeError(f"schema {root}: its reference {ref.name!r} (subject {ref.subject!r} "
+                                      f"version {ref.version}) is not in the store")
+                seen.add(ref.name)
+                walk(target, depth + 1)
+                out.append((ref, target))
+
+        walk(schema, 0)
+        return out
 
     def __len__(self) -> int:
         return len(self.by_id)
