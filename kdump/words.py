@@ -60,7 +60,7 @@ def rate(count: int, seconds: float, unit: str) -> str:
 # Characters no line for people carries raw, and how each is shown: the C0 controls, DEL and
 # the C1 controls as \xNN (as Python's backslashreplace shows the bytes of a name that is not
 # UTF-8), and the line and paragraph separators, which some terminals and editors break lines
-# at. The one table of them: render/escape.py (names, messages) and decoders/payload.py (the
+# at. The one table of them: render/escape.py (names, messages) and decoders/views.py (the
 # text view of keys and values, and its C twin in _speedups/javautf8.c) show these.
 CONTROL_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
 CONTROL_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})

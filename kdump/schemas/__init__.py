@@ -7,7 +7,7 @@ reads the wire frame (magic 0, a 4-byte schema id, Protobuf's message indexes); 
 ``protobuf``, ``json_schema`` and ``connect`` decode a payload under its schema, and
 ``avro_text`` is dump's fast path (the writer schema compiled into a reader of the datum's
 JSON text, with a C twin in ``kdump/_speedups/avrojson.c``); ``decoder`` is what a command
-hands to ``decoders.payload.PayloadView``. ``compat`` holds Schema Registry's Avro
+hands to ``decoders.views.PayloadView``. ``compat`` holds Schema Registry's Avro
 compatibility rules, ``check`` what ``verify --schemas`` reports, ``usage`` what ``info
 --schemas`` lists, ``arrow`` the column of ``export --decode`` and the Spark source.
 

@@ -164,7 +164,7 @@ def test_data_text_escapes_c1_controls_and_line_separators(tmp_path, accelerated
     """A CSI (U+009B drives a terminal as ESC [ does) and U+2028 in a key or value are shown
     escaped as in every other line for people (words.CONTROL_ESCAPES), with or without C."""
     from kdump import _accel
-    from kdump import testing as build
+    from kdump import encode as build
 
     value = "a\u009b31mb\u2028c\u2029d\u0085".encode()
     seg = write_segment(tmp_path / "t-0", [build.build_v2_batch([(0, 1_700_000_000_000, "k\u009b".encode(), value)])])
