@@ -8,7 +8,7 @@ static const char hexd[] = "0123456789abcdef";
 
 /*
  * Per byte, what it becomes when it stands alone: printable ASCII itself, a control its
- * escape (payload.py's _CONTROL_ESCAPES) or itself (not escaping), anything else U+FFFD (a
+ * escape (decoders/views.py's _CONTROL_ESCAPES) or itself (not escaping), anything else U+FFFD (a
  * byte that never starts a sequence, 80..C1 and F5..FF, or a lead C2..F4 whose sequence
  * fails at once); and for a lead, the second bytes that continue its sequence. One table
  * per escaping, filled when the module loads. The escaped characters above ASCII (the C1
