@@ -77,6 +77,14 @@ static PyMethodDef kd_methods[] = {
      "text_item(out, batch, records, mode, last, gaps) -> int | None: TextDump.item's lines appended to the "
      "bytearray out as UTF-8 (mode: text.c_mode), the record offsets followed into gaps (None: not followed); "
      "the last offset, or None when the Python renderer must do it."},
+    {"text_v2_run", (PyCFunction)(void (*)(void))kd_text_v2_run, METH_FASTCALL,
+     "text_v2_run(out, buf, pos, end, max_batches, max_records, mode, last, gaps, max_out) -> (new_pos, first, "
+     "last): text_item's lines for the run of plain v2 batches from pos, written from the segment's bytes; "
+     "it stops before the first batch it does not take (text.c)."},
+    {"json_v2_run", (PyCFunction)(void (*)(void))kd_json_v2_run, METH_FASTCALL,
+     "json_v2_run(file_json, buf, pos, end, max_batches, max_records, max_section, encoding, max_out) -> (text, "
+     "new_pos, first, last): json_v2_line's lines (joined by newlines) for the run of plain v2 batches from pos "
+     "whose offsets follow one another; it stops before the first batch it does not take (jsonout.c)."},
     {"json_v2_line", (PyCFunction)(void (*)(void))kd_json_v2_line, METH_FASTCALL,
      "json_v2_line(file_json, batch, data, encoding) -> (str, first_offset, last_offset) | None: the line of a "
      "v2 batch written straight from its (decompressed) records section, whose offsets follow one another; "

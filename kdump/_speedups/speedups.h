@@ -18,9 +18,12 @@
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
  *                                        json_records(records, encoding) -> str | None,
  *                                        json_v2_line(file_json, batch, data, encoding)
- *                                          -> (str, first_offset, last_offset) | None
+ *                                          -> (str, first_offset, last_offset) | None,
+ *                                        json_v2_run(file_json, buf, pos, end, ...)
+ *                                          -> (str, new_pos, first, last)
  *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos) -> (json_text, end) | None
- *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None
+ *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None,
+ *                                        text_v2_run(out, buf, pos, end, ...) -> (new_pos, first, last)
  *   javautf8.c kdump/format/javautf8.py  put_java_utf8 (for text.c; no Python function of its own)
  *   sigbus.c   kdump/storage/segment.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
@@ -126,6 +129,9 @@ sub_overflows(int64_t a, int64_t b, int64_t *out)
 
 /* args[1..3] of the walking functions: pos, end, max_batches; -1 with an exception set. */
 int span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches);
+
+/* The plain v2 batch at pos for the run writers (walk.c): 1 and its Batch fields in v[15], or 0. */
+int kd_plain_v2_at(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t max_records, int64_t *v);
 
 /* An int64 from a Python int; 0 on success, -1 (no exception set) if not an int64. */
 static inline int
@@ -256,6 +262,8 @@ PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 PyObject *kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* Java's UTF-8 decoding of s[0:n] written at w as UTF-8, the text view's escapes applied or
  * not; returns the end. Room: 4 bytes a byte, plus 4. java_utf8_init() fills its tables. */

@@ -15,6 +15,7 @@ from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
+from kdump.format.records import LARGE_PAYLOAD, LargeRecords
 from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 
 ENTRY_HEAD = struct.Struct(">qi")             # offset => int64, size => int32
@@ -118,7 +119,7 @@ def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Re
     # The walker has just opened this wrapper: same buffer, same place, same stored CRC.
     if cached is not None and cached[0] is buf and cached[1] == pos and cached[2] == batch.crc \
             and batch.attributes & COMPRESSION_MASK:
-        return list(cached[3])
+        return type(cached[3])(cached[3])
     try:
         offset, size = ENTRY_HEAD.unpack_from(buf, pos)
         msg = Message(buf, pos + 12, pos + 12 + size)
@@ -147,7 +148,7 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
         # code, the reference, then raises the precise error.
         records = c.decode_legacy_set(data, wrapper_offset, wrapper.magic, wrapper.timestamp if log_append else None)
         if records is not None:
-            return records
+            return LargeRecords(records) if len(data) > LARGE_PAYLOAD else records
     entries = []
     pos, end = 0, len(data)
     while pos < end:
@@ -183,4 +184,5 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
             ts, ts_type = msg.timestamp, msg.timestamp_type
         records.append(Record(base + inner_offset, ts, ts_type, msg.key, msg.value, (), -1, None,
                               msg.magic, msg.crc, msg.crc_valid))
-    return records
+    # (marked as a v2 batch's are: a large inner set may hold values to write in pieces)
+    return LargeRecords(records) if len(data) > LARGE_PAYLOAD else records

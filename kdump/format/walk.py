@@ -48,9 +48,14 @@ class Walker:
     """
 
     def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS,
-                 first_chunk: int = SCAN_FIRST) -> None:
+                 first_chunk: int = SCAN_FIRST, runner=None) -> None:
         self.buf = buf
         self.first_chunk = first_chunk      # batches of the first C call (SCAN_FIRST: a caller may want few)
+        # runner(buf, pos, end) -> new_pos: a consumer's own C loop, offered each position
+        # before the walk takes a batch there; it takes the batches it wants from there itself
+        # (a run of plain v2 batches drawn straight from the bytes) and answers where it
+        # stopped. The walk yields only the batches it leaves, one at a time.
+        self.runner = runner
         self.start = start
         self.end = len(buf) if end is None else min(end, len(buf))
         self.limits = limits
@@ -68,11 +73,19 @@ class Walker:
         chunk = self.first_chunk
         follow = getattr(buf, "follow", None)
         next_follow = pos + FOLLOW_STEP
+        runner = self.runner
+        if runner is not None:
+            chunk = 1
         try:
             while pos < last_head:
                 if follow is not None and pos >= next_follow:
                     follow(pos)
                     next_follow = pos + FOLLOW_STEP
+                if runner is not None:
+                    taken = runner(buf, pos, min(end, pos + SCAN_SPAN))
+                    if taken > pos:
+                        pos = self.stop_position = taken
+                        continue
                 if scan is not None:
                     # The C scanner takes the run of well-formed v2 batches from here and
                     # stops before the first entry that needs judging, handled below.
@@ -82,6 +95,8 @@ class Walker:
                         for batch in batches:
                             self.stop_position = batch[0] + batch[4]    # position + size
                             yield batch
+                        if runner is not None:
+                            continue
                         if len(batches) == chunk or pos >= last_head or span_end < end:
                             chunk = min(chunk * 4, SCAN_CHUNK)
                             continue

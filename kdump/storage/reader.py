@@ -112,13 +112,17 @@ class SegmentReader:
 
     def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
                  limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None,
-                 raw=None) -> None:
+                 raw=None, run=None) -> None:
         self.file = f
         # raw(batch, records section) -> object | None: offered each uncompressed, non-control v2
         # batch of one slice of records or fewer before its records are decoded (without a range
         # of offsets or times); what it returns stands for them in the Item (a writer that reads
         # the bytes itself), None: decode them as usual.
         self.raw = raw
+        # run(buf, pos, end, max_records) -> new_pos: a writer's C loop over the plain v2 batches
+        # from pos (format.walk.Walker's runner), under the same conditions as ``raw``; the batches
+        # it takes are written by it, not yielded.
+        self.run = run
         # (start, stop): read from a batch boundary to the batch starting at ``stop`` (one range
         # of a segment cut by storage.split); ``reached`` then says the walk met that batch. A
         # walk passing ``stop`` inside a batch (the cut was not a boundary of this walk) reads on.
@@ -146,12 +150,19 @@ class SegmentReader:
             mapped.need(start, end)
             if mapped.size > (64 << 20):
                 mapped.advise_sequential()
-            walker = Walker(buf, start, end, self.limits)
             flt = self.filters
             check_offsets = flt.start_offset is not None or flt.end_offset is not None
             check_times = flt.start_time is not None or flt.end_time is not None
             want_records, limits = self.want_records, self.limits
             max_records = limits.max_records
+            runner = None
+            if self.run is not None and want_records and not (check_offsets or check_times):
+                run, most = self.run, min(max_records, RECORDS_SLICE)
+                last = end if stop_at is None else min(end, stop_at)
+
+                def runner(buf, pos, span_end):
+                    return run(buf, pos, min(span_end, last), most)
+            walker = Walker(buf, start, end, self.limits, runner=runner)
             # Uncompressed non-control v2 batches go straight to the C record decoder (what
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
