@@ -809,3 +809,109 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     out_trim();
     return result;
 }
+
+/*
+ * json_legacy_line(file_json, batch, data, log_append_ts, encoding) -> (line, first, last) | None:
+ * json_batch_line's line for a legacy wrapper ``batch`` and the records decode_legacy_set would
+ * make of its decompressed inner set ``data`` (log_append_ts: the wrapper's LogAppendTime, or
+ * None), written from the bytes without making them; only where their offsets follow one
+ * another. None for anything else: the usual path writes the line.
+ */
+PyObject *
+kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "json_legacy_line(file_json, batch, data, log_append_ts, encoding)");
+        return NULL;
+    }
+    PyObject *file_json = args[0], *batch = args[1];
+    long encoding = PyLong_AsLong(args[4]);
+    if (encoding == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t wrapper_offset, magic, lat = 0;
+    if (!PyUnicode_CheckExact(file_json) || !PyUnicode_IS_ASCII(file_json) ||
+        (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
+        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
+        exact_i64(PyTuple_GET_ITEM(batch, 2), &wrapper_offset) < 0 || exact_i64(PyTuple_GET_ITEM(batch, 5), &magic) < 0 ||
+        magic < 0 || magic > 1 || (args[3] != Py_None && exact_i64(args[3], &lat) < 0))
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)view.buf;
+    outbuf o = {out_mem, 0};
+    PyObject *result = NULL;
+    int rc = 0;
+    int64_t base, first = 0, prev = 0;
+    Py_ssize_t n;
+    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) < 0)
+        goto done;
+    rc = -1;
+    Py_ssize_t name_len = PyUnicode_GET_LENGTH(file_json);
+    if (out_reserve(&o, name_len + 16) < 0)
+        goto done;
+    PUT_LIT(&o, "{\"file\":");
+    put_raw(&o, (const char *)PyUnicode_DATA(file_json), name_len);
+    rc = put_batch(&o, batch);
+    if (rc <= 0)
+        goto done;
+    rc = -1;
+    if (out_reserve(&o, 16) < 0)
+        goto done;
+    PUT_LIT(&o, ",\"records\":[");
+    const int64_t *lap = args[3] != Py_None ? &lat : NULL;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        kd_legacy_msg r;
+        kd_legacy_next(d, &p, base, lap, &r);
+        if (i && (prev == INT64_MAX || r.offset != prev + 1)) {
+            rc = 0;             /* a gap: the usual path */
+            goto done;
+        }
+        if (i == 0)
+            first = r.offset;
+        prev = r.offset;
+        if (out_reserve(&o, 128 + 5 * INT_CHARS) < 0)
+            goto done;
+        if (i)
+            PUT_LIT(&o, ",");
+        PUT_LIT(&o, "{\"offset\":");
+        put_i64(&o, r.offset);
+        PUT_LIT(&o, ",\"timestamp\":");
+        put_i64(&o, r.timestamp);
+        PUT_LIT(&o, ",\"key_size\":");
+        put_i64(&o, r.key == NULL ? -1 : r.klen);
+        PUT_LIT(&o, ",\"value_size\":");
+        put_i64(&o, r.value == NULL ? -1 : r.vlen);
+        PUT_LIT(&o, ",\"sequence\":-1,\"key\":");
+        if (put_payload_raw(&o, r.key, r.klen, (int)encoding) < 0 || out_reserve(&o, 16) < 0)
+            goto done;
+        PUT_LIT(&o, ",\"value\":");
+        if (put_payload_raw(&o, r.value, r.vlen, (int)encoding) < 0 || out_reserve(&o, 48 + INT_CHARS) < 0)
+            goto done;
+        PUT_LIT(&o, ",\"headers\":[],\"crc\":");
+        put_i64(&o, r.crc);
+        if (r.crc_ok)
+            PUT_LIT(&o, ",\"crc_valid\":true}");
+        else
+            PUT_LIT(&o, ",\"crc_valid\":false}");
+    }
+    if (out_reserve(&o, 2) < 0)
+        goto done;
+    PUT_LIT(&o, "]}");
+    PyObject *line = PyUnicode_New(o.len, 127);
+    if (line == NULL)
+        goto done;
+    memcpy(PyUnicode_1BYTE_DATA(line), o.p, (size_t)o.len);
+    result = Py_BuildValue("(NLL)", line, (long long)first, (long long)prev);
+    rc = 1;
+done:
+    PyBuffer_Release(&view);
+    out_trim();
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return result;
+}

@@ -60,6 +60,15 @@ static PyMethodDef kd_methods[] = {
     {"decode_legacy_set", (PyCFunction)(void (*)(void))kd_decode_legacy_set, METH_FASTCALL,
      "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time) -> list of Record, or None "
      "if the decompressed inner message set is malformed in any way."},
+    {"legacy_set_span", (PyCFunction)(void (*)(void))kd_legacy_set_span, METH_FASTCALL,
+     "legacy_set_span(data, wrapper_offset, wrapper_magic) -> (first_offset, count) | None: what "
+     "decode_legacy_set's records would say of their offsets, without making them (None: malformed)."},
+    {"text_legacy_set", (PyCFunction)(void (*)(void))kd_text_legacy_set, METH_FASTCALL,
+     "text_legacy_set(out, batch, data, log_append_ts, mode, last, gaps) -> (first, last) | None: text_item's "
+     "lines for a legacy wrapper from its decompressed inner set, without making its records."},
+    {"json_legacy_line", (PyCFunction)(void (*)(void))kd_json_legacy_line, METH_FASTCALL,
+     "json_legacy_line(file_json, batch, data, log_append_ts, encoding) -> (str, first, last) | None: "
+     "json_batch_line's line for a legacy wrapper from its decompressed inner set, without making its records."},
     {"scan_plain_run", (PyCFunction)(void (*)(void))kd_scan_plain_run, METH_FASTCALL,
      "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state) -> None | "
      "(new_pos, state): the recovery scanner's fast path over the plain v2 batches from pos on; "

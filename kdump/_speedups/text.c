@@ -692,3 +692,114 @@ kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     return result;
 }
+
+/*
+ * text_legacy_set(out, batch, data, log_append_ts, mode, last, gaps) -> (first, last) | None:
+ * text_item's lines for a legacy wrapper ``batch`` and the records decode_legacy_set would
+ * make of its decompressed inner set ``data`` (log_append_ts: the wrapper's LogAppendTime,
+ * or None), written from the bytes without making them. ``gaps`` a list: the offsets
+ * followed into it from ``last``; None: only where they follow one another. None, leaving
+ * everything as it was, for anything else (the usual path then decodes and draws them).
+ */
+PyObject *
+kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 7 || !PyByteArray_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "text_legacy_set(out: bytearray, batch, data, log_append_ts, mode, last, gaps)");
+        return NULL;
+    }
+    PyObject *out = args[0], *batch = args[1], *gaps = args[6];
+    long mode = PyLong_AsLong(args[4]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t last = 0, lat = 0, wrapper_offset, magic;
+    if ((gaps != Py_None && (!PyList_Check(gaps) || exact_i64(args[5], &last) < 0)) ||
+        (args[3] != Py_None && exact_i64(args[3], &lat) < 0) ||
+        ((mode >> KIND_SHIFT_KEY) & KIND_MASK) > K_LONG || ((mode >> KIND_SHIFT_VALUE) & KIND_MASK) > K_LONG ||
+        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
+        exact_i64(PyTuple_GET_ITEM(batch, 2), &wrapper_offset) < 0 || exact_i64(PyTuple_GET_ITEM(batch, 5), &magic) < 0 ||
+        magic < 0 || magic > 1)
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)view.buf;
+    int64_t base, first = 0, prev = last;
+    Py_ssize_t n, before = gaps == Py_None ? 0 : PyList_GET_SIZE(gaps);
+    PyObject *result = Py_None;
+    tbuf o = {tbuf_mem, 0, tbuf_cap};
+    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) < 0)
+        goto done;
+    if (reserve(&o, 640 + n * 600 + 4 * view.len) < 0) {
+        PyErr_NoMemory();
+        result = NULL;
+        goto done;
+    }
+    char *w = o.p;
+    if (put_batch_line(&w, batch) < 0)
+        goto done;
+    const int64_t *lap = args[3] != Py_None ? &lat : NULL;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        kd_legacy_msg r;
+        kd_legacy_next(d, &p, base, lap, &r);
+        if (gaps != Py_None) {
+            if (prev == INT64_MAX || r.offset != prev + 1) {
+                PyObject *pair = Py_BuildValue("(LL)", (long long)prev, (long long)r.offset);
+                if (pair == NULL || PyList_Append(gaps, pair) < 0) {
+                    Py_XDECREF(pair);
+                    result = NULL;
+                    goto done;
+                }
+                Py_DECREF(pair);
+            }
+        } else if (i && (prev == INT64_MAX || r.offset != prev + 1)) {
+            goto done;          /* a gap: the caller's report sees it in the records */
+        }
+        if (i == 0)
+            first = r.offset;
+        prev = r.offset;
+        if (mode & M_METADATA) {
+            const char *ts = r.ts_type == 1 ? "LogAppendTime" : r.ts_type == 0 ? "CreateTime" : "NoTimestampType";
+            PUT(w, "| offset: ");
+            w = put_i64(w, r.offset);
+            *w++ = ' ';
+            w = put_str(w, ts);
+            PUT(w, ": ");
+            w = put_i64(w, r.timestamp);
+            PUT(w, " keySize: ");
+            w = put_i64(w, r.key == NULL ? -1 : r.klen);
+            PUT(w, " valueSize: ");
+            w = put_i64(w, r.value == NULL ? -1 : r.vlen);
+            w = put_str(w, r.crc_ok ? " isValid: true crc: " : " isValid: false crc: ");
+            w = put_i64(w, r.crc);
+        }
+        w = put_data(w, r.key, r.klen, r.value, r.vlen, (int)mode);
+    }
+    Py_ssize_t len = w - o.p, old = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, old + len) < 0) {
+        result = NULL;
+        goto done;
+    }
+    memcpy(PyByteArray_AS_STRING(out) + old, o.p, (size_t)len);
+    result = Py_BuildValue("(LL)", (long long)first, (long long)prev);
+done:
+    PyBuffer_Release(&view);
+    tbuf_mem = o.p;
+    tbuf_cap = o.cap;
+    if (tbuf_cap > KEEP_BYTES) {
+        PyMem_Free(tbuf_mem);
+        tbuf_mem = NULL;
+        tbuf_cap = 0;
+    }
+    if (result == Py_None || result == NULL) {
+        if (gaps != Py_None)
+            PyList_SetSlice(gaps, before, PyList_GET_SIZE(gaps), NULL);
+        if (result == Py_None)
+            Py_RETURN_NONE;
+    }
+    return result;
+}

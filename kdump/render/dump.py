@@ -72,6 +72,19 @@ class TextDump:
             if start is not None:
                 self.out.add(start)
 
+    def raw_writer(self):
+        """The reader's ``raw`` hook for legacy wrappers: text.c's text_legacy_set drawing one
+        from its decompressed inner set without making its records (None: this view is not
+        C's); ``item`` then gets the offsets it drew."""
+        if self._c_item is None:
+            return None
+        legacy_set, out, mode, follow = _accel.native().text_legacy_set, self.out, self._c_mode, self._follow
+
+        def raw(batch, data, log_append_ts=None):
+            return legacy_set(out.buf, batch, data, log_append_ts, mode, self._last_offset, follow)
+        raw.v2 = False      # v2 batches: the run writer takes the plain ones, the rest are decoded
+        return raw
+
     def run_writer(self):
         """The reader's ``run`` hook: text.c's text_v2_run drawing the plain v2 batches from a
         position straight from the segment's bytes, as ``item`` would draw them (None: this view
@@ -94,6 +107,14 @@ class TextDump:
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, _ = it
+        if type(records) is tuple:      # drawn by raw_writer's C function: (first, last offset)
+            first, last = records
+            self._last_offset = last
+            if self.gaps is not None:
+                self.gaps.span(first, last)
+            if len(self.out.buf) >= FLUSH_CHARS:
+                self.out.write()
+            return
         if records is not None:
             if self.gaps is not None:
                 self.gaps.records(records)
@@ -192,10 +213,15 @@ class JsonDump(GapReporter):
         its records section (json_v2_line), without making its records; None: not this view."""
         if self._c_line is None or not self._file_json.isascii():
             return None
-        v2_line, file_json, encoding = _accel.native().json_v2_line, self._file_json, self._c_encoding
+        c, file_json, encoding = _accel.native(), self._file_json, self._c_encoding
+        v2_line, legacy_line = c.json_v2_line, c.json_legacy_line
 
-        def raw(batch, data):
-            return v2_line(file_json, batch, data, encoding) if len(data) <= ndjson.STREAM_ABOVE else None
+        def raw(batch, data, log_append_ts=None):
+            if len(data) > ndjson.STREAM_ABOVE:
+                return None
+            if batch[5] < 2:        # (magic) a legacy wrapper's inner set
+                return legacy_line(file_json, batch, data, log_append_ts, encoding)
+            return v2_line(file_json, batch, data, encoding)
         return raw
 
     def run_writer(self):

@@ -17,6 +17,7 @@ from kdump import _accel
 from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.format.legacy import inner_set
 from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
 from kdump.format.walk import ENTRY_HEAD, TORN_TAIL, TRAILING, Walker, decode_records, record_slices
 from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, TIMESTAMP_TYPE_MASK, Batch, Finding, Record
@@ -117,7 +118,8 @@ class SegmentReader:
         # raw(batch, records section) -> object | None: offered each uncompressed, non-control v2
         # batch of one slice of records or fewer before its records are decoded (without a range
         # of offsets or times); what it returns stands for them in the Item (a writer that reads
-        # the bytes itself), None: decode them as usual.
+        # the bytes itself), None: decode them as usual. A legacy wrapper's inner set too, as
+        # raw(batch, inner set, its LogAppendTime or None); only that where ``raw.v2`` is False.
         self.raw = raw
         # run(buf, pos, end, max_records) -> new_pos: a writer's C loop over the plain v2 batches
         # from pos (format.walk.Walker's runner), under the same conditions as ``raw``; the batches
@@ -169,6 +171,7 @@ class SegmentReader:
             c = _accel.native()     # once per segment
             fast = c.decode_v2_records if c is not None else None
             raw = self.raw if not (check_offsets or check_times) else None
+            raw_v2 = raw if getattr(raw, "v2", True) else None
             view = memoryview(buf) if raw is not None else None
             for batch in walker:
                 if stop_at is not None and batch[0] >= stop_at:
@@ -192,11 +195,17 @@ class SegmentReader:
                     keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
                     continue
-                if raw is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:
+                if raw_v2 is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:
                     if not attributes & COMPRESSION_MASK:
                         rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])
                     else:
                         rendered = self._raw_compressed(raw, buf, batch)
+                    if rendered is not None:
+                        yield _item(Item, (batch, rendered, None))
+                        continue
+                elif raw is not None and magic < 2 and attributes & COMPRESSION_MASK:
+                    inner = inner_set(buf, batch)       # decompressed by the walk, not yet decoded
+                    rendered = raw(batch, *inner) if inner is not None else None
                     if rendered is not None:
                         yield _item(Item, (batch, rendered, None))
                         continue

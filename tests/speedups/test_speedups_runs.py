@@ -234,3 +234,69 @@ def test_fixture_segments_from_every_batch(name):
     for pos in starts[:3] + starts[3::max(1, len(starts) // 4)]:      # runs of up to 40 batches from a few places
         _check_text(buf, pos, MODES[0], True, max_batches=40)
         _check_json(buf, pos, "base64", max_batches=40)
+
+
+# -- legacy wrappers: drawn from their decompressed inner set ----------------------------------
+
+_inner = st.lists(st.tuples(st.integers(0, 3), st.integers(-5, 5), _payload, _payload, st.integers(0, 1)),
+                  min_size=1, max_size=5)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_inner, st.sampled_from([0, 1]), st.booleans(), st.sampled_from([None, 0, 40]), st.sampled_from(MODES),
+       st.sampled_from(list(ENCODINGS)), st.integers(0, 3), st.binary(max_size=3), st.booleans())
+def test_legacy_wrappers_are_drawn_as_their_records(inner, magic, log_append, wrapper_offset, mode, encoding,
+                                                     damage, tail, followed):
+    """Inner messages with keys and values from all 256 byte values, offsets with gaps, a
+    wrapper offset of 0 (librdkafka) or too small, LogAppendTime, inner CRCs damaged, bytes
+    left over: text_legacy_set and json_legacy_line write the lines of the records
+    decode_legacy makes, legacy_set_span says their first offset and count, or all three
+    answer None where the set does not decode (and for gaps, where the offsets must follow)."""
+    from kdump.format import legacy
+    from kdump.format.codecs import decompress
+
+    offset, msgs = 10, []
+    for step, ts, key, value, flip in inner:
+        offset += step
+        msgs.append((offset, 1_700_000_000_000 + ts, key, value))
+    raw = bytearray(build_legacy_wrapper(msgs, magic=magic, codec=1, wrapper_offset=wrapper_offset,
+                                         timestamp_type=int(log_append)))
+    with _accel.using(False):
+        (batch,) = list(Walker(bytes(raw)))
+    data = bytearray(decompress(1, legacy.Message(bytes(raw), 12, len(raw)).value, magic))
+    if damage and len(data) > 40:
+        data[len(data) // damage - 1] ^= 0x21           # an inner CRC, a length, a field...
+    data = bytes(data) + tail
+    lat = batch.max_timestamp if log_append and magic == 1 else None
+    msg = legacy.Message(bytes(raw), 12, len(raw))
+    with _accel.using(False):
+        try:
+            records = legacy._inner_records(msg, batch.last_offset, data)
+        except KdumpError:
+            records = None
+    span = _speedups.legacy_set_span(data, batch.last_offset, magic)
+    metadata, data_shown, escape, key, value = mode
+    view = PayloadView("utf8", key, value, escape=escape)
+    out, gaps = bytearray(b"x"), ([("a", "b")] if followed else None)
+    drawn = _speedups.text_legacy_set(out, batch, data, lat, text.c_mode(view, data_shown, metadata), 7, gaps)
+    line = _speedups.json_legacy_line('"f"', batch, data, lat, ENCODINGS[encoding])
+    if records is None or not all(_int64(r.offset, r.timestamp) for r in records):
+        assert span is None and drawn is None and line is None and out == b"x"
+        return
+    offsets = [r.offset for r in records]
+    assert span == (offsets[0], len(offsets))
+    follows = offsets == list(range(offsets[0], offsets[0] + len(offsets)))
+    if not follows:
+        assert line is None
+    else:
+        assert line == (ndjson.py_batch_line('"f"', batch, records, PayloadView(encoding)), offsets[0], offsets[-1])
+    if not follows and not followed:
+        assert drawn is None and out == b"x"
+        return
+    want_gaps: list = []
+    if followed:
+        follow(records, 7, want_gaps)
+        assert gaps[1:] == want_gaps
+    lines = text.item_lines(batch, records, view, data_shown, metadata)
+    assert bytes(out[1:]) == "".join(line + "\n" for line in lines).encode()
+    assert drawn == (offsets[0], offsets[-1])
