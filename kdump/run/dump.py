@@ -236,7 +236,7 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
     raw = getattr(renderer, "raw_writer", None)
     run = getattr(renderer, "run_writer", None)
     run = run() if run is not None and records else None
-    if run is not None and progress is not None:
+    if run is not None and progress is not None and progress.enabled:
         run = _advancing(run, progress, f.path)
     reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
                            raw() if raw is not None and records else None, run)
