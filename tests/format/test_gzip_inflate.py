@@ -1,6 +1,6 @@
 """gzip payloads through ISA-L's inflate (python-isal, when installed) and through zlib: the
 same bytes out, and for a payload that does not decompress the same finding in zlib's words
-(``codecs._gunzip`` asks zlib again when ISA-L refuses), limits and multi-member streams included."""
+(``gunzip.gunzip`` asks zlib again when ISA-L refuses), limits and multi-member streams included."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kdump.errors import KdumpError
-from kdump.format import codecs
+from kdump.format import gunzip
 
-pytestmark = pytest.mark.skipif(codecs._fast_inflate is None, reason="python-isal is not installed")
+pytestmark = pytest.mark.skipif(gunzip._fast_inflate is None, reason="python-isal is not installed")
 
 
 def _outcome(fn, data: bytes, limit: int):
@@ -26,7 +26,7 @@ def _outcome(fn, data: bytes, limit: int):
 
 
 def _same(data: bytes, limit: int = 1 << 20) -> None:
-    assert _outcome(codecs._gunzip, data, limit) == _outcome(lambda d, n: codecs._gunzip_with(zlib, d, n), data, limit)
+    assert _outcome(gunzip.gunzip, data, limit) == _outcome(lambda d, n: gunzip._gunzip_with(zlib, d, n), data, limit)
 
 
 def test_members_padding_limits_and_damage():
@@ -37,7 +37,7 @@ def test_members_padding_limits_and_damage():
                  two + b"junk", b"", b"\x1f\x8b", rnd.randbytes(64)):
         _same(data)
     _same(one, limit=1000)              # past the limit: the same DecompressionLimitError
-    assert codecs._gunzip(two, 1 << 20).endswith(b"second member")
+    assert gunzip.gunzip(two, 1 << 20).endswith(b"second member")
 
 
 @settings(max_examples=200, deadline=None)
