@@ -186,6 +186,10 @@ put_utf8_json(outbuf *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
+/* Base64's characters for each 12 bits, in output order (filled at first use). */
+static uint16_t b64_pairs[4096];
+static int b64_pairs_ready = 0;
+
 /* A JSON literal for ``n`` bytes at ``s`` (NULL: null) in the encoding. */
 static int
 put_payload_raw(outbuf *o, const unsigned char *s, Py_ssize_t n, int encoding)
@@ -213,12 +217,18 @@ put_payload_raw(outbuf *o, const unsigned char *s, Py_ssize_t n, int encoding)
         }
     } else {
         Py_ssize_t i = 0;
-        for (; i + 3 <= n; i += 3) {
+        if (!b64_pairs_ready) {
+            for (int x = 0; x < 4096; x++) {
+                char pair[2] = {b64_alphabet[x >> 6], b64_alphabet[x & 0x3F]};
+                memcpy(&b64_pairs[x], pair, 2);
+            }
+            b64_pairs_ready = 1;
+        }
+        for (; i + 3 <= n; i += 3) {      /* two characters a table lookup */
             uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
-            *w++ = b64_alphabet[v >> 18];
-            *w++ = b64_alphabet[(v >> 12) & 0x3F];
-            *w++ = b64_alphabet[(v >> 6) & 0x3F];
-            *w++ = b64_alphabet[v & 0x3F];
+            memcpy(w, &b64_pairs[v >> 12], 2);
+            memcpy(w + 2, &b64_pairs[v & 0xFFF], 2);
+            w += 4;
         }
         if (n - i == 1) {
             uint32_t v = (uint32_t)s[i] << 16;
