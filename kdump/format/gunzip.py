@@ -10,10 +10,21 @@ import zlib
 
 from kdump.errors import CodecError, DecompressionLimitError
 
-try:
-    from isal import isal_zlib as _fast_inflate
-except ImportError:
-    _fast_inflate = None
+_fast_inflate = None     # isal's isal_zlib, imported at the first payload (12 ms: not at every start-up)
+_looked = False
+
+
+def _inflater():
+    """ISA-L's zlib-like module, or None where python-isal is not installed."""
+    global _fast_inflate, _looked
+    if not _looked:
+        _looked = True
+        try:
+            from isal import isal_zlib
+            _fast_inflate = isal_zlib
+        except ImportError:
+            pass
+    return _fast_inflate
 
 GZIP_WINDOW_MAX = 1 << 20
 OUTPUT_CHUNK = 1 << 20    # output per call, so a bomb costs the limit, not twice it
@@ -24,10 +35,11 @@ def too_big(codec: str, limit: int) -> DecompressionLimitError:
 
 
 def gunzip(data: bytes, limit: int) -> bytes:
-    if _fast_inflate is not None:
+    fast = _inflater()
+    if fast is not None:
         try:
-            return _gunzip_with(_fast_inflate, data, limit)
-        except (_fast_inflate.error, CodecError):
+            return _gunzip_with(fast, data, limit)
+        except (fast.error, CodecError):
             pass        # zlib says what is wrong, in its own words (the finding's text)
     return _gunzip_with(zlib, data, limit)
 
@@ -52,7 +64,7 @@ def _gunzip_with(lib, data: bytes, limit: int) -> bytes:
             try:
                 chunk = d.decompress(piece, min(limit + 1 - total, OUTPUT_CHUNK))
             except lib.error as e:
-                if lib is _fast_inflate:
+                if lib is not zlib:
                     raise
                 raise CodecError(f"gzip payload does not decompress: {e}") from None
             total += len(chunk)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kdump.errors import KdumpError
 from kdump.format import gunzip
 
-pytestmark = pytest.mark.skipif(gunzip._fast_inflate is None, reason="python-isal is not installed")
+pytestmark = pytest.mark.skipif(gunzip._inflater() is None, reason="python-isal is not installed")
 
 
 def _outcome(fn, data: bytes, limit: int):
