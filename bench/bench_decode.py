@@ -220,7 +220,9 @@ def main() -> None:
                 print(f"  {peer} on {name}: {type(e).__name__}: {e}")
         if name == "v2-none-100rec":
             fns["base64"] = lambda: subprocess.run(f"base64 '{seg}' > /dev/null", shell=True, check=True)
+        load = os.getloadavg()[0]
         t = medians(fns, args.repeat)
+        row["load"] = f"{load:.1f}-{os.getloadavg()[0]:.1f}"     # one-minute load average, before and after
         row["kdump rec/s"] = records / t["-j 1"]
         row["kdump -j 2 rec/s"] = records / t["-j 2"]
         row["kdump MB/s"] = mb / t["-j 1"]
@@ -276,7 +278,8 @@ def _print_row(row: dict) -> None:
     print(f"{row['set']:16} {row['MB']:8.1f} MB  records {row['records']:>9}  "
           f"ndjson kdump -j 1 {ours:>10,.0f}/s {row['kdump MB/s']:6,.0f} MB/s, -j 2 {two:>10,.0f}/s "
           f"{row['kdump -j 2 MB/s']:6,.0f} MB/s  kafka-python {kp or 0:>9,.0f}/s ({ratio_kp})  "
-          f"aiokafka {aio or 0:>9,.0f}/s (-j 1 / -j 2: {ratio_aio})  listing {row['list batch/s']:>10,.0f} batches/s")
+          f"aiokafka {aio or 0:>9,.0f}/s (-j 1 / -j 2: {ratio_aio})  listing {row['list batch/s']:>10,.0f} batches/s  "
+          f"load {row['load']}", flush=True)
 
 
 def rss_4gib(args) -> None:

@@ -75,10 +75,17 @@ def dls(*args: str) -> list[str]:
     return ["java", "-cp", kafka_jars.classpath(), DLS, *args]
 
 
-def row(name: str, what: str, kafka: tuple[float, int], ours: tuple[float, int]) -> None:
+def row(name: str, what: str, kafka: tuple[float, int], ours: tuple[float, int], load: str) -> None:
     (tk, mk), (to, mo) = kafka, ours
     print(f"| {name} | {what} | {tk:.2f} s, {mk / 2**20:.0f} MiB | {to:.2f} s, {mo / 2**20:.0f} MiB | "
-          f"{tk / to:.1f}x | {mk / mo:.1f}x |", flush=True)
+          f"{tk / to:.1f}x | {mk / mo:.1f}x | {load} |", flush=True)
+
+
+def timed(commands: dict[str, list[str]], repeat: int) -> tuple[dict[str, tuple[float, int]], str]:
+    """``interleaved``, and the one-minute load average before and after (other work on the machine)."""
+    before = os.getloadavg()[0]
+    got = interleaved(commands, repeat)
+    return got, f"{before:.1f}-{os.getloadavg()[0]:.1f}"
 
 
 def main() -> None:
@@ -94,8 +101,8 @@ def main() -> None:
     compileall.compile_dir(str(ROOT / "kdump"), quiet=1)
     print(f"Kafka {kafka_jars.kafka_version()} DumpLogSegments vs kdump; median of {args.repeat} interleaved "
           f"rounds; wall time and peak RSS; ratio = Kafka / kdump (above 1: kdump faster / smaller)\n")
-    print("| set | work | kafka-dump-log.sh | kdump | time ratio | RSS ratio |")
-    print("|---|---|---|---|---|---|")
+    print("| set | work | kafka-dump-log.sh | kdump | time ratio | RSS ratio | load average |")
+    print("|---|---|---|---|---|---|---|")
     for name in args.only or SETS:
         seg = bench_decode.generate(args.data, name, args.quick)
         index, timeindex = seg.with_suffix(".index"), seg.with_suffix(".timeindex")
@@ -103,25 +110,25 @@ def main() -> None:
             rebuild_indexes(str(seg), backup=False)
         size = seg.stat().st_size
         label = f"{name} ({size / 1e6:.0f} MB)"
-        got = interleaved({"kafka": dls(*DUMP, "--files", str(seg)),
+        got, load = timed({"kafka": dls(*DUMP, "--files", str(seg)),
                            "j1": [*KDUMP, "dump", *DUMP, "--files", str(seg), "-j", "1"],
                            "j2": [*KDUMP, "dump", *DUMP, "--files", str(seg), "-j", "2"]}, args.repeat)
-        row(label, "`--deep-iteration --print-data-log`, kdump `-j 1`", got["kafka"], got["j1"])
-        row(label, "`--deep-iteration --print-data-log`, kdump `-j 2`", got["kafka"], got["j2"])
+        row(label, "`--deep-iteration --print-data-log`, kdump `-j 1`", got["kafka"], got["j1"], load)
+        row(label, "`--deep-iteration --print-data-log`, kdump `-j 2`", got["kafka"], got["j2"], load)
         if args.dump_only:
             continue
-        got = interleaved({"kafka": dls("--verify-index-only", "--files", str(index)),
+        got, load = timed({"kafka": dls("--verify-index-only", "--files", str(index)),
                            "index": [*KDUMP, "index", "--verify", str(index)],
                            "dump": [*KDUMP, "dump", "--verify-index-only", "--files", str(index)]}, args.repeat)
-        row(label, "verify .index: `index --verify`", got["kafka"], got["index"])
-        row(label, "verify .index: `dump --verify-index-only`", got["kafka"], got["dump"])
+        row(label, "verify .index: `index --verify`", got["kafka"], got["index"], load)
+        row(label, "verify .index: `dump --verify-index-only`", got["kafka"], got["dump"], load)
         if name in NO_TIMEINDEX:
             continue
-        got = interleaved({"kafka": dls("--verify-index-only", "--files", str(timeindex)),
+        got, load = timed({"kafka": dls("--verify-index-only", "--files", str(timeindex)),
                            "index": [*KDUMP, "timeindex", "--verify", str(timeindex)],
                            "dump": [*KDUMP, "dump", "--verify-index-only", "--files", str(timeindex)]}, args.repeat)
-        row(label, "verify .timeindex: `timeindex --verify`", got["kafka"], got["index"])
-        row(label, "verify .timeindex: `dump --verify-index-only`", got["kafka"], got["dump"])
+        row(label, "verify .timeindex: `timeindex --verify`", got["kafka"], got["index"], load)
+        row(label, "verify .timeindex: `dump --verify-index-only`", got["kafka"], got["dump"], load)
 
 
 if __name__ == "__main__":

@@ -186,6 +186,10 @@ put_utf8_json(outbuf *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
+/* Base64's characters for each 12 bits, in output order (filled at first use). */
+static uint16_t b64_pairs[4096];
+static int b64_pairs_ready = 0;
+
 /* A JSON literal for ``n`` bytes at ``s`` (NULL: null) in the encoding. */
 static int
 put_payload_raw(outbuf *o, const unsigned char *s, Py_ssize_t n, int encoding)
@@ -213,12 +217,18 @@ put_payload_raw(outbuf *o, const unsigned char *s, Py_ssize_t n, int encoding)
         }
     } else {
         Py_ssize_t i = 0;
-        for (; i + 3 <= n; i += 3) {
+        if (!b64_pairs_ready) {
+            for (int x = 0; x < 4096; x++) {
+                char pair[2] = {b64_alphabet[x >> 6], b64_alphabet[x & 0x3F]};
+                memcpy(&b64_pairs[x], pair, 2);
+            }
+            b64_pairs_ready = 1;
+        }
+        for (; i + 3 <= n; i += 3) {      /* two characters a table lookup */
             uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
-            *w++ = b64_alphabet[v >> 18];
-            *w++ = b64_alphabet[(v >> 12) & 0x3F];
-            *w++ = b64_alphabet[(v >> 6) & 0x3F];
-            *w++ = b64_alphabet[v & 0x3F];
+            memcpy(w, &b64_pairs[v >> 12], 2);
+            memcpy(w + 2, &b64_pairs[v & 0xFFF], 2);
+            w += 4;
         }
         if (n - i == 1) {
             uint32_t v = (uint32_t)s[i] << 16;
@@ -264,6 +274,8 @@ static const char *const batch_keys[] = {
     ",\"magic\":", ",\"crc\":",
 };
 
+static int put_batch_values(outbuf *o, const int64_t *v);
+
 /* 1 written, 0 not ours (fall back to Python), -1 error set. */
 static int
 put_batch(outbuf *o, PyObject *batch)
@@ -280,6 +292,14 @@ put_batch(outbuf *o, PyObject *batch)
     }
     if (v[5] < 0 || v[5] > 2 || (f[7] != Py_True && f[7] != Py_False))
         return 0;
+    v[7] = f[7] == Py_True;
+    return put_batch_values(o, v);
+}
+
+/* put_batch from the Batch fields ``v`` (in Batch's order; v[7] crc_valid 0 or 1): 1, or -1. */
+static int
+put_batch_values(outbuf *o, const int64_t *v)
+{
     int v2 = v[5] == 2;
     int64_t attributes = v[8];
     if (out_reserve(o, 1024) < 0)                 /* the fixed text plus 12 numbers */
@@ -288,7 +308,7 @@ put_batch(outbuf *o, PyObject *batch)
         put_raw(o, batch_keys[i], (Py_ssize_t)strlen(batch_keys[i]));
         put_i64(o, v[i]);
     }
-    if (f[7] == Py_True)
+    if (v[7])
         PUT_LIT(o, ",\"crc_valid\":true");
     else
         PUT_LIT(o, ",\"crc_valid\":false");
@@ -590,6 +610,43 @@ put_raw_record(outbuf *o, const kd_record *r, int encoding)
     return 0;
 }
 
+/* ``,"records":[...]}``: the records of a v2 batch (Batch fields ``v``) from its records section
+ * ``d[0:end]``, decompressed if it was; ``*first`` and ``*last`` their offsets, which must follow
+ * one another (none: *first > *last). 1 written, 0 not ours (malformed, a gap), -1 error set. */
+static int
+put_v2_records(outbuf *o, const unsigned char *d, Py_ssize_t end, const int64_t *v, int encoding, int64_t *first,
+               int64_t *last)
+{
+    if (out_reserve(o, 16) < 0)
+        return -1;
+    PUT_LIT(o, ",\"records\":[");
+    const int64_t *lat = (v[8] & 0x08) ? &v[11] : NULL;
+    Py_ssize_t p = 0;
+    *first = 1;
+    *last = 0;
+    for (int64_t i = 0; i < v[3]; i++) {
+        kd_record r;
+        if (kd_next_record(d, &p, end, v[1], v[10], lat, v[14], &r) < 0 || (i > 0 && r.offset != *last + 1))
+            return 0;           /* malformed, or a gap: the usual path */
+        if (i == 0)
+            *first = r.offset;
+        *last = r.offset;
+        if (i) {
+            if (out_reserve(o, 1) < 0)
+                return -1;
+            PUT_LIT(o, ",");
+        }
+        if (put_raw_record(o, &r, encoding) < 0)
+            return -1;
+    }
+    if (p != end)
+        return 0;
+    if (out_reserve(o, 2) < 0)
+        return -1;
+    PUT_LIT(o, "]}");
+    return 1;
+}
+
 /*
  * json_v2_line(file_json, batch, data, encoding) -> (line, first_offset, last_offset) | None:
  * the line json_batch_line writes for a non-control v2 batch and the records decode_v2_records
@@ -642,37 +699,11 @@ kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     rc = put_batch(&o, batch);
     if (rc <= 0)
         goto done;
-    rc = -1;
-    if (out_reserve(&o, 16) < 0)
+    const int64_t fields[BATCH_FIELDS] = {0, base_offset, 0, count, 0, 2, 0, 0, attributes, 0, base_ts, max_ts,
+                                          0, 0, base_seq};
+    rc = put_v2_records(&o, d, end, fields, (int)encoding, &first, &last);
+    if (rc <= 0)
         goto done;
-    PUT_LIT(&o, ",\"records\":[");
-    const int64_t *lat = (attributes & 0x08) ? &max_ts : NULL;
-    Py_ssize_t p = 0;
-    for (int64_t i = 0; i < count; i++) {
-        kd_record r;
-        if (kd_next_record(d, &p, end, base_offset, base_ts, lat, base_seq, &r) < 0 ||
-            (i > 0 && r.offset != last + 1)) {
-            rc = 0;             /* malformed, or a gap: the usual path */
-            goto done;
-        }
-        if (i == 0)
-            first = r.offset;
-        last = r.offset;
-        if (i) {
-            if (out_reserve(&o, 1) < 0)
-                goto done;
-            PUT_LIT(&o, ",");
-        }
-        if (put_raw_record(&o, &r, (int)encoding) < 0)
-            goto done;
-    }
-    if (p != end) {
-        rc = 0;
-        goto done;
-    }
-    if (out_reserve(&o, 2) < 0)
-        goto done;
-    PUT_LIT(&o, "]}");
     PyObject *line = PyUnicode_New(o.len, 127);
     if (line == NULL)
         goto done;
@@ -681,6 +712,211 @@ kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         result = Py_BuildValue("(NLL)", line, (long long)first, (long long)last);
     else
         result = Py_BuildValue("(NOO)", line, Py_None, Py_None);
+    rc = 1;
+done:
+    PyBuffer_Release(&view);
+    out_trim();
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return result;
+}
+
+/*
+ * json_v2_run(file_json, buf, pos, end, max_batches, max_records, max_section, encoding, max_out)
+ *   -> (text, new_pos, first, last):
+ * the lines json_v2_line writes for the batches the walk and the reader would offer it from
+ * ``pos`` on, taken straight from the segment's bytes (no Batch objects), joined by "\n"
+ * (text None: none), as long as each is a plain v2 batch (kd_plain_v2_at) of a records section
+ * of at most ``max_section`` bytes whose records decode and follow the run's offsets one
+ * after another (``first`` .. ``last``: all of them; None: no record). It stops before the
+ * first batch it does not take (Python takes that one), at ``end``, after ``max_batches``,
+ * or once ``max_out`` bytes are written.
+ */
+PyObject *
+kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "json_v2_run(file_json, buf, pos, end, max_batches, max_records, "
+                                         "max_section, encoding, max_out)");
+        return NULL;
+    }
+    PyObject *file_json = args[0];
+    Py_ssize_t pos, end, max_batches;
+    if (span_args(args + 1, &pos, &end, &max_batches) < 0)
+        return NULL;
+    long long max_records = PyLong_AsLongLong(args[5]);
+    Py_ssize_t max_section = PyLong_AsSsize_t(args[6]);
+    long encoding = PyLong_AsLong(args[7]);
+    Py_ssize_t max_out = PyLong_AsSsize_t(args[8]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyUnicode_CheckExact(file_json) || !PyUnicode_IS_ASCII(file_json) ||
+        (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8))
+        return Py_BuildValue("(OnOO)", Py_None, pos, Py_None, Py_None);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return Py_BuildValue("(OnOO)", Py_None, pos, Py_None, Py_None);
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    if (end > view.len)
+        end = view.len;
+    outbuf o = {out_mem, 0};
+    Py_ssize_t name_len = PyUnicode_GET_LENGTH(file_json);
+    int has_first = 0, rc = 1;
+    int64_t first = 0, prev = 0;
+    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out; n++) {
+        int64_t v[BATCH_FIELDS];
+        if (!kd_plain_v2_at(buf, pos, end, max_records, v) || v[4] - RECORD_BATCH_OVERHEAD > max_section)
+            break;
+        Py_ssize_t mark = o.len;
+        if (out_reserve(&o, name_len + 16) < 0) {
+            rc = -1;
+            break;
+        }
+        if (n)
+            PUT_LIT(&o, "\n");
+        PUT_LIT(&o, "{\"file\":");
+        put_raw(&o, (const char *)PyUnicode_DATA(file_json), name_len);
+        int64_t bfirst, blast;
+        rc = put_batch_values(&o, v);
+        if (rc > 0)
+            rc = put_v2_records(&o, buf + pos + RECORD_BATCH_OVERHEAD, (Py_ssize_t)v[4] - RECORD_BATCH_OVERHEAD, v,
+                                (int)encoding, &bfirst, &blast);
+        if (rc > 0 && bfirst <= blast && has_first && (prev == INT64_MAX || bfirst != prev + 1))
+            rc = 0;             /* a gap between batches: the caller's report sees it */
+        if (rc <= 0) {
+            o.len = mark;
+            break;
+        }
+        if (bfirst <= blast) {
+            if (!has_first)
+                first = bfirst;
+            has_first = 1;
+            prev = blast;
+        }
+        pos += (Py_ssize_t)v[4];
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (rc >= 0) {
+        PyObject *text = Py_None;
+        if (o.len > 0) {
+            text = PyUnicode_New(o.len, 127);
+            if (text != NULL)
+                memcpy(PyUnicode_1BYTE_DATA(text), o.p, (size_t)o.len);
+        } else {
+            Py_INCREF(text);
+        }
+        if (text != NULL) {
+            if (has_first)
+                result = Py_BuildValue("(NnLL)", text, pos, (long long)first, (long long)prev);
+            else
+                result = Py_BuildValue("(NnOO)", text, pos, Py_None, Py_None);
+        }
+    }
+    out_trim();
+    return result;
+}
+
+/*
+ * json_legacy_line(file_json, batch, data, log_append_ts, encoding) -> (line, first, last) | None:
+ * json_batch_line's line for a legacy wrapper ``batch`` and the records decode_legacy_set would
+ * make of its decompressed inner set ``data`` (log_append_ts: the wrapper's LogAppendTime, or
+ * None), written from the bytes without making them; only where their offsets follow one
+ * another. None for anything else: the usual path writes the line.
+ */
+PyObject *
+kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "json_legacy_line(file_json, batch, data, log_append_ts, encoding)");
+        return NULL;
+    }
+    PyObject *file_json = args[0], *batch = args[1];
+    long encoding = PyLong_AsLong(args[4]);
+    if (encoding == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t wrapper_offset, magic, lat = 0;
+    if (!PyUnicode_CheckExact(file_json) || !PyUnicode_IS_ASCII(file_json) ||
+        (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
+        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
+        exact_i64(PyTuple_GET_ITEM(batch, 2), &wrapper_offset) < 0 || exact_i64(PyTuple_GET_ITEM(batch, 5), &magic) < 0 ||
+        magic < 0 || magic > 1 || (args[3] != Py_None && exact_i64(args[3], &lat) < 0))
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)view.buf;
+    outbuf o = {out_mem, 0};
+    PyObject *result = NULL;
+    int rc = 0;
+    int64_t base, first = 0, prev = 0;
+    Py_ssize_t n;
+    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) < 0)
+        goto done;
+    rc = -1;
+    Py_ssize_t name_len = PyUnicode_GET_LENGTH(file_json);
+    if (out_reserve(&o, name_len + 16) < 0)
+        goto done;
+    PUT_LIT(&o, "{\"file\":");
+    put_raw(&o, (const char *)PyUnicode_DATA(file_json), name_len);
+    rc = put_batch(&o, batch);
+    if (rc <= 0)
+        goto done;
+    rc = -1;
+    if (out_reserve(&o, 16) < 0)
+        goto done;
+    PUT_LIT(&o, ",\"records\":[");
+    const int64_t *lap = args[3] != Py_None ? &lat : NULL;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        kd_legacy_msg r;
+        kd_legacy_next(d, &p, base, lap, &r);
+        if (i && (prev == INT64_MAX || r.offset != prev + 1)) {
+            rc = 0;             /* a gap: the usual path */
+            goto done;
+        }
+        if (i == 0)
+            first = r.offset;
+        prev = r.offset;
+        if (out_reserve(&o, 128 + 5 * INT_CHARS) < 0)
+            goto done;
+        if (i)
+            PUT_LIT(&o, ",");
+        PUT_LIT(&o, "{\"offset\":");
+        put_i64(&o, r.offset);
+        PUT_LIT(&o, ",\"timestamp\":");
+        put_i64(&o, r.timestamp);
+        PUT_LIT(&o, ",\"key_size\":");
+        put_i64(&o, r.key == NULL ? -1 : r.klen);
+        PUT_LIT(&o, ",\"value_size\":");
+        put_i64(&o, r.value == NULL ? -1 : r.vlen);
+        PUT_LIT(&o, ",\"sequence\":-1,\"key\":");
+        if (put_payload_raw(&o, r.key, r.klen, (int)encoding) < 0 || out_reserve(&o, 16) < 0)
+            goto done;
+        PUT_LIT(&o, ",\"value\":");
+        if (put_payload_raw(&o, r.value, r.vlen, (int)encoding) < 0 || out_reserve(&o, 48 + INT_CHARS) < 0)
+            goto done;
+        PUT_LIT(&o, ",\"headers\":[],\"crc\":");
+        put_i64(&o, r.crc);
+        if (r.crc_ok)
+            PUT_LIT(&o, ",\"crc_valid\":true}");
+        else
+            PUT_LIT(&o, ",\"crc_valid\":false}");
+    }
+    if (out_reserve(&o, 2) < 0)
+        goto done;
+    PUT_LIT(&o, "]}");
+    PyObject *line = PyUnicode_New(o.len, 127);
+    if (line == NULL)
+        goto done;
+    memcpy(PyUnicode_1BYTE_DATA(line), o.p, (size_t)o.len);
+    result = Py_BuildValue("(NLL)", line, (long long)first, (long long)prev);
     rc = 1;
 done:
     PyBuffer_Release(&view);

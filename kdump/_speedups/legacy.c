@@ -30,30 +30,103 @@ read_bytes_field(const unsigned char *d, Py_ssize_t *q, Py_ssize_t end, int32_t 
     return 0;
 }
 
-static PyObject *
-decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
-              PyObject *log_append_ts)
+/*
+ * The whole inner set checked as decode_legacy (below) checks it, without making anything:
+ * 0 with its message count and the base its inner offsets are added to, -1 if malformed
+ * (or beyond int64). legacy_next then reads the messages one after another.
+ */
+int
+kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic, int64_t *base_out,
+                Py_ssize_t *count)
 {
     /* pass 1: framing, and the last inner offset (v1 offsets are relative to it) */
     Py_ssize_t p = 0, n = 0;
     int64_t last_inner = 0;
     while (p < end) {
         if (end - p < LOG_OVERHEAD)
-            return NULL;
+            return -1;
         int64_t size = (int32_t)be32(d + p + 8);
         if (size < LEGACY_OVERHEAD_V0 || size > end - p - LOG_OVERHEAD)
-            return NULL;
+            return -1;
         last_inner = (int64_t)be64(d + p);
         p += LOG_OVERHEAD + (Py_ssize_t)size;
         n++;
     }
     if (n == 0)
-        return NULL;
+        return -1;
     int64_t base = 0;                  /* v0 inner offsets are absolute */
     if (wrapper_magic >= 1 && wrapper_offset != 0) {    /* librdkafka's 0 means base 0 */
         if (wrapper_offset < last_inner || sub_overflows(wrapper_offset, last_inner, &base))
-            return NULL;                /* (beyond int64: Python's big ints decide) */
+            return -1;                  /* (beyond int64: Python's big ints decide) */
     }
+    /* pass 2: each message */
+    p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t inner_offset = (int64_t)be64(d + p), offset;
+        Py_ssize_t mstart = p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + p + 8);
+        p = mend;
+        const unsigned char *m = d + mstart;
+        int magic = (int8_t)m[4], attributes = (int8_t)m[5];
+        if (magic != 0 && magic != 1)
+            return -1;
+        if (magic == 1 && mend - mstart < LEGACY_OVERHEAD_V1)
+            return -1;
+        if (attributes & 0x07)           /* inner messages must not be compressed */
+            return -1;
+        Py_ssize_t q = mstart + 6 + (magic == 1 ? 8 : 0), kstart, vstart;
+        int32_t klen, vlen;
+        if (read_bytes_field(d, &q, mend, &klen, &kstart) < 0 || read_bytes_field(d, &q, mend, &vlen, &vstart) < 0
+            || q != mend)
+            return -1;
+        if (add_overflows(base, inner_offset, &offset))
+            return -1;
+    }
+    *base_out = base;
+    *count = n;
+    return 0;
+}
+
+/* The message at d[*p] of a set kd_legacy_check passed, as its Record would hold it
+ * (log_append_ts: the wrapper's LogAppendTime, or NULL); *p moves past it. */
+void
+kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_t *log_append_ts, kd_legacy_msg *r)
+{
+    int64_t inner_offset = (int64_t)be64(d + *p);
+    Py_ssize_t mstart = *p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + *p + 8);
+    *p = mend;
+    const unsigned char *m = d + mstart;
+    int attributes = (int8_t)m[5];
+    r->magic = (int8_t)m[4];
+    r->crc = be32(m);
+    r->crc_ok = crc32_ieee(m + 4, (size_t)(mend - mstart - 4)) == r->crc;
+    r->offset = base + inner_offset;
+    Py_ssize_t q = mstart + 6;
+    r->timestamp = -1;
+    r->ts_type = -1;
+    if (r->magic == 1) {
+        r->timestamp = (int64_t)be64(d + q);
+        r->ts_type = (attributes & 0x08) ? 1 : 0;
+        q += 8;
+    }
+    if (log_append_ts != NULL) {
+        r->timestamp = *log_append_ts;
+        r->ts_type = 1;
+    }
+    Py_ssize_t kstart = 0, vstart = 0;
+    read_bytes_field(d, &q, mend, &r->klen, &kstart);
+    read_bytes_field(d, &q, mend, &r->vlen, &vstart);
+    r->key = r->klen >= 0 ? d + kstart : NULL;
+    r->value = r->vlen >= 0 ? d + vstart : NULL;
+}
+
+static PyObject *
+decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
+              PyObject *log_append_ts)
+{
+    int64_t base;
+    Py_ssize_t n;
+    if (kd_legacy_check(d, end, wrapper_offset, wrapper_magic, &base, &n) < 0)
+        return NULL;
     PyObject *list = PyList_New(n);
     if (list == NULL) {
         PyErr_Clear();
@@ -65,53 +138,27 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
         if (ts_types[i] == NULL)
             goto error;
     }
-    p = 0;
+    Py_ssize_t p = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t inner_offset = (int64_t)be64(d + p), offset;
-        Py_ssize_t mstart = p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + p + 8);
-        p = mend;
-        const unsigned char *m = d + mstart;
-        uint32_t crc = be32(m);
-        int magic = (int8_t)m[4], attributes = (int8_t)m[5];
-        if (magic != 0 && magic != 1)
-            goto malformed;
-        if (magic == 1 && mend - mstart < LEGACY_OVERHEAD_V1)
-            goto malformed;
-        if (attributes & 0x07)           /* inner messages must not be compressed */
-            goto malformed;
-        Py_ssize_t q = mstart + 6;
-        int64_t ts = -1;
-        int ts_type = -1;
-        if (magic == 1) {
-            ts = (int64_t)be64(d + q);
-            ts_type = (attributes & 0x08) ? 1 : 0;
-            q += 8;
-        }
-        int32_t klen, vlen;
-        Py_ssize_t kstart, vstart;
-        if (read_bytes_field(d, &q, mend, &klen, &kstart) < 0 || read_bytes_field(d, &q, mend, &vlen, &vstart) < 0
-            || q != mend)
-            goto malformed;
-        if (add_overflows(base, inner_offset, &offset))
-            goto malformed;
-        int crc_ok = crc32_ieee(m + 4, (size_t)(mend - mstart - 4)) == crc;
+        kd_legacy_msg r;
+        kd_legacy_next(d, &p, base, NULL, &r);
         PyObject *items[RECORD_FIELDS];
-        items[RF_OFFSET] = PyLong_FromLongLong(offset);
+        items[RF_OFFSET] = PyLong_FromLongLong(r.offset);
         if (log_append_ts != NULL) {
             items[RF_TIMESTAMP] = Py_NewRef(log_append_ts);
             items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[2]);
         } else {
-            items[RF_TIMESTAMP] = PyLong_FromLongLong(ts);
-            items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[ts_type + 1]);
+            items[RF_TIMESTAMP] = PyLong_FromLongLong(r.timestamp);
+            items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[r.ts_type + 1]);
         }
-        items[RF_KEY] = klen >= 0 ? PyBytes_FromStringAndSize((const char *)d + kstart, klen) : Py_NewRef(Py_None);
-        items[RF_VALUE] = vlen >= 0 ? PyBytes_FromStringAndSize((const char *)d + vstart, vlen) : Py_NewRef(Py_None);
+        items[RF_KEY] = r.key != NULL ? PyBytes_FromStringAndSize((const char *)r.key, r.klen) : Py_NewRef(Py_None);
+        items[RF_VALUE] = r.value != NULL ? PyBytes_FromStringAndSize((const char *)r.value, r.vlen) : Py_NewRef(Py_None);
         items[RF_HEADERS] = Py_NewRef(empty_tuple);
         items[RF_SEQUENCE] = PyLong_FromLong(-1);
         items[RF_CONTROL] = Py_NewRef(Py_None);
-        items[RF_MAGIC] = PyLong_FromLong(magic);
-        items[RF_CRC] = PyLong_FromUnsignedLong(crc);
-        items[RF_CRC_VALID] = Py_NewRef(crc_ok ? Py_True : Py_False);
+        items[RF_MAGIC] = PyLong_FromLong(r.magic);
+        items[RF_CRC] = PyLong_FromUnsignedLong(r.crc);
+        items[RF_CRC_VALID] = Py_NewRef(r.crc_ok ? Py_True : Py_False);
         PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
         if (rec == NULL)
             goto error;
@@ -121,13 +168,41 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
         Py_DECREF(ts_types[i]);
     return list;
 
-malformed:
 error:
     for (int i = 0; i < 3; i++)
         Py_XDECREF(ts_types[i]);
     Py_DECREF(list);
     PyErr_Clear();          /* memory errors included: the Python decoder reruns */
     return NULL;
+}
+
+/* legacy_set_span(data, wrapper_offset, wrapper_magic) -> (first_offset, count) | None:
+ * what decode_legacy_set's list would say of its records, without making them. */
+PyObject *
+kd_legacy_set_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "legacy_set_span(data, wrapper_offset, wrapper_magic)");
+        return NULL;
+    }
+    int64_t wrapper_offset, wrapper_magic, base;
+    Py_ssize_t n;
+    if (as_int64(args[1], &wrapper_offset) < 0 || as_int64(args[2], &wrapper_magic) < 0 ||
+        wrapper_magic < 0 || wrapper_magic > 1)
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)view.buf;
+    int rc = kd_legacy_check(d, view.len, wrapper_offset, (int)wrapper_magic, &base, &n);
+    int64_t first = rc == 0 ? base + (int64_t)be64(d) : 0;
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(Ln)", (long long)first, n);
 }
 
 PyObject *

@@ -93,6 +93,15 @@ static PyMethodDef kd_methods[] = {
     {"decode_legacy_set", (PyCFunction)(void (*)(void))kd_decode_legacy_set, METH_FASTCALL,
      "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time) -> list of Record, or None "
      "if the decompressed inner message set is malformed in any way."},
+    {"legacy_set_span", (PyCFunction)(void (*)(void))kd_legacy_set_span, METH_FASTCALL,
+     "legacy_set_span(data, wrapper_offset, wrapper_magic) -> (first_offset, count) | None: what "
+     "decode_legacy_set's records would say of their offsets, without making them (None: malformed)."},
+    {"text_legacy_set", (PyCFunction)(void (*)(void))kd_text_legacy_set, METH_FASTCALL,
+     "text_legacy_set(out, batch, data, log_append_ts, mode, last, gaps) -> (first, last) | None: text_item's "
+     "lines for a legacy wrapper from its decompressed inner set, without making its records."},
+    {"json_legacy_line", (PyCFunction)(void (*)(void))kd_json_legacy_line, METH_FASTCALL,
+     "json_legacy_line(file_json, batch, data, log_append_ts, encoding) -> (str, first, last) | None: "
+     "json_batch_line's line for a legacy wrapper from its decompressed inner set, without making its records."},
     {"scan_plain_run", (PyCFunction)(void (*)(void))kd_scan_plain_run, METH_FASTCALL,
      "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state) -> None | "
      "(new_pos, state): the recovery scanner's fast path over the plain v2 batches from pos on; "
@@ -110,6 +119,14 @@ static PyMethodDef kd_methods[] = {
      "text_item(out, batch, records, mode, last, gaps) -> int | None: TextDump.item's lines appended to the "
      "bytearray out as UTF-8 (mode: text.c_mode), the record offsets followed into gaps (None: not followed); "
      "the last offset, or None when the Python renderer must do it."},
+    {"text_v2_run", (PyCFunction)(void (*)(void))kd_text_v2_run, METH_FASTCALL,
+     "text_v2_run(out, buf, pos, end, max_batches, max_records, mode, last, gaps, max_out) -> (new_pos, first, "
+     "last): text_item's lines for the run of plain v2 batches from pos, written from the segment's bytes; "
+     "it stops before the first batch it does not take (text.c)."},
+    {"json_v2_run", (PyCFunction)(void (*)(void))kd_json_v2_run, METH_FASTCALL,
+     "json_v2_run(file_json, buf, pos, end, max_batches, max_records, max_section, encoding, max_out) -> (text, "
+     "new_pos, first, last): json_v2_line's lines (joined by newlines) for the run of plain v2 batches from pos "
+     "whose offsets follow one another; it stops before the first batch it does not take (jsonout.c)."},
     {"json_v2_line", (PyCFunction)(void (*)(void))kd_json_v2_line, METH_FASTCALL,
      "json_v2_line(file_json, batch, data, encoding) -> (str, first_offset, last_offset) | None: the line of a "
      "v2 batch written straight from its (decompressed) records section, whose offsets follow one another; "

@@ -9,7 +9,9 @@
  *                                        decode_v2_span(data, start, ..., first, take, count)
  *                                          -> (list[Record], next_start) | None
  *   legacy.c   kdump/format/legacy.py    decode_legacy_set(data, wrapper_offset, wrapper_magic,
- *                                          log_append_time) -> list[Record] | None
+ *                                          log_append_time) -> list[Record] | None,
+ *                                        legacy_set_span(data, wrapper_offset, wrapper_magic)
+ *                                          -> (first_offset, count) | None
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
@@ -18,9 +20,15 @@
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
  *                                        json_records(records, encoding) -> str | None,
  *                                        json_v2_line(file_json, batch, data, encoding)
- *                                          -> (str, first_offset, last_offset) | None
+ *                                          -> (str, first_offset, last_offset) | None,
+ *                                        json_v2_run(file_json, buf, pos, end, ...)
+ *                                          -> (str, new_pos, first, last)
+ *                                        json_legacy_line(file_json, batch, data, log_append_ts, encoding)
+ *                                          -> (str, first, last) | None
  *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos) -> (json_text, end) | None
- *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None
+ *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None,
+ *                                        text_v2_run(out, buf, pos, end, ...) -> (new_pos, first, last),
+ *                                        text_legacy_set(out, batch, data, ...) -> (first, last) | None
  *   javautf8.c kdump/format/javautf8.py  put_java_utf8 (for text.c; no Python function of its own)
  *   sigbus.c   kdump/storage/mapped.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
@@ -141,6 +149,9 @@ sub_overflows(int64_t a, int64_t b, int64_t *out)
 
 /* args[1..3] of the walking functions: pos, end, max_batches; -1 with an exception set. */
 int span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches);
+
+/* The plain v2 batch at pos for the run writers (walk.c): 1 and its Batch fields in v[15], or 0. */
+int kd_plain_v2_at(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t max_records, int64_t *v);
 
 /* An int64 from a Python int; 0 on success, -1 (no exception set) if not an int64. */
 static inline int
@@ -266,6 +277,21 @@ int kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int6
 void kd_next_header(const unsigned char **h, const unsigned char *end, const unsigned char **key, int32_t *klen,
                     const unsigned char **value, int32_t *vlen);
 
+/* A message of a legacy wrapper's inner set read in place (legacy.c), for writers that need
+ * no objects: kd_legacy_check the whole set first, then kd_legacy_next message by message. */
+typedef struct {
+    int64_t offset, timestamp;
+    int ts_type, magic, crc_ok;
+    uint32_t crc;
+    const unsigned char *key, *value;       /* NULL: null */
+    int32_t klen, vlen;
+} kd_legacy_msg;
+
+int kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
+                    int64_t *base, Py_ssize_t *count);
+void kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_t *log_append_ts,
+                    kd_legacy_msg *r);
+
 /* ------------------------------------------------------------------------------------ */
 /* The module's functions, one file each (see the table at the top)                     */
 /* ------------------------------------------------------------------------------------ */
@@ -276,6 +302,9 @@ PyObject *kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_legacy_set_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
@@ -283,6 +312,8 @@ PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 PyObject *kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* Java's UTF-8 decoding of s[0:n] written at w as UTF-8, the text view's escapes applied or
  * not; returns the end. Room: 4 bytes a byte, plus 4. java_utf8_init() fills its tables. */

@@ -203,6 +203,58 @@ ts_name(PyObject *x)
     return t == -1 ? "NoTimestampType" : t == 0 ? "CreateTime" : t == 1 ? "LogAppendTime" : NULL;
 }
 
+/* A v2 batch's line from its Batch fields ``v`` (in Batch's order; v[7] crc_valid 0 or 1),
+ * "\n" included; NULL where Python's int would pass int64 (the last sequence). Room: 600 bytes. */
+static char *
+put_v2_batch_line(char *w, const int64_t *v)
+{
+    int64_t base_offset = v[1], last_offset = v[2], base_seq = v[14], attributes = v[8];
+    int64_t last_seq = -1;
+    if (base_seq >= 0) {
+        int64_t delta;
+        if (sub_overflows(last_offset, base_offset, &delta) || sequence_at(base_seq, delta, &last_seq))
+            return NULL;
+    }
+    PUT(w, "baseOffset: ");
+    w = put_i64(w, base_offset);
+    PUT(w, " lastOffset: ");
+    w = put_i64(w, last_offset);
+    PUT(w, " count: ");
+    w = put_i64(w, v[3]);
+    PUT(w, " baseSequence: ");
+    w = put_i64(w, base_seq);
+    PUT(w, " lastSequence: ");
+    w = put_i64(w, last_seq);
+    PUT(w, " producerId: ");
+    w = put_i64(w, v[12]);
+    PUT(w, " producerEpoch: ");
+    w = put_i64(w, v[13]);
+    PUT(w, " partitionLeaderEpoch: ");
+    w = put_i64(w, v[9]);
+    w = put_str(w, attributes & 0x10 ? " isTransactional: true" : " isTransactional: false");
+    w = put_str(w, attributes & 0x20 ? " isControl: true" : " isControl: false");
+    PUT(w, " deleteHorizonMs: ");
+    if (attributes & 0x40) {
+        PUT(w, "OptionalLong[");
+        w = put_i64(w, v[10]);
+        *w++ = ']';
+    } else {
+        PUT(w, "OptionalLong.empty");
+    }
+    PUT(w, " position: ");
+    w = put_i64(w, v[0]);
+    w = put_str(w, attributes & 0x08 ? " LogAppendTime: " : " CreateTime: ");
+    w = put_i64(w, v[11]);
+    PUT(w, " size: ");
+    w = put_i64(w, v[4]);
+    PUT(w, " magic: 2 compresscodec: ");
+    w = put_str(w, codecs[attributes & 7]);
+    PUT(w, " crc: ");
+    w = put_i64(w, v[6]);
+    w = put_str(w, v[7] ? " isvalid: true\n" : " isvalid: false\n");
+    return w;
+}
+
 /* The batch line (text.batch_line); 0 written, -1 not ours. Room: 600 bytes. */
 static int
 put_batch_line(char **wp, PyObject *b)
@@ -210,72 +262,24 @@ put_batch_line(char **wp, PyObject *b)
     if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != BATCH_FIELDS)
         return -1;
     PyObject *const *f = ((PyTupleObject *)b)->ob_item;
-    int64_t magic, attributes, base_offset = 0, last_offset, base_seq;
+    int64_t magic, attributes;
     PyObject *valid = f[7];
     if (exact_i64(f[5], &magic) < 0 || exact_i64(f[8], &attributes) < 0 || (valid != Py_True && valid != Py_False))
         return -1;
     char *w = *wp;
     const char *valid_text = valid == Py_True ? "true" : "false";
     if (magic >= 2) {
-        if (exact_i64(f[2], &last_offset) < 0 || exact_i64(f[14], &base_seq) < 0)
-            return -1;
-        int64_t last_seq = -1;
-        if (f[1] != Py_None) {
-            if (exact_i64(f[1], &base_offset) < 0)
-                return -1;
-            int64_t delta;
-            if (base_seq >= 0 && (sub_overflows(last_offset, base_offset, &delta) ||
-                                  sequence_at(base_seq, delta, &last_seq)))
-                return -1;
+        int64_t v[BATCH_FIELDS];
+        for (int i = 0; i < BATCH_FIELDS; i++) {
+            if (i != 7 && exact_i64(f[i], &v[i]) < 0)
+                return -1;      /* a field None or not an int64: Python's line */
         }
-        PUT(w, "baseOffset: ");
-        if (put_field(&w, f[1]) < 0)
+        v[7] = valid == Py_True;
+        w = put_v2_batch_line(w, v);
+        if (w == NULL)
             return -1;
-        PUT(w, " lastOffset: ");
-        w = put_i64(w, last_offset);
-        PUT(w, " count: ");
-        if (put_field(&w, f[3]) < 0)
-            return -1;
-        PUT(w, " baseSequence: ");
-        w = put_i64(w, base_seq);
-        PUT(w, " lastSequence: ");
-        w = put_i64(w, last_seq);
-        PUT(w, " producerId: ");
-        if (put_field(&w, f[12]) < 0)
-            return -1;
-        PUT(w, " producerEpoch: ");
-        if (put_field(&w, f[13]) < 0)
-            return -1;
-        PUT(w, " partitionLeaderEpoch: ");
-        if (put_field(&w, f[9]) < 0)
-            return -1;
-        w = put_str(w, attributes & 0x10 ? " isTransactional: true" : " isTransactional: false");
-        w = put_str(w, attributes & 0x20 ? " isControl: true" : " isControl: false");
-        PUT(w, " deleteHorizonMs: ");
-        if (attributes & 0x40) {
-            PUT(w, "OptionalLong[");
-            if (put_field(&w, f[10]) < 0)
-                return -1;
-            *w++ = ']';
-        } else {
-            PUT(w, "OptionalLong.empty");
-        }
-        PUT(w, " position: ");
-        if (put_field(&w, f[0]) < 0)
-            return -1;
-        w = put_str(w, attributes & 0x08 ? " LogAppendTime: " : " CreateTime: ");
-        if (put_field(&w, f[11]) < 0)
-            return -1;
-        PUT(w, " size: ");
-        if (put_field(&w, f[4]) < 0)
-            return -1;
-        PUT(w, " magic: 2 compresscodec: ");
-        w = put_str(w, codecs[attributes & 7]);
-        PUT(w, " crc: ");
-        if (put_field(&w, f[6]) < 0)
-            return -1;
-        PUT(w, " isvalid: ");
-        w = put_str(w, valid_text);
+        *wp = w;
+        return 0;
     } else {
         const char *ts = magic == 0 ? "NoTimestampType" : attributes & 0x08 ? "LogAppendTime" : "CreateTime";
         PUT(w, "offset: ");
@@ -337,14 +341,37 @@ record_room(PyObject *r)
     return room;
 }
 
+/* The end of a record's line: its key and payload as PayloadView.text shows them (when
+ * ``mode`` shows data; NULL: null, not shown), and "\n". */
+static char *
+put_data(char *w, const unsigned char *key, Py_ssize_t klen, const unsigned char *value, Py_ssize_t vlen, int mode)
+{
+    int escape = (mode & M_ESCAPE) != 0;
+    if (mode & M_DATA) {
+        const char *prefix = mode & M_METADATA ? " " : "| ";
+        if (key != NULL) {
+            w = put_str(w, prefix);
+            PUT(w, "key: ");
+            w = put_payload(w, key, klen, (mode >> KIND_SHIFT_KEY) & KIND_MASK, escape);
+            prefix = " ";
+        }
+        if (value != NULL) {
+            w = put_str(w, prefix);
+            PUT(w, "payload: ");
+            w = put_payload(w, value, vlen, (mode >> KIND_SHIFT_VALUE) & KIND_MASK, escape);
+        }
+    }
+    *w++ = '\n';
+    return w;
+}
+
 /* One record's line (text.record_line with PayloadView.text's key and payload); 0 or -1 (not ours). */
 static int
 put_record_line(char **wp, PyObject *r, int mode)
 {
     PyObject *const *f = ((PyTupleObject *)r)->ob_item;
     char *w = *wp;
-    int metadata = mode & M_METADATA, escape = (mode & M_ESCAPE) != 0;
-    if (metadata) {
+    if (mode & M_METADATA) {
         const char *ts = ts_name(f[2]);
         int64_t magic;
         if (ts == NULL || exact_i64(f[8], &magic) < 0)
@@ -385,25 +412,44 @@ put_record_line(char **wp, PyObject *r, int mode)
                 return -1;
         }
     }
-    if (mode & M_DATA) {
-        const char *prefix = metadata ? " " : "| ";
-        if (f[3] != Py_None) {
-            w = put_str(w, prefix);
-            PUT(w, "key: ");
-            w = put_payload(w, (const unsigned char *)PyBytes_AS_STRING(f[3]), PyBytes_GET_SIZE(f[3]),
-                            (mode >> KIND_SHIFT_KEY) & KIND_MASK, escape);
-            prefix = " ";
-        }
-        if (f[4] != Py_None) {
-            w = put_str(w, prefix);
-            PUT(w, "payload: ");
-            w = put_payload(w, (const unsigned char *)PyBytes_AS_STRING(f[4]), PyBytes_GET_SIZE(f[4]),
-                            (mode >> KIND_SHIFT_VALUE) & KIND_MASK, escape);
-        }
-    }
-    *w++ = '\n';
-    *wp = w;
+    *wp = put_data(w, f[3] == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(f[3]),
+                   f[3] == Py_None ? 0 : PyBytes_GET_SIZE(f[3]),
+                   f[4] == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(f[4]),
+                   f[4] == Py_None ? 0 : PyBytes_GET_SIZE(f[4]), mode);
     return 0;
+}
+
+/* A v2 record read in place (kd_next_record) as put_record_line writes the record
+ * decode_v2_records would make of it; ``ts``: its timestamp type's name. Room: record_room's. */
+static char *
+put_raw_record_line(char *w, const kd_record *r, const char *ts, int mode)
+{
+    if (mode & M_METADATA) {
+        PUT(w, "| offset: ");
+        w = put_i64(w, r->offset);
+        *w++ = ' ';
+        w = put_str(w, ts);
+        PUT(w, ": ");
+        w = put_i64(w, r->timestamp);
+        PUT(w, " keySize: ");
+        w = put_i64(w, r->key == NULL ? -1 : r->klen);
+        PUT(w, " valueSize: ");
+        w = put_i64(w, r->value == NULL ? -1 : r->vlen);
+        PUT(w, " sequence: ");
+        w = put_i64(w, r->sequence);
+        PUT(w, " headerKeys: [");
+        const unsigned char *h = r->headers;
+        for (int32_t i = 0; i < r->hcount; i++) {
+            const unsigned char *hk, *hv;
+            int32_t hkl, hvl;
+            kd_next_header(&h, r->headers_end, &hk, &hkl, &hv, &hvl);
+            if (i)
+                *w++ = ',';
+            w = put_header_key(w, hk, hkl);
+        }
+        *w++ = ']';
+    }
+    return put_data(w, r->key, r->klen, r->value, r->vlen, mode);
 }
 
 /* Offsets that do not follow one another (gaps.follow): (previous, offset) appended to
@@ -514,4 +560,245 @@ kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (gaps == Py_None)
         return Py_NewRef(args[4]);
     return PyLong_FromLongLong(last);
+}
+
+/*
+ * text_v2_run(out, buf, pos, end, max_batches, max_records, mode, last, gaps, max_out)
+ *   -> (new_pos, first, last):
+ * the lines text_item writes for the batches the walk and the reader would give it from
+ * ``pos`` on, taken straight from the segment's bytes (no Batch or Record objects), as long
+ * as each is a plain v2 batch (kd_plain_v2_at) whose records decode; it stops before the
+ * first that is not (Python takes that one), at ``end``, after ``max_batches``, or once
+ * ``max_out`` bytes are written. ``gaps`` a list: the record offsets followed into it from
+ * ``last`` as text_item does; None: the run stops before a batch whose first record does not
+ * follow the run's last (``first`` .. ``last`` then say all its offsets, None: no record).
+ */
+PyObject *
+kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 10 || !PyByteArray_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "text_v2_run(out: bytearray, buf, pos, end, max_batches, max_records, mode, last, gaps, max_out)");
+        return NULL;
+    }
+    PyObject *out = args[0], *gaps = args[8];
+    Py_ssize_t pos, end, max_batches, max_out;
+    if (span_args(args + 1, &pos, &end, &max_batches) < 0)
+        return NULL;
+    long long max_records = PyLong_AsLongLong(args[5]);
+    long mode = PyLong_AsLong(args[6]);
+    max_out = PyLong_AsSsize_t(args[9]);
+    if (PyErr_Occurred())
+        return NULL;
+    int64_t last = 0;
+    if ((gaps != Py_None && (!PyList_Check(gaps) || exact_i64(args[7], &last) < 0)) ||
+        ((mode >> KIND_SHIFT_KEY) & KIND_MASK) > K_LONG || ((mode >> KIND_SHIFT_VALUE) & KIND_MASK) > K_LONG)
+        return Py_BuildValue("(nOO)", pos, Py_None, Py_None);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return Py_BuildValue("(nOO)", pos, Py_None, Py_None);
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    if (end > view.len)
+        end = view.len;
+    tbuf o = {tbuf_mem, 0, tbuf_cap};
+    int has_first = 0, failed = 0;
+    int64_t first = 0, prev = last;
+    Py_ssize_t gaps_before = gaps == Py_None ? 0 : PyList_GET_SIZE(gaps);
+    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out; n++) {
+        int64_t v[BATCH_FIELDS];
+        if (!kd_plain_v2_at(buf, pos, end, max_records, v))
+            break;
+        Py_ssize_t size = (Py_ssize_t)v[4];
+        if (reserve(&o, 640 + (Py_ssize_t)v[3] * 600 + 4 * size) < 0) {
+            failed = 1;
+            break;
+        }
+        char *start = o.p + o.len, *w = put_v2_batch_line(start, v);
+        const unsigned char *d = buf + pos + RECORD_BATCH_OVERHEAD;
+        Py_ssize_t p = 0, section = size - RECORD_BATCH_OVERHEAD;
+        const int64_t *lat = (v[8] & 0x08) ? &v[11] : NULL;
+        const char *ts = lat ? "LogAppendTime" : "CreateTime";
+        int64_t batch_prev = prev;
+        int batch_has_first = has_first;
+        Py_ssize_t batch_gaps = gaps == Py_None ? 0 : PyList_GET_SIZE(gaps);
+        int ok = w != NULL;
+        for (int64_t i = 0; ok && i < v[3]; i++) {
+            kd_record r;
+            if (kd_next_record(d, &p, section, v[1], v[10], lat, v[14], &r) < 0) {
+                ok = 0;
+                break;
+            }
+            if (gaps != Py_None) {
+                if (prev == INT64_MAX || r.offset != prev + 1) {
+                    PyObject *pair = Py_BuildValue("(LL)", (long long)prev, (long long)r.offset);
+                    if (pair == NULL || PyList_Append(gaps, pair) < 0) {
+                        Py_XDECREF(pair);
+                        failed = 1;
+                        ok = 0;
+                        break;
+                    }
+                    Py_DECREF(pair);
+                }
+            } else if (has_first && (prev == INT64_MAX || r.offset != prev + 1)) {
+                ok = 0;         /* a gap: the caller's report sees it */
+                break;
+            }
+            if (!has_first) {
+                has_first = 1;
+                first = r.offset;
+            }
+            prev = r.offset;
+            w = put_raw_record_line(w, &r, ts, (int)mode);
+        }
+        if (ok && p != section)
+            ok = 0;
+        if (!ok) {              /* not ours after all: as it was before this batch */
+            prev = batch_prev;
+            has_first = batch_has_first;
+            if (gaps != Py_None)
+                PyList_SetSlice(gaps, batch_gaps, PyList_GET_SIZE(gaps), NULL);
+            break;
+        }
+        o.len = w - o.p;
+        pos += size;
+    }
+    tbuf_mem = o.p;
+    tbuf_cap = o.cap;
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (failed) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+    } else {
+        Py_ssize_t old = PyByteArray_GET_SIZE(out);
+        if (PyByteArray_Resize(out, old + o.len) == 0) {
+            memcpy(PyByteArray_AS_STRING(out) + old, o.p, (size_t)o.len);
+            if (has_first)
+                result = Py_BuildValue("(nLL)", pos, (long long)first, (long long)prev);
+            else
+                result = Py_BuildValue("(nOO)", pos, Py_None, Py_None);
+        }
+    }
+    if (result == NULL && gaps != Py_None)
+        PyList_SetSlice(gaps, gaps_before, PyList_GET_SIZE(gaps), NULL);
+    if (tbuf_cap > KEEP_BYTES) {
+        PyMem_Free(tbuf_mem);
+        tbuf_mem = NULL;
+        tbuf_cap = 0;
+    }
+    return result;
+}
+
+/*
+ * text_legacy_set(out, batch, data, log_append_ts, mode, last, gaps) -> (first, last) | None:
+ * text_item's lines for a legacy wrapper ``batch`` and the records decode_legacy_set would
+ * make of its decompressed inner set ``data`` (log_append_ts: the wrapper's LogAppendTime,
+ * or None), written from the bytes without making them. ``gaps`` a list: the offsets
+ * followed into it from ``last``; None: only where they follow one another. None, leaving
+ * everything as it was, for anything else (the usual path then decodes and draws them).
+ */
+PyObject *
+kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 7 || !PyByteArray_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "text_legacy_set(out: bytearray, batch, data, log_append_ts, mode, last, gaps)");
+        return NULL;
+    }
+    PyObject *out = args[0], *batch = args[1], *gaps = args[6];
+    long mode = PyLong_AsLong(args[4]);
+    if (mode == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t last = 0, lat = 0, wrapper_offset, magic;
+    if ((gaps != Py_None && (!PyList_Check(gaps) || exact_i64(args[5], &last) < 0)) ||
+        (args[3] != Py_None && exact_i64(args[3], &lat) < 0) ||
+        ((mode >> KIND_SHIFT_KEY) & KIND_MASK) > K_LONG || ((mode >> KIND_SHIFT_VALUE) & KIND_MASK) > K_LONG ||
+        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
+        exact_i64(PyTuple_GET_ITEM(batch, 2), &wrapper_offset) < 0 || exact_i64(PyTuple_GET_ITEM(batch, 5), &magic) < 0 ||
+        magic < 0 || magic > 1)
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const unsigned char *d = (const unsigned char *)view.buf;
+    int64_t base, first = 0, prev = last;
+    Py_ssize_t n, before = gaps == Py_None ? 0 : PyList_GET_SIZE(gaps);
+    PyObject *result = Py_None;
+    tbuf o = {tbuf_mem, 0, tbuf_cap};
+    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) < 0)
+        goto done;
+    if (reserve(&o, 640 + n * 600 + 4 * view.len) < 0) {
+        PyErr_NoMemory();
+        result = NULL;
+        goto done;
+    }
+    char *w = o.p;
+    if (put_batch_line(&w, batch) < 0)
+        goto done;
+    const int64_t *lap = args[3] != Py_None ? &lat : NULL;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        kd_legacy_msg r;
+        kd_legacy_next(d, &p, base, lap, &r);
+        if (gaps != Py_None) {
+            if (prev == INT64_MAX || r.offset != prev + 1) {
+                PyObject *pair = Py_BuildValue("(LL)", (long long)prev, (long long)r.offset);
+                if (pair == NULL || PyList_Append(gaps, pair) < 0) {
+                    Py_XDECREF(pair);
+                    result = NULL;
+                    goto done;
+                }
+                Py_DECREF(pair);
+            }
+        } else if (i && (prev == INT64_MAX || r.offset != prev + 1)) {
+            goto done;          /* a gap: the caller's report sees it in the records */
+        }
+        if (i == 0)
+            first = r.offset;
+        prev = r.offset;
+        if (mode & M_METADATA) {
+            const char *ts = r.ts_type == 1 ? "LogAppendTime" : r.ts_type == 0 ? "CreateTime" : "NoTimestampType";
+            PUT(w, "| offset: ");
+            w = put_i64(w, r.offset);
+            *w++ = ' ';
+            w = put_str(w, ts);
+            PUT(w, ": ");
+            w = put_i64(w, r.timestamp);
+            PUT(w, " keySize: ");
+            w = put_i64(w, r.key == NULL ? -1 : r.klen);
+            PUT(w, " valueSize: ");
+            w = put_i64(w, r.value == NULL ? -1 : r.vlen);
+            w = put_str(w, r.crc_ok ? " isValid: true crc: " : " isValid: false crc: ");
+            w = put_i64(w, r.crc);
+        }
+        w = put_data(w, r.key, r.klen, r.value, r.vlen, (int)mode);
+    }
+    Py_ssize_t len = w - o.p, old = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, old + len) < 0) {
+        result = NULL;
+        goto done;
+    }
+    memcpy(PyByteArray_AS_STRING(out) + old, o.p, (size_t)len);
+    result = Py_BuildValue("(LL)", (long long)first, (long long)prev);
+done:
+    PyBuffer_Release(&view);
+    tbuf_mem = o.p;
+    tbuf_cap = o.cap;
+    if (tbuf_cap > KEEP_BYTES) {
+        PyMem_Free(tbuf_mem);
+        tbuf_mem = NULL;
+        tbuf_cap = 0;
+    }
+    if (result == Py_None || result == NULL) {
+        if (gaps != Py_None)
+            PyList_SetSlice(gaps, before, PyList_GET_SIZE(gaps), NULL);
+        if (result == Py_None)
+            Py_RETURN_NONE;
+    }
+    return result;
 }

@@ -132,3 +132,48 @@ fail:
     return NULL;
 }
 
+
+/*
+ * The batch at ``pos`` as the run writers (text_v2_run, json_v2_run) take it: 1 when it is a
+ * whole v2 batch inside [pos, end) that scan_v2 would take, with a valid CRC, uncompressed,
+ * not a control batch, declaring 0..max_records records; ``v`` then holds what scan_v2 would
+ * put in its Batch, field for field in Batch's order (crc_valid true). 0 for anything else:
+ * the walk in Python takes it.
+ */
+int
+kd_plain_v2_at(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t max_records, int64_t *v)
+{
+    if (pos < 0 || end - pos <= HEADER_UP_TO_MAGIC)
+        return 0;
+    const unsigned char *h = buf + pos;
+    int32_t length = (int32_t)be32(h + 8);
+    if (h[16] != 2 || (int64_t)length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD ||
+        (int64_t)length + LOG_OVERHEAD > (int64_t)(end - pos))
+        return 0;
+    Py_ssize_t size = (Py_ssize_t)length + LOG_OVERHEAD;
+    int16_t attributes = be16s(h + 21);
+    int32_t count = (int32_t)be32(h + 57);
+    int64_t base_offset = (int64_t)be64(h), last_offset;
+    if ((attributes & (0x07 | 0x20)) || count < 0 || count > max_records ||
+        add_overflows(base_offset, (int32_t)be32(h + 23), &last_offset))
+        return 0;
+    uint32_t crc = be32(h + 17);
+    if (crc32c_value(0, h + ATTRIBUTES_OFFSET, (size_t)(size - ATTRIBUTES_OFFSET)) != crc)
+        return 0;
+    v[0] = pos;
+    v[1] = base_offset;
+    v[2] = last_offset;
+    v[3] = count;
+    v[4] = size;
+    v[5] = 2;
+    v[6] = crc;
+    v[7] = 1;
+    v[8] = attributes;
+    v[9] = (int32_t)be32(h + 12);
+    v[10] = (int64_t)be64(h + 27);
+    v[11] = (int64_t)be64(h + 35);
+    v[12] = (int64_t)be64(h + 43);
+    v[13] = be16s(h + 51);
+    v[14] = (int32_t)be32(h + 53);
+    return 1;
+}

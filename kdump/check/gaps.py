@@ -45,17 +45,6 @@ class GapReport(NamedTuple):
 KEPT_PER_FILE = 100
 
 
-class LastFollower(dict):
-    """DumpLogSegments' record of gaps: the last offset seen after each previous offset
-    (Kafka keeps one per previous offset), fed by ``follow`` as a list is. Bounded by the
-    distinct offsets, not by the records: a batch of millions at one offset is one entry."""
-
-    __slots__ = ()
-
-    def append(self, gap: tuple[int, int]) -> None:
-        self[gap[0]] = gap[1]
-
-
 def follow(records: Iterable, last: int, gaps: list[tuple[int, int]] | _FileGaps) -> int:
     """Append (previous offset, offset) to ``gaps`` for each record that does not follow
     ``last`` + 1; return the last offset seen."""

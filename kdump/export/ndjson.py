@@ -174,12 +174,12 @@ _KEY, _VALUE, _HEADERS = itemgetter(3), itemgetter(4), itemgetter(5)
 
 def maybe_large(b: Batch, records: list[Record]) -> bool:
     """May these records hold more than STREAM_ABOVE bytes? Decided from the batch without
-    measuring its records (every batch asks): its size when uncompressed, the decoder's
-    LargeRecords mark for a v2 compressed one; a legacy compressed wrapper is measured."""
+    measuring its records (every batch asks): its size when uncompressed, else the decoder's
+    LargeRecords mark (a decompressed records section or inner message set past LARGE_PAYLOAD)."""
     compressed = b[B_ATTRIBUTES] & COMPRESSION_MASK
     if not compressed:
         return b[B_SIZE] > STREAM_ABOVE
-    return type(records) is LargeRecords or b[B_MAGIC] < 2
+    return type(records) is LargeRecords
 
 
 def payload_bytes(records: list[Record]) -> int:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import struct
 import threading
-import zlib
 from collections.abc import Iterator
 
-from kdump.errors import CodecError, DecompressionLimitError, UnsupportedCodecError
+from kdump.errors import CodecError, UnsupportedCodecError
+from kdump.format.gunzip import gunzip, gunzip_chunks
+from kdump.format.gunzip import too_big as _too_big
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 
@@ -76,52 +77,9 @@ def _missing(codec: str, package: str) -> UnsupportedCodecError:
                                  hint=f"pip install {package}")
 
 
-def _too_big(codec: str, limit: int) -> DecompressionLimitError:
-    return DecompressionLimitError(f"{codec} payload expands beyond {limit} bytes (limit); not decompressed")
-
-
 # -- gzip -------------------------------------------------------------------------------------
 
-GZIP_WINDOW_MAX = 1 << 20
-OUTPUT_CHUNK = 1 << 20    # output per call, so a bomb costs the limit, not twice it
-
-
-def _gunzip(data: bytes, limit: int) -> Iterator[bytes]:
-    total = 0
-    pos, end = 0, len(data)
-    view = memoryview(data)
-    while pos < end:
-        # Java stops at trailing zero padding too; anything else must be another member.
-        if data[pos] == 0 and data.count(0, pos) == end - pos:
-            break
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        # The first member (usually the only one) gets all the input in one call; later ones
-        # get growing windows: ``unused_data`` copies what follows a member, so handing the
-        # whole rest to each of many tiny members would be quadratic.
-        window = end if pos == 0 else 1024
-        piece: memoryview | bytes = view[pos:pos + window]
-        pos += len(piece)
-        while True:
-            try:
-                chunk = d.decompress(piece, min(limit + 1 - total, OUTPUT_CHUNK))
-            except zlib.error as e:
-                raise CodecError(f"gzip payload does not decompress: {e}") from None
-            total += len(chunk)
-            if total > limit:
-                raise _too_big("gzip", limit)
-            yield chunk
-            if d.eof:
-                pos -= len(d.unused_data)
-                break
-            if d.unconsumed_tail:          # more output is due from this piece
-                piece = d.unconsumed_tail
-                continue
-            if pos >= end:
-                raise CodecError("gzip payload is truncated")
-            window = min(window * 2, GZIP_WINDOW_MAX)
-            piece = view[pos:pos + window]
-            pos += len(piece)
-
+# Inflating (every member, output bounded): kdump/format/gunzip.py, with ISA-L's inflate or zlib's.
 
 def _gzip(data: bytes) -> bytes:
     import gzip
@@ -371,7 +329,7 @@ def decompress_chunks(codec: int, data: bytes | memoryview, magic: int = 2, limi
     if limit is None:
         limit = limits.for_input(len(data))
     if codec == GZIP:
-        return _gunzip(data, limit)
+        return gunzip_chunks(data, limit) if stream else iter((gunzip(data, limit),))
     if codec == SNAPPY:
         return _unsnappy(data, limit)
     if codec == LZ4:

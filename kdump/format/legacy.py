@@ -15,6 +15,7 @@ from kdump import _accel
 from kdump.errors import CodecError, InvalidRecordError, KdumpError, TruncatedError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits, decompress
 from kdump.format.crc import crc32
+from kdump.format.records import LARGE_PAYLOAD, LargeRecords
 from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 
 OFFSET_AND_SIZE = struct.Struct(">qi")        # a message's log overhead: offset => int64, size => int32
@@ -81,10 +82,12 @@ def _read_bytes(data, pos: int, end: int, what: str) -> tuple[bytes | None, int]
     return bytes(data[pos:pos + n]), pos + n
 
 
-# The walker opens a wrapper to count it and the record decoder needs the same messages
-# right after: keep the last one so each wrapper is decompressed once.
-# The buffer itself is kept (not its id, which a later buffer could reuse).
-_last_inner: tuple[object, int, int, list[Record]] | None = None
+# The walker opens a wrapper to count it and the record decoder (or a writer reading the
+# inner set itself, ``inner_set``) needs the same messages right after: keep the last one
+# so each wrapper is decompressed once: (buf, position, stored CRC, the wrapper Message,
+# its inner set decompressed, its records once made). The buffer itself is kept (not its
+# id, which a later buffer could reuse).
+_last_inner: tuple | None = None
 
 
 def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
@@ -100,9 +103,17 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
     if msg.codec != 0:
         global _last_inner
         try:
-            inner = _inner_messages(msg, offset, limits)
-            base_offset, count = inner[0].offset, len(inner)
-            _last_inner = (buf, pos, msg.crc, inner)
+            data = _inner_data(msg, offset, limits)
+            c = _accel.native()
+            # Counted in C without making the records (made if a caller asks: decode_legacy).
+            span = c.legacy_set_span(data, offset, msg.magic) if c is not None else None
+            if span is None:
+                inner = _inner_records(msg, offset, data)
+                span = inner[0].offset, len(inner)
+            else:
+                inner = None
+            base_offset, count = span
+            _last_inner = (buf, pos, msg.crc, msg, data, inner)
         except KdumpError:
             base_offset = count = None
     ts = msg.timestamp
@@ -115,11 +126,12 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
 def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:
     """The message(s) of a legacy batch: itself, or the inner messages of a wrapper."""
     pos = batch.position
-    cached = _last_inner
-    # The walker has just opened this wrapper: same buffer, same place, same stored CRC.
-    if cached is not None and cached[0] is buf and cached[1] == pos and cached[2] == batch.crc \
-            and batch.attributes & COMPRESSION_MASK:
-        return list(cached[3])
+    cached = _opened(buf, batch)
+    if cached is not None:
+        _, _, _, msg, data, inner = cached
+        if inner is None:
+            inner = _inner_records(msg, batch.last_offset, data)
+        return type(inner)(inner)
     try:
         offset, size = OFFSET_AND_SIZE.unpack_from(buf, pos)
         msg = Message(buf, pos + 12, pos + 12 + size)
@@ -131,24 +143,62 @@ def decode_legacy(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Re
         raise e.located(position=pos) from None
 
 
+def _opened(buf, batch: Batch):
+    """The cache entry of the wrapper the walker has just opened, if ``batch`` is it: same
+    buffer, same place, same stored CRC."""
+    cached = _last_inner
+    if cached is not None and cached[0] is buf and cached[1] == batch.position and cached[2] == batch.crc \
+            and batch.attributes & COMPRESSION_MASK:
+        return cached
+    return None
+
+
+def inner_set(buf, batch: Batch) -> tuple[bytes, int | None] | None:
+    """The decompressed inner message set of the wrapper the walker has just opened (a writer
+    that reads its messages itself: text.c, jsonout.c), with the LogAppendTime its records
+    take (None: their own); None when that is not ``batch``."""
+    cached = _opened(buf, batch)
+    if cached is None:
+        return None
+    return cached[4], _log_append_ts(cached[3])
+
+
+def _log_append_ts(wrapper: Message) -> int | None:
+    """The wrapper's timestamp where its inner messages take it (LogAppendTime), else None."""
+    return wrapper.timestamp if wrapper.magic >= 1 and wrapper.timestamp_type == LOG_APPEND_TIME else None
+
+
 def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> list[Record]:
+    return _inner_records(wrapper, wrapper_offset, _inner_data(wrapper, wrapper_offset, limits))
+
+
+def _names(wrapper: Message, wrapper_offset: int) -> tuple[str, str]:
     # The wrapper's offset is named as only claimed when its CRC fails (records.batch_name for v2).
-    off, why = (f"offset {wrapper_offset}", "") if wrapper.crc_valid else (f"claimed offset {wrapper_offset}",
-                                                                          " (its CRC fails)")
+    return (f"offset {wrapper_offset}", "") if wrapper.crc_valid else (f"claimed offset {wrapper_offset}",
+                                                                      " (its CRC fails)")
+
+
+def _inner_data(wrapper: Message, wrapper_offset: int, limits: Limits) -> bytes:
+    off, why = _names(wrapper, wrapper_offset)
     if wrapper.value is None:
         raise InvalidRecordError(f"compressed message at {off} has a null value{why}")
     try:
-        data = decompress(wrapper.codec, wrapper.value, wrapper.magic, limits=limits)
+        return decompress(wrapper.codec, wrapper.value, wrapper.magic, limits=limits)
     except CodecError as e:
         e.message = f"message at {off}{why}: {e.message}"
         raise
-    log_append = wrapper.magic >= 1 and wrapper.timestamp_type == LOG_APPEND_TIME
+
+
+def _inner_records(wrapper: Message, wrapper_offset: int, data: bytes) -> list[Record]:
+    off, why = _names(wrapper, wrapper_offset)
+    log_append_ts = _log_append_ts(wrapper)
+    log_append = log_append_ts is not None
     if (c := _accel.native()) is not None:
         # The C version of the loop below answers None for anything malformed, and this
         # code, the reference, then raises the precise error.
-        records = c.decode_legacy_set(data, wrapper_offset, wrapper.magic, wrapper.timestamp if log_append else None)
+        records = c.decode_legacy_set(data, wrapper_offset, wrapper.magic, log_append_ts)
         if records is not None:
-            return records
+            return LargeRecords(records) if len(data) > LARGE_PAYLOAD else records
     entries = []
     pos, end = 0, len(data)
     while pos < end:
@@ -184,4 +234,5 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
             ts, ts_type = msg.timestamp, msg.timestamp_type
         records.append(Record(base + inner_offset, ts, ts_type, msg.key, msg.value, (), -1, None,
                               msg.magic, msg.crc, msg.crc_valid))
-    return records
+    # (marked as a v2 batch's are: a large inner set may hold values to write in pieces)
+    return LargeRecords(records) if len(data) > LARGE_PAYLOAD else records

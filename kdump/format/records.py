@@ -51,7 +51,8 @@ COMPRESSED_OR_CONTROL = COMPRESSION_MASK | CONTROL_FLAG
 
 
 class LargeRecords(list):
-    """The records of a batch whose decompressed records section exceeds LARGE_PAYLOAD."""
+    """The records of a batch whose decompressed records section (or a legacy wrapper's inner
+    message set) exceeds LARGE_PAYLOAD."""
 
     __slots__ = ()
 _rec_new = tuple.__new__

@@ -36,6 +36,10 @@ SCAN_FIRST, SCAN_CHUNK = 4, 256
 # Bytes one C call may cover: the call holds the GIL and touches every page it crosses, so
 # a bound keeps memory (and the caller's chances to react) flat on segments of huge batches.
 SCAN_SPAN = 32 << 20
+# A runner (Walker's consumer loop) that declines RUNNER_TRIES positions in a row is not
+# offered the next RUNNER_REST batches: on a segment of batches it never takes it costs a
+# call per RUNNER_REST batches, not one per batch.
+RUNNER_TRIES, RUNNER_REST = 4, 64
 # A buffer with a ``follow(position)`` method (kdump.storage.mapped's mapping of a large file)
 # is told how far the walk has come, every FOLLOW_STEP bytes or so, to drop pages behind.
 FOLLOW_STEP = 8 << 20
@@ -49,9 +53,14 @@ class Walker:
     """
 
     def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS,
-                 first_chunk: int = SCAN_FIRST) -> None:
+                 first_chunk: int = SCAN_FIRST, runner=None) -> None:
         self.buf = buf
         self.first_chunk = first_chunk      # batches of the first C call (SCAN_FIRST: a caller may want few)
+        # runner(buf, pos, end) -> new_pos: a consumer's own C loop, offered each position
+        # before the walk takes a batch there; it takes the batches it wants from there itself
+        # (a run of plain v2 batches drawn straight from the bytes) and answers where it
+        # stopped. The walk yields only the batches it leaves, one at a time.
+        self.runner = runner
         self.start = start
         self.end = len(buf) if end is None else min(end, len(buf))
         self.limits = limits
@@ -69,21 +78,38 @@ class Walker:
         chunk = self.first_chunk
         follow = getattr(buf, "follow", None)
         next_follow = pos + FOLLOW_STEP
+        runner = self.runner
+        declined = 0        # positions in a row the runner did not take anything from
+        skip = 0            # batches to walk without offering it (it declined RUNNER_TRIES in a row)
         try:
             while pos < last_head:
                 if follow is not None and pos >= next_follow:
                     follow(pos)
                     next_follow = pos + FOLLOW_STEP
+                offered = runner is not None and skip <= 0
+                if offered:
+                    taken = runner(buf, pos, min(end, pos + SCAN_SPAN))
+                    if taken > pos:
+                        pos = self.stop_position = taken
+                        declined = 0
+                        continue
+                    declined += 1
+                    if declined == RUNNER_TRIES:     # a segment of batches it does not take (compressed)
+                        declined, skip = 0, RUNNER_REST
                 if scan is not None:
                     # The C scanner takes the run of well-formed v2 batches from here and
                     # stops before the first entry that needs judging, handled below.
                     span_end = min(end, pos + SCAN_SPAN)
-                    batches, pos = scan(buf, pos, span_end, chunk)
+                    want = chunk if runner is None else 1 if offered else min(chunk, skip)
+                    batches, pos = scan(buf, pos, span_end, want)
                     if batches:
+                        skip -= len(batches)
                         for batch in batches:
                             self.stop_position = batch[B_POSITION] + batch[B_SIZE]
                             yield batch
-                        if len(batches) == chunk or pos >= last_head or span_end < end:
+                        if offered:
+                            continue
+                        if len(batches) == want or pos >= last_head or span_end < end:
                             chunk = min(chunk * 4, SCAN_CHUNK)
                             continue
                 offset, size, _, magic = unpack_head(buf, pos)
@@ -119,6 +145,7 @@ class Walker:
                     return
                 pos = next_pos
                 self.stop_position = pos
+                skip -= 1
                 yield batch
             if pos < end:
                 self._halt(TRAILING_BYTES, pos, None, f"{end - pos} trailing bytes are too few for an entry header")

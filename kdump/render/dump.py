@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from kdump import _accel
-from kdump.check.gaps import LastFollower, PartitionGaps, follow
-from kdump.check.indexes.dls_view import SUMMARY_NON_CONSECUTIVE
+from kdump.check.gaps import PartitionGaps, follow
 from kdump.decoders.views import PayloadView
 from kdump.export import ndjson
 from kdump.format.records import LargeRecords
@@ -23,6 +22,7 @@ from kdump.storage.logdir import LogFile
 from kdump.storage.reader import Item
 
 GAPS_COMPACT_ABOVE = 100_000    # DumpLogSegments' gaps kept as pairs; one per previous offset past this
+RUN_BATCHES = 1 << 16           # batches a run writer (the reader's ``run`` hook) takes per C call, at most
 
 
 class TextDump:
@@ -47,10 +47,7 @@ class TextDump:
         self.blocks: list[tuple[int, Any]] = []      # stderr blocks, printed after all files
         self._gaps: list[tuple[int, int]] = []        # DumpLogSegments' gaps of the file (with dls)
         self._follow: list[tuple[int, int]] | None = None
-        self._last_offset: int | None = -1
-        self._first_offset: int | None = None      # a resumed range: its first record's offset
-        self._resumed: str | None = None           # the file a resumed range is in
-        self._open: str | None = None              # the file begun and not yet ended
+        self._last_offset = -1
         self._c_item = None
         self._c_mode = 0
 
@@ -67,8 +64,6 @@ class TextDump:
     def begin_file(self, f: LogFile, view: PayloadView) -> None:
         self._choose(view)
         self._last_offset = -1
-        self._first_offset = None
-        self._open = f.path
         if self.gaps is not None:
             self.gaps.begin_file(f)
         self.out.add(text.dumping_line(f.path))
@@ -77,32 +72,53 @@ class TextDump:
             if start is not None:
                 self.out.add(start)
 
-    def continue_file(self, f: LogFile, view: PayloadView) -> None:
-        """A range of ``f`` after its first (``dump -j`` on one segment): no heading; its gaps
-        start from an offset unknown here, which ``run.pieces`` joins in order."""
-        self._choose(view)
-        self._last_offset = self._first_offset = None
-        self._resumed = self._open = f.path
-        if self.gaps is not None:
-            self.gaps.resume(f)
+    def raw_writer(self):
+        """The reader's ``raw`` hook for legacy wrappers: text.c's text_legacy_set drawing one
+        from its decompressed inner set without making its records (None: this view is not
+        C's); ``item`` then gets the offsets it drew."""
+        if self._c_item is None:
+            return None
+        legacy_set, out, mode, follow = _accel.native().text_legacy_set, self.out, self._c_mode, self._follow
 
-    def resume(self) -> None:
-        """A piece of a partition after its first: DumpLogSegments' gaps are per file."""
-        if self.gaps is not None:
-            self.gaps.resume()
+        def raw(batch, data, log_append_ts=None):
+            return legacy_set(out.buf, batch, data, log_append_ts, mode, self._last_offset, follow)
+        raw.v2 = False      # v2 batches: the run writer takes the plain ones, the rest are decoded
+        return raw
 
-    def _first_of_range(self, records) -> None:
-        if self._last_offset is None and records:       # the first record of a resumed range
-            self._first_offset = records[0].offset
-            self._last_offset = self._first_offset - 1
+    def run_writer(self):
+        """The reader's ``run`` hook: text.c's text_v2_run drawing the plain v2 batches from a
+        position straight from the segment's bytes, as ``item`` would draw them (None: this view
+        is not C's)."""
+        if self._c_item is None:
+            return None
+        text_run, out, mode, follow = _accel.native().text_v2_run, self.out, self._c_mode, self._follow
+
+        def run(buf, pos, end, max_records):
+            pos, first, last = text_run(out.buf, buf, pos, end, RUN_BATCHES, max_records, mode, self._last_offset,
+                                        follow, FLUSH_CHARS)
+            if first is not None:
+                self._last_offset = last
+                if self.gaps is not None:
+                    self.gaps.span(first, last)
+            if len(out.buf) >= FLUSH_CHARS:
+                out.write()
+            return pos
+        return run
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, _ = it
+        if type(records) is tuple:      # drawn by raw_writer's C function: (first, last offset)
+            first, last = records
+            self._last_offset = last
+            if self.gaps is not None:
+                self.gaps.span(first, last)
+            if len(self.out.buf) >= FLUSH_CHARS:
+                self.out.write()
+            return
         if records is not None:
             if self.gaps is not None:
                 self.gaps.records(records)
-            self._first_of_range(records)
-        if self._c_item is not None and self._last_offset is not None:
+        if self._c_item is not None:
             # (DumpLogSegments' gaps followed in C too; records None: nothing to follow)
             buf = self.out.buf
             last = self._c_item(buf, batch, records, self._c_mode, self._last_offset, self._follow)
@@ -125,7 +141,6 @@ class TextDump:
             return
         if self.gaps is not None:
             self.gaps.records(records)
-        self._first_of_range(records)
         if self._follow is not None:
             self._last_offset = follow(records, self._last_offset, self._follow)
             if len(self._follow) > GAPS_COMPACT_ABOVE:      # Kafka keeps one per previous offset
@@ -142,24 +157,11 @@ class TextDump:
         for line in lines:
             self.out.add(line)
 
-    def open_gaps(self):
-        """DumpLogSegments' gaps of the file this piece stopped in (None: it ended every file it
-        began, or kdump's own report is shown)."""
-        if self._open is None or not self.dls:
-            return None
-        return (self._open, self._resumed != self._open, self._first_offset, self._last_offset,
-                LastFollower(self._gaps))
-
     def end_file(self, f: LogFile, trailing: int) -> None:
         if trailing > 0:
             self.out.add(text.trailing_line(f.path, trailing))
-        self._open = None
-        if self.dls and f.path == self._resumed:     # run.pieces joins the gaps of its ranges into its block
-            self.blocks.append((SUMMARY_NON_CONSECUTIVE, (f.path, self._first_offset, self._last_offset,
-                                                  LastFollower(self._gaps))))
-        elif self._gaps:
+        if self._gaps:
             self.blocks.append(text.non_consecutive_block(f.path, self._gaps))
-        self._resumed = None
         self._gaps = []
         self._follow = self._gaps if self.dls else None
         if self.gaps is not None:
@@ -211,11 +213,37 @@ class JsonDump(GapReporter):
         its records section (json_v2_line), without making its records; None: not this view."""
         if self._c_line is None or not self._file_json.isascii():
             return None
-        v2_line, file_json, encoding = _accel.native().json_v2_line, self._file_json, self._c_encoding
+        c, file_json, encoding = _accel.native(), self._file_json, self._c_encoding
+        v2_line, legacy_line = c.json_v2_line, c.json_legacy_line
 
-        def raw(batch, data):
-            return v2_line(file_json, batch, data, encoding) if len(data) <= ndjson.STREAM_ABOVE else None
+        def raw(batch, data, log_append_ts=None):
+            if len(data) > ndjson.STREAM_ABOVE:
+                return None
+            if batch[5] < 2:        # (magic) a legacy wrapper's inner set
+                return legacy_line(file_json, batch, data, log_append_ts, encoding)
+            return v2_line(file_json, batch, data, encoding)
         return raw
+
+    def run_writer(self):
+        """The reader's ``run`` hook: jsonout.c's json_v2_run writing the lines of the plain v2
+        batches from a position straight from the segment's bytes, as ``raw_writer``'s function
+        would write them one by one (None: not this view)."""
+        if self._c_line is None or not self._file_json.isascii():
+            return None
+        json_run, file_json, encoding, out = _accel.native().json_v2_run, self._file_json, self._c_encoding, self.out
+
+        def run(buf, pos, end, max_records):
+            lines, pos, first, last = json_run(file_json, buf, pos, end, RUN_BATCHES, max_records,
+                                               ndjson.STREAM_ABOVE, encoding, FLUSH_CHARS)
+            if lines is not None:
+                if self.gaps is not None:
+                    self.gaps.span(first, last)
+                out.buf.append(lines)
+                out.chars += len(lines)
+                if len(out.buf) >= FLUSH_LINES or out.chars >= FLUSH_CHARS:
+                    out.write()
+            return pos
+        return run
 
     def item(self, f: LogFile, it: Item) -> None:
         batch, records, error = it

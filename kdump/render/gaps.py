@@ -58,9 +58,6 @@ class GapReporter:
         if self.gaps is not None:
             self.gaps.resume()
 
-    def open_gaps(self):
-        return None
-
     @property
     def summary(self) -> list[tuple[int, list[str]]]:
         return gap_summary(self.gaps)

@@ -108,14 +108,6 @@ class TableDump(GapReporter):
         if len(self.rows) >= self.CHUNK:
             self._flush()
 
-    def continue_file(self, f: LogFile, view: PayloadView) -> None:
-        """A range of ``f`` after its first (``dump -j`` on one segment; run.dump does not cut
-        a table, whose columns keep one width down a file): its rows go on."""
-        self.view = view
-        self._side_cols = None
-        if self.gaps is not None:
-            self.gaps.resume(f)
-
     def slice(self, f: LogFile, it: Item, first: bool) -> None:
         """Records of a batch streamed a slice at a time: rows as for a whole batch."""
         self.item(f, it)

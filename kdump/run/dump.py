@@ -170,7 +170,7 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
             renderer.finish()
         gaps = getattr(renderer, "gaps", None)
         summary = renderer.summary if gaps is None else []
-        return P.Result(status, matched[0], summary, gaps, renderer.open_gaps(), cut_through)
+        return P.Result(status, matched[0], summary, gaps, cut_through)
 
     matched = 0
     summary: list = []
@@ -233,8 +233,12 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         if progress is not None:
             progress.begin_at(f.path, rng.start)
     raw = getattr(renderer, "raw_writer", None)
+    run = getattr(renderer, "run_writer", None)
+    run = run() if run is not None and records else None
+    if run is not None and progress is not None and progress.enabled:
+        run = _advancing(run, progress, f.path)
     reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
-                           raw() if raw is not None and records else None)
+                           raw() if raw is not None and records else None, run)
     problems: list[KdumpError] = []
     n = 0
     for it in reader:
@@ -269,6 +273,15 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         # damage; a batch that could not be read at all (out of memory) did not complete
         status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status, reader.reached
+
+
+def _advancing(run, progress, path: str):
+    """The reader's ``run`` hook, the progress bar told how far each run got."""
+    def advancing(buf, pos, end, max_records):
+        pos = run(buf, pos, end, max_records)
+        progress.advance(path, pos)
+        return pos
+    return advancing
 
 
 def _streamed(renderer, f: LogFile, it: Item) -> Item | None:

@@ -36,9 +36,8 @@ class Piece(NamedTuple):
 class Result(NamedTuple):
     status: int
     matched: int            # batches shown
-    summary: list           # DumpLogSegments' closing report blocks (text: joined by Joiner)
+    summary: list           # DumpLogSegments' closing report blocks
     gaps: Any               # the piece's PartitionGaps (JSON, table), or None
-    open_gaps: Any          # text: (path, began it, first, last offset, gaps) of the file it stopped in
     cut_through: int | None  # the last piece this one cuts, or None
 
 
@@ -86,7 +85,6 @@ class Joiner:
     def __init__(self) -> None:
         self.partition: int | None = None
         self.gaps = None                # the partition's PartitionGaps so far
-        self.text: tuple | None = None  # (path, last offset, gaps) of a text file cut in ranges
 
     def add(self, piece: Piece, result: Result | None) -> list:
         """The closing report blocks due once this piece is in (None: a cut piece)."""
@@ -99,41 +97,7 @@ class Joiner:
                 self.gaps = result.gaps
             else:
                 self.gaps.absorb(result.gaps)
-        from kdump.render.text import non_consecutive_block
-
-        for kind, lines in result.summary:
-            if isinstance(lines, tuple):        # a ranged file's gaps, where its block goes
-                path, gaps = self._join(lines)
-                if gaps:
-                    blocks.append(non_consecutive_block(path, gaps))
-            else:
-                blocks.append((kind, lines))
-        if result.open_gaps is not None:       # a text file this piece stopped inside
-            path, began, first, last, gaps = result.open_gaps
-            if began or self.text is None or self.text[0] != path:
-                self.text = (path, last, gaps)
-            else:
-                self.text = (path, *self._step((path, first, last, gaps)))
-        return blocks
-
-    def _step(self, state) -> tuple:
-        """(last offset, gaps) of the text file so far, with the next range's ``state``."""
-        _, first, last, gaps = state
-        _, so_far, joined = self.text
-        if first is None:                       # no record in that range
-            return so_far, joined
-        if first != so_far + 1:
-            joined[so_far] = first              # DumpLogSegments keeps one per previous offset
-        joined.update(gaps)
-        return last, joined
-
-    def _join(self, state) -> tuple:
-        """The path and gaps of a text file whose last range is ``state``."""
-        if self.text is None:
-            return state[0], state[3]
-        _, joined = self._step(state)
-        self.text = None
-        return state[0], joined
+        return blocks + list(result.summary)
 
     def finish(self) -> list:
         return self._partition_done()

@@ -17,13 +17,8 @@ from kdump import _accel
 from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.records import (
-    COMPRESSED_OR_CONTROL,
-    LARGE_PAYLOAD,
-    RECORDS_SLICE,
-    LargeRecords,
-    batch_payload,
-)
+from kdump.format.legacy import inner_set
+from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
 from kdump.format.walk import HEADER_UP_TO_MAGIC, TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
 from kdump.model import (
     B_ATTRIBUTES,
@@ -129,13 +124,18 @@ class SegmentReader:
 
     def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
                  limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None,
-                 raw=None) -> None:
+                 raw=None, run=None) -> None:
         self.file = f
         # raw(batch, records section) -> object | None: offered each uncompressed, non-control v2
         # batch of one slice of records or fewer before its records are decoded (without a range
         # of offsets or times); what it returns stands for them in the Item (a writer that reads
-        # the bytes itself), None: decode them as usual.
+        # the bytes itself), None: decode them as usual. A legacy wrapper's inner set too, as
+        # raw(batch, inner set, its LogAppendTime or None); only that where ``raw.v2`` is False.
         self.raw = raw
+        # run(buf, pos, end, max_records) -> new_pos: a writer's C loop over the plain v2 batches
+        # from pos (format.walk.Walker's runner), under the same conditions as ``raw``; the batches
+        # it takes are written by it, not yielded.
+        self.run = run
         # (start, stop): read from a batch boundary to the batch starting at ``stop`` (one range
         # of a segment cut by storage.split); ``reached`` then says the walk met that batch. A
         # walk passing ``stop`` inside a batch (the cut was not a boundary of this walk) reads on.
@@ -163,17 +163,25 @@ class SegmentReader:
             mapped.need(start, end)
             if mapped.size > (64 << 20):
                 mapped.advise_sequential()
-            walker = Walker(buf, start, end, self.limits)
             flt = self.filters
             check_offsets = flt.start_offset is not None or flt.end_offset is not None
             check_times = flt.start_time is not None or flt.end_time is not None
             want_records, limits = self.want_records, self.limits
             max_records = limits.max_records
+            runner = None
+            if self.run is not None and want_records and not (check_offsets or check_times):
+                run, most = self.run, min(max_records, RECORDS_SLICE)
+                last = end if stop_at is None else min(end, stop_at)
+
+                def runner(buf, pos, span_end):
+                    return run(buf, pos, min(span_end, last), most)
+            walker = Walker(buf, start, end, self.limits, runner=runner)
             # Uncompressed non-control v2 batches go straight to the C record decoder (what
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
             c = _accel.native()     # once per segment
             raw = self.raw if not (check_offsets or check_times) else None
+            raw_v2 = raw if getattr(raw, "v2", True) else None
             view = memoryview(buf) if raw is not None else None
             for batch in walker:
                 if stop_at is not None and batch[B_POSITION] >= stop_at:
@@ -197,12 +205,18 @@ class SegmentReader:
                     keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
                     continue
-                # (magic 2: count is not None; view is made whenever raw is given)
-                if raw is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:  # type: ignore[operator]
+                # (magic 2: count is not None; a raw hook is given a view)
+                if raw_v2 is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:  # type: ignore[operator]
                     if not attributes & COMPRESSION_MASK:
-                        rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])  # type: ignore[index]
+                        rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])  # type: ignore[index,misc]
                     else:
                         rendered = self._raw_compressed(raw, buf, batch)
+                    if rendered is not None:
+                        yield _item(Item, (batch, rendered, None))
+                        continue
+                elif raw is not None and magic < 2 and attributes & COMPRESSION_MASK:
+                    inner = inner_set(buf, batch)       # decompressed by the walk, not yet decoded
+                    rendered = raw(batch, *inner) if inner is not None else None
                     if rendered is not None:
                         yield _item(Item, (batch, rendered, None))
                         continue
