@@ -77,7 +77,14 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     big = write_segment(v2.parent.parent / "big-0", [build_v2_batch([(i, NOW, None, b"v%d" % i) for i in range(5000)])])
     out.append([len(s) for s in record_slices(big.read_bytes(), next(iter(Walker(big.read_bytes()))))])  # decode_v2_span  # noqa: E501
     out.append(run_kdump("dump", "--records", "--data", "--json", big))      # json_records
-    out.append(run_kdump("dump", "--records", "--data", "--json", "-q", v2))   # json_v2_line (no gap report)
+    out.append(run_kdump("dump", "--records", "--data", "--json", "-q", v2))   # json_v2_run (no gap report)
+    # batches the runs decline: compressed v2 (one line a batch), and a legacy wrapper drawn
+    # from its inner set
+    lz4 = write_segment(v2.parent.parent / "lz4-0", [build_v2_batch([(i, NOW, None, b"z%d" % i) for i in range(3)],
+                                                                    codec=3)])
+    out.append(run_kdump("dump", "--records", "--data", "--json", "-q", lz4))   # json_v2_line
+    out.append(run_kdump("dump", "--files", str(lz4), "--print-data-log"))     # text_item
+    out.append(run_kdump("dump", "--records", "--data", "--json", "-q", legacy))   # json_legacy_line
     return out
 
 
