@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kdump import _accel
 from kdump.encode import encode_v2_record
 from kdump.errors import KdumpError
-from kdump.format import codecs, record_stream
+from kdump.format import codecs, gunzip, record_stream
 from kdump.format.codecs import GZIP, LZ4, SNAPPY, ZSTD, compress
 from kdump.model import Batch
 
@@ -59,8 +59,9 @@ def test_window_decodes_as_the_whole_section(monkeypatch, records, codec, count_
                                              threshold, window, piece, use_c):
     # pieces of the stream as small as ``piece`` bytes (zstd's are already small), so that
     # windows end anywhere in a record
-    for name in ("OUTPUT_CHUNK", "LZ4_CHUNK", "XERIAL_CHUNK_SIZE"):
+    for name in ("LZ4_CHUNK", "XERIAL_CHUNK_SIZE"):
         monkeypatch.setattr(codecs, name, piece)
+    monkeypatch.setattr(gunzip, "OUTPUT_CHUNK", piece)
     section = bytearray(b"".join(records))
     if flip is not None:
         section[flip[0] % len(section)] = flip[1]

@@ -19,8 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
 # kdump's text view escapes control characters inside keys and values (kdump.decoders.views).
-_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
-_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+# The C0 controls, DEL and the C1 controls as \xNN (with \n, \r, \t), the line and paragraph
+# separators as \u2028 and \u2029.
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x2028: "\\u2028", 0x2029: "\\u2029"})
 _KDUMP_ERROR = re.compile(r"^kdump: error: (.*?):(\d+:)? ")
 
 
