@@ -17,10 +17,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 
 from kdump.decoders import (  # noqa: E402
-    basic,
     cluster_metadata,
     consumer_offsets,
     kafka_text,
+    plain,
     transaction_state,
 )
 from kdump.errors import KdumpError  # noqa: E402
@@ -56,16 +56,16 @@ def _view(name: str):
             if data is None:
                 continue
             try:
-                decoded = basic.get(name)(data)
+                decoded = plain.get(name)(data)
             except KdumpError:
                 continue
-            basic.as_text(decoded)
+            plain.as_text(decoded)
             json.dumps(decoded)
     return run
 
 
 TARGETS = [_internal(consumer_offsets), _internal(transaction_state), _internal(cluster_metadata),
-           *(_control(t) for t in range(2, 8)), *(_view(n) for n in basic.DECODERS)]
+           *(_control(t) for t in range(2, 8)), *(_view(n) for n in plain.DECODERS)]
 
 
 def check(data: bytes) -> None:
