@@ -2,12 +2,6 @@
 
 #include "speedups.h"
 
-/* Batch attributes (kdump/model.py) */
-#define COMPRESSION_MASK 0x07
-#define TRANSACTIONAL_FLAG 0x10
-#define CONTROL_FLAG 0x20
-#define DELETE_HORIZON_FLAG 0x40
-
 #define CODECS 8
 #define MAX_BUCKETS 32
 
@@ -54,38 +48,12 @@ kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     const unsigned char *buf = (const unsigned char *)view.buf;
     if (end > view.len)
         end = view.len;
-    while (n < max_batches && pos >= 0 && end - pos > HEADER_UP_TO_MAGIC) {
-        const unsigned char *h = buf + pos;
-        /* scan_v2's framing, exactly */
-        if (h[16] != 2)
-            break;
-        int32_t length = (int32_t)be32(h + 8);
-        if ((int64_t)length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD)
-            break;
-        if ((int64_t)length + LOG_OVERHEAD > (int64_t)(end - pos))
-            break;
-        Py_ssize_t size = (Py_ssize_t)length + LOG_OVERHEAD;
-        int64_t base_offset = (int64_t)be64(h);
-        int64_t last_offset;
-        if (add_overflows(base_offset, (int32_t)be32(h + 23), &last_offset))
-            break;
-        uint32_t crc = be32(h + 17);
-        int16_t attributes = be16s(h + 21);
-        int64_t base_ts = (int64_t)be64(h + 27);
-        int64_t max_ts = (int64_t)be64(h + 35);
-        int64_t producer_id = (int64_t)be64(h + 43);
-        int32_t count = (int32_t)be32(h + 57);
-
-        const unsigned char *crc_start = h + ATTRIBUTES_OFFSET;
-        size_t crc_len = (size_t)(size - ATTRIBUTES_OFFSET);
-        uint32_t computed;
-        if ((Py_ssize_t)crc_len >= KD_NOGIL_BYTES) {
-            Py_BEGIN_ALLOW_THREADS
-            computed = crc32c_value(0, crc_start, crc_len);
-            Py_END_ALLOW_THREADS
-        } else {
-            computed = crc32c_value(0, crc_start, crc_len);
-        }
+    int64_t v[BATCH_FIELDS];
+    while (n < max_batches && kd_v2_at(buf, pos, end, v)) {
+        int64_t base_offset = v[BF_BASE_OFFSET], last_offset = v[BF_LAST_OFFSET], size = v[BF_SIZE];
+        int64_t base_ts = v[BF_BASE_TIMESTAMP], max_ts = v[BF_MAX_TIMESTAMP], producer_id = v[BF_PRODUCER_ID];
+        int64_t attributes = v[BF_ATTRIBUTES];
+        int valid = kd_v2_crc_valid(buf, v, 1);
 
         /* _add_batch, field by field */
         if (n == 0 || base_offset < first)
@@ -93,7 +61,7 @@ kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (n == 0 || last_offset > last)
             last = last_offset;
         n++;
-        records += count;
+        records += v[BF_COUNT];
         if (max_ts >= 0) {
             int64_t lo = (0 <= base_ts && base_ts <= max_ts && !(attributes & DELETE_HORIZON_FLAG)) ? base_ts : max_ts;
             if (!has_ts || max_ts > high)
@@ -118,13 +86,13 @@ kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             txn++;
         if (attributes & CONTROL_FLAG)
             ctl++;
-        if (computed != crc)
+        if (!valid)
             invalid++;
         Py_ssize_t bucket = 0;
         while (bucket < n_limits && size > limits[bucket])
             bucket++;
         sizes[bucket]++;
-        pos += size;
+        pos += (Py_ssize_t)size;
     }
     PyBuffer_Release(&view);
 done:;

@@ -258,11 +258,12 @@ put_payload(outbuf *o, PyObject *d, int encoding)
     return put_payload_raw(o, (const unsigned char *)PyBytes_AS_STRING(d), PyBytes_GET_SIZE(d), encoding);
 }
 
-/* An exact int within int64 (bool and other subclasses print differently): 0, else -1. */
+/* The JSON writers' common arguments: an ASCII str for the file's JSON, an encoding of ours. */
 static inline int
-exact_i64(PyObject *x, int64_t *out)
+json_args_ok(PyObject *file_json, long encoding)
 {
-    return PyLong_CheckExact(x) ? as_int64(x, out) : -1;
+    return PyUnicode_CheckExact(file_json) && PyUnicode_IS_ASCII(file_json) &&
+           (encoding == ENC_BASE64 || encoding == ENC_HEX || encoding == ENC_UTF8);
 }
 
 static const char *const codec_names[8] = {"none", "gzip", "snappy", "lz4", "zstd",
@@ -280,71 +281,61 @@ static int put_batch_values(outbuf *o, const int64_t *v);
 static int
 put_batch(outbuf *o, PyObject *batch)
 {
-    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
-        return 0;
-    PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
     int64_t v[BATCH_FIELDS];
-    for (int i = 0; i < BATCH_FIELDS; i++) {
-        if (i == 7)
-            continue;                             /* crc_valid, a bool */
-        if (exact_i64(f[i], &v[i]) < 0)
-            return 0;
-    }
-    if (v[5] < 0 || v[5] > 2 || (f[7] != Py_True && f[7] != Py_False))
+    if (batch_values(batch, v) < 0 || v[BF_MAGIC] < 0 || v[BF_MAGIC] > 2)
         return 0;
-    v[7] = f[7] == Py_True;
     return put_batch_values(o, v);
 }
 
-/* put_batch from the Batch fields ``v`` (in Batch's order; v[7] crc_valid 0 or 1): 1, or -1. */
+/* put_batch from the Batch fields ``v`` (v[BF_CRC_VALID] 0 or 1): 1, or -1. */
 static int
 put_batch_values(outbuf *o, const int64_t *v)
 {
-    int v2 = v[5] == 2;
-    int64_t attributes = v[8];
+    int v2 = v[BF_MAGIC] == 2;
+    int64_t attributes = v[BF_ATTRIBUTES];
     if (out_reserve(o, 1024) < 0)                 /* the fixed text plus 12 numbers */
         return -1;
     for (int i = 0; i < 7; i++) {
         put_raw(o, batch_keys[i], (Py_ssize_t)strlen(batch_keys[i]));
         put_i64(o, v[i]);
     }
-    if (v[7])
+    if (v[BF_CRC_VALID])
         PUT_LIT(o, ",\"crc_valid\":true");
     else
         PUT_LIT(o, ",\"crc_valid\":false");
     PUT_LIT(o, ",\"compression\":\"");
-    const char *codec = codec_names[attributes & 7];
+    const char *codec = codec_names[attributes & COMPRESSION_MASK];
     put_raw(o, codec, (Py_ssize_t)strlen(codec));
-    if (v[5] == 0)
+    if (v[BF_MAGIC] == 0)
         PUT_LIT(o, "\",\"timestamp_type\":\"NoTimestampType\"");
-    else if (attributes & 0x08)
+    else if (attributes & TIMESTAMP_TYPE_MASK)
         PUT_LIT(o, "\",\"timestamp_type\":\"LogAppendTime\"");
     else
         PUT_LIT(o, "\",\"timestamp_type\":\"CreateTime\"");
     PUT_LIT(o, ",\"base_timestamp\":");
-    put_i64(o, v[10]);
+    put_i64(o, v[BF_BASE_TIMESTAMP]);
     PUT_LIT(o, ",\"max_timestamp\":");
-    put_i64(o, v[11]);
+    put_i64(o, v[BF_MAX_TIMESTAMP]);
     PUT_LIT(o, ",\"partition_leader_epoch\":");
-    put_i64(o, v[9]);
+    put_i64(o, v[BF_PARTITION_LEADER_EPOCH]);
     PUT_LIT(o, ",\"producer_id\":");
-    put_i64(o, v[12]);
+    put_i64(o, v[BF_PRODUCER_ID]);
     PUT_LIT(o, ",\"producer_epoch\":");
-    put_i64(o, v[13]);
+    put_i64(o, v[BF_PRODUCER_EPOCH]);
     PUT_LIT(o, ",\"base_sequence\":");
-    put_i64(o, v[14]);
+    put_i64(o, v[BF_BASE_SEQUENCE]);
     /* legacy messages have none of the v2 flags, whatever their attribute bits say */
-    if (v2 && (attributes & 0x10))
+    if (v2 && (attributes & TRANSACTIONAL_FLAG))
         PUT_LIT(o, ",\"is_transactional\":true");
     else
         PUT_LIT(o, ",\"is_transactional\":false");
-    if (v2 && (attributes & 0x20))
+    if (v2 && (attributes & CONTROL_FLAG))
         PUT_LIT(o, ",\"is_control\":true");
     else
         PUT_LIT(o, ",\"is_control\":false");
     PUT_LIT(o, ",\"delete_horizon_ms\":");
-    if (v2 && (attributes & 0x40))
-        put_i64(o, v[10]);
+    if (v2 && (attributes & DELETE_HORIZON_FLAG))
+        put_i64(o, v[BF_BASE_TIMESTAMP]);
     else
         PUT_LIT(o, "null");
     return 1;
@@ -358,12 +349,12 @@ put_record(outbuf *o, PyObject *rec, int encoding)
         return 0;
     PyObject *const *f = &PyTuple_GET_ITEM(rec, 0);
     int64_t offset, timestamp, sequence, magic, crc = 0;
-    PyObject *key = f[3], *value = f[4], *headers = f[5];
-    if (exact_i64(f[0], &offset) < 0 || exact_i64(f[1], &timestamp) < 0 || exact_i64(f[6], &sequence) < 0 ||
-        exact_i64(f[8], &magic) < 0 || magic < 0 || magic > 2 || f[7] != Py_None)
+    PyObject *key = f[RF_KEY], *value = f[RF_VALUE], *headers = f[RF_HEADERS];
+    if (exact_i64(f[RF_OFFSET], &offset) < 0 || exact_i64(f[RF_TIMESTAMP], &timestamp) < 0 || exact_i64(f[RF_SEQUENCE], &sequence) < 0 ||
+        exact_i64(f[RF_MAGIC], &magic) < 0 || magic < 0 || magic > 2 || f[RF_CONTROL] != Py_None)
         return 0;
     /* a legacy record also carries its own crc and crc_valid */
-    if (magic < 2 && (exact_i64(f[9], &crc) < 0 || (f[10] != Py_True && f[10] != Py_False)))
+    if (magic < 2 && (exact_i64(f[RF_CRC], &crc) < 0 || (f[RF_CRC_VALID] != Py_True && f[RF_CRC_VALID] != Py_False)))
         return 0;
     if ((key != Py_None && !PyBytes_CheckExact(key)) || (value != Py_None && !PyBytes_CheckExact(value)))
         return 0;
@@ -420,7 +411,7 @@ put_record(outbuf *o, PyObject *rec, int encoding)
     if (magic < 2) {
         PUT_LIT(o, ",\"crc\":");
         put_i64(o, crc);
-        if (f[10] == Py_True)
+        if (f[RF_CRC_VALID] == Py_True)
             PUT_LIT(o, ",\"crc_valid\":true");
         else
             PUT_LIT(o, ",\"crc_valid\":false");
@@ -620,13 +611,13 @@ put_v2_records(outbuf *o, const unsigned char *d, Py_ssize_t end, const int64_t 
     if (out_reserve(o, 16) < 0)
         return -1;
     PUT_LIT(o, ",\"records\":[");
-    const int64_t *lat = (v[8] & 0x08) ? &v[11] : NULL;
+    const int64_t *lat = (v[BF_ATTRIBUTES] & TIMESTAMP_TYPE_MASK) ? &v[BF_MAX_TIMESTAMP] : NULL;
     Py_ssize_t p = 0;
     *first = 1;
     *last = 0;
-    for (int64_t i = 0; i < v[3]; i++) {
+    for (int64_t i = 0; i < v[BF_COUNT]; i++) {
         kd_record r;
-        if (kd_next_record(d, &p, end, v[1], v[10], lat, v[14], &r) < 0 || (i > 0 && r.offset != *last + 1))
+        if (kd_next_record(d, &p, end, v[BF_BASE_OFFSET], v[BF_BASE_TIMESTAMP], lat, v[BF_BASE_SEQUENCE], &r) < 0 || (i > 0 && r.offset != *last + 1))
             return 0;           /* malformed, or a gap: the usual path */
         if (i == 0)
             *first = r.offset;
@@ -667,15 +658,13 @@ kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long encoding = PyLong_AsLong(args[3]);
     if (encoding == -1 && PyErr_Occurred())
         return NULL;
-    if (!PyUnicode_CheckExact(file_json) || !PyUnicode_IS_ASCII(file_json) ||
-        (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
-        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
+    if (!json_args_ok(file_json, encoding) || !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
         Py_RETURN_NONE;
     int64_t magic, count, attributes, base_offset, base_ts, max_ts, base_seq;
     PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
-    if (exact_i64(f[5], &magic) < 0 || magic != 2 || exact_i64(f[3], &count) < 0 ||
-        exact_i64(f[8], &attributes) < 0 || (attributes & 0x20) || exact_i64(f[1], &base_offset) < 0 ||
-        exact_i64(f[10], &base_ts) < 0 || exact_i64(f[11], &max_ts) < 0 || exact_i64(f[14], &base_seq) < 0)
+    if (exact_i64(f[BF_MAGIC], &magic) < 0 || magic != 2 || exact_i64(f[BF_COUNT], &count) < 0 ||
+        exact_i64(f[BF_ATTRIBUTES], &attributes) < 0 || (attributes & CONTROL_FLAG) || exact_i64(f[BF_BASE_OFFSET], &base_offset) < 0 ||
+        exact_i64(f[BF_BASE_TIMESTAMP], &base_ts) < 0 || exact_i64(f[BF_MAX_TIMESTAMP], &max_ts) < 0 || exact_i64(f[BF_BASE_SEQUENCE], &base_seq) < 0)
         Py_RETURN_NONE;
     Py_buffer view;
     if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
@@ -751,8 +740,7 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t max_out = PyLong_AsSsize_t(args[8]);
     if (PyErr_Occurred())
         return NULL;
-    if (!PyUnicode_CheckExact(file_json) || !PyUnicode_IS_ASCII(file_json) ||
-        (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8))
+    if (!json_args_ok(file_json, encoding))
         return Py_BuildValue("(OnOO)", Py_None, pos, Py_None, Py_None);
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
@@ -768,7 +756,7 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t first = 0, prev = 0;
     for (Py_ssize_t n = 0; n < max_batches && o.len < max_out; n++) {
         int64_t v[BATCH_FIELDS];
-        if (!kd_plain_v2_at(buf, pos, end, max_records, v) || v[4] - RECORD_BATCH_OVERHEAD > max_section)
+        if (!kd_plain_v2_at(buf, pos, end, max_records, v) || v[BF_SIZE] - RECORD_BATCH_OVERHEAD > max_section)
             break;
         Py_ssize_t mark = o.len;
         if (out_reserve(&o, name_len + 16) < 0) {
@@ -782,7 +770,7 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int64_t bfirst, blast;
         rc = put_batch_values(&o, v);
         if (rc > 0)
-            rc = put_v2_records(&o, buf + pos + RECORD_BATCH_OVERHEAD, (Py_ssize_t)v[4] - RECORD_BATCH_OVERHEAD, v,
+            rc = put_v2_records(&o, buf + pos + RECORD_BATCH_OVERHEAD, (Py_ssize_t)v[BF_SIZE] - RECORD_BATCH_OVERHEAD, v,
                                 (int)encoding, &bfirst, &blast);
         if (rc > 0 && bfirst <= blast && has_first && (prev == INT64_MAX || bfirst != prev + 1))
             rc = 0;             /* a gap between batches: the caller's report sees it */
@@ -796,7 +784,7 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             has_first = 1;
             prev = blast;
         }
-        pos += (Py_ssize_t)v[4];
+        pos += (Py_ssize_t)v[BF_SIZE];
     }
     PyBuffer_Release(&view);
     PyObject *result = NULL;
@@ -839,12 +827,8 @@ kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long encoding = PyLong_AsLong(args[4]);
     if (encoding == -1 && PyErr_Occurred())
         return NULL;
-    int64_t wrapper_offset, magic, lat = 0;
-    if (!PyUnicode_CheckExact(file_json) || !PyUnicode_IS_ASCII(file_json) ||
-        (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
-        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
-        exact_i64(PyTuple_GET_ITEM(batch, 2), &wrapper_offset) < 0 || exact_i64(PyTuple_GET_ITEM(batch, 5), &magic) < 0 ||
-        magic < 0 || magic > 1 || (args[3] != Py_None && exact_i64(args[3], &lat) < 0))
+    int64_t wrapper_offset, magic, lat;
+    if (!json_args_ok(file_json, encoding) || legacy_wrapper_args(batch, args[3], &wrapper_offset, &magic, &lat) < 0)
         Py_RETURN_NONE;
     Py_buffer view;
     if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {

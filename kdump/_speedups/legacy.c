@@ -71,7 +71,7 @@ kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, 
             return -1;
         if (magic == 1 && mend - mstart < LEGACY_OVERHEAD_V1)
             return -1;
-        if (attributes & 0x07)           /* inner messages must not be compressed */
+        if (attributes & COMPRESSION_MASK)  /* inner messages must not be compressed */
             return -1;
         Py_ssize_t q = mstart + 6 + (magic == 1 ? 8 : 0), kstart, vstart;
         int32_t klen, vlen;
@@ -105,7 +105,7 @@ kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_
     r->ts_type = -1;
     if (r->magic == 1) {
         r->timestamp = (int64_t)be64(d + q);
-        r->ts_type = (attributes & 0x08) ? 1 : 0;
+        r->ts_type = (attributes & TIMESTAMP_TYPE_MASK) ? 1 : 0;
         q += 8;
     }
     if (log_append_ts != NULL) {

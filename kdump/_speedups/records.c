@@ -245,7 +245,7 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             as_int64(f[BF_BASE_SEQUENCE], &base_seq) < 0 || as_int64(f[BF_COUNT], &count) < 0 ||
             as_int64(f[BF_ATTRIBUTES], &attributes) < 0)
             Py_RETURN_NONE;
-        lat = (attributes & 0x08) ? f[BF_MAX_TIMESTAMP] : Py_None;     /* the timestamp type bit: LogAppendTime */
+        lat = (attributes & TIMESTAMP_TYPE_MASK) ? f[BF_MAX_TIMESTAMP] : Py_None;     /* LogAppendTime */
     } else {
         lat = args[3];
         if (as_int64(args[1], &base_offset) < 0 || as_int64(args[2], &base_ts) < 0 ||

@@ -115,37 +115,27 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
      * at once. */
     PyThreadState *released = NULL;
     Py_ssize_t done = 0;
-    while (done < max_batches && pos >= 0 && end - pos > HEADER_UP_TO_MAGIC) {
+    int64_t v[BATCH_FIELDS];
+    while (done < max_batches) {
         if (released == NULL && pos - start >= KD_NOGIL_BYTES)
             released = PyEval_SaveThread();
-        /* Framing exactly as scan_v2 (and so the Walker) accepts a v2 entry. */
-        const unsigned char *h = buf + pos;
-        if (h[16] != 2)
+        if (!kd_v2_at(buf, pos, end, v))
             break;
-        int32_t length = (int32_t)be32(h + 8);
-        if ((int64_t)length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD ||
-            (int64_t)length + LOG_OVERHEAD > (int64_t)(end - pos))
-            break;
-        int64_t size = (int64_t)length + LOG_OVERHEAD;
         /* Plain: lo < first <= last <= hi, size <= max, neither transactional nor control,
          * a known codec, 0 <= count <= last - first + 1, epoch not going down. */
-        int64_t first = (int64_t)be64(h), last;
-        int32_t last_delta = (int32_t)be32(h + 23);
-        if (add_overflows(first, last_delta, &last))
-            break;
+        int64_t first = v[BF_BASE_OFFSET], last = v[BF_LAST_OFFSET], size = v[BF_SIZE], count = v[BF_COUNT];
         if (!(lo < first && first <= last && last <= hi) || size > max_size)
             break;
-        int16_t attributes = be16s(h + 21);
-        if ((attributes & 0x30) || (attributes & 7) > 4)
+        int64_t attributes = v[BF_ATTRIBUTES];
+        if ((attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG)) || (attributes & COMPRESSION_MASK) > 4)
             break;
-        int32_t count = (int32_t)be32(h + 57);
-        if (count < 0 || (int64_t)count > (int64_t)last_delta + 1)
+        if (count < 0 || count > last - first + 1)
             break;
-        int32_t epoch = (int32_t)be32(h + 12);
+        int32_t epoch = (int32_t)v[BF_PARTITION_LEADER_EPOCH];
         if (epoch < prev_epoch)
             break;
         /* IndexStep.would_throw: those batches are Python's. */
-        int64_t mts = (int64_t)be64(h + 35);
+        int64_t mts = v[BF_MAX_TIMESTAMP];
         int64_t m_ts = max_ts, m_off = max_ts_off, gap, new_valid, new_records;
         if (mts > max_ts) {
             m_ts = mts;
@@ -158,17 +148,7 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (due && ((has_index && last <= index_last) || (has_time && m_off < time_off)))
             break;
         /* The CRC last: it is the one expensive check. */
-        const unsigned char *crc_start = h + ATTRIBUTES_OFFSET;
-        size_t crc_len = (size_t)(size - ATTRIBUTES_OFFSET);
-        uint32_t computed;
-        if (released == NULL && (Py_ssize_t)crc_len >= KD_NOGIL_BYTES) {
-            Py_BEGIN_ALLOW_THREADS
-            computed = crc32c_value(0, crc_start, crc_len);
-            Py_END_ALLOW_THREADS
-        } else {
-            computed = crc32c_value(0, crc_start, crc_len);
-        }
-        if (computed != be32(h + 17))
+        if (!kd_v2_crc_valid(buf, v, released == NULL))
             break;
         /* Taken: IndexStep.take, then assign_epoch. */
         max_ts = m_ts;

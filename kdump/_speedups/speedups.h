@@ -147,11 +147,15 @@ sub_overflows(int64_t a, int64_t b, int64_t *out)
 #define RECORD_BATCH_OVERHEAD 61
 #define ATTRIBUTES_OFFSET 21
 
+/* Batch attributes (kdump/model.py); magic 0/1 messages share the low four bits. */
+#define COMPRESSION_MASK 0x07
+#define TIMESTAMP_TYPE_MASK 0x08
+#define TRANSACTIONAL_FLAG 0x10
+#define CONTROL_FLAG 0x20
+#define DELETE_HORIZON_FLAG 0x40
+
 /* args[1..3] of the walking functions: pos, end, max_batches; -1 with an exception set. */
 int span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches);
-
-/* The plain v2 batch at pos for the run writers (walk.c): 1 and its Batch fields in v[15], or 0. */
-int kd_plain_v2_at(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t max_records, int64_t *v);
 
 /* An int64 from a Python int; 0 on success, -1 (no exception set) if not an int64. */
 static inline int
@@ -167,6 +171,25 @@ as_int64(PyObject *o, int64_t *out)
     }
     *out = (int64_t)v;
     return 0;
+}
+
+/* An exact int within int64 (bool and other subclasses print differently): 0, else -1 with
+ * no exception set. */
+static inline int
+exact_i64(PyObject *x, int64_t *out)
+{
+    if (!PyLong_CheckExact(x))
+        return -1;
+#if PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API)
+    /* Before 3.12 an int of one 30-bit digit (most fields) is its size and that digit:
+     * read it without the general conversion's call. */
+    Py_ssize_t size = Py_SIZE(x);
+    if (size >= -1 && size <= 1) {
+        *out = size * (int64_t)((PyLongObject *)x)->ob_digit[0];
+        return 0;
+    }
+#endif
+    return as_int64(x, out);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -202,6 +225,81 @@ enum {
     RF_OFFSET, RF_TIMESTAMP, RF_TIMESTAMP_TYPE, RF_KEY, RF_VALUE, RF_HEADERS, RF_SEQUENCE, RF_CONTROL,
     RF_MAGIC, RF_CRC, RF_CRC_VALID, RECORD_FIELDS
 };
+
+/*
+ * The v2 entry at pos as the Walker frames it (kdump/format/walk.py, the one framing every
+ * C walk shares: scan_v2, summarize_v2, scan_plain_run, the run writers): 1 when a header
+ * with magic 2 starts there, its length covers at least a batch header and the entry ends
+ * within end, and base offset + last offset delta stays in int64; ``v`` then holds its
+ * Batch fields but crc_valid (kd_v2_crc_valid). 0 for anything else: Python decides.
+ */
+static inline int
+kd_v2_at(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t *v)
+{
+    if (pos < 0 || end - pos <= HEADER_UP_TO_MAGIC)
+        return 0;
+    const unsigned char *h = buf + pos;
+    int32_t length = (int32_t)be32(h + 8);
+    if (h[16] != 2 || (int64_t)length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD ||
+        (int64_t)length + LOG_OVERHEAD > (int64_t)(end - pos))
+        return 0;
+    /* From here the whole entry, header included, lies inside [pos, end). */
+    if (add_overflows((int64_t)be64(h), (int32_t)be32(h + 23), &v[BF_LAST_OFFSET]))
+        return 0;
+    v[BF_POSITION] = pos;
+    v[BF_BASE_OFFSET] = (int64_t)be64(h);
+    v[BF_COUNT] = (int32_t)be32(h + 57);
+    v[BF_SIZE] = (int64_t)length + LOG_OVERHEAD;
+    v[BF_MAGIC] = 2;
+    v[BF_CRC] = be32(h + 17);
+    v[BF_ATTRIBUTES] = be16s(h + 21);
+    v[BF_PARTITION_LEADER_EPOCH] = (int32_t)be32(h + 12);
+    v[BF_BASE_TIMESTAMP] = (int64_t)be64(h + 27);
+    v[BF_MAX_TIMESTAMP] = (int64_t)be64(h + 35);
+    v[BF_PRODUCER_ID] = (int64_t)be64(h + 43);
+    v[BF_PRODUCER_EPOCH] = be16s(h + 51);
+    v[BF_BASE_SEQUENCE] = (int32_t)be32(h + 53);
+    return 1;
+}
+
+/* Whether the CRC-32C over attributes..end of the entry kd_v2_at framed is its stored one.
+ * With ``may_release``, the GIL is let go around a long one (the caller holds it). */
+static inline int
+kd_v2_crc_valid(const unsigned char *buf, const int64_t *v, int may_release)
+{
+    const unsigned char *start = buf + v[BF_POSITION] + ATTRIBUTES_OFFSET;
+    size_t n = (size_t)(v[BF_SIZE] - ATTRIBUTES_OFFSET);
+    uint32_t computed;
+    if (may_release && (Py_ssize_t)n >= KD_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        computed = crc32c_value(0, start, n);
+        Py_END_ALLOW_THREADS
+    } else {
+        computed = crc32c_value(0, start, n);
+    }
+    return computed == (uint32_t)v[BF_CRC];
+}
+
+/* The plain v2 batch at pos for the run writers (walk.c): 1 and its Batch fields in v, or 0. */
+int kd_plain_v2_at(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t max_records, int64_t *v);
+
+/* A Batch's fields as int64s in v (crc_valid 0 or 1): 0, or -1 (no exception set) when it
+ * is not a Batch-sized tuple of exact ints and a bool (Python writes that one). */
+static inline int
+batch_values(PyObject *batch, int64_t *v)
+{
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
+        return -1;
+    PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
+    for (int i = 0; i < BATCH_FIELDS; i++) {
+        if (i != BF_CRC_VALID && exact_i64(f[i], &v[i]) < 0)
+            return -1;
+    }
+    if (f[BF_CRC_VALID] != Py_True && f[BF_CRC_VALID] != Py_False)
+        return -1;
+    v[BF_CRC_VALID] = f[BF_CRC_VALID] == Py_True;
+    return 0;
+}
 
 extern PyTypeObject *BatchType;     /* kdump.model.Batch, given by init() */
 extern PyTypeObject *RecordType;    /* kdump.model.Record */
@@ -291,6 +389,20 @@ int kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offs
                     int64_t *base, Py_ssize_t *count);
 void kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_t *log_append_ts,
                     kd_legacy_msg *r);
+
+/* The writers' view of a legacy wrapper ``batch`` (its offset and magic, 0 or 1) and the
+ * LogAppendTime its inner messages take (``lat_obj``, None: their own): 0, or -1 (no
+ * exception set) when they are not what the writers take. */
+static inline int
+legacy_wrapper_args(PyObject *batch, PyObject *lat_obj, int64_t *wrapper_offset, int64_t *magic, int64_t *lat)
+{
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
+        exact_i64(PyTuple_GET_ITEM(batch, BF_LAST_OFFSET), wrapper_offset) < 0 ||
+        exact_i64(PyTuple_GET_ITEM(batch, BF_MAGIC), magic) < 0 || *magic < 0 || *magic > 1)
+        return -1;
+    *lat = 0;
+    return lat_obj != Py_None && exact_i64(lat_obj, lat) < 0 ? -1 : 0;
+}
 
 /* ------------------------------------------------------------------------------------ */
 /* The module's functions, one file each (see the table at the top)                     */

@@ -162,21 +162,15 @@ payload_room(Py_ssize_t n)
 /* Fields                                                                                */
 /* ------------------------------------------------------------------------------------ */
 
-static inline int
-exact_i64(PyObject *x, int64_t *out)
+/* The text writers' common arguments: ``mode``'s payload kinds are ours, and ``gaps`` is None
+ * or a list with ``last_obj`` the offset before it (into *last): 0, or -1 (not ours). */
+static int
+text_args(long mode, PyObject *gaps, PyObject *last_obj, int64_t *last)
 {
-    if (!PyLong_CheckExact(x))
+    *last = 0;
+    if (gaps != Py_None && (!PyList_Check(gaps) || exact_i64(last_obj, last) < 0))
         return -1;
-#if PY_VERSION_HEX < 0x030C0000 && !defined(Py_LIMITED_API)
-    /* Before 3.12 an int of one 30-bit digit (most fields) is its size and that digit:
-     * read it without the general conversion's call. */
-    Py_ssize_t size = Py_SIZE(x);
-    if (size >= -1 && size <= 1) {
-        *out = size * (int64_t)((PyLongObject *)x)->ob_digit[0];
-        return 0;
-    }
-#endif
-    return as_int64(x, out);
+    return ((mode >> KIND_SHIFT_KEY) & KIND_MASK) > K_LONG || ((mode >> KIND_SHIFT_VALUE) & KIND_MASK) > K_LONG ? -1 : 0;
 }
 
 /* f"{x}" of a field Python formats as it is: an exact int64 here, None as "None"; 0 or -1 (not ours). */
@@ -203,12 +197,12 @@ ts_name(PyObject *x)
     return t == -1 ? "NoTimestampType" : t == 0 ? "CreateTime" : t == 1 ? "LogAppendTime" : NULL;
 }
 
-/* A v2 batch's line from its Batch fields ``v`` (in Batch's order; v[7] crc_valid 0 or 1),
+/* A v2 batch's line from its Batch fields ``v`` (v[BF_CRC_VALID] 0 or 1),
  * "\n" included; NULL where Python's int would pass int64 (the last sequence). Room: 600 bytes. */
 static char *
 put_v2_batch_line(char *w, const int64_t *v)
 {
-    int64_t base_offset = v[1], last_offset = v[2], base_seq = v[14], attributes = v[8];
+    int64_t base_offset = v[BF_BASE_OFFSET], last_offset = v[BF_LAST_OFFSET], base_seq = v[BF_BASE_SEQUENCE], attributes = v[BF_ATTRIBUTES];
     int64_t last_seq = -1;
     if (base_seq >= 0) {
         int64_t delta;
@@ -220,38 +214,38 @@ put_v2_batch_line(char *w, const int64_t *v)
     PUT(w, " lastOffset: ");
     w = put_i64(w, last_offset);
     PUT(w, " count: ");
-    w = put_i64(w, v[3]);
+    w = put_i64(w, v[BF_COUNT]);
     PUT(w, " baseSequence: ");
     w = put_i64(w, base_seq);
     PUT(w, " lastSequence: ");
     w = put_i64(w, last_seq);
     PUT(w, " producerId: ");
-    w = put_i64(w, v[12]);
+    w = put_i64(w, v[BF_PRODUCER_ID]);
     PUT(w, " producerEpoch: ");
-    w = put_i64(w, v[13]);
+    w = put_i64(w, v[BF_PRODUCER_EPOCH]);
     PUT(w, " partitionLeaderEpoch: ");
-    w = put_i64(w, v[9]);
-    w = put_str(w, attributes & 0x10 ? " isTransactional: true" : " isTransactional: false");
-    w = put_str(w, attributes & 0x20 ? " isControl: true" : " isControl: false");
+    w = put_i64(w, v[BF_PARTITION_LEADER_EPOCH]);
+    w = put_str(w, attributes & TRANSACTIONAL_FLAG ? " isTransactional: true" : " isTransactional: false");
+    w = put_str(w, attributes & CONTROL_FLAG ? " isControl: true" : " isControl: false");
     PUT(w, " deleteHorizonMs: ");
-    if (attributes & 0x40) {
+    if (attributes & DELETE_HORIZON_FLAG) {
         PUT(w, "OptionalLong[");
-        w = put_i64(w, v[10]);
+        w = put_i64(w, v[BF_BASE_TIMESTAMP]);
         *w++ = ']';
     } else {
         PUT(w, "OptionalLong.empty");
     }
     PUT(w, " position: ");
-    w = put_i64(w, v[0]);
-    w = put_str(w, attributes & 0x08 ? " LogAppendTime: " : " CreateTime: ");
-    w = put_i64(w, v[11]);
+    w = put_i64(w, v[BF_POSITION]);
+    w = put_str(w, attributes & TIMESTAMP_TYPE_MASK ? " LogAppendTime: " : " CreateTime: ");
+    w = put_i64(w, v[BF_MAX_TIMESTAMP]);
     PUT(w, " size: ");
-    w = put_i64(w, v[4]);
+    w = put_i64(w, v[BF_SIZE]);
     PUT(w, " magic: 2 compresscodec: ");
-    w = put_str(w, codecs[attributes & 7]);
+    w = put_str(w, codecs[attributes & COMPRESSION_MASK]);
     PUT(w, " crc: ");
-    w = put_i64(w, v[6]);
-    w = put_str(w, v[7] ? " isvalid: true\n" : " isvalid: false\n");
+    w = put_i64(w, v[BF_CRC]);
+    w = put_str(w, v[BF_CRC_VALID] ? " isvalid: true\n" : " isvalid: false\n");
     return w;
 }
 
@@ -263,45 +257,42 @@ put_batch_line(char **wp, PyObject *b)
         return -1;
     PyObject *const *f = ((PyTupleObject *)b)->ob_item;
     int64_t magic, attributes;
-    PyObject *valid = f[7];
-    if (exact_i64(f[5], &magic) < 0 || exact_i64(f[8], &attributes) < 0 || (valid != Py_True && valid != Py_False))
+    PyObject *valid = f[BF_CRC_VALID];
+    if (exact_i64(f[BF_MAGIC], &magic) < 0 || exact_i64(f[BF_ATTRIBUTES], &attributes) < 0 || (valid != Py_True && valid != Py_False))
         return -1;
     char *w = *wp;
     const char *valid_text = valid == Py_True ? "true" : "false";
     if (magic >= 2) {
         int64_t v[BATCH_FIELDS];
-        for (int i = 0; i < BATCH_FIELDS; i++) {
-            if (i != 7 && exact_i64(f[i], &v[i]) < 0)
-                return -1;      /* a field None or not an int64: Python's line */
-        }
-        v[7] = valid == Py_True;
+        if (batch_values(b, v) < 0)
+            return -1;          /* a field None or not an int64: Python's line */
         w = put_v2_batch_line(w, v);
         if (w == NULL)
             return -1;
         *wp = w;
         return 0;
     } else {
-        const char *ts = magic == 0 ? "NoTimestampType" : attributes & 0x08 ? "LogAppendTime" : "CreateTime";
+        const char *ts = magic == 0 ? "NoTimestampType" : attributes & TIMESTAMP_TYPE_MASK ? "LogAppendTime" : "CreateTime";
         PUT(w, "offset: ");
-        if (put_field(&w, f[2]) < 0)
+        if (put_field(&w, f[BF_LAST_OFFSET]) < 0)
             return -1;
         PUT(w, " position: ");
-        if (put_field(&w, f[0]) < 0)
+        if (put_field(&w, f[BF_POSITION]) < 0)
             return -1;
         *w++ = ' ';
         w = put_str(w, ts);
         PUT(w, ": ");
-        if (put_field(&w, f[11]) < 0)
+        if (put_field(&w, f[BF_MAX_TIMESTAMP]) < 0)
             return -1;
         PUT(w, " size: ");
-        if (put_field(&w, f[4]) < 0)
+        if (put_field(&w, f[BF_SIZE]) < 0)
             return -1;
         PUT(w, " magic: ");
         w = put_i64(w, magic);
         PUT(w, " compresscodec: ");
-        w = put_str(w, codecs[attributes & 7]);
+        w = put_str(w, codecs[attributes & COMPRESSION_MASK]);
         PUT(w, " crc: ");
-        if (put_field(&w, f[6]) < 0)
+        if (put_field(&w, f[BF_CRC]) < 0)
             return -1;
         PUT(w, " isvalid: ");
         w = put_str(w, valid_text);
@@ -319,7 +310,7 @@ record_room(PyObject *r)
     if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != RECORD_FIELDS)
         return -1;
     PyObject *const *f = ((PyTupleObject *)r)->ob_item;
-    if (f[7] != Py_None)
+    if (f[RF_CONTROL] != Py_None)
         return -1;              /* a control record: control_text is Python's */
     Py_ssize_t room = 400;
     for (int i = 3; i <= 4; i++) {
@@ -329,7 +320,7 @@ record_room(PyObject *r)
             return -1;
         room += payload_room(PyBytes_GET_SIZE(f[i]));
     }
-    PyObject *h = f[5];
+    PyObject *h = f[RF_HEADERS];
     if (!PyTuple_Check(h))
         return -1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(h); i++) {
@@ -372,28 +363,28 @@ put_record_line(char **wp, PyObject *r, int mode)
     PyObject *const *f = ((PyTupleObject *)r)->ob_item;
     char *w = *wp;
     if (mode & M_METADATA) {
-        const char *ts = ts_name(f[2]);
+        const char *ts = ts_name(f[RF_TIMESTAMP_TYPE]);
         int64_t magic;
-        if (ts == NULL || exact_i64(f[8], &magic) < 0)
+        if (ts == NULL || exact_i64(f[RF_MAGIC], &magic) < 0)
             return -1;
         PUT(w, "| offset: ");
-        if (put_field(&w, f[0]) < 0)
+        if (put_field(&w, f[RF_OFFSET]) < 0)
             return -1;
         *w++ = ' ';
         w = put_str(w, ts);
         PUT(w, ": ");
-        if (put_field(&w, f[1]) < 0)
+        if (put_field(&w, f[RF_TIMESTAMP]) < 0)
             return -1;
         PUT(w, " keySize: ");
-        w = put_i64(w, f[3] == Py_None ? -1 : PyBytes_GET_SIZE(f[3]));
+        w = put_i64(w, f[RF_KEY] == Py_None ? -1 : PyBytes_GET_SIZE(f[RF_KEY]));
         PUT(w, " valueSize: ");
-        w = put_i64(w, f[4] == Py_None ? -1 : PyBytes_GET_SIZE(f[4]));
+        w = put_i64(w, f[RF_VALUE] == Py_None ? -1 : PyBytes_GET_SIZE(f[RF_VALUE]));
         if (magic >= 2) {
             PUT(w, " sequence: ");
-            if (put_field(&w, f[6]) < 0)
+            if (put_field(&w, f[RF_SEQUENCE]) < 0)
                 return -1;
             PUT(w, " headerKeys: [");
-            PyObject *h = f[5];
+            PyObject *h = f[RF_HEADERS];
             for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(h); i++) {
                 PyObject *k = PyTuple_GET_ITEM(PyTuple_GET_ITEM(h, i), 0);
                 if (i)
@@ -402,20 +393,20 @@ put_record_line(char **wp, PyObject *r, int mode)
             }
             *w++ = ']';
         } else {
-            int valid = PyObject_IsTrue(f[10]);
+            int valid = PyObject_IsTrue(f[RF_CRC_VALID]);
             if (valid < 0) {
                 PyErr_Clear();
                 return -1;
             }
             w = put_str(w, valid ? " isValid: true crc: " : " isValid: false crc: ");
-            if (put_field(&w, f[9]) < 0)
+            if (put_field(&w, f[RF_CRC]) < 0)
                 return -1;
         }
     }
-    *wp = put_data(w, f[3] == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(f[3]),
-                   f[3] == Py_None ? 0 : PyBytes_GET_SIZE(f[3]),
-                   f[4] == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(f[4]),
-                   f[4] == Py_None ? 0 : PyBytes_GET_SIZE(f[4]), mode);
+    *wp = put_data(w, f[RF_KEY] == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(f[RF_KEY]),
+                   f[RF_KEY] == Py_None ? 0 : PyBytes_GET_SIZE(f[RF_KEY]),
+                   f[RF_VALUE] == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(f[RF_VALUE]),
+                   f[RF_VALUE] == Py_None ? 0 : PyBytes_GET_SIZE(f[RF_VALUE]), mode);
     return 0;
 }
 
@@ -521,13 +512,8 @@ kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long mode = PyLong_AsLong(args[3]);
     if (mode == -1 && PyErr_Occurred())
         return NULL;
-    int64_t last = 0;
-    if (gaps != Py_None && (!PyList_Check(gaps) || exact_i64(args[4], &last) < 0))
-        Py_RETURN_NONE;
-    if (records != Py_None && !PyList_Check(records))
-        Py_RETURN_NONE;
-    int key_kind = (mode >> KIND_SHIFT_KEY) & KIND_MASK, value_kind = (mode >> KIND_SHIFT_VALUE) & KIND_MASK;
-    if (key_kind > K_LONG || value_kind > K_LONG)
+    int64_t last;
+    if (text_args(mode, gaps, args[4], &last) < 0 || (records != Py_None && !PyList_Check(records)))
         Py_RETURN_NONE;
 
     /* Sizes and types first: nothing is written unless every record is ours. */
@@ -591,9 +577,8 @@ kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     max_out = PyLong_AsSsize_t(args[9]);
     if (PyErr_Occurred())
         return NULL;
-    int64_t last = 0;
-    if ((gaps != Py_None && (!PyList_Check(gaps) || exact_i64(args[7], &last) < 0)) ||
-        ((mode >> KIND_SHIFT_KEY) & KIND_MASK) > K_LONG || ((mode >> KIND_SHIFT_VALUE) & KIND_MASK) > K_LONG)
+    int64_t last;
+    if (text_args(mode, gaps, args[7], &last) < 0)
         return Py_BuildValue("(nOO)", pos, Py_None, Py_None);
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
@@ -611,23 +596,23 @@ kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         int64_t v[BATCH_FIELDS];
         if (!kd_plain_v2_at(buf, pos, end, max_records, v))
             break;
-        Py_ssize_t size = (Py_ssize_t)v[4];
-        if (reserve(&o, 640 + (Py_ssize_t)v[3] * 600 + 4 * size) < 0) {
+        Py_ssize_t size = (Py_ssize_t)v[BF_SIZE];
+        if (reserve(&o, 640 + (Py_ssize_t)v[BF_COUNT] * 600 + 4 * size) < 0) {
             failed = 1;
             break;
         }
         char *start = o.p + o.len, *w = put_v2_batch_line(start, v);
         const unsigned char *d = buf + pos + RECORD_BATCH_OVERHEAD;
         Py_ssize_t p = 0, section = size - RECORD_BATCH_OVERHEAD;
-        const int64_t *lat = (v[8] & 0x08) ? &v[11] : NULL;
+        const int64_t *lat = (v[BF_ATTRIBUTES] & TIMESTAMP_TYPE_MASK) ? &v[BF_MAX_TIMESTAMP] : NULL;
         const char *ts = lat ? "LogAppendTime" : "CreateTime";
         int64_t batch_prev = prev;
         int batch_has_first = has_first;
         Py_ssize_t batch_gaps = gaps == Py_None ? 0 : PyList_GET_SIZE(gaps);
         int ok = w != NULL;
-        for (int64_t i = 0; ok && i < v[3]; i++) {
+        for (int64_t i = 0; ok && i < v[BF_COUNT]; i++) {
             kd_record r;
-            if (kd_next_record(d, &p, section, v[1], v[10], lat, v[14], &r) < 0) {
+            if (kd_next_record(d, &p, section, v[BF_BASE_OFFSET], v[BF_BASE_TIMESTAMP], lat, v[BF_BASE_SEQUENCE], &r) < 0) {
                 ok = 0;
                 break;
             }
@@ -712,13 +697,8 @@ kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long mode = PyLong_AsLong(args[4]);
     if (mode == -1 && PyErr_Occurred())
         return NULL;
-    int64_t last = 0, lat = 0, wrapper_offset, magic;
-    if ((gaps != Py_None && (!PyList_Check(gaps) || exact_i64(args[5], &last) < 0)) ||
-        (args[3] != Py_None && exact_i64(args[3], &lat) < 0) ||
-        ((mode >> KIND_SHIFT_KEY) & KIND_MASK) > K_LONG || ((mode >> KIND_SHIFT_VALUE) & KIND_MASK) > K_LONG ||
-        !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
-        exact_i64(PyTuple_GET_ITEM(batch, 2), &wrapper_offset) < 0 || exact_i64(PyTuple_GET_ITEM(batch, 5), &magic) < 0 ||
-        magic < 0 || magic > 1)
+    int64_t last, lat, wrapper_offset, magic;
+    if (text_args(mode, gaps, args[5], &last) < 0 || legacy_wrapper_args(batch, args[3], &wrapper_offset, &magic, &lat) < 0)
         Py_RETURN_NONE;
     Py_buffer view;
     if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
