@@ -410,6 +410,8 @@ legacy_wrapper_args(PyObject *batch, PyObject *lat_obj, int64_t *wrapper_offset,
 
 PyObject *kd_crc32c(PyObject *self, PyObject *args);
 PyObject *kd_crc32c_sw(PyObject *self, PyObject *args);
+PyObject *kd_crc32_ieee(PyObject *self, PyObject *args);
+PyObject *kd_crc32(PyObject *self, PyObject *arg);
 PyObject *kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

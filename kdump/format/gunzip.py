@@ -38,6 +38,16 @@ def too_big(codec: str, limit: int) -> DecompressionLimitError:
 def gunzip(data: bytes, limit: int) -> bytes:
     fast = _inflater()
     if fast is not None:
+        # One member and nothing after it (nearly every payload): one call, at most limit + 1
+        # bytes out. Anything else takes the general path below, from the start.
+        d = fast.decompressobj(16 + fast.MAX_WBITS)
+        try:
+            out = d.decompress(data, limit + 1)
+        except fast.error:
+            out = None
+        if out is not None and d.eof and not d.unused_data and len(out) <= limit:
+            return out
+        del out
         try:
             return b"".join(_inflate(fast, data, limit))
         except (fast.error, CodecError):

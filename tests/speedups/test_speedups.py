@@ -15,6 +15,7 @@ import mmap
 import os
 import random
 import struct
+import zlib
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -113,6 +114,27 @@ def test_crc32c_matches_the_package_on_every_length_and_alignment():
             want = crc32c_pkg.crc32c(chunk, seed)
             assert _speedups.crc32c(chunk, seed) == want, (start, n)
             assert _speedups._crc32c_sw(chunk, seed) == want, (start, n)
+
+
+def test_crc32_matches_zlib_on_every_length_and_alignment():
+    """The legacy messages' CRC-32: folded (carry-less multiplies) from 64 bytes on, by the
+    table below that and for the tail; both against zlib's at every length round the fold's
+    steps (16, 64) and every alignment, over bytes of all 256 values."""
+    rnd = random.Random(11)
+    data = rnd.randbytes(70_000)
+    view = memoryview(data)
+    lengths = list(range(200)) + [255, 256, 257, 1023, 1024, 1025, 65535, 65536, 65537, len(data) - 16]
+    for n in lengths:
+        for start in range(17):
+            chunk = view[start:start + n]
+            want = zlib.crc32(chunk)
+            assert _speedups.crc32(chunk) == want, (start, n)
+            assert _speedups._crc32_ieee(chunk) == want, (start, n)
+            assert _speedups._crc32_ieee(chunk, True) == want, (start, n)
+    assert _speedups.crc32(b"123456789") == 0xCBF43926
+    for fill in (0x00, 0xFF, 0x80, 0x01):
+        block = bytes([fill]) * 4096
+        assert _speedups.crc32(block) == zlib.crc32(block)
 
 
 def test_crc32c_chains_and_takes_any_buffer(tmp_path):
