@@ -53,8 +53,11 @@ class Walker:
     """
 
     def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS,
-                 first_chunk: int = SCAN_FIRST, runner=None) -> None:
+                 first_chunk: int = SCAN_FIRST, runner=None, open_wrappers: bool = True) -> None:
         self.buf = buf
+        # False: legacy wrappers are framed, not decompressed (their base offset and count
+        # None), for a walk that wants only where entries start (storage.split's cuts).
+        self.open_wrappers = open_wrappers
         self.first_chunk = first_chunk      # batches of the first C call (SCAN_FIRST: a caller may want few)
         # runner(buf, pos, end) -> new_pos: a consumer's own C loop, offered each position
         # before the walk takes a batch there; it takes the batches it wants from there itself
@@ -136,7 +139,7 @@ class Walker:
                                    f"record overhead {min_size(magic)} for magic {magic})")
                         return
                     try:
-                        batch = parse_legacy(buf, pos, self.limits)
+                        batch = parse_legacy(buf, pos, self.limits, self.open_wrappers)
                     except KdumpError as e:
                         self._halt(INVALID_BATCH, pos, offset, e.message)
                         return

@@ -34,8 +34,8 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
     """The cuts of a segment of ``size`` bytes, about ``split_bytes`` apart, none in its last
     quarter-range; none when it is not larger than ``split_bytes``, cannot be read, or has no
     sane index (unless ``walk``: then a walk of its batch headers gives them)."""
-    if size <= split_bytes or split_bytes <= 0:
-        return []
+    if split_bytes <= 0 or size < split_bytes + split_bytes // 4:
+        return []       # (a cut is split_bytes in at least, and a quarter of that from the end)
     entries = sane_entries(f, size)
     if entries is None and not walk:
         return []
@@ -48,7 +48,9 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
     last = 0
     try:
         if entries is None:
-            for b in Walker(mapped.buf, 0, size):
+            # boundaries only: a v1 gzip segment's wrappers are not inflated here, in the
+            # parent, before any worker starts (that walk cost -j 2 more than it saved)
+            for b in Walker(mapped.buf, 0, size, open_wrappers=False):
                 if b.position - last >= split_bytes and size - b.position >= split_bytes // 4:
                     out.append(Cut(b.position, b.last_offset, None))
                     last = b.position
