@@ -243,6 +243,9 @@ def _write_fds(chunks: list, stream, err_fd: int) -> None:
     for fd_kind, parts in chunks:
         if not fd_kind:
             continue                # a unit's mark
+        if fd_kind == BYTES:
+            _write_bytes(_fd(stream), parts, encoding, errors)
+            continue
         fd = _fd(stream) if fd_kind == 1 else err_fd
         how = errors if fd_kind == 1 else "backslashreplace"
         start = size = 0
@@ -253,6 +256,26 @@ def _write_fds(chunks: list, stream, err_fd: int) -> None:
                 start, size = i + 1, 0
         if start < len(parts):
             _write_all(fd, "".join(parts[start:]).encode(encoding, how))
+
+
+# A chunk of stdout given as UTF-8 bytes (render.line_buffer.ByteLines: the C renderers'
+# output), kept as bytes, not decoded to be encoded again.
+BYTES = 3
+
+
+def _write_bytes(fd: int, parts: list, encoding: str, errors: str) -> None:
+    """Write UTF-8 ``parts`` about FLUSH_AT bytes at a time, as a text stream of ``encoding``
+    would have (a line's surrogate, written with surrogatepass, goes through its codec)."""
+    utf8 = encoding.lower().replace("-", "").replace("_", "") == "utf8"
+    start = size = 0
+    for i in range(len(parts)):
+        size += len(parts[i])
+        if size >= _Spill.FLUSH_AT or i == len(parts) - 1:
+            data = b"".join(parts[start:i + 1])
+            if not utf8 or b"\xed" in data:
+                data = data.decode("utf-8", "surrogatepass").encode(encoding, errors)
+            _write_all(fd, data)
+            start, size = i + 1, 0
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -284,6 +307,17 @@ class _Tap:
         if self.spill is not None:
             self.spill.wrote(len(s))
         return len(s)
+
+    def write_bytes(self, b: bytes | bytearray) -> None:
+        """UTF-8 lines as bytes (stdout only): kept so, written as they are in turn."""
+        if self.spill is not None and self.spill.dropping:
+            return
+        if self.chunks and self.chunks[-1][0] == BYTES:
+            self.chunks[-1][1].append(b)
+        else:
+            self.chunks.append((BYTES, [b]))
+        if self.spill is not None:
+            self.spill.wrote(len(b))
 
     def flush(self) -> None:
         pass
@@ -329,7 +363,8 @@ def _capturing(out, chunks: list, spill: _Spill | None = None):
 
 
 def _joined(chunks: list) -> list:
-    return [(fd, "".join(parts)) for fd, parts in chunks]
+    return [(1, b"".join(parts).decode("utf-8", "surrogatepass")) if fd == BYTES else (fd, "".join(parts))
+            for fd, parts in chunks]
 
 
 def _replay(chunks: list, stream) -> None:

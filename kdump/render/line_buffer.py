@@ -38,8 +38,9 @@ class Lines:
 
 class ByteLines:
     """Lines kept as UTF-8 bytes (the C text renderer appends to ``buf`` itself), written to
-    a plain text stream's binary buffer, or decoded back for any other stream (a worker's
-    capture, a terminal whose output a progress bar redirects)."""
+    a plain text stream's binary buffer or to a stream that takes bytes (``write_bytes``: a
+    -j worker's capture), or decoded back for any other (a terminal whose output a progress
+    bar redirects)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -50,6 +51,8 @@ class ByteLines:
         if binary is None or not utf8 or not isinstance(stream, io.TextIOWrapper) or (tty is not None and tty()):
             binary = None
         self._binary = binary
+        # A -j worker's capture takes the bytes as they are (kdump.jobs.ordered_output).
+        self._write_bytes = getattr(stream, "write_bytes", None) if binary is None else None
         # What the stream would do with a character UTF-8 cannot encode (a name's surrogate).
         self._errors = (getattr(stream, "errors", None) or "strict") if binary is not None else "surrogatepass"
 
@@ -65,6 +68,8 @@ class ByteLines:
             if self._binary is not None:
                 self.stream.flush()             # what was written as text goes first
                 self._binary.write(self.buf)
+            elif self._write_bytes is not None:
+                self._write_bytes(self.buf)
             else:
                 self.stream.write(self.buf.decode("utf-8", "surrogatepass"))
             self.buf = bytearray()
