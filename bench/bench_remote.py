@@ -1,7 +1,7 @@
 """Remote log dirs (issue #26): kdump reading from S3 against reading the same files locally.
 
     .venv/bin/python bench/bench_remote.py [--server moto|s3proxy] [--size-mib 256] [--big-gib 1]
-        [--repeat 3] [--spark] [--listing N]
+        [--repeat 3] [--spark] [--listing N [--listing-only]]
 
 Starts an S3 server on 127.0.0.1 (tests/remote/servers.py: moto's, or S3Proxy's, a JVM serving
 files, several times faster), uploads a generated log dir
@@ -17,8 +17,11 @@ the installed console script timed whole (start-up included), median of --repeat
 - the raw ranged-read rate of the server (pyarrow alone, 16 MiB ranges, 1, 2 and 4 requests in
   flight, a 67 MB segment), the ceiling of any reader, beside the same file read from local
   disk (page cache) in the same run;
-- with --listing N, ``verify`` of a prefix of N keys that are no Kafka files: time, peak RSS
-  and the one line it ends with.
+- with --listing N (--listing-only: nothing else), ``verify`` and ``dump`` of a prefix of N
+  empty keys that are no Kafka files, under a partition-like name, on a second S3Proxy (jclouds'
+  in-memory store): wall time, peak RSS, what they printed and their exit status, beside the
+  same listing paged by boto3 alone and by pyarrow alone, and the same commands on a local dir
+  of the same N empty files, in the same run (--repeat rounds).
 
 Every figure line starts with the 1-minute load average (the machine is shared).
 """
@@ -135,32 +138,109 @@ def raw_rates(server: S3Server, bucket: str, key: str, local: str, repeat: int) 
             f"the same file from local disk: {n / (time.monotonic() - t) / 1e6:.0f} MB/s")
 
 
-def listing(server: S3Server, env: dict[str, str], n: int, limit: float = 1800) -> None:
+def _timed_kdump(args: list[str], env: dict[str, str], limit: float) -> str:
+    """One kdump run under ``/usr/bin/time -v``: wall, CPU (kdump's, the server's), peak RSS,
+    exit status and what it printed."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        before, t = server_cpu(), time.monotonic()
+        try:
+            done = subprocess.run([TIME, "-v", "-o", report.name, KDUMP, *args], env=env, capture_output=True,
+                                  text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            return f"still running after {limit:.0f}s (stopped)"
+        wall, server = time.monotonic() - t, server_cpu() - before
+        fields = dict(line.strip().rpartition(": ")[::2] for line in report.read().splitlines() if ": " in line)
+    printed = " | ".join(line for line in (done.stdout + done.stderr).splitlines() if line.strip())
+    cpu = float(fields.get("User time (seconds)", 0)) + float(fields.get("System time (seconds)", 0))
+    return (f"{wall:.1f}s, CPU s kdump {cpu:.1f} / server {server:.1f}, "
+            f"peak RSS {int(fields.get('Maximum resident set size (kbytes)', 0)) / 1024:.0f} MB, "
+            f"exit {done.returncode}: {printed[:300]!r}")
+
+
+def _listening_pid(endpoint: str) -> int | None:
+    """The pid of this user's process listening at ``endpoint``'s port (``ss -p``), for its CPU time."""
+    port = endpoint.rpartition(":")[2]
+    try:
+        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    pid = out.partition("pid=")[2].partition(",")[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _cpu_since(mark: tuple[float, float]) -> str:
+    """CPU seconds of this process and of the server since ``mark`` (``_cpu_mark()``)."""
+    now = _cpu_mark()
+    return f"CPU s client {now[0] - mark[0]:.1f} / server {now[1] - mark[1]:.1f}"
+
+
+def _cpu_mark() -> tuple[float, float]:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, server_cpu()
+
+
+def listing(env: dict[str, str], tmp: str, n: int, repeat: int, limit: float = 1800, endpoint: str = "") -> None:
+    """``verify`` and ``dump`` of a partition-named prefix of ``n`` empty keys that are no Kafka
+    files, from S3 and from a local dir of the same names; beside them the same listing paged
+    by boto3 alone and by pyarrow alone (kdump's library), on the same server in the same run.
+
+    Its own server: S3Proxy with jclouds' in-memory store (the filesystem store reads every
+    object's metadata from disk for each page: 7 s a page of 100,000 keys), or the one at
+    ``endpoint`` (keys ``testing``), where the keys are written only if they are not there yet."""
     from concurrent.futures import ThreadPoolExecutor
 
-    s3 = server.client()
-    t = time.monotonic()
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: s3.put_object(Bucket="bench", Key=f"many/object-{i:06d}.txt", Body=b""), range(n)))
-    print(f"{n} keys written in {time.monotonic() - t:.0f}s")
-    pages, token, t = [], {}, time.monotonic()
-    for _ in range(3):          # the server's own pace: a page of 1,000 keys, first and later
-        page = s3.list_objects_v2(Bucket="bench", Prefix="many/", Delimiter="/", MaxKeys=1000, **token)
-        pages.append(time.monotonic() - t)
-        t = time.monotonic()
-        token = {"ContinuationToken": page["NextContinuationToken"]} if page.get("IsTruncated") else {}
-    print(f"{load()} the server alone (boto3): pages 1-3 of the listing took {', '.join(f'{p:.1f}' for p in pages)}s")
-    with tempfile.NamedTemporaryFile("r") as report:
-        t = time.monotonic()
+    import pyarrow.fs as pafs
+
+    server = S3Proxy(Path(tmp) / "transient", provider="transient")
+    if endpoint:
+        server.endpoint = endpoint
+        pid = _listening_pid(endpoint)
+    else:
+        server.base.mkdir()
+        pid = server.start().proc.pid
+    SERVER_PID[:] = [pid] if pid else []
+    env = {**env, **server.env()}
+    try:
+        s3 = server.client()
+        names = [f"object-{i:06d}.txt" for i in range(n)]
         try:
-            done = subprocess.run([TIME, "-o", report.name, "-f", "%M", KDUMP, "verify", "s3://bench/many"], env=env,
-                                  capture_output=True, text=True, timeout=limit)
-        except subprocess.TimeoutExpired:
-            print(f"{load()} verify of a prefix of {n} keys: still listing after {limit:.0f}s (stopped)")
-            return
-        rss = report.read().split()
-    print(f"{load()} verify of a prefix of {n} keys: {time.monotonic() - t:.1f}s, peak RSS "
-          f"{int(rss[-1]) / 1024 if rss else 0:.0f} MB, exit {done.returncode}: {done.stderr.strip()}")
+            s3.head_object(Bucket="bench", Key=f"many-0/{names[-1]}")
+            print(f"{n} keys already under s3://bench/many-0/ at {server.endpoint}")
+        except s3.exceptions.ClientError:
+            s3.create_bucket(Bucket="bench")
+            t = time.monotonic()
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda name: s3.put_object(Bucket="bench", Key=f"many-0/{name}", Body=b""), names))
+            print(f"{load()} {n} empty keys written under s3://bench/many-0/ in {time.monotonic() - t:.0f}s "
+                  f"({server.endpoint})")
+        local = os.path.join(tmp, "local", "many-0")
+        os.makedirs(local)
+        for name in names:
+            open(os.path.join(local, name), "wb").close()
+        fs = pafs.S3FileSystem(endpoint_override=server.endpoint.partition("://")[2], scheme="http",
+                               region="us-east-1", access_key="testing", secret_key="testing")
+        for round_ in range(repeat):
+            pages, keys, token, t, mark = 0, 0, {}, time.monotonic(), _cpu_mark()
+            while True:
+                page = s3.list_objects_v2(Bucket="bench", Prefix="many-0/", Delimiter="/", MaxKeys=1000, **token)
+                pages, keys = pages + 1, keys + page.get("KeyCount", 0)
+                if not page.get("IsTruncated"):
+                    break
+                token = {"ContinuationToken": page["NextContinuationToken"]}
+            print(f"{load()} round {round_ + 1}: boto3 alone pages the listing: {time.monotonic() - t:.1f}s, "
+                  f"{pages} pages, {keys} keys, {_cpu_since(mark)}")
+            t, mark = time.monotonic(), _cpu_mark()
+            infos = fs.get_file_info(pafs.FileSelector("bench/many-0", recursive=False))
+            print(f"{load()} round {round_ + 1}: pyarrow alone (get_file_info, as kdump lists): "
+                  f"{time.monotonic() - t:.1f}s, {len(infos)} entries, {_cpu_since(mark)}")
+            del infos
+            for command in (["verify"], ["dump"]):
+                for where, path in (("S3", "s3://bench/many-0"), ("local dir", local)):
+                    print(f"{load()} round {round_ + 1}: kdump {command[0]} of {n} keys, {where}: "
+                          f"{_timed_kdump([*command, path], env, limit)}")
+    finally:
+        if not endpoint:
+            server.stop()
 
 
 # The control of the Spark figures: a job of pure Python CPU work (no kdump, no storage), timed
@@ -228,10 +308,18 @@ def main() -> None:
     ap.add_argument("--spark", action="store_true")
     ap.add_argument("--skip-big", action="store_true")
     ap.add_argument("--listing", type=int, default=0, metavar="N",
-                    help="also list a prefix of N keys (none of them a Kafka file): time, RSS, the one line")
+                    help="also list a prefix of N keys (none of them a Kafka file) on its own in-memory "
+                         "S3Proxy: time, RSS, what kdump printed, against boto3 and pyarrow alone and a local dir")
+    ap.add_argument("--listing-only", action="store_true", help="only the --listing figures")
+    ap.add_argument("--listing-endpoint", default="", metavar="URL",
+                    help="list on this S3 server (keys 'testing'; the N keys written if not there yet)")
     ap.add_argument("--listing-limit", type=float, default=1800, metavar="SECONDS",
-                    help="stop the listing's verify after this long")
+                    help="stop a kdump run of the listing after this long")
     a = ap.parse_args()
+    if a.listing_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            listing(dict(os.environ), tmp, a.listing, a.repeat, a.listing_limit, a.listing_endpoint)
+        return
 
     small = os.path.join(DATA, f"logdir-{a.size_mib}m")
     manifest = generate(small, a.size_mib / 1024, 2, 2)
@@ -268,7 +356,7 @@ def main() -> None:
                     print(f"{load()} {a.big_gib:g} GiB segment from S3, {name}: peak RSS {rss / 1024:.0f} MB, "
                           f"{wall:.1f}s, exit {code}")
             if a.listing:
-                listing(server, env, a.listing, a.listing_limit)
+                listing(env, tmp, a.listing, a.repeat, a.listing_limit, a.listing_endpoint)
             if a.spark:
                 spark_scaling(server, url, size, tmp)
         finally:

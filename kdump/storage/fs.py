@@ -9,6 +9,7 @@ Remote stores are read-only for kdump's repairs: ``refuse_remote`` says so in on
 from __future__ import annotations
 
 import os
+from stat import S_ISDIR
 
 from kdump.errors import UsageError
 from kdump.storage import remote
@@ -32,6 +33,8 @@ def _trim(url: str) -> str:
 
 def stat(url: str) -> Stat:
     url = _trim(url)
+    if url in _listings:        # listed moments ago: asking again costs requests (a HEAD, a listing)
+        return Stat("dir", 0)
     parent, _, name = url.rpartition("/")
     listed = _listings.get(parent)
     if listed is not None:
@@ -72,6 +75,17 @@ def scandir(directory: str) -> list:
     entries = store.list(url, path)
     _listings[url] = {e.name: e for e in entries}
     return [RemoteEntry(url, e) for e in entries]
+
+
+def kind(path: str) -> str | None:
+    """"dir", "file" (anything else that is there) or None: what ``exists`` then ``isdir``
+    tell, in one question (for a URL, one round of requests instead of two)."""
+    if is_remote(path):
+        return stat(path).kind
+    try:
+        return "dir" if S_ISDIR(os.stat(path).st_mode) else "file"
+    except (OSError, ValueError):
+        return None
 
 
 def exists(path: str) -> bool:

@@ -246,9 +246,10 @@ def walk(path: str, visit, _depth: int = 0) -> None:
     name order, as possible log dirs (a data root holding several ``log.dirs``), not
     following links.
     """
-    if not fs.exists(path):
+    kind = fs.kind(path)
+    if kind is None:
         raise InputError("cannot read: no such file or directory", file=path)
-    if not fs.isdir(path):
+    if kind != "dir":
         f = _log_file(path, *_partition_of(os.path.dirname(fs.abspath(path))), strict=False)
         if f is None:
             raise UnknownFileKindError(
