@@ -15,10 +15,8 @@ from kdump.schemas import compat, frame
 from kdump.schemas.decoder import SchemaDecoder, UnknownSchemaId
 from kdump.schemas.sources import SCHEMAS_TOPIC
 from kdump.schemas.store import SchemaStore
+from kdump.schemas.usage import record_sides
 from kdump.storage.logdir import LogFile
-from kdump.storage.reader import SegmentReader
-
-CONTROL_FLAG = 0x20
 
 
 def store_findings(store: SchemaStore, decoder: SchemaDecoder) -> list[Finding]:
@@ -43,28 +41,23 @@ def segment_findings(f: LogFile, decoder: SchemaDecoder) -> list[Finding]:
     unknown: dict[str, list[Finding]] = {"key": [], "value": []}
     out: list[Finding] = []
     try:
-        for item in SegmentReader(f, records=True):
-            if item.records is None or item.batch.attributes & CONTROL_FLAG:
+        for position, r, side, data in record_sides(f):
+            if not frame.is_framed(data):
+                if data and data[0] == frame.MAGIC:         # a frame cut short, if the side uses frames
+                    unknown[side].append(Finding(findings.SCHEMA_DECODE, position, r.offset,
+                                                 f"the {side}: truncated frame: {len(data)} bytes, the "
+                                                 f"header alone is {frame.HEADER_SIZE}"))
                 continue
-            for r in item.records:
-                for side, data in (("key", r.key), ("value", r.value)):
-                    if not frame.is_framed(data):
-                        if data and data[0] == frame.MAGIC:         # a frame cut short, if the side uses frames
-                            unknown[side].append(Finding(findings.SCHEMA_DECODE, item.batch.position, r.offset,
-                                                         f"the {side}: truncated frame: {len(data)} bytes, the "
-                                                         f"header alone is {frame.HEADER_SIZE}"))
-                        continue
-                    if store.get(frame.schema_id(data)) is None:
-                        e = UnknownSchemaId(frame.schema_id(data), store.hard_deleted.get(frame.schema_id(data)))
-                        unknown[side].append(Finding(findings.SCHEMA_UNKNOWN_ID, item.batch.position, r.offset,
-                                                     f"the {side}: {e.message}"))
-                        continue
-                    uses[side] = True
-                    try:
-                        decoder.decode(data)
-                    except DecodeError as e:
-                        out.append(Finding(findings.SCHEMA_DECODE, item.batch.position, r.offset,
-                                           f"the {side}: {e.message}"))
+            if store.get(frame.schema_id(data)) is None:
+                e = UnknownSchemaId(frame.schema_id(data), store.hard_deleted.get(frame.schema_id(data)))
+                unknown[side].append(Finding(findings.SCHEMA_UNKNOWN_ID, position, r.offset,
+                                             f"the {side}: {e.message}"))
+                continue
+            uses[side] = True
+            try:
+                decoder.decode(data)
+            except DecodeError as e:
+                out.append(Finding(findings.SCHEMA_DECODE, position, r.offset, f"the {side}: {e.message}"))
     except KdumpError:
         pass            # damage to the segment itself is verify's own report
     for side in ("key", "value"):

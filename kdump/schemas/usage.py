@@ -4,15 +4,28 @@ read from each key's and value's frame (the 5-byte header only)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from kdump.errors import KdumpError
+from kdump.model import CONTROL_FLAG, Record
 from kdump.schemas import frame
 from kdump.schemas.store import SchemaStore
 from kdump.storage.logdir import LogFile
 from kdump.storage.reader import SegmentReader
 
-CONTROL_FLAG = 0x20
+
+def record_sides(f: LogFile) -> Iterator[tuple[int, Record, str, bytes | None]]:
+    """(batch position, record, "key" or "value", its bytes) of every data record of the
+    segment ``f``, control batches left out: what a Schema Registry frame may stand in.
+    Damage ends it with the reader's KdumpError."""
+    for item in SegmentReader(f, records=True):
+        if item.records is None or item.batch.attributes & CONTROL_FLAG:
+            continue
+        position = item.batch.position
+        for r in item.records:
+            yield position, r, "key", r.key
+            yield position, r, "value", r.value
 
 
 def partition_usage(files: list[LogFile], store: SchemaStore) -> list[dict[str, Any]]:
@@ -23,13 +36,9 @@ def partition_usage(files: list[LogFile], store: SchemaStore) -> list[dict[str, 
         if f.kind != "log" or f.leftover is not None:
             continue
         try:
-            for item in SegmentReader(f, records=True):
-                if item.records is None or item.batch.attributes & CONTROL_FLAG:
-                    continue
-                for r in item.records:
-                    for side, data in (("key", r.key), ("value", r.value)):
-                        if frame.is_framed(data):
-                            counts[side, frame.schema_id(data)] += 1
+            for _, _, side, data in record_sides(f):
+                if frame.is_framed(data):
+                    counts[side, frame.schema_id(data)] += 1
         except KdumpError:
             continue             # damage is info's own report
     used = {side for (side, sid) in counts if store.get(sid) is not None}
