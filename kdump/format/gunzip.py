@@ -29,6 +29,7 @@ def _inflater():
 
 GZIP_WINDOW_MAX = 1 << 20
 OUTPUT_CHUNK = 1 << 20    # output per call, so a bomb costs the limit, not twice it
+FAST_OUTPUT = 8 << 20     # gunzip's one-call path: payloads that inflate to at most this
 
 
 def too_big(codec: str, limit: int) -> DecompressionLimitError:
@@ -38,11 +39,11 @@ def too_big(codec: str, limit: int) -> DecompressionLimitError:
 def gunzip(data: bytes, limit: int) -> bytes:
     fast = _inflater()
     if fast is not None:
-        # One member and nothing after it (nearly every payload): one call, at most limit + 1
-        # bytes out. Anything else takes the general path below, from the start.
+        # One member and nothing after it, of at most FAST_OUTPUT (nearly every payload): one
+        # call. Anything else takes the general path below, from the start.
         d = fast.decompressobj(16 + fast.MAX_WBITS)
         try:
-            out = d.decompress(data, limit + 1)
+            out = d.decompress(data, min(limit, FAST_OUTPUT) + 1)
         except fast.error:
             out = None
         if out is not None and d.eof and not d.unused_data and len(out) <= limit:
