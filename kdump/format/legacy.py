@@ -122,7 +122,7 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
         try:
             data = _inner_data_or_size(msg, offset, limits)
             inner = base = None
-            if type(data) is int:       # too large to hold: counted from a window of its stream
+            if isinstance(data, int):   # too large to hold: counted from a window of its stream
                 base_offset, count, base = _streamed_span(msg, offset, limits, data)
             else:
                 c = _accel.native()
@@ -329,7 +329,7 @@ def _entries(data, pos: int, end: int, off: str, why: str, origin: int = 0, fina
     """The inner entries of ``data[pos:end]`` (inner byte ``origin`` + pos of the set), at most
     ``most`` (-1: all), each checked, and where the next starts. Unless ``final`` (the set ends
     at ``end``), stops before an entry that does not lie wholly inside (legacy_scan's twin)."""
-    entries = []
+    entries: list[tuple[int, Message]] = []
     while pos < end and len(entries) != most:
         if end - pos < 12:
             if not final:

@@ -19,9 +19,9 @@ _speedups = _accel.built()
 if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
-from kdump.encode import build_legacy_message
-from kdump.errors import KdumpError
-from kdump.format import legacy, legacy_stream
+from kdump.encode import build_legacy_message  # noqa: E402
+from kdump.errors import KdumpError  # noqa: E402
+from kdump.format import legacy, legacy_stream  # noqa: E402
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
 WRAPPER = legacy.Message(build_legacy_message(9, None, b"x", magic=1, codec=1, timestamp=3), 12,
