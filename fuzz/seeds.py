@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _common  # noqa: E402,F401 - sets sys.path for a checkout
 
-from kdump.encode import EMPTY_RECORD, build_record_count_bomb  # noqa: E402
+from kdump.encode import EMPTY_RECORD, build_legacy_count_bomb, build_record_count_bomb  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format import legacy  # noqa: E402
 from kdump.format.records import batch_payload  # noqa: E402
@@ -98,6 +98,8 @@ def collect() -> dict[str, list[bytes]]:
     seeds["sidefiles"].append(b"\x0dAAAAAAAAAAAAAAAAAAAAAA")
     # record-count bombs: a zstd batch of 300,000 empty records; the records harness's bomb mode
     seeds["walker"].append(build_record_count_bomb(300_000))
+    # and a gzip v1 wrapper of 300,000 empty inner messages (10 MB, past STREAM_THRESHOLD: read as a stream)
+    seeds["walker"].append(build_legacy_count_bomb(300_000, same_offset=True))
     seeds["records"] += [b"\x80\xff", b"\x81\x10" + EMPTY_RECORD * 3, b"\x80\x05\x0c\x00"]
     seeds["records"] += [b"\x40\x00" + bytes.fromhex(h) for h in ("00", "01", "feffffff0f", "ffffffff1f",
                                                                   "ffffffffffffffffff01", "80808080808080808080")]

@@ -243,6 +243,36 @@ def build_legacy_wrapper(messages: Sequence[Any], *, magic: int, codec: int, wra
                                 timestamp_type=timestamp_type)
 
 
+# Inner messages of a legacy record-count bomb go to the compressor this many at a time.
+_BOMB_CHUNK = 1 << 16
+
+
+def build_legacy_count_bomb(count: int, *, magic: int = 1, codec: int = 1, wrapper_offset: int | None = None,
+                            same_offset: bool = False) -> bytes:
+    """A compressed v0/v1 wrapper of ``count`` empty inner messages (null key and value, offsets
+    0..count-1, relative for v1; 34 bytes each for v1): 2 million are 68 MB decompressed in a
+    wrapper of 5.5 MB. ``same_offset``: every one at inner offset 0, a thousand times smaller
+    (a fuzz seed). gzip is compressed as a stream, the set never held whole."""
+    body = bytes((magic, 0)) + (_INT64.pack(-1) if magic == 1 else b"") + _INT32.pack(-1) * 2
+    message = _CRC.pack(crc32(body)) + body
+    tail = _INT32.pack(len(message)) + message
+    pack = _INT64.pack
+    spans = ((lo, min(lo + _BOMB_CHUNK, count)) for lo in range(0, count, _BOMB_CHUNK))
+    if same_offset:
+        chunks = ((pack(0) + tail) * (hi - lo) for lo, hi in spans)
+    else:
+        chunks = (b"".join([pack(i) + tail for i in range(lo, hi)]) for lo, hi in spans)
+    if codec == 1:
+        import zlib
+
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        value = b"".join([z.compress(chunk) for chunk in chunks] + [z.flush()])
+    else:
+        value = compress(codec, b"".join(chunks), magic)
+    last = (0 if same_offset else count - 1) if wrapper_offset is None else wrapper_offset
+    return build_legacy_message(last, None, value, magic=magic, timestamp=-1, codec=codec)
+
+
 # -- __consumer_offsets records ---------------------------------------------------------------
 
 _OFFSET_COMMIT_KEY_VERSION = 1       # OffsetCommitKey (version 0 is the legacy LegacyOffsetCommitKey)

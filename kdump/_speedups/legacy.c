@@ -30,6 +30,27 @@ read_bytes_field(const unsigned char *d, Py_ssize_t *q, Py_ssize_t end, int32_t 
     return 0;
 }
 
+/* The checks of one inner message d[mstart:mend] (of at least LEGACY_OVERHEAD_V0 bytes) that
+ * legacy.py's Message and _entries make: 0 if it is well-formed and uncompressed, else -1. */
+static int
+message_ok(const unsigned char *d, Py_ssize_t mstart, Py_ssize_t mend)
+{
+    const unsigned char *m = d + mstart;
+    int magic = (int8_t)m[4], attributes = (int8_t)m[5];
+    if (magic != 0 && magic != 1)
+        return -1;
+    if (magic == 1 && mend - mstart < LEGACY_OVERHEAD_V1)
+        return -1;
+    if (attributes & COMPRESSION_MASK)  /* inner messages must not be compressed */
+        return -1;
+    Py_ssize_t q = mstart + 6 + (magic == 1 ? 8 : 0), kstart, vstart;
+    int32_t klen, vlen;
+    if (read_bytes_field(d, &q, mend, &klen, &kstart) < 0 || read_bytes_field(d, &q, mend, &vlen, &vstart) < 0
+        || q != mend)
+        return -1;
+    return 0;
+}
+
 /*
  * The whole inner set checked as decode_legacy (below) checks it, without making anything:
  * 0 with its message count and the base its inner offsets are added to, -1 if malformed
@@ -65,18 +86,7 @@ kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, 
         int64_t inner_offset = (int64_t)be64(d + p), offset;
         Py_ssize_t mstart = p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + p + 8);
         p = mend;
-        const unsigned char *m = d + mstart;
-        int magic = (int8_t)m[4], attributes = (int8_t)m[5];
-        if (magic != 0 && magic != 1)
-            return -1;
-        if (magic == 1 && mend - mstart < LEGACY_OVERHEAD_V1)
-            return -1;
-        if (attributes & COMPRESSION_MASK)  /* inner messages must not be compressed */
-            return -1;
-        Py_ssize_t q = mstart + 6 + (magic == 1 ? 8 : 0), kstart, vstart;
-        int32_t klen, vlen;
-        if (read_bytes_field(d, &q, mend, &klen, &kstart) < 0 || read_bytes_field(d, &q, mend, &vlen, &vstart) < 0
-            || q != mend)
+        if (message_ok(d, mstart, mend) < 0)
             return -1;
         if (add_overflows(base, inner_offset, &offset))
             return -1;
@@ -119,6 +129,32 @@ kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_
     r->value = r->vlen >= 0 ? d + vstart : NULL;
 }
 
+/* The Record of a message kd_legacy_next read (log_append_ts: the wrapper's LogAppendTime, or
+ * NULL; ts_types: the ints -1, 0 and 1). */
+static PyObject *
+new_record(const kd_legacy_msg *r, PyObject *log_append_ts, PyObject *const *ts_types)
+{
+    PyObject *items[RECORD_FIELDS];
+    items[RF_OFFSET] = PyLong_FromLongLong(r->offset);
+    if (log_append_ts != NULL) {
+        items[RF_TIMESTAMP] = Py_NewRef(log_append_ts);
+        items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[2]);
+    } else {
+        items[RF_TIMESTAMP] = PyLong_FromLongLong(r->timestamp);
+        items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[r->ts_type + 1]);
+    }
+    items[RF_KEY] = r->key != NULL ? PyBytes_FromStringAndSize((const char *)r->key, r->klen) : Py_NewRef(Py_None);
+    items[RF_VALUE] = r->value != NULL ? PyBytes_FromStringAndSize((const char *)r->value, r->vlen)
+                                       : Py_NewRef(Py_None);
+    items[RF_HEADERS] = Py_NewRef(empty_tuple);
+    items[RF_SEQUENCE] = PyLong_FromLong(-1);
+    items[RF_CONTROL] = Py_NewRef(Py_None);
+    items[RF_MAGIC] = PyLong_FromLong(r->magic);
+    items[RF_CRC] = PyLong_FromUnsignedLong(r->crc);
+    items[RF_CRC_VALID] = Py_NewRef(r->crc_ok ? Py_True : Py_False);
+    return new_struct(RecordType, items, RECORD_FIELDS);
+}
+
 static PyObject *
 decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
               PyObject *log_append_ts)
@@ -142,24 +178,7 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
     for (Py_ssize_t i = 0; i < n; i++) {
         kd_legacy_msg r;
         kd_legacy_next(d, &p, base, NULL, &r);
-        PyObject *items[RECORD_FIELDS];
-        items[RF_OFFSET] = PyLong_FromLongLong(r.offset);
-        if (log_append_ts != NULL) {
-            items[RF_TIMESTAMP] = Py_NewRef(log_append_ts);
-            items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[2]);
-        } else {
-            items[RF_TIMESTAMP] = PyLong_FromLongLong(r.timestamp);
-            items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_types[r.ts_type + 1]);
-        }
-        items[RF_KEY] = r.key != NULL ? PyBytes_FromStringAndSize((const char *)r.key, r.klen) : Py_NewRef(Py_None);
-        items[RF_VALUE] = r.value != NULL ? PyBytes_FromStringAndSize((const char *)r.value, r.vlen) : Py_NewRef(Py_None);
-        items[RF_HEADERS] = Py_NewRef(empty_tuple);
-        items[RF_SEQUENCE] = PyLong_FromLong(-1);
-        items[RF_CONTROL] = Py_NewRef(Py_None);
-        items[RF_MAGIC] = PyLong_FromLong(r.magic);
-        items[RF_CRC] = PyLong_FromUnsignedLong(r.crc);
-        items[RF_CRC_VALID] = Py_NewRef(r.crc_ok ? Py_True : Py_False);
-        PyObject *rec = new_struct(RecordType, items, RECORD_FIELDS);
+        PyObject *rec = new_record(&r, log_append_ts, ts_types);
         if (rec == NULL)
             goto error;
         PyList_SET_ITEM(list, i, rec);
@@ -240,3 +259,153 @@ kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+
+/*
+ * The entries of an inner set wholly inside d[start:end) from start on (a window of a set
+ * decompressed as a stream), at most max_n of them, checked as kd_legacy_check checks each:
+ * their number, where the next starts, and their first and last inner offsets. Stops, without
+ * error, before an entry that does not lie wholly in the window; -1 if a whole one (or a
+ * header's size) is malformed.
+ */
+static int
+legacy_entries(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_n, Py_ssize_t *next,
+               Py_ssize_t *count, int64_t *first, int64_t *last)
+{
+    Py_ssize_t p = start, n = 0;
+    while (n < max_n && end - p >= LOG_OVERHEAD) {
+        int64_t size = (int32_t)be32(d + p + 8);
+        if (size < LEGACY_OVERHEAD_V0)
+            return -1;
+        if (size > end - p - LOG_OVERHEAD)
+            break;
+        if (message_ok(d, p + LOG_OVERHEAD, p + LOG_OVERHEAD + (Py_ssize_t)size) < 0)
+            return -1;
+        if (n == 0)
+            *first = (int64_t)be64(d + p);
+        *last = (int64_t)be64(d + p);
+        p += LOG_OVERHEAD + (Py_ssize_t)size;
+        n++;
+    }
+    *next = p;
+    *count = n;
+    return 0;
+}
+
+static int
+window_args(PyObject *const *args, Py_buffer *view, Py_ssize_t *start, Py_ssize_t *end)
+{
+    if (PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    *start = PyLong_AsSsize_t(args[1]);
+    *end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred() || *start < 0 || *end > view->len || *start > *end) {
+        PyErr_Clear();
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* legacy_scan(data, start, end) -> (next, count, first_inner, last_inner) | None: legacy.py's
+ * _entries(data, start, end, final=False) without making anything (first and last None when
+ * no entry lies wholly in the window). */
+PyObject *
+kd_legacy_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "legacy_scan(data, start, end)");
+        return NULL;
+    }
+    Py_buffer view;
+    Py_ssize_t start, end, next, n;
+    int64_t first = 0, last = 0;
+    if (window_args(args, &view, &start, &end) < 0)
+        Py_RETURN_NONE;
+    int rc = legacy_entries((const unsigned char *)view.buf, start, end, PY_SSIZE_T_MAX, &next, &n, &first, &last);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        Py_RETURN_NONE;
+    if (n == 0)
+        return Py_BuildValue("(nnOO)", next, n, Py_None, Py_None);
+    return Py_BuildValue("(nnLL)", next, n, (long long)first, (long long)last);
+}
+
+/* legacy_decode_span(data, start, end, base, take, log_append_time) -> (list of Record, next) | None:
+ * the Records of at most ``take`` entries wholly inside data[start:end), their offsets base + the
+ * inner offset (legacy_stream.py's decode_span); None if one is malformed or its offset leaves
+ * int64 (Python's big ints decide). */
+PyObject *
+kd_legacy_decode_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "legacy_decode_span(data, start, end, base, take, log_append_time)");
+        return NULL;
+    }
+    if (RecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+        return NULL;
+    }
+    int64_t base, take;
+    PyObject *lat = args[5];
+    if (as_int64(args[3], &base) < 0 || as_int64(args[4], &take) < 0 || take < 0)
+        Py_RETURN_NONE;
+    if (lat == Py_None)
+        lat = NULL;
+    else if (!PyLong_Check(lat))
+        Py_RETURN_NONE;
+    Py_buffer view;
+    Py_ssize_t start, end, next, n;
+    int64_t first = 0, last = 0;
+    if (window_args(args, &view, &start, &end) < 0)
+        Py_RETURN_NONE;
+    const unsigned char *d = (const unsigned char *)view.buf;
+    PyObject *list = NULL, *ts_types[3] = {NULL, NULL, NULL};       /* -1, 0, 1 */
+    if (legacy_entries(d, start, end, (Py_ssize_t)(take < PY_SSIZE_T_MAX ? take : PY_SSIZE_T_MAX), &next, &n,
+                       &first, &last) < 0)
+        goto fail;
+    Py_ssize_t p = start;
+    for (Py_ssize_t i = 0; i < n; i++) {        /* every offset within int64 */
+        int64_t offset;
+        if (add_overflows(base, (int64_t)be64(d + p), &offset))
+            goto fail;
+        p += LOG_OVERHEAD + (Py_ssize_t)(int32_t)be32(d + p + 8);
+    }
+    list = PyList_New(n);
+    if (list == NULL)
+        goto fail;
+    for (int i = 0; i < 3; i++) {
+        ts_types[i] = PyLong_FromLong(i - 1);
+        if (ts_types[i] == NULL)
+            goto fail;
+    }
+    p = start;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        kd_legacy_msg r;
+        kd_legacy_next(d, &p, base, NULL, &r);
+        PyObject *rec = new_record(&r, lat, ts_types);
+        if (rec == NULL)
+            goto fail;
+        PyList_SET_ITEM(list, i, rec);
+    }
+    for (int i = 0; i < 3; i++)
+        Py_DECREF(ts_types[i]);
+    PyBuffer_Release(&view);
+    PyObject *result = Py_BuildValue("(Nn)", list, next);
+    if (result == NULL)
+        PyErr_Clear();
+    if (result == NULL)
+        Py_RETURN_NONE;
+    return result;
+
+fail:
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(ts_types[i]);
+    Py_XDECREF(list);
+    PyBuffer_Release(&view);
+    PyErr_Clear();          /* memory errors included: the Python decoder reruns */
+    Py_RETURN_NONE;
+}

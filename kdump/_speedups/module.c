@@ -96,6 +96,12 @@ static PyMethodDef kd_methods[] = {
     {"legacy_set_span", (PyCFunction)(void (*)(void))kd_legacy_set_span, METH_FASTCALL,
      "legacy_set_span(data, wrapper_offset, wrapper_magic) -> (first_offset, count) | None: what "
      "decode_legacy_set's records would say of their offsets, without making them (None: malformed)."},
+    {"legacy_scan", (PyCFunction)(void (*)(void))kd_legacy_scan, METH_FASTCALL,
+     "legacy_scan(data, start, end) -> (next, count, first_inner, last_inner) | None: the inner entries "
+     "wholly inside data[start:end) (a window of an inner set), checked, without making them (None: malformed)."},
+    {"legacy_decode_span", (PyCFunction)(void (*)(void))kd_legacy_decode_span, METH_FASTCALL,
+     "legacy_decode_span(data, start, end, base, take, log_append_time) -> (list of Record, next) | None: the "
+     "records of at most take inner entries wholly inside data[start:end) (None: malformed)."},
     {"text_legacy_set", (PyCFunction)(void (*)(void))kd_text_legacy_set, METH_FASTCALL,
      "text_legacy_set(out, batch, data, log_append_ts, mode, last, gaps) -> (first, last) | None: text_item's "
      "lines for a legacy wrapper from its decompressed inner set, without making its records."},

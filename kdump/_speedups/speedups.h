@@ -11,7 +11,10 @@
  *   legacy.c   kdump/format/legacy.py    decode_legacy_set(data, wrapper_offset, wrapper_magic,
  *                                          log_append_time) -> list[Record] | None,
  *                                        legacy_set_span(data, wrapper_offset, wrapper_magic)
- *                                          -> (first_offset, count) | None
+ *                                          -> (first_offset, count) | None,
+ *                                        legacy_scan(data, start, end) -> (next, count, first, last) | None
+ *              kdump/format/legacy_stream.py legacy_decode_span(data, start, end, base, take,
+ *                                          log_append_time) -> (list[Record], next) | None
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None,
  *                                        find_candidate(buf, pos, end, top) -> int
@@ -417,6 +420,8 @@ PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_legacy_set_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_legacy_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_legacy_decode_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -35,7 +35,8 @@ def limits_option(f: Callable) -> Callable:
 
     f = click.option("--max-records-per-batch", type=click.IntRange(min=0), default=DEFAULT_MAX_RECORDS,
                      show_default=True, metavar="N",
-                     help="Refuse to decode a batch that declares more than N records: a finding on the batch. "
+                     help="Refuse to decode a batch that declares more than N records (or a v0/v1 compressed "
+                          "message holding more inner messages): a finding on the batch. "
                           "The default is the most a batch written by Kafka can hold ((2^31-1)/7: Kafka counts a "
                           "batch's uncompressed bytes in an int32, and a record takes 7 bytes at least).")(f)
 

@@ -71,10 +71,12 @@ def _inflate(lib, data: bytes, limit: int) -> Iterator[bytes]:
         if data[pos] == 0 and data.count(0, pos) == end - pos:
             break
         d = lib.decompressobj(16 + lib.MAX_WBITS)
-        # The first member (usually the only one) gets all the input in one call; later ones
-        # get growing windows: ``unused_data`` copies what follows a member, so handing the
-        # whole rest to each of many tiny members would be quadratic.
-        window = end if pos == 0 else 1024
+        # The first member (usually the only one) gets up to GZIP_WINDOW_MAX of input a call,
+        # later ones growing windows: ``unused_data`` copies what follows a member and
+        # ``unconsumed_tail`` what a call's output bound left unread, so handing the whole rest
+        # to each of many tiny members, or to each 1 MiB of output of a large one (a 55 MB
+        # payload inflating to 680 MB), would be quadratic.
+        window = GZIP_WINDOW_MAX if pos == 0 else 1024
         piece = view[pos:pos + window]
         pos += len(piece)
         while True:

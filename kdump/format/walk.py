@@ -18,6 +18,7 @@ from kdump.findings import INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, TORN_TAIL
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
+from kdump.format.legacy_stream import legacy_record_slices
 from kdump.format.record_stream import v2_record_slices
 from kdump.format.records import decode_v2
 from kdump.model import B_POSITION, B_SIZE, Batch, Finding, Record
@@ -178,10 +179,10 @@ def decode_records(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[R
 
 
 def record_slices(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> Iterator[list[Record]]:
-    """``decode_records`` a slice at a time (``format.records.v2_record_slices``): for callers
-    that can take the records piecewise, so a batch of millions costs one slice at once. A
-    legacy wrapper's inner messages come as one slice."""
+    """``decode_records`` a slice at a time (``record_stream.v2_record_slices``, a legacy
+    wrapper's inner messages ``legacy_stream.legacy_record_slices``): for callers that can
+    take the records piecewise, so a batch of millions costs one slice at once."""
     if batch.magic >= 2:
         yield from v2_record_slices(buf, batch, limits)
     else:
-        yield decode_legacy(buf, batch, limits)
+        yield from legacy_record_slices(buf, batch, limits)

@@ -32,7 +32,7 @@ class TextDump:
     Kafka's does, ``-1 is followed by <first offset>`` included; else kdump's gap report
     (``gaps``), as in the other views. A batch is drawn by the C twin (text.c) where the view
     lets it (``text.c_mode``), else by ``text.item_lines``; a batch streamed a slice of
-    records at a time (a record-count bomb) by Python.
+    records at a time (a record-count bomb) the same way, a slice at a time.
     """
 
     def __init__(self, stream: TextIO, view: PayloadView, records: bool, data: bool,
@@ -141,6 +141,20 @@ class TextDump:
             return
         if self.gaps is not None:
             self.gaps.records(records)
+        if self._c_item is not None:
+            # text.c's lines for the slice, as for a whole batch (its batch line, drawn before
+            # the first slice, cut from them); None: a record only Python draws
+            buf = self.out.buf
+            at = len(buf)
+            last = self._c_item(buf, it.batch, records, self._c_mode, self._last_offset, self._follow)
+            if last is not None:
+                del buf[at:buf.index(b"\n", at) + 1]
+                self._last_offset = last
+                if self._follow is not None and len(self._follow) > GAPS_COMPACT_ABOVE:
+                    self._follow[:] = dict(self._follow).items()
+                if len(buf) >= FLUSH_CHARS:
+                    self.out.write()
+                return
         if self._follow is not None:
             self._last_offset = follow(records, self._last_offset, self._follow)
             if len(self._follow) > GAPS_COMPACT_ABOVE:      # Kafka keeps one per previous offset

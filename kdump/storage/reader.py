@@ -90,7 +90,7 @@ _item = tuple.__new__       # Item(...) without the named tuple's Python-level _
 
 
 class RecordSlices:
-    """``Item.records`` of a v2 batch declaring more than RECORDS_SLICE records: lists of them,
+    """``Item.records`` of a batch (or a legacy wrapper) of more than RECORDS_SLICE records: lists of them,
     decoded a slice at a time while this is iterated (once), so that a record-count bomb never
     becomes one list. Afterwards ``error`` says why they stopped (None: every record came)."""
 
@@ -214,12 +214,17 @@ class SegmentReader:
                     if rendered is not None:
                         yield _item(Item, (batch, rendered, None))
                         continue
-                elif raw is not None and magic < 2 and attributes & COMPRESSION_MASK:
+                elif raw is not None and magic < 2 and attributes & COMPRESSION_MASK \
+                        and (count is None or count <= max_records):
                     inner = inner_set(buf, batch)       # decompressed by the walk, not yet decoded
                     rendered = raw(batch, *inner) if inner is not None else None
                     if rendered is not None:
                         yield _item(Item, (batch, rendered, None))
                         continue
+                if magic < 2 and count is not None and count > RECORDS_SLICE:     # a wrapper of many
+                    keep = flt.keep_record if check_offsets or check_times else None
+                    yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
+                    continue
                 records = None
                 try:
                     if c is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \

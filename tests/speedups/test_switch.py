@@ -20,6 +20,7 @@ from kdump.check.scan import scan_segment
 from kdump.decoders.views import PayloadView
 from kdump.encode import build_legacy_wrapper, build_v2_batch
 from kdump.format import crc
+from kdump.format import legacy as legacy_format
 from kdump.format.records import decode_v2_payload
 from kdump.format.walk import Walker, decode_records, record_slices
 from kdump.render import jsonout
@@ -85,6 +86,14 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     out.append(run_kdump("dump", "--records", "--data", "--json", "-q", lz4))   # json_v2_line
     out.append(run_kdump("dump", "--files", str(lz4), "--print-data-log"))     # text_item
     out.append(run_kdump("dump", "--records", "--data", "--json", "-q", legacy))   # json_legacy_line
+    # a wrapper of more messages than one slice, held whole, then read from a window of its stream
+    many = build_legacy_wrapper([(i, NOW, None, b"w%d" % i) for i in range(5000)], magic=1, codec=1)
+    out.append([len(s) for s in record_slices(many, next(iter(Walker(many))))])    # legacy_decode_span
+    saved, legacy_format.STREAM_THRESHOLD = legacy_format.STREAM_THRESHOLD, 1 << 10
+    try:
+        out.append([len(s) for s in record_slices(many, next(iter(Walker(many))))])    # legacy_scan
+    finally:
+        legacy_format.STREAM_THRESHOLD = saved
     return out
 
 
