@@ -82,6 +82,8 @@ static PyMethodDef kd_methods[] = {
     {"scan_v2", (PyCFunction)(void (*)(void))kd_scan_v2, METH_FASTCALL,
      "scan_v2(buf, pos, end, max_batches) -> (list of Batch, new_pos): the well-formed v2 "
      "batches from pos on, stopping before the first entry the Python walker must judge."},
+    {"v2_hop", (PyCFunction)(void (*)(void))kd_v2_hop, METH_FASTCALL,
+     "v2_hop(buf, pos, end, target) -> pos: hop over framed v2 entries until target or one it does not frame."},
     {"decode_v2_records", (PyCFunction)(void (*)(void))kd_decode_v2_records, METH_FASTCALL,
      "decode_v2_records(data, batch) -> list of Record, or None if the data is malformed in any way: the "
      "records of the non-control v2 Batch, data its records section, decompressed (the fields it needs are read "

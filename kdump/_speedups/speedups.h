@@ -3,7 +3,8 @@
  * module it twins (kdump/_accel.py is the switch; module.c lists every function):
  *
  *   crc.c      kdump/format/crc.py       crc32c(data, value=0) -> int
- *   walk.c     kdump/format/walk.py      scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos)
+ *   walk.c     kdump/format/walk.py      scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos);
+ *                                        v2_hop(buf, pos, end, target) -> pos (entry_at_or_after)
  *   records.c  kdump/format/records.py   decode_v2_records(data, base_offset, base_timestamp,
  *                                          log_append_time, base_sequence, count) -> list[Record] | None,
  *                                        decode_v2_span(data, start, ..., first, take, count)
@@ -416,6 +417,7 @@ PyObject *kd_crc32c_sw(PyObject *self, PyObject *args);
 PyObject *kd_crc32_ieee(PyObject *self, PyObject *args);
 PyObject *kd_crc32(PyObject *self, PyObject *arg);
 PyObject *kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_v2_hop(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -117,3 +117,36 @@ kd_plain_v2_at(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t
     v[BF_CRC_VALID] = 1;
     return 1;
 }
+
+
+/*
+ * v2_hop(buf, pos, end, target) -> position: from the entry at pos, hop entry to entry while
+ * they are v2 entries kd_v2_at frames, until a position at or after target; the position
+ * where it stopped (format/walk.py entry_at_or_after takes any other entry there). Framing
+ * only: no CRC, no object; a walk for where entries start (storage/split.py's cuts).
+ */
+PyObject *
+kd_v2_hop(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "v2_hop(buf, pos, end, target)");
+        return NULL;
+    }
+    Py_ssize_t pos, end, target;
+    if (span_args(args, &pos, &end, &target) < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return PyLong_FromSsize_t(pos);
+    }
+    const unsigned char *buf = (const unsigned char *)view.buf;
+    if (end > view.len)
+        end = view.len;
+    int64_t v[BATCH_FIELDS];
+    while (pos < target && kd_v2_at(buf, pos, end, v))
+        pos += (Py_ssize_t)v[BF_SIZE];
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(pos);
+}

@@ -15,7 +15,7 @@ from kdump.render.output import Output
 from kdump.run.dump import run_dump
 from kdump.run.schema_store import schema_decoders
 from kdump.storage.reader import Filters
-from kdump.storage.split import DEFAULT_SPLIT_BYTES
+from kdump.storage.split import DUMP_SPLIT_BYTES
 
 # DumpLogSegments' precedence when several are given: the first one set wins.
 INTERNAL_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
@@ -78,7 +78,7 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @click.option("--end-time", help="Latest timestamp to show (inclusive).")
 @click.option("--max-bytes", type=click.IntRange(min=0),
               help="Read only the first N bytes of each file (whole batches only).")
-@click.option("--split-bytes", type=ByteSize(), default=DEFAULT_SPLIT_BYTES, show_default="32MiB",
+@click.option("--split-bytes", type=ByteSize(), default=DUMP_SPLIT_BYTES, show_default="8MiB",
               help="With -j and --json, cut a segment larger than this into ranges at batch boundaries (from its "
                    ".index when it passes a sanity check, else a walk of the batch headers) for the workers to "
                    "share; the output is the same bytes. 0: a segment is one piece.")

@@ -107,9 +107,8 @@ def _read_bytes(data, pos: int, end: int, what: str) -> tuple[bytes | None, int]
 _last_inner: tuple | None = None
 
 
-def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS, open_wrapper: bool = True) -> Batch:
-    """The shallow message at ``pos`` as a Batch; compressed wrappers are opened to count them
-    (unless not ``open_wrapper``: a walk for boundaries only, its wrappers' counts None).
+def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS) -> Batch:
+    """The shallow message at ``pos`` as a Batch; compressed wrappers are opened to count them.
 
     Framing errors in the message itself raise; a wrapper whose value does not decompress
     still yields a Batch (``base_offset``/``count`` None) so the caller can report it.
@@ -118,9 +117,7 @@ def parse_legacy(buf, pos: int, limits: Limits = DEFAULT_LIMITS, open_wrapper: b
     msg = Message(buf, pos + 12, pos + 12 + size)
     base_offset: int | None = offset
     count: int | None = 1
-    if msg.codec != 0 and not open_wrapper:
-        base_offset = count = None
-    elif msg.codec != 0:
+    if msg.codec != 0:
         global _last_inner
         try:
             data = _inner_data_or_size(msg, offset, limits)

@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from kdump import _accel
 from kdump.errors import KdumpError
 from kdump.findings import INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, TORN_TAIL, TRAILING_BYTES
-from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, parse_v2
+from kdump.format.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LAST_OFFSET_DELTA_OFFSET,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    parse_v2,
+)
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, decode_legacy, min_size, parse_legacy
 from kdump.format.legacy_stream import legacy_record_slices
@@ -29,6 +35,7 @@ from kdump.model import B_POSITION, B_SIZE, Batch, Finding, Record
 
 # The 17 bytes every entry starts with, whatever its magic (HEADER_SIZE_UP_TO_MAGIC).
 HEADER_UP_TO_MAGIC = struct.Struct(">qiib")     # offset, size, (leader epoch | legacy crc), magic
+LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
 # Batches per call of the C scanner (scan_v2): 4 at first, so that a caller wanting
@@ -54,11 +61,8 @@ class Walker:
     """
 
     def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS,
-                 first_chunk: int = SCAN_FIRST, runner=None, open_wrappers: bool = True) -> None:
+                 first_chunk: int = SCAN_FIRST, runner=None) -> None:
         self.buf = buf
-        # False: legacy wrappers are framed, not decompressed (their base offset and count
-        # None), for a walk that wants only where entries start (storage.split's cuts).
-        self.open_wrappers = open_wrappers
         self.first_chunk = first_chunk      # batches of the first C call (SCAN_FIRST: a caller may want few)
         # runner(buf, pos, end) -> new_pos: a consumer's own C loop, offered each position
         # before the walk takes a batch there; it takes the batches it wants from there itself
@@ -140,7 +144,7 @@ class Walker:
                                    f"record overhead {min_size(magic)} for magic {magic})")
                         return
                     try:
-                        batch = parse_legacy(buf, pos, self.limits, self.open_wrappers)
+                        batch = parse_legacy(buf, pos, self.limits)
                     except KdumpError as e:
                         self._halt(INVALID_BATCH, pos, offset, e.message)
                         return
@@ -169,6 +173,40 @@ class Walker:
     def trailing_bytes(self) -> int:
         """Bytes after the last whole batch (DumpLogSegments' "invalid bytes at the end")."""
         return self.end - self.stop_position
+
+
+def entry_at_or_after(buf, pos: int, target: int, end: int) -> int | None:
+    """The start of the first entry at or after ``target``, hopping entry to entry from the
+    one at ``pos`` by their framing alone (sizes and magics, the Walker's stop rules: no
+    CRC, no wrapper opened, no object made); None where such a walk stops first or at the
+    end. For where entries start (storage.split's cuts); the C twin hops the v2 runs."""
+    end = min(end, len(buf))
+    hop = c.v2_hop if (c := _accel.native()) is not None else None
+    unpack_head = HEADER_UP_TO_MAGIC.unpack_from
+    follow = getattr(buf, "follow", None)       # (the Walker's: pages behind are dropped)
+    while pos < target:
+        if hop is not None:
+            pos = hop(buf, pos, end, target)
+            if follow is not None:
+                follow(pos)
+            if pos >= target:
+                break
+        if end - pos < HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        _, size, _, magic = unpack_head(buf, pos)
+        if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end or magic not in (0, 1, 2):
+            return None
+        if size + LOG_OVERHEAD < (RECORD_BATCH_OVERHEAD if magic == 2 else LOG_OVERHEAD + min_size(magic)):
+            return None
+        pos += LOG_OVERHEAD + size
+    return pos if end - pos >= HEADER_SIZE_UP_TO_MAGIC else None
+
+
+def last_offset_at(buf, pos: int) -> int:
+    """The last offset of the entry at ``pos`` from its header: a v2 batch's base offset plus
+    its last offset delta, a legacy message's own offset (a wrapper's: its last inner one)."""
+    offset, _, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
+    return offset + LAST_OFFSET_DELTA.unpack_from(buf, pos + LAST_OFFSET_DELTA_OFFSET)[0] if magic == 2 else offset
 
 
 def decode_records(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record]:

@@ -22,7 +22,7 @@ from kdump.encode import build_legacy_wrapper, build_v2_batch
 from kdump.format import crc
 from kdump.format import legacy as legacy_format
 from kdump.format.records import decode_v2_payload
-from kdump.format.walk import Walker, decode_records, record_slices
+from kdump.format.walk import Walker, decode_records, entry_at_or_after, record_slices
 from kdump.render import jsonout
 from kdump.storage import mapped
 from support.run import run_kdump, write_segment
@@ -61,6 +61,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     for seg in (v2, legacy):
         data = seg.read_bytes()
         batches = list(Walker(data))                                        # scan_v2
+        out.append(entry_at_or_after(data, 0, len(data) // 2, len(data)))  # v2_hop
         out.append([(b, decode_records(data, b)) for b in batches])         # decode_v2_records, decode_legacy_set
     first = next(iter(Walker(v2.read_bytes())))
     payload = v2.read_bytes()[first.position + 61:first.position + first.size]
