@@ -16,6 +16,7 @@
 #define M_METADATA 1
 #define M_DATA 2
 #define M_ESCAPE 4
+#define M_RECORDS_ONLY (1 << 12)     /* no batch line: a slice of a batch streamed in slices */
 #define KIND_SHIFT_KEY 4
 #define KIND_SHIFT_VALUE 8
 #define KIND_MASK 7
@@ -476,7 +477,7 @@ render(char *w, PyObject *out, PyObject *batch, PyObject *records, Py_ssize_t n,
        int64_t *last)
 {
     char *start = w;
-    if (put_batch_line(&w, batch) < 0)
+    if (!(mode & M_RECORDS_ONLY) && put_batch_line(&w, batch) < 0)
         return 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (put_record_line(&w, PyList_GET_ITEM(records, i), mode) < 0)

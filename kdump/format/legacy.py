@@ -30,7 +30,7 @@ from kdump.errors import (
 )
 from kdump.format.codecs import DEFAULT_LIMITS, STREAM_THRESHOLD, Limits, decompress, decompress_chunks
 from kdump.format.crc import crc32
-from kdump.format.record_stream import WINDOW, _refill
+from kdump.format.record_stream import WINDOW, refill_window
 from kdump.format.records import LARGE_PAYLOAD, LargeRecords
 from kdump.model import COMPRESSION_MASK, LOG_APPEND_TIME, Batch, Record, timestamp_type_of
 
@@ -286,7 +286,7 @@ def inner_windows(wrapper: Message, wrapper_offset: int, limits: Limits,
     window, pos, seen = b"", 0, 0       # seen: the stream's bytes read into windows so far
     while True:
         if len(window) - pos < WINDOW >> 1 and seen < size:
-            window, seen = _refill(pieces, window, pos, seen, WINDOW, size)
+            window, seen = refill_window(pieces, window, pos, seen, WINDOW, size)
             pos = 0
         end = len(window)
         if pos == end:
@@ -304,7 +304,7 @@ def inner_windows(wrapper: Message, wrapper_offset: int, limits: Limits,
             entry = 12 + OFFSET_AND_SIZE.unpack_from(window, pos)[1] if end - pos >= 12 else 12
             if seen == size or origin + pos + entry > size:
                 _entries(window, pos, end, off, why, origin)        # (final: raises)
-            window, seen = _refill(pieces, window, pos, seen, max(WINDOW, entry), size)
+            window, seen = refill_window(pieces, window, pos, seen, max(WINDOW, entry), size)
             pos = 0
 
 

@@ -110,7 +110,7 @@ def _streamed(buf, batch: Batch, limits: Limits, size: int) -> Iterator[list[Rec
             used = 0                        # bytes of the slice's records
             while take:
                 if len(window) - pos < ahead >> 1 and seen < size:
-                    window, seen = _refill(pieces, window, pos, seen, ahead, size)
+                    window, seen = refill_window(pieces, window, pos, seen, ahead, size)
                     pos = 0
                 final = seen == size        # the window ends where the records section does
                 try:
@@ -123,7 +123,7 @@ def _streamed(buf, batch: Batch, limits: Limits, size: int) -> Iterator[list[Rec
                     if got == take:
                         raise            # not the window's end: the records themselves are bad
                     if got == 0:         # the next record runs past the window: read on
-                        window, seen = _refill(pieces, window, pos, seen, max(need, WINDOW), size)
+                        window, seen = refill_window(pieces, window, pos, seen, max(need, WINDOW), size)
                         pos = 0
                         continue
                     part, next_pos = decode_v2_span(window, pos, batch, n, got, False)
@@ -148,8 +148,8 @@ def _streamed(buf, batch: Batch, limits: Limits, size: int) -> Iterator[list[Rec
 _AT_BYTE = re.compile(r"\bat byte (\d+)")
 
 
-def _refill(pieces: Iterator[bytes], window: bytes, pos: int, seen: int, want: int,
-            size: int) -> tuple[bytes, int]:
+def refill_window(pieces: Iterator[bytes], window: bytes, pos: int, seen: int, want: int,
+                  size: int) -> tuple[bytes, int]:
     """``window[pos:]`` followed by pieces of the stream until it holds ``want`` bytes or the
     stream ends; and the stream's bytes read so far (of ``size``)."""
     parts = [window[pos:]]

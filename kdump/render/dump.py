@@ -142,13 +142,12 @@ class TextDump:
         if self.gaps is not None:
             self.gaps.records(records)
         if self._c_item is not None:
-            # text.c's lines for the slice, as for a whole batch (its batch line, drawn before
-            # the first slice, cut from them); None: a record only Python draws
+            # text.c's lines for the slice's records (the batch line was drawn before the first
+            # slice); None: a record only Python draws
             buf = self.out.buf
-            at = len(buf)
-            last = self._c_item(buf, it.batch, records, self._c_mode, self._last_offset, self._follow)
+            last = self._c_item(buf, it.batch, records, self._c_mode | text.C_RECORDS_ONLY, self._last_offset,
+                                self._follow)
             if last is not None:
-                del buf[at:buf.index(b"\n", at) + 1]
                 self._last_offset = last
                 if self._follow is not None and len(self._follow) > GAPS_COMPACT_ABOVE:
                     self._follow[:] = dict(self._follow).items()

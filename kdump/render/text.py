@@ -162,6 +162,7 @@ def item_lines(b: Batch, records: list[Record] | None, view, data: bool, metadat
 # The mode of item_lines' C twin (kdump/_speedups/text.c text_item): the parts of a record
 # line, and how keys and payloads are shown (the views that are plain bytes).
 C_METADATA, C_DATA, C_ESCAPE = 1, 2, 4
+C_RECORDS_ONLY = 1 << 12      # text_item draws the records' lines alone (a slice of a streamed batch)
 C_KINDS = {"utf8": 0, "hex": 1, "base64": 2, "int": 3, "long": 4}
 
 

@@ -73,6 +73,10 @@ def check(batch, records, view, data: bool, metadata: bool, expect_c: bool | Non
     out = bytearray()
     assert _speedups.text_item(out, batch, records, mode, last, None) == last
     assert bytes(out) == want
+    # A slice of a streamed batch: the records' lines alone (the batch line drawn before).
+    out = bytearray()
+    assert _speedups.text_item(out, batch, records, mode | text.C_RECORDS_ONLY, last, None) == last
+    assert bytes(out) == want.split(b"\n", 1)[1]
     return want
 
 
