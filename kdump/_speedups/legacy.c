@@ -155,26 +155,20 @@ new_record(const kd_legacy_msg *r, PyObject *log_append_ts, PyObject *const *ts_
     return new_struct(RecordType, items, RECORD_FIELDS);
 }
 
+/* The list of the Records of the ``n`` messages from d[p] on (kd_legacy_next's), their
+ * offsets base + the inner offset; NULL with no exception set on any failure (the Python
+ * decoder reruns and says what is wrong, memory errors included). */
 static PyObject *
-decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
-              PyObject *log_append_ts)
+records_from(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, int64_t base, PyObject *log_append_ts)
 {
-    int64_t base;
-    Py_ssize_t n;
-    if (kd_legacy_check(d, end, wrapper_offset, wrapper_magic, &base, &n) < 0)
-        return NULL;
-    PyObject *list = PyList_New(n);
-    if (list == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
-    PyObject *ts_types[3] = {NULL, NULL, NULL};       /* -1, 0, 1 */
+    PyObject *list = PyList_New(n), *ts_types[3] = {NULL, NULL, NULL};       /* -1, 0, 1 */
+    if (list == NULL)
+        goto error;
     for (int i = 0; i < 3; i++) {
         ts_types[i] = PyLong_FromLong(i - 1);
         if (ts_types[i] == NULL)
             goto error;
     }
-    Py_ssize_t p = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         kd_legacy_msg r;
         kd_legacy_next(d, &p, base, NULL, &r);
@@ -190,9 +184,20 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
 error:
     for (int i = 0; i < 3; i++)
         Py_XDECREF(ts_types[i]);
-    Py_DECREF(list);
-    PyErr_Clear();          /* memory errors included: the Python decoder reruns */
+    Py_XDECREF(list);
+    PyErr_Clear();
     return NULL;
+}
+
+static PyObject *
+decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
+              PyObject *log_append_ts)
+{
+    int64_t base;
+    Py_ssize_t n;
+    if (kd_legacy_check(d, end, wrapper_offset, wrapper_magic, &base, &n) < 0)
+        return NULL;
+    return records_from(d, 0, n, base, log_append_ts);
 }
 
 /* legacy_set_span(data, wrapper_offset, wrapper_magic) -> (first_offset, count) | None:
@@ -363,7 +368,7 @@ kd_legacy_decode_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (window_args(args, &view, &start, &end) < 0)
         Py_RETURN_NONE;
     const unsigned char *d = (const unsigned char *)view.buf;
-    PyObject *list = NULL, *ts_types[3] = {NULL, NULL, NULL};       /* -1, 0, 1 */
+    PyObject *list = NULL;
     if (legacy_entries(d, start, end, (Py_ssize_t)(take < PY_SSIZE_T_MAX ? take : PY_SSIZE_T_MAX), &next, &n,
                        &first, &last) < 0)
         goto fail;
@@ -374,38 +379,18 @@ kd_legacy_decode_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         p += LOG_OVERHEAD + (Py_ssize_t)(int32_t)be32(d + p + 8);
     }
-    list = PyList_New(n);
+    list = records_from(d, start, n, base, lat);
     if (list == NULL)
         goto fail;
-    for (int i = 0; i < 3; i++) {
-        ts_types[i] = PyLong_FromLong(i - 1);
-        if (ts_types[i] == NULL)
-            goto fail;
-    }
-    p = start;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        kd_legacy_msg r;
-        kd_legacy_next(d, &p, base, NULL, &r);
-        PyObject *rec = new_record(&r, lat, ts_types);
-        if (rec == NULL)
-            goto fail;
-        PyList_SET_ITEM(list, i, rec);
-    }
-    for (int i = 0; i < 3; i++)
-        Py_DECREF(ts_types[i]);
     PyBuffer_Release(&view);
     PyObject *result = Py_BuildValue("(Nn)", list, next);
-    if (result == NULL)
+    if (result == NULL) {
         PyErr_Clear();
-    if (result == NULL)
         Py_RETURN_NONE;
+    }
     return result;
 
 fail:
-    for (int i = 0; i < 3; i++)
-        Py_XDECREF(ts_types[i]);
-    Py_XDECREF(list);
     PyBuffer_Release(&view);
-    PyErr_Clear();          /* memory errors included: the Python decoder reruns */
     Py_RETURN_NONE;
 }

@@ -152,7 +152,7 @@ static PyMethodDef kd_methods[] = {
      "catch_sigbus() -> bool: on SIGBUS, write one located error line and exit with status 3."},
     {"_crc32c_sw", kd_crc32c_sw, METH_VARARGS, "crc32c without hardware acceleration (for tests)."},
     {"crc32", kd_crc32, METH_O, "crc32(data): the IEEE CRC-32 of legacy messages (zlib.crc32's value)."},
-    {"_crc32_ieee", kd_crc32_ieee, METH_VARARGS, "The IEEE CRC-32 of legacy messages, or its table form (for tests)."},
+    {"_crc32_sw", kd_crc32_sw, METH_O, "crc32 without carry-less multiplies (for tests)."},
     {NULL, NULL, 0, NULL}
 };
 

@@ -414,7 +414,7 @@ legacy_wrapper_args(PyObject *batch, PyObject *lat_obj, int64_t *wrapper_offset,
 
 PyObject *kd_crc32c(PyObject *self, PyObject *args);
 PyObject *kd_crc32c_sw(PyObject *self, PyObject *args);
-PyObject *kd_crc32_ieee(PyObject *self, PyObject *args);
+PyObject *kd_crc32_sw(PyObject *self, PyObject *arg);
 PyObject *kd_crc32(PyObject *self, PyObject *arg);
 PyObject *kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_v2_hop(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

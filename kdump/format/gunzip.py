@@ -29,7 +29,6 @@ def _inflater():
 
 GZIP_WINDOW_MAX = 1 << 20
 OUTPUT_CHUNK = 1 << 20    # output per call, so a bomb costs the limit, not twice it
-FAST_OUTPUT = 8 << 20     # gunzip's one-call path: payloads that inflate to at most this
 
 
 def too_big(codec: str, limit: int) -> DecompressionLimitError:
@@ -39,16 +38,6 @@ def too_big(codec: str, limit: int) -> DecompressionLimitError:
 def gunzip(data: bytes, limit: int) -> bytes:
     fast = _inflater()
     if fast is not None:
-        # One member and nothing after it, of at most FAST_OUTPUT (nearly every payload): one
-        # call. Anything else takes the general path below, from the start.
-        d = fast.decompressobj(16 + fast.MAX_WBITS)
-        try:
-            out = d.decompress(data, min(limit, FAST_OUTPUT) + 1)
-        except fast.error:
-            out = None
-        if out is not None and d.eof and not d.unused_data and len(out) <= limit:
-            return out
-        del out
         try:
             return b"".join(_inflate(fast, data, limit))
         except (fast.error, CodecError):

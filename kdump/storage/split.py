@@ -5,7 +5,8 @@ Cuts fall on batch boundaries about ``split_bytes`` apart, taken from the ``.ind
 it passes a sanity check (offsets and positions increasing, inside the log), each entry
 used only where it points at a batch that parses, has a valid CRC and holds the entry's
 offset, so that a lying index never splits a batch in two. Without a sane index a caller
-may ask for a header walk (``format.walk.Walker``) instead.
+may ask for a walk of the entry headers instead (``format.walk.entry_at_or_after``: framing
+only, the boundaries the Walker would reach).
 """
 
 from __future__ import annotations

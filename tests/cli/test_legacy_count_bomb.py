@@ -11,45 +11,26 @@ messages too, with the same located finding as for a v2 batch.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kdump.encode import build_legacy_count_bomb, build_legacy_wrapper, build_v2_batch
 from kdump.format.records import RECORDS_SLICE
-from support.run import run_kdump, write_segment
+from support.run import peak_rss, run_kdump, write_segment
 
 BOMB_MESSAGES = 2_000_000
 RSS_BOUND_KB = 120 << 10     # ~50 MB measured: the interpreter, kdump, the 5.5 MB wrapper (twice) and a window
-
-# Runs kdump in a child and prints its exit code and that child's peak RSS in KB (Linux reports KB).
-_MEASURE = """
-import resource, subprocess, sys
-with open(sys.argv[1], "wb") as out:
-    code = subprocess.run([sys.executable, "-m", "kdump", *sys.argv[2:]], stdout=out,
-                          stderr=subprocess.DEVNULL).returncode
-print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
-
 
 @pytest.fixture(scope="module")
 def bomb(tmp_path_factory) -> Path:
     return write_segment(tmp_path_factory.mktemp("legacybomb") / "t-0", [build_legacy_count_bomb(BOMB_MESSAGES)])
 
 
-def _peak_rss(out: Path, *args) -> tuple[int, int]:
-    r = subprocess.run([sys.executable, "-c", _MEASURE, str(out), *map(str, args)], capture_output=True, text=True,
-                       check=True)
-    code, kb = r.stdout.split()
-    return int(code), int(kb)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [("dump", "--records", "--json", "-q"), ("verify", "--deep", "-q", "--json")])
 def test_memory_stays_bounded_on_a_legacy_record_count_bomb(bomb, tmp_path, args):
-    code, kb = _peak_rss(tmp_path / "out", args[0], bomb, *args[1:])
+    code, kb = peak_rss(tmp_path / "out", args[0], bomb, *args[1:])
     assert code == 0
     assert kb < RSS_BOUND_KB, f"peak RSS {kb} KB on {BOMB_MESSAGES} inner messages"
     if args[0] == "dump":

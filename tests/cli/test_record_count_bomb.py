@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kdump.encode import build_record_count_bomb, build_v2_batch
 from kdump.format.codecs import DEFAULT_MAX_RECORDS
-from support.run import run_kdump, write_segment
+from support.run import peak_rss, run_kdump, write_segment
 
 BOMB_RECORDS = 1_500_000     # 10.5 MB of records in ~1 KB; one list of them took ~300 MB
 RSS_BOUND_KB = 120 << 10     # the interpreter, kdump and a 10.5 MB payload come to ~35 MB
@@ -28,32 +26,15 @@ RSS_BOUND_KB = 120 << 10     # the interpreter, kdump and a 10.5 MB payload come
 BIG_BOMB_RECORDS = 5_000_000
 BIG_RSS_BOUND_KB = 60 << 10
 
-# Runs kdump in a child and prints that child's peak RSS in KB (Linux reports KB).
-_MEASURE = """
-import resource, subprocess, sys
-with open(sys.argv[1], "wb") as out:
-    code = subprocess.run([sys.executable, "-m", "kdump", *sys.argv[2:]], stdout=out,
-                          stderr=subprocess.DEVNULL).returncode
-print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
-
-
 @pytest.fixture(scope="module")
 def bomb(tmp_path_factory) -> Path:
     return write_segment(tmp_path_factory.mktemp("bomb") / "t-0", [build_record_count_bomb(BOMB_RECORDS)])
 
 
-def _peak_rss(out: Path, *args) -> tuple[int, int]:
-    r = subprocess.run([sys.executable, "-c", _MEASURE, str(out), *map(str, args)], capture_output=True, text=True,
-                       check=True)
-    code, kb = r.stdout.split()
-    return int(code), int(kb)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [("dump", "--records", "--json", "-q"), ("verify", "--deep", "-q", "--json")])
 def test_memory_stays_bounded_on_a_record_count_bomb(bomb, tmp_path, args):
-    code, kb = _peak_rss(tmp_path / "out", args[0], bomb, *args[1:])
+    code, kb = peak_rss(tmp_path / "out", args[0], bomb, *args[1:])
     assert kb < RSS_BOUND_KB, f"peak RSS {kb} KB on {BOMB_RECORDS} records"
     if args[0] == "dump":
         assert code == 0
@@ -73,7 +54,7 @@ def big_bomb(tmp_path_factory) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [("dump", "--records", "--json", "-q"), ("verify", "--deep", "-q", "--json")])
 def test_memory_does_not_grow_with_the_decompressed_size(big_bomb, args):
-    code, kb = _peak_rss(Path(os.devnull), args[0], big_bomb, *args[1:])
+    code, kb = peak_rss(Path(os.devnull), args[0], big_bomb, *args[1:])
     assert code == (0 if args[0] == "dump" else 1)
     assert kb < BIG_RSS_BOUND_KB, f"peak RSS {kb} KB on {BIG_BOMB_RECORDS} records ({7 * BIG_BOMB_RECORDS} bytes)"
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import NamedTuple
@@ -66,3 +68,21 @@ def snapshot_tree(root: Path) -> dict[str, tuple[bytes, int, int]]:
             with open(p, "rb") as f:
                 out[p] = (f.read(), st.st_mtime_ns, st.st_mode)
     return out
+
+
+# Runs kdump in a child and prints its exit code and that child's peak RSS in KB (Linux reports KB).
+_MEASURE = """
+import resource, subprocess, sys
+with open(sys.argv[1], "wb") as out:
+    code = subprocess.run([sys.executable, "-m", "kdump", *sys.argv[2:]], stdout=out,
+                          stderr=subprocess.DEVNULL).returncode
+print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_rss(out: Path, *args) -> tuple[int, int]:
+    """``kdump ARGS`` in a child process, its stdout written to ``out``: (exit code, peak RSS in KB)."""
+    r = subprocess.run([sys.executable, "-c", _MEASURE, str(out), *map(str, args)], capture_output=True, text=True,
+                       check=True)
+    code, kb = r.stdout.split()
+    return int(code), int(kb)
