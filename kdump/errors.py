@@ -112,20 +112,27 @@ class RemoteError(InputError):
     fatal = False
 
 
-class StoreUnusable(BaseException):
-    """An object store or HDFS cannot be used at all: credentials refused, access denied, no
-    connection, no answer within the time limit. The run stops with ``error``'s one line
-    (exit 3) instead of reporting every file after it unreadable: it is a BaseException so
-    that no reader's ``except KdumpError`` takes it for one file's failure."""
+class Fatal(BaseException):
+    """An error that ends the whole run with ``error``'s one line, instead of being taken for
+    one file's or one record's failure: a BaseException, so that no reader's ``except
+    KdumpError`` catches it."""
 
-    exit_code = ExitStatus.INCOMPLETE
-
-    def __init__(self, error: RemoteError) -> None:
+    def __init__(self, error: KdumpError) -> None:
         super().__init__(error)
         self.error = error
+        self.exit_code = error.exit_code
 
     def __str__(self) -> str:
         return str(self.error)
+
+
+class StoreUnusable(Fatal):
+    """An object store or HDFS cannot be used at all: credentials refused, access denied, no
+    connection, no answer within the time limit. The run stops (exit 3) instead of reporting
+    every file after it unreadable."""
+
+    def __init__(self, error: RemoteError) -> None:
+        super().__init__(error)
 
 
 class OutOfMemoryError(InputError):
@@ -137,6 +144,46 @@ class UnsupportedCodecError(KdumpError):
     """The Python library for a compression codec is not installed."""
 
     exit_code = ExitStatus.INCOMPLETE
+
+
+class MissingExtraError(KdumpError):
+    """An optional library that the command needs is not installed (exit 3, as for a codec):
+    the hint is the install command for this install of kdump (``install_hint``)."""
+
+    exit_code = ExitStatus.INCOMPLETE
+
+    def __init__(self, message: str, extra: str, *, file: str | None = None) -> None:
+        super().__init__(message, file=file, hint=install_hint(extra))
+        self.extra = extra
+
+
+# The distribution's name on PyPI: ``kdump`` there is an unrelated project.
+DISTRIBUTION = "kafka-kdump"
+
+
+def install_hint(extra: str) -> str:
+    """The command that adds ``extra`` to this install: the clone's editable install when kdump
+    runs from a source checkout, otherwise the package from PyPI."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isfile(os.path.join(root, "pyproject.toml")):
+        return f"pip install '{DISTRIBUTION}[{extra}]'"
+    pip = os.path.join(sys.prefix, "bin", "pip")
+    if os.path.exists(pip):
+        rel = os.path.relpath(pip)
+        pip = rel if not rel.startswith("..") else pip
+        if os.sep not in pip:
+            pip = f".{os.sep}{pip}"
+    else:
+        pip = "pip"
+    if os.path.abspath(os.getcwd()) == root:
+        target = "."
+    else:
+        rel = os.path.relpath(root)
+        target = rel if not rel.startswith("..") else root
+    return f"{pip} install -e '{target}[{extra}]'"
 
 
 class WriteError(KdumpError):

@@ -27,7 +27,7 @@ if _STARTING:
     _signal.signal(_signal.SIGINT, _interrupted_starting)
 
 from kdump import __version__  # noqa: E402
-from kdump.errors import ExitStatus, KdumpError, StoreUnusable  # noqa: E402
+from kdump.errors import ExitStatus, Fatal, KdumpError  # noqa: E402
 
 
 def __getattr__(name: str):
@@ -168,7 +168,7 @@ def _run(args: list[str], debug: bool) -> int:
             traceback.print_exc()
         report_error(e)
         code = e.exit_code
-    except StoreUnusable as e:
+    except Fatal as e:
         report_error(e.error)
         code = e.exit_code
     except BrokenPipeError:

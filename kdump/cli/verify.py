@@ -8,7 +8,7 @@ import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
-from kdump.errors import UsageError
+from kdump.errors import MissingExtraError, UsageError
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output
 from kdump.storage.fs import refuse_remote
@@ -124,7 +124,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
-        raise UsageError("the Spark engine needs the 'spark' extra", hint="pip install 'kdump[spark]'")
+        raise MissingExtraError("the Spark engine needs the 'spark' extra", "spark")
     from kdump.spark.verify import verify_on_spark
 
     return verify_on_spark(list(paths), master, out=out, deep=deep, max_message_size=max_message_size,

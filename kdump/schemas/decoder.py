@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdump.errors import DecodeError
+from kdump.errors import DecodeError, Fatal, MissingExtraError
 from kdump.schemas import connect, frame
 from kdump.schemas.store import AVRO, JSON, PROTOBUF, Schema, SchemaStore
 
@@ -86,7 +86,8 @@ class SchemaDecoder:
                     from kdump.schemas import json_schema as mod
                 p = mod.parse(s, self.store)
             except ImportError as e:
-                p = DecodeError(f"{s.schema_type} needs kdump's schemas extra (pip install 'kdump[schemas]'): {e}")
+                missing = MissingExtraError(f"{s.schema_type} schemas need kdump's 'schemas' extra ({e})", "schemas")
+                raise Fatal(missing) from None
             except DecodeError as e:
                 p = e
             self._parsed[s.id] = p

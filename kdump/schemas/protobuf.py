@@ -13,7 +13,7 @@ import sys
 import tempfile
 from typing import Any
 
-from kdump.errors import DecodeError
+from kdump.errors import DecodeError, Fatal, MissingExtraError
 from kdump.schemas.store import Schema, SchemaStore
 
 PROTOC_TIMEOUT = 60
@@ -58,7 +58,7 @@ def parse(s: Schema, store: SchemaStore) -> Parsed:
         import grpc_tools  # noqa: F401  (protoc)
         from google.protobuf import descriptor_pb2, descriptor_pool
     except ImportError as e:
-        raise DecodeError(f"Protobuf needs kdump's schemas extra (pip install 'kdump[schemas]'): {e}") from None
+        raise Fatal(MissingExtraError(f"Protobuf schemas need kdump's 'schemas' extra ({e})", "schemas")) from None
     with tempfile.TemporaryDirectory(prefix="kdump-proto-") as tmp:
         main = f"kdump_schema_{s.id}.proto"
         files: dict[str, str] = {}

@@ -26,7 +26,7 @@ import tempfile
 import zipfile
 from urllib.parse import urlparse
 
-from kdump.errors import KdumpError
+from kdump.errors import KdumpError, install_hint
 
 DEFAULT_MASTER = "local[*]"
 MIN_JAVA = 17
@@ -102,12 +102,12 @@ def check_requirements() -> None:
         import pyspark  # noqa: F401
     except ImportError:
         raise SparkUnavailableError("--engine spark needs pyspark, which is not installed",
-                                    hint="pip install 'kdump[spark]' (pyspark>=4.0 and pyarrow)") from None
+                                    hint=install_hint("spark")) from None
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         raise SparkUnavailableError("--engine spark needs pyarrow, which is not installed",
-                                    hint="pip install 'kdump[spark]'") from None
+                                    hint=install_hint("spark")) from None
     java = java_command()
     if java is None:
         where = "JAVA_HOME" if os.environ.get("JAVA_HOME") else "PATH"

@@ -4,7 +4,7 @@ A remote PATH is a URL: ``s3://bucket/prefix`` (``s3a://`` too, Hadoop's name fo
 ``hdfs://namenode:port/path``. S3 goes through ``pyarrow.fs.S3FileSystem`` (native C++:
 the AWS SDK's own credential chain, environment variables and ``~/.aws`` files, bounded
 retries); HDFS through ``hdfs_native`` (the HDFS protocol in Rust: no JVM, no libhdfs).
-Both are optional (``pip install 'kdump[remote]'``). The choice, and the figures behind it,
+Both are optional (the ``remote`` extra). The choice, and the figures behind it,
 are in the README.
 
 Every call is bounded: it runs on a daemon thread and is given up after
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
-from kdump.errors import InputError, RemoteError, StoreUnusable
+from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
 
 SCHEMES = ("s3://", "s3a://", "hdfs://")
 FILE_SCHEME = "file://"
@@ -219,7 +219,7 @@ class S3Store(Store):
         try:
             from pyarrow import fs
         except ImportError:
-            raise RemoteError("reading s3:// needs pyarrow: pip install 'kdump[remote]'") from None
+            raise RemoteError("reading s3:// needs pyarrow", hint=install_hint("remote")) from None
         endpoint = (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
                     or _aws_config_value("endpoint_url"))
         region = (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
@@ -318,7 +318,7 @@ class HdfsStore(Store):
         try:
             import hdfs_native
         except ImportError:
-            raise RemoteError("reading hdfs:// needs hdfs-native: pip install 'kdump[remote]'") from None
+            raise RemoteError("reading hdfs:// needs hdfs-native", hint=install_hint("remote")) from None
         self.where = f"namenode {authority}"
         self.client = hdfs_native.Client(f"hdfs://{authority}")
 

@@ -1,0 +1,67 @@
+"""An operator's second day: the frictions a new user met, each pinned by a test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from kdump import errors
+from support.run import FIXTURES, ROOT
+
+REGISTRY = FIXTURES / "schemas" / "registry"
+
+
+def _without(module: str, tmp_path) -> dict[str, str]:
+    """An environment in which ``import module`` fails, as on a host without the extra."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / f"{module}.py").write_text(f'raise ImportError("No module named {module!r}")\n')
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(shadow), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def test_a_missing_schemas_extra_is_exit_3_with_the_real_package_name(tmp_path):
+    """Without fastavro the run stops at the first Avro record with one line and exit 3 (it
+    printed `<decode failed: ...>` on every record and exited 0), and the hint installs
+    kafka-kdump, never the unrelated `kdump` of PyPI."""
+    p = subprocess.run([sys.executable, "-m", "kdump", "dump", str(REGISTRY / "orders-avro-0"),
+                        "--value-decoder", "avro", "--end-offset", "1"],
+                       capture_output=True, text=True, env=_without("fastavro", tmp_path), cwd=tmp_path)
+    assert p.returncode == 3, p.stderr
+    assert "decode failed" not in p.stdout
+    errs = [line for line in p.stderr.splitlines() if not line.startswith("kdump: note:")]
+    assert errs[0] == "kdump: error: AVRO schemas need kdump's 'schemas' extra (No module named 'fastavro')"
+    assert errs[1].startswith("kdump: hint: ") and errs[1].endswith("[schemas]'")
+    assert "'kdump[" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_install_hint_names_the_distribution_outside_a_clone(monkeypatch):
+    real_isfile = os.path.isfile
+    monkeypatch.setattr(os.path, "isfile", lambda p: False if p.endswith("pyproject.toml") else real_isfile(p))
+    assert errors.install_hint("parquet") == "pip install 'kafka-kdump[parquet]'"
+
+
+def test_install_hint_in_a_clone_is_its_editable_install(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    hint = errors.install_hint("remote")
+    assert hint.endswith(" install -e '.[remote]'"), hint
+
+
+def test_no_hint_names_the_unrelated_pypi_project():
+    """`kdump` on PyPI is another project: no message, README line or man page tells anyone to
+    install it."""
+    offenders = []
+    for base in ("kdump", "man", "docs"):
+        for root, _dirs, files in os.walk(ROOT / base):
+            for name in files:
+                if name.endswith((".py", ".md", ".1", ".c")):
+                    path = os.path.join(root, name)
+                    text = open(path, encoding="utf-8", errors="replace").read()
+                    if "install 'kdump[" in text or "install kdump[" in text:
+                        offenders.append(os.path.relpath(path, ROOT))
+    readme = (ROOT / "README.md").read_text()
+    if "install 'kdump[" in readme:
+        offenders.append("README.md")
+    assert not offenders
