@@ -187,6 +187,19 @@ def _option_lines(cmd: click.Command, ctx: click.Context) -> list[str]:
     return out
 
 
+def _first_sentence(cmd: click.Command) -> str:
+    """The command's first sentence whole (Click's short help cuts it at a width, with "...")."""
+    text = " ".join((cmd.help or "").split("\n\n", 1)[0].split())
+    end = text.find(". ")
+    return text if end < 0 else text[:end + 1]
+
+
+def _command_names() -> list[str]:
+    from kdump.cli.app import cli
+
+    return list(cli.list_commands(click.Context(cli, info_name="kdump")))
+
+
 def render(name: str | None, cmd: click.Command, parent: click.Context | None = None) -> str:
     title = "kdump" if name is None else f"kdump-{name}"
     # The command's own context settings (-h/--help), as when the CLI runs.
@@ -201,7 +214,7 @@ def render(name: str | None, cmd: click.Command, parent: click.Context | None = 
         lines += [".SH COMMANDS"]
         for sub in cmd.list_commands(ctx):
             sc = cmd.get_command(ctx, sub)
-            lines += [".TP", f"\\fBkdump {sub}\\fR", _esc(sc.get_short_help_str(limit=120)),
+            lines += [".TP", f"\\fBkdump {sub}\\fR", _esc(_first_sentence(sc)),
                       f"See \\fBkdump\\-{sub}\\fR(1)."]
     lines += [".SH OPTIONS", *_option_lines(cmd, ctx)]
     if name == "verify":
@@ -228,7 +241,7 @@ def render(name: str | None, cmd: click.Command, parent: click.Context | None = 
               "S3's endpoint, region and credentials, as the AWS CLI reads them (also from ~/.aws/config and "
               "~/.aws/credentials)."]
     see = ["kdump(1)"] if name else []
-    see += [f"kdump-{s}(1)" for s in sorted(k for k in DESCRIPTIONS if k) if s != name]
+    see += [f"kdump-{s}(1)" for s in sorted(_command_names()) if s != name]
     see += ["kafka-dump-log.sh (Apache Kafka)"]
     lines += [".SH SEE ALSO", ", ".join(see)]
     return "\n".join(lines) + "\n"

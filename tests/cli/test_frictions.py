@@ -65,3 +65,37 @@ def test_no_hint_names_the_unrelated_pypi_project():
     if "install 'kdump[" in readme:
         offenders.append("README.md")
     assert not offenders
+
+
+def _all_option_names() -> set[str]:
+    import click
+
+    from kdump.cli.app import cli
+
+    ctx = click.Context(cli, info_name="kdump")
+    names = {o for p in cli.params for o in getattr(p, "opts", ())}
+    for sub in cli.list_commands(ctx):
+        for p in cli.get_command(ctx, sub).params:
+            names.update(getattr(p, "opts", ()))
+            names.update(getattr(p, "secondary_opts", ()))
+    return names
+
+
+def test_man_pages_list_every_command_whole_and_name_only_real_options():
+    import re
+
+    from kdump.cli.manpage import pages
+
+    generated = pages()
+    commands = sorted(n[len("kdump-"):-2] for n in generated if n != "kdump.1")
+    main = generated["kdump.1"]
+    see_also = main.split(".SH SEE ALSO\n", 1)[1]
+    assert all(f"kdump-{c}(1)" in see_also for c in commands)
+    listed = main.split(".SH COMMANDS", 1)[1].split(".SH OPTIONS", 1)[0]
+    assert "..." not in listed                  # no command's sentence cut off
+    # Kafka's own tools' options that a page cites by name (kafka-transactions.sh find-hanging).
+    kafka_tools = {"--max-transaction-timeout"}
+    options = _all_option_names() | {"--help"} | kafka_tools
+    for name, text in generated.items():
+        named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text.replace("\\-", "-")))
+        assert named <= options, (name, sorted(named - options))
