@@ -141,7 +141,8 @@ INDEX_MID_BATCH = _declare("index_mid_batch", DAMAGE, "an .index position inside
 INDEX_MISMATCH = _declare("index_offset_mismatch", DAMAGE, "an .index offset not in the batch it points at")
 INDEX_GAP = _declare("index_offset_gap", ANOMALY, "an .index entry names an offset compaction removed: lookups "
                                                   "still land on a batch start")
-INDEX_INTERVAL = _declare("index_interval", ANOMALY, ".index entries closer than the topic's index.interval.bytes (--index-interval-bytes)")
+INDEX_INTERVAL = _declare("index_interval", ANOMALY, ".index entries closer than the topic's index.interval.bytes "
+                          "(--index-interval-bytes)")
 INDEX_SANITY = _declare("index_sanity", DAMAGE, "OffsetIndex.sanityCheck fails")
 TIME_PARTIAL = _declare("timeindex_partial_entry", ANOMALY, "a .timeindex size not a multiple of 12")
 TIME_AFTER_TAIL = _declare("timeindex_garbage_after_tail", DAMAGE, "a non-zero .timeindex slot after the zero tail")

@@ -25,7 +25,8 @@ def index_options(f: Callable) -> Callable:
                      help="With --rebuild: which offset a time index entry holds, the last offset of the batch "
                           "with the max timestamp (recovery, followers) or the record carrying it (a leader's "
                           "append path). Default: the convention of the existing .timeindex, else last.")(f)
-    f = click.option("--index-interval-bytes", "--interval-bytes", "interval_bytes", type=click.IntRange(min=0), metavar="N",
+    f = click.option("--index-interval-bytes", "--interval-bytes", "interval_bytes", type=click.IntRange(min=0),
+                     metavar="N",
                      help=f"index.interval.bytes. --rebuild: the interval to index at [default: {DEFAULT_INTERVAL}]. "
                           "--verify: entries closer than N are faults (default: infer the range that fits).")(f)
     f = click.option("--rebuild", is_flag=True,
