@@ -93,7 +93,8 @@ def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Sc
     commands do; damage inside files is left to the readers. ``unlisted``: where a partition
     dir that cannot be listed goes (the rest is planned), instead of raising.
     """
-    files = resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted)
+    # The log dir's bootstrap.checkpoint holds no topic's records: not exported (named alone, it is).
+    files = resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted, left_out=[])
     if scope.empty:
         return []
     upper = _segment_upper_bounds(files)

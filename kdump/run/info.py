@@ -15,8 +15,12 @@ from kdump.survey.summary import PartitionSummary, partition_summaries
 
 def run_info(paths, out, *, schemas_path: str | None, jobs: int) -> int:
     unlisted: list = []         # partition dirs that cannot be listed: reported, the rest summed up
-    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs, errors=unlisted)
+    bootstrap: list = []
+    files = resolve(paths, kinds=BATCH_KINDS, jobs=jobs, errors=unlisted, left_out=bootstrap)
     store = info_store(paths, schemas_path, out)
+    for f in bootstrap:
+        out.note(printable(f"kdump: note: {f.path}: the KRaft bootstrap snapshot, not a partition "
+                           "(kdump dump reads it)"))
     status = ExitStatus.OK
     for e in unlisted:
         report_error(e)

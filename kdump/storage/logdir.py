@@ -337,11 +337,13 @@ def _listing(p: Pending) -> list[LogFile] | None:
 
 def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
             explicit_kinds: tuple[str, ...] | None = None, jobs: int = 1,
-            errors: list[KdumpError] | None = None) -> list[LogFile]:
+            errors: list[KdumpError] | None = None, left_out: list[LogFile] | None = None) -> list[LogFile]:
     """Expand every PATH; keep ``kinds`` from directories and ``explicit_kinds`` from named files.
 
     A file named explicitly with a kind the command does not take is a usage error, and
     so is a PATH under which nothing of the wanted kinds is found. ``errors``: as ``expand``.
+    ``left_out``: where a directory's files that belong to no partition go (the log dir's
+    bootstrap.checkpoint), for commands whose unit is a partition; without it they are kept.
     """
     out: list[LogFile] = []
     explicit_kinds = explicit_kinds or kinds
@@ -350,6 +352,9 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
         files = expand(path, jobs=jobs, errors=errors)
         if fs.isdir(path):
             chosen = [f for f in files if kinds is None or f.kind in kinds]
+            if left_out is not None:
+                left_out.extend(f for f in chosen if is_bootstrap(f))
+                chosen = [f for f in chosen if not is_bootstrap(f)]
             if not chosen and errors is not None and len(errors) > before:
                 continue            # what could be listed holds nothing: the errors say why
             if not chosen:
@@ -361,6 +366,12 @@ def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = 
                                            file=path)
         out.extend(chosen)
     return out
+
+
+def is_bootstrap(f: LogFile) -> bool:
+    """The log dir's bootstrap.checkpoint: the KRaft bootstrap records that `kafka-storage format`
+    wrote (metadata.version, SCRAM users), not a partition's data."""
+    return f.topic is None and f.kind == KRAFT_SNAPSHOT and f.name == BOOTSTRAP_CHECKPOINT
 
 
 def directory_groups(files: list[LogFile]) -> list[tuple[str, list[LogFile]]]:

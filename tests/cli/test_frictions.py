@@ -99,3 +99,25 @@ def test_man_pages_list_every_command_whole_and_name_only_real_options():
     for name, text in generated.items():
         named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text.replace("\\-", "-")))
         assert named <= options, (name, sorted(named - options))
+
+
+def test_bootstrap_checkpoint_is_no_partition(tmp_path):
+    """A log dir's bootstrap.checkpoint (KRaft's bootstrap records) was summarised by `info` as a
+    partition named after the log dir, and exported under __HIVE_DEFAULT_PARTITION__."""
+    import json
+
+    from support.run import run_kdump
+
+    logdir = FIXTURES / "broker" / "all-shapes"
+    r = run_kdump("info", logdir, "--json")
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    assert all(row["topic"] is not None for row in rows)
+    assert f"kdump: note: {logdir}/bootstrap.checkpoint: the KRaft bootstrap snapshot, not a partition" in r.err
+    out = tmp_path / "export"
+    r = run_kdump("export", logdir, "--out", out, "--format", "ndjson", "--quiet")
+    assert r.code == 0, r.err
+    written = [os.path.relpath(os.path.join(d, n), out) for d, _s, names in os.walk(out) for n in names]
+    assert written and not [w for w in written if "__HIVE_DEFAULT_PARTITION__" in w]
+    r = run_kdump("dump", logdir / "bootstrap.checkpoint")      # named alone, it is read
+    assert r.code == 0 and "baseOffset: 0" in r.out
