@@ -64,3 +64,13 @@ def rate(count: int, seconds: float, unit: str) -> str:
 # text view of keys and values, and its C twin in _speedups/javautf8.c) show these.
 CONTROL_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
 CONTROL_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+
+
+def utc_text(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC to the millisecond (2026-11-24T01:56:37.530Z)."""
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, OSError, ValueError):
+        return str(ms)

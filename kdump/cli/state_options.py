@@ -27,11 +27,15 @@ class Duration(click.ParamType):
 
 def now_option(f):
     return click.option("--now", metavar="TIME",
-                        help="The reference time for ages and expiry: epoch ms or ISO-8601 [default: the clock]. "
-                             "Give the time the broker stopped to judge a copy as it stood then.")(f)
+                        help="The reference time for ages and expiry: epoch ms, ISO-8601 or 'clock' [default: the "
+                             "newest record of the coordinator's topic here, so that a copy is judged as it stood "
+                             "when it was taken; the clock when there is none].")(f)
 
 
-def now_ms(value: str | None) -> int:
+def now_ms(value: str | None) -> int | None:
+    """--now as epoch ms; None: judge at the newest record read (state/groups.reference_time)."""
     from kdump.cli.dump import parse_time
 
-    return int(time.time() * 1000) if value is None else parse_time(value)
+    if value is None:
+        return None
+    return int(time.time() * 1000) if value.strip().lower() == "clock" else parse_time(value)

@@ -30,8 +30,10 @@ from kdump.state.source import (
     decode_records_of,
     log_end_offset,
     missing_logs,
+    reference_time,
     segments,
 )
+from kdump.words import utc_text
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000      # offsets.retention.minutes = 10080
 _PROTOCOL_OF = {"CONSUMER_GROUP": "consumer", "SHARE_GROUP": "share", "STREAMS_GROUP": "streams"}
@@ -84,6 +86,7 @@ class Groups:
         self.errors: list[str] = []
         self.stops: list[str] = []
         self.stores: dict[int, OffsetStore] = {}      # one per coordinator partition, as Kafka's shards
+        self.newest_ms = -1                           # the newest batch timestamp replayed
 
     def group(self, gid: str, partition: int) -> Group:
         """The group, created (or brought back after a delete) as a record for it replays."""
@@ -100,6 +103,7 @@ class Groups:
         for f, b, records in reader.batches(True):
             if self.at_ms is not None and b.max_timestamp > self.at_ms:
                 break
+            self.newest_ms = max(self.newest_ms, b.max_timestamp)
             if b.is_control:
                 for r in records or ():
                     if r.control is not None and r.control.type in (COMMIT, ABORT):
@@ -212,8 +216,9 @@ def is_expired(g: Group, o: dict[str, Any], now_ms: int, retention_ms: int) -> b
 
 
 def group_objects(paths, *, group_id: str | None = None, partitions: int | None = None,
-                  at_ms: int | None = None, now_ms: int, retention_ms: int = DEFAULT_RETENTION_MS):
-    """(header object, notes, group objects) for the PATHs."""
+                  at_ms: int | None = None, now_ms: int | None, retention_ms: int = DEFAULT_RETENTION_MS):
+    """(header object, notes, group objects) for the PATHs. ``now_ms``: the time expiry is judged
+    at; None: the newest record replayed (a copy is judged as it stood when it was taken)."""
     dirs = LogDirs(paths)
     notes = list(dirs.notes)
     topic_names: dict[str, str] = {}
@@ -252,6 +257,8 @@ def group_objects(paths, *, group_id: str | None = None, partitions: int | None 
         gs.load_partition(p)
     notes += gs.errors
     header["stopped"] = gs.stops
+    now_ms, header["now"], header["now_from"] = reference_time(now_ms, gs.newest_ms,
+                                                               f"the newest {CONSUMER_OFFSETS} record")
     leos: dict[tuple[str, int], int | None] = {}
 
     def leo(topic: str, partition: int) -> int | None:
@@ -281,6 +288,10 @@ def group_objects(paths, *, group_id: str | None = None, partitions: int | None 
                     "offsets": [{**with_lag(o), "expired": is_expired(g, o, now_ms, retention_ms)} for o in committed],
                     "pending_offsets": [with_lag(o) for o in pending],
                     "possibly_stale": g.partition in incomplete})
+    expired = sum(o["expired"] for g in out for o in g["offsets"])
+    if expired and header["now_from"] != "--now":
+        notes.append(f"{expired} committed offsets expired by {utc_text(now_ms)}, {header['now_from']} "
+                     "(--now TIME judges at another time)")
     if group_id is not None and "coordinator_partition" in header:
         header["possibly_stale"] = header["coordinator_partition"] in incomplete
     return header, notes, out

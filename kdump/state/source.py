@@ -213,3 +213,17 @@ def log_end_offset(p: Partition) -> int | None:
     if last is not None:
         return last.last_offset + 1
     return f.base_offset
+
+
+def reference_time(given: int | None, newest: int, what: str) -> tuple[int, int, str]:
+    """(the time ages are judged at, the same for the header, where it came from): --now when
+    given, else the newest record read (the clock would judge a week-old copy all expired),
+    else the clock."""
+    import time
+
+    if given is not None:
+        return given, given, "--now"
+    if newest >= 0:
+        return newest, newest, what
+    now = int(time.time() * 1000)
+    return now, now, "the clock"

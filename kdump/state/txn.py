@@ -30,12 +30,13 @@ from kdump.state.source import (
     Partition,
     decode_records_of,
     missing_logs,
+    reference_time,
     segments,
     side_files,
 )
 from kdump.storage.logdir import PRODUCER_SNAPSHOT, TXNINDEX
 from kdump.storage.mapped import read_small
-from kdump.words import duration
+from kdump.words import duration, utc_text
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
 DEFAULT_HANGING_AFTER_MS = 15 * 60 * 1000        # find-hanging's --max-transaction-timeout default
@@ -52,6 +53,7 @@ class Coordinator:
     incomplete: dict[int, str] = field(default_factory=dict)     # partition -> why its log is not whole
     errors: list[str] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)
+    newest_ms: int = -1                 # the newest batch timestamp of __transaction_state
 
     def by_producer(self) -> dict[int, tuple[str, dict[str, Any]]]:
         return {v["producerId"]: (tid, v) for tid, v in self.ids.items()}
@@ -73,7 +75,8 @@ class Coordinator:
                 self.errors.append(f"incomplete: {why}; the transactional ids it holds may be stale, and an open "
                                    f"transaction unknown to __transaction_state is judged by its age alone")
             reader = LogReader(segments(p))
-            for f, _, records in reader.batches(True):
+            for f, b, records in reader.batches(True):
+                self.newest_ms = max(self.newest_ms, b.max_timestamp)
                 for r, d in decode_records_of(f, records, transaction_state.decode, self.errors):
                     tid = d["key"]["transactionalId"]
                     if d["value"] is None:
@@ -236,13 +239,16 @@ def totals(transactions: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return out
 
 
-def txn_objects(paths, *, now_ms: int, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
+def txn_objects(paths, *, now_ms: int | None, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
                 transactional_id: str | None = None, producer_id: int | None = None):
     """(incomplete __transaction_state partitions, transactional id objects, notes, iterator of
     partition objects) for the PATHs."""
     dirs = LogDirs(paths)
     coord = Coordinator().load(dirs)
     notes = list(dirs.notes) + coord.errors + coord.stops
+    now_ms, _, now_from = reference_time(now_ms, coord.newest_ms, f"the newest {TRANSACTION_STATE} record")
+    if now_from == "the clock":
+        notes.append(f"ages judged at {utc_text(now_ms)}, {now_from} (--now TIME judges at another time)")
     if not coord.present:
         notes.append("no __transaction_state partition here: hanging is judged by age alone")
     pids = None

@@ -121,3 +121,24 @@ def test_bootstrap_checkpoint_is_no_partition(tmp_path):
     assert written and not [w for w in written if "__HIVE_DEFAULT_PARTITION__" in w]
     r = run_kdump("dump", logdir / "bootstrap.checkpoint")      # named alone, it is read
     assert r.code == 0 and "baseOffset: 0" in r.out
+
+
+def test_groups_judge_expiry_at_the_newest_record_not_the_clock():
+    """On a copy a week old every offset was "expired": expiry is judged at the newest
+    __consumer_offsets record unless --now says otherwise."""
+    import json
+
+    from support.run import run_kdump
+
+    logdir = FIXTURES / "broker" / "all-shapes"
+    r = run_kdump("groups", logdir, "--json")
+    assert r.code == 0, r.err
+    objs = [json.loads(line) for line in r.out.splitlines()]
+    header = next(o for o in objs if o["object"] == "offsets_topic")
+    assert header["now_from"] == "the newest __consumer_offsets record"
+    offsets = [o for g in objs if g["object"] == "group" for o in g["offsets"]]
+    assert offsets and not any(o["expired"] for o in offsets)
+    late = run_kdump("groups", logdir, "--json", "--now", "2030-01-01T00:00:00Z")
+    objs = [json.loads(line) for line in late.out.splitlines()]
+    assert all(o["expired"] for g in objs if g["object"] == "group" for o in g["offsets"])
+    assert run_kdump("groups", logdir, "--now", "clock").code == 0
