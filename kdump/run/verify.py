@@ -70,7 +70,8 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
         run.renderer.finish()
     except BrokenPipeError:
         return output_cut(run.status)         # nothing more repaired: the run stopped here
-    out.note(summary_line(run.counts, None if run.changes is None else len(run.changes)))
+    if run.counts["files"] or run.status == ExitStatus.OK:     # not "verified 0 files" after an error
+        out.note(summary_line(run.counts, None if run.changes is None else len(run.changes)))
     return int(run.status)
 
 

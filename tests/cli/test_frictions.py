@@ -142,3 +142,11 @@ def test_groups_judge_expiry_at_the_newest_record_not_the_clock():
     objs = [json.loads(line) for line in late.out.splitlines()]
     assert all(o["expired"] for g in objs if g["object"] == "group" for o in g["offsets"])
     assert run_kdump("groups", logdir, "--now", "clock").code == 0
+
+
+def test_a_fatal_error_is_not_followed_by_verified_0_files(tmp_path):
+    from support.run import run_kdump
+
+    r = run_kdump("verify", tmp_path / "nothing-here")
+    assert r.code == 3
+    assert r.err == f"kdump: error: {tmp_path / 'nothing-here'}: cannot read: no such file or directory\n"

@@ -109,5 +109,4 @@ def test_a_dir_of_empty_partition_dirs_has_nothing_to_verify(tmp_path):
         assert r.code == 2
         assert r.out == ""
         assert r.err == (f"kdump: error: {tmp_path}: no Kafka log files of the kind this command reads were found "
-                         "here\nkdump: verified 0 files (0 segments, 0 bytes): 0 ok, 0 damaged, 0 torn tail, "
-                         "0 unreadable\n")
+                         "here\n")                     # no "verified 0 files" after it
