@@ -295,10 +295,35 @@ def _snapshot_time(f) -> int | None:
     return None
 
 
+def _zookeeper_era(roots) -> str:
+    """Why there is no metadata log, when a root's meta.properties says: a version 0 file is a
+    ZooKeeper-mode broker's (MetaProperties), whose cluster metadata lives in ZooKeeper."""
+    import os
+
+    from kdump.errors import KdumpError
+    from kdump.format.logdir_files import META_PROPERTIES_FILE, parse_meta_properties
+    from kdump.storage.mapped import read_small
+
+    for root in roots:
+        for d in (root, os.path.dirname(os.path.abspath(root))):
+            path = os.path.join(d, META_PROPERTIES_FILE)
+            try:
+                meta = parse_meta_properties(read_small(path), path)
+            except (KdumpError, OSError):
+                continue
+            if meta["version"] == 0:
+                broker = "" if meta.get("broker_id") is None else f", broker.id {meta['broker_id']}"
+                return (f": {path} is a ZooKeeper-mode broker's (version 0{broker}); its cluster metadata "
+                        "lives in ZooKeeper, not in the log dir")
+            return ""
+    return ""
+
+
 def load(dirs: LogDirs, point: Point = Point()) -> Image:
     p = dirs.get(CLUSTER_METADATA, 0)
     if p is None:
-        raise NothingToDoError("no __cluster_metadata-0 partition here", file=" ".join(dirs.roots))
+        raise NothingToDoError("no __cluster_metadata-0 partition here" + _zookeeper_era(dirs.roots),
+                               file=" ".join(dirs.roots))
     img = Image()
     start = 0
     snaps = sorted((f for f in side_files(p, KRAFT_SNAPSHOT) if f.base_offset is not None),

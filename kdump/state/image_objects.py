@@ -40,6 +40,16 @@ def _flatten(value: Any, path: str, out: dict[str, Any]) -> None:
         out[path] = value
 
 
+# Leaves that Kafka keeps as a map or a set, whose listed order carries no meaning: a broker's
+# endpoints (BrokerRegistration's listeners, by name).
+_UNORDERED = ("endpoints",)
+
+
+def _same_set(path: str, a: Any, b: Any) -> bool:
+    return (path.rsplit("/", 1)[-1] in _UNORDERED and isinstance(a, list) and isinstance(b, list)
+            and sorted(map(str, a)) == sorted(map(str, b)))
+
+
 def diff(a: Image, b: Image) -> list[dict[str, Any]]:
     """What changed from image ``a`` to image ``b``, one object per leaf path
     (``topics/orders/partitions/0/leader``), in path order."""
@@ -53,6 +63,6 @@ def diff(a: Image, b: Image) -> list[dict[str, Any]]:
             out.append({"object": "change", "change": "removed", "path": path, "before": fa[path]})
         elif path not in fa:
             out.append({"object": "change", "change": "added", "path": path, "after": fb[path]})
-        elif fa[path] != fb[path]:
+        elif fa[path] != fb[path] and not _same_set(path, fa[path], fb[path]):
             out.append({"object": "change", "change": "changed", "path": path, "before": fa[path], "after": fb[path]})
     return out

@@ -150,3 +150,26 @@ def test_a_fatal_error_is_not_followed_by_verified_0_files(tmp_path):
     r = run_kdump("verify", tmp_path / "nothing-here")
     assert r.code == 3
     assert r.err == f"kdump: error: {tmp_path / 'nothing-here'}: cannot read: no such file or directory\n"
+
+
+def test_metadata_on_a_zookeeper_era_log_dir_says_where_the_metadata_is():
+    from support.run import REAL, run_kdump
+
+    logdir = REAL / "seanorth__kafka-server" / "kafka-logs"
+    r = run_kdump("metadata", logdir)
+    assert r.code == 2
+    assert r.err == (f"kdump: error: {logdir}: no __cluster_metadata-0 partition here: {logdir}/meta.properties is "
+                     "a ZooKeeper-mode broker's (version 0, broker.id 0); its cluster metadata lives in ZooKeeper, "
+                     "not in the log dir\n")
+
+
+def test_metadata_diff_takes_a_reordered_endpoint_list_for_no_change():
+    from kdump.state.cluster_image import Image
+    from kdump.state.image_objects import diff
+
+    a, b = Image(), Image()
+    a.state["brokers"] = {"1": {"endpoints": ["PLAINTEXT://h:9092", "CONTROLLER://h:9093"], "rack": None}}
+    b.state["brokers"] = {"1": {"endpoints": ["CONTROLLER://h:9093", "PLAINTEXT://h:9092"], "rack": None}}
+    assert diff(a, b) == []
+    b.state["brokers"]["1"]["endpoints"] = ["CONTROLLER://h:9093", "PLAINTEXT://h:9094"]
+    assert [c["path"] for c in diff(a, b)] == ["brokers/1/endpoints"]
