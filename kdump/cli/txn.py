@@ -16,6 +16,8 @@ from kdump.render.output import Output
 @click.option("--hanging-after", type=Duration(), default="15m", show_default=True,
               help="An open transaction whose last write is older than this (and that the coordinator does not "
                    "list as ongoing on the partition) is hanging; as find-hanging's --max-transaction-timeout.")
+@click.option("--open", "open_only", is_flag=True,
+              help="Only the transactions still open (hanging or not), and the producers that hold them.")
 @click.option("--strict", is_flag=True,
               help="Also exit 1 for anomalies: states a broker accepts as they are (an unreadable or disagreeing "
                    "producer snapshot, a batch its append would refuse, a disagreement with __transaction_state), "
@@ -23,7 +25,7 @@ from kdump.render.output import Output
                    "without its .log).")
 @now_option
 @output_options
-def txn(paths, transactional_id, producer_id, hanging_after, strict, now, json_flag, fmt, color, quiet):
+def txn(paths, transactional_id, producer_id, hanging_after, open_only, strict, now, json_flag, fmt, color, quiet):
     """Rebuild producer state from the logs, as a broker does at load.
 
     For every partition under PATHS (log dirs, partition dirs, several log dirs of one
@@ -51,4 +53,5 @@ def txn(paths, transactional_id, producer_id, hanging_after, strict, now, json_f
     from kdump.run.txn import run_txn
 
     return run_txn(paths, Output(json_flag, fmt, color, quiet), now_ms=now_ms(now), hanging_after_ms=hanging_after,
-                   transactional_id=transactional_id, producer_id=producer_id, strict=strict)
+                   transactional_id=transactional_id, producer_id=producer_id, strict=strict,
+                   open_only=open_only)

@@ -38,9 +38,23 @@ def txn_id_line(t: dict[str, Any]) -> str:
             + (", incomplete: possibly stale)" if t.get("possibly_stale") else ")"))
 
 
+def _log_range(start: int | None, end: int | None) -> str:
+    """Offsets as every other command prints them, inclusive, then the log end offset."""
+    if start is None or end is None:
+        return f"log end offset {_opt(end)}"
+    if end <= start:
+        return f"no records (log end offset {end})"
+    return f"offsets {start}..{end - 1} (log end offset {end})"
+
+
+def txn_summary(partitions: int, producers: int, committed: int, aborted: int, open_: int, hanging: int) -> str:
+    return (f"kdump: txn: {plural(partitions, 'partition')}, {plural(producers, 'producer')}; transactions: "
+            f"{committed} committed, {aborted} aborted, {open_} open ({hanging} hanging)")
+
+
 def txn_partition_text(p: dict[str, Any]) -> str:
     c, a = p["committed"], p["aborted"]
-    lines = [f"{p['topic']}-{p['partition']}: log {_opt(p['log_start_offset'])}..{_opt(p['log_end_offset'])} "
+    lines = [f"{p['topic']}-{p['partition']}: {_log_range(p['log_start_offset'], p['log_end_offset'])}, "
              f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} "
              f"({plural(c['records'], 'record')}, "
              f"{plural(c['bytes'], 'byte')}), aborted {a['count']} ({plural(a['records'], 'record')}, "

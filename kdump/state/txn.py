@@ -281,3 +281,13 @@ def txn_objects(paths, *, now_ms: int | None, hanging_after_ms: int = DEFAULT_HA
     incomplete = [{"object": "incomplete", "topic": TRANSACTION_STATE, "partition": n, "reason": why}
                   for n, why in sorted(coord.incomplete.items())]
     return incomplete, [transactional_id_object(tid, v) for tid, v in sorted(ids.items())], notes, partitions()
+
+
+def only_open(p: dict):
+    """``--open``: the partition with only its producers that have a transaction open (hanging or
+    not) and no completed transactions; None when it has none."""
+    producers = [d for d in p["producers"] if d.get("open_txn")]
+    if not producers:
+        return None
+    return {**p, "producers": producers, "transactions": [],
+            "committed": {"count": 0, "records": 0, "bytes": 0}, "aborted": {"count": 0, "records": 0, "bytes": 0}}

@@ -34,7 +34,7 @@ def _json(result) -> list[dict]:
 # -- txn --------------------------------------------------------------------------------------
 
 TXN_TEXT = """\
-transactions-0: log 0..27 last stable offset 27; committed 3 (10 records, 1008 bytes), aborted 3 (9 records, 1000 bytes)
+transactions-0: offsets 0..26 (log end offset 27), last stable offset 27; committed 3 (10 records, 1008 bytes), aborted 3 (9 records, 1000 bytes)
   producer 1000 epoch 0: last sequence 9 at offset 21, coordinator epoch 5, last write 2023-11-14T22:13:20.210Z
   producer 2000 epoch 3: last sequence 8 at offset 25, coordinator epoch 5, last write 2023-11-14T22:13:20.230Z
   commit producer 1000 epoch 0: offsets 0..7 (5 records, 548 bytes) at 2023-11-14T22:13:20.030Z
@@ -49,7 +49,23 @@ transactions-0: log 0..27 last stable offset 27; committed 3 (10 records, 1008 b
 def test_txn_text_on_the_transactions_fixture(kdump):
     r = kdump("txn", TXN, "--now", NOW)
     assert (r.code, r.out) == (0, TXN_TEXT)
-    assert r.err == "kdump: note: no __transaction_state partition here: hanging is judged by age alone\n"
+    assert r.err == ("kdump: note: no __transaction_state partition here: hanging is judged by age alone\n"
+                     "kdump: txn: 1 partition, 2 producers; transactions: 3 committed, 3 aborted, 0 open (0 hanging)\n")
+
+
+def test_txn_open_lists_only_open_transactions(kdump, tmp_path):
+    """--open: only the producers holding an open transaction (and no completed ones)."""
+    assert kdump("txn", TXN, "--now", NOW, "--open").out == ""
+    part = _cut_before(tmp_path, TXN, 26)              # producer 2000's last COMMIT marker gone
+    r = kdump("txn", part, "--now", NOW, "--open", "--hanging-after", "0")
+    assert r.code == 0
+    assert r.out.splitlines()[1:] == [
+        "  producer 2000 epoch 3: last sequence 8 at offset 25, coordinator epoch 5, last write "
+        "2023-11-14T22:13:20.234Z; open transaction from offset 23 (3 records, 234 bytes, open for 1 h 46 min) "
+        "HANGING: open for 1 h 46 min"]
+    assert r.out.startswith("transactions-0: offsets 0..25 (log end offset 26), last stable offset 23;")
+    assert r.err.endswith("kdump: txn: 1 partition, 1 producer; transactions: 0 committed, 0 aborted, "
+                          "1 open (1 hanging)\n")
 
 
 def test_txn_aborted_transactions_are_the_txnindex_entries(kdump):
