@@ -18,12 +18,15 @@ same answers, slower (``kdump._accel.status()`` says which runs).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import platform
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import zipfile
 from pathlib import Path
 
 try:
@@ -36,6 +39,47 @@ ARCHES = ("x86_64", "aarch64")
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 # manylinux2014 = glibc 2.17: RHEL/CentOS 7 and every later broker distribution.
 PLATFORM = "manylinux2014_{arch}"
+MIN_PYTHON = (3, 10)
+# The full bundle adds what a host without internet cannot pip install later: Schema Registry
+# payloads, Parquet export and s3:// / hdfs:// reads.
+FULL_EXTRAS = ("schemas", "parquet", "remote")
+
+# The zipapp's __main__.py: a Python too old for kdump (RHEL/CentOS 7 to 9 ship 3.6 to 3.9)
+# gets one line and exit 3 before shiv's bootstrap, which needs a newer Python too, is imported.
+# Python 2.7 and 3.0+ syntax alone.
+GUARD_MAIN = """\
+# -*- coding: utf-8 -*-
+import sys
+if sys.version_info < {min_version!r}:
+    sys.stderr.write("kdump: error: this kdump needs Python {min_text} or newer; %s is Python %d.%d "
+                     "(RHEL/CentOS 8 and 9: dnf install python3.11, then run it with python3.11)\\n"
+                     % (sys.executable or "python", sys.version_info[0], sys.version_info[1]))
+    sys.exit(3)
+import _bootstrap
+_bootstrap.bootstrap()
+"""
+
+
+def _step(message: str) -> None:
+    """Progress on stderr: a build takes minutes, most of them in pip."""
+    print(f"zipapp: {time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def guard_main(pyz: Path, min_version: tuple[int, int] = MIN_PYTHON) -> None:
+    """Replace shiv's __main__.py in ``pyz`` by GUARD_MAIN (the rest copied as it is)."""
+    main = GUARD_MAIN.format(min_version=tuple(min_version), min_text=".".join(map(str, min_version)))
+    data = pyz.read_bytes()
+    prefix = data[:data.index(b"PK\x03\x04")]          # the shebang line
+    out = io.BytesIO()
+    out.write(prefix)
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "a") as dst:
+        for info in src.infolist():
+            body = main.encode("utf-8") if info.filename == "__main__.py" else src.read(info)
+            dst.writestr(info, body)
+    tmp = pyz.with_name(pyz.name + ".tmp")
+    tmp.write_bytes(out.getvalue())
+    tmp.chmod(pyz.stat().st_mode)
+    os.replace(tmp, pyz)
 
 
 def _pip(*args: str) -> None:
@@ -68,27 +112,37 @@ def _merge(src: Path, dst: Path) -> None:
             shutil.copy2(path, target)
 
 
-def build(arch: str, pythons: list[str], out: Path, pip_sources: list[str]) -> Path:
+def build(arch: str, pythons: list[str], out: Path, pip_sources: list[str], full: bool = False) -> Path:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     # The timeline extra too: a page written on the broker is what one copies off it.
-    deps = project["dependencies"] + project["optional-dependencies"]["timeline"]
+    extras = ("timeline", *(FULL_EXTRAS if full else ()))
+    deps = list(dict.fromkeys(project["dependencies"] + [d for e in extras
+                                                         for d in project["optional-dependencies"][e]]))
     native = arch == platform.machine() and f"{sys.version_info[0]}.{sys.version_info[1]}" in pythons
     with tempfile.TemporaryDirectory(prefix="kdump-zipapp-") as tmp:
         work = Path(tmp)
         site = work / "site"
         site.mkdir()
-        for py in pythons:
+        for i, py in enumerate(pythons, 1):
+            _step(f"[{i}/{len(pythons) + 2}] {arch}: dependency wheels for CPython {py} ({', '.join(extras)} "
+                  "extras)")
             target = work / f"deps-{py}"
             _pip("install", "--target", str(target), "--only-binary=:all:", "--implementation", "cp",
                  "--python-version", py, "--platform", PLATFORM.format(arch=arch), *pip_sources, *deps)
             _merge(target, site)
         # kdump last, without its dependencies (above): with --no-deps pip installs any wheel.
+        _step(f"[{len(pythons) + 1}/{len(pythons) + 2}] {arch}: kdump's own wheel"
+              + (" (with the C accelerator)" if native else " (pure Python)"))
         _pip("install", "--target", str(work / "kdump"), "--no-deps", str(_kdump_wheel(work, native)))
         _merge(work / "kdump", site)
         out.mkdir(parents=True, exist_ok=True)
-        pyz = out / f"kdump-{_version()}-linux-{arch}.pyz"
+        pyz = out / f"kdump{'-full' if full else ''}-{_version()}-linux-{arch}.pyz"
+        _step(f"[{len(pythons) + 2}/{len(pythons) + 2}] {arch}: compressing into {pyz}")
         subprocess.run([sys.executable, "-m", "shiv", "--site-packages", str(site), "-e", "kdump.cli:entry",
                         "-p", "/usr/bin/env python3", "--compressed", "--reproducible", "-o", str(pyz)], check=True)
+        guard_main(pyz)
+        unpacked = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
+    _step(f"{pyz}: {pyz.stat().st_size / 1e6:.0f} MB; its first run unpacks {unpacked / 1e6:.0f} MB under ~/.shiv")
     return pyz
 
 
@@ -99,10 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "dist")
     p.add_argument("--find-links", help="a folder of wheels to take the dependencies from")
     p.add_argument("--no-index", action="store_true", help="do not reach PyPI (with --find-links)")
+    p.add_argument("--full", action="store_true",
+                   help=f"also bundle the {', '.join(FULL_EXTRAS)} extras (kdump-full-*.pyz): no pip install "
+                        "needed on the host for Schema Registry payloads, Parquet or s3:// and hdfs://")
     a = p.parse_args(argv)
     sources = (["--find-links", a.find_links] if a.find_links else []) + (["--no-index"] if a.no_index else [])
     for arch in a.arch or ARCHES:
-        print(build(arch, a.python or list(PYTHONS), a.out, sources))
+        print(build(arch, a.python or list(PYTHONS), a.out, sources, full=a.full))
     return 0
 
 

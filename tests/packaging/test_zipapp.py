@@ -18,8 +18,6 @@ import pytest
 import kdump
 from support.run import ROOT
 
-pytestmark = pytest.mark.slow
-
 FIXTURE = ROOT / "fixtures/generated/torn-tail-0"
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
@@ -49,6 +47,7 @@ def pyz(tmp_path_factory):
     return built
 
 
+@pytest.mark.slow
 def test_the_zipapp_holds_kdump_and_every_dependency_for_its_architecture(pyz):
     names = zipfile.ZipFile(pyz).namelist()
     for package in ("kdump/cli/__init__.py", "click/", "rich/", "crc32c/", "lz4/", "cramjam/", "zstandard/", "xxhash/",
@@ -60,6 +59,7 @@ def test_the_zipapp_holds_kdump_and_every_dependency_for_its_architecture(pyz):
     assert any("kdump/_speedups/native" in n for n in shared), "the C accelerator for this machine is in it"
 
 
+@pytest.mark.slow
 def test_the_zipapp_verifies_in_a_bare_venv_without_network(pyz, tmp_path):
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -88,6 +88,7 @@ def test_the_zipapp_verifies_in_a_bare_venv_without_network(pyz, tmp_path):
 ELF_MACHINE = {"x86_64": 62, "aarch64": 183}       # e_machine in an ELF header
 
 
+@pytest.mark.slow
 def test_the_other_architecture_carries_its_own_compiled_dependencies(tmp_path):
     """The aarch64 file (or x86_64 on an aarch64 machine) cannot run here; every compiled
     module in it must be built for its architecture, and kdump is there on its pure-Python
@@ -107,3 +108,43 @@ def test_the_other_architecture_carries_its_own_compiled_dependencies(tmp_path):
         head = z.read(name)[:20]
         assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == ELF_MACHINE[other], name
     assert "site-packages/kdump/run/info.py" in z.namelist()
+
+
+def _fake_pyz(tmp_path):
+    """A pyz shaped as shiv writes one (shebang, _bootstrap, __main__.py), whose bootstrap says hi."""
+    pyz = tmp_path / "fake.pyz"
+    with open(pyz, "wb") as f:
+        f.write(b"#!/usr/bin/env python3\n")
+        with zipfile.ZipFile(f, "w") as z:
+            z.writestr("_bootstrap/__init__.py", "def bootstrap():\n    print('bootstrapped')\n")
+            z.writestr("__main__.py", "import _bootstrap\n_bootstrap.bootstrap()\n")
+    pyz.chmod(0o755)
+    return pyz
+
+
+def _packaging():
+    sys.path.insert(0, str(ROOT / "packaging"))
+    try:
+        import zipapp as packaging_zipapp
+    finally:
+        sys.path.pop(0)
+    return packaging_zipapp
+
+
+@pytest.mark.parametrize("too_old", [False, True])
+def test_the_zipapp_refuses_too_old_a_python_in_one_line(tmp_path, too_old):
+    """RHEL/CentOS 7 to 9 ship Python 3.6 to 3.9: the zipapp's own __main__ says so in one line
+    and exits 3 before shiv's bootstrap (which would fail with a traceback or a SyntaxError).
+    The Python here is new, so the test raises the bar above it to see the refusal."""
+    pyz = _fake_pyz(tmp_path)
+    floor = (sys.version_info[0], sys.version_info[1] + 1) if too_old else (3, 10)
+    _packaging().guard_main(pyz, floor)
+    r = subprocess.run([sys.executable, str(pyz)], capture_output=True, text=True)
+    if too_old:
+        assert r.returncode == 3 and r.stdout == ""
+        assert r.stderr == (f"kdump: error: this kdump needs Python {floor[0]}.{floor[1]} or newer; {sys.executable} "
+                            f"is Python {PYTHON} (RHEL/CentOS 8 and 9: dnf install python3.11, then run it with "
+                            "python3.11)\n")
+    else:
+        assert (r.returncode, r.stdout, r.stderr) == (0, "bootstrapped\n", "")
+    assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
