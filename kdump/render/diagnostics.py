@@ -20,9 +20,35 @@ def error_line(e: KdumpError) -> str:
 
 def say(line: str) -> None:
     """One line on stderr, now (a note, an error, a summary): stderr is where the run speaks
-    of itself, stdout holds only what was asked for."""
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    of itself, stdout holds only what was asked for. On a terminal a line wider than it is
+    folded between words (the terminal would cut a word or a number in two), the rest
+    indented; piped, it stays one line for grep."""
+    err = sys.stderr
+    try:
+        tty = err.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if tty:
+        line = fold(line, _terminal_width())
+    err.write(line + "\n")
+    err.flush()
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def fold(line: str, width: int, indent: str = "  ") -> str:
+    """``line`` cut between words into lines of at most ``width`` (a word longer than that, a
+    path say, stands alone on its line, whole)."""
+    if len(line) <= width or width < 20:
+        return line
+    import textwrap
+
+    return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                                    break_on_hyphens=False))
 
 
 def report_error(e: KdumpError, hint: bool = True) -> None:

@@ -173,3 +173,42 @@ def test_metadata_diff_takes_a_reordered_endpoint_list_for_no_change():
     assert diff(a, b) == []
     b.state["brokers"]["1"]["endpoints"] = ["CONTROLLER://h:9093", "PLAINTEXT://h:9094"]
     assert [c["path"] for c in diff(a, b)] == ["brokers/1/endpoints"]
+
+
+class _Terminal:
+    """stderr as a terminal of some width."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_stderr_lines_fold_between_words_on_a_terminal(monkeypatch):
+    """The verify summary at 100 columns was cut mid-number by the terminal ("1\\n029044 bytes")."""
+    import sys
+
+    from kdump.render import diagnostics
+
+    line = ("kdump: verified 17 files (4 segments, 4195750 bytes): 14 ok, 3 damaged, 0 torn tail, 0 unreadable; "
+            "1029044 bytes in 1 segment would be cut by a broker's recovery")
+    for width in (40, 80, 100):
+        monkeypatch.setenv("COLUMNS", str(width))
+        term = _Terminal()
+        monkeypatch.setattr(sys, "stderr", term)
+        diagnostics.say(line)
+        lines = term.text.splitlines()
+        assert all(len(x) <= width for x in lines)
+        assert " ".join(x.strip() for x in lines) == line          # nothing cut inside a word
+    monkeypatch.setattr(sys, "stderr", piped := _Terminal())
+    piped.isatty = lambda: False                                   # type: ignore[method-assign]
+    diagnostics.say(line)
+    assert piped.text == line + "\n"
