@@ -218,3 +218,18 @@ def class_of(kind: str) -> str:
 
 def is_damage(kind: str) -> bool:
     return class_of(kind) == DAMAGE
+
+
+def kind_of_error(e: Exception) -> str:
+    """The finding kind of an error met while decoding a batch's records (as verify --deep
+    names it): a codec library missing, the record-count limit, a payload that does not
+    decompress, or records that do not decode."""
+    from kdump.errors import CodecError, RecordCountLimitError, UnsupportedCodecError
+
+    if isinstance(e, UnsupportedCodecError):
+        return UNSUPPORTED_CODEC
+    if isinstance(e, RecordCountLimitError):
+        return RECORD_COUNT_LIMIT
+    if isinstance(e, CodecError):
+        return CODEC
+    return RECORD_DECODE

@@ -47,6 +47,7 @@ COMMANDS = {
     "txn": ("kdump.cli.txn", "kdump.run.txn", "kdump.render.state"),
     "groups": ("kdump.cli.groups", "kdump.run.groups", "kdump.render.state"),
     "metadata": ("kdump.cli.metadata", "kdump.run.metadata", "kdump.render.state"),
+    "records": ("kdump.cli.records", "kdump.run.records", "kdump.render.records"),
 }
 
 # One home for each fact: the module that defines the name, and no other kdump module does.

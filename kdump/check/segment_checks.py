@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kdump import findings as F
 from kdump.check.broker_rule import IndexStep, assign_epoch, offset_in_range
-from kdump.errors import CodecError, KdumpError, RecordCountLimitError, UnsupportedCodecError
+from kdump.errors import KdumpError
 from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
@@ -240,17 +240,8 @@ class SegmentChecks:
                     prev = o
                     if not lo <= rec.timestamp <= hi and wrapped_at is None:
                         wrapped_at = rec
-        except UnsupportedCodecError as e:
-            self.add(F.UNSUPPORTED_CODEC, b.position, first, e.message)
-            return count
-        except CodecError as e:
-            self.add(F.CODEC, b.position, first, e.message)
-            return count
-        except RecordCountLimitError as e:
-            self.add(F.RECORD_COUNT_LIMIT, b.position, first, e.message)
-            return count
         except KdumpError as e:
-            self.add(F.RECORD_DECODE, b.position, first, e.message)
+            self.add(F.kind_of_error(e), b.position, first, e.message)
             return count
         if wrapped_at is not None:      # one finding a batch
             self.add(F.TIMESTAMP_OVERFLOW, b.position, wrapped_at.offset,

@@ -19,6 +19,7 @@ COMMANDS = {
     "txn": "kdump.cli.txn:txn",
     "groups": "kdump.cli.groups:groups",
     "metadata": "kdump.cli.metadata:metadata",
+    "records": "kdump.cli.records:records",
 }
 
 

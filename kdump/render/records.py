@@ -1,0 +1,110 @@
+"""``kdump records``: one record a line, as a flat NDJSON object or through a kcat-style
+format string, and the damage met on the way as objects of the same stream.
+
+Format string tokens (kcat's ``-f``): ``%t`` topic, ``%p`` partition, ``%o`` offset, ``%k``
+key, ``%s`` value, ``%K``/``%S`` key/value length (-1 for null), ``%T`` timestamp (epoch ms),
+``%h`` headers (``k=v,k=v``), ``%x`` the transaction's outcome (committed, aborted, open; empty
+outside a transaction), ``%%``; and ``\\n``, ``\\t``, ``\\r``, ``\\0``, ``\\\\``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from kdump.errors import UsageError
+from kdump.export.ndjson import dumps, literal_for
+from kdump.model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
+from kdump.render.escape import printable
+
+DEFAULT_FORMAT = "%t-%p %o %T %k %s\\n"
+_TOKEN = re.compile(r"%.|\\.|[^%\\]+", re.S)
+_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
+_FIELDS = "tpokKsSThx%"
+
+
+class Line:
+    """The fields of one record that a format string or a JSON object draws from."""
+
+    __slots__ = ("topic", "partition", "batch", "record", "txn", "file")
+
+    def __init__(self, topic: str | None, partition: int | None, file: str, batch: Batch, record: Record,
+                 txn: str | None) -> None:
+        self.topic, self.partition, self.file = topic, partition, file
+        self.batch, self.record, self.txn = batch, record, txn
+
+
+def compile_format(fmt: str, encode: Callable[[bytes], str], escape: bool) -> Callable[[Line], str]:
+    """A function drawing one record by ``fmt``; ``encode``: bytes -> text (--encoding); ``escape``:
+    control characters of keys, values and names escaped (for a terminal)."""
+    parts: list[Callable[[Line], str] | str] = []
+    for tok in _TOKEN.findall(fmt):
+        if tok.startswith("%"):
+            if len(tok) < 2 or tok[1] not in _FIELDS:
+                raise UsageError(f"--format-string: unknown token {tok!r} (known: "
+                                 + ", ".join("%" + c for c in _FIELDS) + ")")
+            parts.append(_field(tok[1], encode, escape))
+        elif tok.startswith("\\"):
+            parts.append(_ESCAPES.get(tok, tok))
+        else:
+            parts.append(tok)
+    fixed = [p if callable(p) else (lambda _line, _p=p: _p) for p in parts]
+
+    def draw(line: Line) -> str:
+        return "".join(p(line) for p in fixed)
+    return draw
+
+
+def _field(c: str, encode: Callable[[bytes], str], escape: bool) -> Callable[[Line], str]:
+    def text(s: str) -> str:
+        return printable(s) if escape else s
+
+    def data(d: bytes | None) -> str:
+        return "" if d is None else text(encode(d))
+
+    if c == "t":
+        return lambda x: text(x.topic or "")
+    if c == "p":
+        return lambda x: "" if x.partition is None else str(x.partition)
+    if c == "o":
+        return lambda x: str(x.record.offset)
+    if c == "k":
+        return lambda x: data(x.record.key)
+    if c == "s":
+        return lambda x: data(x.record.value)
+    if c == "K":
+        return lambda x: str(-1 if x.record.key is None else len(x.record.key))
+    if c == "S":
+        return lambda x: str(-1 if x.record.value is None else len(x.record.value))
+    if c == "T":
+        return lambda x: str(x.record.timestamp)
+    if c == "h":
+        return lambda x: ",".join(f"{text(k.decode('utf-8', 'replace'))}={data(v)}" for k, v in x.record.headers)
+    if c == "x":
+        return lambda x: x.txn or ""
+    return lambda x: "%"
+
+
+def record_object(line: Line, view) -> str:
+    """The flat record object: where it is, the record, and the batch fields a consumer sees."""
+    r, b = line.record, line.batch
+    lit = literal_for(view)
+    headers = ",".join('{"key":%s,"value":%s}' % (dumps(k.decode("utf-8", "replace")), lit(v)) for k, v in r.headers)
+    return ('{"object":"record","topic":%s,"partition":%s,"offset":%d,"timestamp":%d,"timestamp_type":%s,'
+            '"key":%s,"value":%s,"headers":[%s],"key_size":%d,"value_size":%d,"txn":%s,'
+            '"batch":{"file":%s,"position":%d,"base_offset":%s,"magic":%d,"compression":%s,"producer_id":%d,'
+            '"producer_epoch":%d,"sequence":%d,"is_transactional":%s,"partition_leader_epoch":%d}}') % (
+        dumps(line.topic), "null" if line.partition is None else line.partition, r.offset, r.timestamp,
+        dumps(TIMESTAMP_TYPE_NAMES[b.timestamp_type]), lit(r.key), lit(r.value), headers,
+        -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value), dumps(line.txn),
+        dumps(line.file), b.position, "null" if b.base_offset is None else b.base_offset, b.magic,
+        dumps(compression_name(b.compression)), b.producer_id, b.producer_epoch, r.sequence,
+        "true" if b.is_transactional else "false", b.partition_leader_epoch)
+
+
+def damage_object(kind: str, cls: str, file: str, position: int | None, offset: int | None, message: str) -> str:
+    """Damage met while reading, in the stream where a reader of records sees it."""
+    obj: dict[str, Any] = {"object": "damage", "kind": kind, "class": cls, "file": file, "position": position,
+                           "offset": offset, "message": message}
+    return dumps(obj)

@@ -1,0 +1,94 @@
+"""How each record's transaction ended, and what a read_committed consumer sees.
+
+A transactional batch belongs to the transaction its producer ends with the next control
+marker after it (COMMIT or ABORT, the EndTxnMarker the coordinator writes); with no marker
+after it, the transaction is still open. A read_committed consumer gets records only below
+the last stable offset (the first offset of the earliest transaction still open: the
+broker's fetch stops there) and never the records of an aborted transaction (the fetch
+response names them from the .txnindex, and the consumer drops them).
+
+The markers are found in one pass over the batch headers of the partition, decoding only
+the control batches' one record each, before the records themselves are read.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from kdump.errors import KdumpError
+from kdump.format.control import ABORT, COMMIT
+from kdump.format.walk import Walker, decode_records
+from kdump.model import Batch
+from kdump.storage.logdir import LogFile
+from kdump.storage.mapped import MappedFile
+
+COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
+
+
+class Outcomes:
+    """The control markers of one partition, per producer id, and its last stable offset."""
+
+    def __init__(self) -> None:
+        self._offsets: dict[int, list[int]] = {}      # producer id -> marker offsets, ascending
+        self._commits: dict[int, list[bool]] = {}     # the same markers: COMMIT (True) or ABORT
+        self._open_since: dict[int, int] = {}         # producer id -> first offset of its open transaction
+        self.log_end_offset: int | None = None
+
+    @classmethod
+    def of_segments(cls, segments: list[LogFile]) -> Outcomes:
+        out = cls()
+        for f in segments:
+            mapped = MappedFile(f.path)
+            try:
+                for b in Walker(mapped.buf):
+                    out._see(mapped.buf, b)
+            except KdumpError:
+                pass                    # the record reader reports the damage; markers before it count
+            finally:
+                mapped.close()
+        return out
+
+    def _see(self, buf, b: Batch) -> None:
+        self.log_end_offset = b.last_offset + 1
+        if not b.is_transactional:
+            return
+        pid = b.producer_id
+        if not b.is_control:
+            self._open_since.setdefault(pid, b.base_offset if b.base_offset is not None else b.last_offset)
+            return
+        try:
+            records = decode_records(buf, b)
+        except KdumpError:
+            return
+        for r in records:
+            if r.control is not None and r.control.type in (COMMIT, ABORT):
+                self._offsets.setdefault(pid, []).append(r.offset)
+                self._commits.setdefault(pid, []).append(r.control.type == COMMIT)
+                self._open_since.pop(pid, None)
+
+    def status(self, b: Batch) -> str | None:
+        """committed | aborted | open for a transactional data batch; None otherwise."""
+        if not b.is_transactional or b.is_control:
+            return None
+        offsets = self._offsets.get(b.producer_id)
+        if not offsets:
+            return OPEN
+        i = bisect_right(offsets, b.last_offset)
+        if i == len(offsets):
+            return OPEN
+        return COMMITTED if self._commits[b.producer_id][i] else ABORTED
+
+    @property
+    def last_stable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction, else the log end offset."""
+        if self._open_since:
+            return min(self._open_since.values())
+        return self.log_end_offset
+
+    def read_committed(self, b: Batch) -> bool:
+        """Whether a read_committed consumer is served this data batch."""
+        lso = self.last_stable_offset
+        first = b.base_offset if b.base_offset is not None else b.last_offset
+        if lso is not None and first >= lso:
+            return False
+        return self.status(b) != ABORTED
