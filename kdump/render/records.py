@@ -86,21 +86,40 @@ def _field(c: str, encode: Callable[[bytes], str], escape: bool) -> Callable[[Li
     return lambda x: "%"
 
 
-def record_object(line: Line, view) -> str:
-    """The flat record object: where it is, the record, and the batch fields a consumer sees."""
-    r, b = line.record, line.batch
+def batch_parts(topic: str | None, partition: int | None, file: str, b: Batch, txn: str | None) -> tuple[str, str]:
+    """The text before a record's offset and after its own fields in each of the batch's
+    record objects (made once a batch: the hot path writes only what differs per record)."""
+    head = '{"object":"record","topic":%s,"partition":%s,"offset":' % (
+        dumps(topic), "null" if partition is None else partition)
+    tail = (',"txn":%s,"batch":{"file":%s,"position":%d,"base_offset":%s,"magic":%d,"compression":%s,'
+            '"timestamp_type":%s,"producer_id":%d,"producer_epoch":%d,"is_transactional":%s,'
+            '"partition_leader_epoch":%d}}\n') % (
+        dumps(txn), dumps(file), b.position, "null" if b.base_offset is None else b.base_offset, b.magic,
+        dumps(compression_name(b.compression)), dumps(TIMESTAMP_TYPE_NAMES[b.timestamp_type]), b.producer_id,
+        b.producer_epoch, "true" if b.is_transactional else "false", b.partition_leader_epoch)
+    return head, tail
+
+
+def record_objects(head: str, tail: str, records, view) -> str:
+    """The flat objects of ``records`` (one line each): where they are, the record, and the
+    batch fields a consumer sees (``batch_parts``)."""
     lit = literal_for(view)
-    headers = ",".join('{"key":%s,"value":%s}' % (dumps(k.decode("utf-8", "replace")), lit(v)) for k, v in r.headers)
-    return ('{"object":"record","topic":%s,"partition":%s,"offset":%d,"timestamp":%d,"timestamp_type":%s,'
-            '"key":%s,"value":%s,"headers":[%s],"key_size":%d,"value_size":%d,"txn":%s,'
-            '"batch":{"file":%s,"position":%d,"base_offset":%s,"magic":%d,"compression":%s,"producer_id":%d,'
-            '"producer_epoch":%d,"sequence":%d,"is_transactional":%s,"partition_leader_epoch":%d}}') % (
-        dumps(line.topic), "null" if line.partition is None else line.partition, r.offset, r.timestamp,
-        dumps(TIMESTAMP_TYPE_NAMES[b.timestamp_type]), lit(r.key), lit(r.value), headers,
-        -1 if r.key is None else len(r.key), -1 if r.value is None else len(r.value), dumps(line.txn),
-        dumps(line.file), b.position, "null" if b.base_offset is None else b.base_offset, b.magic,
-        dumps(compression_name(b.compression)), b.producer_id, b.producer_epoch, r.sequence,
-        "true" if b.is_transactional else "false", b.partition_leader_epoch)
+    out = []
+    for r in records:
+        key, value, headers = r.key, r.value, r.headers
+        hs = ",".join('{"key":%s,"value":%s}' % (dumps(k.decode("utf-8", "replace")), lit(v))
+                      for k, v in headers) if headers else ""
+        out.append('%s%d,"timestamp":%d,"key":%s,"value":%s,"headers":[%s],"key_size":%d,"value_size":%d,'
+                   '"sequence":%d%s' % (head, r.offset, r.timestamp, lit(key), lit(value), hs,
+                                        -1 if key is None else len(key), -1 if value is None else len(value),
+                                        r.sequence, tail))
+    return "".join(out)
+
+
+def record_object(line: Line, view) -> str:
+    """One record's flat object (``record_objects`` of one)."""
+    head, tail = batch_parts(line.topic, line.partition, line.file, line.batch, line.txn)
+    return record_objects(head, tail, (line.record,), view)
 
 
 def damage_object(kind: str, cls: str, file: str, position: int | None, offset: int | None, message: str) -> str:

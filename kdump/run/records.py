@@ -14,7 +14,7 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Record
 from kdump.render.diagnostics import report_error
 from kdump.render.escape import printable
-from kdump.render.records import Line, damage_object, record_object
+from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
 from kdump.state.txn_status import Outcomes
 from kdump.storage.logdir import LOG, directory_groups, resolve
 from kdump.storage.reader import Filters, RecordSlices, SegmentReader
@@ -92,9 +92,24 @@ class Stream:
 
     def record(self, line: Line) -> bool:
         """Write one record; False once --limit is reached."""
-        text = record_object(line, self.view) + "\n" if self.json else self.draw(line)  # type: ignore[misc]
+        text = record_object(line, self.view) if self.json else self.draw(line)  # type: ignore[misc]
         self.out.stream.write(text)  # type: ignore[attr-defined]
         self.written += 1
+        return self.limit is None or self.written < self.limit
+
+    def batch(self, topic, partition, file: str, b, records: list[Record], txn: str | None) -> bool:
+        """Write every record of a batch chunk at once (no filter, no --tail); False once --limit
+        is reached."""
+        if self.limit is not None and self.written + len(records) >= self.limit:
+            records = records[:self.limit - self.written]
+        if self.json:
+            head, tail = batch_parts(topic, partition, file, b, txn)
+            self.out.stream.write(record_objects(head, tail, records, self.view))  # type: ignore[attr-defined]
+        else:
+            draw = self.draw
+            self.out.stream.write("".join([draw(Line(topic, partition, file, b, r, txn))  # type: ignore[misc]
+                                           for r in records]))
+        self.written += len(records)
         return self.limit is None or self.written < self.limit
 
     def damage(self, kind: str, file: str, position: int | None, offset: int | None, message: str) -> None:
@@ -144,6 +159,10 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
             records = it.records
             slices = records if type(records) is RecordSlices else (records or (),)
             for chunk in slices:
+                if kept is None and not match.tests:
+                    if chunk and not stream.batch(f.topic, f.partition, f.path, b, chunk, txn):
+                        return status
+                    continue
                 for r in chunk:
                     if match.tests and not match(r):
                         continue
