@@ -161,7 +161,8 @@ class PartitionSummary:
         hist = [{"max_size": limit, "batches": self.size_histogram[limit]}
                 for limit in (*SIZE_BUCKETS, None) if self.size_histogram[limit]]
         return {
-            "path": self.path, "topic": self.topic, "partition": self.partition, "segments": self.segments,
+            "object": "partition", "path": self.path, "topic": self.topic, "partition": self.partition,
+            "segments": self.segments,
             "bytes": self.bytes, "batches": self.batches, "records": self.records,
             "first_offset": self.first_offset, "last_offset": self.last_offset,
             "min_timestamp": self.min_timestamp, "max_timestamp": self.max_timestamp,
