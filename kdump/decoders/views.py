@@ -193,6 +193,15 @@ class PayloadView:
             text = self.encode(data)
         return escape_controls(text) if self.escape else text
 
+    def cells(self, r: Record, key_width: int, value_width: int) -> tuple[str, str]:
+        """(key, value) cells of a table row, decoded as the text view decodes them (an internal
+        topic's records, --key-decoder/--value-decoder): a table on a terminal shows what a
+        pipe shows, cut to the widths."""
+        if self._internal_mod is None and self._key_fn is None and self._value_fn is None:
+            return self.short(r.key, key_width, "key"), self.short(r.value, value_width, "value")
+        key, value = self.text(r)
+        return _cut("∅" if key is None else key, key_width), _cut("∅" if value is None else value, value_width)
+
     def short(self, data: bytes | None, width: int = 40, side: str | None = None) -> str:
         """A one-cell rendering for tables: escaped, cut to ``width`` characters (``side``:
         "key" or "value", decoded as the text view decodes it)."""
@@ -208,3 +217,8 @@ class PayloadView:
             text = "".join(c if c.isprintable() else _CONTROL_ESCAPES.get(ord(c)) or f"\\u{ord(c):04x}"
                            for c in text)
         return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cut(text: str, width: int) -> str:
+    text = escape_controls(text)
+    return text if len(text) <= width else text[: width - 1] + "…"

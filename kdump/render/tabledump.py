@@ -90,8 +90,7 @@ class TableDump(GapReporter):
                 elif not self.data:
                     key, value, headers = _size(r.key), _size(r.value), str(len(r.headers))
                 else:
-                    key = self.view.short(r.key, 24, "key")
-                    value = self.view.short(r.value, 60, "value")
+                    key, value = self.view.cells(r, 24 if self.view.plain else 60, 60 if self.view.plain else 400)
                 if self.data:
                     headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
                                         for k, v in r.headers)

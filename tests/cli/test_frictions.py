@@ -212,3 +212,25 @@ def test_stderr_lines_fold_between_words_on_a_terminal(monkeypatch):
     piped.isatty = lambda: False                                   # type: ignore[method-assign]
     diagnostics.say(line)
     assert piped.text == line + "\n"
+
+
+def test_a_table_on_a_terminal_decodes_as_the_pipe_does(monkeypatch):
+    """`dump PARTITION --data --offsets-decoder` showed raw bytes on a terminal where the piped
+    text decoded them, and a __cluster_metadata table only record types."""
+    import io
+
+    from support.run import run_kdump
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "200")
+    offsets = FIXTURES / "broker" / "all-shapes" / "__consumer_offsets-0"
+    r = run_kdump("dump", offsets, "--data", "--offsets-decoder", "--end-offset", "0", out=Tty())
+    assert r.code == 0, r.err
+    assert '"commitTimestamp":1795485361740' in r.out.replace("\n", "").replace(" ", "")
+    metadata = FIXTURES / "broker" / "all-shapes" / "__cluster_metadata-0"
+    r = run_kdump("dump", metadata, "--data", "--end-offset", "5", out=Tty())
+    assert r.code == 0, r.err
+    assert '"type":' in r.out and '"data":' in r.out
