@@ -87,6 +87,9 @@ TIMESTAMP_OVERFLOW = _declare("timestamp_overflow", ANOMALY, "--deep: a record's
                                                              "it, and readers see (and kdump shows) the wrapped value")
 INTACT_BEYOND = _declare("intact_beyond", INFO, "intact batches found past the cut: `kdump recover --salvage` "
                                                 "can copy them out")
+# Info findings that name data the next broker start deletes, and what can still save it:
+# every view lists them (the other info findings, states the broker finishes, are counted).
+ACTIONABLE = frozenset({INTACT_BEYOND})
 UNSUPPORTED_CODEC = _declare("unsupported_codec", ERROR, "--deep: the codec library is missing; the check is "
                                                          "incomplete")
 UNREADABLE = _declare("unreadable", ERROR, "the file could not be read")

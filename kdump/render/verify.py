@@ -10,6 +10,7 @@ import json
 import os
 from typing import Any, TextIO
 
+from kdump.findings import ACTIONABLE
 from kdump.render.escape import printable
 from kdump.words import plural, size
 
@@ -112,9 +113,9 @@ class TableVerify:
         self.info_kinds: dict[str, int] = {}
 
     def file(self, r) -> None:
-        shown = [f for f in r.findings if f.cls != "info"]
+        shown = [f for f in r.findings if f.cls != "info" or f.kind in ACTIONABLE]
         for f in r.findings:
-            if f.cls == "info":     # a state the broker finishes at startup: counted, not tabled
+            if f.cls == "info" and f.kind not in ACTIONABLE:   # a state the broker finishes: counted
                 self.info_kinds[f.kind] = self.info_kinds.get(f.kind, 0) + 1
         if r.status == "ok" and not shown:
             self.ok_kinds[r.kind] = self.ok_kinds.get(r.kind, 0) + 1
@@ -181,7 +182,7 @@ class ProblemsOnly:
         self.inner = inner
 
     def file(self, r) -> None:
-        if r.status != "ok" or any(f.cls != "info" for f in r.findings):
+        if r.status != "ok" or any(f.cls != "info" or f.kind in ACTIONABLE for f in r.findings):
             self.inner.file(r)
 
     def finish(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from kdump import errors
 from support.run import FIXTURES, ROOT
@@ -234,3 +235,49 @@ def test_a_table_on_a_terminal_decodes_as_the_pipe_does(monkeypatch):
     r = run_kdump("dump", metadata, "--data", "--end-offset", "5", out=Tty())
     assert r.code == 0, r.err
     assert '"type":' in r.out and '"data":' in r.out
+
+
+def test_the_readme_incident_capture_is_what_verify_prints_at_100_columns(tmp_path, monkeypatch):
+    """The README's 100-column capture of the incident had drifted from the real output, and the
+    table hid intact_beyond (the salvage hint) among the counted info findings."""
+    import io
+    import re
+    import shutil
+    import sys
+
+    from support.run import REAL, run_kdump
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("1. **`verify`** reads every file")
+    block = readme[readme.index("```text\n", start) + len("```text\n"):readme.index("   ```\n", start)]
+    want = [line[3:] for line in block.splitlines()]
+    import tempfile
+
+    # A path as long as the README's /tmp/kdump-incident, so that lines fold where its do.
+    incident = Path(tempfile.mkdtemp(prefix="kdump-", dir="/tmp"))
+    assert len(str(incident)) == len("/tmp/kdump-incident")
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    request_cleanup = shutil.rmtree
+    part = incident / "orders-0"
+    shutil.copytree(REAL / "pinterest__tiered-storage/ts-common/src/test/resources/log-files/timeindex_test", part)
+    seg = part / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    data[20000] = 0xFF
+    seg.write_bytes(bytes(data))
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("NO_COLOR", "1")
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    try:
+        r = run_kdump("verify", incident, out=Tty(), err=err)
+    finally:
+        request_cleanup(incident, ignore_errors=True)
+    assert r.code == 1
+    got = (r.out + r.err).replace(str(incident), "/tmp/kdump-incident")
+    got = re.sub(r"\x1b\[[0-9;]*m", "", got)
+    assert [line.rstrip() for line in got.splitlines()] == [line.rstrip() for line in want]
