@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kdump import errors
 from support.run import FIXTURES, ROOT
 
@@ -281,3 +283,21 @@ def test_the_readme_incident_capture_is_what_verify_prints_at_100_columns(tmp_pa
     got = (r.out + r.err).replace(str(incident), "/tmp/kdump-incident")
     got = re.sub(r"\x1b\[[0-9;]*m", "", got)
     assert [line.rstrip() for line in got.splitlines()] == [line.rstrip() for line in want]
+
+
+@pytest.mark.parametrize("tail, kind", [(5, "torn_tail"), (7, "torn_tail"), (12, "zero_tail"), (40, "zero_tail")])
+def test_a_cut_header_is_not_taken_for_a_zero_tail(tmp_path, tail, kind):
+    """Zero bytes at the end, fewer than a base offset's 8, are the high bytes of the next
+    batch's base offset (a header cut off), not a preallocated tail."""
+    import json
+
+    from support.run import run_kdump
+
+    part = tmp_path / "t-0"
+    part.mkdir()
+    src = (FIXTURES / "generated" / "headers-0" / "00000000000000000000.log").read_bytes()
+    (part / "00000000000000000000.log").write_bytes(src + bytes(tail))
+    r = run_kdump("verify", part / "00000000000000000000.log", "--json")
+    (row,) = [json.loads(line) for line in r.out.splitlines()]
+    tails = [f for f in row["findings"] if f["kind"] in ("torn_tail", "zero_tail")]
+    assert [(f["kind"], f["position"]) for f in tails] == [(kind, len(src))]
