@@ -274,22 +274,24 @@ class _Scan(SegmentChecks):
 
     # -- phase 1 ends: what the stop was ----------------------------------------------------------
 
-    def _cut_base_offset(self, pos: int, end: int) -> bool:
-        """Whether zero bytes at the end, fewer than a base offset's 8, are its first bytes as
-        the next batch would have written them (big-endian: a small offset starts with zeros):
-        a header cut off, not a preallocated tail."""
+    def _cut_base_offset(self, pos: int, end: int) -> int | None:
+        """The next batch's base offset when zero bytes at the end, fewer than its 8, are its
+        first bytes as that batch would have written them (big-endian: a small offset starts
+        with zeros): a header cut off, not a preallocated tail; None otherwise."""
         if self.prev_last is None or not 0 < end - pos < 8:
-            return False
-        return (self.prev_last + 1).to_bytes(8, "big", signed=True)[:end - pos] == bytes(end - pos)
+            return None
+        nxt = self.prev_last + 1
+        return nxt if nxt.to_bytes(8, "big", signed=True)[:end - pos] == bytes(end - pos) else None
 
     def stop(self, f: Finding) -> Finding:
         buf, end, pos = self.buf, self.end, cast(int, f.position)     # a walk's stop is located
         head = entry_head(buf, pos, end)
         if f.kind == TRAILING_BYTES or f.kind == INVALID_SIZE:
-            if rest_is_zero(buf, pos, end) and self._cut_base_offset(pos, end):
-                return self.add(TORN_TAIL, pos, self.prev_last + 1,
+            cut_at = self._cut_base_offset(pos, end) if rest_is_zero(buf, pos, end) else None
+            if cut_at is not None:
+                return self.add(TORN_TAIL, pos, cut_at,
                                 f"the last {end - pos} bytes are the start of the next batch header (the high "
-                                f"bytes of base offset {self.prev_last + 1}), cut off", checked=False)
+                                f"bytes of base offset {cut_at}), cut off", checked=False)
             if rest_is_zero(buf, pos, end):
                 return self.add(F.ZERO_TAIL, pos, None, f"the last {end - pos} bytes are all zero (a preallocated "
                                                       f"or unflushed tail)")
