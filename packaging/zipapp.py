@@ -4,7 +4,7 @@
 
 Run it on a machine that reaches PyPI (or give --find-links DIR --no-index with the wheels
 in DIR). For each architecture it writes ``dist/kdump-<version>-linux-<arch>.pyz``, holding
-kdump (with plotly, for ``info --html``) and every dependency's manylinux2014 wheel (glibc
+kdump and every dependency's manylinux2014 wheel (glibc
 2.17 or newer) for each --python version, side by side: their compiled modules carry the
 Python version in their names. The
 host needs one of those Pythons; nothing is installed on it. On first run the zipapp
@@ -114,8 +114,7 @@ def _merge(src: Path, dst: Path) -> None:
 
 def build(arch: str, pythons: list[str], out: Path, pip_sources: list[str], full: bool = False) -> Path:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    # The timeline extra too: a page written on the broker is what one copies off it.
-    extras = ("timeline", *(FULL_EXTRAS if full else ()))
+    extras = FULL_EXTRAS if full else ()
     deps = list(dict.fromkeys(project["dependencies"] + [d for e in extras
                                                          for d in project["optional-dependencies"][e]]))
     native = arch == platform.machine() and f"{sys.version_info[0]}.{sys.version_info[1]}" in pythons
@@ -124,7 +123,7 @@ def build(arch: str, pythons: list[str], out: Path, pip_sources: list[str], full
         site = work / "site"
         site.mkdir()
         for i, py in enumerate(pythons, 1):
-            _step(f"[{i}/{len(pythons) + 2}] {arch}: dependency wheels for CPython {py} ({', '.join(extras)} "
+            _step(f"[{i}/{len(pythons) + 2}] {arch}: dependency wheels for CPython {py} ({', '.join(extras) or 'no'} "
                   "extras)")
             target = work / f"deps-{py}"
             _pip("install", "--target", str(target), "--only-binary=:all:", "--implementation", "cp",

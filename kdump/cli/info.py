@@ -19,7 +19,8 @@ from kdump.render.output import Output
               help="Chart each partition's segments against offset and time: sizes, record rates, offsets "
                    "missing (compaction), findings (damage in red).")
 @click.option("--html", "html_file", metavar="FILE", type=click.Path(dir_okay=False),
-              help="Write the timeline as a self-contained HTML page (plotly; opens without network).")
+              help="Write the timeline as a self-contained HTML page (HTML and SVG, no script: opens without "
+                   "network). Problems first, a chart per partition with findings, a row for every partition.")
 @output_options
 def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, quiet):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,

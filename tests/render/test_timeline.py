@@ -89,11 +89,13 @@ def test_names_and_offsets_are_never_cut(damaged, monkeypatch, columns):
     assert "crc_mismatch" in r.out
 
 
-def test_html_without_plotly_says_how_to_install(tmp_path, monkeypatch):
+def test_html_needs_no_library(tmp_path, monkeypatch):
+    """The page is plain HTML and SVG: no plotly (it needed plotly, and 14 s and 6 MB for 150
+    partitions)."""
     import sys
 
     monkeypatch.setitem(sys.modules, "plotly", None)
     monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)
     r = run_kdump("info", COMPACTED, "--html", tmp_path / "t.html")
-    assert r.code == 3 and "pip install 'kafka-kdump[timeline]'" in r.err
-    assert not (tmp_path / "t.html").exists()
+    assert r.code == 0, r.err
+    assert "<svg" in (tmp_path / "t.html").read_text()
