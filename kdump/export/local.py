@@ -28,6 +28,7 @@ class ExportResult(NamedTuple):
     seconds: float
     errors: list[str]          # the first few error rows, as "file:position: message"
     unread: tuple = ()         # KdumpErrors: inputs not read (a partition dir that cannot be listed)
+    startup: float = 0.0       # seconds beside ``seconds`` spent starting and stopping the engine (Spark's JVM)
 
     @property
     def status(self) -> int:
@@ -37,7 +38,9 @@ class ExportResult(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         out = {"rows": self.rows, "error_rows": self.error_rows, "slices": self.slices,
-               "seconds": round(self.seconds, 3), "errors": self.errors}
+               "seconds": round(self.seconds + self.startup, 3), "errors": self.errors}
+        if self.startup:
+            out["engine_start_stop_seconds"] = round(self.startup, 3)
         if self.unread:
             out["incomplete"] = [str(e) for e in self.unread]
         return out

@@ -32,4 +32,5 @@ def report_export(result, out: str, fmt: str, engine: str, json_flag: bool, quie
 
     say(printable(f"kdump: exported {plural(result.rows, 'row')} ({plural(result.error_rows, 'error row')}) from "
                   f"{plural(result.slices, 'slice')} to {out} as {fmt} with the {engine} engine "
-                  f"{rate(result.rows, result.seconds, 'rows')}"))
+                  f"{rate(result.rows, result.seconds + result.startup, 'rows')}"
+                  + (f"; {result.startup:.1f} s of it starting and stopping Spark" if result.startup else "")))

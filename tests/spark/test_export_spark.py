@@ -94,6 +94,8 @@ def test_cli_export_with_the_spark_engine(spark, tmp_path, big_dir):
     assert code == 0, err
     summary = json.loads(out)
     assert summary["engine"] == "spark" and summary["error_rows"] == 0 and summary["rows"] > 1000
+    # The whole run is counted, the session's start and stop too (29 s were reported as 6.4 s).
+    assert summary["seconds"] >= summary.get("engine_start_stop_seconds", 0) > 0
     assert sorted(n for n in os.listdir(tmp_path / "o") if not n.startswith(".")) == ["_SUCCESS", "topic=big"]
     # A second run into the same directory is refused; --overwrite replaces it.
     code, _, err = run_cli("export", str(big_dir), "--out", str(tmp_path / "o"), "--engine", "spark")
