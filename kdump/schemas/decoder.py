@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.errors import DecodeError
-from kdump.schemas import connect, frame
+from kdump.schemas import budget, connect, frame
 from kdump.schemas.store import AVRO, JSON, PROTOBUF, Schema, SchemaStore
 
 SCHEMA_DECODERS = ("avro", "protobuf", "jsonschema", "connect", "auto")
@@ -56,7 +56,7 @@ class SchemaDecoder:
                 except Exception:            # noqa: BLE001 - the full path below says what is wrong
                     pass
                 else:
-                    if end == len(data):
+                    if end == len(data) and len(text) <= budget.Limits.output_bytes:
                         return json_text(text), info
         kind = self.kind
         if kind == "connect" or (kind == "auto" and not frame.is_framed(data)):
