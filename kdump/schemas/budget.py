@@ -33,7 +33,7 @@ class BudgetError(DecodeError):
 
     def __init__(self, budget: str, message: str, *, position: int | None = None) -> None:
         super().__init__(f"past the {budget} budget: {message}", position=position)
-        self.budget = budget
+        self.budget, self.detail = budget, message
 
 
 def output_error(size: int | str, where: str) -> BudgetError:

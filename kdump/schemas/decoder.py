@@ -90,6 +90,8 @@ class SchemaDecoder:
             except DecodeError as e:
                 p = e
             self._parsed[s.id] = p
+        if isinstance(p, budget.BudgetError):
+            raise budget.BudgetError(p.budget, p.detail)
         if isinstance(p, DecodeError):
             raise DecodeError(p.message)
         return p

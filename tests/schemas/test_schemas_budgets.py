@@ -1,0 +1,136 @@
+"""The schema decoders' budgets: a hostile schema or value is one located message (a
+``schema_budget`` finding under verify), the other records decode, nothing recurses, loops
+or allocates past the budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kdump.encode import build_v2_batch
+from kdump.schemas import budget
+from kdump.schemas.decoder import SchemaDecoder
+from kdump.schemas.store import Schema, SchemaStore
+from support.run import run_kdump
+
+pytest.importorskip("fastavro")
+
+NULLS = {"type": "array", "items": "null"}
+EMPTY_RECORDS = {"type": "array", "items": {"type": "record", "name": "E", "fields": []}}
+NULL_MAP = {"type": "map", "values": "null"}
+LIST = {"type": "record", "name": "L", "fields": [{"name": "n", "type": ["null", "L"]}]}
+GOOD = {"type": "record", "name": "G", "fields": [{"name": "a", "type": "long"}]}
+
+
+def zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        if not n:
+            return out + bytes([b])
+        out += bytes([b | 0x80])
+
+
+def framed(schema_id: int, body: bytes) -> bytes:
+    return b"\x00" + schema_id.to_bytes(4, "big") + body
+
+
+def decoder(*schemas: dict) -> SchemaDecoder:
+    store = SchemaStore()
+    for i, s in enumerate(schemas, 1):
+        store.add(Schema(i, "AVRO", json.dumps(s)))
+    return SchemaDecoder("avro", store)
+
+
+BOMBS = {
+    "block of 2^62 nulls": (NULLS, zigzag(1 << 62) + b"\x00", "past the items budget: at byte 5"),
+    "negative count form": (NULLS, zigzag(-(1 << 62)) + zigzag(0) + b"\x00", "past the items budget: at byte 5"),
+    "2^62 empty records": (EMPTY_RECORDS, zigzag(1 << 62) + b"\x00", "past the items budget: at byte 5"),
+    "map of 2^62 nulls": (NULL_MAP, zigzag(1 << 62) + b"\x00", "past the items budget: at byte 5"),
+    "a million nulls, 40 times (126 bytes)": (NULLS, zigzag(1_000_000) * 40 + b"\x00", "past the output budget"),
+    "nested 5,000 deep": (LIST, b"\x02" * 5000 + b"\x00", "past the depth budget: at byte"),
+    "nested 1,000 deep": (LIST, b"\x02" * 1000 + b"\x00", "past the depth budget: at byte"),
+}
+
+
+@pytest.mark.parametrize("name", BOMBS)
+@pytest.mark.parametrize("as_text", [True, False])
+def test_value_bombs_are_one_located_error(name, as_text):
+    schema, body, message = BOMBS[name]
+    dec = decoder(schema)
+    with pytest.raises(budget.BudgetError, match=message):
+        dec.decode(framed(1, body), as_text)
+
+
+def test_the_output_limit_is_the_users(monkeypatch):
+    body = zigzag(1000) + b"\x00"                   # 1,000 nulls: 5,001 bytes of JSON
+    dec = decoder(NULLS)
+    monkeypatch.setattr(budget.Limits, "output_bytes", 4000)
+    for as_text in (True, False):
+        with pytest.raises(budget.BudgetError, match="more than 4000 bytes of JSON"):
+            dec.decode(framed(1, body), as_text)
+    monkeypatch.setattr(budget.Limits, "output_bytes", 5001)
+    assert dec.decode(framed(1, body), True)[0] == "[" + ",".join(["null"] * 1000) + "]"
+    assert dec.decode(framed(1, body), False)[0] == [None] * 1000
+
+
+def test_a_schema_of_20000_named_types_is_refused():
+    fields = [{"name": f"f{i}", "type": {"type": "enum", "name": f"E{i}", "symbols": ["A"]}} for i in range(20000)]
+    dec = decoder({"type": "record", "name": "R", "fields": fields})
+    with pytest.raises(budget.BudgetError, match="past the named types budget: schema 1 and its references define "
+                                                 "more than 1000 named types"):
+        dec.decode(framed(1, b"\x00" * 20000))
+
+
+def deep_schema(levels: int) -> dict:
+    s: dict = {"type": "record", "name": "R0", "fields": []}
+    for i in range(1, levels):
+        s = {"type": "record", "name": f"R{i}", "fields": [{"name": "x", "type": s}]}
+    return s
+
+
+def test_a_schema_nested_deeper_than_json_can_parse_is_refused():
+    dec = SchemaDecoder("avro", SchemaStore())
+    dec.store.add(Schema(1, "AVRO", '{"type":' * 5000 + '"null"' + "}" * 5000))
+    with pytest.raises(budget.BudgetError, match="past the depth budget: schema 1 nests more than 256 deep"):
+        dec.decode(framed(1, b""))
+    dec.store.add(Schema(2, "AVRO", json.dumps(deep_schema(150))))
+    with pytest.raises(budget.BudgetError, match="past the depth budget: schema 2 nests more than 256 deep"):
+        dec.decode(framed(2, b""))
+
+
+def test_dump_and_verify_go_on_after_a_bomb(tmp_path):
+    folder = tmp_path / "schemas"
+    folder.mkdir()
+    (folder / "1.avsc").write_text(json.dumps(GOOD))
+    (folder / "2.avsc").write_text(json.dumps(NULLS))
+    (folder / "3.avsc").write_text(json.dumps(LIST))
+    (folder / "4-deep.avsc").write_text('{"type":' * 1500 + '"null"' + "}" * 1500)
+    values = [framed(1, zigzag(7)), framed(2, zigzag(200_000) * 2 + b"\x00"), framed(3, b"\x02" * 5000 + b"\x00"),
+              framed(1, zigzag(8))]
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(
+        build_v2_batch([{"key": None, "value": v, "timestamp": 0} for v in values]))
+    r = run_kdump("dump", str(part), "--value-decoder", "avro", "--schemas", str(folder), "-q", "--decode-limit", "1M")
+    assert r.code == 0 and r.err == ""
+    payloads = [line.split(" payload: ", 1)[1] for line in r.out.splitlines() if line.startswith("| offset")]
+    assert payloads == [
+        '{"a":7}',
+        "<decode failed: past the output budget: at byte 8 (field the top level): the value decodes to more than "
+        "1048576 bytes of JSON (raise the limit with --decode-limit)>",
+        "<decode failed: past the depth budget: at byte 72 (field n.n.n.n.n.n.n.n...): the value nests more than "
+        "200 deep>",
+        '{"a":8}',
+    ]
+    r = run_kdump("dump", str(part), "--value-decoder", "avro", "--schemas", str(folder), "-q", "--json",
+                  "--decode-limit", "4M")
+    recs = json.loads(r.out.splitlines()[0])["records"]
+    assert recs[1]["decoded"]["value"] == [None] * 400_000
+    r = run_kdump("verify", str(part), "--schemas=" + str(folder), "--format", "text", "-q", "--decode-limit", "1M")
+    assert "Traceback" not in r.err
+    lines = [x for x in r.out.splitlines() if "schema_" in x]
+    assert [x.split(": ")[1].split(" at ")[0] for x in lines] == ["schema_store_record", "schema_budget", "schema_budget"]
+    assert "4-deep.avsc: past the depth budget: the schema nests more than 256 deep" in lines[0]
