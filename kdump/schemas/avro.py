@@ -8,7 +8,6 @@ fails, it never allocates 2 GiB. The walk checks every length against what is le
 
 from __future__ import annotations
 
-import json
 import struct
 from io import BytesIO
 from typing import Any

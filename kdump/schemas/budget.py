@@ -68,7 +68,7 @@ def load_schema_json(text: str, what: str) -> Any:
     except RecursionError:
         raise BudgetError("depth", f"{what} nests more than {MAX_SCHEMA_JSON_DEPTH} deep") from None
     except ValueError as e:
-        raise DecodeError(f"{what} is not JSON: {e}") from None
+        raise DecodeError(f"{what} does not parse: {type(e).__name__}: {e}") from None
     if json_depth(doc) > MAX_SCHEMA_JSON_DEPTH:
         raise BudgetError("depth", f"{what} nests more than {MAX_SCHEMA_JSON_DEPTH} deep")
     return doc

@@ -132,5 +132,48 @@ def test_dump_and_verify_go_on_after_a_bomb(tmp_path):
     r = run_kdump("verify", str(part), "--schemas=" + str(folder), "--format", "text", "-q", "--decode-limit", "1M")
     assert "Traceback" not in r.err
     lines = [x for x in r.out.splitlines() if "schema_" in x]
-    assert [x.split(": ")[1].split(" at ")[0] for x in lines] == ["schema_store_record", "schema_budget", "schema_budget"]
+    kinds = [x.split(": ")[1].split(" at ")[0] for x in lines]
+    assert kinds == ["schema_store_record", "schema_budget", "schema_budget"]
     assert "4-deep.avsc: past the depth budget: the schema nests more than 256 deep" in lines[0]
+
+
+def json_decoder(schema: dict) -> SchemaDecoder:
+    store = SchemaStore()
+    store.add(Schema(1, "JSON", json.dumps(schema)))
+    return SchemaDecoder("jsonschema", store, validate=True)
+
+
+JSON_BOMBS = {
+    "$ref to itself": ({"$ref": "#"}, 1, "past the depth budget: the JSON schema's \\$ref chain"),
+    "$ref loop": ({"definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}},
+                   "$ref": "#/definitions/a"}, 1, "past the depth budget: the JSON schema's \\$ref chain"),
+    "http $ref": ({"$ref": "http://127.0.0.1:9/x.json"}, 1,
+                  "past the \\$ref budget: the \\$ref 'http://127.0.0.1:9/x.json' is not in the schema store"),
+    "file $ref": ({"$ref": "file:///etc/passwd"}, 1, "past the \\$ref budget: the \\$ref 'file:///etc/passwd'"),
+    "a relative $ref under an http $id": ({"$id": "http://127.0.0.1:9/a.json", "$ref": "b.json"}, 1,
+                                          "the \\$ref 'b.json' is not in the schema store"),
+    "ReDoS pattern": ({"type": "string", "pattern": "^(a|a)*$"}, "a" * 40 + "!",
+                      "past the regex time budget: the pattern '\\^\\(a\\|a\\)\\*\\$' took more than 1.0 s"),
+    "ReDoS property pattern": ({"type": "object", "patternProperties": {"^(a|a)*$": {}},
+                                "additionalProperties": False}, {"a" * 40 + "!": 1}, "past the regex time budget"),
+}
+
+
+@pytest.mark.parametrize("name", JSON_BOMBS)
+def test_json_schema_bombs_are_one_located_error(name):
+    pytest.importorskip("jsonschema")
+    schema, value, message = JSON_BOMBS[name]
+    with pytest.raises(budget.BudgetError, match=message):
+        json_decoder(schema).decode(framed(1, json.dumps(value).encode()))
+
+
+def test_json_schema_patterns_still_check():
+    pytest.importorskip("jsonschema")
+    dec = json_decoder({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a+$"}},
+                        "patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False})
+    assert dec.decode(framed(1, b'{"s": "aa", "x1": 2}'))[0] == {"s": "aa", "x1": 2}
+    for value, message in (('{"s": "b"}', "at s: 'b' does not match '\\^a\\+\\$'"),
+                           ('{"x1": "no"}', "at x1: 'no' is not of type 'integer'"),
+                           ('{"y": 1}', "at the top level: 'y' does not match any of the regexes: '\\^x'")):
+        with pytest.raises(Exception, match=message):
+            dec.decode(framed(1, value.encode()))
