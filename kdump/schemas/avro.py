@@ -334,6 +334,8 @@ def _needs_conversion(s: Any, named: dict[str, Any], seen: set[str]) -> bool:
         return _needs_conversion(s["values"], named, seen)
     if t == "enum":
         return False
+    if t == "fixed":         # bytes: base64 (the name "fixed" is no named type)
+        return True
     return _needs_conversion(t, named, seen)
 
 

@@ -177,3 +177,11 @@ def test_json_schema_patterns_still_check():
                            ('{"y": 1}', "at the top level: 'y' does not match any of the regexes: '\\^x'")):
         with pytest.raises(Exception, match=message):
             dec.decode(framed(1, value.encode()))
+
+
+def test_an_inline_fixed_is_base64_on_the_reference_path_too():
+    """Found by fuzz/fuzz_schemas.py: fastavro's value kept a fixed's bytes (not JSON)."""
+    dec = decoder({"type": "record", "name": "R",
+                   "fields": [{"name": "f", "type": {"type": "fixed", "name": "F", "size": 2}}]})
+    assert dec.decode(framed(1, b"ab"), False)[0] == {"f": "YWI="}
+    assert dec.decode(framed(1, b"ab"), True)[0] == '{"f":"YWI="}'
