@@ -53,6 +53,8 @@ class Parsed:
             if cause is None and type(e).__name__ != "_WrappedReferencingError":
                 raise
             raise _ref_error(cause or e) from None
+        finally:
+            _Clock.left = None
         if err is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "the top level"
             raise DecodeError(f"does not match its JSON schema at {where}: {err.message[:200]}")
@@ -74,26 +76,27 @@ def _ref_error(e: Exception) -> BudgetError:
 
 
 class _Clock:
-    left = budget.REGEX_TIMEOUT * 2       # seconds of regex time one value may take, all patterns together
+    left: float | None = None       # seconds of regex time the value being validated has left, all patterns together
 
 
-def _search(pattern: str, text: str) -> bool:
+def search(pattern: str, text: str) -> bool:
     """``re.search`` under the regex budget (the regex module stops a backtracking pattern)."""
     import time
 
     import regex
 
-    start = time.monotonic()
+    start, left = time.monotonic(), _Clock.left
     try:
-        found = regex.search(pattern, text, timeout=max(0.01, min(budget.REGEX_TIMEOUT, _Clock.left)))
+        found = regex.search(pattern, text, timeout=max(0.01, min(budget.REGEX_TIMEOUT, left or budget.REGEX_TIMEOUT)))
     except TimeoutError:
         raise BudgetError("regex time", f"the pattern {pattern[:100]!r} took more than {budget.REGEX_TIMEOUT} s "
                                         f"on a string of {len(text)} characters") from None
     except regex.error:
         return False
     finally:
-        _Clock.left -= time.monotonic() - start
-    if _Clock.left <= 0:
+        if left is not None:
+            _Clock.left = left - (time.monotonic() - start)
+    if _Clock.left is not None and _Clock.left <= 0:
         raise BudgetError("regex time", f"the value's patterns took more than {budget.REGEX_TIMEOUT * 2} s")
     return found is not None
 
@@ -104,21 +107,21 @@ def _bounded(cls: Any) -> Any:
     from jsonschema import ValidationError, validators
 
     def pattern(v: Any, patrn: str, instance: Any, schema: Any) -> Any:
-        if v.is_type(instance, "string") and not _search(patrn, instance):
+        if v.is_type(instance, "string") and not search(patrn, instance):
             yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
     def pattern_properties(v: Any, pp: dict, instance: Any, schema: Any) -> Any:
         if v.is_type(instance, "object"):
             for patrn, sub in pp.items():
                 for k, x in instance.items():
-                    if _search(patrn, k):
+                    if search(patrn, k):
                         yield from v.descend(x, sub, path=k, schema_path=patrn)
 
     def additional_properties(v: Any, ap: Any, instance: Any, schema: Any) -> Any:
         if not v.is_type(instance, "object"):
             return
         known, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
-        extras = sorted((k for k in instance if k not in known and not any(_search(p, k) for p in patterns)), key=str)
+        extras = sorted((k for k in instance if k not in known and not any(search(p, k) for p in patterns)), key=str)
         if v.is_type(ap, "object"):
             for k in extras:
                 yield from v.descend(instance[k], ap, path=k)

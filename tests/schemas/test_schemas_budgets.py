@@ -185,3 +185,12 @@ def test_an_inline_fixed_is_base64_on_the_reference_path_too():
                    "fields": [{"name": "f", "type": {"type": "fixed", "name": "F", "size": 2}}]})
     assert dec.decode(framed(1, b"ab"), False)[0] == {"f": "YWI="}
     assert dec.decode(framed(1, b"ab"), True)[0] == '{"f":"YWI="}'
+
+
+def test_compatibility_checks_search_patterns_under_the_budget(monkeypatch):
+    from kdump.schemas import compat_json, json_schema
+
+    monkeypatch.setattr(budget, "REGEX_TIMEOUT", 0.05)
+    assert compat_json.search("^x", "xy") and not compat_json.search("^x", "yx")
+    with pytest.raises(budget.BudgetError, match="past the regex time budget: the pattern"):
+        json_schema.search("^(a|a)*$", "a" * 40 + "!")
