@@ -85,6 +85,7 @@ def records(url: str) -> list[dict[str, Any]]:
         live = c.get(f"{base}/versions", list) or []
         versions = c.get(f"{base}/versions?deleted=true", list) or []
         _check(all(type(v) is int for v in live + versions), c.url, f"{base}/versions", "a version not an integer")
+        live_set = set(live)
         for version in versions:
             v = c.get(f"{base}/versions/{version}?deleted=true", dict)
             if not v:
@@ -99,7 +100,7 @@ def records(url: str) -> list[dict[str, Any]]:
                                                   for r in refs), c.url, path, "references not a list of "
                                                                                "{name, subject, version}")
             value = {"subject": subject, "version": version, "id": v["id"], "schema": v["schema"],
-                     "deleted": version not in set(live)}
+                     "deleted": version not in live_set}
             if v.get("schemaType") and v["schemaType"] != "AVRO":
                 value["schemaType"] = v["schemaType"]
             if refs:

@@ -214,3 +214,15 @@ def test_an_empty_registry_still_fetches_ids_on_demand(hostile, tmp_path):
                   "--schema-cache", str(tmp_path / "c.ndjson"), "-q")
     assert r.code == 0, r.err
     assert "/schemas/ids/12" in asked and "decode failed" not in r.out and r.out.count('payload: {"n":') == 2
+
+
+def test_an_id_answer_past_the_body_cap_is_not_cached(hostile, tmp_path, monkeypatch):
+    schema = json.dumps({"type": "object", "description": "x" * 200_000})
+    url, asked = hostile({"/schemas/ids/": lambda h: send(h, json.dumps({"schema": schema, "schemaType": "JSON"}))})
+    monkeypatch.setattr(http_get, "MAX_BODY", 100_000)
+    cache = tmp_path / "c.ndjson"
+    cache.write_text("")
+    fetcher = registry.IdFetcher(url, str(cache))
+    assert fetcher(12) is None and fetcher(13) is None       # after one failure the registry is not asked again
+    assert asked == ["/schemas/ids/12"] and cache.read_text() == ""
+    assert fetcher.failed == f"{url}/schemas/ids/12: an answer of 200081 bytes, more than the 100000 kdump reads"
