@@ -31,10 +31,15 @@ class Parsed:
         self.schema = schema
         self.named = named
         self.needs_conversion = _needs_conversion(schema, named, set())
-        # fastavro recurses once a value nests and loops over every item a block claims: a
-        # schema with arrays, maps or a type inside itself is walked under the budgets first
-        self.unbounded = _unbounded(schema, named)
         self.widths: dict[Any, int] = {}     # the budget walk's per-node answers
+        # fastavro recurses as deep as a value nests and loops over every item a block claims:
+        # a value of a schema with a type inside itself, or arrays or maps of items of no bytes,
+        # is walked under the budgets first; so is one whose items could outgrow the output
+        # limit (``ratio``: the most JSON bytes one byte of an item may give)
+        recursive, items = _containers(schema, named)
+        self.must_walk = recursive or any(_empty(i, self) for i in items)
+        memo: dict[str, int] = {}
+        self.ratio = max((budget.max_width(i, named, memo) + 6 for i in items), default=0)
 
 
 def parse(s: Schema, store: SchemaStore) -> Parsed:
@@ -76,7 +81,7 @@ def raw(p: Parsed, data: bytes, pos: int) -> Any:
     """``decode`` as fastavro gives it: logical types as Python objects (Decimal, datetime...)."""
     from fastavro import schemaless_reader
 
-    if p.unbounded:
+    if p.must_walk or len(data) * p.ratio > budget.Limits.output_bytes:
         message = locate(p, data, pos)       # BudgetError past a budget
         if message is not None:
             raise DecodeError(message)
@@ -93,10 +98,11 @@ def raw(p: Parsed, data: bytes, pos: int) -> Any:
     return value
 
 
-def _unbounded(s: Any, named: dict[str, Any]) -> bool:
-    """Does the schema hold an array, a map, or a named type inside itself?"""
+def _containers(s: Any, named: dict[str, Any]) -> tuple[bool, list[Any]]:
+    """(does a named type hold itself, the item schemas of the arrays and maps)."""
     state: dict[str, bool] = {}             # name -> finished (False: being looked at)
     stack: list[Any] = [s]
+    recursive, items = False, []
     while stack:
         node = stack.pop()
         if node is _DONE:
@@ -107,20 +113,20 @@ def _unbounded(s: Any, named: dict[str, Any]) -> bool:
         elif isinstance(node, str):
             if node in named:
                 if node in state:
-                    if not state[node]:
-                        return True
+                    recursive = recursive or not state[node]
                     continue
                 state[node] = False
                 stack += [node, _DONE, named[node]]
         elif isinstance(node, dict):
             t = node.get("type")
             if t in ("array", "map"):
-                return True
-            if t in ("record", "error"):
+                items.append(node.get("items" if t == "array" else "values"))
+                stack.append(items[-1])
+            elif t in ("record", "error"):
                 stack += [f.get("type") for f in node.get("fields") or ()]
             elif isinstance(t, (list, dict, str)):
                 stack.append(t)
-    return False
+    return recursive, items
 
 
 _DONE = object()

@@ -118,3 +118,34 @@ def min_width(s: Any, named: dict[str, Any], memo: dict[str, int]) -> int:
     if t in ("array", "map", "fixed"):
         return 2
     return min_width(t, named, memo)
+
+
+def max_width(s: Any, named: dict[str, Any], memo: dict[str, int]) -> int:
+    """The most JSON bytes a datum of ``s`` writes beyond 6 per byte of its own: field names,
+    the longest enum symbol or union branch, a logical type's text (a timestamp's ISO form
+    from one byte, a decimal's scale). With ``min_width`` it bounds a value without reading it:
+    at most ``len(bytes) * (max_width(item) + 6)`` for items of at least one byte each. A type
+    inside itself counts 0 here (such a schema is always walked)."""
+    if isinstance(s, list):
+        return max((max_width(b, named, memo) for b in s), default=0)
+    if isinstance(s, str):
+        if s in named:
+            if s not in memo:
+                memo[s] = 0
+                memo[s] = max_width(named[s], named, memo)
+            return memo[s]
+        return 6
+    if not isinstance(s, dict):
+        return 6
+    t = s.get("type")
+    if "logicalType" in s:
+        digits = s.get("precision", 0), s.get("scale", 0)
+        return 40 + sum(d for d in digits if type(d) is int and d > 0)
+    if t in ("record", "error"):
+        return 2 + sum(len(str(f.get("name", ""))) + 4 + max_width(f.get("type"), named, memo)
+                       for f in s.get("fields") or ())
+    if t == "enum":
+        return max((len(str(x)) * 6 + 2 for x in s.get("symbols") or ()), default=2)
+    if t in ("array", "map", "fixed"):
+        return 6
+    return max_width(t, named, memo)

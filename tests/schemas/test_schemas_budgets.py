@@ -194,3 +194,13 @@ def test_compatibility_checks_search_patterns_under_the_budget(monkeypatch):
     assert compat_json.search("^x", "xy") and not compat_json.search("^x", "yx")
     with pytest.raises(budget.BudgetError, match="past the regex time budget: the pattern"):
         json_schema.search("^(a|a)*$", "a" * 40 + "!")
+
+
+def test_items_that_outgrow_their_bytes_are_walked_first(monkeypatch):
+    """One byte an item, 502 bytes of JSON each: the walk stops it before fastavro builds it."""
+    dec = decoder({"type": "array", "items": {"type": "enum", "name": "E", "symbols": ["A" * 500]}})
+    monkeypatch.setattr(budget.Limits, "output_bytes", 100_000)
+    for as_text in (True, False):
+        with pytest.raises(budget.BudgetError, match="past the output budget: at byte 5"):
+            dec.decode(framed(1, zigzag(1000) + b"\x00" * 1001), as_text)
+    assert dec.decode(framed(1, zigzag(100) + b"\x00" * 101), False)[0] == ["A" * 500] * 100
