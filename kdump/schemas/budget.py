@@ -88,6 +88,11 @@ def count_named(doc: Any) -> int:
     return n
 
 
+# The fewest JSON bytes of a logical type's text: "1970-01-01T00:00:00Z", "1970-01-01", a
+# UUID, a decimal's "0".
+_LOGICAL_WIDTH = {"timestamp-millis": 22, "timestamp-micros": 22, "date": 12, "uuid": 38, "decimal": 3}
+
+
 def min_width(s: Any, named: dict[str, Any], memo: dict[str, int]) -> int:
     """The fewest JSON bytes a datum of Avro schema node ``s`` writes beyond what its own bytes
     pay for (a string's text, an array's items count on their own): a null's ``null``, a
@@ -110,9 +115,13 @@ def min_width(s: Any, named: dict[str, Any], memo: dict[str, int]) -> int:
     if not isinstance(s, dict):
         return 1
     t = s.get("type")
-    if t in ("record", "error"):
+    logical = _LOGICAL_WIDTH.get(str(s.get("logicalType")))
+    if logical is not None and isinstance(t, str):
+        return logical
+    if t in ("record", "error"):                       # {"a":x,"b":y}: 2, or 1 + (name + 4 + value) a field
+        fields = s.get("fields") or ()
         return 1 + sum(len(str(f.get("name", ""))) + 4 + min_width(f.get("type"), named, memo)
-                       for f in s.get("fields") or ())
+                       for f in fields) if fields else 2
     if t == "enum":
         return min((len(str(x)) + 2 for x in s.get("symbols") or ()), default=2)
     if t in ("array", "map", "fixed"):
