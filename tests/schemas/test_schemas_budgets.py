@@ -204,3 +204,18 @@ def test_items_that_outgrow_their_bytes_are_walked_first(monkeypatch):
         with pytest.raises(budget.BudgetError, match="past the output budget: at byte 5"):
             dec.decode(framed(1, zigzag(1000) + b"\x00" * 1001), as_text)
     assert dec.decode(framed(1, zigzag(100) + b"\x00" * 101), False)[0] == ["A" * 500] * 100
+
+
+def test_a_protobuf_message_past_the_output_limit_is_one_error(monkeypatch):
+    pytest.importorskip("grpc_tools")
+    name = "n" * 300
+    store = SchemaStore()
+    store.add(Schema(1, "PROTOBUF", f'syntax = "proto3";\nmessage M {{ repeated N kids = 1; }}\n'
+                                    f'message N {{ int32 {name} = 1; }}\n'))
+    dec = SchemaDecoder("protobuf", store)
+    kid = b"\x0a\x02\x08\x01"                    # 4 bytes: {"nnn...n": 1}, 306 bytes of JSON
+    monkeypatch.setattr(budget.Limits, "output_bytes", 10_000)
+    assert dec.decode(framed(1, b"\x00" + kid * 30))[0] == {"kids": [{name: 1}] * 30}
+    with pytest.raises(budget.BudgetError, match="past the output budget: the value at byte 6 decodes to 30710 "
+                                                 "bytes of JSON, more than the 10000"):
+        dec.decode(framed(1, b"\x00" + kid * 100))
