@@ -18,15 +18,19 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 import urllib.parse
 from typing import Any
 
+from kdump.schemas import http_get
 from kdump.schemas.http_get import RegistryError, get_json
 from kdump.schemas.sources import read_ndjson, schema_of_id
 from kdump.schemas.store import Schema, SchemaStore
 
 MAX_FETCHED_IDS = 256
 MAX_REQUESTS = 25_000           # requests of one --schema-registry read (a subject costs 3 or more)
+READ_DEADLINE = 900.0           # seconds for the whole read; and for a run's on-demand id fetches
+
 _NAME_MAX = 200                 # a cache file name longer than this is cut and given a hash
 
 __all__ = ["RegistryError", "default_cache", "fetch", "records", "IdFetcher"]
@@ -41,22 +45,37 @@ def default_cache(url: str) -> str:
 
 
 class _Client:
-    """The GETs of one read of the registry, counted against ``MAX_REQUESTS``."""
+    """The GETs of one read of the registry, counted against ``MAX_REQUESTS`` and, all
+    together, ``READ_DEADLINE`` seconds (each one also has its own deadline)."""
 
-    def __init__(self, url: str, limit: int | None = None) -> None:
+    def __init__(self, url: str, limit: int | None = None, seconds: float | None = None) -> None:
         self.url, self.left = url.rstrip("/"), MAX_REQUESTS if limit is None else limit
+        self.until = time.monotonic() + (READ_DEADLINE if seconds is None else seconds)
 
     def get(self, path: str, want: type | tuple[type, ...]) -> Any:
         """The JSON at ``path`` if it is a ``want`` (None for a 404); RegistryError if not."""
         if self.left <= 0:
             raise RegistryError(f"{self.url}: the registry needs more than {MAX_REQUESTS} requests; kdump stops "
                                 "there (read a cache made elsewhere with --schemas FILE)")
+        left = self.until - time.monotonic()
+        if left <= 0:
+            raise self._late()
         self.left -= 1
-        got = get_json(self.url + path)
+        try:
+            got = get_json(self.url + path, timeout=min(http_get.TIMEOUT, left))
+        except RegistryError:
+            if time.monotonic() >= self.until:        # cut short by the read's deadline, not its own
+                raise self._late() from None
+            raise
         if got is not None and not isinstance(got, want):
             raise RegistryError(f"{self.url}{path[:200]}: not a Schema Registry answer (a JSON "
                                 f"{type(got).__name__} where kdump expects a{_names(want)})")
         return got
+
+
+    def _late(self) -> RegistryError:
+        return RegistryError(f"{self.url}: reading the registry took more than {READ_DEADLINE:g} s; kdump stops "
+                             "there (read a cache made elsewhere with --schemas FILE)")
 
 
 def _names(want: type | tuple[type, ...]) -> str:
@@ -145,6 +164,7 @@ class IdFetcher:
         self.url, self.cache, self.left = url, cache, limit
         self.asked: set[int] = set()
         self.failed: str | None = None
+        self.client: _Client | None = None          # made at the first ask: the deadline runs from there
 
     def __call__(self, schema_id: int) -> Schema | None:
         if schema_id in self.asked or self.left <= 0 or self.failed is not None:
@@ -152,7 +172,9 @@ class IdFetcher:
         self.asked.add(schema_id)
         self.left -= 1
         try:
-            answer = _Client(self.url, 1).get(f"/schemas/ids/{schema_id}", dict)
+            if self.client is None:
+                self.client = _Client(self.url, MAX_FETCHED_IDS)
+            answer = self.client.get(f"/schemas/ids/{schema_id}", dict)
         except RegistryError as e:
             self.failed = e.message
             return None

@@ -226,3 +226,16 @@ def test_an_id_answer_past_the_body_cap_is_not_cached(hostile, tmp_path, monkeyp
     assert fetcher(12) is None and fetcher(13) is None       # after one failure the registry is not asked again
     assert asked == ["/schemas/ids/12"] and cache.read_text() == ""
     assert fetcher.failed == f"{url}/schemas/ids/12: an answer of 200081 bytes, more than the 100000 kdump reads"
+
+
+def test_the_whole_read_has_a_deadline(hostile, monkeypatch):
+    def slow(h):
+        time.sleep(0.3)
+        send(h, "[]")
+
+    subjects = [f"s{i}" for i in range(50)]
+    url, asked = hostile({"/subjects?": lambda h: send(h, json.dumps(subjects)), "/subjects/": slow,
+                          "/config": lambda h: send(h, "{}")})
+    monkeypatch.setattr(registry, "READ_DEADLINE", 1.0)
+    fails(url, "reading the registry took more than 1 s; kdump stops there")
+    assert len(asked) < 10
