@@ -69,18 +69,20 @@ class _Client:
             raise
         if got is not None and not isinstance(got, want):
             raise RegistryError(f"{self.url}{path[:200]}: not a Schema Registry answer (a JSON "
-                                f"{type(got).__name__} where kdump expects a{_names(want)})")
+                                f"{_JSON_KINDS.get(type(got), 'value')} where kdump expects a{_names(want)})")
         return got
-
 
     def _late(self) -> RegistryError:
         return RegistryError(f"{self.url}: reading the registry took more than {READ_DEADLINE:g} s; kdump stops "
                              "there (read a cache made elsewhere with --schemas FILE)")
 
 
+_JSON_KINDS = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
 def _names(want: type | tuple[type, ...]) -> str:
     kinds = want if isinstance(want, tuple) else (want,)
-    return "n " + " or ".join({dict: "object", list: "array", int: "integer", str: "string"}[k] for k in kinds)
+    return "n " + " or ".join(_JSON_KINDS[k] for k in kinds)
 
 
 def _check(ok: bool, url: str, path: str, what: str) -> None:

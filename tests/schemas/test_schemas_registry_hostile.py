@@ -147,9 +147,9 @@ def test_a_redirect_on_the_same_host_is_followed(hostile):
 BAD = {
     "deep JSON": ({"/config": "[" * 100_000 + "]" * 100_000}, "/config: the answer's JSON nests too deeply"),
     "not JSON": ({"/config": "<html>"}, "/config: the answer is not JSON"),
-    "config an array": ({"/config": "[1]"}, "/config: not a Schema Registry answer (a JSON list where kdump "
+    "config an array": ({"/config": "[1]"}, "/config: not a Schema Registry answer (a JSON array where kdump "
                                             "expects an object)"),
-    "subjects an object": ({"/subjects": '{"a": 1}'}, "not a Schema Registry answer (a JSON dict where kdump "
+    "subjects an object": ({"/subjects": '{"a": 1}'}, "not a Schema Registry answer (a JSON object where kdump "
                                                       "expects an array)"),
     "a subject a number": ({"/subjects?": "[1]"}, "/subjects: not a Schema Registry answer (a subject that is "
                                                   "not a string)"),
