@@ -75,6 +75,9 @@ def _ref_error(e: Exception) -> BudgetError:
                                "or file $ref: http://, file://...)")
 
 
+_SLOW: set[str] = set()
+
+
 class _Clock:
     left: float | None = None       # seconds of regex time the value being validated has left, all patterns together
 
@@ -85,10 +88,16 @@ def search(pattern: str, text: str) -> bool:
 
     import regex
 
+    if pattern in _SLOW:            # a pattern that ran out of time once is not run again: a topic of such
+        raise BudgetError("regex time", f"the pattern {pattern[:100]!r} took more than {budget.REGEX_TIMEOUT} s on "
+                                        "an earlier value; kdump does not run it again")       # values costs no more
     start, left = time.monotonic(), _Clock.left
+    timeout = budget.REGEX_TIMEOUT if left is None else max(0.01, min(budget.REGEX_TIMEOUT, left))
     try:
-        found = regex.search(pattern, text, timeout=max(0.01, min(budget.REGEX_TIMEOUT, left or budget.REGEX_TIMEOUT)))
+        found = regex.search(pattern, text, timeout=timeout)
     except TimeoutError:
+        if timeout == budget.REGEX_TIMEOUT:
+            _SLOW.add(pattern)
         raise BudgetError("regex time", f"the pattern {pattern[:100]!r} took more than {budget.REGEX_TIMEOUT} s "
                                         f"on a string of {len(text)} characters") from None
     except regex.error:

@@ -219,3 +219,14 @@ def test_a_protobuf_message_past_the_output_limit_is_one_error(monkeypatch):
     with pytest.raises(budget.BudgetError, match="past the output budget: the value at byte 6 decodes to 30710 "
                                                  "bytes of JSON, more than the 10000"):
         dec.decode(framed(1, b"\x00" + kid * 100))
+
+
+def test_a_pattern_that_ran_out_of_time_is_not_run_again(monkeypatch):
+    """A topic of a million such values costs one timeout, not a million."""
+    from kdump.schemas import json_schema
+
+    monkeypatch.setattr(budget, "REGEX_TIMEOUT", 0.05)
+    with pytest.raises(budget.BudgetError, match="took more than 0.05 s on a string of 41 characters"):
+        json_schema.search("^(b|b)*$", "b" * 40 + "!")
+    with pytest.raises(budget.BudgetError, match="took more than 0.05 s on an earlier value; kdump does not run it"):
+        json_schema.search("^(b|b)*$", "b")
