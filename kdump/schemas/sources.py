@@ -98,6 +98,10 @@ def read_ndjson(path: str, store: SchemaStore) -> None:
                 except (ValueError, KeyError, TypeError) as e:
                     store.problems.append(Problem(None, f"{path}: line {n}: not a registry record ({e})"))
                     continue
+                except RecursionError:
+                    store.problems.append(Problem(None, f"{path}: line {n}: not a registry record (past the "
+                                                        "depth budget: the JSON nests too deeply)"))
+                    continue
                 store.replay(key, value, None)
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read the schema cache: {e}", file=path) from None

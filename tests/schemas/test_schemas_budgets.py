@@ -230,3 +230,16 @@ def test_a_pattern_that_ran_out_of_time_is_not_run_again(monkeypatch):
         json_schema.search("^(b|b)*$", "b" * 40 + "!")
     with pytest.raises(budget.BudgetError, match="took more than 0.05 s on an earlier value; kdump does not run it"):
         json_schema.search("^(b|b)*$", "b")
+
+
+def test_a_cache_line_nested_too_deeply_is_one_problem(tmp_path):
+    from kdump.schemas.sources import load
+
+    cache = tmp_path / "c.ndjson"
+    good = {"key": {"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1},
+            "value": {"subject": "s", "version": 1, "id": 3, "schema": '"int"'}}
+    cache.write_text("[" * 100_000 + "\n" + json.dumps(good) + "\n")
+    store = load(str(cache))
+    assert [p.message for p in store.problems] == [f"{cache}: line 1: not a registry record (past the depth budget: "
+                                                   "the JSON nests too deeply)"]
+    assert store.get(3) is not None
