@@ -156,7 +156,7 @@ def locate(p: Parsed, data: bytes, pos: int) -> str | None:
         return f"Avro bytes do not match the schema at byte {m.pos} (field {field}): {m.message}"
     except _Past as m:
         field = ".".join(m.path[:8]) + ("..." if len(m.path) > 8 else "") or "the top level"
-        raise budget.BudgetError(m.name, f"at byte {m.pos} (field {field}): {m.message}", position=None) from None
+        raise budget.BudgetError(m.name, f"at byte {m.pos} (field {field}): {m.message}") from None
     if end != len(data):
         return f"the Avro datum ends at byte {end}, {len(data) - end} bytes before the value does"
     return None
