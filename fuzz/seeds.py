@@ -30,7 +30,7 @@ ROOT = _common.ROOT
 FIXTURES = os.path.join(ROOT, "fixtures")
 MAX_SEED = 16 << 10          # bytes per seed: small inputs mutate and run faster
 MAX_SEEDS = 600              # per target
-TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders")
+TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders", "schemas")
 
 
 def fixture_files() -> Iterator[tuple[str, str]]:
@@ -105,7 +105,14 @@ def collect() -> dict[str, list[bytes]]:
                                                                   "ffffffffffffffffff01", "80808080808080808080")]
     seeds["records"] += _timestamp_overflow_seeds()
     seeds["walker"].append(timestamp_overflow_segment())
+    seeds["schemas"] += _schema_seeds()
     return seeds
+
+
+def _schema_seeds() -> list[bytes]:
+    from fuzz_schemas import seeds
+
+    return seeds()
 
 
 def _timestamp_overflow_seeds() -> list[bytes]:

@@ -197,6 +197,11 @@ SCHEMA_UNKNOWN_ID = _declare("schema_unknown_id", DAMAGE, "`verify --schemas`: a
                                                           "permanently deleted): no consumer can decode it")
 SCHEMA_DECODE = _declare("schema_decode", DAMAGE, "`verify --schemas`: a record that does not decode under its "
                                                   "schema (which byte, which field), or whose schema does not parse")
+SCHEMA_BUDGET = _declare("schema_budget", ANOMALY, "`verify --schemas`: a record or a schema past one of the "
+                                                  "schema decoders' budgets (nesting depth, items in one Avro "
+                                                  "block, decoded output bytes (--decode-limit), named types, "
+                                                  "regex time, a network or file $ref); that record is not "
+                                                  "decoded, the rest are")
 SCHEMA_INCOMPATIBLE = _declare("schema_incompatible", ANOMALY, "`verify --schemas`: a subject's version breaks the "
                                                                "subject's compatibility level under Schema "
                                                                "Registry's Avro, Protobuf or JSON Schema rules (it "

@@ -15,12 +15,14 @@ enum { OP_NULL, OP_BOOL, OP_INT, OP_LONG, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_STRI
 #define FAIL (-1)       /* a Python exception is set */
 #define MAX_DEPTH 200
 
-typedef struct { char *buf; Py_ssize_t len, cap; } Out;
+typedef struct { char *buf; Py_ssize_t len, cap, limit; } Out;     /* limit: the output budget */
 typedef struct { const unsigned char *d; Py_ssize_t n, p; } In;
 
 static int
 put(Out *o, const char *s, Py_ssize_t n)
 {
+    if (n > o->limit - o->len)
+        return BAIL;                          /* past the output budget: Python says where */
     if (o->len + n > o->cap) {
         Py_ssize_t cap = o->cap ? o->cap : 256;
         while (cap < o->len + n)
@@ -38,7 +40,7 @@ put(Out *o, const char *s, Py_ssize_t n)
     return 0;
 }
 
-#define PUT(o, s, n) do { if (put((o), (s), (n))) return FAIL; } while (0)
+#define PUT(o, s, n) do { int _p = put((o), (s), (n)); if (_p) return _p; } while (0)   /* BAIL or FAIL */
 #define PUTS(o, s) PUT(o, s, (Py_ssize_t)strlen(s))
 #define TRY(x) do { int _r = (x); if (_r) return _r; } while (0)
 
@@ -420,17 +422,20 @@ PyObject *
 kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 3 || !PyBytes_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "avro_json(program, data: bytes, pos)");
+    if (nargs != 4 || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "avro_json(program, data: bytes, pos, limit)");
         return NULL;
     }
     Py_ssize_t pos = PyLong_AsSsize_t(args[2]);
     if (pos == -1 && PyErr_Occurred())
         return NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
+    if (limit == -1 && PyErr_Occurred())
+        return NULL;
     In in = {(const unsigned char *)PyBytes_AS_STRING(args[1]), PyBytes_GET_SIZE(args[1]), pos};
     if (pos < 0 || pos > in.n)
         Py_RETURN_NONE;
-    Out o = {NULL, 0, 0};
+    Out o = {NULL, 0, 0, limit < 0 ? 0 : limit};
     int r = walk(args[0], &in, &o, 0);
     if (r == FAIL || PyErr_Occurred()) {
         PyMem_Free(o.buf);

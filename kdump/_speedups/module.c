@@ -122,7 +122,7 @@ static PyMethodDef kd_methods[] = {
      "json_batch_line(file_json, batch, records, encoding) -> str | None: jsonout.batch_line for a plain "
      "view (encoding 0 base64, 1 hex, 2 utf8); None when the Python writer must do it."},
     {"avro_json", (PyCFunction)(void (*)(void))kd_avro_json, METH_FASTCALL,
-     "avro_json(program, data, pos) -> (json_text, end) | None: an Avro datum as JSON text (avro_text.py)."},
+     "avro_json(program, data, pos, limit) -> (json_text, end) | None: an Avro datum as JSON text of at most limit bytes (avro_text.py)."},
     {"text_item", (PyCFunction)(void (*)(void))kd_text_item, METH_FASTCALL,
      "text_item(out, batch, records, mode, last, gaps) -> int | None: TextDump.item's lines appended to the "
      "bytearray out as UTF-8 (mode: text.c_mode), the record offsets followed into gaps (None: not followed); "

@@ -11,7 +11,24 @@ import click
 from kdump.schemas.decoder import SCHEMA_DECODERS
 
 
+def decode_limit_option(f: Callable) -> Callable:
+    """--decode-limit: how many bytes of JSON one decoded key or value may grow to."""
+    from kdump.cli.options import ByteSize
+    from kdump.schemas import budget
+
+    def apply(ctx: click.Context, param: click.Parameter, value: int) -> int:
+        budget.Limits.output_bytes = value
+        return value
+
+    return click.option("--decode-limit", type=ByteSize(), default=budget.DEFAULT_OUTPUT_BYTES,
+                        show_default="64MiB", expose_value=False, callback=apply,
+                        help="The most bytes of JSON one key or value may decode to under its schema (an Avro "
+                             "block of a million nulls is 5 MB from 4 bytes); past it the record is one located "
+                             "error (verify: schema_budget) and the run goes on.")(f)
+
+
 def schema_options(f: Callable) -> Callable:
+    f = decode_limit_option(f)
     f = click.option("--schema-cache", metavar="FILE",
                      help="Where --schema-registry keeps what it read [default: "
                           "~/.cache/kdump/schema-registry/<url>.ndjson]; --schemas FILE reads it offline.")(f)

@@ -8,6 +8,7 @@ import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
+from kdump.cli.schema_options import decode_limit_option
 from kdump.errors import MissingExtraError, UsageError
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output
@@ -42,6 +43,7 @@ from kdump.storage.fs import refuse_remote
 @click.option("--problems", is_flag=True,
               help="List only the files with damage or anomalies, not info findings (the summary on stderr "
                    "still counts every file).")
+@decode_limit_option
 @click.option("--schemas", "schemas_path", is_flag=False, flag_value="", default=None, metavar="[STORE]",
               help="Also decode every Schema Registry record under its schema (unknown ids, records that do not "
                    "decode, subjects whose Avro, Protobuf or JSON Schema versions break their compatibility "

@@ -48,7 +48,9 @@ def schema_decoders(paths, key_decoder: str | None, value_decoder: str | None, s
     if not sides and not (schemas_path or registry):
         return {}
     need = any(name in ("avro", "protobuf", "jsonschema") for name in sides.values())
-    store = load_store(paths, schemas_path, registry, cache, out, need) or SchemaStore()
+    store = load_store(paths, schemas_path, registry, cache, out, need)
+    if store is None:                    # (an empty store is falsy, and keeps its on-demand id fetch)
+        store = SchemaStore()
     return {side: SchemaDecoder(name, store, validate) for side, name in sides.items()}
 
 

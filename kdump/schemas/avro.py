@@ -8,12 +8,12 @@ fails, it never allocates 2 GiB. The walk checks every length against what is le
 
 from __future__ import annotations
 
-import json
 import struct
 from io import BytesIO
 from typing import Any
 
 from kdump.errors import DecodeError
+from kdump.schemas import budget
 from kdump.schemas.frame import read_zigzag
 from kdump.schemas.store import Schema, SchemaStore
 
@@ -31,20 +31,36 @@ class Parsed:
         self.schema = schema
         self.named = named
         self.needs_conversion = _needs_conversion(schema, named, set())
+        self.widths: dict[Any, int] = {}     # the budget walk's per-node answers
+        # fastavro recurses as deep as a value nests and loops over every item a block claims:
+        # a value of a schema with a type inside itself, or arrays or maps of items of no bytes,
+        # is walked under the budgets first; so is one whose items could outgrow the output
+        # limit (``ratio``: the most JSON bytes one byte of an item may give)
+        recursive, items = _containers(schema, named)
+        self.must_walk = recursive or any(_empty(i, self) for i in items)
+        memo: dict[str, int] = {}
+        self.ratio = max((budget.max_width(i, named, memo) + 6 for i in items), default=0)
 
 
 def parse(s: Schema, store: SchemaStore) -> Parsed:
-    """Parse an Avro schema and, before it, the schemas it references (depth first)."""
+    """Parse an Avro schema and, before it, the schemas it references (depth first), under the
+    depth and named-type budgets."""
     import fastavro
 
     named: dict[str, Any] = {}
     seen: set[int] = set()
+    types = [0]
 
     def load(schema: Schema) -> Any:
+        doc = budget.load_schema_json(schema.text, f"schema {schema.id}")
+        types[0] += budget.count_named(doc)
+        if types[0] > budget.MAX_NAMED_TYPES:
+            raise budget.BudgetError("named types", f"schema {s.id} and its references define more than "
+                                                    f"{budget.MAX_NAMED_TYPES} named types")
         try:
-            return fastavro.parse_schema(json.loads(schema.text), named_schemas=named)
+            return fastavro.parse_schema(doc, named_schemas=named)
         except RecursionError:
-            raise DecodeError(f"schema {schema.id} does not parse: nested too deeply") from None
+            raise budget.BudgetError("depth", f"schema {schema.id} nests too deeply to parse") from None
         except Exception as e:          # fastavro raises several types (SchemaParseException, ValueError...)
             raise DecodeError(f"schema {schema.id} does not parse: {type(e).__name__}: {_short(e)}") from None
 
@@ -65,6 +81,10 @@ def raw(p: Parsed, data: bytes, pos: int) -> Any:
     """``decode`` as fastavro gives it: logical types as Python objects (Decimal, datetime...)."""
     from fastavro import schemaless_reader
 
+    if p.must_walk or len(data) * p.ratio > budget.Limits.output_bytes:
+        message = locate(p, data, pos)       # BudgetError past a budget
+        if message is not None:
+            raise DecodeError(message)
     fo = BytesIO(data)
     fo.seek(pos)
     try:
@@ -78,6 +98,40 @@ def raw(p: Parsed, data: bytes, pos: int) -> Any:
     return value
 
 
+def _containers(s: Any, named: dict[str, Any]) -> tuple[bool, list[Any]]:
+    """(does a named type hold itself, the item schemas of the arrays and maps)."""
+    state: dict[str, bool] = {}             # name -> finished (False: being looked at)
+    stack: list[Any] = [s]
+    recursive, items = False, []
+    while stack:
+        node = stack.pop()
+        if node is _DONE:
+            state[stack.pop()] = True
+            continue
+        if isinstance(node, list):
+            stack += node
+        elif isinstance(node, str):
+            if node in named:
+                if node in state:
+                    recursive = recursive or not state[node]
+                    continue
+                state[node] = False
+                stack += [node, _DONE, named[node]]
+        elif isinstance(node, dict):
+            t = node.get("type")
+            if t in ("array", "map"):
+                items.append(node.get("items" if t == "array" else "values"))
+                stack.append(items[-1])
+            elif t in ("record", "error"):
+                stack += [f.get("type") for f in node.get("fields") or ()]
+            elif isinstance(t, (list, dict, str)):
+                stack.append(t)
+    return recursive, items
+
+
+_DONE = object()
+
+
 # -- where the bytes and the schema part ---------------------------------------------------------
 
 class _Mismatch(Exception):
@@ -86,16 +140,23 @@ class _Mismatch(Exception):
         self.pos, self.path, self.message = pos, path, message
 
 
+class _Past(Exception):
+    def __init__(self, pos: int, path: list[str], name: str, message: str) -> None:
+        super().__init__(message)
+        self.pos, self.path, self.name, self.message = pos, path, name, message
+
+
 def locate(p: Parsed, data: bytes, pos: int) -> str | None:
     """Walk the datum by the schema; say at which byte and field it stops matching (None: it
-    matches, to the last byte)."""
+    matches, to the last byte). Past a budget (depth, items in a block, output): BudgetError."""
     try:
-        end = _walk(p.schema, data, pos, [], p.named, 0)
+        end = _walk(p.schema, data, pos, [], p, 0, [0])
     except _Mismatch as m:
         field = ".".join(m.path) or "the top level"
         return f"Avro bytes do not match the schema at byte {m.pos} (field {field}): {m.message}"
-    except RecursionError:
-        return "Avro datum nested too deeply"
+    except _Past as m:
+        field = ".".join(m.path[:8]) + ("..." if len(m.path) > 8 else "") or "the top level"
+        raise budget.BudgetError(m.name, f"at byte {m.pos} (field {field}): {m.message}") from None
     if end != len(data):
         return f"the Avro datum ends at byte {end}, {len(data) - end} bytes before the value does"
     return None
@@ -117,24 +178,26 @@ def _need(data: bytes, pos: int, n: int, path: list[str], what: str, at: int | N
     return pos + n
 
 
-def _walk(s: Any, data: bytes, pos: int, path: list[str], named: dict[str, Any], depth: int) -> int:
-    if depth > 200:
-        raise _Mismatch(pos, path, "nested more than 200 deep")
+def _walk(s: Any, data: bytes, pos: int, path: list[str], p: Parsed, depth: int, spent: list[int]) -> int:
+    """The end of the datum of ``s`` at ``pos``; ``spent``: the fewest JSON bytes written so far."""
+    if depth > budget.MAX_DEPTH:
+        raise _Past(pos, path, "depth", f"the value nests more than {budget.MAX_DEPTH} deep")
+    named = p.named
     if isinstance(s, list):                                   # a union: the branch index first
         start = pos
         i, pos = _long(data, pos, path)
         if not 0 <= i < len(s):
             raise _Mismatch(start, path, f"union branch {i}, but the union has {len(s)}")
-        return _walk(s[i], data, pos, path, named, depth + 1)
+        return _walk(s[i], data, pos, path, p, depth + 1, spent)
     if isinstance(s, str):
         if s not in PRIMITIVES:
-            return _walk(named[s], data, pos, path, named, depth + 1)
+            return _walk(named[s], data, pos, path, p, depth + 1, spent)
         t = s
     else:
         t = s["type"]
         if isinstance(t, (list, dict)) or (t not in PRIMITIVES and t not in ("record", "error", "enum", "array",
                                                                               "map", "fixed")):
-            return _walk(t, data, pos, path, named, depth + 1)
+            return _walk(t, data, pos, path, p, depth + 1, spent)
     if t == "null":
         return pos
     if t == "boolean":
@@ -157,6 +220,7 @@ def _walk(s: Any, data: bytes, pos: int, path: list[str], named: dict[str, Any],
         start = pos
         n, pos = _long(data, pos, path)
         end = _need(data, pos, n, path, t, start)
+        _spend(spent, n, start, path)
         if t == "string":
             try:
                 bytes(data[pos:end]).decode("utf-8")
@@ -165,7 +229,7 @@ def _walk(s: Any, data: bytes, pos: int, path: list[str], named: dict[str, Any],
         return end
     if t in ("record", "error"):
         for f in s["fields"]:
-            pos = _walk(f["type"], data, pos, path + [f["name"]], named, depth + 1)
+            pos = _walk(f["type"], data, pos, path + [f["name"]], p, depth + 1, spent)
         return pos
     if t == "enum":
         start = pos
@@ -186,29 +250,66 @@ def _walk(s: Any, data: bytes, pos: int, path: list[str], named: dict[str, Any],
         if count < 0:
             count = -count
             _, pos = _long(data, pos, path)
-        if count > len(data) - pos and not _may_be_empty(item, named):
+        if count > len(data) - pos and not _empty(item, p):
             raise _Mismatch(start, path, f"{t} block of {count} items, but only {len(data) - pos} bytes are left")
-        if count > 1_000_000:
-            raise _Mismatch(start, path, f"{t} block of {count} items (kdump reads at most a million)")
+        if count > budget.MAX_BLOCK_ITEMS:
+            raise _Past(start, path, "items", f"{t} block of {count} items, more than {budget.MAX_BLOCK_ITEMS}")
+        _spend(spent, count * (_width(item, p) + 1 + (4 if t == "map" else 0)), start, path)
+        if _empty(item, p):         # items of no bytes: the block is read when it is counted
+            index += count
+            continue
         for _ in range(count):
             where = path + [f"[{index}]"]
             if t == "map":
                 n, pos = _long(data, pos, where)
                 pos = _need(data, pos, n, where, "map key")
-            pos = _walk(item, data, pos, where, named, depth + 1)
+            pos = _walk(item, data, pos, where, p, depth + 1, spent)
             index += 1
 
 
-def _may_be_empty(s: Any, named: dict[str, Any]) -> bool:
-    """Can a datum of this type take no bytes (null, an empty record)? Then an item count
-    cannot be checked against the bytes left."""
-    if s == "null":
-        return True
+def _width(item: Any, p: Parsed) -> int:
+    key = item if isinstance(item, str) else id(item)
+    w = p.widths.get(key)
+    if w is None:
+        w = p.widths[key] = budget.min_width(item, p.named, {})
+    return w
+
+
+def _empty(item: Any, p: Parsed) -> bool:
+    key = ("empty", item if isinstance(item, str) else id(item))
+    e = p.widths.get(key)
+    if e is None:
+        e = p.widths[key] = int(_may_be_empty(item, p.named))
+    return bool(e)
+
+
+def _spend(spent: list[int], n: int, pos: int, path: list[str]) -> None:
+    spent[0] += n
+    if spent[0] > budget.Limits.output_bytes:
+        raise _Past(pos, path, "output", f"the value decodes to more than {budget.Limits.output_bytes} bytes of "
+                                         "JSON (raise the limit with --decode-limit)")
+
+
+def _may_be_empty(s: Any, named: dict[str, Any], memo: dict[str, bool] | None = None) -> bool:
+    """Does a datum of this type take no bytes (null, a record of nulls, a fixed of size 0)?
+    Then an item count cannot be checked against the bytes left. ``memo``: each named type's
+    answer (a type inside itself: no)."""
+    memo = {} if memo is None else memo
+    if isinstance(s, str):
+        if s in named:
+            if s not in memo:
+                memo[s] = False
+                memo[s] = _may_be_empty(named[s], named, memo)
+            return memo[s]
+        return s == "null"
     if isinstance(s, dict):
-        if s.get("type") == "record":
-            return all(_may_be_empty(f["type"], named) for f in s["fields"])
-        if s.get("type") == "fixed":
+        t = s.get("type")
+        if t in ("record", "error"):
+            return all(_may_be_empty(f.get("type"), named, memo) for f in s.get("fields") or ())
+        if t == "fixed":
             return s.get("size") == 0
+        if isinstance(t, (str, dict)) and t not in ("enum", "array", "map"):
+            return _may_be_empty(t, named, memo)
     return False
 
 
@@ -239,6 +340,8 @@ def _needs_conversion(s: Any, named: dict[str, Any], seen: set[str]) -> bool:
         return _needs_conversion(s["values"], named, seen)
     if t == "enum":
         return False
+    if t == "fixed":         # bytes: base64 (the name "fixed" is no named type)
+        return True
     return _needs_conversion(t, named, seen)
 
 

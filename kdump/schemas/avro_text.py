@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from kdump.errors import KdumpError
 from kdump.format.varint import read_varlong
+from kdump.schemas import budget
 from kdump.schemas.avro import PRIMITIVES, Parsed, to_json
 
 _FLOAT, _DOUBLE = struct.Struct("<f").unpack_from, struct.Struct("<d").unpack_from
@@ -65,7 +66,7 @@ class _Compiler:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"_long": _long, "_F": _FLOAT, "_D": _DOUBLE, "_esc": encode_basestring,
                                     "_ft": _float_text, "_b64": _b64, "_dumps": _dumps, "_lt": _logical_text,
-                                    "IMIN": INT_MIN, "IMAX": INT_MAX}
+                                    "IMIN": INT_MIN, "IMAX": INT_MAX, "_bud": [0]}
         self.funcs: dict[int, str] = {}
         self.by_name: dict[str, str] = {}
         self.n = 0
@@ -194,17 +195,24 @@ class _Compiler:
         name = f"_f{self.n}"
         self.funcs[id(s)] = name
         item: list[str] = []
-        expr = self.node(s["items"] if t == "array" else s["values"], item, "            ")
+        of = s["items"] if t == "array" else s["values"]
+        expr = self.node(of, item, "            ")
         body = ["    acc = [] if %s else {}" % (t == "array"), "    while True:", "        n, p = _long(d, p)",
                 "        if n == 0: break", "        if n < 0:", "            n = -n", "            _, p = _long(d, p)",
                 "        if n > len(d) - p + 1 and n > 1000000: raise ValueError('count')",
-                "        for _ in range(n):"]
+                f"        _bud[0] -= n * {budget.min_width(of, self.named, {}) + 1}",     # before the block is read
+                "        if _bud[0] < 0: raise ValueError('output budget')"]
+        if t == "array" and not item and expr.startswith("'"):       # items of no bytes (null): no loop
+            body += [f"        acc += [{expr}] * n"]
+            expr = ""
+        body.append("        for _ in range(n):" if expr else "        continue")
         if t == "map":
             body += ["            k, p = _long(d, p)",
                      "            if k < 0 or p + k > len(d): raise ValueError('key')",
                      "            key = _esc(d[p:p + k].decode()); p += k"]
         body += item
-        body.append(f"            acc.append({expr})" if t == "array" else f"            acc[key] = {expr}")
+        if expr:
+            body.append(f"            acc.append({expr})" if t == "array" else f"            acc[key] = {expr}")
         if t == "array":
             body.append("    return '[' + ','.join(acc) + ']', p")
         else:
@@ -257,7 +265,13 @@ def compile_reader(p: Parsed) -> Callable[[bytes, int], tuple[str, int]] | None:
                      "exec"), c.env)
     except (Unsupported, KeyError, TypeError, ValueError, RecursionError, SyntaxError, KdumpError):
         return None
-    return c.env[top]
+    read, left = c.env[top], c.env["_bud"]
+
+    def bounded(d: bytes, pos: int) -> tuple[str, int]:
+        left[0] = budget.Limits.output_bytes       # a block's fewest bytes are charged before it is read
+        return read(d, pos)
+
+    return bounded
 
 
 def decode_text(p: Parsed, data: bytes, pos: int) -> JsonText:
@@ -274,9 +288,9 @@ def decode_text(p: Parsed, data: bytes, pos: int) -> JsonText:
         except Exception:           # noqa: BLE001 - any failure: the reference path says what is wrong
             pass
         else:
-            if end == len(data):
+            if end == len(data) and len(text) <= budget.Limits.output_bytes:
                 return JsonText(text)
-    return JsonText(_dumps(avro.decode(p, data, pos)))
+    return JsonText(budget.check_text(_dumps(avro.decode(p, data, pos)), pos))
 
 
 # -- the C twin (kdump/_speedups/avrojson.c) ------------------------------------------------------
@@ -361,7 +375,7 @@ def fast_reader(p: Parsed) -> Callable[[bytes, int], tuple[str, int]] | None:
     avro_json = c.avro_json
 
     def read(d: bytes, pos: int) -> tuple[str, int]:
-        got = avro_json(program, d, pos)
+        got = avro_json(program, d, pos, budget.Limits.output_bytes)
         if got is None:
             if py is None:
                 raise ValueError("handed back")

@@ -12,6 +12,7 @@ from kdump import findings
 from kdump.errors import DecodeError, KdumpError
 from kdump.model import Finding
 from kdump.schemas import compat, frame
+from kdump.schemas.budget import BudgetError
 from kdump.schemas.decoder import SchemaDecoder, UnknownSchemaId
 from kdump.schemas.sources import SCHEMAS_TOPIC
 from kdump.schemas.store import SchemaStore
@@ -56,6 +57,8 @@ def segment_findings(f: LogFile, decoder: SchemaDecoder) -> list[Finding]:
             uses[side] = True
             try:
                 decoder.decode(data)
+            except BudgetError as e:
+                out.append(Finding(findings.SCHEMA_BUDGET, position, r.offset, f"the {side}: {e.message}"))
             except DecodeError as e:
                 out.append(Finding(findings.SCHEMA_DECODE, position, r.offset, f"the {side}: {e.message}"))
     except KdumpError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.errors import DecodeError, Fatal, MissingExtraError
-from kdump.schemas import connect, frame
+from kdump.schemas import budget, connect, frame
 from kdump.schemas.store import AVRO, JSON, PROTOBUF, Schema, SchemaStore
 
 SCHEMA_DECODERS = ("avro", "protobuf", "jsonschema", "connect", "auto")
@@ -56,7 +56,7 @@ class SchemaDecoder:
                 except Exception:            # noqa: BLE001 - the full path below says what is wrong
                     pass
                 else:
-                    if end == len(data):
+                    if end == len(data) and len(text) <= budget.Limits.output_bytes:
                         return json_text(text), info
         kind = self.kind
         if kind == "connect" or (kind == "auto" and not frame.is_framed(data)):
@@ -91,6 +91,8 @@ class SchemaDecoder:
             except DecodeError as e:
                 p = e
             self._parsed[s.id] = p
+        if isinstance(p, budget.BudgetError):
+            raise budget.BudgetError(p.budget, p.detail)
         if isinstance(p, DecodeError):
             raise DecodeError(p.message)
         return p

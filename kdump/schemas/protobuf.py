@@ -14,6 +14,7 @@ import tempfile
 from typing import Any
 
 from kdump.errors import DecodeError, Fatal, MissingExtraError
+from kdump.schemas import budget
 from kdump.schemas.store import Schema, SchemaStore
 
 PROTOC_TIMEOUT = 60
@@ -25,6 +26,7 @@ class Parsed:
         self.pool = pool
         self.references: dict[str, tuple[str, int]] = {}     # import path -> (subject, version)
         self._classes: dict[tuple[int, ...], Any] = {}
+        self.ratios: dict[tuple[int, ...], int] = {}         # message indexes -> _ratio of that message type
 
     def message_class(self, indexes: list[int]) -> Any:
         key = tuple(indexes)
@@ -110,9 +112,40 @@ def message(p: Parsed, data: bytes, indexes: list[int], pos: int) -> Any:
 
 
 def decode(p: Parsed, data: bytes, indexes: list[int], pos: int) -> Any:
+    """The message as protobuf's JSON mapping, within the output budget: a message whose bytes
+    could spell more than the limit (``len * ratio``) is measured once built."""
+    import json
+
     from google.protobuf.json_format import MessageToDict
 
-    return MessageToDict(message(p, data, indexes, pos), preserving_proto_field_name=True)
+    msg = message(p, data, indexes, pos)
+    value = MessageToDict(msg, preserving_proto_field_name=True)
+    ratio = p.ratios.get(tuple(indexes))
+    if ratio is None:
+        ratio = p.ratios[tuple(indexes)] = _ratio(msg.DESCRIPTOR)
+    if (len(data) - pos) * ratio > budget.Limits.output_bytes:
+        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+        if size > budget.Limits.output_bytes:
+            raise budget.output_error(size, f"the value at byte {pos}")
+    return value
+
+
+def _ratio(desc: Any) -> int:
+    """The most JSON bytes one byte of a message of this type can give (a field's name for
+    its 2-byte key and value, an enum's name for its one byte, 6 for a string's byte)."""
+    longest, seen, stack = 6, set(), [desc]
+    while stack:
+        d = stack.pop()
+        if d.full_name in seen:
+            continue
+        seen.add(d.full_name)
+        for f in d.fields:
+            longest = max(longest, len(f.name) + 8)
+            if f.enum_type is not None:
+                longest = max(longest, max((len(v.name) + 2 for v in f.enum_type.values), default=0))
+            if f.message_type is not None:
+                stack.append(f.message_type)
+    return longest
 
 
 # Wire types: 0 varint, 1 64-bit, 2 length-delimited, 3/4 group start/end (deprecated), 5 32-bit.

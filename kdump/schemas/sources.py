@@ -13,7 +13,9 @@ import json
 import os
 import re
 
-from kdump.errors import KdumpError, UsageError
+from kdump.errors import DecodeError, KdumpError, UsageError
+from kdump.schemas import budget
+from kdump.schemas.budget import BudgetError
 from kdump.schemas.store import AVRO, JSON, PROTOBUF, Problem, Reference, Schema, SchemaStore
 from kdump.storage.logdir import LogFile, expand, parse_partition_dir
 from kdump.storage.reader import SegmentReader
@@ -96,6 +98,10 @@ def read_ndjson(path: str, store: SchemaStore) -> None:
                 except (ValueError, KeyError, TypeError) as e:
                     store.problems.append(Problem(None, f"{path}: line {n}: not a registry record ({e})"))
                     continue
+                except RecursionError:
+                    store.problems.append(Problem(None, f"{path}: line {n}: not a registry record (past the "
+                                                        "depth budget: the JSON nests too deeply)"))
+                    continue
                 store.replay(key, value, None)
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"cannot read the schema cache: {e}", file=path) from None
@@ -137,17 +143,21 @@ def load_folder(path: str) -> SchemaStore:
             store.by_name[rel] = s
             store.by_name.setdefault(name, s)
             if stype == AVRO:
-                _name_avro(store, s)
+                _name_avro(store, s, full)
             if m:
                 store.add(s)
     return store
 
 
-def _name_avro(store: SchemaStore, s: Schema) -> None:
-    """An Avro file is referenced by the full name of the type it defines."""
+def _name_avro(store: SchemaStore, s: Schema, path: str) -> None:
+    """An Avro file is referenced by the full name of the type it defines (a file past the
+    schema budgets is one problem of the store; using it says the same)."""
     try:
-        doc = json.loads(s.text)
-    except ValueError:
+        doc = budget.load_schema_json(s.text, "the schema")
+    except BudgetError as e:
+        store.problems.append(Problem(None, f"{path}: {e.message}"))
+        return
+    except DecodeError:
         return
     if isinstance(doc, dict) and isinstance(doc.get("name"), str):
         name = doc["name"]

@@ -56,7 +56,7 @@ def test_program_is_built():
 @given(records())
 def test_c_writes_the_reference_text(value):
     data = encode(strip(value))
-    got = native.avro_json(PROGRAM, data, 5)
+    got = native.avro_json(PROGRAM, data, 5, 1 << 30)
     assert got is not None                   # canonical UUIDs, in-range dates: nothing to hand back
     assert got == (reference(data), len(data))
 
@@ -71,10 +71,21 @@ def test_c_on_damaged_bytes_hands_back_or_agrees(value, data):
     else:
         raw[i] = data.draw(st.integers(0, 255))
     raw = bytes(raw)
-    got = native.avro_json(PROGRAM, raw, 5)
+    got = native.avro_json(PROGRAM, raw, 5, 1 << 30)
     if got is None:
         return
     text, end = got
     if end != len(raw):
         return                               # the caller checks the end
     assert text == reference(raw)
+
+
+@settings(max_examples=200, deadline=None)
+@given(records())
+def test_c_stops_at_the_output_limit_the_reference_draws(value):
+    """Exactly the reference's text fits a limit of its length; one byte less, C hands back."""
+    data = encode(strip(value))
+    text = reference(data)
+    size = len(text.encode())
+    assert native.avro_json(PROGRAM, data, 5, size) == (text, len(data))
+    assert native.avro_json(PROGRAM, data, 5, size - 1) is None
