@@ -139,7 +139,7 @@ class FitTable:
             if self.plan is not None and len(self.plan[0]) < len(self.cols):
                 gone = [c.name for i, c in enumerate(self.cols) if i not in self.plan[0]]
                 self.console.print(f"(too narrow for: {', '.join(gone)}; --format text shows every field)",
-                                   style="dim", soft_wrap=True)
+                                   style="dim", overflow="fold")
         self.drawn += len(rows)
         if self.plan is None:
             return blocks(self.console, self.cols, rows)

@@ -45,8 +45,7 @@ class Output:
         stream = sys.stderr if stderr else self.stream
         color = self.color_enabled if not stderr else (self.color != "never" and not os.environ.get("NO_COLOR")
                                                        and isatty(stream))
-        # A table asked for on a pipe gets a fixed width instead of Rich's default 80.
-        width = None if isatty(stream) else int(os.environ.get("COLUMNS", "160"))
+        width = None if isatty(stream) else pipe_width()
         # No markup: file names, keys and values are printed as they are (a "[red]" in a path
         # is text, not a style); the renderers style with Text and style= instead.
         return Console(file=stream, no_color=not color, color_system="auto" if color else None,
@@ -60,6 +59,21 @@ class Output:
 
         if not self.quiet:
             say(printable(message))
+
+
+def pipe_width() -> int:
+    """The width of a table asked for on a pipe (``kdump dump --format table | head``): COLUMNS,
+    else the terminal's that stderr is on (the pipe's reader is most likely shown there), else
+    160 (Rich's default 80 would cut a file's table for no one)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    for fd in (2, 0):
+        try:
+            return os.get_terminal_size(fd).columns
+        except (OSError, ValueError):
+            continue
+    return 160
 
 
 def isatty(stream: Any) -> bool:

@@ -14,9 +14,12 @@ from kdump.render.gaps import GapReporter
 from kdump.storage.logdir import LogFile
 from kdump.storage.reader import Item
 
-BATCH_COLUMNS = (("position", "right", 0), ("offsets", "right", 0), ("count", "right", 3), ("size", "right", 4),
-                 ("magic", "right", 6), ("codec", "left", 5), ("max time (UTC)", "left", 2),
-                 ("producer", "right", 7), ("flags", "left", 8), ("crc", "center", 0))
+# (name, justify, drop): on a narrow terminal the columns a reader of batches needs least go first
+# (magic is the same on almost every batch; the position is in --format text and --json), the
+# producer and the flags (transactional, control) last.
+BATCH_COLUMNS = (("position", "right", 8), ("offsets", "right", 0), ("count", "right", 6), ("size", "right", 7),
+                 ("magic", "right", 9), ("codec", "left", 5), ("max time (UTC)", "left", 4),
+                 ("producer", "right", 2), ("flags", "left", 3), ("crc", "center", 0))
 TIME_WIDTH = len("2023-11-14 22:13:20.100")
 
 

@@ -301,3 +301,24 @@ def test_a_cut_header_is_not_taken_for_a_zero_tail(tmp_path, tail, kind):
     (row,) = [json.loads(line) for line in r.out.splitlines()]
     tails = [f for f in row["findings"] if f["kind"] in ("torn_tail", "zero_tail")]
     assert [(f["kind"], f["position"]) for f in tails] == [(kind, len(src))]
+
+
+def test_a_table_on_a_pipe_fits_the_terminal_of_stderr(tmp_path):
+    """`kdump dump --format table | head` on an 80-column terminal was drawn 160 wide."""
+    import pty
+
+    main, other = pty.openpty()
+    import fcntl
+    import struct
+    import termios
+
+    fcntl.ioctl(other, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 72, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    p = subprocess.run([sys.executable, "-m", "kdump", "dump", str(FIXTURES / "broker/all-shapes/txn-0"),
+                        "--format", "table", "--color", "never"], stdout=subprocess.PIPE, stderr=other, env=env,
+                       cwd=tmp_path, text=True)
+    os.close(other)
+    os.close(main)
+    assert p.returncode == 0
+    rows = [line for line in p.stdout.splitlines() if ".log" not in line]     # a file's title is never cut
+    assert rows and max(len(line) for line in rows) <= 72
