@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from kdump.errors import UsageError, WriteError
 from kdump.export.remote_out import UNREAD
-from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX
+from kdump.storage.outpath import check_output
 from kdump.storage.remote import is_remote
 
 SUCCESS = "_SUCCESS"
@@ -29,24 +29,14 @@ _REPLACED = ".kdump-replaced-"
 
 
 def check_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
-    """Refuse to write into a non-empty directory unless --overwrite, never into an input,
-    and never replace a directory holding Kafka log files. (A remote ``out`` is checked
-    by ``kdump.export.remote_out`` when it is staged.)"""
+    """Refuse what ``storage.outpath.check_output`` refuses (an input, a log dir or a partition,
+    anything holding Kafka's files), and a non-empty directory unless --overwrite. (A remote
+    ``out`` is checked by ``kdump.export.remote_out`` when it is staged.)"""
     if is_remote(out):
         return
-    real_out = os.path.realpath(out)
-    for p in inputs:
-        real_in = os.path.realpath(p)
-        if real_out == real_in or real_out.startswith(real_in.rstrip(os.sep) + os.sep):
-            raise UsageError("the output directory is inside an input PATH; choose another --out", file=out)
-    if os.path.isfile(out):
-        raise UsageError("--out must be a directory, not a file", file=out)
-    if os.path.isdir(out) and os.listdir(out):
-        if not overwrite:
-            raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
-        for dirpath, _, names in os.walk(out):
-            if any(n.endswith((LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX)) for n in names):
-                raise UsageError(f"refusing to replace {dirpath}: it holds Kafka log files", file=out)
+    check_output(out, inputs)
+    if os.path.isdir(out) and os.listdir(out) and not overwrite:
+        raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
 
 
 def _siblings(out: str, prefix: str) -> list[str]:

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from kdump.errors import StoreUnusable, UsageError
 from kdump.storage import fs, remote
+from kdump.storage.outpath import check_output
 
 SUCCESS = "_SUCCESS"
 INCOMPLETE = ".kdump-incomplete"
@@ -68,12 +69,7 @@ def staged_remote(out: str, overwrite: bool, inputs: Iterable[str] = (), missing
     """Yield the URL the export's files go to; on success, make ``out`` complete (``missing``:
     inputs not read, and then UNREAD instead of _SUCCESS)."""
     out = fs.abspath(out)
-    for p in inputs:
-        p = fs.abspath(p)
-        if out == p or out.startswith(p.rstrip("/") + "/"):
-            raise UsageError("the output directory is inside an input PATH; choose another --out", file=out)
-    if fs.stat(out).kind == "file":
-        raise UsageError("--out must be a directory, not a file", file=out)
+    check_output(out, inputs)
     names = _names(out)
     store, path = remote.store_for(out)
     ours = names is not None and INCOMPLETE in names
