@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from kdump.errors import UsageError, WriteError
-from kdump.export.remote_out import UNREAD
+from kdump.export.remote_out import STAGING, UNREAD, is_staging_of, staging_name
 from kdump.storage.outpath import check_output
 from kdump.storage.remote import is_remote
 
 SUCCESS = "_SUCCESS"
-_STAGING = ".kdump-staging-"      # + out's name + random: hidden, and never a Hive partition name
+# STAGING + random + out's name: hidden, and never a Hive partition name
 _REPLACED = ".kdump-replaced-"
 
 
@@ -42,9 +41,21 @@ def check_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
 def _siblings(out: str, prefix: str) -> list[str]:
     parent, name = os.path.split(os.path.abspath(out))
     try:
-        return [os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f"{prefix}{name}.")]
+        return [os.path.join(parent, n) for n in os.listdir(parent) if is_staging_of(n, name, prefix)]
     except OSError:
         return []
+
+
+def _make_beside(out: str, prefix: str) -> str:
+    """A new private directory beside ``out``, named as ``_siblings`` finds it again."""
+    parent, name = os.path.split(out)
+    while True:
+        path = os.path.join(parent, staging_name(name, prefix))
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
 
 
 @contextmanager
@@ -61,12 +72,12 @@ def staged(out: str, overwrite: bool, inputs: Iterable[str], missing: list | Non
         return
     check_out(out, overwrite, inputs)
     out = os.path.abspath(out)
-    parent, name = os.path.split(out)
-    for leftover in _siblings(out, _STAGING) + _siblings(out, _REPLACED):
+    parent = os.path.dirname(out)
+    for leftover in _siblings(out, STAGING) + _siblings(out, _REPLACED):
         shutil.rmtree(leftover, ignore_errors=True)     # from a run that was killed
     try:
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f"{_STAGING}{name}.", dir=parent)
+        tmp = _make_beside(out, STAGING)
     except OSError as e:
         raise WriteError(f"cannot create the export directory: {e.strerror or e}", file=out) from None
     try:
@@ -87,7 +98,7 @@ def _commit(tmp: str, out: str) -> None:
     old = None
     try:
         if os.path.isdir(out) and os.listdir(out):
-            old = tempfile.mkdtemp(prefix=f"{_REPLACED}{os.path.basename(out)}.", dir=os.path.dirname(out))
+            old = _make_beside(out, _REPLACED)
             os.rename(out, os.path.join(old, "out"))
         elif os.path.isdir(out):
             os.rmdir(out)

@@ -134,3 +134,31 @@ def test_export_to_a_plain_folder_beside_a_loose_segment_works(tmp_path):
     r = run_kdump("export", str(scratch / "00000000000000000000.log"), "--out", str(scratch / "out"),
                   "--format", "ndjson")
     assert r.code == 0, r.err
+
+
+def test_exports_to_x_and_x_dot_y_keep_each_other_s_staging(tmp_path):
+    """Item 4: ``_siblings`` matched ``name + "."`` as a prefix, so an export to ``x`` removed the
+    staging directory of one running to ``x.y``."""
+    from kdump.export.outdir import staged
+
+    make_partition(tmp_path / "logs")
+    with staged(str(tmp_path / "x.y"), False, [str(tmp_path / "logs")]) as other:
+        (Path(other) / "part").write_text("x.y's\n")
+        with staged(str(tmp_path / "x"), False, [str(tmp_path / "logs")]) as mine:
+            (Path(mine) / "part").write_text("x's\n")
+        assert Path(other, "part").read_text() == "x.y's\n"
+    assert (tmp_path / "x.y" / "part").read_text() == "x.y's\n" and (tmp_path / "x.y" / "_SUCCESS").exists()
+    assert (tmp_path / "x" / "part").read_text() == "x's\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs", "x", "x.y"]
+
+
+def test_a_killed_run_s_staging_is_still_cleared(tmp_path):
+    from kdump.export.remote_out import staging_name
+
+    make_partition(tmp_path / "logs")
+    (tmp_path / staging_name("x")).mkdir()
+    (tmp_path / staging_name("x.y")).mkdir()
+    r = run_kdump("export", str(tmp_path / "logs"), "--out", str(tmp_path / "x"), "--format", "ndjson")
+    assert r.code == 0, r.err
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left[1:] == ["logs", "x"] and left[0].startswith(".kdump-staging-") and left[0].endswith(".x.y")
