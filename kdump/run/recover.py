@@ -43,7 +43,7 @@ def run_recover(dirs, out, opts, *, apply_: bool, confirm, salvage_dir: str | No
     if quarantine_dir:
         check_quarantine_root(quarantine_dir, {ld for _, ld in targets})
     if salvage_dir:     # never into a log dir or a partition: its own segments from an earlier run only
-        check_output(salvage_dir, [*dirs, *(d for d, _ in targets)], option="--salvage", segments_ok=True)
+        check_output(salvage_dir, [*dirs, *(d for d, _ in targets)], option="--salvage", salvage=True)
     states = {logdir: LogDirState.read(logdir, _partitions(targets, logdir))
               for logdir in dict.fromkeys(ld for _, ld in targets)}
     plans, planned, status = _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status)

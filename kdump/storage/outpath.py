@@ -6,14 +6,16 @@ hdfs://, and ``recover --salvage``): no write may reach Kafka's data unless a re
 - an output that is an input, holds one, or lies inside one (compared as real paths, or as
   URLs: ``s3://b/data`` holds ``s3://b/data/records-0``);
 - an output that is a log dir or lies anywhere inside one: a log dir is a directory with a
-  broker's own files (``meta.properties``, the log-dir checkpoints), or one that
-  holds an input partition. Any extra folder directly in a log dir takes the broker's log dir
-  offline ("... is not in the form of topic-partition"), and a partition-named one would be
-  taken for a duplicate partition;
+  broker's own files (``meta.properties``, which every broker writes in each of its log
+  dirs, the log-dir checkpoints). Any extra folder directly in a live log dir takes it offline
+  ("... is not in the form of topic-partition"), and a partition-named one would be taken
+  for a duplicate partition. For salvage, which writes ``<out>/<partition>/``, the directory
+  holding an input partition counts as a log dir too, broker files or not: salvage there
+  writes into the partition it reads. (An export beside a copied partition is allowed);
 - an output inside a partition directory (named ``<topic>-<partition>``, holding segments);
 - an existing output holding Kafka files anywhere in it (segments, indexes, a log dir's own
   files), which ``--overwrite`` would delete; salvage's output holds the segments of its
-  earlier runs (``segments_ok``), never a log dir's files.
+  earlier runs (``salvage``), never a log dir's files.
 """
 
 from __future__ import annotations
@@ -90,11 +92,11 @@ def _real(path: str) -> str:
     return fs.realpath(path).rstrip("/") if is_remote(path) else os.path.realpath(path)
 
 
-def check_output(out: str, inputs: Iterable[str], *, option: str = "--out", segments_ok: bool = False) -> None:
+def check_output(out: str, inputs: Iterable[str], *, option: str = "--out", salvage: bool = False) -> None:
     """Refuse ``out`` when writing there could reach Kafka's data (see the module docstring)."""
     real_out = _real(out)
     real_inputs = [_real(p) for p in inputs]
-    log_dirs = {up for up in map(_parent, _input_partitions(real_inputs)) if up is not None}
+    log_dirs = {up for up in map(_parent, _input_partitions(real_inputs)) if up is not None} if salvage else set()
     here: str | None = real_out
     while here is not None:
         k = fs.kind(here)
@@ -113,7 +115,7 @@ def check_output(out: str, inputs: Iterable[str], *, option: str = "--out", segm
         if what:
             raise UsageError(f"{what}: choose another {option}", file=out)
     if fs.kind(real_out) == "dir":
-        _refuse_kafka_files(out, real_out, option, segments_ok)
+        _refuse_kafka_files(out, real_out, option, salvage)
 
 
 def _refuse_log_dir(out: str, logdir: str, real_out: str, option: str) -> None:
