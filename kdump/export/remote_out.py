@@ -159,21 +159,27 @@ _LOCAL_PREFIX = "kdump-export-"
 @contextmanager
 def local_then_upload(out: str, overwrite: bool, inputs: Iterable[str] = (),
                       missing: list | None = None) -> Iterator[str]:
-    """For the local engine: a local temporary directory, uploaded to ``out`` once complete.
-    The directory is locked (``flock``) while the run lives: those a killed run left, whose
-    lock the kernel let go, are removed by the next run."""
-    with staged_remote(out, overwrite, inputs, missing) as target:
-        root = os.environ.get("KDUMP_SPOOL_DIR") or tempfile.gettempdir()
-        remove_stale_local(root)
-        tmp = tempfile.mkdtemp(prefix=_LOCAL_PREFIX, dir=root)
-        fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield tmp
-            upload_tree(tmp, target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            os.close(fd)
+    """For the local engine: a local temporary directory, uploaded to ``out`` once complete."""
+    with staged_remote(out, overwrite, inputs, missing) as target, scratch_dir() as tmp:
+        yield tmp
+        upload_tree(tmp, target)
+
+
+@contextmanager
+def scratch_dir() -> Iterator[str]:
+    """A local temporary directory for files on their way up (the local engine's, a Spark
+    task's), in ``KDUMP_SPOOL_DIR`` or the system's. It is locked (``flock``) while the run
+    lives: those a killed run left, whose lock the kernel let go, are removed by the next."""
+    root = os.environ.get("KDUMP_SPOOL_DIR") or tempfile.gettempdir()
+    remove_stale_local(root)
+    tmp = tempfile.mkdtemp(prefix=_LOCAL_PREFIX, dir=root)
+    fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.close(fd)
 
 
 def remove_stale_local(root: str) -> None:
