@@ -24,7 +24,8 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @paths_argument
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=str),
               help="Output directory: a local path, or an s3:// or hdfs:// URL, written so that it is complete "
-                   "once _SUCCESS is there (must be empty or absent, unless --overwrite).")
+                   "once _SUCCESS is there (must be empty or absent, unless --overwrite; never a log dir, a "
+                   "folder inside one, a partition, or an input).")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "ndjson"]), default="parquet", show_default=True,
               help="Parquet (zstd, millisecond UTC timestamps) or NDJSON (dump --json's record objects).")
 @click.option("--partition-by", default="topic,partition", show_default=True,

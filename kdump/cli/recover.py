@@ -19,7 +19,8 @@ from kdump.storage.fs import refuse_remote
 @click.option("-y", "--yes", is_flag=True, help="Do not ask before --apply.")
 @click.option("--salvage", "salvage_dir", metavar="OUT", type=click.Path(path_type=str),
               help="Copy every intact batch found past the damage (and in segments the broker would delete) into "
-                   "new segments with indexes under OUT/<partition>/.")
+                   "new segments with indexes under OUT/<partition>/ (never a log dir, a folder inside one, "
+                   "or a partition).")
 @click.option("--quarantine", "quarantine_dir", metavar="DIR", type=click.Path(path_type=str),
               help="Where files the broker would delete are moved [default: <partition>/kdump-quarantine-<time>, "
                    "which the broker ignores].")

@@ -14,47 +14,48 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from kdump.errors import UsageError, WriteError
-from kdump.export.remote_out import UNREAD
-from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX
+from kdump.export.remote_out import STAGING, UNREAD, is_staging_of, staging_name
+from kdump.storage.outpath import check_output
 from kdump.storage.remote import is_remote
 
 SUCCESS = "_SUCCESS"
-_STAGING = ".kdump-staging-"      # + out's name + random: hidden, and never a Hive partition name
+# STAGING + random + out's name: hidden, and never a Hive partition name
 _REPLACED = ".kdump-replaced-"
 
 
 def check_out(out: str, overwrite: bool, inputs: Iterable[str]) -> None:
-    """Refuse to write into a non-empty directory unless --overwrite, never into an input,
-    and never replace a directory holding Kafka log files. (A remote ``out`` is checked
-    by ``kdump.export.remote_out`` when it is staged.)"""
+    """Refuse what ``storage.outpath.check_output`` refuses (an input, a log dir or a partition,
+    anything holding Kafka's files), and a non-empty directory unless --overwrite. (A remote
+    ``out`` is checked by ``kdump.export.remote_out`` when it is staged.)"""
     if is_remote(out):
         return
-    real_out = os.path.realpath(out)
-    for p in inputs:
-        real_in = os.path.realpath(p)
-        if real_out == real_in or real_out.startswith(real_in.rstrip(os.sep) + os.sep):
-            raise UsageError("the output directory is inside an input PATH; choose another --out", file=out)
-    if os.path.isfile(out):
-        raise UsageError("--out must be a directory, not a file", file=out)
-    if os.path.isdir(out) and os.listdir(out):
-        if not overwrite:
-            raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
-        for dirpath, _, names in os.walk(out):
-            if any(n.endswith((LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX)) for n in names):
-                raise UsageError(f"refusing to replace {dirpath}: it holds Kafka log files", file=out)
+    check_output(out, inputs)
+    if os.path.isdir(out) and os.listdir(out) and not overwrite:
+        raise UsageError("output directory is not empty (use --overwrite to replace it)", file=out)
 
 
 def _siblings(out: str, prefix: str) -> list[str]:
     parent, name = os.path.split(os.path.abspath(out))
     try:
-        return [os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f"{prefix}{name}.")]
+        return [os.path.join(parent, n) for n in os.listdir(parent) if is_staging_of(n, name, prefix)]
     except OSError:
         return []
+
+
+def _make_beside(out: str, prefix: str) -> str:
+    """A new private directory beside ``out``, named as ``_siblings`` finds it again."""
+    parent, name = os.path.split(out)
+    while True:
+        path = os.path.join(parent, staging_name(name, prefix))
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
 
 
 @contextmanager
@@ -71,12 +72,12 @@ def staged(out: str, overwrite: bool, inputs: Iterable[str], missing: list | Non
         return
     check_out(out, overwrite, inputs)
     out = os.path.abspath(out)
-    parent, name = os.path.split(out)
-    for leftover in _siblings(out, _STAGING) + _siblings(out, _REPLACED):
+    parent = os.path.dirname(out)
+    for leftover in _siblings(out, STAGING) + _siblings(out, _REPLACED):
         shutil.rmtree(leftover, ignore_errors=True)     # from a run that was killed
     try:
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f"{_STAGING}{name}.", dir=parent)
+        tmp = _make_beside(out, STAGING)
     except OSError as e:
         raise WriteError(f"cannot create the export directory: {e.strerror or e}", file=out) from None
     try:
@@ -97,7 +98,7 @@ def _commit(tmp: str, out: str) -> None:
     old = None
     try:
         if os.path.isdir(out) and os.listdir(out):
-            old = tempfile.mkdtemp(prefix=f"{_REPLACED}{os.path.basename(out)}.", dir=os.path.dirname(out))
+            old = _make_beside(out, _REPLACED)
             os.rename(out, os.path.join(old, "out"))
         elif os.path.isdir(out):
             os.rmdir(out)

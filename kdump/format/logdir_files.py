@@ -13,21 +13,12 @@ import re
 from typing import Any
 
 from kdump.errors import InvalidFileError
+from kdump.format.javanumber import INT64, clip, java_int, json_int
 
 PARTITION_METADATA_FILE, META_PROPERTIES_FILE = "partition.metadata", "meta.properties"
 QUORUM_STATE_FILE, CLEAN_SHUTDOWN_FILE = "quorum-state", ".kafka_cleanshutdown"
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_INT = re.compile(r"[+-]?[0-9]+")
-_INT32 = (-(1 << 31), (1 << 31) - 1)
-_INT64 = (-(1 << 63), (1 << 63) - 1)
-
-
-def _java_int(text: str, bounds=_INT32) -> int | None:
-    if not _INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if bounds[0] <= value <= bounds[1] else None
 
 
 def _text(data: bytes, file_name: str) -> str:
@@ -78,13 +69,14 @@ def parse_partition_metadata(data: bytes, file_name: str = PARTITION_METADATA_FI
         line = lines[i] if i < len(lines) else None
         parts = _KEY_SEP.split(line, maxsplit=1) if line is not None else []
         if len(parts) != 2 or parts[0] != key:
-            raise InvalidFileError(f"Malformed line in partition metadata file [{file_name}]: {line}",
+            raise InvalidFileError(f"Malformed line in partition metadata file [{file_name}]: {clip(line)}",
                                    position=i + 1)
         return parts[1]
 
-    version = _java_int(field(0, "version"))
+    version = java_int(field(0, "version"))
     if version is None:
-        raise InvalidFileError(f"Malformed line in partition metadata file [{file_name}]: {lines[0]}", position=1)
+        raise InvalidFileError(f"Malformed line in partition metadata file [{file_name}]: {clip(lines[0])}",
+                               position=1)
     if version < 0:
         raise InvalidFileError(f"Unrecognized version of partition metadata file ({file_name}): {version}",
                                position=1)
@@ -92,7 +84,7 @@ def parse_partition_metadata(data: bytes, file_name: str = PARTITION_METADATA_FI
     try:
         raw = parse_uuid(topic_id)
     except InvalidFileError as e:
-        raise InvalidFileError(f"Malformed line in partition metadata file [{file_name}]: {lines[1]}",
+        raise InvalidFileError(f"Malformed line in partition metadata file [{file_name}]: {clip(lines[1])}",
                                position=2, hint=e.message) from None
     if raw == bytes(16):
         raise InvalidFileError(f"Invalid topic ID in partition metadata file ({file_name})", position=2)
@@ -200,15 +192,15 @@ def parse_meta_properties(data: bytes, file_name: str = META_PROPERTIES_FILE) ->
     """
     props = parse_properties(data)
     raw_version = props.get("version", "0")
-    version = _java_int(raw_version.strip(" \t\n\x0b\f\r"))
+    version = java_int(raw_version.strip(" \t\n\x0b\f\r"))
     if version is None:
-        raise InvalidFileError(f"Invalid meta.properties version string '{raw_version}'")
+        raise InvalidFileError(f"Invalid meta.properties version string '{clip(raw_version)}'")
     if version not in (0, 1):
         raise InvalidFileError(f"Unknown meta.properties version number {version}")
     out: dict[str, Any] = {"version": version}
     id_key = "broker.id" if version == 0 else "node.id"
     if id_key in props:
-        node = _java_int(props[id_key])
+        node = java_int(props[id_key])
         if node is None:
             raise InvalidFileError(f"Unable to read {id_key} as a base-10 number.")
         out[id_key.replace(".", "_")] = node
@@ -233,9 +225,11 @@ def parse_meta_properties(data: bytes, file_name: str = META_PROPERTIES_FILE) ->
 
 def _json_object(data: bytes, file_name: str) -> dict[str, Any]:
     try:
-        value = json.loads(_text(data, file_name))
+        value = json.loads(_text(data, file_name), parse_int=json_int)
     except json.JSONDecodeError as e:
         raise InvalidFileError(f"{file_name} is not valid JSON: {e.msg}", position=e.pos) from None
+    except OverflowError as e:
+        raise InvalidFileError(f"{file_name}: {e}", position=0) from None
     except RecursionError:
         raise InvalidFileError(f"{file_name}: JSON nested too deeply", position=0) from None
     if not isinstance(value, dict):
@@ -265,7 +259,7 @@ def parse_clean_shutdown(data: bytes, file_name: str = CLEAN_SHUTDOWN_FILE) -> d
             out[name] = None
             continue
         value = raw if isinstance(raw, int) and not isinstance(raw, bool) else \
-            _java_int(raw, _INT64) if isinstance(raw, str) else None
+            java_int(raw, INT64) if isinstance(raw, str) else None
         if value is None:
             raise InvalidFileError(f"{file_name}: {name} {raw!r} is not an integer", position=0)
         out[name] = value

@@ -30,7 +30,7 @@ from kdump import findings as F
 from kdump.errors import KdumpError, WriteError
 from kdump.repair.indexes import rebuild_changes, trim_txnindex
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX
-from kdump.storage.safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
+from kdump.storage.safewrite import Change, _wrap, atomic_write, link_count, read_range, refuse_symlink, same_content
 
 CORRUPT_INFIX = ".corrupt-"
 
@@ -82,6 +82,13 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
     again = "" if new else " (already saved by an earlier run)"
     changes.append(Change("saved", saved, f"{size - valid_bytes} bytes cut from {os.path.basename(log_path)} at "
                                           f"byte {valid_bytes}{again}"))
+    links = link_count(log_path)
+    if links > 1:       # a cut in place would shrink every other name of the file too
+        atomic_write(log_path, read_range(log_path, 0, valid_bytes), verify=True)
+        changes.append(Change("truncated", log_path, f"cut to {valid_bytes} bytes (was {size}); it had {links} hard "
+                                                     f"links: written as a new file, the other links keep all "
+                                                     f"{size} bytes"))
+        return changes
     flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(log_path, flags)

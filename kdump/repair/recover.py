@@ -47,6 +47,7 @@ from kdump.storage.safewrite import (
     copy_file,
     fsync_dir,
     is_cross_device,
+    make_dir_like,
     read_range,
     refuse_symlink,
     remove_stale_temps,
@@ -103,15 +104,9 @@ def _ensure_dir(path: str, like: str) -> None:
         raise WriteError("is a symbolic link; kdump does not write through links", file=path)
     if not os.path.isdir(path):
         try:
-            os.makedirs(path, exist_ok=True)
+            make_dir_like(path, like)
         except OSError as e:
             raise WriteError(f"cannot create: {e.strerror}", file=path) from None
-        try:
-            st = os.stat(like)
-            if os.geteuid() == 0:
-                os.chown(path, st.st_uid, st.st_gid)
-        except OSError:
-            pass
         fsync_dir(os.path.dirname(path))
 
 

@@ -33,8 +33,7 @@ def run_info(paths, out, *, schemas_path: str | None, jobs: int) -> int:
         for group, result in zip(groups, ordered_map(_summary if here else progress.counted(_summary), groups, jobs)):
             s, counted = (result, 0) if here else result
             progress.unit_done((f.path for f in group[1]), counted)
-            if s.problems or s.invalid_batches or s.trailing_bytes:
-                status = ExitStatus.DAMAGE
+            status = max(status, s.status, ExitStatus.DAMAGE if s.invalid_batches or s.trailing_bytes else 0)
             extra, line = usage_of(group[1], store)
             if out.format == "json":
                 from kdump.export.ndjson import dumps

@@ -24,7 +24,7 @@ def run_metadata(paths, out, *, at: str | None, point: Point, diff: tuple[str, s
         a, b = load(dirs, points[0]), load(dirs, points[1])
         objs = [{"object": "metadata", "from": a.to_dict(), "to": b.to_dict()}] + diff_images(a, b)
         _incomplete_notes(out, a, b)
-        damaged = a.stop or b.stop or (strict and (a.incomplete or b.incomplete))
+        damaged = _damaged(a, strict) or _damaged(b, strict)
         if out.format == "json":
             for o in objs:
                 emit_json(out, o)
@@ -52,7 +52,13 @@ def run_metadata(paths, out, *, at: str | None, point: Point, diff: tuple[str, s
         # The image shown is the nearest one here, not the one asked for: say so, and fail.
         say(printable(f"kdump: error: --at {at}: {short}"))
         return int(ExitStatus.INCOMPLETE)
-    return int(ExitStatus.DAMAGE if img.stop or (strict and img.incomplete) else ExitStatus.OK)
+    return int(ExitStatus.DAMAGE if _damaged(img, strict) else ExitStatus.OK)
+
+
+def _damaged(img, strict: bool) -> bool:
+    """A replay stopped early, a record that did not decode (or a snapshot not used), or with
+    --strict records missing: the image shown is not all the log holds."""
+    return bool(img.stop or img.errors or (strict and img.incomplete))
 
 
 def _incomplete_notes(out, *images) -> None:

@@ -30,6 +30,7 @@ def run_recover(dirs, out, opts, *, apply_: bool, confirm, salvage_dir: str | No
                 locks, jobs: int = 1) -> int:
     from kdump.render.verify import change_line
     from kdump.repair.recover import LogDirState, check_quarantine_root, partition_dirs, salvage
+    from kdump.storage.outpath import check_output
 
     status = ExitStatus.OK
     targets: list[tuple[str, str | None]] = []
@@ -39,9 +40,10 @@ def run_recover(dirs, out, opts, *, apply_: bool, confirm, salvage_dir: str | No
         except KdumpError as e:
             report_error(e, hint=False)
             status = max(status, e.exit_code)
-    for extra in (quarantine_dir, salvage_dir):
-        if extra:
-            check_quarantine_root(extra, {ld for _, ld in targets})
+    if quarantine_dir:
+        check_quarantine_root(quarantine_dir, {ld for _, ld in targets})
+    if salvage_dir:     # never into a log dir or a partition: its own segments from an earlier run only
+        check_output(salvage_dir, [*dirs, *(d for d, _ in targets)], option="--salvage", salvage=True)
     states = {logdir: LogDirState.read(logdir, _partitions(targets, logdir))
               for logdir in dict.fromkeys(ld for _, ld in targets)}
     plans, planned, status = _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status)

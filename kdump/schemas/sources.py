@@ -17,7 +17,7 @@ from kdump.errors import DecodeError, KdumpError, UsageError
 from kdump.schemas import budget
 from kdump.schemas.budget import BudgetError
 from kdump.schemas.store import AVRO, JSON, PROTOBUF, Problem, Reference, Schema, SchemaStore
-from kdump.storage.logdir import LogFile, expand, parse_partition_dir
+from kdump.storage.logdir import LOG, LogFile, classify, expand
 from kdump.storage.reader import SegmentReader
 
 SCHEMAS_TOPIC = "_schemas"
@@ -50,9 +50,18 @@ def load(path: str) -> SchemaStore:
         return store
     if not os.path.exists(path):
         raise UsageError("no such file or directory (--schemas)", file=path)
-    if os.path.isdir(path) and parse_partition_dir(os.path.basename(os.path.normpath(path))) is None:
-        return load_folder(path)
+    if os.path.isdir(path) and not _holds_segments(path):
+        return load_folder(path)      # whatever its name: a folder called sch-7 is no partition
     return replay_partition(path)
+
+
+def _holds_segments(path: str) -> bool:
+    """A ``_schemas`` partition is told by what it holds (``.log`` segments), not by its name."""
+    try:
+        with os.scandir(path) as it:
+            return any(classify(e.name) is not None and classify(e.name)[0] == LOG for e in it)
+    except OSError:
+        return False
 
 
 def replay_partition(path: str) -> SchemaStore:

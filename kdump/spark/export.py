@@ -105,18 +105,12 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
 def _write_group_remote(number: int, group, out: str, *args, **kwargs):
     """``write_group`` of a task into ``out`` on a remote store: the task's files are written
     to its own disk, then copied up (a retried task writes the same names again)."""
-    import shutil
-    import tempfile
+    from kdump.export.remote_out import scratch_dir, upload_tree
 
-    from kdump.export.remote_out import upload_tree
-
-    tmp = tempfile.mkdtemp(prefix="kdump-task-", dir=os.environ.get("KDUMP_SPOOL_DIR") or None)
-    try:
+    with scratch_dir() as tmp:
         result = write_group(number, group, tmp, *args, **kwargs)
         upload_tree(tmp, out)
         return result
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- writer "spark": Spark's DataFrame writer ------------------------------------------------------

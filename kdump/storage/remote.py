@@ -180,6 +180,9 @@ class Store:
     def move(self, url: str, src: str, dst: str) -> None:
         raise NotImplementedError
 
+    def copy_tree(self, url: str, src: str, dst: str, last: str | None = None) -> None:
+        raise NotImplementedError
+
     def list(self, url: str, path: str) -> list[Entry]:     # last: the name shadows list below it
         raise NotImplementedError
 
@@ -304,11 +307,18 @@ class S3Store(Store):
 
     def move(self, url: str, src: str, dst: str) -> None:
         """S3 has no rename: a copy of every object, then the source deleted."""
-        selector = self._fs_mod.FileSelector(src, recursive=True)
-        for info in self.call(url, self.fs.get_file_info, selector):
-            if info.type == self._fs_mod.FileType.File:
-                self.call(url, self.fs.copy_file, info.path, dst + info.path[len(src):])
+        self.copy_tree(url, src, dst)
         self.call(url, self.fs.delete_dir, src)
+
+    def copy_tree(self, url: str, src: str, dst: str, last: str | None = None) -> None:
+        """Copy every object under ``src`` to the same name under ``dst`` (server-side); the
+        one called ``last`` at the top after all the others (an export's _SUCCESS)."""
+        selector = self._fs_mod.FileSelector(src, recursive=True)
+        files = [i.path for i in self.call(url, self.fs.get_file_info, selector, bounded=False)
+                 if i.type == self._fs_mod.FileType.File]
+        final = f"{src}/{last}"
+        for p in sorted(files, key=lambda p: p == final):
+            self.call(url, self.fs.copy_file, p, dst + p[len(src):])
 
 
 # -- HDFS --------------------------------------------------------------------------------

@@ -7,8 +7,11 @@
   one, and the suffix lets a later run (holding the partition lock, ``writelock``) find and
   remove what a killed run left, in the partition and in its quarantine directories.
 - A symbolic link is never written through, nor replaced: the write is refused, naming the
-  link. New files take the owner and mode of the file they stand beside (kdump often runs
-  as root on a broker's directory).
+  link. New files take the owner, mode and extended attributes of the file they stand
+  beside (kdump often runs as root on a broker's directory); new directories those of theirs.
+- A file with more than one name (hard links, as ``cp -al`` keeps evidence) is never written
+  in place: a repair writes a new file under its name (``link_count``), the other names keep
+  the old bytes.
 - A copy of user data (cut bytes, quarantine copies, backups) is checked before it is
   published: its size and a CRC-32 computed while copying are compared with the file
   written, read back, so a log is never cut against a copy that does not hold its bytes.
@@ -83,7 +86,8 @@ def fsync_dir(directory: str) -> None:
 
 
 def _like(fd: int, like: str | None) -> None:
-    """Give a new file the mode and (when we may) the owner of the file it stands for."""
+    """Give a new file (or directory) the mode, the extended attributes (ACLs, labels, a backup
+    tool's marks) and, when we may, the owner of the one it stands for."""
     if like is None:
         return
     try:
@@ -91,11 +95,50 @@ def _like(fd: int, like: str | None) -> None:
     except OSError:
         return
     try:
-        os.fchmod(fd, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
         if hasattr(os, "geteuid") and os.geteuid() == 0:
-            os.fchown(fd, st.st_uid, st.st_gid)
+            os.fchown(fd, st.st_uid, st.st_gid)     # first: a change of owner may clear set-id bits
+        os.fchmod(fd, stat.S_IMODE(st.st_mode) | stat.S_IRUSR)
     except OSError:
         pass
+    copy_xattrs(like, fd)
+
+
+def copy_xattrs(src: str, fd: int) -> None:
+    """The extended attributes of ``src`` onto ``fd``; one we may not set (a ``security.``
+    or ``trusted.`` one, not root) is left out."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(src)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.setxattr(fd, name, os.getxattr(src, name))
+        except OSError:
+            pass
+
+
+def link_count(path: str) -> int:
+    """How many names the file has (``cp -al`` evidence shares the inode: never write through it)."""
+    try:
+        return os.lstat(path).st_nlink
+    except OSError:
+        return 1
+
+
+def make_dir_like(path: str, like: str) -> None:
+    """``os.makedirs`` of ``path``, the new directory with the mode, attributes and owner of
+    ``like`` (a quarantine under a 750 partition is 750 too)."""
+    os.makedirs(path, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        _like(fd, like)
+    finally:
+        os.close(fd)
 
 
 def temp_name(path: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import _accel
-from kdump.errors import KdumpError
+from kdump.errors import ExitStatus, KdumpError
 from kdump.format.walk import SCAN_SPAN, Walker
 from kdump.model import compression_name
 from kdump.storage.logdir import BATCH_KINDS, LogFile
@@ -61,12 +61,15 @@ class PartitionSummary:
     trailing_bytes: int = 0
     size_histogram: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
+    # The exit status the problems call for: a file that could not be read (gone, cut short
+    # after it was listed, an I/O error) is INCOMPLETE, not damage.
+    status: ExitStatus = ExitStatus.OK
 
     def add_file(self, f: LogFile) -> None:
         try:
             mapped = MappedFile(f.path)
         except KdumpError as e:
-            self.problems.append(str(e))
+            self._problem(str(e.located(f.path)), e.exit_code)
             return
         try:
             self.segments += 1
@@ -74,9 +77,15 @@ class PartitionSummary:
             walker = self._walk(mapped.buf)
             self.trailing_bytes += walker.trailing_bytes
             if walker.stop is not None:
-                self.problems.append(f"{f.path}:{walker.stop.position}: {walker.stop.message}")
+                self._problem(f"{f.path}:{walker.stop.position}: {walker.stop.message}", ExitStatus.DAMAGE)
+        except KdumpError as e:         # a read that failed part-way (a remote object cut short)
+            self._problem(str(e.located(f.path)), e.exit_code)
         finally:
             mapped.close()
+
+    def _problem(self, text: str, status: ExitStatus) -> None:
+        self.problems.append(text)
+        self.status = max(self.status, status)
 
     def _walk(self, buf) -> Walker:
         """Every batch of ``buf`` into the sums; returns the Walker that ended the walk (its

@@ -159,7 +159,7 @@ def test_export_appears_complete_or_not_at_all(tmp_path, monkeypatch):
     assert r.code == 130 and not out2.exists() and _staging(tmp_path) == []
     monkeypatch.setattr(ex, "json_items", real)
     # A run killed outright leaves its staging directory: the rerun clears it and just works.
-    killed = tmp_path / ".kdump-staging-out2.abc123"
+    killed = tmp_path / ".kdump-staging-0123abcd.out2"     # (remote_out.staging_name)
     (killed / "topic=x").mkdir(parents=True)
     r = run_kdump("export", GENERATED, "--out", out2, "--format", "ndjson")
     assert r.code == 1 and (out2 / "_SUCCESS").is_file() and _staging(tmp_path) == []

@@ -321,3 +321,14 @@ def test_schemas_that_do_not_parse(tmp_path):
         dec(b"\x00\x00\x00\x00\x04{}")
     with pytest.raises(Exception, match=r"schema 5 does not parse: .*missing.proto"):
         dec(b"\x00\x00\x00\x00\x05\x00\x08\x01")
+
+
+def test_a_schema_folder_named_like_a_partition_is_a_folder(logdir):
+    """Issue #41, exits: ``--schemas sch-7`` was replayed as a ``_schemas`` partition (0 ids)."""
+    part, folder = logdir
+    named = folder.parent / "sch-7"
+    folder.rename(named)
+    r = run_kdump("dump", str(part), "--value-decoder", "avro", "--schemas", str(named), "--json", "-q")
+    assert r.code == 0, r.err
+    recs = json.loads(r.out.splitlines()[0])["records"]
+    assert recs[0]["decoded"] == {"value": {"a": 1, "s": "ok"}, "value_schema": {"id": 1, "type": "AVRO"}}

@@ -474,3 +474,22 @@ def test_a_log_dir_named_like_a_partition(kdump, tmp_path):
     (logdir / "meta.properties").write_text("node.id=1\n")
     r = kdump("metadata", logdir)
     assert r.code == 0 and "topic orders" in r.out
+
+
+def test_metadata_with_a_record_that_does_not_decode_is_damage(kdump, tmp_path):
+    """Issue #41, exits: a record that failed to decode was shown as ``not decoded`` and the exit
+    status was still 0."""
+    part = tmp_path / METADATA.name
+    shutil.copytree(METADATA, part)
+    for snap in part.glob("*.checkpoint"):
+        snap.unlink()
+    log = part / "00000000000000000000.log"
+    last = list(Walker(log.read_bytes()))[-1]
+    with open(log, "ab") as f:
+        f.write(build_v2_batch([(0, 1_700_000_001_000, None, b"\x01\x7f\x7f\x00\xff")],
+                               base_offset=last.last_offset + 1))
+    r = kdump("metadata", part)
+    assert r.code == 1, r.err
+    assert f"  not decoded: {log}: offset {last.last_offset + 1}: " in r.out, r.out
+    r = kdump("metadata", part, "--diff", "0", str(last.last_offset + 1))
+    assert r.code == 1, r.err
