@@ -85,10 +85,11 @@ def snapshots_at_load(snapshots: dict[int, bool], recovered: list[tuple[int, int
     for base, next_offset in recovered:      # LogLoader.recoverSegment
         why = f"the recovery of segment {base} (truncateAndReload to its base)"
         loaded = _truncate_and_reload(alive, log_start_checkpoint, base, 0, deleted, why)
-        if loaded is not None and loaded < base:
-            alive[base], _ = _NEW, written.add(base)
-        if next_offset is not None and next_offset > max(base, loaded or 0):
-            alive[next_offset], _ = _NEW, written.add(next_offset)
+        for off, write in ((base, loaded is not None and loaded < base),
+                           (next_offset, next_offset is not None and next_offset > max(base, loaded or 0))):
+            if write and off is not None:
+                alive[off] = _NEW
+                written.add(off)
     remove_stray_snapshots(alive, bases_after, deleted)
     if not alive and clean:
         return SnapshotFate(deleted, written | set(bases_after[-2:]) | {log_end})
