@@ -172,3 +172,58 @@ def trim_to_valid_size(length: int, entry_size: int) -> int:
     """``AbstractIndex.trimToValidSize`` after ``resize``: the whole entries of a file of
     ``length`` bytes (the active segment's indexes at load and close)."""
     return entry_size * (length // entry_size)
+
+
+class CleanVerdict(NamedTuple):
+    """What a broker's load makes of a partition after a clean shutdown."""
+
+    log_end_offset: int | None
+    failure: LoadFailure | None
+
+
+def clean_verdict(directory: str) -> CleanVerdict | None:
+    """The clean-shutdown load of the partition in ``directory``: None when its log dir holds no
+    ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``)."""
+    import os
+
+    from kdump.errors import KdumpError
+    from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
+    from kdump.storage import fs
+    from kdump.storage import logdir as K
+    from kdump.storage.mapped import MappedFile, read_small
+    from kdump.storage.names import INDEX_SUFFIX, offset_name
+
+    if not fs.isfile(os.path.join(os.path.dirname(fs.normpath(directory)), CLEAN_SHUTDOWN_FILE)):
+        return None
+    try:
+        logs = sorted((f.base_offset, f.path) for f in K.partition_files(directory)
+                      if f.kind == K.LOG and f.leftover is None and f.base_offset is not None)
+    except KdumpError:
+        return None
+    if not logs:
+        return None
+    base, path = logs[-1]
+    index = os.path.join(directory, offset_name(base, INDEX_SUFFIX))
+    if not fs.isfile(index):
+        return None
+    try:
+        with MappedFile(path) as m:
+            return CleanVerdict(read_next_offset(m.buf, read_small(index, 256 << 20), base, path), None)
+    except LoadFailure as e:
+        return CleanVerdict(None, e)
+    except KdumpError:
+        return None
+
+
+def kept_after_clean_shutdown(log_path: str, base_offset: int) -> bool:
+    """Does the broker's load keep this segment as it is? After a clean shutdown it recovers
+    only the segments without ``.index`` (``LogLoader.loadSegmentFiles``)."""
+    import os
+
+    from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
+    from kdump.storage import fs
+    from kdump.storage.names import INDEX_SUFFIX, offset_name
+
+    directory = os.path.dirname(os.path.abspath(log_path))
+    return (fs.isfile(os.path.join(os.path.dirname(directory), CLEAN_SHUTDOWN_FILE))
+            and fs.isfile(os.path.join(directory, offset_name(base_offset, INDEX_SUFFIX))))

@@ -111,3 +111,25 @@ def test_recover_says_the_broker_will_not_load_a_zero_tail(tmp_path):
     r = run_kdump("recover", d / PART.name)
     assert r.code == 1
     assert "the broker will not load partition codec-none-0: CorruptRecordException: Found record size 0" in r.out
+
+
+def test_verify_says_what_the_broker_makes_of_a_clean_log_dir(tmp_path):
+    d = tmp_path / "logs"
+    shutil.copytree(PART.parent, d)
+    log = d / PART.name / LOG.name
+    buf = bytearray(log.read_bytes())
+    buf[2000] ^= 0xFF
+    log.write_bytes(bytes(buf))
+    r = run_kdump("verify", d / PART.name)
+    assert r.code == 1
+    assert ("after a clean shutdown the broker recovers no segment of codec-none-0: it keeps the damage and serves "
+            "it up to log end offset 120 (a crash recovery, or kdump recover --full, would remove 9424 bytes: "
+            "offsets 0..119)") in r.err
+    before = {p.name: p.read_bytes() for p in (d / PART.name).iterdir()}
+    r = run_kdump("verify", "--truncate", "--broker-cut", d / PART.name)
+    assert r.code == 1 and {p.name: p.read_bytes() for p in (d / PART.name).iterdir()} == before
+    log.write_bytes(LOG.read_bytes() + bytes(3000))
+    r = run_kdump("verify", d / PART.name)
+    assert r.code == 1
+    assert ("the broker will not load partition codec-none-0: CorruptRecordException: Found record size 0 smaller "
+            f"than minimum record overhead (14) in file {log}.") in r.err
