@@ -152,7 +152,7 @@ def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -
 
 
 def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start, recovered=(),
-                              bases=(), clean=False, source=None) -> None:
+                              bases=(), clean=False, source=None, bases_before=None) -> None:
     p = os.path.join(directory, LEADER_EPOCH)
     entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
     if LEADER_EPOCH in present and fs.isfile(p):
@@ -178,10 +178,11 @@ def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs,
             plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
                                                                     f"in quarantine)", 10))
     plan_snapshots(plan, present, leo, quarantine, log_start, list(recovered), list(bases), clean, source or {},
-                   directory)
+                   directory, bases_before)
 
 
-def plan_snapshots(plan, present, leo, quarantine, log_start, recovered, bases, clean, source, directory) -> None:
+def plan_snapshots(plan, present, leo, quarantine, log_start, recovered, bases, clean, source, directory,
+                   bases_before=None) -> None:
     """The producer snapshots the load deletes (``check.loader_snapshots``); the ones it writes
     are left to the broker."""
     from kdump.check.loader_snapshots import snapshots_at_load
@@ -199,7 +200,7 @@ def plan_snapshots(plan, present, leo, quarantine, log_start, recovered, bases, 
             readable[off] = True
         except KdumpError:
             readable[off] = False
-    fate = snapshots_at_load(readable, recovered, bases, log_start or 0, leo, clean)
+    fate = snapshots_at_load(readable, recovered, bases, log_start or 0, leo, clean, bases_before)
     plan.snapshots_written = sorted(fate.written)
     for off in sorted(fate.deleted):
         if off in fate.written:

@@ -221,6 +221,7 @@ class _Planner:
             self.note("", None, "clean shutdown marker present: the broker skips segment recovery (use --full to "
                                 "recover anyway)")
         self.bases = bases = [b for b, _ in self.logs]
+        self.all_bases = list(bases)
         first_recovered = 0
         for i, b in enumerate(bases):
             if b <= start_from:
@@ -369,9 +370,11 @@ class _Planner:
                      self.vopts)
         if leo is not None:
             epochs = [e for b in bases if b in recovered and b in scans for e in scans[b].epochs]
-            order = sorted(self.load_recover) + sorted(self.recovered - self.load_recover)
-            recovered_order = [(b, scans[b].next_offset if b in scans else None) for b in order if b in bases]
+            order = [(b, True) for b in sorted(self.load_recover)] + \
+                [(b, False) for b in sorted(self.recovered - self.load_recover)]
+            recovered_order = [(b, scans[b].next_offset if b in scans else None, at_load) for b, at_load in order
+                               if b in bases]
             plan_epochs_and_snapshots(plan, self.dir, self.present, leo, self.quarantine, epochs, lso,
                                       recovered_order, bases, self.state.clean_shutdown and not self.opts.full,
-                                      self.source)
+                                      self.source, self.all_bases)
             plan.new_recovery_point = leo if self.state.clean_shutdown else min(self.rp, leo)

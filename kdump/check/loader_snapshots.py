@@ -33,15 +33,16 @@ class SnapshotFate(NamedTuple):
 
 
 def _truncate_and_reload(alive: dict[int, object], log_start: int, log_end: int, map_end: int,
-                         deleted: dict[int, str], why: str) -> int | None:
-    """``ProducerStateManager.truncateAndReload`` then ``loadFromSnapshot``: the offset loaded."""
+                         deleted: dict[int, str], why: str) -> int:
+    """``ProducerStateManager.truncateAndReload`` then ``loadFromSnapshot``: the last snapshot
+    offset it is left with (the one loaded, or the log start)."""
     for off in sorted(alive):
         if off > log_end:
             _delete(alive, off, deleted, f"{why}: past offset {log_end}")
         elif off <= log_start:
             _delete(alive, off, deleted, f"{why}: at or below the log start offset {log_start}")
-    if log_end == map_end:
-        return None
+    if log_end == map_end:     # onLogStartOffsetIncremented: the latest snapshot, else the log start
+        return max(alive, default=log_start)
     for off in sorted(alive, reverse=True):
         if alive[off] is False:
             _delete(alive, off, deleted, f"{why}: it does not read (CorruptSnapshotException)")
@@ -71,30 +72,43 @@ def remove_stray_snapshots(alive: dict[int, object], bases: list[int], deleted: 
                                        f"{max(bases)})")
 
 
-def snapshots_at_load(snapshots: dict[int, bool], recovered: list[tuple[int, int | None]], bases_after: list[int],
-                      log_start_checkpoint: int, log_end: int, clean: bool) -> SnapshotFate:
+def _reload_writes(start: int, last_offset: int, segments: list[int]) -> set[int]:
+    """The snapshots ``UnifiedLog.rebuildProducerState`` writes reading from the snapshot it
+    was left with up to ``last_offset``: at the bases of the last two segments it passes
+    (``offsetsToSnapshot``), then at ``last_offset``."""
+    marks = set(segments[-2:])
+    return {b for b in marks if start <= b < last_offset} | ({last_offset} if start < last_offset else set())
+
+
+def snapshots_at_load(snapshots: dict[int, bool], recovered: list[tuple[int, int | None, bool]],
+                      bases_after: list[int], log_start_checkpoint: int, log_end: int, clean: bool,
+                      bases_before: list[int] | None = None) -> SnapshotFate:
     """What the load does to the ``snapshots`` on disk (offset -> reads as Kafka reads it).
 
     ``recovered``: the segments recovered, in the order the load recovers them, as (base,
-    next offset after recovery or None); ``bases_after``: the segment bases once the load has
-    cut and deleted; ``log_end``: its log end offset.
+    next offset after recovery or None, recovered while the segments are loaded: only the
+    ones below it are known then); ``bases_after``: the segment bases once the load has cut
+    and deleted (``bases_before``: before); ``log_end``: its log end offset.
     """
     alive: dict[int, object] = dict(snapshots)
     deleted: dict[int, str] = {}
     written: set[int] = set()
-    for base, next_offset in recovered:      # LogLoader.recoverSegment
+    every = bases_before if bases_before is not None else bases_after
+    for base, next_offset, at_load in recovered:      # LogLoader.recoverSegment
         why = f"the recovery of segment {base} (truncateAndReload to its base)"
         loaded = _truncate_and_reload(alive, log_start_checkpoint, base, 0, deleted, why)
-        for off, write in ((base, loaded is not None and loaded < base),
-                           (next_offset, next_offset is not None and next_offset > max(base, loaded or 0))):
-            if write and off is not None:
-                alive[off] = _NEW
-                written.add(off)
+        known = [b for b in every if b < base] if at_load else every
+        for off in sorted(_reload_writes(loaded, base, known)):
+            alive[off] = _NEW
+            written.add(off)
+        if next_offset is not None and next_offset > max(base, loaded):
+            alive[next_offset] = _NEW
+            written.add(next_offset)
     remove_stray_snapshots(alive, bases_after, deleted)
     if not alive and clean:
         return SnapshotFate(deleted, written | set(bases_after[-2:]) | {log_end})
     new_log_start = max(log_start_checkpoint, bases_after[0]) if bases_after else log_start_checkpoint
-    _truncate_and_reload(alive, new_log_start, log_end, 0, deleted, "the load (truncateAndReload to the log end "
-                                                                   f"offset {log_end})")
-    written.add(log_end)
+    loaded = _truncate_and_reload(alive, new_log_start, log_end, 0, deleted, "the load (truncateAndReload to the "
+                                                                            f"log end offset {log_end})")
+    written |= _reload_writes(loaded, log_end, bases_after)
     return SnapshotFate(deleted, written)

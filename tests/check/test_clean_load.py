@@ -84,7 +84,7 @@ def test_snapshots_the_load_deletes():
     fate = snapshots_at_load({120: True}, [], [0], 0, 120, clean=True)
     assert not fate.deleted
     # a recovery from segment 0 deletes every snapshot past its base
-    fate = snapshots_at_load({50: True, 120: True}, [(0, 120)], [0], 0, 120, clean=False)
+    fate = snapshots_at_load({50: True, 120: True}, [(0, 120, False)], [0], 0, 120, clean=False)
     assert sorted(fate.deleted) == [50, 120] and 120 in fate.written
     # the latest unreadable snapshot goes at reload, an earlier readable one stays
     fate = snapshots_at_load({10: True, 20: False}, [], [0, 10, 20], 0, 30, clean=True)
