@@ -227,3 +227,63 @@ def test_recover_never_drops_what_kafka_keeps(outcome, state, kind, ck, tree, pa
     for name, data in logs_b.items():
         assert logs_a.get(name, b"").startswith(data), f"{name}: kdump kept {len(logs_a.get(name, b''))} bytes " \
                                                          f"of Kafka's {len(data)}"
+
+
+def _kafka(outcome, state, kind, ck, tree, part):
+    root, _, loaded, _ = outcome
+    return loaded[str(root / state / f"{kind}-{ck}" / "b" / tree / part)]
+
+
+def _before(outcome, state, kind, ck, tree, part) -> Path:
+    return outcome[0] / state / f"{kind}-{ck}" / "before" / tree / part
+
+
+def test_the_seven_classes_are_exercised(outcome):
+    """Each class of issue #36 occurs in Kafka's own outcome, so the cases above are not vacuous."""
+    parts = _partitions(REPO / "fixtures" / "broker" / "all-shapes")
+    intact = {p: _kafka(outcome, "clean", "nothing", "as_written", "all-shapes", p) for p in parts}
+    # 1, 2: a record byte flipped in the first batch: Kafka's header walk does not see it and
+    # keeps the log end (with the log start past that batch, too), where a CRC scan ends at 0.
+    for ck in ("as_written", "log_start_inside"):
+        same = [p for p in parts if _kafka(outcome, "clean", "first_batch_flip", ck, "all-shapes", p).log_end_offset
+                == intact[p].log_end_offset]
+        assert len(same) >= len(parts) - 1, ck
+    # 3: torn inside the batch of the last index entry: Kafka falls back to the segment's base.
+    torn = [p for p in parts if _kafka(outcome, "clean", "torn_at_last_index_entry", "as_written", "all-shapes",
+                                       p).log_end_offset == int(sorted(_before(
+                                           outcome, "clean", "torn_at_last_index_entry", "as_written", "all-shapes",
+                                           p).glob("*.log"))[-1].stem)]
+    assert torn
+    # 4: a garbage active index moves Kafka's log end offset.
+    assert any(_kafka(outcome, "clean", "garbage_active_index", "as_written", "all-shapes", p).log_end_offset
+               != intact[p].log_end_offset for p in parts)
+    # 5: a zero tail stops the load.
+    failures = {_kafka(outcome, "clean", "zero_tail", "as_written", "all-shapes", p).failure for p in parts}
+    assert all(f and f.startswith("CorruptRecordException: Found record size 0 smaller than minimum record "
+                                  "overhead (14) in file ") for f in failures)
+    # 6: a partial trailing entry of the active index is trimmed.
+    b = outcome[0] / "clean" / "partial_index_entry-as_written" / "b" / "all-shapes" / "codec-none-0"
+    assert all(p.stat().st_size % 8 == 0 for p in b.glob("*.index"))
+    # 7: stray snapshots are deleted, after a clean shutdown or not.
+    for state in STATES:
+        d = outcome[0] / state / "stray_snapshots-as_written"
+        gone = [p for p in (d / "before").rglob("*.snapshot")
+                if not (d / "b" / p.relative_to(d / "before")).exists()]
+        assert gone, state
+
+
+def test_verify_says_which_partitions_the_broker_will_not_load(outcome):
+    """verify's verdict on the damaged clean log dirs: the partitions Kafka fails to load, each
+    with Kafka's exception, exit status 1; no such claim for the others."""
+    root, fits, loaded, _ = outcome
+    for kind, ck in KINDS:
+        tree = root / "clean" / f"{kind}-{ck}" / "before" / "all-shapes"
+        r = run_kdump("verify", *(tree / p for p in _partitions(tree)))
+        for part in _partitions(tree):
+            kafka = _kafka(outcome, "clean", kind, ck, "all-shapes", part)
+            claim = f"the broker will not load partition {part}: "
+            if kafka.failure is not None:
+                assert claim + kafka.failure.replace("/b/", "/before/") in r.err, (kind, part)
+                assert r.code == 1
+            else:
+                assert claim not in r.err, (kind, part, kafka)
