@@ -193,6 +193,8 @@ def clean_verdict(directory: str) -> CleanVerdict | None:
     from kdump.storage.mapped import MappedFile, read_small
     from kdump.storage.names import INDEX_SUFFIX, offset_name
 
+    if fs.is_remote(directory):
+        return None         # read where the broker runs: a local log dir
     if not fs.isfile(os.path.join(os.path.dirname(fs.normpath(directory)), CLEAN_SHUTDOWN_FILE)):
         return None
     try:
@@ -211,7 +213,7 @@ def clean_verdict(directory: str) -> CleanVerdict | None:
             return CleanVerdict(read_next_offset(m.buf, read_small(index, 256 << 20), base, path), None)
     except LoadFailure as e:
         return CleanVerdict(None, e)
-    except KdumpError:
+    except (KdumpError, OSError):
         return None
 
 
@@ -224,6 +226,8 @@ def kept_after_clean_shutdown(log_path: str, base_offset: int) -> bool:
     from kdump.storage import fs
     from kdump.storage.names import INDEX_SUFFIX, offset_name
 
+    if fs.is_remote(log_path):
+        return False
     directory = os.path.dirname(os.path.abspath(log_path))
     return (fs.isfile(os.path.join(os.path.dirname(directory), CLEAN_SHUTDOWN_FILE))
             and fs.isfile(os.path.join(directory, offset_name(base_offset, INDEX_SUFFIX))))
