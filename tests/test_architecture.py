@@ -67,6 +67,8 @@ HOMES = {
     "the leader epoch a batch assigns": ("kdump.check.broker_rule", "assign_epoch"),
     "LogSegment.recover's kept batches": ("kdump.check.broker_rule", "kept_batches"),
     "LogLoader.load": ("kdump.check.loader_rule", "plan_partition"),
+    "LogSegment.readNextOffset": ("kdump.check.clean_load", "read_next_offset"),
+    "the producer snapshots a load deletes": ("kdump.check.loader_snapshots", "snapshots_at_load"),
     "the segment scan": ("kdump.check.scan", "scan_segment"),
     "what a recovery removes": ("kdump.check.loss", "losses"),
     "the finding kinds": ("kdump.findings", "class_of"),

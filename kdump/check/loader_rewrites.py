@@ -151,7 +151,8 @@ def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -
                                f"kdump index --rebuild, or recover --full", 0))
 
 
-def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start) -> None:
+def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start, recovered=(),
+                              bases=(), clean=False, source=None, bases_before=None) -> None:
     p = os.path.join(directory, LEADER_EPOCH)
     entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
     if LEADER_EPOCH in present and fs.isfile(p):
@@ -176,7 +177,32 @@ def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs,
                                          f"add {added} from the batches recovery reads" if added else "") if x)
             plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
                                                                     f"in quarantine)", 10))
-    for n in sorted(present):
+    plan_snapshots(plan, present, leo, quarantine, log_start, list(recovered), list(bases), clean, source or {},
+                   directory, bases_before)
+
+
+def plan_snapshots(plan, present, leo, quarantine, log_start, recovered, bases, clean, source, directory,
+                   bases_before=None) -> None:
+    """The producer snapshots the load deletes (``check.loader_snapshots``); the ones it writes
+    are left to the broker."""
+    from kdump.check.loader_snapshots import snapshots_at_load
+    from kdump.format.snapshot import parse_snapshot
+
+    names = {}
+    for n in present:
         snap = filename_offset(n, SNAPSHOT_SUFFIX)
-        if snap is not None and snap > leo:
-            quarantine(n, f"producer snapshot past the log end offset {leo}", 11, snap)
+        if snap is not None:
+            names[snap] = n
+    readable = {}
+    for off, n in names.items():
+        try:        # ProducerStateManager.readSnapshot: structure, version, CRC (CorruptSnapshotException)
+            parse_snapshot(read_small(source.get(n, os.path.join(directory, n)), SIDE_FILE_LIMIT), strict=True)
+            readable[off] = True
+        except KdumpError:
+            readable[off] = False
+    fate = snapshots_at_load(readable, recovered, bases, log_start or 0, leo, clean, bases_before)
+    plan.snapshots_written = sorted(fate.written)
+    for off in sorted(fate.deleted):
+        if off in fate.written:
+            continue        # deleted, then written anew at the same offset from the same log: kept
+        quarantine(names[off], f"producer snapshot: {fate.deleted[off]}", 11, off)

@@ -114,7 +114,8 @@ def plan_partition(directory: str, state: LogDirState | None = None,
     p.drop_orphans()            # 3
     p.scan_segments()
     p.recover_log()             # 4
-    p.rewrite()                 # 5
+    if p.clean_load():          # 4 after a clean shutdown: the log end offset, or the load fails
+        p.rewrite()             # 5
     return p.plan
 
 
@@ -220,6 +221,7 @@ class _Planner:
             self.note("", None, "clean shutdown marker present: the broker skips segment recovery (use --full to "
                                 "recover anyway)")
         self.bases = bases = [b for b, _ in self.logs]
+        self.all_bases = list(bases)
         first_recovered = 0
         for i, b in enumerate(bases):
             if b <= start_from:
@@ -297,6 +299,56 @@ class _Planner:
         self.bases = [b for b in self.bases if b <= truncated_at]
         return later_sources
 
+    def clean_load(self) -> bool:
+        """After a clean shutdown no segment is recovered (``LogLoader.recoverLog``): the log end
+        offset is the active segment's ``readNextOffset`` over its trusted index, and the load
+        fails where that walk throws. False when the broker does not load the partition."""
+        self.clean_leo: int | None = None
+        if not self.skip_log or not self.bases or self.bases[-1] in self.load_recover:
+            return True
+        from kdump.check.clean_load import LoadFailure, read_next_offset
+
+        base = self.bases[-1]
+        name = offset_name(base, LOG_SUFFIX)
+        index = offset_name(base, INDEX_SUFFIX)
+        try:
+            with MappedFile(self.source[name]) as m:
+                self.clean_leo = read_next_offset(m.buf, read_small(self.source[index], SIDE_FILE_LIMIT), base,
+                                                  self.source[name])
+        except LoadFailure as e:
+            what = f"{self.tp[0]}-{self.tp[1]}" if self.tp else os.path.basename(fs.normpath(self.dir))
+            self.plan.damaged = True
+            self.plan.load_failure = str(e)
+            self.note(self.source[name], base, f"the broker will not load partition {what}: {e} After a clean "
+                      f"shutdown it reads the log end offset without recovery, and this walk of entry headers "
+                      f"throws at byte {e.position}. Fix: kdump recover --full --apply (cuts the segment where a "
+                      f"crash recovery would, keeping the cut bytes), or delete .kafka_cleanshutdown so the "
+                      f"broker recovers it itself",
+                      position=e.position)
+            return False
+        except KdumpError as e:
+            self.plan.incomplete = True
+            self.note(self.source[name], base, f"cannot read the log end offset as the broker does: {e.message}")
+            return False
+        self._plan_index_trim(base)
+        return True
+
+    def _plan_index_trim(self, base: int) -> None:
+        """The active segment's indexes: resized at load, trimmed to whole entries at close
+        (``AbstractIndex.resize``, ``trimToValidSize``): a partial trailing entry goes."""
+        from kdump.check.clean_load import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, trim_to_valid_size
+
+        for ext, size in ((INDEX_SUFFIX, OFFSET_ENTRY_SIZE), (TIMEINDEX_SUFFIX, TIME_ENTRY_SIZE)):
+            n = offset_name(base, ext)
+            if n not in self.present or n not in self.source:
+                continue
+            length = fs.getsize(self.source[n])
+            keep = trim_to_valid_size(length, size)
+            if keep != length:
+                self.plan.steps.append(Step(TRUNCATE, os.path.join(self.dir, n), f"{n}.corrupt-{keep}", keep, base,
+                                            f"a partial trailing entry ({length - keep} bytes): the broker trims "
+                                            f"the active segment's index to its whole entries", 7))
+
     def rewrite(self) -> None:
         """5. Indexes, .txnindex, epochs, snapshots, recovery point."""
         plan, bases, scans = self.plan, self.bases, self.scans
@@ -306,6 +358,8 @@ class _Planner:
             if s is None:
                 continue
             leo = s.next_offset if s.next_offset is not None else b     # an empty segment ends at its base
+        if self.clean_leo is not None:
+            leo = self.clean_leo
         plan.log_end_offset = leo
         lso = self.state.log_start_offsets.get(self.tp) if self.tp else None
         if log_start_past_end(leo, lso):
@@ -316,5 +370,11 @@ class _Planner:
                      self.vopts)
         if leo is not None:
             epochs = [e for b in bases if b in recovered and b in scans for e in scans[b].epochs]
-            plan_epochs_and_snapshots(plan, self.dir, self.present, leo, self.quarantine, epochs, lso)
+            order = [(b, True) for b in sorted(self.load_recover)] + \
+                [(b, False) for b in sorted(self.recovered - self.load_recover)]
+            recovered_order = [(b, scans[b].next_offset if b in scans else None, at_load) for b, at_load in order
+                               if b in bases]
+            plan_epochs_and_snapshots(plan, self.dir, self.present, leo, self.quarantine, epochs, lso,
+                                      recovered_order, bases, self.state.clean_shutdown and not self.opts.full,
+                                      self.source, self.all_bases)
             plan.new_recovery_point = leo if self.state.clean_shutdown else min(self.rp, leo)

@@ -14,7 +14,8 @@ import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kdump import findings as F
-from kdump.storage.names import LOG_SUFFIX, filename_offset
+from kdump.storage import fs
+from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, filename_offset, offset_name
 
 if TYPE_CHECKING:
     from kdump.check.scan import ScanReport
@@ -27,6 +28,11 @@ class Loss(NamedTuple):
     deleted_bytes: int
     first_offset: int | None    # the new log end: the first offset lost
     last_offset: int | None     # the last offset known among the bytes removed (None: none readable)
+    # After a clean shutdown (check.clean_load): the broker recovers none of it, keeping the log
+    # end offset it reads; or its load fails with this exception.
+    clean: bool = False
+    log_end_offset: int | None = None
+    load_failure: str | None = None
 
 
 def losses(reports) -> list[Loss]:
@@ -37,12 +43,21 @@ def losses(reports) -> list[Loss]:
         base = filename_offset(r.file, LOG_SUFFIX) if s is not None else None
         if base is not None:
             by_dir.setdefault(os.path.dirname(r.file), []).append((base, s))
+    from kdump.check.clean_load import clean_verdict
+
     out = []
     for directory, segments in by_dir.items():
         segments.sort(key=lambda bs: bs[0])
         cut = next((i for i, (_, s) in enumerate(segments) if s.cut is not None and s.valid_bytes < s.size), None)
-        if cut is not None:
-            out.append(partition_loss(directory, segments, cut))
+        verdict = clean_verdict(directory)
+        if verdict is not None and verdict.failure is not None:
+            out.append(Loss(directory, 0, 0, 0, None, None, True, None, str(verdict.failure)))
+        elif cut is not None:
+            loss = partition_loss(directory, segments, cut)
+            if verdict is not None and fs.isfile(os.path.join(directory, offset_name(segments[cut][0],
+                                                                                      INDEX_SUFFIX))):
+                loss = loss._replace(clean=True, log_end_offset=verdict.log_end_offset)
+            out.append(loss)
     return out
 
 
@@ -65,12 +80,14 @@ def summary_counts(reports) -> dict:
     """The summary's counts (added up over directories: a list is joined), and what a broker's
     recovery would remove (check.loss: the first damaged segment cut, the later ones deleted)."""
     reports = list(reports)
-    found = losses(reports)
+    every = losses(reports)
+    found = [x for x in every if not x.clean]
     counts: dict[str, Any]
     counts = {"files": 0, "ok": 0, "damaged": 0, "torn_tail": 0, "unreadable": 0, "segments": 0, "bytes": 0,
               "cut_bytes": sum(x.cut_bytes for x in found), "cut_segments": len(found),
               "deleted_segments": sum(x.deleted_segments for x in found),
-              "deleted_bytes": sum(x.deleted_bytes for x in found), "anomalies": 0, "losses": found}
+              "deleted_bytes": sum(x.deleted_bytes for x in found), "anomalies": 0, "losses": found,
+              "clean": [x for x in every if x.clean]}
     for r in reports:
         counts["files"] += 1
         counts[r.status] += 1

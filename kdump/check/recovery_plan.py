@@ -78,6 +78,8 @@ class PartitionPlan:
     epochs: list[tuple[int, int]] = field(default_factory=list)   # the leader-epoch-checkpoint to write
     txnindexes: dict[str, bytes] = field(default_factory=dict)     # .txnindex files to write
     loss: Any = None        # what the cut removes (kdump.check.loss.Loss), when a segment is cut
+    load_failure: str | None = None     # the exception that stops the broker loading it (clean shutdown)
+    snapshots_written: list[int] = field(default_factory=list)  # offsets the load writes snapshots at
 
     @property
     def actions(self) -> list[Step]:
@@ -86,7 +88,7 @@ class PartitionPlan:
     def summary_dict(self) -> dict[str, Any]:
         return {"partition": self.directory, "action": "summary", "log_end_offset": self.log_end_offset,
                 "recovery_point": self.recovery_point, "new_recovery_point": self.new_recovery_point,
-                "steps": len(self.actions), "damaged": self.damaged}
+                "steps": len(self.actions), "damaged": self.damaged, "load_failure": self.load_failure}
 
 
 @dataclass

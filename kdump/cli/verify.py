@@ -31,7 +31,8 @@ from kdump.storage.fs import refuse_remote
                    "the flag is the consent.")
 @click.option("--broker-cut", is_flag=True,
               help="With --truncate: cut only where a broker's recovery would, keeping damage it does not detect "
-                   "(offset regressions, undecodable records with a valid CRC).")
+                   "(offset regressions, undecodable records with a valid CRC; after a clean shutdown, every "
+                   "segment with an .index, which the broker does not recover).")
 @click.option("--strict", is_flag=True,
               help="Also exit 1 for anomalies: odd states a broker accepts as they are (an index entry naming an "
                    "offset compaction removed, a checkpoint lagging the log, segments overlapping after an "

@@ -224,7 +224,22 @@ def summary_line(counts: dict, changes: int | None = None) -> str:
         s += f"; {plural(n, 'anomaly')} (states a broker accepts)"
     if counts["cut_segments"]:
         s += "; " + loss_text(counts, done=bool(changes))
+    for x in counts.get("clean") or []:
+        s += "; " + clean_text(x)
     return s
+
+
+def clean_text(x) -> str:
+    """What the next broker start does to a partition of a log dir shut down cleanly (check.clean_load)."""
+    name = printable(os.path.basename(x.directory) or x.directory)
+    if x.load_failure is not None:
+        return (f"the broker will not load partition {name}: {x.load_failure} (after a clean shutdown it reads the "
+                f"log end offset without recovery; fix: kdump recover --full --apply, or delete "
+                f".kafka_cleanshutdown so that the broker recovers it)")
+    total = x.cut_bytes + x.deleted_bytes
+    return (f"after a clean shutdown the broker recovers no segment of {name}: it keeps the damage and serves it up "
+            f"to log end offset {_n(x.log_end_offset)} (a crash recovery, or kdump recover --full, would remove "
+            f"{plural(total, 'byte')}: offsets {_range(x)})")
 
 
 def loss_text(counts: dict, done: bool = False) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from kdump import findings as F
 from kdump.errors import KdumpError, WriteError
 from kdump.repair.indexes import rebuild_changes, trim_txnindex
-from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX
+from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name
 from kdump.storage.safewrite import Change, _wrap, atomic_write, link_count, read_range, refuse_symlink, same_content
 
 CORRUPT_INFIX = ".corrupt-"
@@ -114,8 +114,16 @@ def cut_position(r, opts) -> int | None:
     f, s = r.log, r.scan
     if f is None or f.kind != "log" or f.leftover is not None or s is None:
         return None
-    cut_at = s.valid_bytes if getattr(opts, "broker_cut", False) else s.intact_bytes
-    return cut_at if cut_at < s.size else None
+    broker_cut = getattr(opts, "broker_cut", False)
+    cut_at = s.valid_bytes if broker_cut else s.intact_bytes
+    if cut_at >= s.size:
+        return None
+    if broker_cut and f.base_offset is not None:
+        from kdump.check.clean_load import kept_after_clean_shutdown
+
+        if kept_after_clean_shutdown(f.path, f.base_offset):
+            return None         # after a clean shutdown the broker recovers no such segment
+    return cut_at
 
 
 def repair_reports(reports, opts) -> list[Change]:
@@ -150,9 +158,16 @@ def fix_indexes(directory: str, reps, opts) -> list[Change]:
         return []
     bases = {r.log.base_offset for r in reps if r.log is not None and r.log.kind == K.LOG
              and r.log.leftover is None}
+
     named = {r.file for r in reps}
     targets = [f for f in files if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX) and f.leftover is None
                and (f.base_offset in bases or f.path in named)]
+    if getattr(opts, "broker_cut", False):
+        from kdump.check.clean_load import kept_after_clean_shutdown
+
+        # After a clean shutdown the broker trusts the indexes of the segments it keeps.
+        targets = [f for f in targets if f.base_offset is None or not kept_after_clean_shutdown(
+            os.path.join(directory, offset_name(f.base_offset, LOG_SUFFIX)), f.base_offset)]
     if not targets:
         return []
     fresh = check_directory(directory, targets, opts)

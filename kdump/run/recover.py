@@ -69,11 +69,17 @@ def run_recover(dirs, out, opts, *, apply_: bool, confirm, salvage_dir: str | No
         out.note("kdump: " + loss_text({"cut_bytes": sum(x.cut_bytes for x in found), "cut_segments": len(found),
                                         "deleted_segments": sum(x.deleted_segments for x in found),
                                         "deleted_bytes": sum(x.deleted_bytes for x in found), "losses": found}))
+    unloadable = [p for p in plans if p.load_failure is not None]
+    if unloadable:
+        n = len(unloadable)
+        out.note(f"kdump: the broker will not load {n} partition{'s' if n != 1 else ''} as "
+                 f"{'they are' if n != 1 else 'it is'} (after a clean shutdown it recovers no segment): kdump recover "
+                 f"--full --apply cuts the damage as a crash recovery would")
     if not apply_:
         if steps:
             out.note(f"kdump: {steps} step{'s' if steps != 1 else ''} planned in {len(todo)} partition"
                      f"{'s' if len(todo) != 1 else ''}; nothing changed (use --apply to carry them out)")
-        else:
+        elif not unloadable:
             out.note(f"kdump: {planned} partition{'s' if planned != 1 else ''}: nothing to do")
         return int(status)
     if not todo:
@@ -117,7 +123,7 @@ def _plan_all(targets, states, out, opts, locks, salvage_dir, jobs, status):
                     locks.drop(plan.directory)
                 renderer.plan(plan)
                 planned += 1
-                if salvage_dir or plan.actions:
+                if salvage_dir or plan.actions or plan.load_failure is not None:
                     plans.append(plan)
                 if plan.incomplete:
                     status = max(status, ExitStatus.INCOMPLETE)

@@ -72,6 +72,8 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
         return output_cut(run.status)         # nothing more repaired: the run stopped here
     if run.counts["files"] or run.status == ExitStatus.OK:     # not "verified 0 files" after an error
         out.note(summary_line(run.counts, None if run.changes is None else len(run.changes)))
+    if any(x.load_failure for x in run.counts.get("clean") or []):
+        run.status = max(run.status, ExitStatus.DAMAGE)      # the broker will not load a partition
     return int(run.status)
 
 

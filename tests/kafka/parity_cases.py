@@ -156,6 +156,63 @@ def nothing(d, logdir):
     pass
 
 
+# -- damage for the clean-shutdown load (tests/kafka/test_clean_parity.py) ------------------------
+
+def first_batch_flip(d, logdir):
+    # A record byte of the very first batch: a CRC-checked scan ends the log at its base.
+    log = _logs(d)[0]
+    b = _batches(log)[0]
+    _patch(log, b.position + b.size - 1, bytes([log.read_bytes()[b.position + b.size - 1] ^ 4]))
+
+
+def _last_index_batch(d):
+    from kdump.check.clean_load import OffsetIndexView
+
+    log = _logs(d)[-1]
+    idx = OffsetIndexView(log.with_suffix(".index").read_bytes(), int(log.stem))
+    position = idx.lookup(idx.last_offset())[1]
+    return log, next((b for b in _batches(log) if b.position == position), None)
+
+
+def torn_at_last_index_entry(d, logdir):
+    # The active segment torn inside the batch its last index entry points at.
+    log, b = _last_index_batch(d)
+    if b is not None:
+        os.truncate(log, b.position + b.size - 3)
+
+
+def garbage_active_index(d, logdir):
+    idx = _logs(d)[-1].with_suffix(".index")
+    idx.write_bytes(bytes(range(7, 7 + max(idx.stat().st_size, 16))))
+
+
+def partial_index_entry(d, logdir):
+    for ext, extra in ((".index", 5), (".timeindex", 7)):
+        with open(_logs(d)[-1].with_suffix(ext), "ab") as f:
+            f.write(bytes(range(1, 1 + extra)))
+
+
+def stray_snapshots(d, logdir):
+    # Copies of the latest snapshot at offsets no segment starts at, one below the last snapshot.
+    snaps = sorted(d.glob("*.snapshot"))
+    if snaps:
+        top = int(snaps[-1].stem)
+        for off in {top - 1, top // 2} - {int(p.stem) for p in _logs(d)}:
+            if off > 0:
+                shutil.copy(snaps[-1], d / f"{off:020d}.snapshot")
+
+
+def absurd_length_last(d, logdir):
+    log = _logs(d)[-1]
+    _patch(log, _middle_batch(log).position + 8, (0x7FFFFF00).to_bytes(4, "big"))
+
+
+def zero_size_mid(d, logdir):
+    # A batch length of 0 in the middle of the active segment.
+    log = _logs(d)[-1]
+    _patch(log, _middle_batch(log).position + 8, bytes(4))
+
+
 @dataclass(frozen=True)
 class Case:
     name: str

@@ -179,14 +179,16 @@ def compare_partition(outcome: Outcome, part: str, case: Case) -> None:
         leo = min(leo, *appended)    # the restarted leader's epoch starts where its markers do
     if leo is not None:
         assert [e for e in _epochs(pa) if e[1] < leo] == [e for e in _epochs(pb) if e[1] < leo]
-    # Producer snapshots: kdump keeps those at or below the log end that the plan does not
-    # move away (the broker deletes them too: past the end, replaced by a swap, all of them
-    # when the log start is above the end), unchanged; it writes none.
-    snaps_a, snaps_0 = _live(pa, ".snapshot"), _live(p0, ".snapshot")
-    gone = {Path(r["file"]).name for r in rows if r["action"] == "quarantine"}
-    bound = leo if leo is not None else -1
-    assert snaps_a == {n: v for n, v in snaps_0.items() if int(n[:20]) <= bound and n not in gone}
-    assert not gone & set(_live(pb, ".snapshot")) - {f"{leo:020d}.snapshot"}
+    # Producer snapshots, against the broker: kdump keeps each one the broker kept (the same
+    # bytes after its start), keeps none the broker deleted, and may keep or drop one the
+    # broker deleted and wrote anew (kdump writes none); it changes none it keeps.
+    snaps_a, snaps_b, snaps_0 = _live(pa, ".snapshot"), _live(pb, ".snapshot"), _live(p0, ".snapshot")
+    for name, data in snaps_0.items():
+        if name not in snaps_b:
+            assert name not in snaps_a, f"{part}/{name}: the broker deleted it, kdump kept it"
+        elif snaps_b[name] == data:
+            assert snaps_a.get(name) == data, f"{part}/{name}: the broker kept it, kdump did not"
+    assert all(snaps_0.get(n) == v for n, v in snaps_a.items())
 
 
 def _compare_indexes(outcome: Outcome, case: Case, pa: Path, pb: Path, p0: Path) -> None:

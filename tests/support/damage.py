@@ -247,7 +247,8 @@ def make_partition(root: Path, name: str = "orders-0", epochs=((0, 0), (1, 12), 
         index, timeindex = index_bytes(str(log), base)     # as recovery writes them (interval 4096)
         (d / f"{base:020d}.index").write_bytes(index)
         (d / f"{base:020d}.timeindex").write_bytes(timeindex)
-        (d / f"{base:020d}.snapshot").write_bytes(encode_snapshot([]))
+        if base:        # a broker writes none at 0 (ProducerStateManager.takeSnapshot), and would delete one
+            (d / f"{base:020d}.snapshot").write_bytes(encode_snapshot([]))
     (d / f"{27:020d}.snapshot").write_bytes(encode_snapshot([]))
     (d / "leader-epoch-checkpoint").write_bytes(encode_leader_epochs(epochs))
     return d

@@ -1,0 +1,54 @@
+"""Kafka's own log load as the oracle: ``LoadLogs.java`` (ours, compiled once into
+tests/kafka/target) opens each partition directory with ``UnifiedLog.create`` as a broker's
+``LogManager`` does at start (after a clean shutdown or not), then closes it as a clean stop does."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import NamedTuple
+
+import kafka_jars
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "LoadLogs.java"
+CLASSES = HERE / "target" / "loadlogs-classes"
+
+
+class Loaded(NamedTuple):
+    log_end_offset: int | None
+    recovery_point: int | None
+    failure: str | None         # "ExceptionClass: message" where the load threw
+
+
+def _compiled() -> Path:
+    stamp = CLASSES / "LoadLogs.class"
+    if not stamp.exists() or stamp.stat().st_mtime < SOURCE.stat().st_mtime:
+        if not shutil.which("javac"):
+            kafka_jars._missing("no javac on PATH")
+        CLASSES.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["javac", "-d", str(CLASSES), "-cp", kafka_jars.classpath(), str(SOURCE)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    return CLASSES
+
+
+def load(groups: list[tuple[Path, bool, list[str]]]) -> dict[str, Loaded]:
+    """Each (log dir, had a clean shutdown, partition names) loaded and closed by Kafka, in one
+    JVM: ``{partition dir path: Loaded}``."""
+    classes = _compiled()
+    lines = "".join(f"{d}\t{'true' if clean else 'false'}\t{' '.join(parts)}\n" for d, clean, parts in groups)
+    proc = subprocess.run(["java", "-cp", f"{classes}{os.pathsep}{kafka_jars.classpath()}", "LoadLogs"],
+                          input=lines, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("@@ok "):
+            _, path, leo, rp = line.split(" ")
+            out[path] = Loaded(int(leo), int(rp), None)
+        elif line.startswith("@@fail "):
+            _, path, failure = line.split(" ", 2)
+            out[path] = Loaded(None, None, failure)
+    return out
