@@ -357,6 +357,9 @@ def _capturing(out, chunks: list, spill: _Spill | None = None):
     written in ``chunks``."""
     local = copy.copy(out)
     local.stream = _Tap(chunks, 1, _isatty(out.stream), spill)
+    around = getattr(out.stream, "around", None)     # a terminal's guard (render.escape.TerminalStream)
+    if around is not None:
+        local.stream = around(local.stream)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = local.stream, _Tap(chunks, 2, _isatty(sys.stderr), spill)
     try:

@@ -93,7 +93,7 @@ class TableDump(GapReporter):
                     key = self.view.short(r.key, 24, "key")
                     value = self.view.short(r.value, 60, "value")
                 if self.data:
-                    headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
+                    headers = ", ".join(f"{printable(k.decode('utf-8', 'replace'))}={self.view.short(v, 16)}"
                                         for k, v in r.headers)
                 self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, headers,
                                   str(b.position), ok))
