@@ -27,9 +27,11 @@ class Output:
         if fmt is None:
             fmt = "table" if isatty(self.stream) else "text"
         self.format = fmt
-        if isatty(self.stream):
+        self.on_terminal = isatty(self.stream)
+        if self.on_terminal:
             # A terminal acts on what it is sent: whatever a renderer writes reaches it escaped
-            # (render/escape.py). A pipe or a file gets the bytes as they are.
+            # (render/escape.py), --escape none's bytes and JSON's raw characters included. A
+            # pipe or a file gets the bytes as they are.
             from kdump.render.escape import TerminalStream
 
             self.stream = TerminalStream(self.stream, json=fmt == "json")

@@ -10,6 +10,7 @@ pseudo-terminal (stdout and stderr), and its bytes are read as the terminal gets
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -110,6 +111,7 @@ COMMANDS = [
     ["metadata", "LOGDIR"],
     ["metadata", "LOGDIR", "--format", "text"],
     ["metadata", "LOGDIR", "--json"],
+    ["metadata", "LOGDIR", "--diff", "100", "485"],
     ["export", "LOGDIR", "--out", "OUT", "--format", "ndjson"],
 ]
 
@@ -128,8 +130,12 @@ def test_no_raw_control_reaches_the_terminal(args, logdir, tmp_path):
 
 # The text views to a pipe or a file: read by people too (less, an editor), so escaped the
 # same; only --escape none (Kafka's bytes) and JSON (its own escapes) are left exact there.
-PIPED = [a for a in COMMANDS if "--json" not in a and "none" not in a and a[0] != "export"
-         and ("--format" in a and "text" in a or "--files" in a or a[0] in ("dump", "verify", "index", "timeindex", "recover", "info", "txn", "groups", "metadata"))]
+# (On a pipe the text view is the default: each command once, and a few tables asked for.)
+_TEXT = [[x for x in a if x not in ("--format", "text")] for a in COMMANDS
+         if "--json" not in a and "none" not in a and a[0] != "export"]
+PIPED = [a for i, a in enumerate(_TEXT) if a not in _TEXT[:i]] + [
+    [*a, "--format", "table"] for a in (["dump", "LOGDIR", "--data"], ["groups", "LOGDIR"], ["txn", "LOGDIR"],
+                                        ["metadata", "LOGDIR"], ["info", "LOGDIR"], ["verify", "LOGDIR"])]
 
 
 @pytest.mark.parametrize("args", PIPED, ids=" ".join)
@@ -160,3 +166,33 @@ def test_header_keys_escaped_on_both_paths(logdir, tmp_path, speedups):
                          capture_output=True, env=env, cwd=tmp_path).stdout.decode("utf-8", "surrogateescape")
     assert "headerKeys: [osc\\x1b]0;PWNED-TITLE\\x07bel,osc\\x1b]0;PWNED-TITLE\\x07bel]" in out
     assert leaks(out) == []
+
+
+def _piped(args: list[str], cwd: Path) -> bytes:
+    return subprocess.run([sys.executable, "-m", "kdump", *args], capture_output=True, env=subprocess_env(),
+                          cwd=cwd, timeout=120).stdout
+
+
+def test_escape_none_is_kafkas_bytes_on_a_pipe_only(logdir, tmp_path):
+    """--escape none keeps its contract where it is used (a diff against kafka-dump-log.sh, a
+    script): DumpLogSegments' bytes on a pipe. A terminal still gets them escaped, and a note."""
+    topic = next(p for p in logdir.iterdir() if p.name.startswith("osc\x1b]0;PWNED-TITLE"))
+    args = ["dump", str(topic), "--data", "--format", "text", "--escape", "none"]
+    raw = PAYLOADS[0].encode()
+    line = b"headerKeys: [" + raw + b"," + raw + b"] key: " + raw + b" payload: " + raw + b"\n"
+    assert line in _piped(args, tmp_path)
+    code, seen = on_terminal(args, tmp_path)
+    assert code == 0 and leaks(seen) == []
+    assert "kdump: note: --escape none writes Kafka's bytes to a pipe or a file" in seen
+    assert "key: osc\\x1b]0;PWNED-TITLE\\x07bel payload: osc\\x1b]0;PWNED-TITLE\\x07bel" in seen
+
+
+def test_json_on_a_terminal_is_the_same_json(logdir, tmp_path):
+    """On a terminal JSON's raw C1, bidi and zero-width characters are written as JSON escapes:
+    each line parses to the objects a pipe gets."""
+    args = ["dump", str(logdir), "--data", "--json", "-q", "-j", "1"]
+    piped = [json.loads(line) for line in _piped(args, tmp_path).decode().split("\n")[:-1]]
+    code, seen = on_terminal(args, tmp_path)
+    assert code == 0 and leaks(seen) == []
+    assert [json.loads(line) for line in seen.replace("\r\n", "\n").split("\n")[:-1]] == piped
+    assert any("\u202e" in json.dumps(o, ensure_ascii=False) for o in piped)       # the data is there

@@ -115,7 +115,8 @@ def build(root: Path) -> Path:
     _segment(logdir / "__remote_log_metadata-0", _framed_records("remote_log_metadata.json"))
     # A topic per payload; its records carry every payload as key, value, header key and value,
     # in a transaction of producer 1 (the transactional ids above name it) and committed.
-    records = [(i, TIME, p.encode(), p.encode(), [(p, p.encode()), (PAYLOADS[0], None)]) for i, p in enumerate(PAYLOADS)]
+    records = [(i, TIME, p.encode(), p.encode(), [(p, p.encode()), (PAYLOADS[0], None)])
+               for i, p in enumerate(PAYLOADS)]
     for p in PAYLOADS:
         if "\x00" in p:
             continue            # no file name holds a NUL
