@@ -38,12 +38,12 @@ def logdir(tmp_path_factory) -> Path:
     return build(tmp_path_factory.mktemp("hostile"))
 
 
-def on_terminal(args: list[str], cwd: Path, env_extra: dict[str, str] | None = None) -> tuple[int, str]:
-    """Run ``kdump ARGS`` with stdout and stderr on a pseudo-terminal 100 columns wide:
+def on_terminal(args: list[str], cwd: Path, columns: int = 100) -> tuple[int, str]:
+    """Run ``kdump ARGS`` with stdout and stderr on a pseudo-terminal ``columns`` wide:
     (exit status, what the terminal received)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-    env = {**subprocess_env(), "COLUMNS": "100", "LINES": "40", "TERM": "xterm-256color", **(env_extra or {})}
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {**subprocess_env(), "COLUMNS": str(columns), "LINES": "40", "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)
     env.pop("FORCE_COLOR", None)
     proc = subprocess.Popen([sys.executable, "-m", "kdump", *args], stdin=subprocess.DEVNULL, stdout=slave,
@@ -113,6 +113,7 @@ COMMANDS = [
     ["metadata", "LOGDIR", "--json"],
     ["metadata", "LOGDIR", "--diff", "100", "485"],
     ["export", "LOGDIR", "--out", "OUT", "--format", "ndjson"],
+    ["export", "LOGDIR", "--out", "OUT", "--format", "parquet", "--json"],
 ]
 
 
@@ -146,6 +147,15 @@ def test_no_raw_control_in_text_to_a_pipe(args, logdir, tmp_path):
     err = proc.stderr.decode("utf-8", "surrogateescape")
     assert proc.returncode in (0, 1), err[-2000:]
     assert leaks(out) == [] and leaks(err) == []
+
+
+@pytest.mark.parametrize("args", [["groups", "LOGDIR"], ["txn", "LOGDIR"], ["metadata", "LOGDIR"],
+                                  ["dump", "LOGDIR", "--data"], ["info", "LOGDIR"]], ids=" ".join)
+def test_no_raw_control_reaches_a_narrow_terminal(args, logdir, tmp_path):
+    """Too narrow for a table, each row is a block of lines (tables.blocks): escaped too."""
+    code, seen = on_terminal(_args(args, logdir, tmp_path), tmp_path, columns=30)
+    assert code in (0, 1), seen[-2000:]
+    assert leaks(seen) == []
 
 
 def test_names_are_shown_escaped(logdir, tmp_path):
