@@ -50,12 +50,13 @@ def _uuid(n: int) -> str:
 
 
 def _value(struct, version: int, name: str, n: int) -> dict[str, Any]:
-    """A value of ``struct`` with every string ``name``, every uuid the n-th."""
+    """A value of ``struct`` with every string ``name`` (tagged fields too), every uuid the n-th."""
     out: dict[str, Any] = {}
     for f in struct.fields:
         if not f.present(version):
             continue
-        out[f.name] = [_element(f, version, name, n)] if f.array else _element(f, version, name, n)
+        v = _element(f, version, name, n)
+        out[f.name] = [v] if f.array else v
     return out
 
 
@@ -75,12 +76,14 @@ def _element(f, version: int, name: str, n: int) -> Any:
     return _value(f.struct, version, name, n)
 
 
-def _coordinator_records(table) -> list[tuple[bytes, bytes]]:
+def _coordinator_records(table, pinned: dict[int, int] | None = None) -> list[tuple[bytes, bytes]]:
+    """A record of each type for each payload, its value at the newest version (``pinned``:
+    type id -> the version to write instead)."""
     out = []
     for rtype in table.types.values():
         for n, name in enumerate(PAYLOADS):
             key = kafka_wire.i16(rtype.id) + kafka_wire.encode(rtype.key, 0, _value(rtype.key.root, 0, name, n))
-            v = rtype.value.highest
+            v = (pinned or {}).get(rtype.id, rtype.value.highest)
             value = kafka_wire.i16(v) + kafka_wire.encode(rtype.value, v, _value(rtype.value.root, v, name, n))
             out.append((key, value))
     return out
@@ -105,10 +108,12 @@ def _segment(directory: Path, records: list, per_batch: int = 50) -> None:
     write_segment(directory, batches)
 
 
-def build(root: Path) -> Path:
-    """The hostile log dir under ``root`` (returned)."""
+def build(root: Path, plain_dir_names: bool = False) -> Path:
+    """The hostile log dir under ``root`` (returned); ``plain_dir_names``: the topics' partition
+    directories named ``hostile-N-0`` (their records as hostile)."""
     logdir = root / "logdir"
-    _segment(logdir / "__consumer_offsets-0", _coordinator_records(consumer_offsets.table()))
+    # (Kafka 4.x reads a type 0 offset commit at value version 0 only)
+    _segment(logdir / "__consumer_offsets-0", _coordinator_records(consumer_offsets.table(), {0: 0}))
     _segment(logdir / "__transaction_state-0", _coordinator_records(transaction_state.table()))
     _segment(logdir / "__share_group_state-0", _coordinator_records(share_group_state.table()))
     _segment(logdir / "__cluster_metadata-0", _framed_records("cluster_metadata.json"))
@@ -117,13 +122,13 @@ def build(root: Path) -> Path:
     # in a transaction of producer 1 (the transactional ids above name it) and committed.
     records = [(i, TIME, p.encode(), p.encode(), [(p, p.encode()), (PAYLOADS[0], None)])
                for i, p in enumerate(PAYLOADS)]
-    for p in PAYLOADS:
-        if "\x00" in p:
+    for n, p in enumerate(PAYLOADS):
+        if "\x00" in p and not plain_dir_names:
             continue            # no file name holds a NUL
         data = build_v2_batch(records, base_offset=0, producer_id=1, producer_epoch=1, base_sequence=0,
                               is_transactional=True)
         marker = build_end_txn_marker(True, base_offset=len(records), producer_id=1, producer_epoch=1)
-        write_segment(logdir / f"{p}-0", [data, marker])
+        write_segment(logdir / (f"hostile-{n}-0" if plain_dir_names else f"{p}-0"), [data, marker])
     # Indexes, so that index, timeindex and the dump of .index files read some.
     from support.run import run_kdump
 
