@@ -58,12 +58,17 @@ def rate(count: int, seconds: float, unit: str) -> str:
 
 
 # Characters no line for people carries raw, and how each is shown: the C0 controls, DEL and
-# the C1 controls as \xNN (as Python's backslashreplace shows the bytes of a name that is not
-# UTF-8), and the line and paragraph separators, which some terminals and editors break lines
-# at. The one table of them: render/escape.py (names, messages) and decoders/views.py (the
-# text view of keys and values, and its C twin in _speedups/javautf8.c) show these.
+# the C1 controls (U+009B is a one-character CSI, U+0085 a line break) as \xNN (as Python's
+# backslashreplace shows the bytes of a name that is not UTF-8); as \uNNNN the line and
+# paragraph separators, which some terminals and editors break lines at, the bidi controls,
+# which reorder what follows them on screen (a name shown as another), and the zero-width
+# characters, which hide in a name (two names that look alike). The one table of them:
+# render/escape.py (names, messages) and decoders/views.py (the text view of keys, values and
+# header keys, and its C twin in _speedups/javautf8.c) show these.
+BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+ZERO_WIDTH = (0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)
 CONTROL_ESCAPES: dict[int, str] = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
-CONTROL_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+CONTROL_ESCAPES.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *BIDI_CONTROLS, *ZERO_WIDTH)})
 
 
 def utc_text(ms: int) -> str:

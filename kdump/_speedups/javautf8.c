@@ -12,12 +12,13 @@ static const char hexd[] = "0123456789abcdef";
  * byte that never starts a sequence, 80..C1 and F5..FF, or a lead C2..F4 whose sequence
  * fails at once); and for a lead, the second bytes that continue its sequence. One table
  * per escaping, filled when the module loads. The escaped characters above ASCII (the C1
- * controls, led by C2, and U+2028/U+2029, led by E2) take the slow path when escaping.
+ * controls, led by C2; U+061C, led by D8; the separators, bidi controls and zero-width
+ * characters, led by E2 and EF) take the slow path when escaping.
  */
 typedef struct {
     uint32_t out;             /* up to 4 bytes, in memory order */
     uint8_t len;              /* bytes of ``out`` */
-    uint8_t slow;             /* leads a 3- or 4-byte sequence (lead_take judges it) */
+    uint8_t slow;             /* lead_take judges its sequence: a 3- or 4-byte one, or one escaped */
     uint16_t lo, span;        /* its valid second bytes: lo..lo+span (none for a byte that is no lead) */
 } bytecls;
 
@@ -53,7 +54,7 @@ java_utf8_init(void)
                 memcpy(out, "\xEF\xBF\xBD", 3);
                 t->len = 3;
                 if (c >= 0xC2 && c <= 0xF4) {
-                    t->slow = c >= 0xE0 || (e && c == 0xC2);
+                    t->slow = c >= 0xE0 || (e && (c == 0xC2 || c == 0xD8));
                     unsigned lo = 0x80, hi = 0xBF;
                     if (c == 0xE0)
                         lo = 0xA0;
@@ -131,6 +132,25 @@ lead_take(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int *valid)
     return take;
 }
 
+/* The code point of the valid 2- or 3-byte character at s when the escaping shows it as
+ * \uNNNN (words.py CONTROL_ESCAPES: U+2028/U+2029, the bidi controls, the zero-width
+ * characters), else 0. */
+static inline unsigned
+u_escaped(const unsigned char *s, int take)
+{
+    unsigned cp;
+    if (take == 2)
+        cp = ((s[0] & 0x1Fu) << 6) | (s[1] & 0x3Fu);
+    else if (take == 3)
+        cp = ((s[0] & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu);
+    else
+        return 0;
+    if (cp == 0x061C || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E) || cp == 0x2060
+        || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF)
+        return cp;
+    return 0;
+}
+
 /* Worst case: 4 output bytes per input byte (an escape \xNN; U+FFFD takes 3), plus 4
  * bytes of slack: each step stores a whole 4-byte word. */
 char *
@@ -163,14 +183,20 @@ put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape)
                 }
                 int valid;
                 int take = lead_take(s, i, n, &valid);
+                unsigned cp;
                 if (valid && escape && b0 == 0xC2 && b1 < 0xA0) {     /* a C1 control: \xNN */
                     w[0] = '\\';
                     w[1] = 'x';
                     w[2] = hexd[b1 >> 4];
                     w[3] = hexd[b1 & 15];
                     w += 4;
-                } else if (valid && escape && b0 == 0xE2 && b1 == 0x80 && (s[i + 2] | 1) == 0xA9) {
-                    memcpy(w, s[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", 6);     /* line/paragraph separator */
+                } else if (valid && escape && (cp = u_escaped(s + i, take)) != 0) {
+                    w[0] = '\\';                        /* a separator, bidi or zero-width: \uNNNN */
+                    w[1] = 'u';
+                    w[2] = hexd[cp >> 12];
+                    w[3] = hexd[(cp >> 8) & 15];
+                    w[4] = hexd[(cp >> 4) & 15];
+                    w[5] = hexd[cp & 15];
                     w += 6;
                 } else {
                     if (valid)

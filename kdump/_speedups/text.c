@@ -86,7 +86,8 @@ put_i64(char *w, int64_t v)
 }
 
 /* Header keys: Java's decoding, never escaped (record_line joins them as they are). */
-#define put_header_key(w, s, n) put_java_utf8((w), (s), (n), 0)
+/* header keys are a client's names: escaped as keys and values are (text.py record_line) */
+#define put_header_key(w, s, n, mode) put_java_utf8((w), (s), (n), (mode) & M_ESCAPE)
 
 static char *
 put_hex(char *w, const unsigned char *s, Py_ssize_t n)
@@ -328,7 +329,7 @@ record_room(PyObject *r)
         PyObject *pair = PyTuple_GET_ITEM(h, i);
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(pair, 0)))
             return -1;
-        room += 3 * PyBytes_GET_SIZE(PyTuple_GET_ITEM(pair, 0)) + 1;
+        room += 4 * PyBytes_GET_SIZE(PyTuple_GET_ITEM(pair, 0)) + 1;     /* escaped: 4 a byte */
     }
     return room;
 }
@@ -390,7 +391,7 @@ put_record_line(char **wp, PyObject *r, int mode)
                 PyObject *k = PyTuple_GET_ITEM(PyTuple_GET_ITEM(h, i), 0);
                 if (i)
                     *w++ = ',';
-                w = put_header_key(w, (const unsigned char *)PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k));
+                w = put_header_key(w, (const unsigned char *)PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), mode);
             }
             *w++ = ']';
         } else {
@@ -437,7 +438,7 @@ put_raw_record_line(char *w, const kd_record *r, const char *ts, int mode)
             kd_next_header(&h, r->headers_end, &hk, &hkl, &hv, &hvl);
             if (i)
                 *w++ = ',';
-            w = put_header_key(w, hk, hkl);
+            w = put_header_key(w, hk, hkl, mode);
         }
         *w++ = ']';
     }

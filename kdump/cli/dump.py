@@ -70,8 +70,9 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="Do not pick internal-topic decoders from the partition directory name.")
 @click.option("--skip-record-metadata", is_flag=True, help="Text view: print only keys and payloads of records.")
 @click.option("--escape", type=click.Choice(["controls", "none"]), default="controls", show_default=True,
-              help="Text view: control characters in keys and values escaped (one record a line), or "
-                   "none: printed raw, byte for byte kafka-dump-log.sh's output.")
+              help="Text view: control characters in keys, values and header keys escaped (one record a "
+                   "line), or none: printed raw, byte for byte kafka-dump-log.sh's output, to a pipe or a "
+                   "file (a terminal still gets them escaped).")
 @click.option("--start-offset", type=int, help="First offset to show.")
 @click.option("--end-offset", type=int, help="Last offset to show (inclusive).")
 @click.option("--start-time", help="Earliest timestamp to show: epoch ms or ISO-8601 (UTC by default).")
@@ -112,6 +113,10 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     if escape == "none" and out.format != "text":
         raise click.UsageError("--escape none is for the text view (kafka-dump-log.sh's lines); --json "
                                "carries the exact bytes, tables always escape")
+    if escape == "none" and out.on_terminal:
+        # Kafka's bytes are for a pipe or a file (a diff, a script): a terminal would act on them.
+        out.note("kdump: note: --escape none writes Kafka's bytes to a pipe or a file; on a terminal "
+                 "control characters stay escaped (add | cat for the raw bytes)")
     if (index_sanity_check or verify_index_only) and out.format != "text":
         raise click.UsageError("--index-sanity-check and --verify-index-only are kafka-dump-log.sh's text view; "
                                "for JSON or a table use `kdump index --verify`")

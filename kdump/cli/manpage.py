@@ -50,15 +50,23 @@ the log dir's \\fI.lock\\fR unless \\fB--force\\fR is given. A symbolic link is 
 through. Temporary files (\\fI*.kdump-tmp\\fR) of a killed run are removed by the next one.
 .PP
 Output is a Rich table on a terminal, kafka-dump-log.sh-compatible text when piped, and
-NDJSON with \\fB--json\\fR. Diagnostics and progress go to standard error.""",
+NDJSON with \\fB--json\\fR. Diagnostics and progress go to standard error.
+.PP
+Names a client or a file controls (topics, group ids, transactional ids, features, header keys,
+file names) are shown with their control characters escaped in every view for people: the C0
+and C1 controls (ESC, U+009B, U+0085) as \\fI\\\\xNN\\fR, the bidi controls and zero-width
+characters as \\fI\\\\uNNNN\\fR, so that no name can drive the terminal or pass for another. On a
+terminal this holds for everything written; JSON there writes those characters as JSON escapes
+(the same data), and exactly as they are to a pipe or a file.""",
     "dump": """Dumps record batches, and with \\fB--records\\fR every record, and with \\fB--data\\fR keys,
 values and headers. The text view reproduces the lines of Kafka's DumpLogSegments
 (kafka-dump-log.sh): \\fIDumping\\fR, \\fILog starting offset\\fR, the batch line, the
 \\fI| offset:\\fR record line and \\fIFound N invalid bytes at the end of\\fR, so scripts written
-for it keep working; control characters inside keys and values are escaped so each record stays
-on one line (\\fB--escape none\\fR prints them raw: with kafka-dump-log.sh's own command line,
-\\fB--files\\fR, the output is then its output byte for byte). \\fB--json\\fR writes one object per
-batch (records inside) with exact bytes.
+for it keep working; control characters inside keys, values and header keys are escaped so each
+record stays on one line (\\fB--escape none\\fR prints them raw: with kafka-dump-log.sh's own
+command line, \\fB--files\\fR, the output to a pipe or a file is then its output byte for byte; a
+terminal still gets them escaped). \\fB--json\\fR writes one object per batch (records inside)
+with exact bytes.
 .PP
 With \\fB--files\\fR the closing report on standard error lists every offset gap as Kafka's does,
 the first record of a segment not at offset 0 included (\\fI-1 is followed by N\\fR). With PATHS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -39,6 +40,20 @@ def java_double(value: float) -> str:
     return f"{sign}{head}.{tail}E{len(digits) - 1 + exponent}"
 
 
+_ESCAPE = re.compile(r"\\(u00[0-9a-f]{2}|.)")       # each backslash escape, left to right
+
+
+def _upper_hex(m: re.Match) -> str:
+    return "\\u" + m.group(1)[1:].upper() if m.group(1)[0] == "u" else m.group(0)
+
+
+def json_string(s: str) -> str:
+    """A JSON string as Jackson writes it: a control character without a short form as
+    ``\\u001B``, in upper-case hex (json.dumps writes ``\\u001b``)."""
+    text = json.dumps(s, ensure_ascii=False)
+    return text if "\\u" not in text else _ESCAPE.sub(_upper_hex, text)
+
+
 def to_json(obj: Any) -> str:
     """Compact one-line JSON (no spaces, non-ASCII kept, Java-style doubles)."""
     if obj is None:
@@ -52,9 +67,9 @@ def to_json(obj: Any) -> str:
     if isinstance(obj, float):
         return java_double(obj)
     if isinstance(obj, str):
-        return json.dumps(obj, ensure_ascii=False)
+        return json_string(obj)
     if isinstance(obj, dict):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{to_json(v)}" for k, v in obj.items()) + "}"
+        return "{" + ",".join(f"{json_string(str(k))}:{to_json(v)}" for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
         return "[" + ",".join(to_json(v) for v in obj) + "]"
     raise TypeError(f"cannot render {type(obj).__name__} as JSON")

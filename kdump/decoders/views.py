@@ -159,7 +159,7 @@ class PayloadView:
         """(key text, payload text) for the DumpLogSegments-style record line."""
         if self._internal_mod is not None:
             try:
-                return self._internal_mod.text(self._internal_mod.decode(r.key, r.value))
+                key, payload = self._internal_mod.text(self._internal_mod.decode(r.key, r.value))
             except KdumpError as e:
                 # DumpLogSegments' wording: in the key for coordinator records, in the payload
                 # for keyless metadata-style records (the module says ERROR_IN_PAYLOAD).
@@ -167,6 +167,12 @@ class PayloadView:
                 if getattr(self._internal_mod, "ERROR_IN_PAYLOAD", False):
                     return None, line
                 return line, None
+            if not self.escape:
+                return key, payload
+            # JSON escapes C0 controls but neither C1 nor bidi nor zero-width characters, which
+            # a client's names (a group id, a topic) carry as they are.
+            return (None if key is None else escape_controls(key),
+                    None if payload is None else escape_controls(payload))
         return (self._one_text(r.key, self._key_fn, self._key_schema),
                 self._one_text(r.value, self._value_fn, self._value_schema))
 

@@ -126,7 +126,7 @@ def _write_in_turn(fn, out, turn: _Turn, items: list) -> tuple[list, BaseExcepti
     if not spill.mine:
         spill.take()
     spill.drop_cut()
-    _write_fds(spill.chunks, out.stream, spill.err_fd)   # EPIPE (the reader went away) stops the run
+    _write_fds(spill.chunks, out.stream, spill.err_fd, spill.out_fd)   # EPIPE (the reader went away) stops the run
     if raised is None:                  # after a failure nothing more is written: the turn stays here
         with turn.cond:
             turn.value.value = first + len(items)
@@ -175,6 +175,9 @@ class _Spill:
     def __init__(self, turn: _Turn, i: int, stream) -> None:
         self.turn, self.i, self.stream = turn, i, stream
         self.err_fd = _fd(sys.stderr)       # taken before the unit's stderr is captured
+        # and stdout's: on a terminal ``stream`` looks up sys.stdout, the capture meanwhile
+        out_fd = _fd(stream)
+        self.out_fd = 1 if out_fd is None else out_fd      # (ordered_output came here as it has one)
         self.chunks: list = []
         self.size = 0
         self.check_at = min(self.FLUSH_AT, self.SPILL_AT)
@@ -215,7 +218,7 @@ class _Spill:
             self.take()
         if self.mine:
             self.drop_cut()
-            _write_fds(self.chunks, self.stream, self.err_fd)
+            _write_fds(self.chunks, self.stream, self.err_fd, self.out_fd)
             self.chunks.clear()
             self.size = 0
             self.check_at = self.FLUSH_AT
@@ -234,7 +237,7 @@ class _Spill:
         self.mine = True
 
 
-def _write_fds(chunks: list, stream, err_fd: int) -> None:
+def _write_fds(chunks: list, stream, err_fd: int, out_fd: int) -> None:
     """Write captured ``(fd, parts)`` chunks in pieces of about FLUSH_AT characters. A piece
     of megabytes would be a fresh mapping of memory each time, twice (joined, then encoded):
     a dump at -j 2 spent more in page faults (320,000 of them) than in writing."""
@@ -244,9 +247,9 @@ def _write_fds(chunks: list, stream, err_fd: int) -> None:
         if not fd_kind:
             continue                # a unit's mark
         if fd_kind == BYTES:
-            _write_bytes(_fd(stream), parts, encoding, errors)
+            _write_bytes(out_fd, parts, encoding, errors)
             continue
-        fd = _fd(stream) if fd_kind == 1 else err_fd
+        fd = out_fd if fd_kind == 1 else err_fd
         how = errors if fd_kind == 1 else "backslashreplace"
         start = size = 0
         for i, part in enumerate(parts):
@@ -354,6 +357,9 @@ def _capturing(out, chunks: list, spill: _Spill | None = None):
     written in ``chunks``."""
     local = copy.copy(out)
     local.stream = _Tap(chunks, 1, _isatty(out.stream), spill)
+    around = getattr(out.stream, "around", None)     # a terminal's guard (render.escape.TerminalStream)
+    if around is not None:
+        local.stream = around(local.stream)
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = local.stream, _Tap(chunks, 2, _isatty(sys.stderr), spill)
     try:

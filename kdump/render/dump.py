@@ -161,7 +161,7 @@ class TextDump:
         view, data, add = self.view, self.data, self.out.add
         for r in records:
             k, v = view.text(r) if data and r.control is None else (None, None)
-            add(text.record_line(r, k, v, not self.skip_metadata))
+            add(text.record_line(r, k, v, not self.skip_metadata, view.escape))
 
     def end_batch(self, f: LogFile, it: Item) -> None:
         """A streamed batch has ended (its error, if any, is reported with the file's)."""

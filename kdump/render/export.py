@@ -5,14 +5,16 @@ from __future__ import annotations
 import sys
 
 from kdump.render.diagnostics import say
-from kdump.render.escape import printable
+from kdump.render.escape import TerminalStream, printable
+from kdump.render.output import isatty
 
 
 def report_export(result, out: str, fmt: str, engine: str, json_flag: bool, quiet: bool) -> None:
     if json_flag:
         from kdump.export.ndjson import dumps
 
-        sys.stdout.write(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}) + "\n")
+        stream = TerminalStream(sys.stdout, json=True) if isatty(sys.stdout) else sys.stdout
+        stream.write(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}) + "\n")
     if result.unread:
         from kdump.export.outdir import SUCCESS
         from kdump.export.remote_out import UNREAD

@@ -27,6 +27,14 @@ class Output:
         if fmt is None:
             fmt = "table" if isatty(self.stream) else "text"
         self.format = fmt
+        self.on_terminal = isatty(self.stream)
+        if self.on_terminal:
+            # A terminal acts on what it is sent: whatever a renderer writes reaches it escaped
+            # (render/escape.py), --escape none's bytes and JSON's raw characters included. A
+            # pipe or a file gets the bytes as they are.
+            from kdump.render.escape import TerminalStream
+
+            self.stream = TerminalStream(self.stream, json=fmt == "json")
         self.quiet = quiet
         self.color = color
 
@@ -40,17 +48,19 @@ class Output:
 
     def console(self, stderr: bool = False):
         """A Rich console on stdout (or stderr) honouring --color and NO_COLOR."""
-        from rich.console import Console
+        from kdump.render.escape import console_class
 
-        stream = sys.stderr if stderr else self.stream
+        # Rich writes its own styles: it gets the terminal itself, and escapes what it is given.
+        stream = sys.stderr if stderr else getattr(self.stream, "raw", self.stream)
         color = self.color_enabled if not stderr else (self.color != "never" and not os.environ.get("NO_COLOR")
                                                        and isatty(stream))
         width = None if isatty(stream) else pipe_width()
-        # No markup: file names, keys and values are printed as they are (a "[red]" in a path
-        # is text, not a style); the renderers style with Text and style= instead.
-        return Console(file=stream, no_color=not color, color_system="auto" if color else None,
-                       force_terminal=True if self.color == "always" else None, highlight=False,
-                       markup=False, soft_wrap=False, width=width)
+        # No markup, no emoji codes: file names, keys and values are printed as they are (a
+        # "[red]" or ":smile:" in a path is text, not a style); the renderers style with Text
+        # and style= instead.
+        return console_class()(file=stream, no_color=not color, color_system="auto" if color else None,
+                               force_terminal=True if self.color == "always" else None, highlight=False,
+                               markup=False, emoji=False, soft_wrap=False, width=width)
 
     def note(self, message: str) -> None:
         """A diagnostic line on stderr (suppressed by --quiet), control characters escaped."""

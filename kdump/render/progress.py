@@ -156,11 +156,14 @@ class Progress:
             self._bar.update(self._task, completed=min(self.completed + max(flight, 0), self.total))
 
     def _start(self) -> None:
-        from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn, TransferSpeedColumn
         from rich.progress import Progress as RichProgress
 
-        console = Console(file=sys.stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+        from kdump.render.escape import console_class
+
+        # What the bar's console is given is escaped too: the lines it carries above the bar.
+        console = console_class()(file=sys.stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
+                                  emoji=False)
         # Output to the same terminal is routed through the bar so it scrolls above it.
         self._bar = RichProgress(TextColumn("kdump {task.description}"), BarColumn(), DownloadColumn(),
                                  TransferSpeedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,

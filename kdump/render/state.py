@@ -5,7 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from kdump.render.escape import printable_obj
 from kdump.words import duration, plural
+
+# Every text and table below shows a command's objects through printable_obj: their names
+# (group ids, topics, transactional ids, features, hosts) are a client's or a file's.
 
 
 def emit_json(out, obj) -> None:
@@ -31,6 +35,7 @@ def _opt(v: Any) -> str:
 # -- txn --------------------------------------------------------------------------------------
 
 def txn_id_line(t: dict[str, Any]) -> str:
+    t = printable_obj(t)
     parts = ",".join(t["partitions"]) or "-"
     return (f"transactional id {t['transactional_id']}: producer {t['producer_id']} epoch {t['producer_epoch']} "
             f"{t['state']} partitions {parts} timeout {t['timeout_ms']} ms "
@@ -53,6 +58,7 @@ def txn_summary(partitions: int, producers: int, committed: int, aborted: int, o
 
 
 def txn_partition_text(p: dict[str, Any]) -> str:
+    p = printable_obj(p)
     c, a = p["committed"], p["aborted"]
     lines = [f"{p['topic']}-{p['partition']}: {_log_range(p['log_start_offset'], p['log_end_offset'])}, "
              f"last stable offset {_opt(p['last_stable_offset'])}; committed {c['count']} "
@@ -86,6 +92,7 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
 
     from kdump.tables import Col, print_table
 
+    ids, parts = printable_obj(ids), printable_obj(parts)
     if ids:
         cols = [Col("transactional id"), Col("producer", "right"), Col("epoch", "right", 2), Col("state"),
                 Col("partitions", fold=True), Col("timeout ms", "right", 1)]
@@ -114,6 +121,7 @@ def txn_table(console, ids: list[dict[str, Any]], parts: list[dict[str, Any]]) -
 # -- groups -----------------------------------------------------------------------------------
 
 def offsets_topic_line(h: dict[str, Any]) -> str:
+    h = printable_obj(h)
     n = h["partitions"]
     count = "partition count unknown" if n is None else f"{plural(n, 'partition')} (from {h['partitions_from']})"
     line = f"__consumer_offsets: {count}, {len(h['present'])} here"
@@ -125,6 +133,7 @@ def offsets_topic_line(h: dict[str, Any]) -> str:
 
 
 def group_text(g: dict[str, Any]) -> str:
+    g = printable_obj(g, keep=("metadata",))         # shown by repr, which escapes its own way
     gen = "epoch" if g["protocol"] != "classic" else "generation"
     lines = [f"group {g['group_id']}: protocol {g['protocol']}"
              + (f" ({g['protocol_type']})" if g["protocol_type"] else "")
@@ -155,6 +164,7 @@ GROUP_COLUMNS = (("group", "left", 0), ("protocol", "left", 5), ("state", "left"
 def groups_table(console, groups: list[dict[str, Any]]) -> None:
     from kdump.tables import Col, print_table
 
+    groups = printable_obj(groups)
     rows = []
     for g in groups:
         for i, o in enumerate(g["offsets"] or [None]):
@@ -172,6 +182,7 @@ def pending_table(console, groups: list[dict[str, Any]]) -> None:
     """Offsets committed in transactions not yet ended, apart from the committed ones."""
     from kdump.tables import Col, print_table
 
+    groups = printable_obj(groups)
     rows = [(g["group_id"], f"{o['topic']}-{o['partition']}", str(o["offset"]), str(o["producer_id"]),
              str(o["producer_epoch"]), str(o["record_offset"]), when(o["commit_timestamp"]))
             for g in groups for o in g.get("pending_offsets", ())]
@@ -184,6 +195,7 @@ def pending_table(console, groups: list[dict[str, Any]]) -> None:
 # -- metadata ---------------------------------------------------------------------------------
 
 def metadata_text(objs: list[dict[str, Any]]) -> str:
+    objs = printable_obj(objs)
     lines = []
     for o in objs:
         kind = o["object"]
@@ -223,6 +235,7 @@ def metadata_text(objs: list[dict[str, Any]]) -> str:
 def metadata_table(console, objs: list[dict[str, Any]]) -> None:
     from kdump.tables import Col, print_table
 
+    objs = printable_obj(objs)
     rows = []
     for o in (o for o in objs if o["object"] == "topic"):
         for i, p in enumerate(o["partitions"] or [None]):

@@ -95,7 +95,7 @@ class TableDump(GapReporter):
                 else:
                     key, value = self.view.cells(r, 24 if self.view.plain else 60, 60 if self.view.plain else 400)
                 if self.data:
-                    headers = ", ".join(f"{k.decode('utf-8', 'replace')}={self.view.short(v, 16)}"
+                    headers = ", ".join(f"{printable(k.decode('utf-8', 'replace'))}={self.view.short(v, 16)}"
                                         for k, v in r.headers)
                 self.rows.append((str(r.offset), _ts(r.timestamp, r.timestamp_type), key, value, headers,
                                   str(b.position), ok))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 
+from kdump.decoders.views import escape_controls
 from kdump.format.javautf8 import java_utf8
 from kdump.model import (
     B_ATTRIBUTES,
@@ -123,8 +124,9 @@ def control_text(c: Control) -> str:
 
 
 def record_line(r: Record, key_text: str | None = None, payload_text: str | None = None,
-                metadata: bool = True) -> str:
-    """One record's line; key/payload texts are given only in print (--data) mode.
+                metadata: bool = True, escape: bool = True) -> str:
+    """One record's line; key/payload texts are given only in print (--data) mode; ``escape``:
+    header keys escaped as keys and values are (a client names them), or raw (--escape none).
 
     As DumpLogSegments: --skip-record-metadata leaves ``| key: ... payload: ...`` (and an
     empty line for a control record, or for any record when no data is printed).
@@ -134,7 +136,7 @@ def record_line(r: Record, key_text: str | None = None, payload_text: str | None
         parts.append(f"| offset: {r.offset} {TIMESTAMP_TYPE_NAMES[r.timestamp_type]}: {r.timestamp} "
                      f"keySize: {r.key_size} valueSize: {r.value_size}")
         if r.magic >= 2:
-            keys = ",".join(java_utf8(k) for k, _ in r.headers)
+            keys = ",".join(escape_controls(java_utf8(k)) if escape else java_utf8(k) for k, _ in r.headers)
             parts.append(f" sequence: {r.sequence} headerKeys: [{keys}]")
         else:
             parts.append(f" isValid: {_BOOL[bool(r.crc_valid)]} crc: {r.crc}")
@@ -155,7 +157,7 @@ def item_lines(b: Batch, records: list[Record] | None, view, data: bool, metadat
     lines = [batch_line(b)]
     for r in records or ():
         k, v = view.text(r) if data and r.control is None else (None, None)
-        lines.append(record_line(r, k, v, metadata))
+        lines.append(record_line(r, k, v, metadata, view.escape))
     return lines
 
 

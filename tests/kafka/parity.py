@@ -18,11 +18,14 @@ import dls
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
-# kdump's text view escapes control characters inside keys and values (kdump.decoders.views).
-# The C0 controls, DEL and the C1 controls as \xNN (with \n, \r, \t), the line and paragraph
-# separators as \u2028 and \u2029.
+# kdump's text view escapes control characters inside keys, values and header keys
+# (kdump.decoders.views). The C0 controls, DEL and the C1 controls as \xNN (with \n, \r, \t);
+# as \uNNNN the line and paragraph separators, the bidi controls (U+061C, U+200E/U+200F,
+# U+202A..U+202E, U+2066..U+2069) and the zero-width characters (U+200B..U+200D, U+2060, U+FEFF).
 _ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
-_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"})
+_ESCAPES.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029, 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                                           *range(0x2066, 0x206A), 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)})
 _KDUMP_ERROR = re.compile(r"^kdump: error: (.*?):(\d+:)? ")
 
 

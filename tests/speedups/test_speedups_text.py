@@ -113,7 +113,11 @@ _FRAGMENTS = [b"", b"\x00", b"\n", b"\r\n", b"\t", b"\x1b[31m", b"\x7f", b"\x80"
               b"\xc2\x80", b"\xdf\xbf", b"\xe0\x80\x80", b"\xe0\xa0\x80", b"\xe2\x82", b"\xe2\x82\xac", b"\xed\x9f\xbf",
               b"\xed\xa0\x80", b"\xed\xa0", b"\xed\xbf\xbf", b"\xed\xb9\x5e", b"\xee\x80\x80", b"\xef\xbf\xbd",
               b"\xf0\x8f\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf0\x9f\x8e\x89", b"\xf0\x9f\x8e", b"\xf4\x8f\xbf\xbf",
-              b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\xc2\x85", b"\xe2\x80\xa8", b"plain text ok"]
+              b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\xc2\x85", b"\xe2\x80\xa8", b"plain text ok",
+              # bidi controls, zero-width characters (escaped as \uNNNN), and their neighbours (not)
+              b"\xd8\x9c", b"\xd8\x9b", b"\xe2\x80\x8b", b"\xe2\x80\x8f", b"\xe2\x80\x90", b"\xe2\x80\xae",
+              b"\xe2\x80\xaf", b"\xe2\x81\xa0", b"\xe2\x81\xa6", b"\xe2\x81\xa9", b"\xe2\x81\xaa",
+              b"\xef\xbb\xbf", b"\xef\xbb\xbe"]
 _bytes = st.one_of(
     st.binary(max_size=64),
     st.lists(st.integers(0, 255), max_size=64).map(bytes),
@@ -172,6 +176,8 @@ def _short_sequences() -> list[bytes]:
     seqs = [bytes([a]) for a in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
     seqs += [bytes([a, b, c]) for a in range(0xC0, 0x100) for b in _EDGES for c in _EDGES]
     seqs += [bytes([a, b, c, d]) for a in range(0xE0, 0xF8) for b in _EDGES for c in _EDGES for d in _EDGES[::2]]
+    # every character of the blocks that hold the \uNNNN escapes (U+0600.., U+2000.., U+FE00..)
+    seqs += [bytes([a, b, c]) for a, bs in ((0xE2, (0x80, 0x81)), (0xEF, (0xBB,))) for b in bs for c in range(256)]
     return seqs
 
 
