@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError, UnknownFileKindError
+from kdump.format.javalong import INT32, INT64, parse_java_int
 
 # The files' names, which are also their kinds.
 LEADER_EPOCH = "leader-epoch-checkpoint"
@@ -34,9 +35,6 @@ VERSION = 0      # the only version of every kind above
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")      # Java's \s+, narrower than str.split()
-_INT = re.compile(r"[+-]?[0-9]+")                  # what Integer/Long.parseInt accept (ASCII digits)
-INT32 = (-(1 << 31), (1 << 31) - 1)
-INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 class EpochEntry(NamedTuple):
@@ -48,13 +46,6 @@ class OffsetEntry(NamedTuple):
     topic: str
     partition: int
     offset: int
-
-
-def _java_int(text: str, bounds: tuple[int, int]) -> int | None:
-    if not _INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if bounds[0] <= value <= bounds[1] else None
 
 
 def _lines(data: bytes, file_name: str) -> list[str]:
@@ -78,12 +69,12 @@ def _parse_entry(line: str, kind: str) -> EpochEntry | OffsetEntry | None:
     if kind == LEADER_EPOCH:
         if len(parts) != 2:
             return None
-        epoch, offset = _java_int(parts[0], INT32), _java_int(parts[1], INT64)
+        epoch, offset = parse_java_int(parts[0], INT32), parse_java_int(parts[1], INT64)
         return None if epoch is None or offset is None else EpochEntry(epoch, offset)
     if len(parts) != 3:
         return None
     # Kafka lets a bad number escape as NumberFormatException; kdump reports the line as malformed.
-    partition, offset = _java_int(parts[1], INT32), _java_int(parts[2], INT64)
+    partition, offset = parse_java_int(parts[1], INT32), parse_java_int(parts[2], INT64)
     return None if partition is None or offset is None else OffsetEntry(parts[0], partition, offset)
 
 
@@ -110,7 +101,7 @@ def iter_checkpoint(lines: Iterable[str], kind: str, file_name: str | None = Non
         line = next(it, None)
         if line is None:
             return None
-        value = _java_int(line, INT32)
+        value = parse_java_int(line, INT32)
         if value is None:
             raise malformed(i, line)
         return value

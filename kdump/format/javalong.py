@@ -9,9 +9,23 @@ decoder (``_speedups/records.c``) follows ``long_add``; tests/speedups prove the
 
 from __future__ import annotations
 
+import re
+
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 _SPAN = 1 << 64
+INT32 = (-(1 << 31), (1 << 31) - 1)
+INT64 = (INT64_MIN, INT64_MAX)
+_DECIMAL = re.compile(r"[+-]?[0-9]+")      # what Integer.parseInt / Long.parseLong accept (ASCII digits)
+
+
+def parse_java_int(text: str, bounds: tuple[int, int] = INT32) -> int | None:
+    """``Integer.parseInt`` (``bounds`` INT32) or ``Long.parseLong`` (INT64) of ``text``: None
+    where Java throws NumberFormatException."""
+    if not _DECIMAL.fullmatch(text):
+        return None
+    value = int(text)
+    return value if bounds[0] <= value <= bounds[1] else None
 
 
 def long_add(a: int, b: int) -> int:

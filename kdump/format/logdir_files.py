@@ -13,21 +13,12 @@ import re
 from typing import Any
 
 from kdump.errors import InvalidFileError
+from kdump.format.javalong import INT64, parse_java_int
 
 PARTITION_METADATA_FILE, META_PROPERTIES_FILE = "partition.metadata", "meta.properties"
 QUORUM_STATE_FILE, CLEAN_SHUTDOWN_FILE = "quorum-state", ".kafka_cleanshutdown"
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_INT = re.compile(r"[+-]?[0-9]+")
-_INT32 = (-(1 << 31), (1 << 31) - 1)
-_INT64 = (-(1 << 63), (1 << 63) - 1)
-
-
-def _java_int(text: str, bounds=_INT32) -> int | None:
-    if not _INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if bounds[0] <= value <= bounds[1] else None
 
 
 def _text(data: bytes, file_name: str) -> str:
@@ -78,7 +69,7 @@ def parse_partition_metadata(data: bytes, file_name: str = PARTITION_METADATA_FI
                                    position=i + 1)
         return parts[1]
 
-    version = _java_int(field(0, "version"))
+    version = parse_java_int(field(0, "version"))
     if version is None:
         raise InvalidFileError(f"Malformed line in partition metadata file [{file_name}]: {lines[0]}", position=1)
     if version < 0:
@@ -192,7 +183,7 @@ def parse_meta_properties(data: bytes, file_name: str = META_PROPERTIES_FILE) ->
     """
     props = parse_properties(data)
     raw_version = props.get("version", "0")
-    version = _java_int(raw_version.strip(" \t\n\x0b\f\r"))
+    version = parse_java_int(raw_version.strip(" \t\n\x0b\f\r"))
     if version is None:
         raise InvalidFileError(f"Invalid meta.properties version string '{raw_version}'")
     if version not in (0, 1):
@@ -200,7 +191,7 @@ def parse_meta_properties(data: bytes, file_name: str = META_PROPERTIES_FILE) ->
     out: dict[str, Any] = {"version": version}
     id_key = "broker.id" if version == 0 else "node.id"
     if id_key in props:
-        node = _java_int(props[id_key])
+        node = parse_java_int(props[id_key])
         if node is None:
             raise InvalidFileError(f"Unable to read {id_key} as a base-10 number.")
         out[id_key.replace(".", "_")] = node
@@ -257,7 +248,7 @@ def parse_clean_shutdown(data: bytes, file_name: str = CLEAN_SHUTDOWN_FILE) -> d
             out[name] = None
             continue
         value = raw if isinstance(raw, int) and not isinstance(raw, bool) else \
-            _java_int(raw, _INT64) if isinstance(raw, str) else None
+            parse_java_int(raw, INT64) if isinstance(raw, str) else None
         if value is None:
             raise InvalidFileError(f"{file_name}: {name} {raw!r} is not an integer", position=0)
         out[name] = value
