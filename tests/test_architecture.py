@@ -353,8 +353,10 @@ def test_every_c_file_names_the_python_it_twins():
     homes = _c_homes()
     c_files = {p.name for p in SPEEDUPS.glob("*.c")}
     assert c_files <= set(homes), f"C files speedups.h does not place: {sorted(c_files - set(homes))}"
+    doc = _doc().split("## The C twins", 1)[1].split("\n## ", 1)[0]
     for c_file, twins in homes.items():
         assert c_file in c_files, f"speedups.h names {c_file}, which is not there"
+        assert f"`{c_file}`" in doc, f"ARCHITECTURE.md's C twins do not place {c_file}"
         for module, _ in twins:
             assert module == "the module itself" or (KDUMP.parent / module).is_file(), f"{c_file}: no {module}"
 
