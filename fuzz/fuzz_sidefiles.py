@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 from _common import expect  # noqa: E402
 
+from kdump.encode import encode_snapshot  # noqa: E402
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.format import checkpoint, index, logdir_files, snapshot, timeindex, txnindex  # noqa: E402
 
@@ -54,7 +55,7 @@ def _snapshot(data: bytes) -> None:
         return
     expect(len(snap.entries) * 46 + 10 + snap.trailing_bytes == len(data), "snapshot sizes")
     if snap.crc_valid and not snap.trailing_bytes:
-        expect(snapshot.encode_snapshot(snap.entries) == data, "snapshot round trip")
+        expect(encode_snapshot(snap.entries) == data, "snapshot round trip")
     json.dumps([e.to_dict() for e in snap.entries])
     [e.first_sequence for e in snap.entries]
 

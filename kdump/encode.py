@@ -9,21 +9,34 @@ exercise the decoder on them without a broker. The layouts are those of
 
 from __future__ import annotations
 
+import base64
+import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kdump.errors import InvalidFileError
 from kdump.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, LOG_OVERHEAD, V2_HEADER
+from kdump.format.checkpoint import OffsetEntry, encode_checkpoint
 from kdump.format.codecs import compress
 from kdump.format.control import ABORT, COMMIT, encode_control_key, encode_marker_value
 from kdump.format.crc import crc32, crc32c
+from kdump.format.snapshot import ENTRY, HEADER, SNAPSHOT_VERSION
 from kdump.format.varint import encode_varint
-from kdump.model import COMPRESSION_MASK, CONTROL_FLAG, DELETE_HORIZON_FLAG, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG
+from kdump.model import (
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    DELETE_HORIZON_FLAG,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
+    ProducerEntry,
+)
 
 __all__ = [
     "build_v2_batch", "build_control_batch", "build_end_txn_marker",
     "build_legacy_message", "build_legacy_wrapper", "encode_v2_record", "encode_offset_commit",
-    "encode_group_metadata_key",
+    "encode_group_metadata_key", "encode_snapshot", "encode_offsets", "encode_uuid", "encode_partition_metadata",
+    "encode_clean_shutdown",
 ]
 
 _CRC = struct.Struct(">I")
@@ -319,3 +332,38 @@ def build_record_count_bomb(count: int, *, codec: int = 4, base_offset: int = 0)
     out = bytearray(head + payload)
     _CRC.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)
+
+
+# -- side files (the broker's writers' layouts; kdump itself writes only checkpoints and indexes) --
+
+def encode_snapshot(entries: Iterable[ProducerEntry | tuple]) -> bytes:
+    """The bytes of a version-1 snapshot holding ``entries``, with its CRC."""
+    body = bytearray()
+    n = 0
+    for entry in entries:
+        try:
+            body += ENTRY.pack(*entry)
+        except struct.error as e:
+            raise InvalidFileError(f"producer entry {tuple(entry)} does not fit the snapshot layout: {e}",
+                                   position=HEADER.size + len(body)) from None
+        n += 1
+    tail = struct.pack(">i", n) + bytes(body)
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(tail)) + tail
+
+
+def encode_offsets(entries: Iterable[OffsetEntry | tuple[str, int, int]]) -> bytes:
+    """An offset checkpoint (recovery point, log start, replication, cleaner) holding ``entries``."""
+    return encode_checkpoint(OffsetEntry(*e) for e in entries)
+
+
+def encode_uuid(raw: bytes) -> str:
+    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def encode_partition_metadata(topic_id: str, version: int = 0) -> bytes:
+    return f"version: {version}\ntopic_id: {topic_id}".encode("utf-8")
+
+
+def encode_clean_shutdown(broker_epoch: int, version: int = 0) -> bytes:
+    return json.dumps({"version": version, "brokerEpoch": broker_epoch}, separators=(",", ":")).encode()

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kdump.errors import ExitStatus
+
 DAMAGE, ANOMALY, INFO, ERROR = "damage", "anomaly", "info", "error"
 CLASSES = (DAMAGE, ANOMALY, INFO, ERROR)
 
@@ -241,3 +243,24 @@ def kind_of_error(e: Exception) -> str:
     if isinstance(e, CodecError):
         return CODEC
     return RECORD_DECODE
+# -- the exit status findings give (verify, index, txn, info --timeline) ----------------------
+
+def report_status(s: str, strict_findings=()) -> ExitStatus:
+    """The exit status a file report's status gives; with --strict its anomalies count too."""
+    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+    if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
+        return ExitStatus.DAMAGE
+    return status
+
+
+def findings_status(findings, strict: bool = False) -> ExitStatus:
+    """The exit status a list of findings gives by their classes: damage 1, anomalies 1 only
+    with --strict, info never (what ``index`` and ``txn`` report with)."""
+    return classes_status((f.cls for f in findings), strict)
+
+
+def classes_status(classes, strict: bool = False) -> ExitStatus:
+    """``findings_status`` of findings given by their classes (``txn``'s are dicts)."""
+    if any(c == DAMAGE or (strict and c == ANOMALY) for c in classes):
+        return ExitStatus.DAMAGE
+    return ExitStatus.OK

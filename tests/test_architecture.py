@@ -277,3 +277,112 @@ def test_each_fact_has_one_home():
         others = sorted(m for m, names in defined.items() if m != home and symbol in names)
         assert not others, f"{fact}: {symbol} is defined again in {others}"
         assert home.removeprefix("kdump.").replace(".", "/") in doc, f"ARCHITECTURE.md does not place {fact}"
+
+
+# Module-level functions that are the same code in two modules (their bodies compared with the
+# names, annotations and docstring taken out): a copy is a second home whatever it is called.
+# An entry here must say why the copy cannot import the one home.
+COPIES_BELOW_THEIR_HOME = {
+    "kdump.decoders.views._dumps": "decoders/ is below export/, the home of JSON text (export.ndjson.dumps)",
+    "kdump.jobs.ordered_output._isatty": "jobs/ is below render/, the home of isatty (render.output.isatty)",
+}
+MIN_COPY_NODES = 15     # smaller bodies (a one-line accessor) may well agree by chance
+
+
+class _Renamed(ast.NodeTransformer):
+    """A body with its parameters named by their place (``a0``, ``a1`` ...)."""
+
+    def __init__(self, params: list[str]) -> None:
+        self.names = {p: f"a{i}" for i, p in enumerate(params)}
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(self.names.get(node.id, node.id), node.ctx)
+
+
+def _body_key(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, int]:
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    size = sum(1 for stmt in body for _ in ast.walk(stmt))
+    params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+    renamed = _Renamed(params)
+    return "".join(ast.dump(renamed.visit(ast.parse(ast.unparse(stmt)))) for stmt in body), size
+
+
+def test_no_rule_is_written_twice_under_other_names():
+    by_body: dict[str, list[str]] = defaultdict(list)
+    for name, path in _modules().items():
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key, size = _body_key(node)
+                if size >= MIN_COPY_NODES:
+                    by_body[key].append(f"{name}.{node.name}")
+    copies = sorted(sorted(homes) for homes in by_body.values()
+                    if len([h for h in homes if h not in COPIES_BELOW_THEIR_HOME]) > 1)
+    assert not copies, f"the same function in several modules: {copies}"
+
+
+# -- the C twins: which C file twins which Python module (speedups.h's table) ----------------
+
+SPEEDUPS = KDUMP / "_speedups"
+
+
+def _c_homes() -> dict[str, list[tuple[str, list[str]]]]:
+    """speedups.h's table: C file -> [(the Python module it twins, the functions listed)]."""
+    head = (SPEEDUPS / "speedups.h").read_text().split("*/", 1)[0]
+    homes: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)
+    c_file = None
+    for line in head.splitlines():
+        m = re.match(r"\s\*\s{3}(\w+\.c)?\s+(kdump/\S+\.py|the module itself)?\s*(.*)", line)
+        if not m or not (m.group(1) or m.group(2) or c_file):
+            continue
+        if m.group(1):
+            c_file = m.group(1)
+        if c_file is None:
+            continue
+        if m.group(2):
+            homes[c_file].append((m.group(2), []))
+        if homes[c_file]:
+            homes[c_file][-1][1].extend(re.findall(r"(?:^|[,;(]\s*|^\s*)([a-z_][a-z0-9_]*)\(", m.group(3)))
+    return homes
+
+
+def _registered() -> set[str]:
+    """The functions module.c puts in kdump._speedups.native."""
+    return set(re.findall(r'\{\s*"(\w+)"', (SPEEDUPS / "module.c").read_text()))
+
+
+def test_every_c_file_names_the_python_it_twins():
+    homes = _c_homes()
+    c_files = {p.name for p in SPEEDUPS.glob("*.c")}
+    assert c_files <= set(homes), f"C files speedups.h does not place: {sorted(c_files - set(homes))}"
+    doc = _doc().split("## The C twins", 1)[1].split("\n## ", 1)[0]
+    for c_file, twins in homes.items():
+        assert c_file in c_files, f"speedups.h names {c_file}, which is not there"
+        assert f"`{c_file}`" in doc, f"ARCHITECTURE.md's C twins do not place {c_file}"
+        for module, _ in twins:
+            assert module == "the module itself" or (KDUMP.parent / module).is_file(), f"{c_file}: no {module}"
+
+
+def test_each_c_function_is_called_on_the_floor_of_the_python_it_twins():
+    """A C function listed under a Python module is registered in the module kdump loads and
+    called by name from that module's package: the floor whose rule it implements (a C
+    function called from another floor would move that rule out of its home)."""
+    registered = _registered()
+    mods = _modules()
+    for c_file, twins in _c_homes().items():
+        for module, functions in twins:
+            if module == "the module itself":
+                continue
+            package = Path(module).parent.as_posix().replace("/", ".")
+            sources = "".join(p.read_text() for name, p in mods.items() if name.rpartition(".")[0] == package)
+            for fn in functions:
+                assert fn in registered, f"{c_file}: {fn} is not registered in module.c"
+                assert re.search(rf"\b{fn}\b", sources), f"{c_file}: nothing in {package} calls {fn}"
+
+
+def test_every_c_function_has_a_place_in_speedups_h():
+    """What kdump._speedups.native offers is in speedups.h's table (``_``: a test hook)."""
+    listed = {fn for twins in _c_homes().values() for _, functions in twins for fn in functions}
+    missing = sorted(fn for fn in _registered() - listed if not fn.startswith("_"))
+    assert not missing, f"registered in module.c, not placed in speedups.h: {missing}"

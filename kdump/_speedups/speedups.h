@@ -2,7 +2,7 @@
  * kdump._speedups.native: optional C versions of kdump's hot loops, one file per Python
  * module it twins (kdump/_accel.py is the switch; module.c lists every function):
  *
- *   crc.c      kdump/format/crc.py       crc32c(data, value=0) -> int
+ *   crc.c      kdump/format/crc.py       crc32c(data, value=0) -> int, crc32(data) -> int
  *   walk.c     kdump/format/walk.py      scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos);
  *                                        v2_hop(buf, pos, end, target) -> pos (entry_at_or_after)
  *   records.c  kdump/format/records.py   decode_v2_records(data, base_offset, base_timestamp,
@@ -17,8 +17,8 @@
  *              kdump/format/legacy_stream.py legacy_decode_span(data, start, end, base, take,
  *                                          log_append_time) -> (list[Record], next) | None
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
- *                                          interval, epochs, state) -> (new_pos, state) | None,
- *                                        find_candidate(buf, pos, end, top) -> int
+ *                                          interval, epochs, state) -> (new_pos, state) | None
+ *              kdump/check/resync.py     find_candidate(buf, pos, end, top) -> int
  *   info.c     kdump/survey/summary.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
  *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from kdump.check.indexes.dls_view import IndexOptions
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.schema_options import decoder_choice, schema_options
@@ -137,5 +136,6 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     dls=bool(files),
                     limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),
-                    index_opts=IndexOptions(index_sanity_check, verify_index_only, max_message_size),
+                    index_sanity_check=index_sanity_check, verify_index_only=verify_index_only,
+                    index_max_message_size=max_message_size,
                     jobs=jobs_or_default(jobs), split_bytes=split_bytes)

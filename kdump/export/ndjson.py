@@ -43,7 +43,6 @@ from kdump.model import (
     LEGACY_RECORD_FIELDS,
     LOG_APPEND_TIME,
     NO_TIMESTAMP_TYPE,
-    RECORD_FIELDS,
     TIMESTAMP_TYPE_MASK,
     TIMESTAMP_TYPE_NAMES,
     TRANSACTIONAL_FLAG,
@@ -64,21 +63,8 @@ def _members(names: tuple[str, ...]) -> str:
     return ",".join(f'"{name}":%s' for name in names)
 
 
-def _compiled(args: str, head: str, names: tuple[str, ...], values: dict[str, str]):
-    """``lambda args: head + '"a":<value a>,"b":<value b>'``, compiled once from the schema (as
-    namedtuple builds its methods): the keys and their order are the layout's, each value
-    the expression ``values`` gives for it. An f-string rather than a %-template: the record
-    object is the hottest text of a dump the C writer leaves to Python."""
-    members = ",".join(f'"{name}":{{{values[name]}}}' for name in names)
-    return eval(f"lambda {args}: f'{head}{members}'")     # our own text, built from constants
-
-
 # The objects' text, from the row schema's layouts.
 _BATCH = '{"file":%s,' + _members(BATCH_FIELDS)
-_RECORD = _compiled("offset, timestamp, key, value, sequence, lit, hjson", "{{", RECORD_FIELDS, {
-    "offset": "offset", "timestamp": "timestamp", "key_size": "-1 if key is None else len(key)",
-    "value_size": "-1 if value is None else len(value)", "sequence": "sequence", "key": "lit(key)",
-    "value": "lit(value)", "headers": "hjson"})
 _LEGACY = "," + _members(LEGACY_RECORD_FIELDS)
 _HEADER = "{" + _members(HEADER_FIELDS) + "}"
 
@@ -146,7 +132,11 @@ def record_json(r: Record, lit, view: PayloadView) -> str:
             _HEADER % (encode_basestring_ascii(k.decode("utf-8", "replace")), lit(v)) for k, v in headers) + "]"
     else:
         hjson = "[]"
-    s = _RECORD(offset, timestamp, key, value, sequence, lit, hjson)
+    # An f-string, the fastest text here (the record object is the hottest text of a dump the
+    # C writer leaves to Python); its members are RECORD_FIELDS in order (test_row_schema).
+    s = (f'{{"offset":{offset},"timestamp":{timestamp},"key_size":{-1 if key is None else len(key)},'
+         f'"value_size":{-1 if value is None else len(value)},"sequence":{sequence},"key":{lit(key)},'
+         f'"value":{lit(value)},"headers":{hjson}')
     if magic < 2:
         s += _LEGACY % (crc, _B[bool(crc_valid)])
     if control is not None:

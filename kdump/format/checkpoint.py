@@ -151,6 +151,3 @@ def iter_encoded(entries: Iterable[EpochEntry | OffsetEntry | tuple], count: int
 def encode_leader_epochs(entries: Iterable[EpochEntry | tuple[int, int]]) -> bytes:
     return encode_checkpoint(EpochEntry(*e) for e in entries)
 
-
-def encode_offsets(entries: Iterable[OffsetEntry | tuple[str, int, int]]) -> bytes:
-    return encode_checkpoint(OffsetEntry(*e) for e in entries)

@@ -12,8 +12,6 @@ from __future__ import annotations
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 _SPAN = 1 << 64
-
-
 def long_add(a: int, b: int) -> int:
     """``a + b`` as a Java long (both int64): wrapped into [INT64_MIN, INT64_MAX]."""
     s = a + b

@@ -52,10 +52,6 @@ def parse_uuid(text: str) -> bytes:
     return raw
 
 
-def encode_uuid(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
 # -- partition.metadata (PartitionMetadataFile / PartitionMetadataReadBuffer) -----------------
 
 _KEY_SEP = re.compile(r":[ \t\n\x0b\f\r]+")     # Java ":\s+"
@@ -89,10 +85,6 @@ def parse_partition_metadata(data: bytes, file_name: str = PARTITION_METADATA_FI
     if raw == bytes(16):
         raise InvalidFileError(f"Invalid topic ID in partition metadata file ({file_name})", position=2)
     return {"version": version, "topic_id": topic_id}
-
-
-def encode_partition_metadata(topic_id: str, version: int = 0) -> bytes:
-    return f"version: {version}\ntopic_id: {topic_id}".encode("utf-8")
 
 
 # -- meta.properties (MetaProperties / java.util.Properties.load) -----------------------------
@@ -265,6 +257,3 @@ def parse_clean_shutdown(data: bytes, file_name: str = CLEAN_SHUTDOWN_FILE) -> d
         out[name] = value
     return out
 
-
-def encode_clean_shutdown(broker_epoch: int, version: int = 0) -> bytes:
-    return json.dumps({"version": version, "brokerEpoch": broker_epoch}, separators=(",", ":")).encode()

@@ -4,9 +4,10 @@ Record layout: ``length varint | attributes int8 | timestampDelta varlong |
 offsetDelta varint | keyLength varint | key | valueLength varint | value |
 headersCount varint | (headerKeyLength varint | key | headerValueLength varint | value)*``.
 
-This is the hottest loop in kdump: the one-byte varint case is inlined and the data is a
-``bytes`` object (indexing bytes is faster than a memoryview). Each record must consume
-exactly its declared length, and the batch exactly its record count, as in Kafka.
+The C decoder (``_speedups/records.c``) is the fast path; this is the reference it is tested
+against and the fallback, written field by field as ``DefaultRecord.readFrom`` reads them.
+The data is a ``bytes`` object (indexing bytes is faster than a memoryview). Each record
+must consume exactly its declared length, and the batch exactly its record count, as in Kafka.
 
 A batch may declare millions of records in a few kilobytes (a zstd batch of empty records).
 ``record_stream.v2_record_slices`` decodes them RECORDS_SLICE at a time (``decode_v2_span``)
@@ -146,133 +147,108 @@ def _decode_span(data: bytes, pos: int, batch: Batch, n: int, stop: int,
                  ends_data: bool = True) -> tuple[list[Record], int]:
     """Records ``n .. stop - 1`` from ``data[pos:]``, and where the next starts (the reference
     of decode_v2_records and decode_v2_span); when ``stop`` is the batch's count, the last
-    must end the data (if it ``ends_data``)."""
+    must end the data (if it ``ends_data``). ``DefaultRecordBatch.RecordIterator``."""
     count = batch.count
     if count is None or count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in {batch_name(batch)}")
-    base_offset = cast(int, batch.base_offset)     # None only on a legacy wrapper, never on v2
-    base_ts = batch.base_timestamp
-    ts_type = batch.timestamp_type
-    log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
-    base_seq = batch.base_sequence
-    control = batch.attributes & CONTROL_FLAG
+    make = _record_maker(batch)
     end = len(data)
     records: list[Record] = []
-    append = records.append
     try:
         while n < stop:
-            # length => varint
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                length = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                length, pos = read_varint(data, pos)
-            record_end = pos + length
-            if length < MIN_RECORD_BODY or record_end > end:
-                if record_end > end and length >= MIN_RECORD_BODY:
-                    raise TruncatedError(f"Incorrect declared batch size, premature EOF reached in record {n} "
-                                         f"(length {length}) of {batch_name(batch)}")
-                raise InvalidRecordError(f"Invalid record size {length} in record {n} of {batch_name(batch)}")
-            pos += 1  # attributes => int8, unused
-            # timestampDelta => varlong
-            b = data[pos]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                ts_delta, pos = read_varint(data, pos, 10)
-            # offsetDelta => varint
-            b = data[pos]
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                off_delta = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                off_delta, pos = read_varint(data, pos)
-            # key
-            b = data[pos]
-            if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                klen = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                klen, pos = read_varint(data, pos)
-            if klen < 0:
-                if klen != -1:
-                    raise InvalidRecordError(f"invalid key length {klen} in record {n}")
-                key = None
-            else:
-                if pos + klen > record_end:
-                    raise InvalidRecordError(f"key of {klen} bytes runs past record {n}")
-                key = data[pos:pos + klen]
-                pos += klen
-            # value
-            b = data[pos]
-            if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                vlen = (b >> 1) ^ -(b & 1)
-                pos += 2
-            else:
-                vlen, pos = read_varint(data, pos)
-            if vlen < 0:
-                if vlen != -1:
-                    raise InvalidRecordError(f"invalid value length {vlen} in record {n}")
-                value = None
-            else:
-                if pos + vlen > record_end:
-                    raise InvalidRecordError(f"value of {vlen} bytes runs past record {n}")
-                value = data[pos:pos + vlen]
-                pos += vlen
-            # headers
-            b = data[pos]
-            if b == 0:
-                headers = _NO_HEADERS
-                pos += 1
-            else:
-                if b < 0x80:
-                    hcount = (b >> 1) ^ -(b & 1)
-                    pos += 1
-                else:
-                    hcount, pos = read_varint(data, pos)
-                if hcount < 0 or hcount > record_end - pos:
-                    raise InvalidRecordError(f"invalid header count {hcount} in record {n}")
-                headers, pos = _read_headers(data, pos, record_end, hcount, n)
-            if pos != record_end:
-                raise InvalidRecordError(f"Invalid record size: expected to read {length} bytes in record payload, "
-                                         f"but instead read {pos - record_end + length} (record {n})")
-            seq = sequence_at(base_seq, off_delta)
-            ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
-            if control:
-                append(Record(base_offset + off_delta, ts, ts_type, key, value, headers, seq,
-                              parse_control(key, value)))
-            else:
-                append(_rec_new(Record, (base_offset + off_delta, ts, ts_type, key, value, headers, seq,
-                                         None, 2, None, None)))
+            record, pos = _read_record(data, pos, end, n, make, batch)
+            records.append(record)
             n += 1
-    except IndexError:
+    except IndexError:      # a field's first byte past the data
         raise TruncatedError(f"Incorrect declared batch size, premature EOF reached in record {n} "
                              f"of {batch_name(batch)}") from None
     if stop == count and pos != end and ends_data:
         raise InvalidRecordError(records_remaining(batch, end - pos))
     return records, pos
+
+
+def _read_record(data: bytes, pos: int, end: int, n: int, make, batch: Batch) -> tuple[Record, int]:
+    """Record ``n`` at ``pos`` (``DefaultRecord.readFrom``): ``length varint | attributes int8 |
+    timestampDelta varlong | offsetDelta varint | key | value | headers``, which must take
+    exactly ``length`` bytes."""
+    length, pos = _varint(data, pos)
+    record_end = pos + length
+    if length < MIN_RECORD_BODY or record_end > end:
+        if record_end > end and length >= MIN_RECORD_BODY:
+            raise TruncatedError(f"Incorrect declared batch size, premature EOF reached in record {n} "
+                                 f"(length {length}) of {batch_name(batch)}")
+        raise InvalidRecordError(f"Invalid record size {length} in record {n} of {batch_name(batch)}")
+    pos += 1        # attributes: unused
+    ts_delta, pos = _varint(data, pos, 10)
+    off_delta, pos = _varint(data, pos)
+    key, pos = _nullable_bytes(data, pos, record_end, "key", n)
+    value, pos = _nullable_bytes(data, pos, record_end, "value", n)
+    headers, pos = _headers(data, pos, record_end, n)
+    if pos != record_end:
+        raise InvalidRecordError(f"Invalid record size: expected to read {length} bytes in record payload, "
+                                 f"but instead read {pos - record_end + length} (record {n})")
+    return make(off_delta, ts_delta, key, value, headers), pos
+
+
+def _varint(data: bytes, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """``ByteUtils.readVarint`` (``max_bytes`` 10: ``readVarlong``): one and two bytes here, the
+    rest by ``varint.read_varint``. A first byte past the data raises IndexError."""
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    b2 = data[pos + 1]
+    if b2 < 0x80:
+        b = (b & 0x7F) | (b2 << 7)
+        return (b >> 1) ^ -(b & 1), pos + 2
+    return read_varint(data, pos, max_bytes)
+
+
+def _nullable_bytes(data: bytes, pos: int, record_end: int, what: str, n: int) -> tuple[bytes | None, int]:
+    """A key or value: its varint length, -1 for null, then that many bytes of the record."""
+    size, pos = _varint(data, pos)
+    if size < 0:
+        if size != -1:
+            raise InvalidRecordError(f"invalid {what} length {size} in record {n}")
+        return None, pos
+    if pos + size > record_end:
+        raise InvalidRecordError(f"{what} of {size} bytes runs past record {n}")
+    return data[pos:pos + size], pos + size
+
+
+def _headers(data: bytes, pos: int, record_end: int, n: int) -> tuple[tuple, int]:
+    """The headers: a varint count, then each key and nullable value (``_read_headers``)."""
+    b = data[pos]
+    if b == 0:
+        return _NO_HEADERS, pos + 1
+    if b < 0x80:
+        count, pos = (b >> 1) ^ -(b & 1), pos + 1
+    else:
+        count, pos = read_varint(data, pos)
+    if count < 0 or count > record_end - pos:
+        raise InvalidRecordError(f"invalid header count {count} in record {n}")
+    return _read_headers(data, pos, record_end, count, n)
+
+
+def _record_maker(batch: Batch):
+    """The Record of each (offsetDelta, timestampDelta, key, value, headers) of ``batch``: its
+    offset, timestamp (LogAppendTime: the batch's max timestamp) and sequence from the
+    batch's bases; a control record's key and value parsed."""
+    base_offset = cast(int, batch.base_offset)     # None only on a legacy wrapper, never on v2
+    base_ts, ts_type, base_seq = batch.base_timestamp, batch.timestamp_type, batch.base_sequence
+    log_append_ts = batch.max_timestamp if ts_type == LOG_APPEND_TIME else None
+
+    if batch.attributes & CONTROL_FLAG:
+        def control(off_delta: int, ts_delta: int, key, value, headers) -> Record:
+            ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
+            return Record(base_offset + off_delta, ts, ts_type, key, value, headers, sequence_at(base_seq, off_delta),
+                          parse_control(key, value))
+        return control
+
+    def record(off_delta: int, ts_delta: int, key, value, headers) -> Record:
+        ts = log_append_ts if log_append_ts is not None else long_add(base_ts, ts_delta)
+        return _rec_new(Record, (base_offset + off_delta, ts, ts_type, key, value, headers,
+                                 sequence_at(base_seq, off_delta), None, 2, None, None))
+    return record
 
 
 def records_remaining(batch: Batch, left: int) -> str:

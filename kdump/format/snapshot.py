@@ -10,7 +10,6 @@ its CRC so they can be inspected.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError, TruncatedError
@@ -103,18 +102,3 @@ def parse_snapshot(data, *, strict: bool = False) -> ProducerSnapshot:
     if strict and not snap.crc_valid:
         raise InvalidFileError(snap.crc_error or "", position=2)
     return snap
-
-
-def encode_snapshot(entries: Iterable[ProducerEntry | tuple]) -> bytes:
-    """The bytes of a version-1 snapshot holding ``entries``, with its CRC."""
-    body = bytearray()
-    n = 0
-    for entry in entries:
-        try:
-            body += ENTRY.pack(*entry)
-        except struct.error as e:
-            raise InvalidFileError(f"producer entry {tuple(entry)} does not fit the snapshot layout: {e}",
-                                   position=HEADER.size + len(body)) from None
-        n += 1
-    tail = struct.pack(">i", n) + bytes(body)
-    return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(tail)) + tail

@@ -1,8 +1,8 @@
 """Protobuf-style zigzag varints, as Kafka's ``ByteUtils.readVarint/readVarlong`` read them.
 
 A varint is at most 5 bytes (int32) and a varlong at most 10 (int64); longer encodings
-are rejected, as Kafka does ("Varint is too long"). The record decoder inlines the
-one-byte fast path; these functions are the general case and the encoders.
+are rejected, as Kafka does ("Varint is too long"). The record decoder reads one and two
+bytes itself (``records._varint``); these functions are the general case and the encoders.
 """
 
 from __future__ import annotations

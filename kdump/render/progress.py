@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kdump.render.output import isatty
 from kdump.storage import mapped
 
 SHOW_AFTER = 1.0      # seconds: quick runs never flash a bar
@@ -58,7 +59,7 @@ class Progress:
         on = enabled(out)
         if callable(total_bytes):
             total_bytes = total_bytes() if on else 0
-        return cls(total_bytes, label, on, _isatty(sys.stdout))
+        return cls(total_bytes, label, on, isatty(sys.stdout))
 
     @classmethod
     def for_paths(cls, out, paths, label: str) -> Progress:
@@ -193,13 +194,6 @@ class Progress:
 
 def enabled(out) -> bool:
     """Whether a command writing through ``out`` may show a bar on stderr."""
-    if out.quiet or os.environ.get("KDUMP_NO_PROGRESS") or not _isatty(sys.stderr):
+    if out.quiet or os.environ.get("KDUMP_NO_PROGRESS") or not isatty(sys.stderr):
         return False
-    return not (out.format == "json" and not _isatty(out.stream))
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return not (out.format == "json" and not isatty(out.stream))

@@ -6,7 +6,6 @@ The summary line goes to stderr and is built by ``summary_line``.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, TextIO
 
@@ -15,10 +14,6 @@ from kdump.render.escape import printable
 from kdump.words import plural, size
 
 STATUS_STYLE = {"ok": "green", "torn_tail": "yellow", "damaged": "bold red", "unreadable": "magenta"}
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
 def _offsets(first: int | None, last: int | None) -> str:
@@ -88,10 +83,12 @@ class JsonVerify:
     """NDJSON: one object per file (the README's JSON model)."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+        from kdump.export.ndjson import dumps  # (the text view starts without it)
+
+        self.stream, self.dumps = stream, dumps
 
     def file(self, r) -> None:
-        self.stream.write(_dumps(r.to_dict()) + "\n")
+        self.stream.write(self.dumps(r.to_dict()) + "\n")
 
     def finish(self) -> None:
         self.stream.flush()
@@ -303,10 +300,12 @@ class TextPlan:
 
 class JsonPlan:
     def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+        from kdump.export.ndjson import dumps
+
+        self.stream, self.dumps = stream, dumps
 
     def plan(self, plan) -> None:
-        self.stream.write("".join(_dumps(row) + "\n" for row in plan_rows(plan)))
+        self.stream.write("".join(self.dumps(row) + "\n" for row in plan_rows(plan)))
 
     def finish(self) -> None:
         self.stream.flush()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from kdump.check.indexes.dls_view import IndexOptions
+from kdump.check.indexes.dls_view import DLS_MAX_MESSAGE_SIZE, IndexOptions
 from kdump.decoders.views import PayloadView
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -109,8 +109,12 @@ def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, b
 
 def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
-             index_opts: IndexOptions = IndexOptions(), jobs: int = 1, split_bytes: int = 0,
+             index_sanity_check: bool = False, verify_index_only: bool = False,
+             index_max_message_size: int | None = None, jobs: int = 1, split_bytes: int = 0,
              dls: bool = False) -> int:
+    """The dump of PATHS to ``out``; the index options are kafka-dump-log.sh's (``IndexOptions``)."""
+    index_opts = IndexOptions(index_sanity_check, verify_index_only,
+                              DLS_MAX_MESSAGE_SIZE if index_max_message_size is None else index_max_message_size)
     files, status = _files(paths, out, jobs)
     next_base = _segment_ranges([f for f, _ in files])
     from kdump.jobs.fanout import in_process

@@ -15,8 +15,8 @@ from typing import NamedTuple
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES
 from kdump.check.indexes.targets import Item, items_for, segments_for
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
+from kdump.findings import findings_status
 from kdump.render.diagnostics import report_error, say
-from kdump.run.verify_files import findings_status
 from kdump.storage import fs
 from kdump.storage.logdir import INDEX, TIMEINDEX, TXNINDEX
 from kdump.storage.mapped import file_size

@@ -5,8 +5,7 @@ on the terminal (render.timeline), written as NDJSON (``--json``) or as a page
 from __future__ import annotations
 
 from kdump.errors import ExitStatus
-from kdump.findings import ERROR
-from kdump.run.verify_files import classes_status
+from kdump.findings import ERROR, classes_status
 from kdump.storage.logdir import resolve
 from kdump.survey.timeline import build, partition_dirs
 

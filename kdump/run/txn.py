@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kdump.errors import ExitStatus
+from kdump.findings import classes_status
 from kdump.render.state import emit_json, txn_id_line, txn_partition_text, txn_summary, txn_table
-from kdump.run.verify_files import classes_status
 from kdump.state.txn import ONGOING_STATES, only_open, txn_objects
 
 

@@ -17,6 +17,7 @@ import os
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.errors import ExitStatus, KdumpError, NothingToDoError
+from kdump.findings import report_status
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.render.diagnostics import output_cut, report_error
 from kdump.run.verify_files import (
@@ -26,7 +27,6 @@ from kdump.run.verify_files import (
     REPORT,
     directory_events,
     listed,
-    report_status,
     resolve_paths,
 )
 from kdump.storage.mapped import file_size

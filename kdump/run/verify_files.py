@@ -1,9 +1,8 @@
-"""The verify run without its output: which files, checked a directory at a time, and the
-exit status their reports give.
+"""The verify run without its output: which files, checked a directory at a time.
 
-``kdump verify`` (local and ``--engine spark``) resolves its PATHS here and turns each file
-report into an exit status here; the local run checks each directory with
-``directory_events``, in this process or a worker of ``-j``.
+``kdump verify`` (local and ``--engine spark``) resolves its PATHS here; the local run checks
+each directory with ``directory_events``, in this process or a worker of ``-j``. The exit
+status a report gives is ``kdump.findings.report_status``.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import os
 from collections.abc import Callable, Iterator
 
 from kdump.errors import ExitStatus, KdumpError
-from kdump.findings import ANOMALY, DAMAGE
 from kdump.storage import fs
 
 # What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
@@ -23,27 +21,6 @@ WRITABLE = ("log", "index", "timeindex", "txnindex")
 # the stale temporary files removed on locking, the changes of the repair; or, for a dir named
 # like a partition that holds only dirs, LOG_DIR with its path (it is walked later, as a log dir).
 REPORT, ERROR, CLEANED, REPAIRED, LOG_DIR = "report", "error", "cleaned", "repaired", "log_dir"
-
-
-def report_status(s: str, strict_findings=()) -> ExitStatus:
-    """The exit status a file report's status gives; with --strict its anomalies count too."""
-    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
-    if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
-        return ExitStatus.DAMAGE
-    return status
-
-
-def findings_status(findings, strict: bool = False) -> ExitStatus:
-    """The exit status a list of findings gives by their classes: damage 1, anomalies 1 only
-    with --strict, info never (what ``index`` and ``txn`` report with)."""
-    return classes_status((f.cls for f in findings), strict)
-
-
-def classes_status(classes, strict: bool = False) -> ExitStatus:
-    """``findings_status`` of findings given by their classes (``txn``'s are dicts)."""
-    if any(c == DAMAGE or (strict and c == ANOMALY) for c in classes):
-        return ExitStatus.DAMAGE
-    return ExitStatus.OK
 
 
 def resolve_paths(paths, jobs: int = 1) -> tuple[list, ExitStatus, list[KdumpError]]:

@@ -159,10 +159,11 @@ def _with_spark_overlap(report: FileReport, overlap: Finding | None) -> FileRepo
 # -- the command ---------------------------------------------------------------------------------
 
 def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -> int:
+    from kdump.findings import report_status
     from kdump.render.diagnostics import report_error
     from kdump.render.progress import Progress
     from kdump.render.verify import summary_line, verify_renderer
-    from kdump.run.verify_files import report_status, resolve_paths
+    from kdump.run.verify_files import resolve_paths
     from kdump.spark.progress import scan_progress
 
     files, status, errors = resolve_paths(paths)

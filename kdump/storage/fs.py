@@ -127,7 +127,3 @@ def refuse_remote(paths, what: str) -> None:
         if is_remote(p):
             raise UsageError(f"{what} writes beside the files it repairs, and a remote store cannot be changed "
                              "in place (no truncate, no rename): copy the log dir to a local disk first", file=p)
-
-
-def forget_listings() -> None:
-    _listings.clear()

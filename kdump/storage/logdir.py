@@ -131,10 +131,6 @@ def _partition_of(directory: str) -> tuple[str | None, int | None]:
     return (parsed[0], parsed[1]) if parsed else (None, None)
 
 
-def _sort_key(f: LogFile):
-    return _order(f.base_offset, f.kind, f.leftover, f.name)
-
-
 def _order(base: int | None, kind: str, leftover: str | None, name: str):
     leftover_rank = 0 if leftover is None else 1 + LEFTOVER_SUFFIXES.index(leftover)
     return (base is None, -1 if base is None else base, _KIND_ORDER.get(kind, 9), leftover_rank, name)

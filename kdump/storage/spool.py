@@ -126,11 +126,3 @@ def _after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork)
-
-
-def forget() -> None:
-    """Drop every kept spool (after a fork, in tests)."""
-    with _spools_lock:
-        for s in _spools.values():
-            s.close()
-        _spools.clear()

@@ -21,7 +21,7 @@ import tracemalloc
 
 import pytest
 
-from kdump import _accel
+from kdump import _accel, encode
 from kdump.encode import build_legacy_message, build_legacy_wrapper
 from kdump.errors import CodecError, DecompressionLimitError, InvalidFileError, InvalidRecordError, KdumpError
 from kdump.format import legacy, snapshot
@@ -196,7 +196,7 @@ def test_batch_size_field_does_not_drive_allocation():
 
 
 def test_snapshot_entry_count_is_checked_before_allocation():
-    data = bytearray(snapshot.encode_snapshot([(1, 0, 0, 0, 0, 0, 0, -1)]))
+    data = bytearray(encode.encode_snapshot([(1, 0, 0, 0, 0, 0, 0, -1)]))
     struct.pack_into(">i", data, 6, 0x7FFFFFFF)
     result, peak = peak_allocation(snapshot.parse_snapshot, bytes(data))
     assert isinstance(result, (InvalidFileError, KdumpError)) and peak < MiB

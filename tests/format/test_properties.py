@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kdump import _accel
+from kdump import _accel, encode
 from kdump.encode import (
     build_control_batch,
     build_end_txn_marker,
@@ -364,7 +364,7 @@ def test_any_bytes_to_the_index_parsers(data, base):
     txnindex.sanity_check_txnindex(txn.entries, base, "x")
 
 
-VALID_SNAPSHOT = snapshot.encode_snapshot([(7, 1, 5, 100, 2, T0, 3, -1), (8, 0, 9, 200, 0, T0, -1, 150)])
+VALID_SNAPSHOT = encode.encode_snapshot([(7, 1, 5, 100, 2, T0, 3, -1), (8, 0, 9, 200, 0, T0, -1, 150)])
 
 
 @PROFILE

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kdump.encode import encode_clean_shutdown, encode_offsets, encode_partition_metadata, encode_snapshot, encode_uuid
 from kdump.errors import InvalidFileError, KdumpError, TruncatedError, UnknownFileKindError
 from kdump.format.checkpoint import (
     KINDS,
@@ -15,14 +16,10 @@ from kdump.format.checkpoint import (
     EpochEntry,
     OffsetEntry,
     encode_leader_epochs,
-    encode_offsets,
     parse_checkpoint,
 )
 from kdump.format.crc import crc32c
 from kdump.format.logdir_files import (
-    encode_clean_shutdown,
-    encode_partition_metadata,
-    encode_uuid,
     parse_clean_shutdown,
     parse_meta_properties,
     parse_partition_metadata,
@@ -30,7 +27,7 @@ from kdump.format.logdir_files import (
     parse_quorum_state,
     parse_uuid,
 )
-from kdump.format.snapshot import encode_snapshot, parse_snapshot
+from kdump.format.snapshot import parse_snapshot
 from kdump.model import ProducerEntry
 
 REPO = Path(__file__).resolve().parents[2]

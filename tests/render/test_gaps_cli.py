@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from kdump import encode as build
-from kdump.format.checkpoint import encode_offsets
+from kdump.encode import encode_offsets
 from support.run import FIXTURES, GENERATED, run_kdump, write_segment
 
 BROKER_COMPACTED = FIXTURES / "broker" / "all-shapes" / "compacted-0"

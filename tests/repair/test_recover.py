@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from kdump.check.broker_rule import index_bytes  # noqa: E402
-from kdump.format.checkpoint import encode_offsets  # noqa: E402
+from kdump.encode import encode_offsets  # noqa: E402
 from kdump.repair.recover import LogDirState, plan_partition  # noqa: E402
 from support.damage import (  # noqa: E402  # noqa: E402
     FIXTURES,

@@ -36,7 +36,7 @@ def test_a_log_below_its_log_start_offset_ends_as_one_empty_segment_there(tmp_pa
     recoverLog) deletes every segment and, in the same load, opens an empty segment at the
     log start offset. ``recover --apply`` left none; now it creates it, and a rerun changes
     nothing more."""
-    from kdump.format.checkpoint import encode_offsets
+    from kdump.encode import encode_offsets
     from support.damage import damage_middle
 
     d = make_partition(tmp_path / "logs")

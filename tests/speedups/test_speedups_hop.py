@@ -108,3 +108,27 @@ def test_hostile_bytes_give_the_same_position(data):
     pos = data.draw(st.integers(0, len(buf)))
     target = data.draw(st.integers(0, len(buf) + 100))
     _both(bytes(buf), pos, target, end)
+
+
+def _v2_hops(buf: bytes, entries: list[tuple[int, int]], pos: int, target: int) -> int:
+    """Where v2_hop must stop: hopping the v2 entries from ``pos`` while before ``target``; at
+    the first entry of another magic (``entries``: each entry's position and magic)."""
+    for at, magic in entries:
+        if at < pos:
+            continue
+        if at >= target or magic != 2:
+            return at
+    return len(buf)
+
+
+def test_v2_hop_itself_hops_the_v2_entries():
+    """The twin test above compares whole answers, which the Python hop would give alone if
+    v2_hop hopped nothing: here C's own answer is the position the v2 runs lead to."""
+    entries = [(b.position, b.magic) for b in Walker(MIXED)]
+    hopped = 0
+    for i, (pos, _) in enumerate(entries):
+        for target in (pos + 1, entries[min(i + 3, len(entries) - 1)][0], len(MIXED)):
+            got = _speedups.v2_hop(MIXED, pos, len(MIXED), target)
+            assert got == _v2_hops(MIXED, entries, pos, target), (pos, target)
+            hopped += got > pos
+    assert hopped > len(entries)

@@ -14,8 +14,8 @@ import struct
 
 import pytest
 
-from kdump.encode import build_end_txn_marker, build_v2_batch
-from kdump.format.snapshot import encode_snapshot, parse_snapshot
+from kdump.encode import build_end_txn_marker, build_v2_batch, encode_snapshot
+from kdump.format.snapshot import parse_snapshot
 from kdump.format.walk import Walker
 from kdump.model import ProducerEntry
 from kdump.state.groups import java_string_hash, partition_for

@@ -162,7 +162,7 @@ def test_a_large_batch_is_dumped_in_pieces_with_the_same_output(tmp_path, codec)
 def _big_checkpoints(root: Path, n: int) -> tuple[Path, Path, Path]:
     """A log dir whose recovery-point checkpoint lists ``n`` partitions, and a partition whose
     leader-epoch-checkpoint has ``n`` entries and whose producer snapshot has ``n`` producers."""
-    from kdump.format.snapshot import encode_snapshot
+    from kdump.encode import encode_snapshot
 
     logdir = root / "logs"
     part = logdir / "t-0"

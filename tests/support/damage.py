@@ -14,9 +14,8 @@ import struct
 from pathlib import Path
 
 from kdump.check.broker_rule import index_bytes
-from kdump.encode import build_v2_batch
+from kdump.encode import build_v2_batch, encode_snapshot
 from kdump.format.checkpoint import encode_leader_epochs
-from kdump.format.snapshot import encode_snapshot
 from kdump.format.walk import Walker
 from kdump.model import Batch
 
