@@ -24,7 +24,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders")
+TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders", "text", "ndjson", "scan", "info", "avro")
 # libFuzzer options per target: longer inputs where whole segments make sense.
 MAX_LEN = {"walker": 65536, "records": 16384, "codecs": 16384, "sidefiles": 8192, "decoders": 4096}
 STATS = os.path.join(HERE, "stats.jsonl")

@@ -21,7 +21,6 @@ if _speedups is None:
     pytest.skip(f"C accelerator {_accel.unavailable}", allow_module_level=True)
 
 from kdump.encode import build_v2_batch  # noqa: E402
-from kdump.export import ndjson  # noqa: E402
 from kdump.model import Batch  # noqa: E402
 from kdump.render import text  # noqa: E402
 from support.damage import FIXTURES  # noqa: E402
