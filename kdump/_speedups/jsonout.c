@@ -154,10 +154,19 @@ json_args_ok(PyObject *file_json, long encoding)
     return PyUnicode_CheckExact(file_json) && PyUnicode_IS_ASCII(file_json) && encoding_ok(encoding);
 }
 
-/* The fields of a batch as batch_prefix writes them (file first, then these). */
+/* The fields of a batch as batch_prefix writes them (file first, then these ...). */
 static const char *const batch_keys[] = {
     ",\"position\":", ",\"base_offset\":", ",\"last_offset\":", ",\"count\":", ",\"size\":",
     ",\"magic\":", ",\"crc\":",
+};
+/* (... crc_valid, compression and timestamp_type, then these) */
+static const struct {
+    const char *key;
+    int field;
+} tail_keys[] = {
+    {",\"base_timestamp\":", BF_BASE_TIMESTAMP}, {",\"max_timestamp\":", BF_MAX_TIMESTAMP},
+    {",\"partition_leader_epoch\":", BF_PARTITION_LEADER_EPOCH}, {",\"producer_id\":", BF_PRODUCER_ID},
+    {",\"producer_epoch\":", BF_PRODUCER_EPOCH}, {",\"base_sequence\":", BF_BASE_SEQUENCE},
 };
 
 #define BATCH_ROOM 1024           /* the fixed text plus 12 numbers */
@@ -181,18 +190,10 @@ put_batch_values(char *w, const int64_t *v)
         PUT(w, "\",\"timestamp_type\":\"LogAppendTime\"");
     else
         PUT(w, "\",\"timestamp_type\":\"CreateTime\"");
-    PUT(w, ",\"base_timestamp\":");
-    w = kd_put_i64(w, v[BF_BASE_TIMESTAMP]);
-    PUT(w, ",\"max_timestamp\":");
-    w = kd_put_i64(w, v[BF_MAX_TIMESTAMP]);
-    PUT(w, ",\"partition_leader_epoch\":");
-    w = kd_put_i64(w, v[BF_PARTITION_LEADER_EPOCH]);
-    PUT(w, ",\"producer_id\":");
-    w = kd_put_i64(w, v[BF_PRODUCER_ID]);
-    PUT(w, ",\"producer_epoch\":");
-    w = kd_put_i64(w, v[BF_PRODUCER_EPOCH]);
-    PUT(w, ",\"base_sequence\":");
-    w = kd_put_i64(w, v[BF_BASE_SEQUENCE]);
+    for (size_t i = 0; i < sizeof(tail_keys) / sizeof(tail_keys[0]); i++) {
+        w = kd_put_str(w, tail_keys[i].key);
+        w = kd_put_i64(w, v[tail_keys[i].field]);
+    }
     /* legacy messages have none of the v2 flags, whatever their attribute bits say */
     w = kd_put_str(w, v2 && (attributes & TRANSACTIONAL_FLAG) ? ",\"is_transactional\":true" : ",\"is_transactional\":false");
     w = kd_put_str(w, v2 && (attributes & CONTROL_FLAG) ? ",\"is_control\":true" : ",\"is_control\":false");
@@ -230,17 +231,12 @@ put_record(char *w, const kd_record *r, int encoding)
     PUT(w, ",\"value\":");
     w = put_payload(w, r->value, r->vlen, encoding);
     PUT(w, ",\"headers\":[");
-    kd_header_cursor c = {r->headers, 0};
-    for (Py_ssize_t i = 0; i < r->hcount; i++) {
-        const unsigned char *hk, *hv;
-        Py_ssize_t hkl, hvl;
-        kd_next_header(r, &c, &hk, &hkl, &hv, &hvl);
-        if (i)
-            *w++ = ',';
-        PUT(w, "{\"key\":");
-        w = put_utf8_json(w, hk, hkl);          /* header keys are text whatever the encoding */
+    kd_header h = {r->headers, -1, NULL, NULL, 0, 0};
+    while (kd_next_header(r, &h)) {
+        w = kd_put_str(w, h.index ? ",{\"key\":" : "{\"key\":");
+        w = put_utf8_json(w, h.key, h.klen);        /* header keys are text whatever the encoding */
         PUT(w, ",\"value\":");
-        w = put_payload(w, hv, hvl, encoding);
+        w = put_payload(w, h.value, h.vlen, encoding);
         *w++ = '}';
     }
     *w++ = ']';

@@ -121,19 +121,17 @@ decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t
             headers = PyTuple_New(r.hcount);
             if (headers == NULL)
                 goto error;
-            kd_header_cursor c = {r.headers, 0};
-            for (Py_ssize_t i = 0; i < r.hcount; i++) {
-                const unsigned char *hk, *hv;
-                Py_ssize_t hkl, hvl;
-                kd_next_header(&r, &c, &hk, &hkl, &hv, &hvl);
+            kd_header h = {r.headers, -1, NULL, NULL, 0, 0};
+            while (kd_next_header(&r, &h)) {
                 PyObject *pair = PyTuple_New(2);
                 if (pair == NULL) {
                     Py_DECREF(headers);
                     goto error;
                 }
-                PyTuple_SET_ITEM(headers, i, pair);
-                PyObject *hkey = PyBytes_FromStringAndSize((const char *)hk, hkl);
-                PyObject *hval = hv != NULL ? PyBytes_FromStringAndSize((const char *)hv, hvl) : Py_NewRef(Py_None);
+                PyTuple_SET_ITEM(headers, h.index, pair);
+                PyObject *hkey = PyBytes_FromStringAndSize((const char *)h.key, h.klen);
+                PyObject *hval = h.value != NULL ? PyBytes_FromStringAndSize((const char *)h.value, h.vlen)
+                                                 : Py_NewRef(Py_None);
                 PyTuple_SET_ITEM(pair, 0, hkey);
                 PyTuple_SET_ITEM(pair, 1, hval);
                 if (hkey == NULL || hval == NULL) {
@@ -342,33 +340,33 @@ kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t 
     return 0;
 }
 
-void
-kd_next_header(const kd_record *r, kd_header_cursor *c, const unsigned char **key, Py_ssize_t *klen,
-               const unsigned char **value, Py_ssize_t *vlen)
+int
+kd_next_header(const kd_record *r, kd_header *h)
 {
+    if (++h->index >= r->hcount)
+        return 0;
     if (r->header_pairs != NULL) {
-        PyObject *pair = r->header_pairs[c->i++], *k = PyTuple_GET_ITEM(pair, 0), *v = PyTuple_GET_ITEM(pair, 1);
-        *key = (const unsigned char *)PyBytes_AS_STRING(k);
-        *klen = PyBytes_GET_SIZE(k);
-        *value = v == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(v);
-        *vlen = v == Py_None ? 0 : PyBytes_GET_SIZE(v);
-        return;
+        PyObject *pair = r->header_pairs[h->index], *k = PyTuple_GET_ITEM(pair, 0), *v = PyTuple_GET_ITEM(pair, 1);
+        h->key = (const unsigned char *)PyBytes_AS_STRING(k);
+        h->klen = PyBytes_GET_SIZE(k);
+        h->value = v == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(v);
+        h->vlen = v == Py_None ? 0 : PyBytes_GET_SIZE(v);
+        return 1;
     }
     /* a header kd_next_record has checked */
-    const unsigned char *h = c->p;
-    Py_ssize_t p = 0, e = r->headers + r->hbytes - h;
+    Py_ssize_t p = 0, e = r->headers + r->hbytes - h->p;
     int32_t kl = 0, vl = -1;
-    read_varint32(h, &p, e, &kl);
-    *key = h + p;
+    read_varint32(h->p, &p, e, &kl);
+    h->key = h->p + p;
     p += kl;
-    read_varint32(h, &p, e, &vl);
-    *value = vl >= 0 ? h + p : NULL;
+    read_varint32(h->p, &p, e, &vl);
+    h->value = vl >= 0 ? h->p + p : NULL;
     if (vl > 0)
         p += vl;
-    *klen = kl;
-    *vlen = vl < 0 ? 0 : vl;
-    c->p = h + p;
-    c->i++;
+    h->klen = kl;
+    h->vlen = vl < 0 ? 0 : vl;
+    h->p += p;
+    return 1;
 }
 
 /* A Record object as the writers take it: exact ints within int64, bytes or None, headers

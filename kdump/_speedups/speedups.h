@@ -5,7 +5,8 @@
  *   crc.c      kdump/format/crc.py       crc32c(data, value=0) -> int
  *   walk.c     kdump/format/walk.py      scan_v2(buf, pos, end, max_batches) -> (list[Batch], new_pos);
  *                                        v2_hop(buf, pos, end, target) -> pos (entry_at_or_after)
- *   records.c  kdump/format/records.py   decode_v2_records(data, base_offset, base_timestamp,
+ *   records.c  kdump/format/records.py   (kd_next_record: the v2 record loop, once; kd_records: the one
+ *                                        record iterator of the writers) decode_v2_records(data, base_offset, base_timestamp,
  *                                          log_append_time, base_sequence, count) -> list[Record] | None,
  *                                        decode_v2_span(data, start, ..., first, take, count)
  *                                          -> (list[Record], next_start) | None
@@ -34,6 +35,8 @@
  *                                        text_v2_run(out, buf, pos, end, ...) -> (new_pos, first, last),
  *                                        text_legacy_set(out, batch, data, ...) -> (first, last) | None
  *   javautf8.c kdump/format/javautf8.py  put_java_utf8 (for text.c; no Python function of its own)
+ *   textout.c  (no Python module)        what the writers share: their output buffer (kd_out), the
+ *                                        base64 table; the kd_put_* helpers are below
  *   sigbus.c   kdump/storage/mapped.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
@@ -383,14 +386,16 @@ typedef struct {
     PyObject *const *header_pairs;          /* a Record's: its (key, value) tuples */
 } kd_record;
 
-/* Where kd_next_header is in a record's headers (start: {r->headers, 0}). */
+/* A record's headers one after another: start with {r->headers, -1}; each kd_next_header
+ * call gives the next (its index, key and value, NULL: null) and 1, or 0 after the last. */
 typedef struct {
     const unsigned char *p;
-    Py_ssize_t i;
-} kd_header_cursor;
+    Py_ssize_t index;
+    const unsigned char *key, *value;
+    Py_ssize_t klen, vlen;
+} kd_header;
 
-void kd_next_header(const kd_record *r, kd_header_cursor *c, const unsigned char **key, Py_ssize_t *klen,
-                    const unsigned char **value, Py_ssize_t *vlen);
+int kd_next_header(const kd_record *r, kd_header *h);
 
 /* The records of one batch, or of a slice of one, from one of three sources. */
 typedef struct {

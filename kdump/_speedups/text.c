@@ -84,11 +84,13 @@ text_args(long mode, PyObject *gaps, PyObject *last_obj, int64_t *last)
     return ((mode >> KIND_SHIFT_KEY) & KIND_MASK) > K_LONG || ((mode >> KIND_SHIFT_VALUE) & KIND_MASK) > K_LONG ? -1 : 0;
 }
 
-/* f"{x}" of a field Python formats as it is: an exact int64 here, None as "None"; NULL (not ours). */
+/* ``label`` and f"{x}" of a field Python formats as it is: an exact int64 here, None as
+ * "None"; NULL (not ours). */
 static inline char *
-put_field(char *w, PyObject *x)
+put_field(char *w, const char *label, PyObject *x)
 {
     int64_t v;
+    w = kd_put_str(w, label);
     if (x == Py_None) {
         PUT(w, "None");
         return w;
@@ -165,26 +167,15 @@ put_batch_line(char *w, PyObject *b)
         int64_t v[BATCH_FIELDS];
         return batch_values(b, v) < 0 ? NULL : put_v2_batch_line(w, v);    /* a field None: Python's line */
     }
-    PUT(w, "offset: ");
-    if ((w = put_field(w, f[BF_LAST_OFFSET])) == NULL)
-        return NULL;
-    PUT(w, " position: ");
-    if ((w = put_field(w, f[BF_POSITION])) == NULL)
-        return NULL;
-    *w++ = ' ';
-    w = kd_put_str(w, magic == 0 ? "NoTimestampType" : attributes & TIMESTAMP_TYPE_MASK ? "LogAppendTime" : "CreateTime");
-    PUT(w, ": ");
-    if ((w = put_field(w, f[BF_MAX_TIMESTAMP])) == NULL)
-        return NULL;
-    PUT(w, " size: ");
-    if ((w = put_field(w, f[BF_SIZE])) == NULL)
+    const char *ts = magic == 0 ? " NoTimestampType: " : attributes & TIMESTAMP_TYPE_MASK ? " LogAppendTime: " : " CreateTime: ";
+    if ((w = put_field(w, "offset: ", f[BF_LAST_OFFSET])) == NULL || (w = put_field(w, " position: ", f[BF_POSITION])) == NULL ||
+        (w = put_field(w, ts, f[BF_MAX_TIMESTAMP])) == NULL || (w = put_field(w, " size: ", f[BF_SIZE])) == NULL)
         return NULL;
     PUT(w, " magic: ");
     w = kd_put_i64(w, magic);
     PUT(w, " compresscodec: ");
     w = kd_put_str(w, kd_codec_names[attributes & COMPRESSION_MASK]);
-    PUT(w, " crc: ");
-    if ((w = put_field(w, f[BF_CRC])) == NULL)
+    if ((w = put_field(w, " crc: ", f[BF_CRC])) == NULL)
         return NULL;
     w = kd_put_str(w, valid == Py_True ? " isvalid: true\n" : " isvalid: false\n");
     return w;
@@ -209,15 +200,12 @@ put_record_line(char *w, const kd_record *r, int mode)
             PUT(w, " sequence: ");
             w = kd_put_i64(w, r->sequence);
             PUT(w, " headerKeys: [");
-            kd_header_cursor c = {r->headers, 0};
-            for (Py_ssize_t i = 0; i < r->hcount; i++) {
-                const unsigned char *hk, *hv;
-                Py_ssize_t hkl, hvl;
-                kd_next_header(r, &c, &hk, &hkl, &hv, &hvl);
-                if (i)
+            kd_header h = {r->headers, -1, NULL, NULL, 0, 0};
+            while (kd_next_header(r, &h)) {
+                if (h.index)
                     *w++ = ',';
                 /* header keys: Java's decoding, not escaped (record_line joins them as they are) */
-                w = put_java_utf8(w, hk, hkl, 0);
+                w = put_java_utf8(w, h.key, h.klen, 0);
             }
             *w++ = ']';
         } else {
