@@ -99,3 +99,29 @@ def test_a_declared_count_through_the_cli(tmp_path):
     path.write_bytes(build_v2_batch([(0, TS, None, b"ab")], records_count=100_000_000))
     for args in (("--records",), ("--records", "--json"), ("--records", "--max-records-per-batch", "200000000")):
         _same_as_python(path, *args)
+
+
+def test_a_timestamp_past_int64_wraps_in_every_reader(tmp_path):
+    """baseTimestamp + timestampDelta past 2^63-1 wraps as Java's long does (records.py's
+    long_add): the one C record loop wraps it too, so the run writers take the batch and write
+    what Python writes, where one of them used to hand it back."""
+    top = INT64_MAX
+    seg = build_v2_batch([(0, top - 1, None, b"a"), (1, top + 10, b"k", b"b")], base_timestamp=top - 1,
+                         max_timestamp=top)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(seg)
+    with _accel.using(False):
+        from kdump.format.walk import Walker, decode_records
+
+        batch = next(iter(Walker(seg)))
+        records = decode_records(seg, batch)
+    assert records[1].timestamp == top + 10 - (1 << 64)
+    assert _speedups.decode_v2_records(seg[61:], batch) == records
+    out = bytearray()
+    assert _speedups.text_v2_run(out, seg, 0, len(seg), 16, 100, text.C_METADATA | text.C_DATA, -1, None,
+                                 1 << 20) == (len(seg), 0, 1)
+    assert f"CreateTime: {top + 10 - (1 << 64)} ".encode() in out
+    lines, pos, first, last = _speedups.json_v2_run('"f"', seg, 0, len(seg), 16, 100, 1 << 20, 0, 1 << 20)
+    assert (pos, first, last) == (len(seg), 0, 1) and f'"timestamp":{top + 10 - (1 << 64)},' in lines
+    for args in (("--records", "--json"), ("--deep-iteration", "--print-data-log")):
+        _same_as_python(path, *args)
