@@ -30,7 +30,9 @@ ROOT = _common.ROOT
 FIXTURES = os.path.join(ROOT, "fixtures")
 MAX_SEED = 16 << 10          # bytes per seed: small inputs mutate and run faster
 MAX_SEEDS = 600              # per target
-TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders", "schemas")
+CLI_SEEDS = 40               # per target that runs a whole command (text, ndjson, scan, info) on each
+TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders", "schemas", "text", "ndjson", "scan", "info",
+           "avro")
 
 
 def fixture_files() -> Iterator[tuple[str, str]]:
@@ -106,6 +108,13 @@ def collect() -> dict[str, list[bytes]]:
     seeds["records"] += _timestamp_overflow_seeds()
     seeds["walker"].append(timestamp_overflow_segment())
     seeds["schemas"] += _schema_seeds()
+    # the command harnesses: a variant byte, then a segment (small runs of real batches, and edges)
+    segments = [s for s in seeds["walker"] if len(s) <= MAX_SEED][::4][:CLI_SEEDS] + edge_segments()
+    for target in ("text", "ndjson", "scan", "info"):
+        seeds[target] = [bytes((i,)) + segment for i, segment in enumerate(segments)]
+    import fuzz_avro
+
+    seeds["avro"] = fuzz_avro.seeds()
     return seeds
 
 
@@ -113,6 +122,16 @@ def _schema_seeds() -> list[bytes]:
     from fuzz_schemas import seeds
 
     return seeds()
+
+
+def edge_segments() -> list[bytes]:
+    """Where the C writers once went wrong: two records at offset 2^63-1, a 70-byte batch
+    declaring 100 million records, a timestamp that wraps."""
+    from kdump.encode import build_v2_batch
+
+    top = (1 << 63) - 1
+    return [build_v2_batch([(0, 0, None, None), (0, 0, None, None)], base_offset=top, last_offset_delta=0),
+            build_v2_batch([(0, 0, None, b"ab")], records_count=100_000_000), timestamp_overflow_segment()]
 
 
 def _timestamp_overflow_seeds() -> list[bytes]:

@@ -33,3 +33,14 @@ def _finding_kinds_are_declared():
     findings.undeclared.clear()
     yield
     assert not findings.undeclared, f"finding kinds not declared in kdump/findings.py: {findings.undeclared}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """KDUMP_TEST_SAMPLE=N: a sample of the suite (tests/support/sample.py)."""
+    from support.sample import sample
+
+    kept = sample(items)
+    if len(kept) < len(items):
+        ids = {id(item) for item in kept}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in ids])
+        items[:] = kept

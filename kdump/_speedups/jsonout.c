@@ -1,92 +1,37 @@
-/* json_batch_line, json_records: the twins of batch_line and records_text in kdump/render/jsonout.py */
+/* json_batch_line, json_records, json_v2_line, json_v2_run, json_legacy_line: the twins of
+ * batch_line and records_text in kdump/render/jsonout.py (export/ndjson.py's py_batch_line).
+ *
+ * The NDJSON line of a batch (v0, v1 or v2) for the plain case (no decoders, no
+ * records_error) and its non-control records, payloads in base64, hex or utf8. One renderer
+ * (put_line: the batch's fields, then put_record for each record the one record iterator,
+ * kd_records, gives), whatever the records are read from: Record objects, a v2 records
+ * section, a legacy inner set. It returns None for anything else (control records, a wrapper
+ * whose base offset is unknown, values that are not exact ints or bytes, ints beyond int64),
+ * and jsonout's Python code, the reference, writes that line instead.
+ */
 
 #include "speedups.h"
 
-/*
- * The NDJSON line of kdump/render/jsonout.py batch_line for the plain case (no decoders,
- * no records_error): a batch (v0, v1 or v2) and its non-control records, payloads in
- * base64, hex or utf8. It returns None for anything else (control records, a wrapper
- * whose base offset is unknown, values that are not exact ints or bytes, ints beyond
- * int64), and jsonout's
- * Python code, the reference, writes that line instead.
- */
-
 enum { ENC_BASE64 = 0, ENC_HEX = 1, ENC_UTF8 = 2 };
 
-/* One output buffer, kept between calls (the GIL serialises them); a huge one is freed. */
-static char *out_mem = NULL;
-static Py_ssize_t out_cap = 0;
-#define OUT_KEEP ((Py_ssize_t)4 << 20)
+#define PUT KD_PUT
 
-typedef struct {
-    char *p;
-    Py_ssize_t len;
-} outbuf;
-
-/* Room for ``extra`` more bytes; -1 with MemoryError set on failure. */
-static int
-out_reserve(outbuf *o, Py_ssize_t extra)
+/* Room a JSON string of n bytes may take in any encoding (utf8: \ufffd a byte at worst). */
+static inline Py_ssize_t
+json_room(Py_ssize_t n)
 {
-    if (extra <= out_cap - o->len)
-        return 0;
-    if (extra > PY_SSIZE_T_MAX / 2 - o->len) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    Py_ssize_t cap = out_cap < 4096 ? 4096 : out_cap;
-    while (cap - o->len < extra)
-        cap *= 2;
-    char *p = PyMem_Realloc(out_mem, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    out_mem = o->p = p;
-    out_cap = cap;
-    return 0;
+    return 6 * n + 6;
 }
-
-/* Callers reserve first: the put_* functions below write without checking. */
-static inline void
-put_raw(outbuf *o, const char *s, Py_ssize_t n)
-{
-    memcpy(o->p + o->len, s, (size_t)n);
-    o->len += n;
-}
-
-#define PUT_LIT(o, s) put_raw((o), (s), (Py_ssize_t)(sizeof(s) - 1))
-#define INT_CHARS 21     /* "-9223372036854775808" and one to spare */
-
-static inline void
-put_i64(outbuf *o, int64_t v)
-{
-    char tmp[20];
-    int k = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    char *w = o->p + o->len;
-    if (v < 0)
-        *w++ = '-';
-    do {
-        tmp[k++] = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
-    while (k)
-        *w++ = tmp[--k];
-    o->len = w - o->p;
-}
-
-static const char hex_digits[] = "0123456789abcdef";
-static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 static inline char *
 put_u_escape(char *w, unsigned c)
 {
     w[0] = '\\';
     w[1] = 'u';
-    w[2] = hex_digits[(c >> 12) & 0xF];
-    w[3] = hex_digits[(c >> 8) & 0xF];
-    w[4] = hex_digits[(c >> 4) & 0xF];
-    w[5] = hex_digits[c & 0xF];
+    w[2] = kd_hex_digits[(c >> 12) & 0xF];
+    w[3] = kd_hex_digits[(c >> 8) & 0xF];
+    w[4] = kd_hex_digits[(c >> 4) & 0xF];
+    w[5] = kd_hex_digits[c & 0xF];
     return w + 6;
 }
 
@@ -96,17 +41,11 @@ put_u_escape(char *w, unsigned c)
  * practice) by one U+FFFD: a lead byte with the continuation bytes that are valid for it
  * so far, or a lone byte that cannot start a sequence. Non-ASCII characters come out as
  * \uXXXX, astral ones as a surrogate pair; " \ \b \f \n \r \t get their short escapes;
- * other controls and DEL \u00XX.
+ * other controls and DEL \u00XX. Room: json_room(n).
  */
-static int
-put_utf8_json(outbuf *o, const unsigned char *s, Py_ssize_t n)
+static char *
+put_utf8_json(char *w, const unsigned char *s, Py_ssize_t n)
 {
-    if (n > (PY_SSIZE_T_MAX - 2) / 6 || out_reserve(o, 6 * n + 2) < 0) {   /* \ufffd per byte at worst */
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        return -1;
-    }
-    char *w = o->p + o->len;
     *w++ = '"';
     Py_ssize_t i = 0;
     while (i < n) {
@@ -182,273 +121,204 @@ put_utf8_json(outbuf *o, const unsigned char *s, Py_ssize_t n)
         i += take;
     }
     *w++ = '"';
-    o->len = w - o->p;
-    return 0;
+    return w;
 }
 
-/* Base64's characters for each 12 bits, in output order (filled at first use). */
-static uint16_t b64_pairs[4096];
-static int b64_pairs_ready = 0;
-
-/* A JSON literal for ``n`` bytes at ``s`` (NULL: null) in the encoding. */
-static int
-put_payload_raw(outbuf *o, const unsigned char *s, Py_ssize_t n, int encoding)
+/* A JSON literal for ``n`` bytes at ``s`` (NULL: null) in the encoding. Room: json_room(n). */
+static char *
+put_payload(char *w, const unsigned char *s, Py_ssize_t n, int encoding)
 {
     if (s == NULL) {
-        if (out_reserve(o, 4) < 0)
-            return -1;
-        PUT_LIT(o, "null");
-        return 0;
+        PUT(w, "null");
+        return w;
     }
     if (encoding == ENC_UTF8)
-        return put_utf8_json(o, s, n);
-    Py_ssize_t need = encoding == ENC_HEX ? 2 * n + 2 : (n + 2) / 3 * 4 + 2;
-    if (n > PY_SSIZE_T_MAX / 4 || out_reserve(o, need) < 0) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
-        return -1;
-    }
-    char *w = o->p + o->len;
+        return put_utf8_json(w, s, n);
     *w++ = '"';
-    if (encoding == ENC_HEX) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            *w++ = hex_digits[s[i] >> 4];
-            *w++ = hex_digits[s[i] & 0xF];
-        }
-    } else {
-        Py_ssize_t i = 0;
-        if (!b64_pairs_ready) {
-            for (int x = 0; x < 4096; x++) {
-                char pair[2] = {b64_alphabet[x >> 6], b64_alphabet[x & 0x3F]};
-                memcpy(&b64_pairs[x], pair, 2);
-            }
-            b64_pairs_ready = 1;
-        }
-        for (; i + 3 <= n; i += 3) {      /* two characters a table lookup */
-            uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
-            memcpy(w, &b64_pairs[v >> 12], 2);
-            memcpy(w + 2, &b64_pairs[v & 0xFFF], 2);
-            w += 4;
-        }
-        if (n - i == 1) {
-            uint32_t v = (uint32_t)s[i] << 16;
-            *w++ = b64_alphabet[v >> 18];
-            *w++ = b64_alphabet[(v >> 12) & 0x3F];
-            *w++ = '=';
-            *w++ = '=';
-        } else if (n - i == 2) {
-            uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
-            *w++ = b64_alphabet[v >> 18];
-            *w++ = b64_alphabet[(v >> 12) & 0x3F];
-            *w++ = b64_alphabet[(v >> 6) & 0x3F];
-            *w++ = '=';
-        }
-    }
+    w = encoding == ENC_HEX ? kd_put_hex(w, s, n) : kd_put_base64(w, s, n);
     *w++ = '"';
-    o->len = w - o->p;
-    return 0;
+    return w;
 }
 
-/* A JSON literal for a key, value or header value: null, or a string in the encoding. */
-static int
-put_payload(outbuf *o, PyObject *d, int encoding)
+/* An encoding of ours. */
+static inline int
+encoding_ok(long encoding)
 {
-    if (d == Py_None)
-        return put_payload_raw(o, NULL, 0, encoding);
-    return put_payload_raw(o, (const unsigned char *)PyBytes_AS_STRING(d), PyBytes_GET_SIZE(d), encoding);
+    return encoding == ENC_BASE64 || encoding == ENC_HEX || encoding == ENC_UTF8;
 }
 
 /* The JSON writers' common arguments: an ASCII str for the file's JSON, an encoding of ours. */
 static inline int
 json_args_ok(PyObject *file_json, long encoding)
 {
-    return PyUnicode_CheckExact(file_json) && PyUnicode_IS_ASCII(file_json) &&
-           (encoding == ENC_BASE64 || encoding == ENC_HEX || encoding == ENC_UTF8);
+    return PyUnicode_CheckExact(file_json) && PyUnicode_IS_ASCII(file_json) && encoding_ok(encoding);
 }
 
-static const char *const codec_names[8] = {"none", "gzip", "snappy", "lz4", "zstd",
-                                           "unknown(5)", "unknown(6)", "unknown(7)"};
-
-/* The fields of a batch as batch_prefix writes them (file first, then these). */
+/* The fields of a batch as batch_prefix writes them (file first, then these ...). */
 static const char *const batch_keys[] = {
     ",\"position\":", ",\"base_offset\":", ",\"last_offset\":", ",\"count\":", ",\"size\":",
     ",\"magic\":", ",\"crc\":",
 };
+/* (... crc_valid, compression and timestamp_type, then these) */
+static const struct {
+    const char *key;
+    int field;
+} tail_keys[] = {
+    {",\"base_timestamp\":", BF_BASE_TIMESTAMP}, {",\"max_timestamp\":", BF_MAX_TIMESTAMP},
+    {",\"partition_leader_epoch\":", BF_PARTITION_LEADER_EPOCH}, {",\"producer_id\":", BF_PRODUCER_ID},
+    {",\"producer_epoch\":", BF_PRODUCER_EPOCH}, {",\"base_sequence\":", BF_BASE_SEQUENCE},
+};
 
-static int put_batch_values(outbuf *o, const int64_t *v);
+#define BATCH_ROOM 1024           /* the fixed text plus 12 numbers */
 
-/* 1 written, 0 not ours (fall back to Python), -1 error set. */
-static int
-put_batch(outbuf *o, PyObject *batch)
-{
-    int64_t v[BATCH_FIELDS];
-    if (batch_values(batch, v) < 0 || v[BF_MAGIC] < 0 || v[BF_MAGIC] > 2)
-        return 0;
-    return put_batch_values(o, v);
-}
-
-/* put_batch from the Batch fields ``v`` (v[BF_CRC_VALID] 0 or 1): 1, or -1. */
-static int
-put_batch_values(outbuf *o, const int64_t *v)
+/* A batch's fields from its values ``v`` (v[BF_CRC_VALID] 0 or 1). Room: BATCH_ROOM. */
+static char *
+put_batch_values(char *w, const int64_t *v)
 {
     int v2 = v[BF_MAGIC] == 2;
     int64_t attributes = v[BF_ATTRIBUTES];
-    if (out_reserve(o, 1024) < 0)                 /* the fixed text plus 12 numbers */
-        return -1;
     for (int i = 0; i < 7; i++) {
-        put_raw(o, batch_keys[i], (Py_ssize_t)strlen(batch_keys[i]));
-        put_i64(o, v[i]);
+        w = kd_put_str(w, batch_keys[i]);
+        w = kd_put_i64(w, v[i]);
     }
-    if (v[BF_CRC_VALID])
-        PUT_LIT(o, ",\"crc_valid\":true");
-    else
-        PUT_LIT(o, ",\"crc_valid\":false");
-    PUT_LIT(o, ",\"compression\":\"");
-    const char *codec = codec_names[attributes & COMPRESSION_MASK];
-    put_raw(o, codec, (Py_ssize_t)strlen(codec));
+    w = kd_put_str(w, v[BF_CRC_VALID] ? ",\"crc_valid\":true" : ",\"crc_valid\":false");
+    PUT(w, ",\"compression\":\"");
+    w = kd_put_str(w, kd_codec_names[attributes & COMPRESSION_MASK]);
     if (v[BF_MAGIC] == 0)
-        PUT_LIT(o, "\",\"timestamp_type\":\"NoTimestampType\"");
+        PUT(w, "\",\"timestamp_type\":\"NoTimestampType\"");
     else if (attributes & TIMESTAMP_TYPE_MASK)
-        PUT_LIT(o, "\",\"timestamp_type\":\"LogAppendTime\"");
+        PUT(w, "\",\"timestamp_type\":\"LogAppendTime\"");
     else
-        PUT_LIT(o, "\",\"timestamp_type\":\"CreateTime\"");
-    PUT_LIT(o, ",\"base_timestamp\":");
-    put_i64(o, v[BF_BASE_TIMESTAMP]);
-    PUT_LIT(o, ",\"max_timestamp\":");
-    put_i64(o, v[BF_MAX_TIMESTAMP]);
-    PUT_LIT(o, ",\"partition_leader_epoch\":");
-    put_i64(o, v[BF_PARTITION_LEADER_EPOCH]);
-    PUT_LIT(o, ",\"producer_id\":");
-    put_i64(o, v[BF_PRODUCER_ID]);
-    PUT_LIT(o, ",\"producer_epoch\":");
-    put_i64(o, v[BF_PRODUCER_EPOCH]);
-    PUT_LIT(o, ",\"base_sequence\":");
-    put_i64(o, v[BF_BASE_SEQUENCE]);
+        PUT(w, "\",\"timestamp_type\":\"CreateTime\"");
+    for (size_t i = 0; i < sizeof(tail_keys) / sizeof(tail_keys[0]); i++) {
+        w = kd_put_str(w, tail_keys[i].key);
+        w = kd_put_i64(w, v[tail_keys[i].field]);
+    }
     /* legacy messages have none of the v2 flags, whatever their attribute bits say */
-    if (v2 && (attributes & TRANSACTIONAL_FLAG))
-        PUT_LIT(o, ",\"is_transactional\":true");
-    else
-        PUT_LIT(o, ",\"is_transactional\":false");
-    if (v2 && (attributes & CONTROL_FLAG))
-        PUT_LIT(o, ",\"is_control\":true");
-    else
-        PUT_LIT(o, ",\"is_control\":false");
-    PUT_LIT(o, ",\"delete_horizon_ms\":");
+    w = kd_put_str(w, v2 && (attributes & TRANSACTIONAL_FLAG) ? ",\"is_transactional\":true" : ",\"is_transactional\":false");
+    w = kd_put_str(w, v2 && (attributes & CONTROL_FLAG) ? ",\"is_control\":true" : ",\"is_control\":false");
+    PUT(w, ",\"delete_horizon_ms\":");
     if (v2 && (attributes & DELETE_HORIZON_FLAG))
-        put_i64(o, v[BF_BASE_TIMESTAMP]);
+        w = kd_put_i64(w, v[BF_BASE_TIMESTAMP]);
     else
-        PUT_LIT(o, "null");
-    return 1;
+        PUT(w, "null");
+    return w;
 }
 
-/* One record object; same return convention as put_batch. */
-static int
-put_record(outbuf *o, PyObject *rec, int encoding)
+/* Room a record's object may take (record_room's headers: 40 bytes each besides their strings). */
+static inline Py_ssize_t
+record_room(const kd_record *r)
 {
-    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != RECORD_FIELDS)
-        return 0;
-    PyObject *const *f = &PyTuple_GET_ITEM(rec, 0);
-    int64_t offset, timestamp, sequence, magic, crc = 0;
-    PyObject *key = f[RF_KEY], *value = f[RF_VALUE], *headers = f[RF_HEADERS];
-    if (exact_i64(f[RF_OFFSET], &offset) < 0 || exact_i64(f[RF_TIMESTAMP], &timestamp) < 0 || exact_i64(f[RF_SEQUENCE], &sequence) < 0 ||
-        exact_i64(f[RF_MAGIC], &magic) < 0 || magic < 0 || magic > 2 || f[RF_CONTROL] != Py_None)
-        return 0;
-    /* a legacy record also carries its own crc and crc_valid */
-    if (magic < 2 && (exact_i64(f[RF_CRC], &crc) < 0 || (f[RF_CRC_VALID] != Py_True && f[RF_CRC_VALID] != Py_False)))
-        return 0;
-    if ((key != Py_None && !PyBytes_CheckExact(key)) || (value != Py_None && !PyBytes_CheckExact(value)))
-        return 0;
-    if (!PyTuple_Check(headers) && !PyList_Check(headers))
-        return 0;
-    Py_ssize_t nh = PySequence_Fast_GET_SIZE(headers);
-    PyObject **hs = PySequence_Fast_ITEMS(headers);
-    for (Py_ssize_t i = 0; i < nh; i++) {
-        PyObject *h = hs[i];
-        if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(h, 0)))
-            return 0;
-        PyObject *hv = PyTuple_GET_ITEM(h, 1);
-        if (hv != Py_None && !PyBytes_CheckExact(hv))
-            return 0;
+    return 256 + json_room(r->klen) + json_room(r->vlen) + 6 * r->hbytes + 40 * r->hcount;
+}
+
+/* One record's object: the one JSON record renderer. Room: record_room's. */
+static char *
+put_record(char *w, const kd_record *r, int encoding)
+{
+    PUT(w, "{\"offset\":");
+    w = kd_put_i64(w, r->offset);
+    PUT(w, ",\"timestamp\":");
+    w = kd_put_i64(w, r->timestamp);
+    PUT(w, ",\"key_size\":");
+    w = kd_put_i64(w, r->key == NULL ? -1 : r->klen);
+    PUT(w, ",\"value_size\":");
+    w = kd_put_i64(w, r->value == NULL ? -1 : r->vlen);
+    PUT(w, ",\"sequence\":");
+    w = kd_put_i64(w, r->sequence);
+    PUT(w, ",\"key\":");
+    w = put_payload(w, r->key, r->klen, encoding);
+    PUT(w, ",\"value\":");
+    w = put_payload(w, r->value, r->vlen, encoding);
+    PUT(w, ",\"headers\":[");
+    kd_header h = {r->headers, -1, NULL, NULL, 0, 0};
+    while (kd_next_header(r, &h)) {
+        w = kd_put_str(w, h.index ? ",{\"key\":" : "{\"key\":");
+        w = put_utf8_json(w, h.key, h.klen);        /* header keys are text whatever the encoding */
+        PUT(w, ",\"value\":");
+        w = put_payload(w, h.value, h.vlen, encoding);
+        *w++ = '}';
     }
-    if (out_reserve(o, 128 + 5 * INT_CHARS) < 0)
-        return -1;
-    PUT_LIT(o, "{\"offset\":");
-    put_i64(o, offset);
-    PUT_LIT(o, ",\"timestamp\":");
-    put_i64(o, timestamp);
-    PUT_LIT(o, ",\"key_size\":");
-    put_i64(o, key == Py_None ? -1 : (int64_t)PyBytes_GET_SIZE(key));
-    PUT_LIT(o, ",\"value_size\":");
-    put_i64(o, value == Py_None ? -1 : (int64_t)PyBytes_GET_SIZE(value));
-    PUT_LIT(o, ",\"sequence\":");
-    put_i64(o, sequence);
-    PUT_LIT(o, ",\"key\":");
-    if (put_payload(o, key, encoding) < 0 || out_reserve(o, 16) < 0)
-        return -1;
-    PUT_LIT(o, ",\"value\":");
-    if (put_payload(o, value, encoding) < 0 || out_reserve(o, 16) < 0)
-        return -1;
-    PUT_LIT(o, ",\"headers\":[");
-    for (Py_ssize_t i = 0; i < nh; i++) {
-        PyObject *hk = PyTuple_GET_ITEM(hs[i], 0);
-        if (out_reserve(o, 16) < 0)
+    *w++ = ']';
+    if (r->magic < 2) {                         /* a legacy record also carries its own crc and crc_valid */
+        PUT(w, ",\"crc\":");
+        w = kd_put_i64(w, r->crc);
+        w = kd_put_str(w, r->crc_ok ? ",\"crc_valid\":true" : ",\"crc_valid\":false");
+    }
+    *w++ = '}';
+    return w;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The renderer                                                                          */
+/* ------------------------------------------------------------------------------------ */
+
+/* The objects of the records ``it`` gives, comma-separated, at the end of ``o``, their offsets
+ * taken by ``f``: 1 written, 0 not ours (the caller goes back), -1 error set. */
+static int
+put_records(kd_out *o, kd_records *it, int encoding, kd_offsets *f)
+{
+    kd_record r;
+    int rc;
+    for (int64_t i = 0; (rc = kd_records_next(it, &r)) > 0; i++) {
+        int took = kd_offsets_take(f, r.offset);
+        if (took != 0)
+            return took < 0 ? -1 : 0;
+        if (kd_out_reserve(o, record_room(&r) + 1) < 0)
             return -1;
+        char *w = o->p + o->len;
         if (i)
-            PUT_LIT(o, ",");
-        PUT_LIT(o, "{\"key\":");
-        /* header keys are text whatever the encoding */
-        if (put_utf8_json(o, (const unsigned char *)PyBytes_AS_STRING(hk), PyBytes_GET_SIZE(hk)) < 0 ||
-            out_reserve(o, 16) < 0)
-            return -1;
-        PUT_LIT(o, ",\"value\":");
-        if (put_payload(o, PyTuple_GET_ITEM(hs[i], 1), encoding) < 0 || out_reserve(o, 4) < 0)
-            return -1;
-        PUT_LIT(o, "}");
+            *w++ = ',';
+        o->len = put_record(w, &r, encoding) - o->p;
     }
-    if (out_reserve(o, 48 + INT_CHARS) < 0)
-        return -1;
-    PUT_LIT(o, "]");
-    if (magic < 2) {
-        PUT_LIT(o, ",\"crc\":");
-        put_i64(o, crc);
-        if (f[RF_CRC_VALID] == Py_True)
-            PUT_LIT(o, ",\"crc_valid\":true");
-        else
-            PUT_LIT(o, ",\"crc_valid\":false");
-    }
-    PUT_LIT(o, "}");
-    return 1;
+    return rc < 0 ? 0 : 1;
 }
 
-/* The record objects of a list or tuple, comma-separated; same return convention as put_batch. */
+/* One batch's line at the end of ``o``: ``{"file":`` and ``file`` (n bytes), the fields ``v``,
+ * the ``"records"`` ``it`` gives (none: no such key), ``}``. 1 written, 0 not ours, -1 error set. */
 static int
-put_records(outbuf *o, PyObject *records, int encoding)
+put_line(kd_out *o, const char *file, Py_ssize_t n, const int64_t *v, kd_records *it, int encoding, kd_offsets *f)
 {
-    Py_ssize_t nr = PySequence_Fast_GET_SIZE(records);
-    PyObject **rs = PySequence_Fast_ITEMS(records);
-    for (Py_ssize_t i = 0; i < nr; i++) {
-        if (i) {
-            if (out_reserve(o, 1) < 0)
-                return -1;
-            PUT_LIT(o, ",");
-        }
-        int rc = put_record(o, rs[i], encoding);
-        if (rc <= 0)
-            return rc;
+    if (kd_out_reserve(o, n + BATCH_ROOM + 16) < 0)
+        return -1;
+    char *w = o->p + o->len;
+    PUT(w, "{\"file\":");
+    memcpy(w, file, (size_t)n);
+    w = put_batch_values(w + n, v);
+    if (it != NULL) {
+        PUT(w, ",\"records\":[");
+        o->len = w - o->p;
+        int rc = put_records(o, it, encoding, f);
+        if (rc <= 0 || kd_out_reserve(o, 2) < 0)
+            return rc <= 0 ? rc : -1;
+        w = o->p + o->len;
+        *w++ = ']';
     }
+    *w++ = '}';
+    o->len = w - o->p;
     return 1;
 }
 
-/* Frees the shared buffer once a call has made it huge. */
-static void
-out_trim(void)
+/* A Batch's values as put_line takes them (magic 0, 1 or 2): 0, or -1 (not ours). */
+static inline int
+line_batch(PyObject *batch, int64_t *v)
 {
-    if (out_cap > OUT_KEEP) {
-        PyMem_Free(out_mem);
-        out_mem = NULL;
-        out_cap = 0;
-    }
+    return batch_values(batch, v) < 0 || v[BF_MAGIC] < 0 || v[BF_MAGIC] > 2 ? -1 : 0;
 }
+
+/* o's bytes as an ASCII str (NULL with an exception set). */
+static PyObject *
+ascii_text(const kd_out *o, Py_ssize_t from)
+{
+    PyObject *text = PyUnicode_New(o->len - from, 127);
+    if (text != NULL)
+        memcpy(PyUnicode_1BYTE_DATA(text), o->p + from, (size_t)(o->len - from));
+    return text;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The entry points: where the records come from                                        */
+/* ------------------------------------------------------------------------------------ */
 
 /* json_records(records, encoding) -> str | None: the "records" array's members without the
  * brackets, for a batch written a slice of records at a time (render/dump.py JsonDump). The
@@ -465,23 +335,23 @@ kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long encoding = PyLong_AsLong(args[1]);
     if (encoding == -1 && PyErr_Occurred())
         return NULL;
-    if ((encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8) ||
-        (!PyList_Check(records) && !PyTuple_Check(records)))
+    if (!encoding_ok(encoding) || (!PyList_Check(records) && !PyTuple_Check(records)))
         Py_RETURN_NONE;
-    outbuf o = {out_mem, 0};
-    PyObject *result = NULL;
-    int rc = put_records(&o, records, (int)encoding);
-    if (rc > 0) {
-        result = PyUnicode_New(o.len, 127);
-        if (result != NULL)
-            memcpy(PyUnicode_1BYTE_DATA(result), o.p, (size_t)o.len);
-    }
-    out_trim();
+    kd_records it;
+    kd_records_of_objects(&it, PySequence_Fast_ITEMS(records), PySequence_Fast_GET_SIZE(records));
+    kd_offsets f = {NULL, 0, 0, 0, 0};
+    kd_out o;
+    kd_out_begin(&o);
+    int rc = put_records(&o, &it, (int)encoding, &f);
+    PyObject *result = rc > 0 ? ascii_text(&o, 0) : NULL;
+    kd_out_end(&o);
     if (rc == 0)
         Py_RETURN_NONE;
     return result;
 }
 
+/* json_batch_line(file_json, batch, records, encoding) -> str | None: the line of a batch
+ * and its records (None: no "records" key). */
 PyObject *
 kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -494,51 +364,26 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long encoding = PyLong_AsLong(args[3]);
     if (encoding == -1 && PyErr_Occurred())
         return NULL;
-    if (!PyUnicode_CheckExact(file_json) || (encoding != ENC_BASE64 && encoding != ENC_HEX && encoding != ENC_UTF8))
+    int64_t v[BATCH_FIELDS];
+    if (!PyUnicode_CheckExact(file_json) || !encoding_ok(encoding) || line_batch(batch, v) < 0 ||
+        (records != Py_None && !PyList_Check(records) && !PyTuple_Check(records)))
         Py_RETURN_NONE;
-    if (records != Py_None && !PyList_Check(records) && !PyTuple_Check(records))
-        Py_RETURN_NONE;
-    PyObject *result = NULL;
-    outbuf o = {out_mem, 0};
-    Py_ssize_t head;
-    int rc = -1;
-    /* An ASCII file name goes straight into the buffer; any other is joined at the end. */
+    kd_records it;
+    if (records != Py_None)
+        kd_records_of_objects(&it, PySequence_Fast_ITEMS(records), PySequence_Fast_GET_SIZE(records));
+    kd_offsets f = {NULL, 0, 0, 0, 0};
+    /* An ASCII file name goes straight into the line; any other is joined at the end. */
     int ascii_file = PyUnicode_IS_ASCII(file_json);
-    if (out_reserve(&o, 16) < 0)
-        goto done;
-    PUT_LIT(&o, "{\"file\":");
-    if (ascii_file) {
-        Py_ssize_t n = PyUnicode_GET_LENGTH(file_json);
-        if (out_reserve(&o, n) < 0)
-            goto done;
-        put_raw(&o, (const char *)PyUnicode_DATA(file_json), n);
-    }
-    head = o.len;
-    rc = put_batch(&o, batch);
-    if (rc <= 0)
-        goto done;
-    rc = -1;
-    if (records != Py_None) {
-        if (out_reserve(&o, 16) < 0)
-            goto done;
-        PUT_LIT(&o, ",\"records\":[");
-        rc = put_records(&o, records, (int)encoding);
-        if (rc <= 0)
-            goto done;
-        rc = -1;
-        if (out_reserve(&o, 1) < 0)
-            goto done;
-        PUT_LIT(&o, "]");
-    }
-    if (out_reserve(&o, 1) < 0)
-        goto done;
-    PUT_LIT(&o, "}");
-    rc = 1;
-    if (ascii_file) {
-        result = PyUnicode_New(o.len, 127);
-        if (result != NULL)
-            memcpy(PyUnicode_1BYTE_DATA(result), o.p, (size_t)o.len);
-    } else {
+    Py_ssize_t n = ascii_file ? PyUnicode_GET_LENGTH(file_json) : 0;
+    kd_out o;
+    kd_out_begin(&o);
+    int rc = put_line(&o, ascii_file ? (const char *)PyUnicode_DATA(file_json) : "", n, v,
+                      records == Py_None ? NULL : &it, (int)encoding, &f);
+    PyObject *result = NULL;
+    if (rc > 0 && ascii_file) {
+        result = ascii_text(&o, 0);
+    } else if (rc > 0) {
+        Py_ssize_t head = 8;        /* {"file": */
         PyObject *start = PyUnicode_FromStringAndSize(o.p, head);
         PyObject *rest = PyUnicode_FromStringAndSize(o.p + head, o.len - head);
         PyObject *part = (start && rest) ? PyUnicode_Concat(start, file_json) : NULL;
@@ -547,95 +392,28 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_XDECREF(rest);
         Py_XDECREF(part);
     }
-done:
-    out_trim();
+    kd_out_end(&o);
     if (rc == 0)
         Py_RETURN_NONE;     /* not ours: the Python writer does this line */
     return result;          /* NULL with an exception set when rc < 0 */
 }
 
-
-/* A v2 record read in place (kd_next_record), written as put_record writes its object. */
-static int
-put_raw_record(outbuf *o, const kd_record *r, int encoding)
+/* The (line, first, last) a line writer returns (first and last None: no record), or None
+ * for ``rc`` 0; NULL with an exception set. */
+static PyObject *
+line_result(kd_out *o, int rc, const kd_offsets *f)
 {
-    if (out_reserve(o, 128 + 5 * INT_CHARS) < 0)
-        return -1;
-    PUT_LIT(o, "{\"offset\":");
-    put_i64(o, r->offset);
-    PUT_LIT(o, ",\"timestamp\":");
-    put_i64(o, r->timestamp);
-    PUT_LIT(o, ",\"key_size\":");
-    put_i64(o, r->key == NULL ? -1 : r->klen);
-    PUT_LIT(o, ",\"value_size\":");
-    put_i64(o, r->value == NULL ? -1 : r->vlen);
-    PUT_LIT(o, ",\"sequence\":");
-    put_i64(o, r->sequence);
-    PUT_LIT(o, ",\"key\":");
-    if (put_payload_raw(o, r->key, r->klen, encoding) < 0 || out_reserve(o, 16) < 0)
-        return -1;
-    PUT_LIT(o, ",\"value\":");
-    if (put_payload_raw(o, r->value, r->vlen, encoding) < 0 || out_reserve(o, 16) < 0)
-        return -1;
-    PUT_LIT(o, ",\"headers\":[");
-    const unsigned char *h = r->headers;
-    for (int32_t i = 0; i < r->hcount; i++) {
-        const unsigned char *hk, *hv;
-        int32_t hkl, hvl;
-        kd_next_header(&h, r->headers_end, &hk, &hkl, &hv, &hvl);
-        if (out_reserve(o, 16) < 0)
-            return -1;
-        if (i)
-            PUT_LIT(o, ",");
-        PUT_LIT(o, "{\"key\":");
-        if (put_utf8_json(o, hk, hkl) < 0 || out_reserve(o, 16) < 0)
-            return -1;
-        PUT_LIT(o, ",\"value\":");
-        if (put_payload_raw(o, hv, hvl, encoding) < 0 || out_reserve(o, 4) < 0)
-            return -1;
-        PUT_LIT(o, "}");
+    PyObject *result = NULL;
+    if (rc > 0) {
+        PyObject *line = ascii_text(o, 0);
+        if (line != NULL)
+            result = f->seen ? Py_BuildValue("(NLL)", line, (long long)f->first, (long long)f->prev)
+                             : Py_BuildValue("(NOO)", line, Py_None, Py_None);
     }
-    if (out_reserve(o, 2) < 0)
-        return -1;
-    PUT_LIT(o, "]}");
-    return 0;
-}
-
-/* ``,"records":[...]}``: the records of a v2 batch (Batch fields ``v``) from its records section
- * ``d[0:end]``, decompressed if it was; ``*first`` and ``*last`` their offsets, which must follow
- * one another (none: *first > *last). 1 written, 0 not ours (malformed, a gap), -1 error set. */
-static int
-put_v2_records(outbuf *o, const unsigned char *d, Py_ssize_t end, const int64_t *v, int encoding, int64_t *first,
-               int64_t *last)
-{
-    if (out_reserve(o, 16) < 0)
-        return -1;
-    PUT_LIT(o, ",\"records\":[");
-    const int64_t *lat = (v[BF_ATTRIBUTES] & TIMESTAMP_TYPE_MASK) ? &v[BF_MAX_TIMESTAMP] : NULL;
-    Py_ssize_t p = 0;
-    *first = 1;
-    *last = 0;
-    for (int64_t i = 0; i < v[BF_COUNT]; i++) {
-        kd_record r;
-        if (kd_next_record(d, &p, end, v[BF_BASE_OFFSET], v[BF_BASE_TIMESTAMP], lat, v[BF_BASE_SEQUENCE], &r) < 0 || (i > 0 && r.offset != *last + 1))
-            return 0;           /* malformed, or a gap: the usual path */
-        if (i == 0)
-            *first = r.offset;
-        *last = r.offset;
-        if (i) {
-            if (out_reserve(o, 1) < 0)
-                return -1;
-            PUT_LIT(o, ",");
-        }
-        if (put_raw_record(o, &r, encoding) < 0)
-            return -1;
-    }
-    if (p != end)
-        return 0;
-    if (out_reserve(o, 2) < 0)
-        return -1;
-    PUT_LIT(o, "]}");
-    return 1;
+    kd_out_end(o);
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return result;
 }
 
 /*
@@ -658,56 +436,25 @@ kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long encoding = PyLong_AsLong(args[3]);
     if (encoding == -1 && PyErr_Occurred())
         return NULL;
-    if (!json_args_ok(file_json, encoding) || !PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS)
-        Py_RETURN_NONE;
-    int64_t magic, count, attributes, base_offset, base_ts, max_ts, base_seq;
-    PyObject *const *f = &PyTuple_GET_ITEM(batch, 0);
-    if (exact_i64(f[BF_MAGIC], &magic) < 0 || magic != 2 || exact_i64(f[BF_COUNT], &count) < 0 ||
-        exact_i64(f[BF_ATTRIBUTES], &attributes) < 0 || (attributes & CONTROL_FLAG) || exact_i64(f[BF_BASE_OFFSET], &base_offset) < 0 ||
-        exact_i64(f[BF_BASE_TIMESTAMP], &base_ts) < 0 || exact_i64(f[BF_MAX_TIMESTAMP], &max_ts) < 0 || exact_i64(f[BF_BASE_SEQUENCE], &base_seq) < 0)
+    int64_t v[BATCH_FIELDS];
+    if (!json_args_ok(file_json, encoding) || line_batch(batch, v) < 0 || v[BF_MAGIC] != 2 ||
+        (v[BF_ATTRIBUTES] & CONTROL_FLAG))
         Py_RETURN_NONE;
     Py_buffer view;
     if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    const unsigned char *d = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len;
-    PyObject *result = NULL;
+    kd_records it;
+    kd_offsets f = {NULL, 1, 0, 0, 0};
+    kd_out o;
+    kd_out_begin(&o);
     int rc = 0;
-    outbuf o = {out_mem, 0};
-    int64_t first = 0, last = 0;
-    if (count < 0 || count > end / 7)
-        goto done;
-    rc = -1;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(file_json);
-    if (out_reserve(&o, n + 16) < 0)
-        goto done;
-    PUT_LIT(&o, "{\"file\":");
-    put_raw(&o, (const char *)PyUnicode_DATA(file_json), n);
-    rc = put_batch(&o, batch);
-    if (rc <= 0)
-        goto done;
-    const int64_t fields[BATCH_FIELDS] = {0, base_offset, 0, count, 0, 2, 0, 0, attributes, 0, base_ts, max_ts,
-                                          0, 0, base_seq};
-    rc = put_v2_records(&o, d, end, fields, (int)encoding, &first, &last);
-    if (rc <= 0)
-        goto done;
-    PyObject *line = PyUnicode_New(o.len, 127);
-    if (line == NULL)
-        goto done;
-    memcpy(PyUnicode_1BYTE_DATA(line), o.p, (size_t)o.len);
-    if (count > 0)
-        result = Py_BuildValue("(NLL)", line, (long long)first, (long long)last);
-    else
-        result = Py_BuildValue("(NOO)", line, Py_None, Py_None);
-    rc = 1;
-done:
+    if (kd_records_of_v2(&it, (const unsigned char *)view.buf, view.len, v) == 0)
+        rc = put_line(&o, (const char *)PyUnicode_DATA(file_json), PyUnicode_GET_LENGTH(file_json), v, &it,
+                      (int)encoding, &f);
     PyBuffer_Release(&view);
-    out_trim();
-    if (rc == 0)
-        Py_RETURN_NONE;
-    return result;
+    return line_result(&o, rc, &f);
 }
 
 /*
@@ -750,61 +497,44 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     const unsigned char *buf = (const unsigned char *)view.buf;
     if (end > view.len)
         end = view.len;
-    outbuf o = {out_mem, 0};
-    Py_ssize_t name_len = PyUnicode_GET_LENGTH(file_json);
-    int has_first = 0, rc = 1;
-    int64_t first = 0, prev = 0;
+    const char *file = (const char *)PyUnicode_DATA(file_json);
+    Py_ssize_t file_len = PyUnicode_GET_LENGTH(file_json);
+    kd_offsets f = {NULL, 1, 0, 0, 0};
+    kd_out o;
+    kd_out_begin(&o);
+    int rc = 1;
     for (Py_ssize_t n = 0; n < max_batches && o.len < max_out; n++) {
         int64_t v[BATCH_FIELDS];
-        if (!kd_plain_v2_at(buf, pos, end, max_records, v) || v[BF_SIZE] - RECORD_BATCH_OVERHEAD > max_section)
+        kd_records it;
+        Py_ssize_t section;
+        if (!kd_plain_v2_at(buf, pos, end, max_records, v) ||
+            (section = (Py_ssize_t)v[BF_SIZE] - RECORD_BATCH_OVERHEAD) > max_section ||
+            kd_records_of_v2(&it, buf + pos + RECORD_BATCH_OVERHEAD, section, v) < 0)
             break;
         Py_ssize_t mark = o.len;
-        if (out_reserve(&o, name_len + 16) < 0) {
-            rc = -1;
-            break;
+        kd_offsets before = f;
+        if (n) {
+            if ((rc = kd_out_reserve(&o, 1)) < 0)
+                break;
+            o.p[o.len++] = '\n';
         }
-        if (n)
-            PUT_LIT(&o, "\n");
-        PUT_LIT(&o, "{\"file\":");
-        put_raw(&o, (const char *)PyUnicode_DATA(file_json), name_len);
-        int64_t bfirst, blast;
-        rc = put_batch_values(&o, v);
-        if (rc > 0)
-            rc = put_v2_records(&o, buf + pos + RECORD_BATCH_OVERHEAD, (Py_ssize_t)v[BF_SIZE] - RECORD_BATCH_OVERHEAD, v,
-                                (int)encoding, &bfirst, &blast);
-        if (rc > 0 && bfirst <= blast && has_first && (prev == INT64_MAX || bfirst != prev + 1))
-            rc = 0;             /* a gap between batches: the caller's report sees it */
-        if (rc <= 0) {
+        rc = put_line(&o, file, file_len, v, &it, (int)encoding, &f);
+        if (rc <= 0) {          /* not ours (a gap included: the caller's report sees it) */
             o.len = mark;
+            f = before;
             break;
-        }
-        if (bfirst <= blast) {
-            if (!has_first)
-                first = bfirst;
-            has_first = 1;
-            prev = blast;
         }
         pos += (Py_ssize_t)v[BF_SIZE];
     }
     PyBuffer_Release(&view);
     PyObject *result = NULL;
     if (rc >= 0) {
-        PyObject *text = Py_None;
-        if (o.len > 0) {
-            text = PyUnicode_New(o.len, 127);
-            if (text != NULL)
-                memcpy(PyUnicode_1BYTE_DATA(text), o.p, (size_t)o.len);
-        } else {
-            Py_INCREF(text);
-        }
-        if (text != NULL) {
-            if (has_first)
-                result = Py_BuildValue("(NnLL)", text, pos, (long long)first, (long long)prev);
-            else
-                result = Py_BuildValue("(NnOO)", text, pos, Py_None, Py_None);
-        }
+        PyObject *text = o.len > 0 ? ascii_text(&o, 0) : Py_NewRef(Py_None);
+        if (text != NULL)
+            result = f.seen ? Py_BuildValue("(NnLL)", text, pos, (long long)f.first, (long long)f.prev)
+                            : Py_BuildValue("(NnOO)", text, pos, Py_None, Py_None);
     }
-    out_trim();
+    kd_out_end(&o);
     return result;
 }
 
@@ -827,8 +557,10 @@ kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     long encoding = PyLong_AsLong(args[4]);
     if (encoding == -1 && PyErr_Occurred())
         return NULL;
-    int64_t wrapper_offset, magic, lat;
-    if (!json_args_ok(file_json, encoding) || legacy_wrapper_args(batch, args[3], &wrapper_offset, &magic, &lat) < 0)
+    int64_t wrapper_offset, magic, lat, base, v[BATCH_FIELDS];
+    Py_ssize_t n;
+    if (!json_args_ok(file_json, encoding) || legacy_wrapper_args(batch, args[3], &wrapper_offset, &magic, &lat) < 0 ||
+        line_batch(batch, v) < 0)
         Py_RETURN_NONE;
     Py_buffer view;
     if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
@@ -836,76 +568,16 @@ kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
     const unsigned char *d = (const unsigned char *)view.buf;
-    outbuf o = {out_mem, 0};
-    PyObject *result = NULL;
+    kd_offsets f = {NULL, 1, 0, 0, 0};
+    kd_out o;
+    kd_out_begin(&o);
     int rc = 0;
-    int64_t base, first = 0, prev = 0;
-    Py_ssize_t n;
-    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) < 0)
-        goto done;
-    rc = -1;
-    Py_ssize_t name_len = PyUnicode_GET_LENGTH(file_json);
-    if (out_reserve(&o, name_len + 16) < 0)
-        goto done;
-    PUT_LIT(&o, "{\"file\":");
-    put_raw(&o, (const char *)PyUnicode_DATA(file_json), name_len);
-    rc = put_batch(&o, batch);
-    if (rc <= 0)
-        goto done;
-    rc = -1;
-    if (out_reserve(&o, 16) < 0)
-        goto done;
-    PUT_LIT(&o, ",\"records\":[");
-    const int64_t *lap = args[3] != Py_None ? &lat : NULL;
-    Py_ssize_t p = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        kd_legacy_msg r;
-        kd_legacy_next(d, &p, base, lap, &r);
-        if (i && (prev == INT64_MAX || r.offset != prev + 1)) {
-            rc = 0;             /* a gap: the usual path */
-            goto done;
-        }
-        if (i == 0)
-            first = r.offset;
-        prev = r.offset;
-        if (out_reserve(&o, 128 + 5 * INT_CHARS) < 0)
-            goto done;
-        if (i)
-            PUT_LIT(&o, ",");
-        PUT_LIT(&o, "{\"offset\":");
-        put_i64(&o, r.offset);
-        PUT_LIT(&o, ",\"timestamp\":");
-        put_i64(&o, r.timestamp);
-        PUT_LIT(&o, ",\"key_size\":");
-        put_i64(&o, r.key == NULL ? -1 : r.klen);
-        PUT_LIT(&o, ",\"value_size\":");
-        put_i64(&o, r.value == NULL ? -1 : r.vlen);
-        PUT_LIT(&o, ",\"sequence\":-1,\"key\":");
-        if (put_payload_raw(&o, r.key, r.klen, (int)encoding) < 0 || out_reserve(&o, 16) < 0)
-            goto done;
-        PUT_LIT(&o, ",\"value\":");
-        if (put_payload_raw(&o, r.value, r.vlen, (int)encoding) < 0 || out_reserve(&o, 48 + INT_CHARS) < 0)
-            goto done;
-        PUT_LIT(&o, ",\"headers\":[],\"crc\":");
-        put_i64(&o, r.crc);
-        if (r.crc_ok)
-            PUT_LIT(&o, ",\"crc_valid\":true}");
-        else
-            PUT_LIT(&o, ",\"crc_valid\":false}");
+    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) == 0) {
+        kd_records it;
+        kd_records_of_legacy(&it, d, base, n, args[3] != Py_None ? &lat : NULL);
+        rc = put_line(&o, (const char *)PyUnicode_DATA(file_json), PyUnicode_GET_LENGTH(file_json), v, &it,
+                      (int)encoding, &f);
     }
-    if (out_reserve(&o, 2) < 0)
-        goto done;
-    PUT_LIT(&o, "]}");
-    PyObject *line = PyUnicode_New(o.len, 127);
-    if (line == NULL)
-        goto done;
-    memcpy(PyUnicode_1BYTE_DATA(line), o.p, (size_t)o.len);
-    result = Py_BuildValue("(NLL)", line, (long long)first, (long long)prev);
-    rc = 1;
-done:
     PyBuffer_Release(&view);
-    out_trim();
-    if (rc == 0)
-        Py_RETURN_NONE;
-    return result;
+    return line_result(&o, rc, &f);
 }

@@ -52,45 +52,70 @@ message_ok(const unsigned char *d, Py_ssize_t mstart, Py_ssize_t mend)
 }
 
 /*
+ * The entries of an inner set wholly inside d[start:end) from start on (a window of a set
+ * decompressed as a stream), at most max_n of them, each checked as legacy.py's Message and
+ * _entries check it: their number, where the next starts, and their first and last inner
+ * offsets. Stops, without error, before an entry that does not lie wholly in the window; -1
+ * if a whole one (or a header's size) is malformed. The one framing of an inner set.
+ */
+static int
+legacy_entries(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_n, Py_ssize_t *next,
+               Py_ssize_t *count, int64_t *first, int64_t *last)
+{
+    Py_ssize_t p = start, n = 0;
+    while (n < max_n && end - p >= LOG_OVERHEAD) {
+        int64_t size = (int32_t)be32(d + p + 8);
+        if (size < LEGACY_OVERHEAD_V0)
+            return -1;
+        if (size > end - p - LOG_OVERHEAD)
+            break;
+        if (message_ok(d, p + LOG_OVERHEAD, p + LOG_OVERHEAD + (Py_ssize_t)size) < 0)
+            return -1;
+        if (n == 0)
+            *first = (int64_t)be64(d + p);
+        *last = (int64_t)be64(d + p);
+        p += LOG_OVERHEAD + (Py_ssize_t)size;
+        n++;
+    }
+    *next = p;
+    *count = n;
+    return 0;
+}
+
+/* Whether base + the inner offset of each of the n entries from d[p] on stays in int64. */
+static int
+offsets_fit(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, int64_t base)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t offset;
+        if (add_overflows(base, (int64_t)be64(d + p), &offset))
+            return 0;
+        p += LOG_OVERHEAD + (Py_ssize_t)(int32_t)be32(d + p + 8);
+    }
+    return 1;
+}
+
+/*
  * The whole inner set checked as decode_legacy (below) checks it, without making anything:
  * 0 with its message count and the base its inner offsets are added to, -1 if malformed
- * (or beyond int64). legacy_next then reads the messages one after another.
+ * (or beyond int64). kd_legacy_next then reads the messages one after another.
  */
 int
 kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic, int64_t *base_out,
                 Py_ssize_t *count)
 {
-    /* pass 1: framing, and the last inner offset (v1 offsets are relative to it) */
-    Py_ssize_t p = 0, n = 0;
-    int64_t last_inner = 0;
-    while (p < end) {
-        if (end - p < LOG_OVERHEAD)
-            return -1;
-        int64_t size = (int32_t)be32(d + p + 8);
-        if (size < LEGACY_OVERHEAD_V0 || size > end - p - LOG_OVERHEAD)
-            return -1;
-        last_inner = (int64_t)be64(d + p);
-        p += LOG_OVERHEAD + (Py_ssize_t)size;
-        n++;
-    }
-    if (n == 0)
+    Py_ssize_t next, n;
+    int64_t first_inner = 0, last_inner = 0;
+    if (legacy_entries(d, 0, end, PY_SSIZE_T_MAX, &next, &n, &first_inner, &last_inner) < 0 || next != end || n == 0)
         return -1;
     int64_t base = 0;                  /* v0 inner offsets are absolute */
     if (wrapper_magic >= 1 && wrapper_offset != 0) {    /* librdkafka's 0 means base 0 */
+        /* v1 inner offsets are relative to the last one */
         if (wrapper_offset < last_inner || sub_overflows(wrapper_offset, last_inner, &base))
             return -1;                  /* (beyond int64: Python's big ints decide) */
     }
-    /* pass 2: each message */
-    p = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t inner_offset = (int64_t)be64(d + p), offset;
-        Py_ssize_t mstart = p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + p + 8);
-        p = mend;
-        if (message_ok(d, mstart, mend) < 0)
-            return -1;
-        if (add_overflows(base, inner_offset, &offset))
-            return -1;
-    }
+    if (!offsets_fit(d, 0, n, base))
+        return -1;
     *base_out = base;
     *count = n;
     return 0;
@@ -99,7 +124,7 @@ kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, 
 /* The message at d[*p] of a set kd_legacy_check passed, as its Record would hold it
  * (log_append_ts: the wrapper's LogAppendTime, or NULL); *p moves past it. */
 void
-kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_t *log_append_ts, kd_legacy_msg *r)
+kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_t *log_append_ts, kd_record *r)
 {
     int64_t inner_offset = (int64_t)be64(d + *p);
     Py_ssize_t mstart = *p + LOG_OVERHEAD, mend = mstart + (Py_ssize_t)(int32_t)be32(d + *p + 8);
@@ -108,8 +133,9 @@ kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_
     int attributes = (int8_t)m[5];
     r->magic = (int8_t)m[4];
     r->crc = be32(m);
-    r->crc_ok = crc32_ieee(m + 4, (size_t)(mend - mstart - 4)) == r->crc;
+    r->crc_ok = crc32_ieee(m + 4, (size_t)(mend - mstart - 4)) == (uint32_t)r->crc;
     r->offset = base + inner_offset;
+    r->sequence = -1;
     Py_ssize_t q = mstart + 6;
     r->timestamp = -1;
     r->ts_type = -1;
@@ -123,16 +149,22 @@ kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_
         r->ts_type = 1;
     }
     Py_ssize_t kstart = 0, vstart = 0;
-    read_bytes_field(d, &q, mend, &r->klen, &kstart);
-    read_bytes_field(d, &q, mend, &r->vlen, &vstart);
-    r->key = r->klen >= 0 ? d + kstart : NULL;
-    r->value = r->vlen >= 0 ? d + vstart : NULL;
+    int32_t klen = -1, vlen = -1;
+    read_bytes_field(d, &q, mend, &klen, &kstart);
+    read_bytes_field(d, &q, mend, &vlen, &vstart);
+    r->key = klen >= 0 ? d + kstart : NULL;
+    r->value = vlen >= 0 ? d + vstart : NULL;
+    r->klen = klen < 0 ? 0 : klen;
+    r->vlen = vlen < 0 ? 0 : vlen;
+    r->hcount = r->hbytes = 0;
+    r->headers = NULL;
+    r->header_pairs = NULL;
 }
 
 /* The Record of a message kd_legacy_next read (log_append_ts: the wrapper's LogAppendTime, or
  * NULL; ts_types: the ints -1, 0 and 1). */
 static PyObject *
-new_record(const kd_legacy_msg *r, PyObject *log_append_ts, PyObject *const *ts_types)
+new_record(const kd_record *r, PyObject *log_append_ts, PyObject *const *ts_types)
 {
     PyObject *items[RECORD_FIELDS];
     items[RF_OFFSET] = PyLong_FromLongLong(r->offset);
@@ -150,7 +182,7 @@ new_record(const kd_legacy_msg *r, PyObject *log_append_ts, PyObject *const *ts_
     items[RF_SEQUENCE] = PyLong_FromLong(-1);
     items[RF_CONTROL] = Py_NewRef(Py_None);
     items[RF_MAGIC] = PyLong_FromLong(r->magic);
-    items[RF_CRC] = PyLong_FromUnsignedLong(r->crc);
+    items[RF_CRC] = PyLong_FromLongLong(r->crc);
     items[RF_CRC_VALID] = Py_NewRef(r->crc_ok ? Py_True : Py_False);
     return new_struct(RecordType, items, RECORD_FIELDS);
 }
@@ -170,7 +202,7 @@ records_from(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, int64_t base, P
             goto error;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        kd_legacy_msg r;
+        kd_record r;
         kd_legacy_next(d, &p, base, NULL, &r);
         PyObject *rec = new_record(&r, log_append_ts, ts_types);
         if (rec == NULL)
@@ -265,37 +297,6 @@ kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
-/*
- * The entries of an inner set wholly inside d[start:end) from start on (a window of a set
- * decompressed as a stream), at most max_n of them, checked as kd_legacy_check checks each:
- * their number, where the next starts, and their first and last inner offsets. Stops, without
- * error, before an entry that does not lie wholly in the window; -1 if a whole one (or a
- * header's size) is malformed.
- */
-static int
-legacy_entries(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_n, Py_ssize_t *next,
-               Py_ssize_t *count, int64_t *first, int64_t *last)
-{
-    Py_ssize_t p = start, n = 0;
-    while (n < max_n && end - p >= LOG_OVERHEAD) {
-        int64_t size = (int32_t)be32(d + p + 8);
-        if (size < LEGACY_OVERHEAD_V0)
-            return -1;
-        if (size > end - p - LOG_OVERHEAD)
-            break;
-        if (message_ok(d, p + LOG_OVERHEAD, p + LOG_OVERHEAD + (Py_ssize_t)size) < 0)
-            return -1;
-        if (n == 0)
-            *first = (int64_t)be64(d + p);
-        *last = (int64_t)be64(d + p);
-        p += LOG_OVERHEAD + (Py_ssize_t)size;
-        n++;
-    }
-    *next = p;
-    *count = n;
-    return 0;
-}
-
 static int
 window_args(PyObject *const *args, Py_buffer *view, Py_ssize_t *start, Py_ssize_t *end)
 {
@@ -372,13 +373,8 @@ kd_legacy_decode_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (legacy_entries(d, start, end, (Py_ssize_t)(take < PY_SSIZE_T_MAX ? take : PY_SSIZE_T_MAX), &next, &n,
                        &first, &last) < 0)
         goto fail;
-    Py_ssize_t p = start;
-    for (Py_ssize_t i = 0; i < n; i++) {        /* every offset within int64 */
-        int64_t offset;
-        if (add_overflows(base, (int64_t)be64(d + p), &offset))
-            goto fail;
-        p += LOG_OVERHEAD + (Py_ssize_t)(int32_t)be32(d + p + 8);
-    }
+    if (!offsets_fit(d, start, n, base))
+        goto fail;
     list = records_from(d, start, n, base, lat);
     if (list == NULL)
         goto fail;

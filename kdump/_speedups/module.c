@@ -167,6 +167,7 @@ PyInit_native(void)
 {
     crc_init();
     java_utf8_init();
+    kd_text_init();
     PyObject *m = PyModule_Create(&kd_module);
     if (m == NULL)
         return NULL;

@@ -1,5 +1,6 @@
 /* decode_v2_records, decode_v2_span: the twins of decode_v2_payload and decode_v2_span in
- * kdump/format/records.py */
+ * kdump/format/records.py; kd_next_record, the v2 record loop's one step, and kd_records,
+ * the one record iterator the writers (text.c, jsonout.c) draw from */
 
 #include "speedups.h"
 
@@ -106,88 +107,50 @@ decode_records(const unsigned char *d, Py_ssize_t start, Py_ssize_t end, int64_t
         Py_DECREF(ts_type);
         return NULL;
     }
+    /* (LogAppendTime: each record's timestamp is the object given, not this) */
+    const int64_t no_ts = 0, *lat = log_append_ts != NULL ? &no_ts : NULL;
     Py_ssize_t p = start;
     for (Py_ssize_t n = 0; n < (Py_ssize_t)take; n++) {
-        int32_t length, off_delta, klen, vlen, hcount;
-        int64_t ts_delta, offset, ts = 0, seq;
-        if (read_varint32(d, &p, end, &length) < 0 || length < 6 || length > end - p)
-            goto malformed;
-        Py_ssize_t rend = p + length;
-        p += 1;                                  /* attributes, unused */
-        /* nonzero: malformed, a raw value beyond 64 bits included (varint.py rejects it) */
-        if (read_varint64(d, &p, rend, &ts_delta) != 0 || read_varint32(d, &p, rend, &off_delta) < 0)
-            goto malformed;
-        if (add_overflows(base_offset, off_delta, &offset))
-            goto malformed;
-        if (log_append_ts == NULL)
-            ts = long_add(base_ts, ts_delta);    /* Java's long: wraps (format/javalong.py) */
-        if (sequence_at(base_seq, off_delta, &seq))
-            goto malformed;
-        const unsigned char *kp, *vp;
-        if (read_bytes_field(d, &p, rend, &klen, &kp) < 0 || read_bytes_field(d, &p, rend, &vlen, &vp) < 0)
-            goto malformed;
-        /* headers */
-        if (read_varint32(d, &p, rend, &hcount) < 0 || hcount < 0 || hcount > rend - p)
+        kd_record r;
+        if (kd_next_record(d, &p, end, base_offset, base_ts, lat, base_seq, &r) < 0)
             goto malformed;
         PyObject *headers;
-        if (hcount == 0) {
+        if (r.hcount == 0) {
             headers = Py_NewRef(empty_tuple);
         } else {
-            headers = PyTuple_New(hcount);
+            headers = PyTuple_New(r.hcount);
             if (headers == NULL)
                 goto error;
-            for (int32_t i = 0; i < hcount; i++) {
-                int32_t hk, hv;
-                if (read_varint32(d, &p, rend, &hk) < 0 || hk < 0 || hk > rend - p) {
-                    Py_DECREF(headers);
-                    goto malformed;
-                }
-                Py_ssize_t kstart = p;
-                p += hk;
-                if (read_varint32(d, &p, rend, &hv) < 0 || hv < -1 || (hv >= 0 && hv > rend - p)) {
-                    Py_DECREF(headers);
-                    goto malformed;
-                }
+            kd_header h = {r.headers, -1, NULL, NULL, 0, 0};
+            while (kd_next_header(&r, &h)) {
                 PyObject *pair = PyTuple_New(2);
                 if (pair == NULL) {
                     Py_DECREF(headers);
                     goto error;
                 }
-                PyTuple_SET_ITEM(headers, i, pair);
-                PyObject *hkey = PyBytes_FromStringAndSize((const char *)d + kstart, hk);
-                if (hkey == NULL) {
+                PyTuple_SET_ITEM(headers, h.index, pair);
+                PyObject *hkey = PyBytes_FromStringAndSize((const char *)h.key, h.klen);
+                PyObject *hval = h.value != NULL ? PyBytes_FromStringAndSize((const char *)h.value, h.vlen)
+                                                 : Py_NewRef(Py_None);
+                PyTuple_SET_ITEM(pair, 0, hkey);
+                PyTuple_SET_ITEM(pair, 1, hval);
+                if (hkey == NULL || hval == NULL) {
                     Py_DECREF(headers);
                     goto error;
                 }
-                PyTuple_SET_ITEM(pair, 0, hkey);
-                PyObject *hval;
-                if (hv < 0) {
-                    hval = Py_NewRef(Py_None);
-                } else {
-                    hval = PyBytes_FromStringAndSize((const char *)d + p, hv);
-                    p += hv;
-                    if (hval == NULL) {
-                        Py_DECREF(headers);
-                        goto error;
-                    }
-                }
-                PyTuple_SET_ITEM(pair, 1, hval);
                 PyObject_GC_UnTrack(pair);
             }
             PyObject_GC_UnTrack(headers);
         }
-        if (p != rend) {
-            Py_DECREF(headers);
-            goto malformed;
-        }
         PyObject *items[RECORD_FIELDS];
-        items[RF_OFFSET] = PyLong_FromLongLong(offset);
-        items[RF_TIMESTAMP] = log_append_ts != NULL ? Py_NewRef(log_append_ts) : PyLong_FromLongLong(ts);
+        items[RF_OFFSET] = PyLong_FromLongLong(r.offset);
+        items[RF_TIMESTAMP] = log_append_ts != NULL ? Py_NewRef(log_append_ts) : PyLong_FromLongLong(r.timestamp);
         items[RF_TIMESTAMP_TYPE] = Py_NewRef(ts_type);
-        items[RF_KEY] = kp != NULL ? PyBytes_FromStringAndSize((const char *)kp, klen) : Py_NewRef(Py_None);
-        items[RF_VALUE] = vp != NULL ? PyBytes_FromStringAndSize((const char *)vp, vlen) : Py_NewRef(Py_None);
+        items[RF_KEY] = r.key != NULL ? PyBytes_FromStringAndSize((const char *)r.key, r.klen) : Py_NewRef(Py_None);
+        items[RF_VALUE] = r.value != NULL ? PyBytes_FromStringAndSize((const char *)r.value, r.vlen)
+                                          : Py_NewRef(Py_None);
         items[RF_HEADERS] = headers;
-        items[RF_SEQUENCE] = PyLong_FromLongLong(seq);
+        items[RF_SEQUENCE] = PyLong_FromLongLong(r.sequence);
         items[RF_CONTROL] = Py_NewRef(Py_None);
         items[RF_MAGIC] = Py_NewRef(int_two);
         items[RF_CRC] = Py_NewRef(Py_None);
@@ -325,37 +288,43 @@ kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
-/* One record of a v2 records section read without building objects, for json_v2_line
- * (jsonout.c): the checks of decode_records' loop above, header by header included. 0, or
- * -1 where decode_records would answer "malformed" (the caller then leaves the batch to it). */
+/* The v2 record loop's one step (speedups.h): decode_records above, the run writers and
+ * json_v2_line all read records through it. */
 int
 kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
                const int64_t *log_append_ts, int64_t base_seq, kd_record *r)
 {
     Py_ssize_t p = *pos;
-    int32_t length, off_delta;
+    int32_t length, off_delta, klen, vlen, hcount;
     int64_t ts_delta;
     if (read_varint32(d, &p, end, &length) < 0 || length < 6 || length > end - p)
         return -1;
     Py_ssize_t rend = p + length;
     p += 1;                                  /* attributes, unused */
+    /* nonzero: malformed, a raw value beyond 64 bits included (varint.py rejects it) */
     if (read_varint64(d, &p, rend, &ts_delta) != 0 || read_varint32(d, &p, rend, &off_delta) < 0)
         return -1;
     if (add_overflows(base_offset, off_delta, &r->offset))
         return -1;
-    if (log_append_ts != NULL)
-        r->timestamp = *log_append_ts;
-    else if (add_overflows(base_ts, ts_delta, &r->timestamp))
-        return -1;
+    /* Java's long: the timestamp wraps (format/javalong.py long_add, as records.py does) */
+    r->timestamp = log_append_ts != NULL ? *log_append_ts : long_add(base_ts, ts_delta);
+    r->ts_type = log_append_ts != NULL;
     if (sequence_at(base_seq, off_delta, &r->sequence))
         return -1;
-    if (read_bytes_field(d, &p, rend, &r->klen, &r->key) < 0 || read_bytes_field(d, &p, rend, &r->vlen, &r->value) < 0)
+    if (read_bytes_field(d, &p, rend, &klen, &r->key) < 0 || read_bytes_field(d, &p, rend, &vlen, &r->value) < 0)
         return -1;
-    if (read_varint32(d, &p, rend, &r->hcount) < 0 || r->hcount < 0 || r->hcount > rend - p)
+    if (read_varint32(d, &p, rend, &hcount) < 0 || hcount < 0 || hcount > rend - p)
         return -1;
+    r->klen = klen < 0 ? 0 : klen;
+    r->vlen = vlen < 0 ? 0 : vlen;
+    r->hcount = hcount;
     r->headers = d + p;
-    r->headers_end = d + rend;
-    for (int32_t i = 0; i < r->hcount; i++) {
+    r->hbytes = rend - p;
+    r->header_pairs = NULL;
+    r->magic = 2;
+    r->crc = 0;
+    r->crc_ok = 0;
+    for (int32_t i = 0; i < hcount; i++) {
         int32_t hk, hv;
         if (read_varint32(d, &p, rend, &hk) < 0 || hk < 0 || hk > rend - p)
             return -1;
@@ -371,18 +340,135 @@ kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t 
     return 0;
 }
 
-/* The next header of a record kd_next_record has checked: its key, and its value (NULL: null). */
-void
-kd_next_header(const unsigned char **h, const unsigned char *end, const unsigned char **key, int32_t *klen,
-               const unsigned char **value, int32_t *vlen)
+int
+kd_next_header(const kd_record *r, kd_header *h)
 {
-    Py_ssize_t p = 0, e = end - *h;
-    read_varint32(*h, &p, e, klen);
-    *key = *h + p;
-    p += *klen;
-    read_varint32(*h, &p, e, vlen);
-    *value = *vlen >= 0 ? *h + p : NULL;
-    if (*vlen > 0)
-        p += *vlen;
-    *h += p;
+    if (++h->index >= r->hcount)
+        return 0;
+    if (r->header_pairs != NULL) {
+        PyObject *pair = r->header_pairs[h->index], *k = PyTuple_GET_ITEM(pair, 0), *v = PyTuple_GET_ITEM(pair, 1);
+        h->key = (const unsigned char *)PyBytes_AS_STRING(k);
+        h->klen = PyBytes_GET_SIZE(k);
+        h->value = v == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(v);
+        h->vlen = v == Py_None ? 0 : PyBytes_GET_SIZE(v);
+        return 1;
+    }
+    /* a header kd_next_record has checked */
+    Py_ssize_t p = 0, e = r->headers + r->hbytes - h->p;
+    int32_t kl = 0, vl = -1;
+    read_varint32(h->p, &p, e, &kl);
+    h->key = h->p + p;
+    p += kl;
+    read_varint32(h->p, &p, e, &vl);
+    h->value = vl >= 0 ? h->p + p : NULL;
+    if (vl > 0)
+        p += vl;
+    h->klen = kl;
+    h->vlen = vl < 0 ? 0 : vl;
+    h->p += p;
+    return 1;
+}
+
+/* A Record object as the writers take it: exact ints within int64, bytes or None, headers
+ * of (bytes, bytes or None); 0, or -1 (a control record, anything else: Python writes it). */
+static int
+record_of_object(PyObject *rec, kd_record *r)
+{
+    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != RECORD_FIELDS)
+        return -1;
+    PyObject *const *f = &PyTuple_GET_ITEM(rec, 0);
+    PyObject *key = f[RF_KEY], *value = f[RF_VALUE], *headers = f[RF_HEADERS];
+    int64_t magic, ts_type;
+    if (f[RF_CONTROL] != Py_None || exact_i64(f[RF_OFFSET], &r->offset) < 0 ||
+        exact_i64(f[RF_TIMESTAMP], &r->timestamp) < 0 || exact_i64(f[RF_SEQUENCE], &r->sequence) < 0 ||
+        exact_i64(f[RF_MAGIC], &magic) < 0 || magic < 0 || magic > 2)
+        return -1;
+    r->magic = (int)magic;
+    /* a timestamp type without a name: 2 (the text view leaves such a record to Python) */
+    r->ts_type = exact_i64(f[RF_TIMESTAMP_TYPE], &ts_type) == 0 && ts_type >= -1 && ts_type <= 1 ? (int)ts_type : 2;
+    r->crc = 0;
+    r->crc_ok = 0;
+    if (magic < 2) {        /* a legacy record carries its own crc and crc_valid */
+        if (exact_i64(f[RF_CRC], &r->crc) < 0 || (f[RF_CRC_VALID] != Py_True && f[RF_CRC_VALID] != Py_False))
+            return -1;
+        r->crc_ok = f[RF_CRC_VALID] == Py_True;
+    }
+    if ((key != Py_None && !PyBytes_CheckExact(key)) || (value != Py_None && !PyBytes_CheckExact(value)))
+        return -1;
+    r->key = key == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(key);
+    r->klen = key == Py_None ? 0 : PyBytes_GET_SIZE(key);
+    r->value = value == Py_None ? NULL : (const unsigned char *)PyBytes_AS_STRING(value);
+    r->vlen = value == Py_None ? 0 : PyBytes_GET_SIZE(value);
+    if (!PyTuple_Check(headers) && !PyList_Check(headers))
+        return -1;
+    r->hcount = PySequence_Fast_GET_SIZE(headers);
+    r->header_pairs = PySequence_Fast_ITEMS(headers);
+    r->headers = NULL;
+    r->hbytes = 0;
+    for (Py_ssize_t i = 0; i < r->hcount; i++) {
+        PyObject *h = r->header_pairs[i];
+        if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(h, 0)))
+            return -1;
+        PyObject *hv = PyTuple_GET_ITEM(h, 1);
+        if (hv != Py_None && !PyBytes_CheckExact(hv))
+            return -1;
+        r->hbytes += PyBytes_GET_SIZE(PyTuple_GET_ITEM(h, 0)) + (hv == Py_None ? 0 : PyBytes_GET_SIZE(hv));
+    }
+    return 0;
+}
+
+void
+kd_records_of_objects(kd_records *it, PyObject *const *items, Py_ssize_t n)
+{
+    memset(it, 0, sizeof(*it));
+    it->kind = KD_FROM_OBJECTS;
+    it->objects = items;
+    it->left = n;
+}
+
+int
+kd_records_of_v2(kd_records *it, const unsigned char *d, Py_ssize_t end, const int64_t *v)
+{
+    memset(it, 0, sizeof(*it));
+    it->kind = KD_FROM_V2;
+    it->d = d;
+    it->end = end;
+    it->left = v[BF_COUNT];
+    it->base_offset = v[BF_BASE_OFFSET];
+    it->base_ts = v[BF_BASE_TIMESTAMP];
+    it->base_seq = v[BF_BASE_SEQUENCE];
+    it->has_lat = (v[BF_ATTRIBUTES] & TIMESTAMP_TYPE_MASK) != 0;
+    it->lat = v[BF_MAX_TIMESTAMP];
+    /* every record takes 7 bytes or more (as decode_records checks) */
+    return v[BF_COUNT] < 0 || v[BF_COUNT] > end / 7 ? -1 : 0;
+}
+
+void
+kd_records_of_legacy(kd_records *it, const unsigned char *d, int64_t base, Py_ssize_t n, const int64_t *lat)
+{
+    memset(it, 0, sizeof(*it));
+    it->kind = KD_FROM_LEGACY;
+    it->d = d;
+    it->left = n;
+    it->base_offset = base;
+    it->has_lat = lat != NULL;
+    it->lat = lat != NULL ? *lat : 0;
+}
+
+int
+kd_records_next(kd_records *it, kd_record *r)
+{
+    if (it->left <= 0)
+        return it->kind == KD_FROM_V2 && it->p != it->end ? -1 : 0;
+    it->left--;
+    switch (it->kind) {
+    case KD_FROM_V2:
+        return kd_next_record(it->d, &it->p, it->end, it->base_offset, it->base_ts, it->has_lat ? &it->lat : NULL,
+                              it->base_seq, r) < 0 ? -1 : 1;
+    case KD_FROM_LEGACY:
+        kd_legacy_next(it->d, &it->p, it->base_offset, it->has_lat ? &it->lat : NULL, r);
+        return 1;
+    default:
+        return record_of_object(*it->objects++, r) < 0 ? -1 : 1;
+    }
 }

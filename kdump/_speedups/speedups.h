@@ -9,6 +9,8 @@
  *                                          log_append_time, base_sequence, count) -> list[Record] | None,
  *                                        decode_v2_span(data, start, ..., first, take, count)
  *                                          -> (list[Record], next_start) | None
+ *                                        (and kd_next_record, the v2 record loop written once, and
+ *                                        kd_records, the one record iterator the writers draw from)
  *   legacy.c   kdump/format/legacy.py    decode_legacy_set(data, wrapper_offset, wrapper_magic,
  *                                          log_append_time) -> list[Record] | None,
  *                                        legacy_set_span(data, wrapper_offset, wrapper_magic)
@@ -29,11 +31,13 @@
  *                                          -> (str, new_pos, first, last)
  *                                        json_legacy_line(file_json, batch, data, log_append_ts, encoding)
  *                                          -> (str, first, last) | None
- *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos) -> (json_text, end) | None
+ *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos, limit) -> (json_text, end) | None
  *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None,
  *                                        text_v2_run(out, buf, pos, end, ...) -> (new_pos, first, last),
  *                                        text_legacy_set(out, batch, data, ...) -> (first, last) | None
  *   javautf8.c kdump/format/javautf8.py  put_java_utf8 (for text.c; no Python function of its own)
+ *   textout.c  (no Python module)        what the writers share: their output buffer (kd_out), the
+ *                                        base64 table; the kd_put_* helpers are below
  *   sigbus.c   kdump/storage/mapped.py  watch_mapping(mapping, path) -> slot | None,
  *                                        unwatch_mapping(slot), catch_sigbus() -> bool
  *   module.c   the module itself         init(Batch, Record), and this header's shared state
@@ -366,33 +370,220 @@ new_struct(PyTypeObject *tp, PyObject **items, Py_ssize_t n)
     return obj;
 }
 
-/* A v2 record read in place (records.c kd_next_record), for writers that need no objects. */
+/* ------------------------------------------------------------------------------------ */
+/* The one record iterator the writers draw from (records.c)                             */
+/* ------------------------------------------------------------------------------------ */
+
+/* A record as the writers see it, whatever it was read from: a Record object, a v2 record
+ * read in place, a legacy message read in place. Keys, values and headers point into the
+ * source (NULL: null). */
 typedef struct {
-    int64_t offset, timestamp, sequence;
-    const unsigned char *key, *value;       /* NULL: null */
-    int32_t klen, vlen, hcount;
-    const unsigned char *headers, *headers_end;
+    int64_t offset, timestamp, sequence, crc;
+    int ts_type, magic, crc_ok;             /* ts_type -1, 0 or 1; crc and crc_ok: magic 0 and 1 */
+    const unsigned char *key, *value;
+    Py_ssize_t klen, vlen;
+    Py_ssize_t hcount, hbytes;              /* headers, and the bytes of all their keys and values */
+    const unsigned char *headers;           /* read in place: the first header's bytes */
+    PyObject *const *header_pairs;          /* a Record's: its (key, value) tuples */
 } kd_record;
 
+/* A record's headers one after another: start with {r->headers, -1}; each kd_next_header
+ * call gives the next (its index, key and value, NULL: null) and 1, or 0 after the last. */
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t index;
+    const unsigned char *key, *value;
+    Py_ssize_t klen, vlen;
+} kd_header;
+
+int kd_next_header(const kd_record *r, kd_header *h);
+
+/* The records of one batch, or of a slice of one, from one of three sources. */
+typedef struct {
+    int kind;                               /* KD_FROM_OBJECTS, KD_FROM_V2, KD_FROM_LEGACY */
+    PyObject *const *objects;               /* Record objects */
+    const unsigned char *d;                 /* v2 records section or legacy inner set */
+    Py_ssize_t p, end;
+    int64_t left;                           /* records still to give */
+    int64_t base_offset, base_ts, base_seq, lat;
+    int has_lat;                            /* LogAppendTime: every timestamp is ``lat`` */
+} kd_records;
+
+enum { KD_FROM_OBJECTS, KD_FROM_V2, KD_FROM_LEGACY };
+
+/* The records of a list or tuple of Record objects. */
+void kd_records_of_objects(kd_records *it, PyObject *const *items, Py_ssize_t n);
+/* The records of the v2 batch of Batch fields ``v`` from its records section d[0:end]
+ * (decompressed if it was): 0, or -1 when its count cannot be (each record takes 7 bytes). */
+int kd_records_of_v2(kd_records *it, const unsigned char *d, Py_ssize_t end, const int64_t *v);
+/* The ``n`` messages of a legacy inner set kd_legacy_check passed (``base`` its offsets' base). */
+void kd_records_of_legacy(kd_records *it, const unsigned char *d, int64_t base, Py_ssize_t n, const int64_t *lat);
+/* The next record: 1 with ``r`` filled in, 0 at the end (a v2 section consumed exactly), -1
+ * when the rest is not the writers' (malformed, or an object only Python writes). */
+int kd_records_next(kd_records *it, kd_record *r);
+
+/* One v2 record read in place from d[*pos], ``end`` the section's end, as decode_v2_records
+ * would make it (the v2 record loop: every C reader of records goes through it): 0, or -1
+ * where the Python decoder raises (or would make an int beyond int64). */
 int kd_next_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int64_t base_offset, int64_t base_ts,
                    const int64_t *log_append_ts, int64_t base_seq, kd_record *r);
-void kd_next_header(const unsigned char **h, const unsigned char *end, const unsigned char **key, int32_t *klen,
-                    const unsigned char **value, int32_t *vlen);
 
-/* A message of a legacy wrapper's inner set read in place (legacy.c), for writers that need
- * no objects: kd_legacy_check the whole set first, then kd_legacy_next message by message. */
-typedef struct {
-    int64_t offset, timestamp;
-    int ts_type, magic, crc_ok;
-    uint32_t crc;
-    const unsigned char *key, *value;       /* NULL: null */
-    int32_t klen, vlen;
-} kd_legacy_msg;
-
+/* A message of a legacy wrapper's inner set read in place (legacy.c): kd_legacy_check the
+ * whole set first, then kd_legacy_next message by message. */
 int kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, int wrapper_magic,
                     int64_t *base, Py_ssize_t *count);
 void kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_t *log_append_ts,
-                    kd_legacy_msg *r);
+                    kd_record *r);
+
+/* Whether ``offset`` follows ``prev`` (check/gaps.py follow; nothing follows int64's end). */
+static inline int
+kd_follows(int64_t prev, int64_t offset)
+{
+    return prev != INT64_MAX && offset == prev + 1;
+}
+
+/* The offsets a writer takes, one after another (check/gaps.py follow): with a ``gaps`` list,
+ * each that does not follow the one before goes into it as (prev, offset); without one, such
+ * an offset ``stop``s the writer (the caller's gap report sees it), or (stop 0) is let be. */
+typedef struct {
+    PyObject *gaps;                         /* a list, or NULL */
+    int stop;
+    int seen;                               /* whether an offset was taken: ``first`` .. ``prev`` */
+    int64_t first, prev;                    /* prev: the last taken, at first the one before (gaps) */
+} kd_offsets;
+
+/* (prev, offset) appended to f->gaps: 0, or -1 with an exception set. */
+int kd_offsets_gap(kd_offsets *f, int64_t offset);
+
+/* Takes ``offset``: 0, 1 when it stops the writer (nothing taken), -1 with an exception set. */
+static inline int
+kd_offsets_take(kd_offsets *f, int64_t offset)
+{
+    if (f->gaps != NULL) {
+        if (!kd_follows(f->prev, offset) && kd_offsets_gap(f, offset) < 0)
+            return -1;
+    } else if (f->stop && f->seen && !kd_follows(f->prev, offset)) {
+        return 1;
+    }
+    if (!f->seen) {
+        f->seen = 1;
+        f->first = offset;
+    }
+    f->prev = offset;
+    return 0;
+}
+
+/* A writer's state to go back to (kd_offsets_undo) when what it began to write is not its own. */
+typedef struct {
+    kd_offsets saved;
+    Py_ssize_t gaps_len;
+} kd_offsets_mark;
+
+static inline kd_offsets_mark
+kd_offsets_here(const kd_offsets *f)
+{
+    kd_offsets_mark m = {*f, f->gaps != NULL ? PyList_GET_SIZE(f->gaps) : 0};
+    return m;
+}
+
+static inline void
+kd_offsets_undo(kd_offsets *f, const kd_offsets_mark *m)
+{
+    *f = m->saved;
+    if (f->gaps != NULL && PyList_GET_SIZE(f->gaps) > m->gaps_len) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);      /* (the list is ours: this cannot fail) */
+        PyList_SetSlice(f->gaps, m->gaps_len, PyList_GET_SIZE(f->gaps), NULL);
+        PyErr_Restore(type, value, tb);
+    }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Writing text (text.c, jsonout.c, avrojson.c): callers make room first                  */
+/* ------------------------------------------------------------------------------------ */
+
+extern const char kd_hex_digits[];          /* "0123456789abcdef" */
+extern const char kd_base64_alphabet[];
+extern const char *const kd_codec_names[8]; /* by the compression bits: "none", "gzip", ... */
+extern uint16_t kd_base64_pairs[4096];      /* base64's two characters for each 12 bits */
+void kd_text_init(void);
+
+/* The writers' one growing buffer, kept between calls (the GIL serialises them). */
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} kd_out;
+
+void kd_out_begin(kd_out *o);               /* empty, on the kept memory */
+int kd_out_reserve(kd_out *o, Py_ssize_t extra);   /* room for extra more bytes; -1 with MemoryError set */
+void kd_out_end(kd_out *o);                 /* gives the memory back (freed when a call made it huge) */
+
+/* Copies o's bytes to the end of the bytearray ``out``: 0, or -1 with an exception set. */
+int kd_out_append_to(const kd_out *o, PyObject *out);
+
+static inline char *
+kd_put_i64(char *w, int64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *w++ = '-';
+    while (n)
+        *w++ = tmp[--n];
+    return w;
+}
+
+#define KD_PUT(w, lit) (memcpy((w), (lit), sizeof(lit) - 1), (w) += sizeof(lit) - 1)
+
+static inline char *
+kd_put_str(char *w, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(w, s, n);
+    return w + n;
+}
+
+static inline char *
+kd_put_hex(char *w, const unsigned char *s, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *w++ = kd_hex_digits[s[i] >> 4];
+        *w++ = kd_hex_digits[s[i] & 15];
+    }
+    return w;
+}
+
+/* Base64 (RFC 4648, padded) of s[0:n]: 4 characters for each 3 bytes or part of 3. */
+static inline char *
+kd_put_base64(char *w, const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {        /* two characters a table lookup */
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+        memcpy(w, &kd_base64_pairs[v >> 12], 2);
+        memcpy(w + 2, &kd_base64_pairs[v & 0xFFF], 2);
+        w += 4;
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        *w++ = kd_base64_alphabet[v >> 18];
+        *w++ = kd_base64_alphabet[(v >> 12) & 63];
+        *w++ = '=';
+        *w++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+        *w++ = kd_base64_alphabet[v >> 18];
+        *w++ = kd_base64_alphabet[(v >> 12) & 63];
+        *w++ = kd_base64_alphabet[(v >> 6) & 63];
+        *w++ = '=';
+    }
+    return w;
+}
 
 /* The writers' view of a legacy wrapper ``batch`` (its offset and magic, 0 or 1) and the
  * LogAppendTime its inner messages take (``lat_obj``, None: their own): 0, or -1 (no

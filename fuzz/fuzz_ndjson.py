@@ -1,0 +1,24 @@
+"""Fuzz the NDJSON view's C renderer (jsonout.c: json_batch_line, json_records, json_v2_line,
+json_v2_run, json_legacy_line) through ``kdump dump --json``: input ``variant byte | segment``;
+the output must be Python's to the byte."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _cli  # noqa: E402
+import _common  # noqa: E402
+
+VARIANTS = [["dump", "--json", "--records", "--data", "--encoding", encoding] for encoding in ("base64", "hex", "utf8")]
+VARIANTS += [["dump", "--json", "--records"], ["dump", "--json"]]
+
+
+def check(data: bytes) -> None:
+    _cli.check_command(data, VARIANTS)
+
+
+if __name__ == "__main__":
+    _common.main(check)
