@@ -68,6 +68,7 @@ HOMES = {
     "LogLoader.load": ("kdump.check.loader_rule", "plan_partition"),
     "the segment scan": ("kdump.check.scan", "scan_segment"),
     "what a recovery removes": ("kdump.check.loss", "losses"),
+    "a segment whose .log is lost": ("kdump.check.lost_records", "orphan_bases"),
     "the finding kinds": ("kdump.findings", "class_of"),
     "exit statuses": ("kdump.errors", "ExitStatus"),
     "the row schema": ("kdump.model", "Batch"),

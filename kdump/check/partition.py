@@ -29,6 +29,7 @@ from typing import Any
 from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.logless import add_log_missing
+from kdump.check.lost_records import add_records_missing
 from kdump.check.scan import ScanReport, scan_file, status_of
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -63,6 +64,7 @@ class VerifyOptions:
     broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
     # The run's log dirs -> their log-start-offset-checkpoint (None: none), found once each.
     checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
+    offsets: dict = field(default_factory=dict, repr=False, compare=False)   # log-dir checkpoints read, by path
 
     def scan(self, f: LogFile, then: Callable[[ScanReport, Any], object] | None = None) -> ScanReport:
         """``f``'s scan; ``then(report, buf)`` is called while the segment's bytes are still held."""
@@ -142,7 +144,10 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f, part.wants_indexes(f, wanted))
     reports = [part.report(f) for f in requested]
-    return reports if part.logs else add_log_missing(context, requested, reports)     # a live log: none missing
+    if not part.logs:
+        reports = add_log_missing(context, requested, reports)
+    every = all(f.path in part.scans for f in part.logs.values())      # (a partial request judges no span)
+    return add_records_missing(directory, context, part.live_scans() if every else None, reports, opts.offsets)
 
 
 class _Partition:

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from kdump import findings as F
 from kdump.errors import KdumpError, WriteError
 from kdump.repair.indexes import rebuild_changes, trim_txnindex
-from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX
+from kdump.storage.names import CORRUPT_INFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX
 from kdump.storage.safewrite import Change, _wrap, atomic_write, read_range, refuse_symlink, same_content
 
-CORRUPT_INFIX = ".corrupt-"
+__all__ = ["CORRUPT_INFIX"]      # (its home is storage.names; imported from here too)
 
 # -- cutting a segment ------------------------------------------------------------------------
 
