@@ -240,6 +240,9 @@ def add_records_missing(directory: str, files: list[LogFile], live: list | None,
         for x in r.findings:
             if x.kind in (F.INDEX_PAST_END, F.TIME_PAST_END) and x.offset is not None:
                 past_end[r.file] = max(past_end.get(r.file, x.offset), x.offset)
+        if r.file in past_end and r.kind == INDEX and F.INDEX_PAST_END in r.not_listed:   # (only 50 are kept)
+            last = _last_index_offset(r.file, int(os.path.basename(r.file)[:20]))
+            past_end[r.file] = max(past_end[r.file], last if last is not None else -1)
     segments = [Segment(f.path, f.base_offset, s.next_offset if s.next_offset is not None else f.base_offset,
                         s.cut is not None) for f, s in live]
     compacted = any(s.first_offset is not None and looks_compacted(f.base_offset, s.first_offset, s.last_offset,
