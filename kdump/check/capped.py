@@ -26,6 +26,9 @@ class Capped(list):
         self.extra: dict[str, int] = {}      # kind -> counted past the first MAX_PER_KIND
         self.extend(findings)
 
+    def __reduce__(self):           # (to a -j worker's parent: pickle would append to an empty one)
+        return _restored, (list(self), self.kept, self.extra)
+
     def append(self, f: Finding) -> None:
         n = self.kept.get(f.kind, 0)
         if n < MAX_PER_KIND:
@@ -53,6 +56,13 @@ class Capped(list):
     def not_listed(self) -> dict[str, int]:
         """Kind -> the findings counted past the first ``MAX_PER_KIND``."""
         return dict(self.extra)
+
+
+def _restored(items: list[Finding], kept: dict[str, int], extra: dict[str, int]) -> Capped:
+    c = Capped()
+    list.extend(c, items)
+    c.kept, c.extra = dict(kept), dict(extra)
+    return c
 
 
 def not_listed(findings) -> dict[str, int]:

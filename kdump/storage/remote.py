@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -28,6 +29,9 @@ SCHEMES = ("s3://", "s3a://", "hdfs://")
 FILE_SCHEME = "file://"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
+# A listing (a request per 1,000 keys, each bounded by the library) as a whole, at most this long
+# (KDUMP_REMOTE_LIST_TIMEOUT) and this much memory grown: pages that never end grow both.
+DEFAULT_LIST_TIMEOUT, LIST_MEMORY, LIST_POLL = 600.0, 1 << 30, 0.2
 
 
 def is_remote(path: str) -> bool:
@@ -39,6 +43,22 @@ def timeout() -> float:
         return max(0.1, float(os.environ.get("KDUMP_REMOTE_TIMEOUT", DEFAULT_TIMEOUT)))
     except ValueError:
         return DEFAULT_TIMEOUT
+
+
+def list_timeout() -> float:
+    try:
+        return max(0.1, float(os.environ.get("KDUMP_REMOTE_LIST_TIMEOUT", DEFAULT_LIST_TIMEOUT)))
+    except ValueError:
+        return DEFAULT_LIST_TIMEOUT
+
+
+def _rss() -> int:
+    """This process's resident memory in bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def retries() -> int:
@@ -112,14 +132,10 @@ class Store:
     def call(self, url: str, fn, *args, bounded: bool = True):
         """``fn(*args)`` within the time limit, its failures turned into a located RemoteError.
         Not ``bounded``: a call of many requests (a listing of any length), each of which the
-        library bounds itself, runs here, as long as it goes on being answered."""
+        library bounds itself, may take up to ``list_timeout()`` and grow memory by up to
+        LIST_MEMORY (``_watch``), then the time limit of one request more."""
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
-        if not bounded:
-            try:
-                return fn(*args)
-            except Exception as e:      # noqa: BLE001 - explained below, as a bounded call's
-                return self._failed(url, e)
         box: list = []
         done = threading.Event()
 
@@ -131,6 +147,8 @@ class Store:
             done.set()
 
         threading.Thread(target=run, daemon=True, name="kdump-remote").start()
+        if not bounded:
+            self._watch(url, done)
         limit = timeout()
         if not done.wait(limit):
             self._down = RemoteError(f"{self.where} did not answer within {limit:g} s (KDUMP_REMOTE_TIMEOUT)",
@@ -139,6 +157,19 @@ class Store:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
         ok, value = box[0]
         return value if ok else self._failed(url, value)
+
+    def _watch(self, url: str, done: threading.Event) -> None:
+        """Wait for a call of many requests (a listing) within its whole time and memory limits."""
+        start, base, limit = time.monotonic(), _rss(), list_timeout()
+        while not done.wait(LIST_POLL):
+            spent, grown = time.monotonic() - start, _rss() - base
+            if spent > limit or grown > LIST_MEMORY:
+                why = (f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)" if spent > limit
+                       else f"took {grown >> 20} MB in {spent:.0f} s, more than {LIST_MEMORY >> 20} MB")
+                self._down = RemoteError(f"the listing of {url} from {self.where} {why}: its pages go on "
+                                         f"without end?", file=url)
+                self.abandon()
+                raise StoreUnusable(RemoteError(self._down.message, file=url))
 
     def _failed(self, url: str, value: BaseException):
         if isinstance(value, (InputError, StoreUnusable)):
