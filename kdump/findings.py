@@ -132,6 +132,10 @@ LEFTOVER = _declare("leftover", INFO, "a .cleaned, .swap or .deleted file: the b
 LOG_MISSING = _declare("log_missing", ANOMALY, "a partition with indexes or producer snapshots but no .log (a copy "
                                                "that skipped *.log): its records are gone; the broker deletes the "
                                                "side files and starts the partition empty at its log start offset")
+RECORDS_MISSING = _declare("records_missing", DAMAGE, "offsets the files show were written but no .log holds (a "
+                                                    "segment's .log gone, an index, snapshot, leader-epoch entry or "
+                                                    "checkpoint past the log end, a span between two segments): the "
+                                                    "broker starts without them; the records are lost")
 ORPHAN_INDEX = _declare("orphan_index", INFO, "an index with no segment: the broker deletes it at startup")
 
 # -- index files against their log (kdump.check.indexes.forward_pass, kdump index) ----------------------------------

@@ -71,6 +71,7 @@ HOMES = {
     "the producer snapshots a load deletes": ("kdump.check.loader_snapshots", "snapshots_at_load"),
     "the segment scan": ("kdump.check.scan", "scan_segment"),
     "what a recovery removes": ("kdump.check.loss", "losses"),
+    "a segment whose .log is lost": ("kdump.check.lost_records", "orphan_bases"),
     "the finding kinds": ("kdump.findings", "class_of"),
     "exit statuses": ("kdump.errors", "ExitStatus"),
     "the row schema": ("kdump.model", "Batch"),

@@ -93,9 +93,9 @@ def summary_counts(reports) -> dict:
         counts[r.status] += 1
         if r.findings:
             counts["anomalies"] += sum(1 for f in r.findings if f.cls == F.ANOMALY)
+        counts["anomalies"] += sum(n for k, n in r.not_listed.items() if F.class_of(k) == F.ANOMALY)
         s = r.scan
         if s is not None:
-            counts["anomalies"] += sum(n for k, n in s.not_listed.items() if F.class_of(k) == F.ANOMALY)
             counts["segments"] += 1
             counts["bytes"] += s.size
     return counts

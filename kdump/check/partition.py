@@ -28,7 +28,9 @@ from typing import Any
 
 from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.check.capped import Capped, not_listed
 from kdump.check.logless import add_log_missing
+from kdump.check.lost_records import add_records_missing
 from kdump.check.scan import ScanReport, scan_file, status_of
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -63,6 +65,7 @@ class VerifyOptions:
     broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
     # The run's log dirs -> their log-start-offset-checkpoint (None: none), found once each.
     checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
+    offsets: dict = field(default_factory=dict, repr=False, compare=False)   # log-dir checkpoints read, by path
 
     def scan(self, f: LogFile, then: Callable[[ScanReport, Any], object] | None = None) -> ScanReport:
         """``f``'s scan; ``then(report, buf)`` is called while the segment's bytes are still held."""
@@ -87,6 +90,10 @@ class FileReport:
         return status_of(self.findings) if self.findings else "ok"
 
     @property
+    def not_listed(self) -> dict[str, int]:        # kind -> findings counted past the first 50 of it
+        return self.scan.not_listed if self.scan is not None else not_listed(self.findings)
+
+    @property
     def valid_bytes(self) -> int | None:
         if self.scan is not None:
             return self.scan.valid_bytes
@@ -102,7 +109,7 @@ class FileReport:
                 "valid_bytes": self.valid_bytes, "intact_bytes": s.intact_bytes if s else None,
                 "batches": s.batches if s else None, "records": s.records if s else None,
                 "first_offset": s.first_offset if s else None, "last_offset": s.last_offset if s else None,
-                "findings": [f.to_dict() for f in self.findings], "not_listed": s.not_listed if s else {}}
+                "findings": [f.to_dict() for f in self.findings], "not_listed": self.not_listed}
 
 
 def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
@@ -142,7 +149,10 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f, part.wants_indexes(f, wanted))
     reports = [part.report(f) for f in requested]
-    return reports if part.logs else add_log_missing(context, requested, reports)     # a live log: none missing
+    if not part.logs:
+        reports = add_log_missing(context, requested, reports)
+    every = all(f.path in part.scans for f in part.logs.values())      # (a partial request judges no span)
+    return add_records_missing(directory, context, part.live_scans() if every else None, reports, opts.offsets)
 
 
 class _Partition:
@@ -223,7 +233,7 @@ class _Partition:
         if size is None:
             return FileReport(path, kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
-        findings: list[Finding] = []
+        findings: list[Finding] = Capped()
         if f.leftover is not None:
             findings.append(Finding(F.LEFTOVER, None, f.base_offset, LEFTOVER_NOTES[f.leftover]))
             if f.leftover != SWAP_SUFFIX or kind not in K.BATCH_KINDS:
@@ -321,8 +331,10 @@ class _Partition:
                     out.append(Finding(F.INDEX_MISSING, None, f.base_offset,
                                        f"{name} is missing: the broker rebuilds it at startup"))
         live = self.live_scans()
-        if live and live[-1][0].path == f.path:
-            out.extend(self._log_start_check(f, scan))
+        if live and live[-1][0].path == f.path:        # the last segment: the log start against the log end
+            from kdump.check.side_file_checks import log_start_findings
+            leo = scan.next_offset if scan.next_offset is not None else f.base_offset
+            out.extend(log_start_findings(self.dir, leo, self.opts.checkpoints))
         expected = self.txn_expected().get(f.base_offset or 0, {})
         if expected and f.base_offset is not None and offset_name(f.base_offset, TXNINDEX_SUFFIX) not in self.names:
             (pid, last), _ = next(iter(expected.items()))
@@ -331,11 +343,6 @@ class _Partition:
                                f"offset {last}) but it has no .txnindex: read_committed consumers would see "
                                f"aborted records"))
         return out
-
-    def _log_start_check(self, last: LogFile, scan: ScanReport) -> list[Finding]:
-        from kdump.check.side_file_checks import log_start_findings
-        leo = scan.next_offset if scan.next_offset is not None else last.base_offset
-        return log_start_findings(self.dir, leo, self.opts.checkpoints)
 
     # -- transactions -----------------------------------------------------------------------
 

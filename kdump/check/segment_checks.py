@@ -224,19 +224,17 @@ class SegmentChecks:
         lo, hi = unwrapped_range(b.base_timestamp) if b.magic == 2 and not b.timestamp_type else (INT64_MIN, INT64_MAX)
         prev = wrapped_at = None
         n = 0
-        ordered = True
         try:
             for records in record_slices(self.buf, b, self.limits):
                 n += len(records)
-                if not ordered:
-                    continue
                 for rec in records:
                     o = rec.offset
                     if (prev is not None and o <= prev) or o < first or o > last:
                         self.add(F.RECORD_DECODE, b.position, first,
                                  f"record offset {o} is out of order or outside the batch's range {first}..{last}")
-                        ordered = False
-                        break
+                        # The batch is damaged: the rest is not decoded. A record-count bomb (millions of
+                        # one repeated record) then costs what its first slice does, not its count.
+                        return count
                     prev = o
                     if not lo <= rec.timestamp <= hi and wrapped_at is None:
                         wrapped_at = rec

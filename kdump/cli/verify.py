@@ -74,8 +74,8 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     not_listed); valid_bytes is where a broker's recovery would cut the segment. Each
     finding has a class: damage (data a broker would cut, delete or fail to load, or that
     readers lose), anomaly (odd but accepted by a broker as it is), info (a state the
-    broker finishes at startup). A segment keeps the first 50 findings of each kind;
-    not_listed counts the rest by kind. A leader epoch that every later batch falls below
+    broker finishes at startup). A file (segment, index, .txnindex) keeps the first 50
+    findings of each kind; not_listed counts the rest by kind. A leader epoch that every later batch falls below
     is one finding, at the batch that raised it.
 
     A summary goes to stderr, with all that a broker's recovery would remove: the bytes

@@ -3,15 +3,18 @@
 A batch may declare millions of records in a few kilobytes (a zstd batch of empty records):
 ``v2_record_slices`` decodes them RECORDS_SLICE at a time (``records.decode_v2_span``).
 A records section of up to STREAM_THRESHOLD bytes is decompressed whole first (the common
-case, and the fastest). A larger one (at most ``--max-decompressed``) is decompressed twice:
-once to learn that it decompresses, with the errors of the one-shot path raised before any
-record is decoded, and its size; then a piece of at most a few MiB at a time into a window
-that holds the records being decoded. The window is WINDOW bytes, or the largest record and a
-piece: memory is a small multiple of the largest record, whatever the count or the size.
+case, and the fastest). A larger one (at most ``--max-decompressed``) goes on streaming from
+there, a piece of at most a few MiB at a time, into a window that holds the records being
+decoded: it is decompressed once, and only as far as its records are read, so a reader that
+stops at the first bad record (``verify --deep``) pays for the bytes up to it, not for the
+count the batch claims (#41). A codec error past the first STREAM_THRESHOLD bytes comes after
+the slices before it. The window is WINDOW bytes, or the largest record and a piece: memory
+is a small multiple of the largest record, whatever the count or the size.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from typing import cast
@@ -59,8 +62,8 @@ def v2_record_slices(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> Iter
         if isinstance(e, CodecError):
             e.message = f"{batch_name(batch)}: {e.message}"
         raise e.located(position=batch.position) from None
-    if isinstance(data, int):
-        yield from _streamed(buf, batch, limits, data)
+    if isinstance(data, tuple):
+        yield from _streamed(buf, batch, limits, *data)
         return
     large = len(data) > LARGE_PAYLOAD and compressed
     pos = n = 0
@@ -79,26 +82,46 @@ def _compressed(buf, batch: Batch) -> bytes | memoryview:
     return buf[start:batch.position + batch.size]
 
 
-def _payload_or_size(buf, batch: Batch, limits: Limits) -> bytes | int:
-    """The decompressed records section, or, past STREAM_THRESHOLD bytes, only its size."""
-    parts: list[bytes] | None = []
+def _payload_or_size(buf, batch: Batch, limits: Limits) -> bytes | tuple[list[bytes], Iterator[bytes]]:
+    """The decompressed records section, or, past STREAM_THRESHOLD bytes, the pieces read so
+    far and the stream, to go on from there."""
+    pieces = iter(decompress_chunks(batch.compression, _compressed(buf, batch), 2, limits=limits, stream=True))
+    parts: list[bytes] = []
     total = 0
-    for piece in decompress_chunks(batch.compression, _compressed(buf, batch), 2, limits=limits, stream=True):
+    for piece in pieces:
         total += len(piece)
-        if parts is not None:
-            if total <= STREAM_THRESHOLD:
-                parts.append(piece)
-            else:
-                parts = None
-    return b"".join(parts) if parts is not None else total
+        parts.append(piece)
+        if total > STREAM_THRESHOLD:
+            return parts, pieces
+    return b"".join(parts)
 
 
-def _streamed(buf, batch: Batch, limits: Limits, size: int) -> Iterator[list[Record]]:
-    """The slices of a batch whose records section (``size`` bytes, known to decompress) is
-    decoded from a window of it: the same slices, records and errors as from the whole section.
-    A slice reaching past the window is finished after the window moves on (past a record
-    longer than the window, it grows to hold that record)."""
-    pieces = decompress_chunks(batch.compression, _compressed(buf, batch), 2, limits=limits, stream=True)
+class _Stream:
+    """An iterator of pieces that remembers having ended."""
+
+    __slots__ = ("it", "ended")
+
+    def __init__(self, it: Iterator[bytes]) -> None:
+        self.it, self.ended = it, False
+
+    def __iter__(self) -> _Stream:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self.it)
+        except StopIteration:
+            self.ended = True
+            raise
+
+
+def _streamed(buf, batch: Batch, limits: Limits, head: list[bytes], rest: Iterator[bytes]) -> Iterator[list[Record]]:
+    """The slices of a batch whose records section is decoded from a window of its stream
+    (``head``, the pieces read, then ``rest``): the same slices, records and errors as from the
+    whole section. A slice reaching past the window is finished after the window moves on
+    (past a record longer than the window, it grows to hold that record)."""
+    pieces = _Stream(itertools.chain(head, rest))
+    size = None
     count = cast(int, batch.count)      # set on every v2 batch
     window, pos, seen = b"", 0, 0       # seen: the stream's bytes read into windows so far
     ahead = WINDOW          # bytes to hold ahead of the decoder: two slices like the last at least
@@ -109,10 +132,10 @@ def _streamed(buf, batch: Batch, limits: Limits, size: int) -> Iterator[list[Rec
             records: list[Record] = []
             used = 0                        # bytes of the slice's records
             while take:
-                if len(window) - pos < ahead >> 1 and seen < size:
+                if len(window) - pos < ahead >> 1 and not pieces.ended:
                     window, seen = refill_window(pieces, window, pos, seen, ahead, size)
                     pos = 0
-                final = seen == size        # the window ends where the records section does
+                final = pieces.ended        # the window ends where the records section does
                 try:
                     part, next_pos = decode_v2_span(window, pos, batch, n, take, final)
                     got = take
@@ -133,8 +156,10 @@ def _streamed(buf, batch: Batch, limits: Limits, size: int) -> Iterator[list[Rec
                 take -= got
                 records = records + part if records else part
             ahead = max(WINDOW, 2 * used)
-            if n == count and seen + pos - len(window) != size:     # as the whole section would, before
-                raise InvalidRecordError(records_remaining(batch, size - seen + len(window) - pos))   # the slice
+            if n == count:          # as the whole section would, before the slice: bytes left over
+                left = len(window) - pos + sum(len(p) for p in pieces)
+                if left:
+                    raise InvalidRecordError(records_remaining(batch, left))
             yield LargeRecords(records)
     except KdumpError as e:
         if isinstance(e, CodecError):
@@ -149,9 +174,9 @@ _AT_BYTE = re.compile(r"\bat byte (\d+)")
 
 
 def refill_window(pieces: Iterator[bytes], window: bytes, pos: int, seen: int, want: int,
-                  size: int) -> tuple[bytes, int]:
+                  size: int | None) -> tuple[bytes, int]:
     """``window[pos:]`` followed by pieces of the stream until it holds ``want`` bytes or the
-    stream ends; and the stream's bytes read so far (of ``size``)."""
+    stream ends; and the stream's bytes read so far (of ``size``, None: not known)."""
     parts = [window[pos:]]
     have = len(window) - pos
     for piece in pieces:
@@ -160,7 +185,7 @@ def refill_window(pieces: Iterator[bytes], window: bytes, pos: int, seen: int, w
         seen += len(piece)
         if have >= want:
             break
-    if seen > size or (have < want and seen != size):       # never, unless the library misbehaves
+    if size is not None and (seen > size or (have < want and seen != size)):   # never, unless the library errs
         raise CodecError(f"payload decompressed to {seen} bytes, not the {size} of the first pass")
     return b"".join(parts), seen
 

@@ -43,7 +43,7 @@ def finding_lines(findings) -> list[str]:
 
 def not_listed_lines(r) -> list[str]:
     """The findings a scan counted but did not keep (past the first 50 of a kind in a file)."""
-    extra = r.scan.not_listed if r.scan is not None else {}
+    extra = r.not_listed
     return [f"{kind}: {n} more in this file, not listed (the first 50 of each kind are)" for kind, n in extra.items()]
 
 

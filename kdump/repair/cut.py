@@ -29,10 +29,10 @@ from collections.abc import Callable
 from kdump import findings as F
 from kdump.errors import KdumpError, WriteError
 from kdump.repair.indexes import rebuild_changes, trim_txnindex
-from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name
+from kdump.storage.names import CORRUPT_INFIX, INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name
 from kdump.storage.safewrite import Change, _wrap, atomic_write, link_count, read_range, refuse_symlink, same_content
 
-CORRUPT_INFIX = ".corrupt-"
+__all__ = ["CORRUPT_INFIX"]      # (its home is storage.names; imported from here too)
 
 # -- cutting a segment ------------------------------------------------------------------------
 

@@ -184,6 +184,9 @@ def _index(item: Item, rep, mode: Mode, renderer) -> None:
         rep.check = check
         rep.findings += check.findings
         rep.notes += check.notes
+        from kdump.check.capped import not_listed
+        rep.notes += [f"{kind}: {n} more faults not listed (the first 50 of each kind are)"
+                      for kind, n in not_listed(check.findings).items()]
     elif not mode.sanity:
         rep.findings += file_findings(parsed)
     _finish(rep, mode, renderer)

@@ -13,16 +13,14 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kdump.check.lost_records import orphan_bases
 from kdump.errors import InputError, KdumpError, NothingToDoError
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record
 from kdump.storage import fs
 from kdump.storage.logdir import (
-    INDEX,
     LOG,
     MAX_DEPTH,
-    TIMEINDEX,
-    TXNINDEX,
     LogFile,
     _is_partition_dir,
     _scandir,
@@ -103,10 +101,8 @@ def segments(p: Partition) -> list[LogFile]:
 
 def orphan_segments(p: Partition) -> list[int]:
     """Base offsets of segments whose ``.index``/``.timeindex``/``.txnindex`` is here without
-    their ``.log``: a broker deletes a segment's files together, so that ``.log`` was lost."""
-    files = [f for f in partition_files(p.path) if f.leftover is None]
-    logs = {f.base_offset for f in files if f.kind == LOG}
-    return sorted({f.base_offset for f in files if f.kind in (INDEX, TIMEINDEX, TXNINDEX)} - logs)
+    their ``.log`` (the rule ``verify``'s ``records_missing`` uses: ``check.lost_records``)."""
+    return list(orphan_bases(partition_files(p.path)))
 
 
 def missing_logs(p: Partition) -> str | None:

@@ -21,6 +21,7 @@ SNAPSHOT_SUFFIX = ".snapshot"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX, TXNINDEX_SUFFIX)   # one segment's files
 DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX = ".deleted", ".cleaned", ".swap"
 LEFTOVER_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
+CORRUPT_INFIX = ".corrupt-"         # kdump's own: the bytes a repair cut from a segment, kept beside it
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"     # the KRaft bootstrap snapshot
 

@@ -19,33 +19,21 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
+from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_timeout, retries, timeout
+from kdump.storage.remote_settings import aws_config_value as _aws_config_value
+from kdump.storage.remote_settings import rss as _rss
 
 SCHEMES = ("s3://", "s3a://", "hdfs://")
 FILE_SCHEME = "file://"
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_RETRIES = 3
 
 
 def is_remote(path: str) -> bool:
     return path.startswith(SCHEMES)
-
-
-def timeout() -> float:
-    try:
-        return max(0.1, float(os.environ.get("KDUMP_REMOTE_TIMEOUT", DEFAULT_TIMEOUT)))
-    except ValueError:
-        return DEFAULT_TIMEOUT
-
-
-def retries() -> int:
-    try:
-        return max(1, int(os.environ.get("KDUMP_REMOTE_RETRIES", DEFAULT_RETRIES)))
-    except ValueError:
-        return DEFAULT_RETRIES
 
 
 class Entry(NamedTuple):
@@ -112,14 +100,10 @@ class Store:
     def call(self, url: str, fn, *args, bounded: bool = True):
         """``fn(*args)`` within the time limit, its failures turned into a located RemoteError.
         Not ``bounded``: a call of many requests (a listing of any length), each of which the
-        library bounds itself, runs here, as long as it goes on being answered."""
+        library bounds itself, may take up to ``list_timeout()`` and grow memory by up to
+        LIST_MEMORY (``_watch``), then the time limit of one request more."""
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
-        if not bounded:
-            try:
-                return fn(*args)
-            except Exception as e:      # noqa: BLE001 - explained below, as a bounded call's
-                return self._failed(url, e)
         box: list = []
         done = threading.Event()
 
@@ -131,6 +115,8 @@ class Store:
             done.set()
 
         threading.Thread(target=run, daemon=True, name="kdump-remote").start()
+        if not bounded:
+            self._watch(url, done)
         limit = timeout()
         if not done.wait(limit):
             self._down = RemoteError(f"{self.where} did not answer within {limit:g} s (KDUMP_REMOTE_TIMEOUT)",
@@ -139,6 +125,19 @@ class Store:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
         ok, value = box[0]
         return value if ok else self._failed(url, value)
+
+    def _watch(self, url: str, done: threading.Event) -> None:
+        """Wait for a call of many requests (a listing) within its whole time and memory limits."""
+        start, base, limit = time.monotonic(), _rss(), list_timeout()
+        while not done.wait(LIST_POLL):
+            spent, grown = time.monotonic() - start, _rss() - base
+            if spent > limit or grown > LIST_MEMORY:
+                why = (f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)" if spent > limit
+                       else f"took {grown >> 20} MB in {spent:.0f} s, more than {LIST_MEMORY >> 20} MB")
+                self._down = RemoteError(f"the listing of {url} from {self.where} {why}: its pages go on "
+                                         f"without end?", file=url)
+                self.abandon()
+                raise StoreUnusable(RemoteError(self._down.message, file=url))
 
     def _failed(self, url: str, value: BaseException):
         if isinstance(value, (InputError, StoreUnusable)):
@@ -199,23 +198,6 @@ def _fatal(message: str) -> RemoteError:
 
 
 # -- S3 ----------------------------------------------------------------------------------
-
-def _aws_config_value(name: str) -> str | None:
-    """``name`` from the profile's section of the AWS config file (as the AWS CLI reads it)."""
-    import configparser
-
-    path = os.environ.get("AWS_CONFIG_FILE", os.path.expanduser("~/.aws/config"))
-    profile = os.environ.get("AWS_PROFILE", "default")
-    parser = configparser.ConfigParser()
-    try:
-        parser.read(path)
-    except configparser.Error:
-        return None
-    section = profile if profile == "default" else f"profile {profile}"
-    if not parser.has_section(section):
-        return None
-    return parser.get(section, name, fallback=None) or None
-
 
 class S3Store(Store):
     def __init__(self) -> None:

@@ -17,7 +17,7 @@ from kdump import _accel
 from kdump.errors import ExitStatus, KdumpError
 from kdump.format.walk import SCAN_SPAN, Walker
 from kdump.model import compression_name
-from kdump.storage.logdir import BATCH_KINDS, LogFile
+from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile
 from kdump.storage.mapped import MappedFile
 
 SIZE_BUCKETS = (128, 512, 2048, 8192, 32768, 131072, 524288, 1 << 21)
@@ -64,28 +64,69 @@ class PartitionSummary:
     # The exit status the problems call for: a file that could not be read (gone, cut short
     # after it was listed, an I/O error) is INCOMPLETE, not damage.
     status: ExitStatus = ExitStatus.OK
+    # The live segments read whole, for ``records_missing`` (None: one could not be read).
+    live: list | None = field(default_factory=list, repr=False)
+    compacted: bool = False
 
     def add_file(self, f: LogFile) -> None:
         try:
             mapped = MappedFile(f.path)
         except KdumpError as e:
             self._problem(str(e.located(f.path)), e.exit_code)
+            self.live = None
             return
         try:
             self.segments += 1
             self.bytes += mapped.size
+            before = (self.records, self.last_offset, self.first_offset)
+            self.first_offset = None        # this file's, for _segment (then the smallest again)
             walker = self._walk(mapped.buf)
             self.trailing_bytes += walker.trailing_bytes
             if walker.stop is not None:
                 self._problem(f"{f.path}:{walker.stop.position}: {walker.stop.message}", ExitStatus.DAMAGE)
+            self._segment(f, before, walker.stop is not None)
         except KdumpError as e:         # a read that failed part-way (a remote object cut short)
             self._problem(str(e.located(f.path)), e.exit_code)
+            self.live = None
         finally:
             mapped.close()
 
     def _problem(self, text: str, status: ExitStatus) -> None:
         self.problems.append(text)
         self.status = max(self.status, status)
+
+    def _segment(self, f: LogFile, before: tuple, damaged: bool) -> None:
+        """One live segment's extent (its offsets follow the ones before: ``last_offset`` is its last)."""
+        from kdump.check.lost_records import Segment, looks_compacted
+
+        records, last, first = before
+        own_first, self.first_offset = self.first_offset, (
+            first if self.first_offset is None or (first is not None and first < self.first_offset)
+            else self.first_offset)
+        if self.live is None or f.kind != LOG or f.leftover is not None or f.base_offset is None:
+            return
+        end = f.base_offset
+        if own_first is not None and self.last_offset is not None and self.last_offset != last:
+            end = self.last_offset + 1
+            self.compacted = self.compacted or looks_compacted(f.base_offset, own_first, self.last_offset,
+                                                               self.records - records)
+        self.live.append(Segment(f.path, f.base_offset, end, damaged))
+
+    def lost(self, cache: dict | None = None) -> None:
+        """Each span of records the partition's files show were written but no ``.log`` holds, as a problem."""
+        from kdump.check.lost_records import lost_spans
+        from kdump.storage.logdir import partition_files
+
+        if self.live is None or not self.live:
+            return
+        try:
+            files = partition_files(self.path)
+        except KdumpError:
+            return
+        for carriers, finding in lost_spans(self.path, files, sorted(self.live, key=lambda s: s.base),
+                                            self.compacted, None, cache):
+            where = next((c for c in carriers if c is not None), self.path)
+            self._problem(f"{where}: {finding.kind}: {finding.message}", ExitStatus.DAMAGE)
 
     def _walk(self, buf) -> Walker:
         """Every batch of ``buf`` into the sums; returns the Walker that ended the walk (its
@@ -191,14 +232,17 @@ def _share(part: int, whole: int) -> float:
 def partition_summaries(files: list[LogFile]) -> Iterator[PartitionSummary]:
     """One summary per directory holding batch files, in the order the files come."""
     current: PartitionSummary | None = None
+    cache: dict = {}            # log-dir checkpoints read
     for f in files:
         if f.kind not in BATCH_KINDS:
             continue
         directory = os.path.dirname(f.path)
         if current is None or current.path != directory:
             if current is not None:
+                current.lost(cache)
                 yield current
             current = PartitionSummary(directory, f.topic, f.partition)
         current.add_file(f)
     if current is not None:
+        current.lost(cache)
         yield current

@@ -100,3 +100,30 @@ def test_a_streamed_batch_damaged_mid_way_shows_its_records_then_the_error(tmp_p
     [line] = [json.loads(x) for x in r.out.splitlines()]
     assert len(line["records"]) == RECORDS_SLICE
     assert line["records_error"] == f"Invalid record size -64 in record {RECORDS_SLICE + 6} of batch at offset 0"
+
+
+def test_verify_deep_pays_for_a_bombs_bytes_not_its_count(tmp_path, monkeypatch):
+    """#41: a 5.8 KB zstd batch of 9 million copies of one record (63 MB decompressed) cost
+    2.8 s of ``verify --deep``: it was decompressed whole twice, and every record decoded to
+    count them. Its second record is out of order: the batch is damaged there, and nothing
+    past the first stretch of its stream is decompressed (measured in bytes, not seconds)."""
+    from kdump.format import record_stream
+    from kdump.format.codecs import STREAM_THRESHOLD
+
+    count = 9_000_000
+    seg = write_segment(tmp_path / "t-0", [build_record_count_bomb(count)] * 3)
+    produced = []
+    real = record_stream.decompress_chunks
+
+    def counted(*a, **k):
+        for piece in real(*a, **k):
+            produced.append(len(piece))
+            yield piece
+
+    monkeypatch.setattr(record_stream, "decompress_chunks", counted)
+    r = run_kdump("verify", "--deep", "--json", seg)
+    assert r.code == 1
+    report = json.loads(r.out.splitlines()[0])
+    assert report["findings"][0]["message"] == ("record offset 0 is out of order or outside the batch's range "
+                                                f"0..{count - 1}")
+    assert sum(produced) < 3 * (STREAM_THRESHOLD + (8 << 20)), sum(produced)     # of 3 x 63 MB

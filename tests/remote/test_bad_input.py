@@ -173,3 +173,66 @@ def test_hdfs_missing_path_and_refused_namenode(hdfs):
     port = free_port()
     _one_error(_kdump({"KDUMP_REMOTE_TIMEOUT": "5"}, "verify", f"hdfs://127.0.0.1:{port}/logs", timeout=60), 3,
                f"hdfs://127.0.0.1:{port}/logs: ")
+
+
+class _EndlessListing:
+    """An S3 endpoint on 127.0.0.1 whose ListObjectsV2 pages never end: each has 1,000 keys,
+    IsTruncated and a new continuation token; any other request is a 404 (#41)."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, urlparse
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _send(self, code: int, body: bytes = b"") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
+                self._send(404)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                q = parse_qs(urlparse(self.path).query)
+                if "list-type" not in q:
+                    return self._send(404, b"<Error><Code>NoSuchKey</Code></Error>")
+                prefix, keys = q.get("prefix", [""])[0], int(q.get("max-keys", ["1000"])[0])
+                n = int(q.get("continuation-token", ["0"])[0])
+                items = "".join(f"<Contents><Key>{prefix}{n + i:012d}.bin</Key><Size>1</Size></Contents>"
+                                for i in range(keys))
+                self._send(200, (f"<ListBucketResult><Name>b</Name><Prefix>{prefix}</Prefix><KeyCount>{keys}"
+                                 f"</KeyCount><MaxKeys>{keys}</MaxKeys><IsTruncated>true</IsTruncated>"
+                                 f"<NextContinuationToken>{n + keys}</NextContinuationToken>{items}"
+                                 f"</ListBucketResult>").encode())
+
+        import threading
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("command", ["verify", "dump", "info", "groups"])
+def test_a_listing_that_pages_forever_stops_the_run(command):
+    # Before: past 150 s at up to 2.7 GB with no output (3.4 GB after 13 minutes here).
+    server = _EndlessListing()
+    try:
+        env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+               "AWS_DEFAULT_REGION": "us-east-1", "KDUMP_REMOTE_LIST_TIMEOUT": "2"}
+        done = _kdump(env, command, "s3://b/logs-0", timeout=60)
+    finally:
+        server.close()
+    _only_line(done, f"kdump: error: s3://b/logs-0: the listing of s3://b/logs-0 from S3 endpoint {server.endpoint} "
+                     f"did not end within 2 s (KDUMP_REMOTE_LIST_TIMEOUT): its pages go on without end?")

@@ -19,10 +19,14 @@ def test_info_json_on_transactions():
 
 def test_info_on_the_whole_real_tree_is_clean():
     r = run_kdump("info", REAL, "--json")
-    assert r.code == 0, r.err
     summaries = [json.loads(line) for line in r.out.splitlines()]
     assert len(summaries) > 400
-    assert all(not s["problems"] and s["invalid_batches"] == 0 for s in summaries)
+    assert all(s["invalid_batches"] == 0 for s in summaries)
+    # One fixture partition was committed with its first two segments' indexes but not their
+    # .log (#36: records_missing); every other is clean.
+    lossy = [(s["topic"], [p.split(": ")[1] for p in s["problems"]]) for s in summaries if s["problems"]]
+    assert lossy == [("test_topic_b", ["records_missing"])]
+    assert r.code == 1 and r.err.count("kdump: error: ") == 1 and "offsets 0..1613279 are missing" in r.err
 
 
 def test_info_reports_damage():

@@ -8,6 +8,7 @@ the index.interval.bytes values the gaps fit.
 
 from __future__ import annotations
 
+from kdump.check.capped import Capped
 from kdump.check.indexes.index_file import (
     BASE,
     INF,
@@ -40,7 +41,7 @@ class OffsetIndexCheck:
     def __init__(self, base_offset: int, index: IndexFile, interval_bytes: int | None) -> None:
         self.base = base_offset
         self.entries, self.tail = live_entries(index)
-        self.findings = file_findings(index)
+        self.findings = Capped(file_findings(index))
         self.interval_bytes = interval_bytes
         targets = []
         prev = None
@@ -196,7 +197,10 @@ class OffsetIndexCheck:
     def close(self, walker: Walker, log_size: int) -> list[Finding]:
         """The findings, once the walk has ended (``finish`` adds what else the check learned)."""
         readable = walker.stop_position
-        for pos, i in self.targets[self.t:]:
+        rest = self.targets[self.t:]
+        room = self.findings.room(INDEX_PAST_END)
+        self.findings.skip(INDEX_PAST_END, max(0, len(rest) - room))   # counted, not made (then the kept ones)
+        for pos, i in rest[:room]:
             e = self.entries[i]
             if pos >= log_size:
                 self._fault(INDEX_PAST_END, i, e.offset,

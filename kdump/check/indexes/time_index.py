@@ -9,6 +9,7 @@ point at, and only to tell the two conventions ("last", "record") apart.
 
 from __future__ import annotations
 
+from kdump.check.capped import Capped
 from kdump.check.indexes.index_file import (
     BASE,
     INF,
@@ -63,7 +64,7 @@ class TimeIndexCheck:
         self.base = base_offset
         self.entries, self.tail = live_entries(tix)
         self.trimmed = self.tail is None and tix.partial_bytes == 0
-        self.findings = file_findings(tix)
+        self.findings = Capped(file_findings(tix))
         targets = []
         prev = None
         for i, e in enumerate(self.entries):
@@ -203,7 +204,10 @@ class TimeIndexCheck:
 
     def close(self, walker: Walker, log_size: int) -> list[Finding]:
         """The findings, once the walk has ended (``finish`` adds what else the check learned)."""
-        for o, i in self.targets[self.t:]:
+        rest = self.targets[self.t:]
+        room = self.findings.room(TIME_PAST_END)
+        self.findings.skip(TIME_PAST_END, max(0, len(rest) - room))   # counted, not made (then the kept ones)
+        for o, i in rest[:room]:
             where = f"the last offset in the log is {self.log_last}" if self.log_last is not None else "no batches"
             if walker.stop is not None:
                 where += f"; the log is readable only up to byte {walker.stop_position}"

@@ -1,0 +1,286 @@
+"""Records the files show were written but no ``.log`` holds: the ``records_missing`` rule.
+
+A broker starting on a partition dir reads the segments it finds; what is gone it does not
+miss (it deletes orphan indexes, stale snapshots and epoch entries, and carries on). But
+the other files remember how far the log reached:
+
+- a segment's ``.index``/``.timeindex``/``.txnindex`` without its ``.log``: a broker deletes a
+  segment's files together (``LocalLog.deleteSegmentFiles`` renames them all to
+  ``.deleted`` first), so that ``.log`` was lost (``orphan_bases``, which ``groups`` and
+  ``txn`` share);
+- a producer snapshot is named by the log end offset when it was taken, a leader-epoch entry
+  by the offset its epoch started at, and the log dir's checkpoints (recovery point, log
+  start, high watermark, cleaner) by offsets the log had reached: one past the log end, or
+  inside the span between two segments, names records that were there;
+- an ``.index``/``.timeindex`` entry past the data kept names a record that was there;
+- a segment is named by its first offset: between the last record of one segment and the
+  next segment's base every offset was written, unless the cleaner-offset-checkpoint says
+  compaction went over it (the gap rule of ``kdump.check.gaps``).
+
+A span the segments do not cover, with evidence that it was written, is one ``records_missing``
+finding (damage): the offsets lost and the files that show it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from kdump import findings as F
+from kdump.errors import KdumpError
+from kdump.format.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LEADER_EPOCH,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+)
+from kdump.model import Finding
+from kdump.storage import fs
+from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile, parse_partition_dir
+from kdump.storage.logdir import LEADER_EPOCH as LEADER_EPOCH_KIND
+from kdump.storage.names import CORRUPT_INFIX
+
+ORPHAN_KINDS = (INDEX, TIMEINDEX, TXNINDEX)
+# The log dir's checkpoints, and what an offset in each says the log reached.
+LOG_DIR_CHECKPOINTS = ((RECOVERY_POINT_CHECKPOINT, "the recovery point"),
+                       (REPLICATION_OFFSET_CHECKPOINT, "the high watermark"),
+                       (LOG_START_OFFSET_CHECKPOINT, "the log start offset"),
+                       (CLEANER_OFFSET_CHECKPOINT, "the cleaner's offset"))
+SHOWN = 3       # evidence named per finding; the rest counted
+
+
+def orphan_bases(files: Iterable[LogFile]) -> dict[int, list[str]]:
+    """Base offset -> the names of its live ``.index``/``.timeindex``/``.txnindex``, for the
+    segments that have those but no ``.log`` (live or a leftover being swapped, cleaned or
+    deleted): the one rule of a lost segment."""
+    files = list(files)
+    logs = {f.base_offset for f in files if f.kind == LOG}
+    out: dict[int, list[str]] = {}
+    for f in files:
+        if f.kind in ORPHAN_KINDS and f.leftover is None and f.base_offset is not None and f.base_offset not in logs:
+            out.setdefault(f.base_offset, []).append(f.name)
+    return dict(sorted(out.items()))
+
+
+class Evidence(NamedTuple):
+    reached: int            # the log held every offset below this one
+    what: str               # how it shows it, for the message
+    file: str | None        # the file that shows it (None: a log-dir checkpoint)
+    orphan: int | None = None   # the base offset of a segment whose .log is gone
+
+
+class Segment(NamedTuple):
+    path: str
+    base: int
+    end: int                # one past its last record (its base if it holds none)
+    damaged: bool           # cut by the broker's recovery: the loss is that finding's
+
+
+def evidence(directory: str, files: list[LogFile], index_past_end: dict[str, int],
+             cache: dict | None = None) -> list[Evidence]:
+    """Everything in (and beside) the partition dir that says how far the log reached;
+    ``index_past_end``: index file -> the highest offset its entries name past the data."""
+    out = []
+    for base, names in orphan_bases(files).items():
+        if not any(_size(os.path.join(directory, n)) for n in names):
+            continue        # empty files: the segment held nothing they show
+        last = _last_index_offset(os.path.join(directory, names[0]), base) if names[0].endswith(".index") else None
+        out.append(Evidence(base if last is None else max(base, last + 1),
+                            f"{base:020d}.log is gone, its {_listed([n[20:] for n in names])} "
+                            f"remain{'s' if len(names) == 1 else ''}"
+                            + (f" (last index entry: offset {last})" if last is not None else ""),
+                            os.path.join(directory, names[0]), base))
+    for f in files:
+        if f.kind == PRODUCER_SNAPSHOT and f.leftover is None and f.base_offset is not None:
+            out.append(Evidence(f.base_offset, f"the producer snapshot {f.name} was taken at log end {f.base_offset}",
+                                f.path))
+        elif f.kind == LEADER_EPOCH_KIND and f.leftover is None:
+            last_start = _last_epoch_start(f.path)
+            if last_start is not None:
+                out.append(Evidence(last_start, f"the leader-epoch-checkpoint has an epoch starting at {last_start}",
+                                    f.path))
+    for path, offset in index_past_end.items():
+        out.append(Evidence(offset + 1, f"{os.path.basename(path)} has an entry for offset {offset}", path))
+    norm = fs.normpath(directory)
+    parsed = parse_partition_dir(os.path.basename(norm))
+    if parsed is not None:
+        for name, what in LOG_DIR_CHECKPOINTS:
+            v = _checkpoint_offset(os.path.join(os.path.dirname(norm), name), parsed[:2], cache)
+            if v is not None:
+                out.append(Evidence(v, f"{what} in {name} is {v}", None))
+    return out
+
+
+def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int | None, compacted: bool = False,
+                    repaired: bool = False) -> list[tuple[list[str | None], Finding]]:
+    """(the files to carry it, in order of preference; the finding) per span of offsets the
+    segments (in offset order) do not hold but ``found`` shows were written. A span between
+    two segments that nothing else shows is not judged where compaction may explain it:
+    ``cleaned`` (the cleaner-offset-checkpoint) covers it, or ``compacted`` (the segments
+    show the cleaner's work: offsets missing inside one, a cleaning or deletion under way);
+    past the log end, nothing is judged where a repair ``repaired`` it (and kept the cut)."""
+    out: list[tuple[list[str | None], Finding]] = []
+    if not segments:                # no log at all: from the first lost segment (if known) to the last evidence
+        if found:
+            start = min((e.orphan for e in found if e.orphan is not None), default=None)
+            reached = max(e.reached for e in found)
+            shown = [e for e in found if e.orphan is not None or start is None or e.reached > start]
+            if start is None or reached > start:
+                out.append(_finding(start, reached, shown, "no .log holds them", [e.file for e in found]))
+        return out
+    for a, b in zip(segments, segments[1:]):
+        if a.damaged or a.end >= b.base:
+            continue
+        inside = [e for e in found if a.end < e.reached < b.base
+                  or (e.orphan is not None and a.base < e.orphan < b.base)]
+        if not inside and (compacted or cleaned is not None and a.end - 1 < cleaned):
+            continue        # compaction may have removed them (kdump.check.gaps' rule)
+        why = (f"{os.path.basename(a.path)} ends at {a.end - 1}, {os.path.basename(b.path)} starts at {b.base}"
+               if a.end > a.base else f"{os.path.basename(a.path)} holds no record, "
+                                      f"{os.path.basename(b.path)} starts at {b.base}")
+        out.append(_finding(a.end, b.base, inside, why, [e.file for e in inside] + [b.path]))
+    head = segments[0]
+    before = [e for e in found if e.orphan is not None and e.orphan < head.base]
+    if before:
+        start = min(e.orphan for e in before)  # type: ignore[type-var]  # (not None, as chosen)
+        out.append(_finding(start, head.base, before, f"the first segment, {os.path.basename(head.path)}, starts at "
+                                                      f"{head.base}", [e.file for e in before] + [head.path]))
+    last = segments[-1]
+    if not last.damaged and not repaired:
+        past = [e for e in found if e.reached > last.end]
+        if past:
+            reached = max(e.reached for e in past)
+            out.append(_finding(last.end, reached, past, f"the log ends at {last.end}",
+                                [e.file for e in past] + [last.path]))
+    return out
+
+
+def _finding(start: int | None, stop: int, shown: list[Evidence], why: str, carriers: list[str | None]
+             ) -> tuple[list[str | None], Finding]:
+    """``start`` None: the first offset lost is not known (no segment says where the log began)."""
+    if start is None:
+        span = f"offsets below {stop} are missing"
+    else:
+        n = stop - start
+        span = f"offsets {start}..{stop - 1} are missing ({n} offset{'s' if n != 1 else ''})"
+    said = "; ".join(e.what for e in shown[:SHOWN]) + (f"; and {len(shown) - SHOWN} more" if len(shown) > SHOWN
+                                                       else "")
+    return carriers, Finding(F.RECORDS_MISSING, None, start,
+                             f"{span}: {why}" + (f"; {said}" if said else "")
+                             + ": a broker starts without them and no reader will see these records")
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else items[0]
+
+
+def _size(path: str) -> int:
+    try:
+        return fs.getsize(path)
+    except (OSError, KdumpError):
+        return 0
+
+
+def _last_index_offset(path: str, base: int) -> int | None:
+    """The offset of the last entry of an ``.index`` (preallocated zero slots skipped), or None."""
+    from kdump.check.side_files import SIDE_FILE_LIMIT
+    from kdump.storage.mapped import read_small
+    try:
+        data = read_small(path, SIDE_FILE_LIMIT)
+    except (KdumpError, OSError):
+        return None
+    used = len(data.rstrip(b"\0"))
+    if used == 0:
+        return None
+    slot = (used - 1) // 8 * 8
+    if slot + 8 > len(data):
+        return None
+    return base + int.from_bytes(data[slot:slot + 4], "big")
+
+
+def _last_epoch_start(path: str) -> int | None:
+    from kdump.check.side_files import checkpoint_entries
+    last = None
+    try:
+        for e in checkpoint_entries(path, LEADER_EPOCH):
+            last = e.start_offset if last is None else max(last, e.start_offset)
+    except (KdumpError, OSError):
+        return None         # reported on the file itself
+    return last
+
+
+def _checkpoint_offset(path: str, key: tuple[str, int], cache: dict | None) -> int | None:
+    """This partition's offset in a log-dir checkpoint (read once per run and log dir)."""
+    cache = {} if cache is None else cache
+    if path not in cache:
+        from kdump.check.side_files import checkpoint_entries
+        table: dict[tuple[str, int], int] = {}
+        try:
+            if fs.isfile(path):
+                for e in checkpoint_entries(path, os.path.basename(path)):
+                    table[(e.topic, e.partition)] = e.offset
+        except (KdumpError, OSError):
+            table = {}      # reported on the checkpoint itself
+        cache[path] = table
+    return cache[path].get(key)
+
+
+def add_records_missing(directory: str, files: list[LogFile], live: list | None, reports: list,
+                        cache: dict | None = None) -> list:
+    """``reports`` (of files of one partition dir listing ``files``), with each span of lost
+    records on the first report among its carriers; ``live``: the live segments' (LogFile,
+    ScanReport) in offset order when every one was scanned (else None: nothing is judged)."""
+    if live is None:
+        return reports
+    by_path = {r.file: r for r in reports}
+    past_end: dict[str, int] = {}
+    for r in reports:
+        for x in r.findings:
+            if x.kind in (F.INDEX_PAST_END, F.TIME_PAST_END) and x.offset is not None:
+                past_end[r.file] = max(past_end.get(r.file, x.offset), x.offset)
+        if r.file in past_end and r.kind == INDEX and F.INDEX_PAST_END in r.not_listed:   # (only 50 are kept)
+            last = _last_index_offset(r.file, int(os.path.basename(r.file)[:20]))
+            past_end[r.file] = max(past_end[r.file], last if last is not None else -1)
+    segments = [Segment(f.path, f.base_offset, s.next_offset if s.next_offset is not None else f.base_offset,
+                        s.cut is not None) for f, s in live]
+    compacted = any(s.first_offset is not None and looks_compacted(f.base_offset, s.first_offset, s.last_offset,
+                                                                   s.records) for f, s in live)
+    for carriers, finding in lost_spans(directory, files, segments, compacted, past_end, cache):
+        r = next((by_path[c] for c in carriers if c is not None and c in by_path), None)
+        if r is not None:
+            r.findings.append(finding)
+    return reports
+
+
+def looks_compacted(base: int, first: int, last: int, records: int) -> bool:
+    """Does a segment show the cleaner's work: offsets missing at its start or inside it?"""
+    return first > base or records < last - first + 1
+
+
+def lost_spans(directory: str, files: list[LogFile], segments: list[Segment], compacted: bool,
+               past_end: dict[str, int] | None = None, cache: dict | None = None
+               ) -> list[tuple[list[str | None], Finding]]:
+    """``records_missing`` for one partition dir: its ``files``, its live ``segments`` in offset
+    order, whether they look ``compacted``, its index files' entries past the data."""
+    norm = fs.normpath(directory)
+    parsed = parse_partition_dir(os.path.basename(norm))
+    if parsed is None:
+        return []           # (only in a <topic>-<partition> directory is a log expected)
+    found = evidence(directory, files, past_end or {}, cache)
+    if not segments and not any(e.file is not None for e in found):
+        return []           # nothing of a log here (only a log dir's checkpoint names it)
+    cleaned = _checkpoint_offset(os.path.join(os.path.dirname(norm), CLEANER_OFFSET_CHECKPOINT), parsed[:2], cache)
+    compacted = compacted or any(f.leftover is not None for f in files)     # a cleaning or deletion under way
+    return records_missing(segments, found, cleaned, compacted, repaired=_repaired(directory))
+
+
+def _repaired(directory: str) -> bool:
+    """Does the dir keep what a kdump repair cut (``.corrupt-*`` bytes, a quarantine folder)?
+    Then the files past the log end name records that repair took out and kept, not lost ones."""
+    from kdump.storage.safewrite import QUARANTINE_PREFIX
+    try:
+        return any(CORRUPT_INFIX in e.name or e.name.startswith(QUARANTINE_PREFIX) for e in fs.scandir(directory))
+    except (OSError, KdumpError):
+        return False

@@ -1,0 +1,60 @@
+"""The settings of kdump's object-store and HDFS calls: how long a call and a whole listing
+may take, how many attempts an S3 request gets (the environment), and S3's endpoint and region
+from the AWS config file, as the AWS CLI reads them."""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 3
+# A listing (a request per 1,000 keys, each bounded by the library) as a whole, at most this long
+# (KDUMP_REMOTE_LIST_TIMEOUT) and this much memory grown: pages that never end grow both.
+DEFAULT_LIST_TIMEOUT, LIST_MEMORY, LIST_POLL = 600.0, 1 << 30, 0.2
+
+
+def timeout() -> float:
+    try:
+        return max(0.1, float(os.environ.get("KDUMP_REMOTE_TIMEOUT", DEFAULT_TIMEOUT)))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+
+
+def list_timeout() -> float:
+    try:
+        return max(0.1, float(os.environ.get("KDUMP_REMOTE_LIST_TIMEOUT", DEFAULT_LIST_TIMEOUT)))
+    except ValueError:
+        return DEFAULT_LIST_TIMEOUT
+
+
+def rss() -> int:
+    """This process's resident memory in bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def retries() -> int:
+    try:
+        return max(1, int(os.environ.get("KDUMP_REMOTE_RETRIES", DEFAULT_RETRIES)))
+    except ValueError:
+        return DEFAULT_RETRIES
+
+
+def aws_config_value(name: str) -> str | None:
+    """``name`` from the profile's section of the AWS config file (as the AWS CLI reads it)."""
+    import configparser
+
+    path = os.environ.get("AWS_CONFIG_FILE", os.path.expanduser("~/.aws/config"))
+    profile = os.environ.get("AWS_PROFILE", "default")
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return None
+    section = profile if profile == "default" else f"profile {profile}"
+    if not parser.has_section(section):
+        return None
+    return parser.get(section, name, fallback=None) or None

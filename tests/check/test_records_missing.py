@@ -1,0 +1,194 @@
+"""``records_missing`` (issue #36): records the files show were written but no ``.log`` holds.
+
+Each evidence kind on a copy of a real broker's partition (fixtures/broker/all-shapes/rolled-0:
+segments 0, 32, ... 224, offsets 0..239, a snapshot at every roll and at 240), in a log dir
+of its own so that only the evidence a test plants is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.run import run_kdump
+
+ROLLED = Path(__file__).resolve().parents[2] / "fixtures" / "broker" / "all-shapes" / "rolled-0"
+TAIL = ": a broker starts without them and no reader will see these records"
+
+
+def seg(base: int, ext: str = ".log") -> str:
+    return f"{base:020d}{ext}"
+
+
+@pytest.fixture
+def part(tmp_path) -> Path:
+    d = tmp_path / "logdir" / "rolled-0"
+    shutil.copytree(ROLLED, d)
+    for p in d.iterdir():
+        os.chmod(p, 0o644)
+    return d
+
+
+def missing(out: str) -> list[tuple[str, int | None, str]]:
+    """(file name, offset, message) of each records_missing finding of ``verify --json``."""
+    return [(os.path.basename(o["file"]), f["offset"], f["message"]) for o in map(json.loads, out.splitlines())
+            for f in o["findings"] if f["kind"] == "records_missing"]
+
+
+def test_the_fixture_misses_nothing(part):
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 0 and missing(r.out) == []
+
+
+def test_a_middle_log_deleted(part):
+    # Issue #36's first report: it said "ok" for every file and exited 0.
+    (part / seg(96)).unlink()
+    r = run_kdump("verify", "--format", "text", part)
+    assert r.code == 1
+    lines = r.out.splitlines()
+    at = lines.index(f"{part}/{seg(96, '.index')}: damaged, 56 bytes")
+    assert lines[at + 1:at + 3] == [
+        "  orphan_index at offset 96: no segment has this base offset: the broker deletes orphan indexes at startup",
+        f"  records_missing at offset 96: offsets 96..127 are missing (32 offsets): {seg(64)} ends at 95, "
+        f"{seg(128)} starts at 128; {seg(96)} is gone, its .index and .timeindex remain (last index entry: "
+        f"offset 127){TAIL}"]
+    assert sum("records_missing" in line for line in lines) == 1
+    assert r.err == ("kdump: verified 33 files (7 segments, 37.6 kB): 32 ok, 1 damaged, 0 torn tail, "
+                     "0 unreadable\n")
+    j = run_kdump("verify", "--json", part)
+    assert j.code == 1
+    [obj] = [o for o in map(json.loads, j.out.splitlines()) if o["status"] != "ok"]
+    assert obj["file"].endswith(seg(96, ".index")) and obj["status"] == "damaged"
+    assert obj["findings"][1] == {"kind": "records_missing", "class": "damage", "position": None, "offset": 96,
+                                  "message": lines[at + 2][len("  records_missing at offset 96: "):]}
+
+
+def test_the_table_shows_it(part, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    (part / seg(96)).unlink()
+    r = run_kdump("verify", "--format", "table", part)
+    assert r.code == 1
+    assert "records_missing at offset 96: offsets 96..127 are missing (32 offsets)" in " ".join(r.out.split())
+    assert seg(96, ".index") in r.out
+
+
+def test_info_shows_it(part):
+    (part / seg(96)).unlink()
+    r = run_kdump("info", "--format", "text", part)
+    assert r.code == 1
+    assert (f"kdump: error: {part}/{seg(96, '.index')}: records_missing: offsets 96..127 are missing (32 offsets): "
+            f"{seg(64)} ends at 95, {seg(128)} starts at 128; {seg(96)} is gone, its .index and .timeindex remain "
+            f"(last index entry: offset 127){TAIL}\n") in r.err
+    assert run_kdump("info", ROLLED).code == 0
+
+
+def test_no_log_at_all(part):
+    # Issue #36's second report: "ok" beside log_missing, exit 0.
+    for p in part.glob("*.log"):
+        p.unlink()
+    r = run_kdump("verify", "--format", "text", part)
+    assert r.code == 1
+    lines = r.out.splitlines()
+    assert lines[0] == f"{part}/{seg(0, '.index')}: damaged, 56 bytes"
+    assert lines[2].startswith("  log_missing (anomaly): ")
+    assert lines[3].startswith("  records_missing at offset 0: offsets 0..239 are missing (240 offsets): no .log "
+                               f"holds them; {seg(0)} is gone, its .index and .timeindex remain (last index entry: "
+                               "offset 31); ")
+    assert r.err.endswith(": 25 ok, 1 damaged, 0 torn tail, 0 unreadable; 1 anomaly (states a broker accepts)\n")
+
+
+def test_the_last_log_deleted_the_snapshots_show_how_far(part):
+    (part / seg(224)).unlink()
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert missing(r.out) == [(seg(224, ".index"), 224,
+                               f"offsets 224..239 are missing (16 offsets): the log ends at 224; {seg(224)} is "
+                               f"gone, its .index and .timeindex remain (last index entry: offset 239); the producer "
+                               f"snapshot {seg(240, '.snapshot')} was taken at log end 240{TAIL}")]
+
+
+def test_a_producer_snapshot_past_the_end(part):
+    for ext in (".log", ".index", ".timeindex"):
+        (part / seg(224, ext)).unlink()
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert missing(r.out) == [(seg(240, ".snapshot"), 224,
+                               f"offsets 224..239 are missing (16 offsets): the log ends at 224; the producer "
+                               f"snapshot {seg(240, '.snapshot')} was taken at log end 240{TAIL}")]
+
+
+def test_a_leader_epoch_entry_past_the_end(part):
+    (part / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n1 300\n")
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert missing(r.out) == [("leader-epoch-checkpoint", 240,
+                               f"offsets 240..299 are missing (60 offsets): the log ends at 240; the "
+                               f"leader-epoch-checkpoint has an epoch starting at 300{TAIL}")]
+
+
+def test_an_index_entry_past_the_end(part):
+    # The last segment cut at a batch boundary: no torn batch, but its .index names later offsets.
+    log = part / seg(224)
+    log.write_bytes(log.read_bytes()[:725])       # the first of its 4 batches (offsets 224..227)
+    (part / seg(240, ".snapshot")).unlink()
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    [(name, offset, message)] = missing(r.out)
+    assert (name, offset) == (seg(224, ".index"), 228)
+    assert message.startswith("offsets 228..23") and f"{seg(224, '.index')} has an entry for offset 23" in message
+
+
+@pytest.mark.parametrize("name, what", [("recovery-point-offset-checkpoint", "the recovery point"),
+                                        ("replication-offset-checkpoint", "the high watermark"),
+                                        ("log-start-offset-checkpoint", "the log start offset"),
+                                        ("cleaner-offset-checkpoint", "the cleaner's offset")])
+def test_a_log_dir_checkpoint_past_the_end(part, name, what):
+    (part.parent / name).write_text("0\n2\nother 0 9999\nrolled 0 500\n")
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert missing(r.out) == [(seg(224), 240, f"offsets 240..499 are missing (260 offsets): the log ends at 240; "
+                                              f"{what} in {name} is 500{TAIL}")]
+
+
+def test_a_checkpoint_at_the_end_is_fine(part):
+    (part.parent / "recovery-point-offset-checkpoint").write_text("0\n1\nrolled 0 240\n")
+    assert run_kdump("verify", part).code == 0
+
+
+def test_a_gap_between_two_segments_that_no_log_holds(part):
+    for ext in (".log", ".index", ".timeindex", ".snapshot"):
+        (part / seg(96, ext)).unlink()
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert missing(r.out) == [(seg(128), 96, f"offsets 96..127 are missing (32 offsets): {seg(64)} ends at 95, "
+                                             f"{seg(128)} starts at 128{TAIL}")]
+
+
+def test_a_gap_the_cleaner_explains(part):
+    for ext in (".log", ".index", ".timeindex", ".snapshot"):
+        (part / seg(96, ext)).unlink()
+    (part.parent / "cleaner-offset-checkpoint").write_text("0\n1\nrolled 0 200\n")
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 0 and missing(r.out) == []
+
+
+def test_real_compacted_partitions_miss_nothing():
+    fixtures = ROLLED.parents[1]
+    for d in (fixtures / "all-shapes" / "compacted-0", fixtures / "cleaner-crash" / "compacted-crash-0",
+              fixtures.parent / "generated" / "compacted-0"):
+        r = run_kdump("verify", "--json", d)
+        assert missing(r.out) == [], d
+
+
+def test_groups_and_verify_share_the_rule(part):
+    from kdump.check.lost_records import orphan_bases
+    from kdump.state.source import Partition, orphan_segments
+    from kdump.storage.logdir import partition_files
+
+    (part / seg(96)).unlink()
+    (part / seg(160)).rename(part / (seg(160) + ".deleted"))      # being deleted: not lost
+    assert orphan_segments(Partition("rolled", 0, str(part))) == [96] == list(orphan_bases(partition_files(str(part))))
