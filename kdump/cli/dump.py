@@ -92,8 +92,8 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
-         skip_record_metadata, escape, kafka_version, start_offset, end_offset, start_time, end_time, max_bytes, split_bytes,
-         max_decompressed, max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files,
+         skip_record_metadata, escape, kafka_version, start_offset, end_offset, start_time, end_time, max_bytes,
+         split_bytes, max_decompressed, max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files,
          key_decoder_class, value_decoder_class, index_sanity_check, verify_index_only, max_message_size, schemas_path,
          schema_registry, schema_cache):
     """Dump segments, KRaft snapshots, indexes and side files.

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.decoders import frame
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.kafka_text import strip_private, to_json
 from kdump.errors import DecodeError
-from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 
 SCHEMA_FILE = "cluster_metadata.json"
 ERROR_IN_PAYLOAD = True     # no key: DumpLogSegments prints a decode error as the payload

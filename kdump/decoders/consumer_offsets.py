@@ -18,8 +18,8 @@ import struct
 from typing import Any
 
 from kdump.decoders import coordinator
-from kdump.format.message_reader import SchemaError
 from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
+from kdump.format.message_reader import SchemaError
 
 SCHEMA_FILE = "consumer_offsets.json"
 GROUP_METADATA = 2

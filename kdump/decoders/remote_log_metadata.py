@@ -25,10 +25,10 @@ from typing import Any
 
 from kdump.decoders import frame
 from kdump.decoders.coordinator import insert_after
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.kafka_text import strip_private, to_json
 from kdump.errors import DecodeError
 from kdump.format.message_spec import load
-from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 
 SCHEMA_FILE = "remote_log_metadata.json"
 ERROR_IN_PAYLOAD = True     # no key: the error line is the payload, as for cluster metadata

@@ -6,8 +6,8 @@ import pytest
 from kafka_wire import count, i8, i16, i32, i64, string, tags
 
 from kdump.decoders import transaction_state as ts
-from kdump.decoders.kafka_lines import KafkaLine
 from kdump.decoders.coordinator import MissingKeyError, UnknownRecordTypeError
+from kdump.decoders.kafka_lines import KafkaLine
 from kdump.errors import DecodeError
 
 KEY = i16(0) + string("txnId")
