@@ -56,13 +56,11 @@ def test_every_line_has_a_profile():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MATRIX))
+@pytest.mark.parametrize("name", sorted({name for name, _, _ in _cases()}, key=list(MATRIX).index))
 @pytest.mark.parametrize("line", OLDER)
 def test_line_parity(line, name, theirs):
     dumped, copies = theirs(line)
     cases = [(root, f) for n, root, f in _cases() if n == name]
-    if not cases:
-        pytest.skip(f"no fixture file for {name}")
     ours = parity.run_kdump([str(root / f) for root, f in cases], MATRIX[name][0], escape=False, kafka_version=line)
     failures = []
     for root, f in cases:
