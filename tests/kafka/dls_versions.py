@@ -52,3 +52,42 @@ def classpath(line: str) -> str:
         if proc.returncode != 0 or not _present(line):
             kafka_jars._missing(f"mvn -P {line} dependency:copy-dependencies failed: {proc.stdout[-2000:]}")
     return str(JARS / release(line) / "*")
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/kafka/dls_versions.py LINE [OTHER]``: where LINE's DumpLogSegments prints
+    otherwise than OTHER's (default: the oracle's) on test_dls_parity's matrix, a line each
+    option set with the first difference of each kind: how a rule of kdump.decoders.kafka_lines
+    is found."""
+    import difflib
+    import sys
+    import tempfile
+
+    import dls
+    from test_dls_parity import MATRIX, ROOTS, _files
+
+    line, other = argv[0], argv[1] if len(argv) > 1 else None
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = {root: dls.copy_tree(root, Path(tmp) / str(i)) for i, root in enumerate(ROOTS)}
+        cases = [(name, root, f) for name, (_, suffixes, prefix) in MATRIX.items()
+                 for root in ROOTS for f in _files(root, suffixes, prefix)]
+        jobs = [(MATRIX[name][0], str(copies[root] / f)) for name, root, f in cases]
+        ours = dls.run_jobs(jobs, classpath(line), main_class(line))
+        theirs = (dls.run_jobs(jobs, classpath(other), main_class(other)) if other
+                  else dls.run_jobs(jobs, kafka_jars.classpath()))
+    seen: set[tuple[str, str]] = set()
+    for (name, root, f), a, b in zip(cases, ours, theirs):
+        for x in difflib.unified_diff(b.stdout + b.stderr, a.stdout + a.stderr, lineterm="", n=0):
+            if x[:1] in "+-" and x[:3] not in ("+++", "---"):
+                kind = (name, re.sub(r"\d+", "N", x)[:60])
+                if kind not in seen:
+                    seen.add(kind)
+                    sys.stdout.write(f"{name} {root.name}/{f}: {x[:300]}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    raise SystemExit(main(sys.argv[1:]))
