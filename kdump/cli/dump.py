@@ -7,7 +7,7 @@ import click
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.schema_options import decoder_choice, schema_options
-from kdump.decoders import plain
+from kdump.decoders import kafka_lines, plain
 from kdump.decoders.views import PayloadView
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output
@@ -72,6 +72,9 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="Text view: control characters in keys, values and header keys escaped (one record a "
                    "line), or none: printed raw, byte for byte kafka-dump-log.sh's output, to a pipe or a "
                    "file (a terminal still gets them escaped).")
+@click.option("--kafka-version", type=click.Choice(kafka_lines.LINES), default=kafka_lines.NEWEST, show_default=True,
+              help="Text view: print as this Kafka line's kafka-dump-log.sh does (lines "
+                   f"{', '.join(kafka_lines.LINES)}; README's \"Text of older Kafka lines\" lists what differs).")
 @click.option("--start-offset", type=int, help="First offset to show.")
 @click.option("--end-offset", type=int, help="Last offset to show (inclusive).")
 @click.option("--start-time", help="Earliest timestamp to show: epoch ms or ISO-8601 (UTC by default).")
@@ -89,8 +92,8 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @output_options
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
-         skip_record_metadata, escape, start_offset, end_offset, start_time, end_time, max_bytes, split_bytes,
-         max_decompressed, max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files,
+         skip_record_metadata, escape, kafka_version, start_offset, end_offset, start_time, end_time, max_bytes,
+         split_bytes, max_decompressed, max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files,
          key_decoder_class, value_decoder_class, index_sanity_check, verify_index_only, max_message_size, schemas_path,
          schema_registry, schema_cache):
     """Dump segments, KRaft snapshots, indexes and side files.
@@ -132,7 +135,8 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     check_range("offset", filters.start_offset, filters.end_offset)
     check_range("time", filters.start_time, filters.end_time)
     decoders = schema_decoders(paths, key_decoder, value_decoder, schemas_path, schema_registry, schema_cache, out)
-    view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders, escape=escape != "none")
+    view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders, escape=escape != "none",
+                       kafka=kafka_lines.KafkaLine(kafka_version))
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     dls=bool(files),
                     limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),

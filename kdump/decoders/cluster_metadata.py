@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.decoders import frame
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.kafka_text import strip_private, to_json
 from kdump.errors import DecodeError
 
@@ -31,7 +32,7 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return {"type": mtype.name, "type_id": mtype.id, "version": version, "key": None, "value": data}
 
 
-def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
     """DumpLogSegments' payload: ``{"type":"TOPIC_RECORD","version":0,"data":{…}}``; no key."""
     return None, to_json({"type": decoded["type"], "version": decoded["version"],
                           "data": strip_private(decoded["value"])})

@@ -18,6 +18,7 @@ import struct
 from typing import Any
 
 from kdump.decoders import coordinator
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.format.message_reader import SchemaError
 
 SCHEMA_FILE = "consumer_offsets.json"
@@ -36,7 +37,7 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return decoded
 
 
-def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
     return coordinator.text(decoded)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from kdump.decoders import frame
 from kdump.decoders.coordinator import insert_after
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.kafka_text import strip_private, to_json
 from kdump.errors import DecodeError
 from kdump.format.message_spec import load
@@ -56,7 +57,7 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return {"type": rtype.name, "type_id": rtype.id, "version": version, "key": None, "value": data}
 
 
-def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
     """The payload ``{"type":"REMOTE_PARTITION_DELETE_METADATA_RECORD","version":0,"data":{…}}``; no key."""
     data = {k: v for k, v in decoded["value"].items() if k not in _NAMES}
     return None, to_json({"type": decoded["type"], "version": decoded["version"], "data": strip_private(data)})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.decoders import coordinator
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 
 SCHEMA_FILE = "share_group_state.json"
 BATCHES = "stateBatches"
@@ -36,7 +37,7 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return decoded
 
 
-def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
     share = decoded["value"]
     if share is not None and share.get(BATCHES):
         batches = [coordinator.without(b, STATE_NAME) for b in share[BATCHES]]

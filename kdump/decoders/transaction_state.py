@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.decoders import coordinator
+from kdump.decoders.kafka_lines import NEWEST_LINE, TRANSACTION_STATUS_NAME, KafkaLine
 
 SCHEMA_FILE = "transaction_state.json"
 STATUS = "transactionStatus"
@@ -32,10 +33,16 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return decoded
 
 
-def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
     txn = decoded["value"]
     if txn is not None and STATUS_NAME in txn:
-        decoded = {**decoded, "value": coordinator.without(txn, STATUS_NAME)}
+        txn = coordinator.without(txn, STATUS_NAME)
+        if kafka.has(TRANSACTION_STATUS_NAME) and STATUS in txn:
+            # TransactionState.stateName(), an id it does not know as its number (a JSON string)
+            status = txn[STATUS]
+            name = table().schemas.raw["statuses"].get(str(status), str(status))
+            txn = {k: (name if k == STATUS else v) for k, v in txn.items()}
+        decoded = {**decoded, "value": txn}
     return coordinator.text(decoded)
 
 

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from kdump.decoders import plain
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.errors import KdumpError
 from kdump.model import Record
 from kdump.words import CONTROL_ESCAPES
@@ -40,8 +41,10 @@ def escape_controls(text: str) -> str:
 class PayloadView:
     def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
                  internal: str | None = None, schemas: dict[str, Any] | None = None,
-                 escape: bool = True) -> None:
+                 escape: bool = True, kafka: KafkaLine = NEWEST_LINE) -> None:
         self.encoding = encoding
+        # The Kafka line whose DumpLogSegments text the text view prints (--kafka-version).
+        self.kafka = kafka
         # False (--escape none): the text view prints keys and values as kafka-dump-log.sh
         # does, control characters raw (a newline in a value then breaks its record's line).
         self.escape = escape
@@ -77,7 +80,7 @@ class PayloadView:
         if internal == self.internal:
             return self
         return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal, self.schemas,
-                           self.escape)
+                           self.escape, self.kafka)
 
     # -- JSON -----------------------------------------------------------------------------------
 
@@ -159,7 +162,7 @@ class PayloadView:
         """(key text, payload text) for the DumpLogSegments-style record line."""
         if self._internal_mod is not None:
             try:
-                key, payload = self._internal_mod.text(self._internal_mod.decode(r.key, r.value))
+                key, payload = self._internal_mod.text(self._internal_mod.decode(r.key, r.value), self.kafka)
             except KdumpError as e:
                 # DumpLogSegments' wording: in the key for coordinator records, in the payload
                 # for keyless metadata-style records (the module says ERROR_IN_PAYLOAD).

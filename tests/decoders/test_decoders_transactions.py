@@ -7,6 +7,7 @@ from kafka_wire import count, i8, i16, i32, i64, string, tags
 
 from kdump.decoders import transaction_state as ts
 from kdump.decoders.coordinator import MissingKeyError, UnknownRecordTypeError
+from kdump.decoders.kafka_lines import KafkaLine
 from kdump.errors import DecodeError
 
 KEY = i16(0) + string("txnId")
@@ -27,8 +28,13 @@ def test_dls21_v0_value():
     decoded = ts.decode(KEY, value_v0())
     assert ts.text(decoded) == (KEY_TEXT, (
         '{"version":"0","data":{"producerId":123,"producerEpoch":0,"transactionTimeoutMs":0,'
-        '"transactionStatus":0,"transactionPartitions":[],"transactionLastUpdateTimestampMs":0,'
+        '"transactionStatus":"Empty","transactionPartitions":[],"transactionLastUpdateTimestampMs":0,'
         '"transactionStartTimestampMs":0}}'))
+    # Kafka 4.3 printed the id (KAFKA-20712 made it the name in 4.4)
+    assert ts.text(decoded, KafkaLine("4.3"))[1] == (
+        '{"version":"0","data":{"producerId":123,"producerEpoch":0,"transactionTimeoutMs":0,'
+        '"transactionStatus":0,"transactionPartitions":[],"transactionLastUpdateTimestampMs":0,'
+        '"transactionStartTimestampMs":0}}')
     assert decoded["type"] == "TRANSACTION_LOG" and decoded["key"] == {"transactionalId": "txnId"}
     assert decoded["value"]["transactionStatusName"] == "Empty"
 
@@ -44,7 +50,7 @@ def test_dls21_v1_value_with_tagged_fields():
     decoded = ts.decode(KEY, value)
     assert ts.text(decoded) == (KEY_TEXT, (
         '{"version":"1","data":{"producerId":12,"previousProducerId":11,"nextProducerId":10,'
-        '"producerEpoch":2,"transactionTimeoutMs":14,"transactionStatus":0,'
+        '"producerEpoch":2,"transactionTimeoutMs":14,"transactionStatus":"Empty",'
         '"transactionPartitions":[{"topic":"topic1","partitionIds":[0,1,2]},'
         '{"topic":"topic2","partitionIds":[3,4,5]}],"transactionLastUpdateTimestampMs":123,'
         '"transactionStartTimestampMs":13}}'))
@@ -76,6 +82,9 @@ def test_status_names(status, name):
     assert value["transactionStatusName"] == name
     assert list(value).index("transactionStatusName") == list(value).index("transactionStatus") + 1
     assert "transactionStatusName" not in ts.text(decoded)[1]
+    # 4.4 prints the name where 4.3 printed the id; an id Kafka does not know as its number, quoted
+    assert f'"transactionStatus":"{name if status < 8 else status}"' in ts.text(decoded)[1]
+    assert f'"transactionStatus":{status},' in ts.text(decoded, KafkaLine("4.3"))[1]
 
 
 def test_null_partitions():

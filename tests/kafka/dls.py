@@ -70,20 +70,28 @@ def run(files: list[str], options: tuple[str, ...] = ()) -> dict[str, Dumped]:
 def _run(files: list[str], options: tuple[str, ...]) -> dict[str, Dumped]:
     if not files:
         return {}
+    return dict(zip(files, run_jobs([(options, f) for f in files], kafka_jars.classpath())))
+
+
+def run_jobs(jobs: list[tuple[tuple[str, ...], str]], classpath: str,
+             main: str = "org.apache.kafka.tools.DumpLogSegments") -> list[Dumped]:
+    """One JVM of ``main`` (DumpLogSegments' class) on ``classpath`` for many (options, file)
+    jobs, many option sets in one run; one Dumped a job, in order."""
     classes = _compiled()
-    proc = subprocess.run(["java", "-cp", f"{classes}{os.pathsep}{kafka_jars.classpath()}", "DlsBatch", *options],
-                          input="".join(f + "\n" for f in files).encode(), capture_output=True, env=_ENV)
+    lines = "".join("\t".join((*options, f)) + "\n" for options, f in jobs)
+    proc = subprocess.run(["java", f"-Ddls.main={main}", "-cp", f"{classes}{os.pathsep}{classpath}", "DlsBatch"],
+                          input=lines.encode(), capture_output=True, env=_ENV)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
-    result: dict[str, Dumped] = {}
+    result: list[Dumped] = []
     data, pos = proc.stdout, 0
-    for f in files:
+    for _, f in jobs:
         m = _FRAME.match(data, pos)
         assert m, f"DlsBatch.java wrote no frame for {f}"
         n_out, n_err = int(m.group(1)), int(m.group(2))
         out = data[m.end():m.end() + n_out].decode("utf-8", "surrogateescape")
         err = data[m.end() + n_out:m.end() + n_out + n_err].decode("utf-8", "replace")
         pos = m.end() + n_out + n_err
-        result[f] = _dumped(out, err, m.group(3) == b"1")
+        result.append(_dumped(out, err, m.group(3) == b"1"))
     return result
 
 
@@ -94,8 +102,8 @@ def _compiled() -> Path:
         if not shutil.which("javac"):
             kafka_jars._missing("no javac on PATH")
         BATCH_CLASSES.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["javac", "-d", str(BATCH_CLASSES), "-cp", kafka_jars.classpath(), str(BATCH_SOURCE)],
-                              capture_output=True, text=True)
+        # DlsBatch finds DumpLogSegments by name: it compiles without Kafka's jars
+        proc = subprocess.run(["javac", "-d", str(BATCH_CLASSES), str(BATCH_SOURCE)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     return BATCH_CLASSES
 

@@ -80,11 +80,13 @@ class KdumpDumped:
     errors: list[str]
 
 
-def run_kdump(files: list[str], options: tuple[str, ...], escape: bool = True) -> dict[str, KdumpDumped]:
+def run_kdump(files: list[str], options: tuple[str, ...], escape: bool = True,
+              kafka_version: str | None = None) -> dict[str, KdumpDumped]:
     """``kdump dump --format text --files ...`` in as few runs as the argument limit allows
-    (``escape`` False: with ``--escape none``, DumpLogSegments' bytes)."""
+    (``escape`` False: with ``--escape none``, DumpLogSegments' bytes; ``kafka_version``: as
+    that Kafka line's)."""
     result: dict[str, KdumpDumped] = {}
-    extra = () if escape else ("--escape", "none")
+    extra = (() if escape else ("--escape", "none")) + (("--kafka-version", kafka_version) if kafka_version else ())
     for batch in dls.batches(files):
         proc = subprocess.run([sys.executable, "-m", "kdump", "dump", "--format", "text", *options, *extra,
                                "--files", ",".join(batch)], capture_output=True, cwd=REPO)

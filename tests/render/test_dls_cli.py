@@ -174,3 +174,27 @@ def test_data_text_escapes_c1_controls_and_line_separators(tmp_path, accelerated
     line = next(line for line in r.out.splitlines() if "payload:" in line)
     assert line.endswith(" key: k\\x9b payload: a\\x9b31mb\\u2028c\\u2029d\\x85"), line
     assert not any(ch in r.out for ch in "\u009b\u2028\u2029\u0085")
+
+
+TXN_STATE = GENERATED.parent / "broker" / "all-shapes" / "__transaction_state-0" / "00000000000000000000.log"
+
+
+@pytest.mark.parametrize("line, status", [("4.4", '"transactionStatus":"Empty"'), ("4.3", '"transactionStatus":0')])
+def test_kafka_version_prints_that_lines_text(line, status):
+    argv = ("dump", "--files", str(TXN_STATE), "--deep-iteration", "--print-data-log", "--transaction-log-decoder",
+            "--escape", "none")
+    r = run_kdump(*argv, "--kafka-version", line)
+    assert r.code == 0, r.err
+    record = r.out.splitlines()[3]
+    assert record.startswith('| offset: 0 CreateTime: 1795485361474 keySize: 17 valueSize: 45 sequence: -1 '
+                             'headerKeys: [] key: {"type":"0","data":{"transactionalId":"java-txn-none"}} '
+                             'payload: {"version":"1","data":{"producerId":19,"previousProducerId":19,'
+                             '"producerEpoch":0,"transactionTimeoutMs":60000,' + status + ',')
+    if line == "4.4":
+        assert run_kdump(*argv).out == r.out          # the newest line is the default
+
+
+def test_kafka_version_names_the_lines_it_knows():
+    r = run_kdump("dump", "--kafka-version", "3.9", "--files", str(TXN_STATE))
+    assert r.code == 2 and "'3.9' is not one of '4.3', '4.4'" in r.err
+    assert "--kafka-version [4.3|4.4]" in run_kdump("dump", "--help").out

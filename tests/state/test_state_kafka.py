@@ -128,8 +128,10 @@ def _describe(bs: str) -> dict:
     since = _now_ms()
     topics = _tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bs, "--describe",
                    "--topic", "orders,payments")
-    configs = _tool("kafka.admin.ConfigCommand", "--bootstrap-server", bs, "--describe", "--entity-type", "topics")
-    defaults = _tool("kafka.admin.ConfigCommand", "--bootstrap-server", bs, "--describe", "--entity-type",
+    # ConfigCommand is org.apache.kafka.tools' since Kafka 4.4 (kafka.admin's, Scala, before)
+    configs = _tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bs, "--describe",
+                    "--entity-type", "topics")
+    defaults = _tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bs, "--describe", "--entity-type",
                      "brokers", "--entity-default")
     return {"since": since, "topics": topics, "configs": configs, "defaults": defaults, "at": _now_ms()}
 
