@@ -110,8 +110,16 @@ def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, b
 def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
              index_opts: IndexOptions = IndexOptions(), jobs: int = 1, split_bytes: int = 0,
-             dls: bool = False) -> int:
+             dls: bool = False, remote=None) -> int:
     files, status = _files(paths, out, jobs)
+    if remote is not None:      # a tiered partition's whole log: live remote segments, then local
+        from kdump.run.tiered import splice, tiered_partitions
+
+        try:
+            files = splice(files, tiered_partitions(paths, remote, out))
+        except KdumpError as e:
+            _error(out, e)
+            return int(max(status, e.exit_code))
     next_base = _segment_ranges([f for f, _ in files])
     from kdump.jobs.fanout import in_process
     from kdump.jobs.ordered_output import keep_freed_memory, ordered_output
