@@ -7,13 +7,12 @@ remote store.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import NamedTuple
 
 from kdump.check.tiered import TieredPartition, check_partition
 from kdump.errors import ExitStatus
-from kdump.findings import ANOMALY, DAMAGE
+from kdump.render.tiered import report, timeline
 from kdump.storage.logdir import LOG, LogFile, parse_partition_dir, partition_files
 from kdump.storage.remote_store import open_store
 
@@ -76,35 +75,10 @@ def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> l
     return spliced
 
 
-def report(parts: list[TieredPartition], out, strict: bool = False) -> ExitStatus:
-    """verify's lines for the tiered findings; the exit status they call for."""
-    status = ExitStatus.OK
-    for t in parts:
-        for loc in t.findings:
-            f = loc.finding
-            if f.cls == DAMAGE or (strict and f.cls == ANOMALY):
-                status = max(status, ExitStatus.DAMAGE)
-            if out.format == "json":
-                out.write(json.dumps({"file": loc.path, "topic": t.topic, "partition": t.partition, **f.to_dict()})
-                          + "\n")
-            else:
-                out.write(f"{loc.path}: {f.kind} ({f.cls}): {f.message}\n")
-        if out.format != "json" and not out.quiet:
-            n = sum(1 for loc in t.findings if loc.finding.cls in (DAMAGE, ANOMALY))
-            out.note(f"kdump: {t.topic}-{t.partition}: {len(t.remote)} live remote segments, "
-                     f"{len(t.local)} local; {n} tiered problem{'s' if n != 1 else ''}")
-    return status
+def run_tiered_verify(paths, remote: Remote, out, strict: bool = False) -> int:
+    return int(report(tiered_partitions(paths, remote, out), out, strict))
 
 
-def timeline(parts: list[TieredPartition], out) -> None:
-    """info's lines: which segments are remote and which local, in offset order."""
-    for t in parts:
-        rows = [("remote", r.base_offset, end, r.path) for r, end in t.remote]
-        rows += [("local", f.base_offset, None, f.path) for f in t.local]
-        for where, start, end, path in rows:
-            if out.format == "json":
-                out.write(json.dumps({"topic": t.topic, "partition": t.partition, "tier": where,
-                                      "base_offset": start, "end_offset": end, "file": path}) + "\n")
-            else:
-                span = f"{start}..{end}" if end is not None else f"{start}.."
-                out.write(f"{t.topic}-{t.partition}  {where:<6}  {span:<24}  {path}\n")
+def run_tiered_info(paths, remote: Remote, out) -> int:
+    timeline(tiered_partitions(paths, remote, out), out)
+    return int(ExitStatus.OK)
