@@ -126,7 +126,8 @@ def _orphans(present: dict[str, RS.RemoteFiles], metas: dict) -> list[Located]:
 
 def _local_part(live, logs: list[LogFile]) -> tuple[list[LogFile], list[Located]]:
     """The local segments the log takes: live ones (no leftovers) that are not a remote copy."""
-    segs = sorted((f for f in logs if f.leftover is None and f.base_offset is not None), key=lambda f: f.base_offset)
+    segs = sorted((f for f in logs if f.leftover is None and f.base_offset is not None),
+                  key=lambda f: f.base_offset or 0)
     kept, out = [], []
     for i, f in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
@@ -135,9 +136,10 @@ def _local_part(live, logs: list[LogFile]) -> tuple[list[LogFile], list[Located]
             kept.append(f)
         elif nxt is None or nxt > holder.end_offset + 1:
             kept.append(f)
+            span = _range(holder.start_offset, holder.end_offset)
             out.append(Located(f.path, Finding(F.REMOTE_OVERLAP, None, f.base_offset,
                                                f"local segment from offset {f.base_offset} runs past remote segment "
-                                               f"{holder.segment_id} ({_range(holder.start_offset, holder.end_offset)})")))
+                                               f"{holder.segment_id} ({span})")))
     return kept, out
 
 

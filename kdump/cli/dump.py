@@ -6,8 +6,8 @@ import click
 
 from kdump.check.indexes.dls_view import IndexOptions
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
-from kdump.cli.remote_options import remote_options, remote_of
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
+from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import decoder_choice, schema_options
 from kdump.decoders import plain
 from kdump.decoders.views import PayloadView

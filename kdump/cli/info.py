@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
+from kdump.cli.remote_options import remote_of, remote_options
 from kdump.errors import KdumpError
 from kdump.render.output import Output
 

@@ -7,8 +7,8 @@ import importlib.util
 import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
+from kdump.cli.remote_options import remote_of, remote_options
 from kdump.errors import MissingExtraError, UsageError
 from kdump.format.codecs import limits_for
 from kdump.render.output import Output

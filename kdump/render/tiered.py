@@ -18,8 +18,8 @@ def report(parts: list[TieredPartition], out, strict: bool = False) -> ExitStatu
             if f.cls == DAMAGE or (strict and f.cls == ANOMALY):
                 status = max(status, ExitStatus.DAMAGE)
             if out.format == "json":
-                out.stream.write(json.dumps({"file": loc.path, "topic": t.topic, "partition": t.partition, **f.to_dict()})
-                          + "\n")
+                row = {"file": loc.path, "topic": t.topic, "partition": t.partition, **f.to_dict()}
+                out.stream.write(json.dumps(row) + "\n")
             else:
                 out.stream.write(f"{loc.path}: {f.kind} ({f.cls}): {f.message}\n")
         if out.format != "json" and not out.quiet:

@@ -12,8 +12,8 @@ import shutil
 import time
 
 import pytest
-
 from broker import tiered_config
+
 from support.run import run_kdump
 
 pytestmark = pytest.mark.slow
@@ -50,11 +50,10 @@ def _remote_logs(remote):
 @pytest.fixture(scope="module")
 def tiered(tmp_path_factory):
     """(log dir, remote dir, consumed records) after a run that offloaded and deleted locally."""
-    from kafka import KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
-
     import kafka_jars
     from broker_fixtures import BrokerFactory
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
 
     kafka_jars.ensure_jars()
     tmp = tmp_path_factory.mktemp("tiered")
