@@ -80,9 +80,60 @@ def tiered(tmp_path_factory):
         producer.close()
         consumed = _consume(broker.bootstrap)
         broker.stop()
+        shutil.copytree(logs, tmp / "deleting" / "logs")
+        shutil.copytree(remote, tmp / "deleting" / "remote")
         yield logs, remote, consumed
     finally:
         factory.close()
+
+
+@pytest.fixture(scope="module")
+def remote_deleted(tiered, tmp_path_factory):
+    """A copy of the broker run again with a remote retention that deletes its oldest remote
+    segments (DELETE_SEGMENT_STARTED, then _FINISHED)."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    from broker_fixtures import BrokerFactory
+    from kdump.state.remote_log import replay
+
+    logs, remote, _ = tiered
+    base = logs.parent / "deleting"
+    factory = BrokerFactory(tmp_path_factory.mktemp("deleting-work"))
+    try:
+        broker = factory(base / "logs", **tiered_config(base / "remote"))
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={   # the whole set
+            "remote.storage.enable": "true", "segment.index.bytes": "1024", "local.retention.bytes": "150000",
+            "retention.ms": "-1", "file.delete.delay.ms": "1000", "retention.bytes": "700000"})])
+        admin.close()
+
+        def deleted():
+            metas = replay([str(base / "logs")]).segments.get((TOPIC, 0), {})
+            return sum(m.state == 3 for m in metas.values()) >= 2
+        _wait("remote segments deleted", deleted)
+        broker.stop()
+        yield base / "logs", base / "remote"
+    finally:
+        factory.close()
+
+
+def test_remote_retention(remote_deleted, tmp_path):
+    logs, remote = remote_deleted
+    r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--json")
+    assert r.code == 0, r.out + r.err
+    rows = _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote))
+    offsets = [o for o, _, _ in rows]
+    assert offsets == list(range(offsets[0], SEGMENT_RECORDS + 40)) and offsets[0] > 0
+    # the metadata cut before its last record, a DELETE_SEGMENT_FINISHED
+    meta = tmp_path / "meta" / "__remote_log_metadata-0"
+    shutil.copytree(logs / "__remote_log_metadata-0", meta)
+    last = json.loads(run_kdump("dump", str(meta), "--json").out.splitlines()[-1])
+    with open(last["file"], "r+b") as fh:
+        fh.truncate(last["position"])
+    r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--remote-metadata", str(meta.parent),
+                  "--json")
+    kinds = [json.loads(line)["kind"] for line in r.out.splitlines() if '"topic"' in line]
+    assert "remote_delete_unfinished" in kinds and r.code == 0
 
 
 def _rows(*args):
