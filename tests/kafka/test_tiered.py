@@ -91,9 +91,9 @@ def tiered(tmp_path_factory):
 def remote_deleted(tiered, tmp_path_factory):
     """A copy of the broker run again with a remote retention that deletes its oldest remote
     segments (DELETE_SEGMENT_STARTED, then _FINISHED)."""
+    from broker_fixtures import BrokerFactory
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-    from broker_fixtures import BrokerFactory
     from kdump.state.remote_log import replay
 
     logs, remote, _ = tiered
