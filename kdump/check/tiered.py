@@ -37,11 +37,13 @@ def _range(start: int, end: int) -> str:
 
 
 def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], topic: str,
-                    partition: int, local_dir: str | None = None) -> TieredPartition:
+                    partition: int, local_dir: str | None = None,
+                    topic_ids: list[str] | None = None) -> TieredPartition:
     """``metas``: segment id -> RemoteSegmentMeta (kdump.state.remote_log) of this partition;
-    ``local``: the partition dir's files (leftovers included)."""
+    ``local``: the partition dir's files (leftovers included); ``topic_ids``: where to look
+    when no metadata names the partition (every file there is then an orphan)."""
     out: list[Located] = []
-    topic_ids = sorted({m.topic_id for m in metas.values()})
+    topic_ids = sorted({m.topic_id for m in metas.values()} | set(topic_ids or ()))
     present: dict[str, RS.RemoteFiles] = {}
     place = ""
     for tid in topic_ids:

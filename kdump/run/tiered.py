@@ -39,6 +39,9 @@ def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
         p = local.get(topic, partition)
         files = partition_files(p.path) if p is not None else []
         result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None))
+    for topic, partition, topic_id in store.partitions():
+        if (topic, partition) not in meta.segments:     # a partition folder no metadata knows: all orphans
+            result.append(check_partition(store, {}, [], topic, partition, topic_ids=[topic_id]))
     return result
 
 

@@ -53,6 +53,9 @@ class RemoteStore(Protocol):
     def stray_objects(self, topic: str, topic_id: str, partition: int) -> list[str]:
         """Objects in the partition's place whose names no segment of this layout has."""
 
+    def partitions(self) -> list[tuple[str, int, str]]:
+        """(topic, partition, topic id) of every partition the store holds objects for."""
+
 
 def open_store(path: str, layout: str) -> RemoteStore:
     if layout != "kafka-local":
