@@ -212,10 +212,14 @@ def test_flipped_byte(tiered, tmp_path):
 def test_orphan(tiered, tmp_path):
     def orphan(logs):
         shutil.copy(logs[0], logs[0].parent / "00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log")
+        gone = logs[0].parent.parent / "gone-0-BBBBBBBBBBBBBBBBBBBBBB"     # a partition no metadata knows
+        gone.mkdir()
+        shutil.copy(logs[0], gone / logs[0].name)
     r, found = _damaged(tiered, tmp_path, orphan)
     assert r.code == 0
-    (f,) = [f for f in found if f["kind"] == "remote_orphan"]
-    assert f["file"].endswith("00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log")
+    assert sorted(f["file"].rsplit("/", 2)[-2:] for f in found if f["kind"] == "remote_orphan") == [
+        ["gone-0-BBBBBBBBBBBBBBBBBBBBBB", _remote_logs(tiered[1])[0].name],
+        [_remote_logs(tiered[1])[0].parent.name, "00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log"]]
 
 
 def test_copy_never_finished(tiered, tmp_path):
