@@ -217,6 +217,28 @@ SCHEMA_STORE_RECORD = _declare("schema_store_record", ANOMALY, "`verify --schema
                                                                "topic that is not Schema Registry's (skipped, as "
                                                                "the registry skips it)")
 
+# -- tiered storage (KIP-405): remote segments against __remote_log_metadata (kdump.check.tiered) ----------
+REMOTE_SEGMENT_MISSING = _declare("remote_segment_missing", DAMAGE, "a remote segment the metadata says is live "
+                                  "(COPY_SEGMENT_FINISHED) has lost its .log or another of its files: its records "
+                                  "are gone")
+REMOTE_SEGMENT_SHORT = _declare("remote_segment_short", DAMAGE, "a live remote segment's .log is smaller than "
+                                "segmentSizeInBytes or ends before its endOffset")
+REMOTE_SEGMENT_CORRUPT = _declare("remote_segment_corrupt", DAMAGE, "a batch of a live remote segment fails its "
+                                  "CRC or does not parse: a consumer fetching it gets an error")
+REMOTE_ORPHAN = _declare("remote_orphan", ANOMALY, "remote files no metadata lists (or whose deletion finished): "
+                         "RemoteLogManager never reads nor deletes them")
+REMOTE_COPY_UNFINISHED = _declare("remote_copy_unfinished", INFO, "a COPY_SEGMENT_STARTED never finished (a failed "
+                                  "upload); its files are not part of the log")
+REMOTE_DELETE_UNFINISHED = _declare("remote_delete_unfinished", INFO, "a DELETE_SEGMENT_STARTED never finished; "
+                                    "the segment is no longer part of the log")
+REMOTE_GAP = _declare("remote_gap", DAMAGE, "offsets between two live remote segments, or between the remote "
+                      "segments and the local log start, that no segment holds")
+REMOTE_OVERLAP = _declare("remote_overlap", ANOMALY, "two live remote segments, or a remote and a local segment "
+                          "that is not the same segment's copy, hold the same offsets")
+LOCAL_DELETED_SEGMENT = _declare("local_deleted_segment", INFO, "a *.log.deleted file: a local segment the broker "
+                                 "scheduled for deletion (offloaded or past local retention), not part of the log")
+
+
 # Kinds seen in this process that are not declared (a test asserts there are none).
 undeclared: set[str] = set()
 

@@ -6,6 +6,7 @@ import click
 
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
+from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import decoder_choice, schema_options
 from kdump.decoders import kafka_lines, plain
 from kdump.decoders.views import PayloadView
@@ -85,6 +86,7 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="With -j and --json, cut a segment larger than this into ranges at batch boundaries (from its "
                    ".index when it passes a sanity check, else a walk of the batch headers) for the workers to "
                    "share; the output is the same bytes. 0: a segment is one piece.")
+@remote_options
 @schema_options
 @dls_options
 @limits_option
@@ -95,7 +97,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
          skip_record_metadata, escape, kafka_version, start_offset, end_offset, start_time, end_time, max_bytes,
          split_bytes, max_decompressed, max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files,
          key_decoder_class, value_decoder_class, index_sanity_check, verify_index_only, max_message_size, schemas_path,
-         schema_registry, schema_cache):
+         schema_registry, schema_cache, remote_storage, remote_layout, remote_metadata):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -142,4 +144,5 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
                     limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),
                     index_sanity_check=index_sanity_check, verify_index_only=verify_index_only,
                     index_max_message_size=max_message_size,
-                    jobs=jobs_or_default(jobs), split_bytes=split_bytes)
+                    jobs=jobs_or_default(jobs), split_bytes=split_bytes,
+                    remote=remote_of(remote_storage, remote_layout, remote_metadata))

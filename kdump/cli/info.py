@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
+from kdump.cli.remote_options import remote_of, remote_options
 from kdump.errors import KdumpError
 from kdump.render.output import Output
 
@@ -21,15 +22,23 @@ from kdump.render.output import Output
 @click.option("--html", "html_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="Write the timeline as a self-contained HTML page (HTML and SVG, no script: opens without "
                    "network). Problems first, a chart per partition with findings, a row for every partition.")
+@remote_options
 @output_options
-def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, quiet):
+def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, quiet, remote_storage,
+         remote_layout, remote_metadata):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,
     codecs, producers, transactional and control share, batch-size histogram.
+    With --remote-storage: each tiered partition's segments, remote and local, in offset order.
 
     Reads batch headers only, so it is fast even on large log dirs. --timeline and --html
     also run verify's checks on each partition to place its findings.
     """
     out = Output(json_flag, fmt, color, quiet)
+    remote = remote_of(remote_storage, remote_layout, remote_metadata)
+    if remote is not None:      # the tiered partitions' segments, remote and local, in offset order
+        from kdump.run.tiered import run_tiered_info
+
+        return run_tiered_info(paths, remote, out)
     if timeline or html_file:
         from kdump.run.timeline import run
 

@@ -8,6 +8,7 @@ import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
+from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import decode_limit_option
 from kdump.errors import MissingExtraError, UsageError
 from kdump.format.codecs import limits_for
@@ -54,12 +55,14 @@ from kdump.storage.fs import refuse_remote
               help="With --schemas: read the schemas from a live registry (an id no subject lists is asked for "
                    "on demand).")
 @click.option("--schema-cache", metavar="FILE", help="With --schema-registry: where to cache what it read.")
+@remote_options
 @limits_option
 @jobs_option
 @output_options
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
            problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion,
-           max_records_per_batch, jobs, json_flag, fmt, color, quiet):
+           max_records_per_batch, jobs, json_flag, fmt, color, quiet, remote_storage, remote_layout,
+           remote_metadata):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -108,6 +111,9 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict)
     if master:
         raise UsageError("--master is for --engine spark")
+    remote = remote_of(remote_storage, remote_layout, remote_metadata)
+    if remote is not None and (truncate or engine == "spark"):
+        raise UsageError("--remote-storage is read here only: not with --truncate or --engine spark")
     from kdump.run.verify import run_verify
 
     status = run_verify(paths, out, deep=deep, max_message_size=max_message_size,
@@ -122,6 +128,10 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
         where = schemas_path or schema_registry or find_schemas_dir(paths)
         status = max(status, run_schema_check(paths, out, store, strict, where))
+    if remote is not None:
+        from kdump.run.tiered import run_tiered_verify
+
+        status = max(status, run_tiered_verify(paths, remote, out, strict))
     return status
 
 

@@ -111,11 +111,19 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
              index_sanity_check: bool = False, verify_index_only: bool = False,
              index_max_message_size: int | None = None, jobs: int = 1, split_bytes: int = 0,
-             dls: bool = False) -> int:
+             dls: bool = False, remote=None) -> int:
     """The dump of PATHS to ``out``; the index options are kafka-dump-log.sh's (``IndexOptions``)."""
     index_opts = IndexOptions(index_sanity_check, verify_index_only,
                               DLS_MAX_MESSAGE_SIZE if index_max_message_size is None else index_max_message_size)
     files, status = _files(paths, out, jobs)
+    if remote is not None:      # a tiered partition's whole log: live remote segments, then local
+        from kdump.run.tiered import splice, tiered_partitions
+
+        try:
+            files = splice(files, tiered_partitions(paths, remote, out))
+        except KdumpError as e:
+            _error(out, e)
+            return int(max(status, e.exit_code))
     next_base = _segment_ranges([f for f, _ in files])
     from kdump.jobs.fanout import in_process
     from kdump.jobs.ordered_output import keep_freed_memory, ordered_output

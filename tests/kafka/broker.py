@@ -64,6 +64,27 @@ DEFAULT_CONFIG: dict[str, str] = {
     "metadata.max.idle.interval.ms": "500",
 }
 
+
+def tiered_config(remote_dir: Path) -> dict[str, str]:
+    """KIP-405 tiered storage on: Kafka's test RSM, LocalTieredStorage (kafka-storage's test
+    jar), keeping its files in `remote_dir`/kafka-tiered-storage, and the topic-based metadata
+    manager over one `__remote_log_metadata` partition. The RLM tasks run every second; a
+    topic opts in with `remote.storage.enable=true` and a short `local.retention.*`."""
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name":
+            "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        "remote.log.storage.manager.impl.prefix": "rsm.config.",
+        "rsm.config.dir": str(remote_dir),
+        "remote.log.metadata.manager.impl.prefix": "rlmm.config.",
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
+        "remote.log.manager.task.interval.ms": "1000",
+        "log.retention.check.interval.ms": "1000",
+    }
+
+
 # The JVM runs small and compiles little: two cores are shared by many processes.
 JVM_OPTIONS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Djava.awt.headless=true")

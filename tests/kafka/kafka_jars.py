@@ -34,7 +34,9 @@ def _missing(why: str):
 
 def jars_present() -> bool:
     # the slf4j binding too: a folder fetched before the pom named it gives a silent broker
+    # and LocalTieredStorage (kafka-storage's test jar), for the tiered-storage tests
     return ((JARS_DIR / f"kafka-tools-{kafka_version()}.jar").is_file()
+            and (JARS_DIR / f"kafka-storage-{kafka_version()}-test.jar").is_file()
             and any(JARS_DIR.glob("log4j-slf4j-impl-*.jar")))
 
 

@@ -1,0 +1,164 @@
+"""A tiered partition's whole log: the live remote segments plus the local ones, and its findings.
+
+Live means COPY_SEGMENT_FINISHED as the latest state of the segment id. RemoteLogManager
+offloads whole rolled segments, so a local segment that starts inside a live remote segment
+and ends with it is that segment's copy, kept until local retention removes it: the log
+takes each offset once, from the remote copy. ``*.log.deleted`` files are never part of it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kdump import findings as F
+from kdump.format.walk import Walker
+from kdump.model import Finding
+from kdump.storage import remote_store as RS
+from kdump.storage.logdir import LOG, LogFile
+from kdump.storage.mapped import MappedFile
+
+
+class Located(NamedTuple):
+    path: str
+    finding: Finding
+
+
+class TieredPartition(NamedTuple):
+    topic: str
+    partition: int
+    remote: list[tuple[LogFile, int]]    # the live remote segments' .log files, with their end offset
+    local: list[LogFile]                 # the local segments the log takes (copies of remote ones left out)
+    findings: list[Located]
+    local_dir: str | None                # the partition dir, None when only the remote store holds it
+
+
+def _range(start: int, end: int) -> str:
+    return f"offsets {start}..{end}"
+
+
+def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], topic: str,
+                    partition: int, local_dir: str | None = None,
+                    topic_ids: list[str] | None = None) -> TieredPartition:
+    """``metas``: segment id -> RemoteSegmentMeta (kdump.state.remote_log) of this partition;
+    ``local``: the partition dir's files (leftovers included); ``topic_ids``: where to look
+    when no metadata names the partition (every file there is then an orphan)."""
+    out: list[Located] = []
+    topic_ids = sorted({m.topic_id for m in metas.values()} | set(topic_ids or ()))
+    present: dict[str, RS.RemoteFiles] = {}
+    place = ""
+    for tid in topic_ids:
+        present.update(store.segments(topic, tid, partition))
+        place = store.partition_dir(topic, tid, partition)
+        for path in store.stray_objects(topic, tid, partition):
+            out.append(Located(path, Finding(F.REMOTE_ORPHAN, None, None, "not a remote segment file of this layout")))
+    live = sorted((m for m in metas.values() if m.live), key=lambda m: (m.start_offset, m.end_offset))
+    remote: list[tuple[LogFile, int]] = []
+    for m in sorted(metas.values(), key=lambda m: m.start_offset):
+        where = f"{place}/{m.start_offset:020d}-{m.segment_id}"
+        rng = _range(m.start_offset, m.end_offset)
+        if m.state == 0:
+            out.append(Located(where, Finding(F.REMOTE_COPY_UNFINISHED, None, m.start_offset,
+                                              f"segment {m.segment_id} ({rng}): COPY_SEGMENT_STARTED at metadata "
+                                              f"offset {m.metadata_offset}, never finished")))
+        elif m.state == 2:
+            out.append(Located(where, Finding(F.REMOTE_DELETE_UNFINISHED, None, m.start_offset,
+                                              f"segment {m.segment_id} ({rng}): DELETE_SEGMENT_STARTED at metadata "
+                                              f"offset {m.metadata_offset}, never finished")))
+    for m in live:
+        files = present.get(m.segment_id)
+        where = f"{place}/{m.start_offset:020d}-{m.segment_id}"
+        required = [s for s in RS.REQUIRED] + ([] if m.txn_index_empty else [RS.TRANSACTION_INDEX])
+        missing = [s for s in required if files is None or s not in files.objects]
+        rng = _range(m.start_offset, m.end_offset)
+        if missing:
+            lost = "its records are gone" if RS.SEGMENT in missing else "its records are there"
+            out.append(Located(where + (missing[0] if len(missing) == 1 else ".*"),
+                               Finding(F.REMOTE_SEGMENT_MISSING, None, m.start_offset,
+                                       f"live remote segment {m.segment_id} ({rng}) has no "
+                                       f"{', '.join(missing)}: {lost}")))
+        if files is None or RS.SEGMENT not in files.objects:
+            continue
+        log = files.objects[RS.SEGMENT]
+        remote.append((LogFile(log.path, LOG, topic, partition, m.start_offset, None), m.end_offset))
+        out.extend(Located(log.path, f) for f in _check_log(log, m, rng))
+    out.extend(_orphans(present, metas))
+    kept, overlaps = _local_part(live, [f for f in local if f.kind == LOG])
+    out.extend(overlaps)
+    out.extend(_gaps(live, kept))
+    for f in local:
+        if f.kind == LOG and f.leftover == ".deleted":
+            out.append(Located(f.path, Finding(F.LOCAL_DELETED_SEGMENT, None, f.base_offset,
+                                               "scheduled for deletion by the broker: not part of the log")))
+    return TieredPartition(topic, partition, remote, kept, out, local_dir)
+
+
+def _check_log(log: RS.RemoteObject, m, rng: str) -> list[Finding]:
+    if log.size < m.size:
+        return [Finding(F.REMOTE_SEGMENT_SHORT, log.size, m.start_offset,
+                        f"{rng}: {log.size} bytes of the {m.size} the metadata lists")]
+    mapped = MappedFile(log.path)
+    try:
+        walker = Walker(mapped.buf)
+        last = None
+        for b in walker:
+            if not b.crc_valid:
+                return [Finding(F.REMOTE_SEGMENT_CORRUPT, b.position, b.base_offset,
+                                f"{rng}: the batch at offset {b.base_offset} fails its CRC check")]
+            last = b.last_offset
+        if walker.stop is not None:
+            s = walker.stop
+            return [Finding(F.REMOTE_SEGMENT_CORRUPT, s.position, s.offset, f"{rng}: {s.kind}: {s.message}")]
+    finally:
+        mapped.close()
+    if last is None or last < m.end_offset:
+        return [Finding(F.REMOTE_SEGMENT_SHORT, log.size, last, f"{rng}: the batches end at offset {last}")]
+    return []
+
+
+def _orphans(present: dict[str, RS.RemoteFiles], metas: dict) -> list[Located]:
+    out = []
+    for sid, files in sorted(present.items(), key=lambda kv: kv[1].start_offset):
+        m = metas.get(sid)
+        if m is None or m.state == 3:
+            why = "no metadata lists segment" if m is None else "the metadata finished deleting segment"
+            for obj in files.objects.values():
+                out.append(Located(obj.path, Finding(F.REMOTE_ORPHAN, None, files.start_offset, f"{why} {sid}")))
+    return out
+
+
+def _local_part(live, logs: list[LogFile]) -> tuple[list[LogFile], list[Located]]:
+    """The local segments the log takes: live ones (no leftovers) that are not a remote copy."""
+    segs = sorted((f for f in logs if f.leftover is None and f.base_offset is not None),
+                  key=lambda f: f.base_offset or 0)
+    kept, out = [], []
+    for i, f in enumerate(segs):
+        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        holder = next((m for m in live if m.start_offset <= f.base_offset <= m.end_offset), None)
+        if holder is None:
+            kept.append(f)
+        elif nxt is None or nxt > holder.end_offset + 1:
+            kept.append(f)
+            span = _range(holder.start_offset, holder.end_offset)
+            out.append(Located(f.path, Finding(F.REMOTE_OVERLAP, None, f.base_offset,
+                                               f"local segment from offset {f.base_offset} runs past remote segment "
+                                               f"{holder.segment_id} ({span})")))
+    return kept, out
+
+
+def _gaps(live, kept: list[LogFile]) -> list[Located]:
+    out = []
+    for a, b in zip(live, live[1:]):
+        if b.start_offset > a.end_offset + 1:
+            out.append(Located(b.segment_id, Finding(F.REMOTE_GAP, None, a.end_offset + 1,
+                                                     f"no live remote segment holds "
+                                                     f"{_range(a.end_offset + 1, b.start_offset - 1)}")))
+        elif b.start_offset <= a.end_offset:
+            out.append(Located(b.segment_id, Finding(F.REMOTE_OVERLAP, None, b.start_offset,
+                                                     f"remote segments {a.segment_id} and {b.segment_id} both hold "
+                                                     f"{_range(b.start_offset, min(a.end_offset, b.end_offset))}")))
+    if live and kept and kept[0].base_offset is not None and kept[0].base_offset > live[-1].end_offset + 1:
+        end = live[-1].end_offset
+        out.append(Located(kept[0].path, Finding(F.REMOTE_GAP, None, end + 1,
+                                                 f"between the remote segments and the local log: "
+                                                 f"{_range(end + 1, kept[0].base_offset - 1)} are held by neither")))
+    return out

@@ -1,0 +1,31 @@
+"""``--remote-storage``, ``--remote-layout``, ``--remote-metadata``: tiered storage (KIP-405)
+for ``dump``, ``verify`` and ``info``."""
+
+from __future__ import annotations
+
+import click
+
+from kdump.storage.remote_store import LAYOUTS
+
+
+def remote_options(f):
+    f = click.option("--remote-metadata", type=click.Path(exists=True, path_type=str), metavar="PATH",
+                     help="Where the __remote_log_metadata partitions are (default: the PATHS' own).")(f)
+    f = click.option("--remote-layout", type=click.Choice(LAYOUTS), default="kafka-local", show_default=True,
+                     help="How the remote store lays out its objects (kafka-local: Kafka's LocalTieredStorage).")(f)
+    f = click.option("--remote-storage", type=click.Path(path_type=str), metavar="PATH",
+                     help="A tiered topic's remote store (for kafka-local the broker's rsm.config.dir or its "
+                          "kafka-tiered-storage folder): the partitions' whole log is their live remote "
+                          "segments, as __remote_log_metadata says, plus the local ones. Read only.")(f)
+    return f
+
+
+def remote_of(remote_storage, remote_layout, remote_metadata):
+    """The run's Remote, or None without --remote-storage."""
+    if remote_storage is None:
+        if remote_metadata is not None:
+            raise click.UsageError("--remote-metadata needs --remote-storage")
+        return None
+    from kdump.run.tiered import Remote
+
+    return Remote(remote_storage, remote_layout, remote_metadata)

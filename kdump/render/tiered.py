@@ -1,0 +1,43 @@
+"""How ``--remote-storage``'s findings (verify) and segments (info) look: a line each, or JSON."""
+
+from __future__ import annotations
+
+import json
+
+from kdump.check.tiered import TieredPartition
+from kdump.errors import ExitStatus
+from kdump.findings import ANOMALY, DAMAGE
+
+
+def report(parts: list[TieredPartition], out, strict: bool = False) -> ExitStatus:
+    """verify's lines for the tiered findings; the exit status they call for."""
+    status = ExitStatus.OK
+    for t in parts:
+        for loc in t.findings:
+            f = loc.finding
+            if f.cls == DAMAGE or (strict and f.cls == ANOMALY):
+                status = max(status, ExitStatus.DAMAGE)
+            if out.format == "json":
+                row = {"file": loc.path, "topic": t.topic, "partition": t.partition, **f.to_dict()}
+                out.stream.write(json.dumps(row) + "\n")
+            else:
+                out.stream.write(f"{loc.path}: {f.kind} ({f.cls}): {f.message}\n")
+        if out.format != "json" and not out.quiet:
+            n = sum(1 for loc in t.findings if loc.finding.cls in (DAMAGE, ANOMALY))
+            out.note(f"kdump: {t.topic}-{t.partition}: {len(t.remote)} live remote segments, "
+                     f"{len(t.local)} local; {n} tiered problem{'s' if n != 1 else ''}")
+    return status
+
+
+def timeline(parts: list[TieredPartition], out) -> None:
+    """info's lines: which segments are remote and which local, in offset order."""
+    for t in parts:
+        rows = [("remote", r.base_offset, end, r.path) for r, end in t.remote]
+        rows += [("local", f.base_offset, None, f.path) for f in t.local]
+        for where, start, end, path in rows:
+            if out.format == "json":
+                out.stream.write(json.dumps({"topic": t.topic, "partition": t.partition, "tier": where,
+                                      "base_offset": start, "end_offset": end, "file": path}) + "\n")
+            else:
+                span = f"{start}..{end}" if end is not None else f"{start}.."
+                out.stream.write(f"{t.topic}-{t.partition}  {where:<6}  {span:<24}  {path}\n")

@@ -1,0 +1,87 @@
+"""``--remote-storage``: a tiered partition's whole log for ``dump``, ``verify`` and ``info``.
+
+The metadata comes from the log dirs' ``__remote_log_metadata`` partitions (or the PATH of
+``--remote-metadata``); the checks are ``kdump.check.tiered``'s; nothing is written to the
+remote store.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from kdump.check.tiered import TieredPartition, check_partition
+from kdump.errors import ExitStatus
+from kdump.render.tiered import report, timeline
+from kdump.storage.logdir import LOG, LogFile, parse_partition_dir, partition_files
+from kdump.storage.remote_store import open_store
+
+
+class Remote(NamedTuple):
+    storage: str
+    layout: str = "kafka-local"
+    metadata: str | None = None
+
+
+def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
+    from kdump.state.remote_log import replay
+    from kdump.state.source import LogDirs
+
+    store = open_store(remote.storage, remote.layout)
+    meta = replay([remote.metadata] if remote.metadata else _metadata_dirs(paths))
+    for note in meta.notes:
+        out.note(f"kdump: note: {note}")
+    for where in meta.stopped:
+        out.note(f"kdump: note: remote log metadata read stopped early: {where}")
+    local = LogDirs(paths)
+    result = []
+    for (topic, partition), metas in sorted(meta.segments.items()):
+        p = local.get(topic, partition)
+        files = partition_files(p.path) if p is not None else []
+        result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None))
+    for topic, partition, topic_id in store.partitions():
+        if (topic, partition) not in meta.segments:     # a partition folder no metadata knows: all orphans
+            result.append(check_partition(store, {}, [], topic, partition, topic_ids=[topic_id]))
+    return result
+
+
+def _metadata_dirs(paths) -> list[str]:
+    """The PATHS, a partition dir's log dir in its place (its metadata is beside it)."""
+    out = []
+    for path in paths:
+        name = os.path.basename(os.path.normpath(path))
+        if parse_partition_dir(name) and not os.path.exists(os.path.join(path, "meta.properties")):
+            path = os.path.dirname(os.path.normpath(path)) or "."
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> list[tuple[LogFile, bool]]:
+    """The dump's files with each tiered partition's segments replaced by its whole log:
+    the live remote segments, then the local segments that are not their copies."""
+    by_dir = {t.local_dir: t for t in parts if t.local_dir is not None}
+    done: set[tuple[str, int]] = set()
+    spliced: list[tuple[LogFile, bool]] = []
+    for f, explicit in files:
+        t = by_dir.get(os.path.dirname(f.path))
+        if t is None or f.kind != LOG:
+            spliced.append((f, explicit))
+            continue
+        if (t.topic, t.partition) not in done:
+            done.add((t.topic, t.partition))
+            spliced.extend((r, False) for r, _ in t.remote)
+            spliced.extend((k, False) for k in t.local)
+    for t in parts:                 # partitions only the remote store holds now
+        if (t.topic, t.partition) not in done and t.local_dir is None:
+            spliced.extend((r, False) for r, _ in t.remote)
+    return spliced
+
+
+def run_tiered_verify(paths, remote: Remote, out, strict: bool = False) -> int:
+    return int(report(tiered_partitions(paths, remote, out), out, strict))
+
+
+def run_tiered_info(paths, remote: Remote, out) -> int:
+    timeline(tiered_partitions(paths, remote, out), out)
+    return int(ExitStatus.OK)

@@ -1,0 +1,121 @@
+"""Remote segment stores (KIP-405 tiered storage): one reader interface, a layout per plugin.
+
+A RemoteStorageManager keeps each offloaded segment as a set of objects: the ``.log`` and its
+offset, time and transaction indexes, the producer snapshot and the leader-epoch checkpoint.
+A layout says where those objects are for a (topic id, partition, segment id); kdump only
+lists and reads them: nothing here ever writes to remote storage.
+
+Layouts: ``kafka-local``, Kafka's own ``LocalTieredStorage`` (kafka-storage's test jar, the
+RSM of Kafka's tiered-storage integration tests). Aiven's layout is not done yet.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple, Protocol
+
+from kdump.errors import InputError, UsageError
+
+# The object kinds of one remote segment, by LocalTieredStorage's file suffix
+# (RemoteLogSegmentFileset.RemoteLogSegmentFileType).
+SEGMENT, OFFSET_INDEX, TIME_INDEX = ".log", ".index", ".timeindex"
+TRANSACTION_INDEX, LEADER_EPOCH_CHECKPOINT, PRODUCER_SNAPSHOT = ".txnindex", ".leader_epoch_checkpoint", ".snapshot"
+SUFFIXES = (SEGMENT, OFFSET_INDEX, TIME_INDEX, TRANSACTION_INDEX, LEADER_EPOCH_CHECKPOINT, PRODUCER_SNAPSHOT)
+# Every segment has these; the transaction index only when it is not empty (txnIndexEmpty).
+REQUIRED = (SEGMENT, OFFSET_INDEX, TIME_INDEX, LEADER_EPOCH_CHECKPOINT, PRODUCER_SNAPSHOT)
+
+LAYOUTS = ("kafka-local",)
+
+
+class RemoteObject(NamedTuple):
+    path: str
+    size: int
+
+
+class RemoteFiles(NamedTuple):
+    """The objects found for one remote segment (by its id), whatever the metadata says."""
+
+    segment_id: str             # Kafka's Uuid as it prints it: 22 characters of URL-safe base64
+    start_offset: int           # from the object names
+    objects: dict[str, RemoteObject]   # suffix -> object
+
+
+class RemoteStore(Protocol):
+    root: str
+
+    def partition_dir(self, topic: str, topic_id: str, partition: int) -> str:
+        """Where the partition's objects are (a directory or a key prefix)."""
+
+    def segments(self, topic: str, topic_id: str, partition: int) -> dict[str, RemoteFiles]:
+        """Every segment the store holds for this partition, by segment id."""
+
+    def stray_objects(self, topic: str, topic_id: str, partition: int) -> list[str]:
+        """Objects in the partition's place whose names no segment of this layout has."""
+
+    def partitions(self) -> list[tuple[str, int, str]]:
+        """(topic, partition, topic id) of every partition the store holds objects for."""
+
+
+def open_store(path: str, layout: str) -> RemoteStore:
+    if layout != "kafka-local":
+        raise UsageError(f"--remote-layout {layout}: not a known layout (known: {', '.join(LAYOUTS)})")
+    return LocalTieredStorage(path)
+
+
+# <20-digit start offset>-<segment id><suffix>, as RemoteLogSegmentFileset names them
+_NAME = re.compile(r"^(\d+)-([A-Za-z0-9_-]{22})(\.[a-z_]+)$")
+STORAGE_DIR = "kafka-tiered-storage"
+
+
+class LocalTieredStorage:
+    """``rsm.config.dir``/kafka-tiered-storage/<topic>-<partition>-<topic id>/<offset>-<id><suffix>.
+
+    ``path`` is the directory the broker was configured with or its kafka-tiered-storage
+    folder itself."""
+
+    def __init__(self, path: str) -> None:
+        if not os.path.isdir(path):
+            raise InputError("cannot read the remote store: not a directory", file=path)
+        below = os.path.join(path, STORAGE_DIR)
+        self.root = below if os.path.isdir(below) else path
+        try:
+            self._dirs = sorted(e.name for e in os.scandir(self.root) if e.is_dir())
+        except OSError as e:
+            raise InputError(f"cannot list the remote store: {e.strerror}", file=path) from None
+
+    def partition_dir(self, topic: str, topic_id: str, partition: int) -> str:
+        return os.path.join(self.root, f"{topic}-{partition}-{topic_id}")
+
+    def _entries(self, topic: str, topic_id: str, partition: int) -> list[os.DirEntry]:
+        d = self.partition_dir(topic, topic_id, partition)
+        try:
+            return sorted(os.scandir(d), key=lambda e: e.name)
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise InputError(f"cannot list: {e.strerror}", file=d) from None
+
+    def segments(self, topic: str, topic_id: str, partition: int) -> dict[str, RemoteFiles]:
+        found: dict[str, RemoteFiles] = {}
+        for e in self._entries(topic, topic_id, partition):
+            m = _NAME.match(e.name)
+            if not m or m.group(3) not in SUFFIXES or not e.is_file():
+                continue
+            seg = found.setdefault(m.group(2), RemoteFiles(m.group(2), int(m.group(1)), {}))
+            seg.objects[m.group(3)] = RemoteObject(e.path, e.stat().st_size)
+        return found
+
+    def stray_objects(self, topic: str, topic_id: str, partition: int) -> list[str]:
+        return [e.path for e in self._entries(topic, topic_id, partition)
+                if not (_NAME.match(e.name) and _NAME.match(e.name).group(3) in SUFFIXES)]  # type: ignore[union-attr]
+
+    def partitions(self) -> list[tuple[str, int, str]]:
+        """(topic, partition, topic id) of every partition folder in the store."""
+        out = []
+        for name in self._dirs:
+            rest, topic_id = name[:-23], name[-22:]      # a topic id may hold '-' itself
+            topic, _, number = rest.rpartition("-")
+            if name[-23:-22] == "-" and topic and number.isdecimal():
+                out.append((topic, int(number), topic_id))
+        return out

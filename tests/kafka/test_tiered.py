@@ -1,0 +1,242 @@
+"""Tiered storage (KIP-405) against a real broker: LocalTieredStorage as its RSM, the
+topic-based metadata manager. The broker offloads rolled segments and deletes them locally;
+a consumer reading from offset 0 through the broker (which fetches the remote data) is the
+oracle for kdump's records of remote plus local. Then copies of the remote store are damaged
+and each finding checked."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import time
+
+import pytest
+from broker import tiered_config
+
+from support.run import run_kdump
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "tiered"
+SEGMENT_RECORDS = 6000
+
+
+def _wait(what, until, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while not until():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.5)
+
+
+def _consume(bootstrap: str) -> list[tuple[int, bytes | None, bytes | None]]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                      consumer_timeout_ms=8000)
+    tp = TopicPartition(TOPIC, 0)
+    c.assign([tp])
+    c.seek_to_beginning(tp)
+    got = [(m.offset, m.key, m.value) for m in c]
+    c.close()
+    return got
+
+
+def _remote_logs(remote):
+    return sorted((remote / "kafka-tiered-storage").glob(f"{TOPIC}-0-*/*.log"))
+
+
+@pytest.fixture(scope="module")
+def tiered(tmp_path_factory):
+    """(log dir, remote dir, consumed records) after a run that offloaded and deleted locally."""
+    import kafka_jars
+    from broker_fixtures import BrokerFactory
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    kafka_jars.ensure_jars()
+    tmp = tmp_path_factory.mktemp("tiered")
+    remote, logs = tmp / "remote", tmp / "logs"
+    factory = BrokerFactory(tmp)
+    try:
+        broker = factory(logs, **tiered_config(remote))
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        # A segment rolls when its 1 KB offset index is full: ~128 batches of ~1 KB.
+        admin.create_topics([NewTopic(TOPIC, 1, 1, topic_configs={
+            "remote.storage.enable": "true", "segment.index.bytes": "1024", "local.retention.bytes": "150000",
+            "retention.ms": "-1", "file.delete.delay.ms": "1000"})])
+        admin.close()
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5, batch_size=1024)
+        for i in range(SEGMENT_RECORDS):
+            producer.send(TOPIC, key=b"k%d" % i, value=b"value %d " % i + b"x" * 150, partition=0)
+        producer.flush()
+        part = logs / f"{TOPIC}-0"
+        _wait("segments offloaded and deleted locally",
+              lambda: len(_remote_logs(remote)) >= 8 and len(list(part.glob("*.log"))) <= 3)
+        for i in range(40):            # the tail only the local log holds
+            producer.send(TOPIC, key=b"t%d" % i, value=b"tail %d" % i, partition=0)
+        producer.flush()
+        producer.close()
+        consumed = _consume(broker.bootstrap)
+        broker.stop()
+        shutil.copytree(logs, tmp / "deleting" / "logs")
+        shutil.copytree(remote, tmp / "deleting" / "remote")
+        yield logs, remote, consumed
+    finally:
+        factory.close()
+
+
+@pytest.fixture(scope="module")
+def remote_deleted(tiered, tmp_path_factory):
+    """A copy of the broker run again with a remote retention that deletes its oldest remote
+    segments (DELETE_SEGMENT_STARTED, then _FINISHED)."""
+    from broker_fixtures import BrokerFactory
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    from kdump.state.remote_log import replay
+
+    logs, remote, _ = tiered
+    base = logs.parent / "deleting"
+    factory = BrokerFactory(tmp_path_factory.mktemp("deleting-work"))
+    try:
+        broker = factory(base / "logs", **tiered_config(base / "remote"))
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={   # the whole set
+            "remote.storage.enable": "true", "segment.index.bytes": "1024", "local.retention.bytes": "150000",
+            "retention.ms": "-1", "file.delete.delay.ms": "1000", "retention.bytes": "700000"})])
+        admin.close()
+
+        def deleted():
+            metas = replay([str(base / "logs")]).segments.get((TOPIC, 0), {})
+            return sum(m.state == 3 for m in metas.values()) >= 2
+        _wait("remote segments deleted", deleted)
+        broker.stop()
+        yield base / "logs", base / "remote"
+    finally:
+        factory.close()
+
+
+def test_remote_retention(remote_deleted, tmp_path):
+    logs, remote = remote_deleted
+    r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--json")
+    assert r.code == 0, r.out + r.err
+    rows = _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote))
+    offsets = [o for o, _, _ in rows]
+    assert offsets == list(range(offsets[0], SEGMENT_RECORDS + 40)) and offsets[0] > 0
+    # the metadata cut before its last record, a DELETE_SEGMENT_FINISHED
+    meta = tmp_path / "meta" / "__remote_log_metadata-0"
+    shutil.copytree(logs / "__remote_log_metadata-0", meta)
+    last = json.loads(run_kdump("dump", str(meta), "--json").out.splitlines()[-1])
+    with open(last["file"], "r+b") as fh:
+        fh.truncate(last["position"])
+    r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--remote-metadata", str(meta.parent),
+                  "--json")
+    kinds = [json.loads(line)["kind"] for line in r.out.splitlines() if '"topic"' in line]
+    assert "remote_delete_unfinished" in kinds and r.code == 0
+
+
+def _rows(*args):
+    r = run_kdump("dump", *args, "--records", "--data", "--json", "--encoding", "base64")
+    assert r.code == 0, r.err
+    b = base64.b64decode
+    return [(rec["offset"], None if rec["key"] is None else b(rec["key"]), None if rec["value"] is None
+             else b(rec["value"])) for batch in map(json.loads, r.out.splitlines()) if f"/{TOPIC}-0" in batch["file"]
+            for rec in batch.get("records", ())]
+
+
+def test_whole_log_is_what_a_consumer_reads(tiered):
+    logs, remote, consumed = tiered
+    assert len(consumed) == SEGMENT_RECORDS + 40
+    local_only = _rows(str(logs / f"{TOPIC}-0"))
+    assert local_only and local_only[0][0] >= 5000          # the broker kept only the tail
+    assert local_only[-1] == consumed[-1]
+    # the configured dir and its kafka-tiered-storage folder are both accepted
+    assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote)) == consumed
+    assert _rows(str(logs), "--remote-storage", str(remote / "kafka-tiered-storage")) == consumed
+    r = run_kdump("verify", str(logs), "--remote-storage", str(remote))
+    assert r.code == 0, r.out + r.err
+    assert "0 tiered problems" in r.err
+    r = run_kdump("info", str(logs), "--remote-storage", str(remote))
+    assert r.code == 0
+    tiers = [line.split()[1] for line in r.out.splitlines()]
+    assert tiers[0] == "remote" and tiers[-1] == "local" and tiers.count("remote") == len(_remote_logs(remote))
+
+
+def _damaged(tiered, tmp_path, damage):
+    logs, remote, _ = tiered
+    copy = tmp_path / "remote"
+    shutil.copytree(remote, copy)
+    damage(_remote_logs(copy))
+    r = run_kdump("verify", str(logs), "--remote-storage", str(copy), "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    return r, found
+
+
+def _starts(path):
+    return int(path.name.split("-")[0])
+
+
+def test_deleted_segment(tiered, tmp_path):
+    segs = []
+    r, found = _damaged(tiered, tmp_path, lambda logs: (segs.append(logs[1]), logs[1].unlink()))
+    assert r.code == 1
+    (f,) = [f for f in found if f["kind"] == "remote_segment_missing"]
+    nxt = _starts(_remote_logs(tiered[1])[2])
+    assert f["offset"] == _starts(segs[0]) and f"offsets {_starts(segs[0])}..{nxt - 1}" in f["message"]
+    assert f["class"] == "damage"
+
+
+def test_short_segment(tiered, tmp_path):
+    def cut(logs):
+        with open(logs[2], "r+b") as fh:
+            fh.truncate(1000)
+    r, found = _damaged(tiered, tmp_path, cut)
+    assert r.code == 1
+    assert [f["kind"] for f in found if f["class"] == "damage"] == ["remote_segment_short"]
+
+
+def test_flipped_byte(tiered, tmp_path):
+    def flip(logs):
+        with open(logs[3], "r+b") as fh:
+            fh.seek(300)
+            b = fh.read(1)
+            fh.seek(300)
+            fh.write(bytes([b[0] ^ 0xFF]))
+    r, found = _damaged(tiered, tmp_path, flip)
+    assert r.code == 1
+    (f,) = [f for f in found if f["class"] == "damage"]
+    assert f["kind"] == "remote_segment_corrupt" and "fails its CRC check" in f["message"]
+
+
+def test_orphan(tiered, tmp_path):
+    def orphan(logs):
+        shutil.copy(logs[0], logs[0].parent / "00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log")
+        gone = logs[0].parent.parent / "gone-0-BBBBBBBBBBBBBBBBBBBBBB"     # a partition no metadata knows
+        gone.mkdir()
+        shutil.copy(logs[0], gone / logs[0].name)
+    r, found = _damaged(tiered, tmp_path, orphan)
+    assert r.code == 0
+    assert sorted(f["file"].rsplit("/", 2)[-2:] for f in found if f["kind"] == "remote_orphan") == [
+        ["gone-0-BBBBBBBBBBBBBBBBBBBBBB", _remote_logs(tiered[1])[0].name],
+        [_remote_logs(tiered[1])[0].parent.name, "00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log"]]
+
+
+def test_copy_never_finished(tiered, tmp_path):
+    """The metadata cut before the last COPY_SEGMENT_FINISHED: that upload never finished."""
+    logs, remote, _ = tiered
+    meta = tmp_path / "meta" / "__remote_log_metadata-0"
+    shutil.copytree(logs / "__remote_log_metadata-0", meta)
+    r = run_kdump("dump", str(meta), "--json")
+    last = json.loads(r.out.splitlines()[-1])
+    with open(last["file"].replace(str(logs / "__remote_log_metadata-0"), str(meta)), "r+b") as fh:
+        fh.truncate(last["position"])
+    r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--remote-metadata", str(meta.parent),
+                  "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    kinds = {f["kind"] for f in found}
+    assert "remote_copy_unfinished" in kinds
+    # its offsets are still in the local segment it was copied from: no gap, nothing lost
+    assert "remote_gap" not in kinds and r.code == 0
+    assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote), "--remote-metadata",
+                 str(meta.parent)) == tiered[2]
