@@ -171,10 +171,11 @@ class KafkaBroker:
     """One KRaft broker+controller process serving `log_dir` on free loopback ports."""
 
     def __init__(self, log_dir: Path, *, work_dir: Path, config: dict[str, str] | None = None,
-                 node_id: int = 1):
+                 node_id: int = 1, classpath: str | None = None):
         self.log_dir = Path(log_dir).resolve()
         self.work_dir = Path(work_dir).resolve()
         self.node_id = node_id
+        self.classpath = classpath          # None: the oracle's jars (kafka_jars.classpath())
         self.config = {**DEFAULT_CONFIG, **(config or {})}
         self.log_file = self.work_dir / "broker.log"
         self.properties_file = self.work_dir / "server.properties"
@@ -204,7 +205,7 @@ class KafkaBroker:
     def _java(self, main_class: str, *args: str) -> list[str]:
         return ["java", *JVM_OPTIONS,
                 f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.properties'}",
-                "-cp", kafka_jars.classpath(), main_class, *args]
+                "-cp", self.classpath or kafka_jars.classpath(), main_class, *args]
 
     # -- life cycle --------------------------------------------------------------------------
 

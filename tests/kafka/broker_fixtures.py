@@ -34,10 +34,10 @@ class BrokerFactory:
         self.tmp_path = tmp_path
         self.brokers: list[KafkaBroker] = []
 
-    def __call__(self, log_dir: Path, *, start: bool = True, node_id: int = 1,
+    def __call__(self, log_dir: Path, *, start: bool = True, node_id: int = 1, classpath: str | None = None,
                  **config: str) -> KafkaBroker:
         work_dir = self.tmp_path / f"broker-work-{len(self.brokers)}"
-        broker = KafkaBroker(Path(log_dir), work_dir=work_dir, node_id=node_id,
+        broker = KafkaBroker(Path(log_dir), work_dir=work_dir, node_id=node_id, classpath=classpath,
                              config={k: str(v) for k, v in config.items()})
         self.brokers.append(broker)
         if start:

@@ -34,9 +34,7 @@ def _missing(why: str):
 
 def jars_present() -> bool:
     # the slf4j binding too: a folder fetched before the pom named it gives a silent broker
-    # and LocalTieredStorage (kafka-storage's test jar), for the tiered-storage tests
     return ((JARS_DIR / f"kafka-tools-{kafka_version()}.jar").is_file()
-            and (JARS_DIR / f"kafka-storage-{kafka_version()}-test.jar").is_file()
             and any(JARS_DIR.glob("log4j-slf4j-impl-*.jar")))
 
 
@@ -57,6 +55,23 @@ def ensure_jars() -> Path:
 
 def classpath() -> str:
     return str(ensure_jars() / "*")
+
+
+TIERED_POM = HERE / "tiered-pom.xml"
+TIERED_DIR = HERE / "target" / "tiered-jars"
+
+
+def tiered_classpath() -> str:
+    """The tiered-storage tests' broker (tiered-pom.xml: Kafka 4.3.1 with LocalTieredStorage),
+    fetched with Maven on first use."""
+    if not any(TIERED_DIR.glob("kafka-storage-*-test.jar")):
+        if not shutil.which("mvn"):
+            _missing("no mvn on PATH")
+        proc = subprocess.run(["mvn", "-q", "-B", "-f", str(TIERED_POM), "dependency:copy-dependencies"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or not any(TIERED_DIR.glob("kafka-storage-*-test.jar")):
+            _missing(f"mvn (tiered-pom.xml) failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return str(TIERED_DIR / "*")
 
 
 def java(main_class: str, *args: str, **kwargs) -> subprocess.CompletedProcess:

@@ -11,6 +11,7 @@ import json
 import shutil
 import time
 
+import kafka_jars
 import pytest
 from broker import tiered_config
 
@@ -50,7 +51,6 @@ def _remote_logs(remote):
 @pytest.fixture(scope="module")
 def tiered(tmp_path_factory):
     """(log dir, remote dir, consumed records) after a run that offloaded and deleted locally."""
-    import kafka_jars
     from broker_fixtures import BrokerFactory
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -60,7 +60,7 @@ def tiered(tmp_path_factory):
     remote, logs = tmp / "remote", tmp / "logs"
     factory = BrokerFactory(tmp)
     try:
-        broker = factory(logs, **tiered_config(remote))
+        broker = factory(logs, classpath=kafka_jars.tiered_classpath(), **tiered_config(remote))
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         # A segment rolls when its 1 KB offset index is full: ~128 batches of ~1 KB.
         admin.create_topics([NewTopic(TOPIC, 1, 1, topic_configs={
@@ -100,7 +100,8 @@ def remote_deleted(tiered, tmp_path_factory):
     base = logs.parent / "deleting"
     factory = BrokerFactory(tmp_path_factory.mktemp("deleting-work"))
     try:
-        broker = factory(base / "logs", **tiered_config(base / "remote"))
+        broker = factory(base / "logs", classpath=kafka_jars.tiered_classpath(),
+                         **tiered_config(base / "remote"))
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={   # the whole set
             "remote.storage.enable": "true", "segment.index.bytes": "1024", "local.retention.bytes": "150000",
