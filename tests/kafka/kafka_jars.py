@@ -57,21 +57,21 @@ def classpath() -> str:
     return str(ensure_jars() / "*")
 
 
-TIERED_POM = HERE / "tiered-pom.xml"
-TIERED_DIR = HERE / "target" / "tiered-jars"
+POM_4_3_1 = HERE / "kafka-4.3.1-pom.xml"
+DIR_4_3_1 = HERE / "target" / "kafka-4.3.1-jars"
 
 
-def tiered_classpath() -> str:
-    """The tiered-storage tests' broker (tiered-pom.xml: Kafka 4.3.1 with LocalTieredStorage),
-    fetched with Maven on first use."""
-    if not any(TIERED_DIR.glob("kafka-storage-*-test.jar")):
+def classpath_4_3_1() -> str:
+    """Kafka 4.3.1 whole, with LocalTieredStorage (kafka-4.3.1-pom.xml): the tiered-storage
+    tests' broker and the clean-load oracle (load_logs.py). Fetched with Maven on first use."""
+    if not any(DIR_4_3_1.glob("kafka-storage-*-test.jar")):
         if not shutil.which("mvn"):
             _missing("no mvn on PATH")
-        proc = subprocess.run(["mvn", "-q", "-B", "-f", str(TIERED_POM), "dependency:copy-dependencies"],
+        proc = subprocess.run(["mvn", "-q", "-B", "-f", str(POM_4_3_1), "dependency:copy-dependencies"],
                               capture_output=True, text=True)
-        if proc.returncode != 0 or not any(TIERED_DIR.glob("kafka-storage-*-test.jar")):
-            _missing(f"mvn (tiered-pom.xml) failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return str(TIERED_DIR / "*")
+        if proc.returncode != 0 or not any(DIR_4_3_1.glob("kafka-storage-*-test.jar")):
+            _missing(f"mvn (kafka-4.3.1-pom.xml) failed: {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return str(DIR_4_3_1 / "*")
 
 
 def java(main_class: str, *args: str, **kwargs) -> subprocess.CompletedProcess:

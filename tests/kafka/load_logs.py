@@ -1,6 +1,11 @@
 """Kafka's own log load as the oracle: ``LoadLogs.java`` (ours, compiled once into
 tests/kafka/target) opens each partition directory with ``UnifiedLog.create`` as a broker's
-``LogManager`` does at start (after a clean shutdown or not), then closes it as a clean stop does."""
+``LogManager`` does at start (after a clean shutdown or not), then closes it as a clean stop does.
+
+The load is Kafka 4.3.1's (kafka_jars.classpath_4_3_1(), the jars of tests/kafka/kafka-4.3.1-pom.xml):
+the rules of check/clean_load.py and check/loader_snapshots.py are read from 4.3.1's sources.
+Kafka 4.4.0 leaves a cleanly closed active segment's .index preallocated where 4.3.1 trims
+it: that 4.4 change is not followed yet."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import kafka_jars
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "LoadLogs.java"
-CLASSES = HERE / "target" / "loadlogs-classes"
+CLASSES = HERE / "target" / "loadlogs-classes-4.3.1"
 
 
 class Loaded(NamedTuple):
@@ -29,7 +34,7 @@ def _compiled() -> Path:
         if not shutil.which("javac"):
             kafka_jars._missing("no javac on PATH")
         CLASSES.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["javac", "-d", str(CLASSES), "-cp", kafka_jars.classpath(), str(SOURCE)],
+        proc = subprocess.run(["javac", "-d", str(CLASSES), "-cp", kafka_jars.classpath_4_3_1(), str(SOURCE)],
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     return CLASSES
@@ -40,7 +45,7 @@ def load(groups: list[tuple[Path, bool, list[str]]]) -> dict[str, Loaded]:
     JVM: ``{partition dir path: Loaded}``."""
     classes = _compiled()
     lines = "".join(f"{d}\t{'true' if clean else 'false'}\t{' '.join(parts)}\n" for d, clean, parts in groups)
-    proc = subprocess.run(["java", "-cp", f"{classes}{os.pathsep}{kafka_jars.classpath()}", "LoadLogs"],
+    proc = subprocess.run(["java", "-cp", f"{classes}{os.pathsep}{kafka_jars.classpath_4_3_1()}", "LoadLogs"],
                           input=lines, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = {}

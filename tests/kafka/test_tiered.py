@@ -60,7 +60,7 @@ def tiered(tmp_path_factory):
     remote, logs = tmp / "remote", tmp / "logs"
     factory = BrokerFactory(tmp)
     try:
-        broker = factory(logs, classpath=kafka_jars.tiered_classpath(), **tiered_config(remote))
+        broker = factory(logs, classpath=kafka_jars.classpath_4_3_1(), **tiered_config(remote))
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         # A segment rolls when its 1 KB offset index is full: ~128 batches of ~1 KB.
         admin.create_topics([NewTopic(TOPIC, 1, 1, topic_configs={
@@ -100,7 +100,7 @@ def remote_deleted(tiered, tmp_path_factory):
     base = logs.parent / "deleting"
     factory = BrokerFactory(tmp_path_factory.mktemp("deleting-work"))
     try:
-        broker = factory(base / "logs", classpath=kafka_jars.tiered_classpath(),
+        broker = factory(base / "logs", classpath=kafka_jars.classpath_4_3_1(),
                          **tiered_config(base / "remote"))
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={   # the whole set
