@@ -68,7 +68,7 @@ def check(data: bytes) -> None:
     native = _common._accel.native()
     if native is None or PROGRAM is None or PYTHON is None:
         return
-    got = native.avro_json(PROGRAM, data, 0)
+    got = native.avro_json(PROGRAM, data, 0, 1 << 30)
     if got is None:
         return
     expect(isinstance(got, tuple) and len(got) == 2 and 0 <= got[1] <= len(data), f"avro_json gave {got!r:.300}")
