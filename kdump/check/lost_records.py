@@ -69,6 +69,7 @@ class Evidence(NamedTuple):
     what: str               # how it shows it, for the message
     file: str | None        # the file that shows it (None: a log-dir checkpoint)
     orphan: int | None = None   # the base offset of a segment whose .log is gone
+    segment: int | None = None  # the base offset of the segment whose own index names it
 
 
 class Segment(NamedTuple):
@@ -102,7 +103,9 @@ def evidence(directory: str, files: list[LogFile], index_past_end: dict[str, int
                 out.append(Evidence(last_start, f"the leader-epoch-checkpoint has an epoch starting at {last_start}",
                                     f.path))
     for path, offset in index_past_end.items():
-        out.append(Evidence(offset + 1, f"{os.path.basename(path)} has an entry for offset {offset}", path))
+        name = os.path.basename(path)
+        out.append(Evidence(offset + 1, f"{name} has an entry for offset {offset}", path,
+                            segment=int(name[:20]) if name[:20].isdigit() else None))
     norm = fs.normpath(directory)
     parsed = parse_partition_dir(os.path.basename(norm))
     if parsed is not None:
@@ -134,9 +137,12 @@ def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int
         if a.damaged or a.end >= b.base:
             continue
         inside = [e for e in found if a.end < e.reached < b.base
-                  or (e.orphan is not None and a.base < e.orphan < b.base)]
-        if not inside and (compacted or cleaned is not None and a.end - 1 < cleaned):
-            continue        # compaction may have removed them (kdump.check.gaps' rule)
+                  or (e.orphan is not None and a.base < e.orphan < b.base)
+                  or (e.segment == a.base and e.reached > a.end)]     # (up to b.base: its own records)
+        if not inside and (compacted or a.end == a.base or cleaned is not None and a.end - 1 < cleaned):
+            continue        # compaction may have removed them (kdump.check.gaps' rule); a broker rolls
+            #                 only by appending to the next segment, so an inactive segment holding no
+            #                 record is what the cleaner leaves of a segment it emptied
         why = (f"{os.path.basename(a.path)} ends at {a.end - 1}, {os.path.basename(b.path)} starts at {b.base}"
                if a.end > a.base else f"{os.path.basename(a.path)} holds no record, "
                                       f"{os.path.basename(b.path)} starts at {b.base}")
@@ -217,14 +223,32 @@ def _checkpoint_offset(path: str, key: tuple[str, int], cache: dict | None) -> i
     if path not in cache:
         from kdump.check.side_files import checkpoint_entries
         table: dict[tuple[str, int], int] = {}
+        here = _partitions_in(os.path.dirname(path), cache)   # (a checkpoint may list millions)
         try:
             if fs.isfile(path):
                 for e in checkpoint_entries(path, os.path.basename(path)):
-                    table[(e.topic, e.partition)] = e.offset
+                    if (e.topic, e.partition) in here:
+                        table[(e.topic, e.partition)] = e.offset
         except (KdumpError, OSError):
             table = {}      # reported on the checkpoint itself
         cache[path] = table
     return cache[path].get(key)
+
+
+def _partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
+    """The (topic, partition) of each partition dir in ``logdir``, listed once per run."""
+    key = ("partitions", logdir)
+    if key not in cache:
+        found = set()
+        try:
+            for e in fs.scandir(logdir):
+                parsed = parse_partition_dir(e.name)
+                if parsed is not None:
+                    found.add(parsed[:2])
+        except (OSError, KdumpError):
+            pass
+        cache[key] = found
+    return cache[key]
 
 
 def add_records_missing(directory: str, files: list[LogFile], live: list | None, reports: list,

@@ -176,6 +176,24 @@ def test_a_gap_the_cleaner_explains(part):
     assert r.code == 0 and missing(r.out) == []
 
 
+def test_an_emptied_segment_is_the_cleaners_work(part):
+    # An inactive segment holding no record: the broker rolls only by appending to the next one,
+    # so it is what the cleaner left of a segment it emptied, not a loss.
+    for ext in (".log", ".index", ".timeindex"):
+        (part / seg(96, ext)).unlink()
+    (part / seg(96)).write_bytes(b"")
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 0 and missing(r.out) == []
+
+
+def test_an_emptied_segment_with_evidence_inside_is_a_loss(part):
+    # The same empty segment, but its index still names offset 127: the records were written.
+    (part / seg(96)).write_bytes(b"")
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert [(name, offset) for name, offset, _ in missing(r.out)] == [(seg(96, ".index"), 96)]
+
+
 def test_real_compacted_partitions_miss_nothing():
     fixtures = ROLLED.parents[1]
     for d in (fixtures / "all-shapes" / "compacted-0", fixtures / "cleaner-crash" / "compacted-crash-0",
