@@ -114,6 +114,9 @@ SNAPSHOT_CRC = _declare("snapshot_crc", ANOMALY, "producer snapshot CRC-32C mism
                                                  "producer state from the log")
 SNAPSHOT_INVALID = _declare("snapshot_invalid", ANOMALY, "producer snapshot does not parse (handled as snapshot_crc)")
 SNAPSHOT_STALE = _declare("snapshot_stale", INFO, "a producer snapshot past the log end: the broker deletes it")
+SNAPSHOT_DELETED = _declare("snapshot_deleted", INFO, "a producer snapshot the broker's next load deletes (stray, "
+                                                      "passed by a segment's recovery, unreadable): it rebuilds "
+                                                      "producer state from the log and the snapshots it keeps")
 LEADER_EPOCH_INVALID = _declare("leader_epoch_invalid", DAMAGE, "leader-epoch-checkpoint does not parse: the "
                                                                 "broker takes the log dir offline")
 LEADER_EPOCH_ORDER = _declare("leader_epoch_order", ANOMALY, "leader-epoch-checkpoint entries out of order")

@@ -103,9 +103,11 @@ def _next_offset(path: str, base: int) -> int:
 
 
 def plan_partition(directory: str, state: LogDirState | None = None,
-                   opts: RecoverOptions | None = None) -> PartitionPlan:
-    """What a broker's startup does to ``directory``, in the five steps of the module docstring."""
+                   opts: RecoverOptions | None = None, scans: dict[str, ScanReport] | None = None) -> PartitionPlan:
+    """What a broker's startup does to ``directory``, in the five steps of the module docstring;
+    ``scans``: the segments' scans already made (by path), not made again."""
     p = _Planner(directory, state or LogDirState(), opts or RecoverOptions())
+    p.known_scans = scans or {}
     if p.marked_for_deletion():
         return p.plan
     p.files = K.partition_files(directory)
@@ -131,6 +133,7 @@ class _Planner:
         self.gone: set[str] = set()                 # names the plan moves away
         self.renamed: dict[str, str] = {}           # swap name -> live name
         self.good_swaps: list[LogFile] = []
+        self.known_scans: dict[str, ScanReport] = {}
 
     def quarantine(self, name: str, reason: str, phase: int, offset: int | None = None) -> None:
         if name not in self.gone:
@@ -201,6 +204,10 @@ class _Planner:
         self.vopts = self.opts.verify_options()
         self.scans: dict[int, ScanReport] = {}
         for base, n in self.logs:
+            known = self.known_scans.get(self.source[n])
+            if known is not None:
+                self.scans[base] = known
+                continue
             try:
                 self.scans[base] = self.vopts.scan(LogFile(self.source[n], K.LOG, None, None, base, None))
             except KdumpError as e:
@@ -271,9 +278,10 @@ class _Planner:
             elif truncated_at is None or b < truncated_at:
                 self.plan.damaged = True
                 why = "after a clean shutdown" if self.skip_log else f"before the recovery point {self.rp}"
+                # (verify --truncate keeps what a clean load keeps, unless that load fails: repair.cut)
+                fix = "use --full to cut it" if self.skip_log else "use --full, or kdump verify --truncate"
                 self.note(self.source[offset_name(b, LOG_SUFFIX)], b, f"damaged ({s.cut.kind} at byte "
-                          f"{s.valid_bytes}) but a broker would not recover it {why} (use --full, or kdump verify "
-                          f"--truncate)",
+                          f"{s.valid_bytes}) but a broker would not recover it {why} ({fix})",
                           position=s.valid_bytes)
         return truncated_at
 
@@ -366,8 +374,9 @@ class _Planner:
             plan_delete_all(plan, self.dir, bases, self.present, self.quarantine, leo, lso, self.rp)
             return
         recovered = self.recovered | self.load_recover
-        plan_indexes(plan, self.dir, bases, self.present, self.source, scans, self.cut_segments, recovered,
-                     self.vopts)
+        if self.opts.indexes:
+            plan_indexes(plan, self.dir, bases, self.present, self.source, scans, self.cut_segments, recovered,
+                         self.vopts)
         if leo is not None:
             epochs = [e for b in bases if b in recovered and b in scans for e in scans[b].epochs]
             order = [(b, True) for b in sorted(self.load_recover)] + \

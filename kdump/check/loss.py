@@ -33,12 +33,20 @@ class Loss(NamedTuple):
     clean: bool = False
     log_end_offset: int | None = None
     load_failure: str | None = None
+    trusted_damaged_indexes: int = 0     # damaged .index/.timeindex files the clean load trusts as they are
 
 
 def losses(reports) -> list[Loss]:
     """One Loss per directory whose segments a recovery would cut, in the order first seen."""
     by_dir: dict[str, list[tuple[int, ScanReport]]] = {}
+    bad_indexes: dict[str, int] = {}
     for r in reports:
+        # (an entry past the CRC-checked end still points into the file the broker serves whole)
+        if r.kind in ("index", "timeindex") and any(f.cls == F.DAMAGE and f.kind not in (F.INDEX_PAST_END,
+                                                                                        F.TIME_PAST_END)
+                                                    for f in r.findings):
+            d = os.path.dirname(r.file)
+            bad_indexes[d] = bad_indexes.get(d, 0) + 1
         s = r.scan
         base = filename_offset(r.file, LOG_SUFFIX) if s is not None else None
         if base is not None:
@@ -56,8 +64,16 @@ def losses(reports) -> list[Loss]:
             loss = partition_loss(directory, segments, cut)
             if verdict is not None and fs.isfile(os.path.join(directory, offset_name(segments[cut][0],
                                                                                       INDEX_SUFFIX))):
-                loss = loss._replace(clean=True, log_end_offset=verdict.log_end_offset)
+                loss = loss._replace(clean=True, log_end_offset=verdict.log_end_offset,
+                                     trusted_damaged_indexes=bad_indexes.get(directory, 0))
             out.append(loss)
+        elif verdict is not None and verdict.log_end_offset is not None:
+            last = segments[-1][1].next_offset
+            if last is not None and verdict.log_end_offset != last:
+                # No damage to cut, but a trusted index moves the end the broker reads (readNextOffset).
+                out.append(Loss(directory, 0, 0, 0, min(verdict.log_end_offset, last),
+                                max(verdict.log_end_offset, last) - 1, True, verdict.log_end_offset, None,
+                                bad_indexes.get(directory, 0)))
     return out
 
 

@@ -223,7 +223,7 @@ def _checkpoint_offset(path: str, key: tuple[str, int], cache: dict | None) -> i
     if path not in cache:
         from kdump.check.side_files import checkpoint_entries
         table: dict[tuple[str, int], int] = {}
-        here = _partitions_in(os.path.dirname(path), cache)   # (a checkpoint may list millions)
+        here = partitions_in(os.path.dirname(path), cache)   # (a checkpoint may list millions)
         try:
             if fs.isfile(path):
                 for e in checkpoint_entries(path, os.path.basename(path)):
@@ -235,7 +235,7 @@ def _checkpoint_offset(path: str, key: tuple[str, int], cache: dict | None) -> i
     return cache[path].get(key)
 
 
-def _partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
+def partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
     """The (topic, partition) of each partition dir in ``logdir``, listed once per run."""
     key = ("partitions", logdir)
     if key not in cache:

@@ -96,6 +96,8 @@ class RecoverOptions:
     full: bool = False
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    # Plan the indexes' rewrites too (verify, which checks the indexes itself, asks only the rest).
+    indexes: bool = True
 
     def verify_options(self):
         from kdump.check.partition import VerifyOptions

@@ -28,12 +28,13 @@ from kdump.storage.fs import refuse_remote
 @click.option("--truncate", is_flag=True,
               help="Cut each damaged segment at its last good batch (where a broker's recovery would, or earlier "
                    "where kdump finds damage the broker does not check), saving the cut bytes beside it as "
-                   "<segment>.corrupt-<position>, and rebuild indexes that disagree with their log. No prompt: "
-                   "the flag is the consent.")
+                   "<segment>.corrupt-<position>, and rebuild indexes that disagree with their log. After a clean "
+                   "shutdown (.kafka_cleanshutdown) a segment the broker keeps whole (one with an .index) is not "
+                   "cut, unless the partition's load would fail (kdump recover --full --apply cuts it anyway). "
+                   "No prompt: the flag is the consent.")
 @click.option("--broker-cut", is_flag=True,
               help="With --truncate: cut only where a broker's recovery would, keeping damage it does not detect "
-                   "(offset regressions, undecodable records with a valid CRC; after a clean shutdown, every "
-                   "segment with an .index, which the broker does not recover).")
+                   "(offset regressions, undecodable records with a valid CRC).")
 @click.option("--strict", is_flag=True,
               help="Also exit 1 for anomalies: odd states a broker accepts as they are (an index entry naming an "
                    "offset compaction removed, a checkpoint lagging the log, segments overlapping after an "

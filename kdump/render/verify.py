@@ -234,9 +234,19 @@ def clean_text(x) -> str:
                 f"log end offset without recovery; fix: kdump recover --full --apply, or delete "
                 f".kafka_cleanshutdown so that the broker recovers it)")
     total = x.cut_bytes + x.deleted_bytes
+    if not total:
+        ends = x.first_offset if x.first_offset != x.log_end_offset else x.last_offset + 1
+        return (f"after a clean shutdown the broker takes the log end offset of {name} from its index as it is: "
+                f"{_n(x.log_end_offset)}, where the log ends at {ends} (readers are sent astray: "
+                f"offsets {_range(x)} are not served as written, and new appends reuse them); before it starts: "
+                f"kdump index --rebuild")
+    astray = "" if not x.trusted_damaged_indexes else (
+        f"; it trusts {plural(x.trusted_damaged_indexes, 'damaged index file')} as "
+        f"{'it is, which sends' if x.trusted_damaged_indexes == 1 else 'they are, which send'} readers astray "
+        f"(kdump index --rebuild rebuilds them from the log)")
     return (f"after a clean shutdown the broker recovers no segment of {name}: it keeps the damage and serves it up "
             f"to log end offset {_n(x.log_end_offset)} (a crash recovery, or kdump recover --full, would remove "
-            f"{plural(total, 'byte')}: offsets {_range(x)})")
+            f"{plural(total, 'byte')}: offsets {_range(x)}){astray}")
 
 
 def loss_text(counts: dict, done: bool = False) -> str:

@@ -118,12 +118,22 @@ def cut_position(r, opts) -> int | None:
     cut_at = s.valid_bytes if broker_cut else s.intact_bytes
     if cut_at >= s.size:
         return None
-    if broker_cut and f.base_offset is not None:
-        from kdump.check.clean_load import kept_after_clean_shutdown
-
-        if kept_after_clean_shutdown(f.path, f.base_offset):
-            return None         # after a clean shutdown the broker recovers no such segment
+    if f.base_offset is not None and kept_whole(f.path, f.base_offset):
+        return None
     return cut_at
+
+
+def kept_whole(log_path: str, base_offset: int) -> bool:
+    """Does a broker starting on the log dir as it is keep this segment whole? After a clean
+    shutdown it recovers no segment with an ``.index`` (``check.clean_load``), so neither
+    ``--truncate`` nor ``--broker-cut`` cuts one, unless the partition's load fails: then the
+    broker does not start on it at all, and the cut is what lets it load."""
+    from kdump.check.clean_load import clean_verdict, kept_after_clean_shutdown
+
+    if not kept_after_clean_shutdown(log_path, base_offset):
+        return False
+    verdict = clean_verdict(os.path.dirname(os.path.abspath(log_path)))
+    return verdict is None or verdict.failure is None
 
 
 def repair_reports(reports, opts) -> list[Change]:
@@ -132,7 +142,8 @@ def repair_reports(reports, opts) -> list[Change]:
     Each damaged live segment is cut at its first damaged batch (``intact_bytes``; with
     ``opts.broker_cut`` exactly where the broker would, ``valid_bytes``); then, against the logs as
     they are now, the indexes of the segments named (and the index files named) are
-    checked again and those that disagree are rebuilt or trimmed.
+    checked again and those that disagree are rebuilt or trimmed. After a clean shutdown the
+    segments a broker keeps whole, and their indexes, are left as they are (``kept_whole``).
     """
     by_dir: dict[str, list] = {}
     for r in reports:
@@ -162,12 +173,9 @@ def fix_indexes(directory: str, reps, opts) -> list[Change]:
     named = {r.file for r in reps}
     targets = [f for f in files if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX) and f.leftover is None
                and (f.base_offset in bases or f.path in named)]
-    if getattr(opts, "broker_cut", False):
-        from kdump.check.clean_load import kept_after_clean_shutdown
-
-        # After a clean shutdown the broker trusts the indexes of the segments it keeps.
-        targets = [f for f in targets if f.base_offset is None or not kept_after_clean_shutdown(
-            os.path.join(directory, offset_name(f.base_offset, LOG_SUFFIX)), f.base_offset)]
+    # After a clean shutdown the broker trusts the indexes of the segments it keeps.
+    targets = [f for f in targets if f.base_offset is None or not kept_whole(
+        os.path.join(directory, offset_name(f.base_offset, LOG_SUFFIX)), f.base_offset)]
     if not targets:
         return []
     fresh = check_directory(directory, targets, opts)

@@ -68,7 +68,7 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     (``Pending``). With ``repair`` (``verify --truncate``: it takes the directory's reports and
     options and returns the changes) the directory is locked before it is read and until it is
     repaired, by this process alone. Yields (kind, value) events."""
-    from kdump.check.partition import check_directory
+    from kdump.check.load_fates import verify_directory
     from kdump.storage.logdir import Pending, list_pending
 
     if isinstance(group, Pending):
@@ -85,14 +85,14 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     if not files:
         return
     if repair is None:          # reading only: no lock to take (nor its module to import)
-        for r in check_directory(directory, files, opts):     # a group is one directory already
+        for r in verify_directory(directory, files, opts):     # a group is one directory already
             yield REPORT, light(r)
         return
     yield from _repaired(directory, files, opts, repair, force)
 
 
 def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) -> Iterator[tuple]:
-    from kdump.check.partition import check_directory
+    from kdump.check.load_fates import verify_directory
     from kdump.storage.logdir import take_listing
     from kdump.storage.writelock import Locks
 
@@ -105,7 +105,7 @@ def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) 
                 return
             take_listing(directory)     # listed before the lock: list it again
         done = []
-        for r in check_directory(directory, files, opts):
+        for r in verify_directory(directory, files, opts):
             r = light(r)
             yield REPORT, r
             done.append(r)

@@ -24,8 +24,9 @@ import pickle
 from dataclasses import dataclass, field
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.check.load_fates import verify_directory
 from kdump.check.loss import summary_counts
-from kdump.check.partition import FileReport, VerifyOptions, check_directory
+from kdump.check.partition import FileReport, VerifyOptions
 from kdump.check.scan import ScanReport
 from kdump.errors import StoreUnusable
 from kdump.findings import OFFSET_OVERLAP as OVERLAP
@@ -184,7 +185,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -
         reports = []
         try:
             for directory, requested in groups:
-                for r in check_directory(directory, requested, local_opts):
+                for r in verify_directory(directory, requested, local_opts):
                     r = _with_spark_overlap(r, overlaps.get(r.file))
                     renderer.file(r)
                     reports.append(r)

@@ -128,8 +128,58 @@ def test_verify_says_what_the_broker_makes_of_a_clean_log_dir(tmp_path):
     before = {p.name: p.read_bytes() for p in (d / PART.name).iterdir()}
     r = run_kdump("verify", "--truncate", "--broker-cut", d / PART.name)
     assert r.code == 1 and {p.name: p.read_bytes() for p in (d / PART.name).iterdir()} == before
+    r = run_kdump("verify", "--truncate", d / PART.name)       # plain --truncate keeps it too
+    assert r.code == 1 and {p.name: p.read_bytes() for p in (d / PART.name).iterdir()} == before
     log.write_bytes(LOG.read_bytes() + bytes(3000))
     r = run_kdump("verify", d / PART.name)
     assert r.code == 1
     assert ("the broker will not load partition codec-none-0: CorruptRecordException: Found record size 0 smaller "
             f"than minimum record overhead (14) in file {log}.") in r.err
+
+
+def test_verify_truncate_cuts_what_stops_a_clean_load(tmp_path):
+    """A zero tail makes the clean load throw: the broker will not start on the partition, so
+    --truncate cuts it (the bytes kept beside it), and the next verify is clean."""
+    d = tmp_path / "logs"
+    shutil.copytree(PART.parent, d)
+    log = d / PART.name / LOG.name
+    log.write_bytes(LOG.read_bytes() + bytes(3000))
+    r = run_kdump("verify", "--truncate", d / PART.name)
+    assert r.code == 1, r.err
+    assert log.read_bytes() == LOG.read_bytes()
+    assert (d / PART.name / f"{LOG.name}.corrupt-{LOG.stat().st_size}").read_bytes() == bytes(3000)
+    assert run_kdump("verify", d / PART.name).code == 0
+
+
+def test_verify_says_a_trusted_garbage_index_moves_the_log_end(tmp_path):
+    """Class 4 of the clean path: the broker trusts a garbage .index, reads log end offset 0 from
+    it and deletes the snapshot at 120; verify says both (kdump recover plans the same)."""
+    d = tmp_path / "logs"
+    shutil.copytree(PART.parent, d)
+    index = d / PART.name / "00000000000000000000.index"
+    index.write_bytes(bytes(range(7, 7 + index.stat().st_size)))
+    r = run_kdump("verify", "--format", "text", d / PART.name)
+    assert r.code == 1
+    assert ("after a clean shutdown the broker takes the log end offset of codec-none-0 from its index as it is: 0, "
+            "where the log ends at 120 (readers are sent astray: offsets 0..119 are not served as written, and new "
+            "appends reuse them); before it starts: kdump index --rebuild") in r.err
+    assert ("  snapshot_deleted at offset 120: the broker's next load deletes this snapshot: the load "
+            "(truncateAndReload to the log end offset 0): past offset 0") in r.out.splitlines()
+    assert "log end offset 0," in run_kdump("recover", d / PART.name).out
+
+
+def test_verify_names_a_stray_snapshot_the_load_deletes(tmp_path):
+    d = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "broker" / "all-shapes", d)
+    part = d / "rolled-0"
+    shutil.copy(part / "00000000000000000096.snapshot", part / "00000000000000000100.snapshot")
+    r = run_kdump("verify", "--format", "text", part)
+    assert r.code == 0
+    assert [line for line in r.out.splitlines() if "snapshot_" in line] == [
+        "  snapshot_deleted at offset 100: the broker's next load deletes this snapshot: stray snapshot (no segment "
+        "starts at 100; a later one, 240, is the latest stray)"]
+    (d / ".kafka_cleanshutdown").unlink()       # the same after a crash
+    assert [line for line in run_kdump("verify", "--format", "text", part).out.splitlines()
+            if "snapshot_" in line] == [
+        "  snapshot_deleted at offset 100: the broker's next load deletes this snapshot: stray snapshot (no segment "
+        "starts at 100; a later one, 240, is the latest stray)"]

@@ -199,7 +199,7 @@ def test_every_real_fixture_verifies_clean():
         r.err
     assert len(objs) > 1000
     kinds = {f["kind"] for o in objs for f in o["findings"]}
-    assert kinds <= {"leftover", "orphan_index", "index_missing", "log_missing", "records_missing"}
+    assert kinds <= {"leftover", "orphan_index", "index_missing", "log_missing", "records_missing", "snapshot_deleted"}
     leftovers = [o for o in objs if any(f["kind"] == "leftover" for f in o["findings"])]
     assert {os.path.basename(o["file"]) for o in leftovers} >= {"00000000000000000000.log.swap",
                                                                 "00000000000000000000.timeindex.cleaned"}

@@ -236,15 +236,15 @@ def test_ranged_ordered_map_merges_runs_and_raises_where_the_unit_is(jobs):
 
 
 def _fail_on_dir(name):
-    from kdump.check import partition
+    from kdump.check import load_fates
 
-    real = partition.check_directory
+    real = load_fates.verify_directory
 
-    def check_directory(directory, files, opts):
+    def verify_directory(directory, files, opts):
         if os.path.basename(directory) == name:
             raise RuntimeError(f"boom in {name}")
         return real(directory, files, opts)
-    return check_directory
+    return verify_directory
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -253,14 +253,14 @@ def test_a_partition_whose_check_fails_ends_the_output_where_j1_does(fmt, tmp_pa
     output after the partitions before it, as at -j 1, however the ranges fall."""
     import io
 
-    from kdump.check import partition
+    from kdump.check import load_fates
     from kdump.render.output import Output
     from kdump.run.verify import run_verify
 
     for p in range(60):
         write_segment(tmp_path / f"t-{p}", [build.build_v2_batch([(0, 0, b"k", b"v")], base_offset=0)])
     monkeypatch.setenv("KDUMP_NO_PROGRESS", "1")
-    monkeypatch.setattr(partition, "check_directory", _fail_on_dir("t-41"))
+    monkeypatch.setattr(load_fates, "verify_directory", _fail_on_dir("t-41"))
     outs = []
     for jobs in (1, 2):
         stream = io.StringIO()

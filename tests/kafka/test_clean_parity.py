@@ -287,3 +287,54 @@ def test_verify_says_which_partitions_the_broker_will_not_load(outcome):
                 assert r.code == 1
             else:
                 assert claim not in r.err, (kind, part, kafka)
+
+
+def test_verify_names_the_snapshots_kafka_deletes(outcome):
+    """verify's snapshot_deleted (or snapshot_stale) is on every pre-existing producer snapshot
+    Kafka's load deleted, and on none it kept, on both shutdown paths and every damage kind."""
+    import json
+
+    root, fits, _, _ = outcome
+    said_somewhere = False
+    for state in STATES:
+        for kind, ck in KINDS:
+            for tree in TREES:
+                before = root / state / f"{kind}-{ck}" / "before" / tree
+                parts = sorted(fits[(state, kind, ck, tree)])
+                if not parts:
+                    continue
+                r = run_kdump("verify", "--json", *(before / p for p in parts))
+                said = {o["file"] for o in map(json.loads, r.out.splitlines())
+                        for f in o["findings"] if f["kind"] in ("snapshot_deleted", "snapshot_stale")}
+                said_somewhere |= bool(said)
+                for part in parts:
+                    p0, pb = before / part, root / state / f"{kind}-{ck}" / "b" / tree / part
+                    snaps_b = _files(pb, ".snapshot")
+                    for name, data in _files(p0, ".snapshot").items():
+                        where = (state, kind, ck, part, name)
+                        if name not in snaps_b:
+                            assert str(p0 / name) in said, where
+                        elif snaps_b[name] == data:
+                            assert str(p0 / name) not in said, where
+    assert said_somewhere
+
+
+def test_verify_truncate_never_drops_what_kafka_keeps(outcome, tmp_path):
+    """``verify --truncate`` on a copy of every damaged clean log dir Kafka loads: every byte of
+    every segment Kafka keeps is still there (it cuts only what stops the load)."""
+    root, fits, loaded, _ = outcome
+    for kind, ck in KINDS:
+        for tree in TREES:
+            parts = sorted(fits[("clean", kind, ck, tree)])
+            if not parts:
+                continue
+            case = root / "clean" / f"{kind}-{ck}"
+            copy = tmp_path / f"{kind}-{ck}-{tree}"
+            shutil.copytree(case / "before", copy, symlinks=True)
+            run_kdump("verify", "--truncate", *(copy / tree / p for p in parts))
+            for part in parts:
+                if loaded[str(case / "b" / tree / part)].failure is not None:
+                    continue        # Kafka does not load it: nothing it keeps
+                for name, data in _files(case / "b" / tree / part, ".log").items():
+                    got = (copy / tree / part / name).read_bytes() if (copy / tree / part / name).exists() else b""
+                    assert got.startswith(data), (kind, ck, part, name, len(got), len(data))
