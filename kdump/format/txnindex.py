@@ -8,10 +8,11 @@ Kafka iterates whole entries and ignores a partial trailing one.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError
+from kdump.format.index import Entries, SlotUnpack
 from kdump.model import AbortedTxn
 
 ENTRY = struct.Struct(
@@ -27,17 +28,23 @@ CURRENT_VERSION = 0
 
 
 class TxnIndexFile(NamedTuple):
-    entries: list[AbortedTxn]
+    entries: Sequence[AbortedTxn]     # a list, or ``Entries`` read as walked (``txnindex_entries(lazy=True)``)
     partial_bytes: int       # bytes of a torn last entry (Kafka skips them silently)
     size: int
 
 
+def txnindex_entries(data, lazy: bool = False) -> TxnIndexFile:
+    """The ``.txnindex`` in ``data``; never raises on content. ``lazy``: entries are unpacked
+    from ``data`` a chunk at a time as they are walked (``index.Entries``)."""
+    size = len(data)
+    new = tuple.__new__
+    entries = Entries(data, size // ENTRY_SIZE, SlotUnpack(ENTRY, lambda raw: [new(AbortedTxn, t) for t in raw]))
+    return TxnIndexFile(entries if lazy else list(entries), size % ENTRY_SIZE, size)
+
+
 def parse_txnindex(data) -> TxnIndexFile:
     """Parse the bytes of a ``.txnindex``; never raises on content."""
-    size = len(data)
-    partial = size % ENTRY_SIZE
-    body = bytes(data[:size - partial])
-    return TxnIndexFile([AbortedTxn(*t) for t in ENTRY.iter_unpack(body)], partial, size)
+    return txnindex_entries(data)
 
 
 def kafka_version(txn: AbortedTxn) -> int:
