@@ -38,7 +38,7 @@ from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import read_small
+from kdump.storage.mapped import SliceReader
 from kdump.storage.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -268,9 +268,9 @@ class _Partition:
                     from kdump.check.side_files import SIDE_FILE_LIMIT
                     from kdump.check.txn_findings import txn_index_findings
 
-                    data = read_small(path, SIDE_FILE_LIMIT)
-                    findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
-                                                       self.txn_expected().get(f.base_offset or 0, {})))
+                    with SliceReader(path, SIDE_FILE_LIMIT) as data:     # walked a chunk at a time
+                        findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
+                                                           self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
                     i = 0 if kind == K.INDEX else 1
                     if isinstance(got := self.index_checks(log, scan), KdumpError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
+from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError
@@ -70,15 +71,18 @@ def _txn_str(t: AbortedTxn) -> str:
             f"lastOffset={t.last_offset}, lastStableOffset={t.last_stable_offset})")
 
 
-def sanity_check_txnindex(entries: Iterable[AbortedTxn], start_offset: int, file_name: str) -> list[str]:
-    """``TransactionIndex.sanityCheck()``: one message per entry ending before the segment base.
+def sanity_check_txnindex(entries: Iterable[AbortedTxn], start_offset: int, file_name: str,
+                          limit: int | None = None) -> list[str]:
+    """``TransactionIndex.sanityCheck()``: one message per entry ending before the segment base
+    (the first ``limit`` of them).
 
     Kafka throws ``CorruptIndexException`` with the first; this is the only index check
     a broker still runs at load (it triggers recovery of the segment).
     """
+    bad = (t for t in entries if t.last_offset < start_offset)
     return [f"Last offset of aborted transaction {_txn_str(t)} in index {file_name} is less than start offset "
             f"{start_offset}"
-            for t in entries if t.last_offset < start_offset]
+            for t in (bad if limit is None else islice(bad, limit))]
 
 
 def encode_txnindex(entries: Iterable[AbortedTxn | tuple[int, int, int, int, int]]) -> bytes:
