@@ -199,6 +199,6 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
                 errors[i] = e
         return index_findings(log_path, base, scan, data[0], data[1], limits=limits, log_buf=log_buf), errors, sizes
     finally:
-        for d in data:
-            if d is not None:
-                d.close()
+        for opened in data:
+            if opened is not None:
+                opened.close()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Callable, Iterable, Iterator
-from typing import Literal, NamedTuple, overload
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal, NamedTuple, overload
 
 from kdump.errors import InputError
 from kdump.findings import INDEX_AFTER_TAIL, INDEX_PARTIAL, INDEX_SANITY, TIME_AFTER_TAIL, TIME_PARTIAL, TIME_SANITY
@@ -23,7 +23,8 @@ from kdump.model import B_BASE_OFFSET, B_LAST_OFFSET, B_MAGIC, B_MAX_TIMESTAMP, 
 from kdump.storage.mapped import MappedFile
 
 INF = float("inf")
-END = (INF, -1, None)       # the target after the last: (key, slot, value), never reached
+Target = tuple[Any, int, Any]      # (key, slot, value): (position, slot, offset) or (offset, slot, timestamp)
+END: Target = (INF, -1, None)      # the target after the last, never reached
 RUN = 1 << 18               # targets sorted at a time when the entries are out of order
 _SLOT_BITS = 28             # slots of a 2 GiB index (read_index_file's limit) fit in 28 bits
 _BIAS = 1 << 63             # a signed int64 value stored unsigned
@@ -48,7 +49,7 @@ class IndexCheck(NamedTuple):
         return not self.findings
 
 
-def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[list, int | None]:
+def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[Sequence, int | None]:
     """(entries, first slot of the zero tail): a file of zeros only is all tail, slot 0 included."""
     tail = parsed.zero_tail_start
     entries = parsed.entries

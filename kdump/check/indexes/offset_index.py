@@ -20,6 +20,7 @@ from kdump.check.indexes.index_file import (
     POS,
     SIZE,
     IndexCheck,
+    Target,
     convention_of,
     file_findings,
     live_entries,
@@ -81,8 +82,8 @@ class OffsetIndexCheck:
             merged = sorted_targets((pos, i, o - base_offset) for pos, i, o in self._in_order())
             self._targets = lambda: ((pos, i, rel + base_offset) for pos, i, rel in merged())
         self.it = it = self._targets()
-        self.cur = next(it, END)
-        self.nxt = next(it, END)
+        self.cur: Target = next(it, END)
+        self.nxt: Target = next(it, END)
         self.next_pos = self.cur[0]
         self.t = 0      # targets the walk has passed
         self.pending: list[tuple[int, int, int]] = []   # (offset, slot, position) of multi-batch entries
@@ -94,7 +95,7 @@ class OffsetIndexCheck:
         self.min_gap_at: tuple[int, int] | None = None
         self.max_skip = 0
         self.max_skip_at: tuple[int, int] | None = None
-        self.log_last = None
+        self.log_last: int | None = None
 
     def _in_order(self) -> Iterator[tuple[int, int, int]]:
         """The targets (position, slot, offset) in slot order: entries below the base left out."""
@@ -251,7 +252,7 @@ class OffsetIndexCheck:
             self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
         return self.findings
 
-    def _rest(self) -> Iterator[tuple[int, int, int]]:
+    def _rest(self) -> Iterator[Target]:
         """The targets the walk did not reach."""
         while self.cur is not END:
             yield self.cur

@@ -15,12 +15,12 @@ from kdump.check.capped import Capped
 from kdump.check.indexes.index_file import (
     BASE,
     END,
-    INF,
     LAST,
     MAGIC,
     MAX_TS,
     POS,
     IndexCheck,
+    Target,
     convention_of,
     file_findings,
     live_entries,
@@ -110,8 +110,8 @@ class TimeIndexCheck:
             merged = sorted_targets((o - base_offset, i, ts) for o, i, ts in self._in_order())
             self._targets = lambda: ((rel + base_offset, i, ts) for rel, i, ts in merged())
         self.it = it = self._targets()
-        self.cur = next(it, END)
-        self.nxt = next(it, END)
+        self.cur: Target = next(it, END)
+        self.nxt: Target = next(it, END)
         self.next_off: int | float = self.cur[0]
         self.t = 0      # targets the walk has passed
         self.max_ts = NO_TIMESTAMP
