@@ -17,7 +17,7 @@ from kdump.format.control import ABORT, COMMIT
 from kdump.format.txnindex import ENTRY_SIZE, txnindex_entries
 from kdump.format.walk import record_slices
 from kdump.model import Finding
-from kdump.storage.mapped import MappedFile
+from kdump.storage.mapped import MappedFile, SliceReader
 
 
 def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:
@@ -65,6 +65,15 @@ def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
             if records and records[0].control is not None:
                 out[b.position] = records[0].control.type
     return out
+
+
+def txn_file_findings(path: str, base: int, scan: ScanReport,
+                      expected: dict[tuple[int, int], int | None]) -> list[Finding]:
+    """``txn_index_findings`` of the ``.txnindex`` at ``path``, read a slice at a time."""
+    from kdump.check.side_files import SIDE_FILE_LIMIT
+
+    with SliceReader(path, SIDE_FILE_LIMIT) as data:
+        return txn_index_findings(data, base, scan, expected)
 
 
 def txn_index_findings(data, base: int, scan: ScanReport,
