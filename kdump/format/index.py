@@ -150,7 +150,7 @@ def index_entries(data, base_offset: int, lazy: bool = False) -> IndexFile:
     new = tuple.__new__         # cheaper than the named constructor, per entry
     unpack = SlotUnpack(ENTRY, lambda raw: [new(IndexEntry, (base_offset + rel, pos)) for rel, pos in raw])
     lazy_entries = Entries(data, layout.live, unpack)
-    entries = lazy_entries if lazy else list(lazy_entries)
+    entries = lazy_entries if lazy and size > CHUNK_BYTES else list(lazy_entries)    # (small: a list is faster)
     return IndexFile(entries, layout.zero_tail_start, layout.nonzero_after_tail, partial, size, base_offset,
                      last_whole_slot(data, ENTRY))
 

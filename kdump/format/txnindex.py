@@ -13,7 +13,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError
-from kdump.format.index import Entries, SlotUnpack
+from kdump.format.index import CHUNK_BYTES, Entries, SlotUnpack
 from kdump.model import AbortedTxn
 
 ENTRY = struct.Struct(
@@ -40,7 +40,7 @@ def txnindex_entries(data, lazy: bool = False) -> TxnIndexFile:
     size = len(data)
     new = tuple.__new__
     entries = Entries(data, size // ENTRY_SIZE, SlotUnpack(ENTRY, lambda raw: [new(AbortedTxn, t) for t in raw]))
-    return TxnIndexFile(entries if lazy else list(entries), size % ENTRY_SIZE, size)
+    return TxnIndexFile(entries if lazy and size > CHUNK_BYTES else list(entries), size % ENTRY_SIZE, size)
 
 
 def parse_txnindex(data) -> TxnIndexFile:

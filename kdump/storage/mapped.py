@@ -334,6 +334,10 @@ class SliceReader:
     def __len__(self) -> int:
         return self.size
 
+    def data(self) -> bytes | SliceReader:
+        """The bytes of a small file (read once), else this reader."""
+        return self if self.whole is None else self.whole
+
     def __getitem__(self, k: slice) -> bytes:
         if self.whole is not None:
             return self.whole[k]

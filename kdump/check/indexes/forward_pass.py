@@ -197,7 +197,8 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
                     sizes[p] = len(d)
             except KdumpError as e:
                 errors[i] = e
-        return index_findings(log_path, base, scan, data[0], data[1], limits=limits, log_buf=log_buf), errors, sizes
+        index, timeindex = (None if d is None else d.data() for d in data)
+        return index_findings(log_path, base, scan, index, timeindex, limits=limits, log_buf=log_buf), errors, sizes
     finally:
         for opened in data:
             if opened is not None:
