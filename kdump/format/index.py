@@ -57,8 +57,9 @@ def chunks(data, size: int, start: int = 0, stop: int | None = None) -> Iterator
     a 100 MB index is walked without holding it, or its entries as objects."""
     n = len(data) // size if stop is None else stop
     step = max(1, CHUNK_BYTES // size) * size
-    for a in range(start * size, n * size, step):
-        yield bytes(data[a:min(a + step, n * size)])
+    if (n - start) * size <= step:      # the usual small file: one piece
+        return iter((bytes(data[start * size:n * size]),) if n > start else ())
+    return (bytes(data[a:min(a + step, n * size)]) for a in range(start * size, n * size, step))
 
 
 class SlotLayout(NamedTuple):
@@ -110,6 +111,10 @@ class Entries(Sequence):
         for piece in chunks(self.data, self.unpack.size, 0, self.live):
             yield from self.unpack(piece)
 
+    def listed(self) -> list:
+        """Every entry, as a list (a small file's, or ``parse_*``'s)."""
+        return [e for piece in chunks(self.data, self.unpack.size, 0, self.live) for e in self.unpack(piece)]
+
     def __getitem__(self, i):       # (a slice or an index: the rare lookups, one slot each)
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(self.live))]
@@ -150,7 +155,7 @@ def index_entries(data, base_offset: int, lazy: bool = False) -> IndexFile:
     new = tuple.__new__         # cheaper than the named constructor, per entry
     unpack = SlotUnpack(ENTRY, lambda raw: [new(IndexEntry, (base_offset + rel, pos)) for rel, pos in raw])
     lazy_entries = Entries(data, layout.live, unpack)
-    entries = lazy_entries if lazy and size > CHUNK_BYTES else list(lazy_entries)    # (small: a list is faster)
+    entries = lazy_entries if lazy and size > CHUNK_BYTES else lazy_entries.listed()    # (small: a list is faster)
     return IndexFile(entries, layout.zero_tail_start, layout.nonzero_after_tail, partial, size, base_offset,
                      last_whole_slot(data, ENTRY))
 

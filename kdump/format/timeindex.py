@@ -67,7 +67,7 @@ def timeindex_entries(data, base_offset: int, lazy: bool = False) -> TimeIndexFi
     unpack = SlotUnpack(ENTRY, lambda raw: [new(TimeIndexEntry, (ts, base_offset + rel)) for ts, rel in raw])
     lazy_entries = Entries(data, layout.live, unpack)
     first = ENTRY.unpack(bytes(data[:ENTRY_SIZE])) if size >= ENTRY_SIZE else None
-    return TimeIndexFile(lazy_entries if lazy and size > CHUNK_BYTES else list(lazy_entries), layout.zero_tail_start,
+    return TimeIndexFile(lazy_entries if lazy and size > CHUNK_BYTES else lazy_entries.listed(), layout.zero_tail_start,
                          layout.nonzero_after_tail, partial, size, base_offset, first, last_whole_slot(data, ENTRY))
 
 

@@ -40,7 +40,7 @@ def txnindex_entries(data, lazy: bool = False) -> TxnIndexFile:
     size = len(data)
     new = tuple.__new__
     entries = Entries(data, size // ENTRY_SIZE, SlotUnpack(ENTRY, lambda raw: [new(AbortedTxn, t) for t in raw]))
-    return TxnIndexFile(entries if lazy and size > CHUNK_BYTES else list(entries), size % ENTRY_SIZE, size)
+    return TxnIndexFile(entries if lazy and size > CHUNK_BYTES else entries.listed(), size % ENTRY_SIZE, size)
 
 
 def parse_txnindex(data) -> TxnIndexFile:
