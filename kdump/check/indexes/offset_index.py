@@ -76,7 +76,10 @@ class OffsetIndexCheck:
                     in_order = in_order and e.position == p.position
             prev = (i, e)
         self.n_targets = len(self.entries) - below
-        if in_order:
+        if in_order and isinstance(self.entries, list):     # a small file: its targets listed, walked faster
+            listed = list(self._in_order())
+            self._targets = lambda: iter(listed)
+        elif in_order:
             self._targets = self._in_order
         else:
             merged = sorted_targets((pos, i, o - base_offset) for pos, i, o in self._in_order())

@@ -104,7 +104,10 @@ class TimeIndexCheck:
             prev = (i, e)
         self.last_ts = NO_TIMESTAMP if last_ts is None else last_ts     # the largest of any entry
         self.n_targets = len(self.entries) - below
-        if in_order:
+        if in_order and isinstance(self.entries, list):     # a small file: its targets listed, walked faster
+            listed = list(self._in_order())
+            self._targets = lambda: iter(listed)
+        elif in_order:
             self._targets = self._in_order
         else:
             merged = sorted_targets((o - base_offset, i, ts) for o, i, ts in self._in_order())
