@@ -130,6 +130,9 @@ LOG_START_PAST_END = _declare("log_start_past_end", DAMAGE, "the log-start-offse
 CHECKPOINT_INVALID = _declare("checkpoint_invalid", ANOMALY, "a recovery-point or log-start-offset checkpoint does "
                                                              "not parse: the broker falls back (recovers everything, "
                                                              "starts at the first segment)")
+LOGDIR_FOREIGN_DIR = _declare("logdir_foreign_dir", DAMAGE, "a folder in a log dir whose name is not a "
+                               "partition's (LocalLog.parseTopicPartitionName throws on it): the broker does not "
+                               "start until it is moved out")
 INVALID_FILE = _declare("invalid_file", DAMAGE, "another side file (checkpoint, metadata) does not parse")
 LEFTOVER = _declare("leftover", INFO, "a .cleaned, .swap or .deleted file: the broker finishes it at startup")
 LOG_MISSING = _declare("log_missing", ANOMALY, "a partition with indexes or producer snapshots but no .log (a copy "

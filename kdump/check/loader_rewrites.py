@@ -21,7 +21,7 @@ from kdump.format.txnindex import encode_txnindex
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import read_small
+from kdump.storage.mapped import SliceReader, read_small
 from kdump.storage.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -51,11 +51,11 @@ def plan_txnindexes(plan, directory, bases, present, source, scans, recovered, v
         data = encode_txnindex((0, pid, first, last, lso) for pid, first, last, lso in entries)  # type: ignore[misc]  # no first is None
         if name in present:
             try:
-                old = read_small(source.get(name, path), SIDE_FILE_LIMIT)
+                with SliceReader(source.get(name, path), SIDE_FILE_LIMIT) as old:
+                    if _same(old, data):
+                        continue
             except KdumpError:
-                old = None
-            if old == data:
-                continue
+                pass
         elif not entries:
             continue
         plan.txnindexes[path] = data
@@ -113,18 +113,24 @@ def plan_indexes(plan, directory, bases, present, source, scans, cut_segments, r
                 plan.steps.append(Step(REBUILD, path, None, None, b, "rebuilt after the cut if it points past it", 8))
                 continue
             try:
-                data = read_small(source.get(n, path), SIDE_FILE_LIMIT)
+                data = SliceReader(source.get(n, path), SIDE_FILE_LIMIT)     # walked, never held whole
             except KdumpError as e:
                 plan.steps.append(Step(REBUILD, path, None, None, b, f"cannot be read ({e.message}): rebuilt from "
                                        "the log", 8))
                 continue
             try:
-                if data == index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]:
-                    continue
-            except KdumpError:
+                with data:
+                    try:
+                        if _same(data, index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]):
+                            continue
+                    except KdumpError:
+                        continue
+                    # The broker rewrites the indexes of every segment it recovers.
+                    bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
+            except KdumpError as e:
+                plan.steps.append(Step(REBUILD, path, None, None, b, f"cannot be read ({e.message}): rebuilt from "
+                                       "the log", 8))
                 continue
-            # The broker rewrites the indexes of every segment it recovers.
-            bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
             why = (f"disagrees with the log: {bad[0].message}" if bad else
                    "differs from what recovery writes (a preallocated tail, the last time index entry): rewritten")
             plan.damaged |= any(F.is_damage(f.kind) for f in bad)
@@ -137,11 +143,11 @@ def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -
     if not present:
         return
     try:
-        data = read_small(source_path, SIDE_FILE_LIMIT)
-        if data == index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]:
-            return
-        bad = [f for f in index_findings(log, b, scan, **{("index", "timeindex")[i]: data}, limits=vopts.limits)[i]
-               if F.is_damage(f.kind)]
+        with SliceReader(source_path, SIDE_FILE_LIMIT) as data:     # walked, never held whole
+            if _same(data, index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]):
+                return
+            bad = [f for f in index_findings(log, b, scan, **{("index", "timeindex")[i]: data},
+                                             limits=vopts.limits)[i] if F.is_damage(f.kind)]
     except KdumpError:
         return
     if bad:
@@ -206,3 +212,8 @@ def plan_snapshots(plan, present, leo, quarantine, log_start, recovered, bases, 
         if off in fate.written:
             continue        # deleted, then written anew at the same offset from the same log: kept
         quarantine(names[off], f"producer snapshot: {fate.deleted[off]}", 11, off)
+
+
+def _same(reader: SliceReader, data: bytes) -> bool:
+    """Does the file hold ``data``? (Sizes first: a 100 MB file is not read to differ.)"""
+    return len(reader) == len(data) and reader[0:len(data)] == data

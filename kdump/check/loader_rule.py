@@ -81,16 +81,17 @@ def _raw_offset_files(directory: str) -> list[str]:
 
 def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
     """Does ``TransactionIndex.sanityCheck`` fail (an entry ending below the segment base)?"""
-    from kdump.format.txnindex import parse_txnindex, sanity_check_txnindex
+    from kdump.format.txnindex import sanity_check_txnindex, txnindex_entries
+    from kdump.storage.mapped import SliceReader
 
     path = source.get(offset_name(base, TXNINDEX_SUFFIX))
     if path is None:
         return False
     try:
-        entries = parse_txnindex(read_small(path, SIDE_FILE_LIMIT)).entries
+        with SliceReader(path, SIDE_FILE_LIMIT) as data:     # walked a chunk at a time, to the first
+            return bool(sanity_check_txnindex(txnindex_entries(data, lazy=True).entries, base, path, limit=1))
     except KdumpError:
         return False
-    return bool(sanity_check_txnindex(entries, base, path))
 
 
 def _next_offset(path: str, base: int) -> int:

@@ -190,20 +190,25 @@ def _size(path: str) -> int:
 
 
 def _last_index_offset(path: str, base: int) -> int | None:
-    """The offset of the last entry of an ``.index`` (preallocated zero slots skipped), or None."""
+    """The offset of the last entry of an ``.index`` (preallocated zero slots skipped), or None.
+    Read from the end a chunk at a time: a 100 MB index is not held."""
     from kdump.check.side_files import SIDE_FILE_LIMIT
-    from kdump.storage.mapped import read_small
+    from kdump.storage.mapped import SliceReader
     try:
-        data = read_small(path, SIDE_FILE_LIMIT)
+        with SliceReader(path, SIDE_FILE_LIMIT) as data:
+            end = len(data)
+            while end > 0:
+                start = max(0, end - (1 << 20))
+                used = start + len(data[start:end].rstrip(b"\0"))
+                if used > start:
+                    slot = (used - 1) // 8 * 8
+                    if slot + 8 > len(data):
+                        return None
+                    return base + int.from_bytes(data[slot:slot + 4], "big")
+                end = start
     except (KdumpError, OSError):
         return None
-    used = len(data.rstrip(b"\0"))
-    if used == 0:
-        return None
-    slot = (used - 1) // 8 * 8
-    if slot + 8 > len(data):
-        return None
-    return base + int.from_bytes(data[slot:slot + 4], "big")
+    return None
 
 
 def _last_epoch_start(path: str) -> int | None:

@@ -29,6 +29,7 @@ from typing import Any
 from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.capped import Capped, not_listed
+from kdump.check.foreign_dirs import add_foreign_dirs
 from kdump.check.logless import add_log_missing
 from kdump.check.lost_records import add_records_missing
 from kdump.check.scan import ScanReport, scan_file, status_of
@@ -38,7 +39,6 @@ from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import read_small
 from kdump.storage.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -149,6 +149,7 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
             if f.path in wanted or (f.leftover is None and part.siblings_wanted(f, wanted, whole)):
                 part.scan(f, part.wants_indexes(f, wanted))
     reports = [part.report(f) for f in requested]
+    add_foreign_dirs(directory, reports)
     if not part.logs:
         reports = add_log_missing(context, requested, reports)
     every = all(f.path in part.scans for f in part.logs.values())      # (a partial request judges no span)
@@ -265,12 +266,10 @@ class _Partition:
                 if scan is not None and kind == K.TXNINDEX:
                     # Side-file checks are imported when such a file is met: verify of a lone
                     # segment starts faster without them.
-                    from kdump.check.side_files import SIDE_FILE_LIMIT
-                    from kdump.check.txn_findings import txn_index_findings
+                    from kdump.check.txn_findings import txn_file_findings
 
-                    data = read_small(path, SIDE_FILE_LIMIT)
-                    findings.extend(txn_index_findings(data, f.base_offset or 0, scan,
-                                                       self.txn_expected().get(f.base_offset or 0, {})))
+                    findings.extend(txn_file_findings(path, f.base_offset or 0, scan,
+                                                      self.txn_expected().get(f.base_offset or 0, {})))
                 elif scan is not None:
                     i = 0 if kind == K.INDEX else 1
                     if isinstance(got := self.index_checks(log, scan), KdumpError):

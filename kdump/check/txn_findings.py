@@ -14,10 +14,10 @@ from kdump.check.scan import ScanReport
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.control import ABORT, COMMIT
-from kdump.format.txnindex import ENTRY_SIZE, parse_txnindex
+from kdump.format.txnindex import ENTRY_SIZE, txnindex_entries
 from kdump.format.walk import record_slices
 from kdump.model import Finding
-from kdump.storage.mapped import MappedFile
+from kdump.storage.mapped import MappedFile, SliceReader
 
 
 def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:
@@ -67,9 +67,20 @@ def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
     return out
 
 
-def txn_index_findings(data: bytes, base: int, scan: ScanReport,
+def txn_file_findings(path: str, base: int, scan: ScanReport,
+                      expected: dict[tuple[int, int], int | None]) -> list[Finding]:
+    """``txn_index_findings`` of the ``.txnindex`` at ``path``, read a slice at a time."""
+    from kdump.check.side_files import SIDE_FILE_LIMIT
+
+    with SliceReader(path, SIDE_FILE_LIMIT) as data:
+        return txn_index_findings(data, base, scan, expected)
+
+
+def txn_index_findings(data, base: int, scan: ScanReport,
                        expected: dict[tuple[int, int], int | None]) -> list[Finding]:
-    t = parse_txnindex(data)
+    """``data``: the file's bytes, or anything sliced like them (``SliceReader``): the entries
+    are walked a chunk at a time, and only those the log expects are remembered."""
+    t = txnindex_entries(data, lazy=True)
     out = Capped()          # a 100 MB .txnindex of bad entries: the first 50 of each kind, the rest counted
     if t.partial_bytes:
         out.append(Finding(F.TXNINDEX_SIZE, t.size - t.partial_bytes, None,
@@ -78,19 +89,33 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
     seen = set()
     for i, e in enumerate(t.entries):
         at = i * ENTRY_SIZE
-        seen.add((e.producer_id, e.last_offset))
+        key = (e.producer_id, e.last_offset)
+        if key in expected:
+            seen.add(key)
         if e.last_offset < base or e.first_offset > e.last_offset:
+            if _full(out, F.TXNINDEX_OFFSET):
+                prev = e
+                continue
             out.append(Finding(F.TXNINDEX_OFFSET, at, e.last_offset,
                                f"entry {i}: aborted transaction {e.first_offset}..{e.last_offset} of producer "
                                f"{e.producer_id} does not fit the segment (base {base})"))
         elif prev is not None and e.last_offset <= prev.last_offset:
+            if _full(out, F.TXNINDEX_ORDER):
+                prev = e
+                continue
             out.append(Finding(F.TXNINDEX_ORDER, at, e.last_offset,
                                f"entry {i}: last offset {e.last_offset} does not follow {prev.last_offset}"))
         elif scan.last_offset is None or e.last_offset > scan.last_offset:
+            if _full(out, F.TXNINDEX_PAST_END):
+                prev = e
+                continue
             out.append(Finding(F.TXNINDEX_PAST_END, at, e.last_offset,
                                f"entry {i}: the ABORT marker at offset {e.last_offset} is past the last offset kept "
                                f"({scan.last_offset if scan.last_offset is not None else 'none'})"))
-        elif (e.producer_id, e.last_offset) not in expected:
+        elif key not in expected:
+            if _full(out, F.TXNINDEX_MARKER):
+                prev = e
+                continue
             out.append(Finding(F.TXNINDEX_MARKER, at, e.last_offset,
                                f"entry {i}: no ABORT marker of producer {e.producer_id} closing an open transaction "
                                f"at offset {e.last_offset}"))
@@ -106,3 +131,11 @@ def txn_index_findings(data: bytes, base: int, scan: ScanReport,
             out.append(Finding(F.TXNINDEX_MARKER, None, last,
                                f"the ABORT marker of producer {pid} at offset {last} has no entry"))
     return out
+
+
+def _full(out: Capped, kind: str) -> bool:
+    """Is there no room for another ``kind``? Then it is counted here, its message never made."""
+    if out.room(kind) > 0:
+        return False
+    out.skip(kind, 1)
+    return True

@@ -9,7 +9,7 @@ Kafka itself cannot tell a zero slot from an entry: it counts ``length // 8`` sl
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError
@@ -28,7 +28,8 @@ INT32_MAX = 0x7FFFFFFF
 class IndexFile(NamedTuple):
     """A parsed ``.index``: the real entries and what follows them."""
 
-    entries: list[IndexEntry]          # absolute offsets; slots before the zero tail only
+    entries: Sequence[IndexEntry]      # absolute offsets; slots before the zero tail only (a list, or
+                                       # ``Entries`` read as walked: ``index_entries(lazy=True)``)
     zero_tail_start: int | None        # first slot of the zero-filled preallocated tail
     nonzero_after_tail: int | None     # first non-zero slot after that tail began (damage)
     partial_bytes: int                 # length % 8: bytes of a torn last slot
@@ -46,50 +47,122 @@ class IndexFile(NamedTuple):
         return sanity_check_index(self.size, last_rel, self.base_offset, file_name, wording)
 
 
-def split_zero_tail(body: bytes, entry: struct.Struct, is_zero) -> tuple[list[tuple], int | None, int | None]:
-    """Raw slots before the zero tail, the tail's first slot, and the first non-zero slot after it.
+CHUNK_BYTES = 1 << 19     # bytes of slots read at a time (a multiple of 8, 12 and 34 is not needed: see chunks)
 
-    ``body`` holds whole slots only. The tail begins at the first slot i > 0 for which
-    ``is_zero(slot)``; slot 0 always counts as an entry, as in DumpLogSegments. Only the
-    slots up to the last non-zero byte are unpacked, so a 10 MiB preallocated file costs
-    one ``rstrip``.
-    """
-    size = entry.size
-    n = len(body) // size
-    # Slots [used, n) are all zero; slot 0 is always read, being an entry even when zero.
-    used = min(n, max(1, -(-len(body.rstrip(b"\0")) // size)))
-    raw = list(entry.iter_unpack(body[:used * size]))
+
+def chunks(data, size: int, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
+    """Whole slots ``[start, stop)`` of ``data`` as bytes, about ``CHUNK_BYTES`` at a time.
+
+    ``data`` is anything with ``len`` and slicing (bytes, a map, ``storage.mapped.SliceReader``):
+    a 100 MB index is walked without holding it, or its entries as objects."""
+    n = len(data) // size if stop is None else stop
+    step = max(1, CHUNK_BYTES // size) * size
+    if (n - start) * size <= step:      # the usual small file: one piece
+        return iter((bytes(data[start * size:n * size]),) if n > start else ())
+    return (bytes(data[a:min(a + step, n * size)]) for a in range(start * size, n * size, step))
+
+
+class SlotLayout(NamedTuple):
+    """Where a slot file's entries end: what ``split_zero_tail`` used to return, without the slots."""
+
+    live: int                       # slots before the zero tail (the entries)
+    zero_tail_start: int | None     # first slot of the zero-filled preallocated tail
+    nonzero_after_tail: int | None  # first non-zero slot after that tail began (damage)
+
+
+def slot_layout(data, size: int) -> SlotLayout:
+    """The zero tail of a slot file: it begins at the first all-zero slot i > 0 (slot 0 always
+    counts as an entry, as in DumpLogSegments). Found with ``bytes.find`` a chunk at a time,
+    never unpacking a slot."""
+    n = len(data) // size
+    zero = bytes(size)
     tail = None
-    after = None
-    for i in range(1, len(raw)):
-        if is_zero(raw[i]):
-            tail = i
-            break
-    if tail is not None:
-        for i in range(tail + 1, len(raw)):
-            if not is_zero(raw[i]):
-                after = i
+    for first_slot, piece in zip(range(0, n, max(1, CHUNK_BYTES // size)), chunks(data, size)):
+        at = size if first_slot == 0 else 0          # slot 0 is an entry even when zero
+        while (i := piece.find(zero, at)) != -1:
+            if i % size == 0:
+                tail = first_slot + i // size
                 break
-        del raw[tail:]
-    elif used < n:
-        tail = used
-    return raw, tail, after
+            at = (i // size + 1) * size              # a zero run across two slots: search on from the next
+        if tail is not None:
+            break
+    if tail is None:
+        return SlotLayout(n, None, None)
+    after = None
+    for first_slot, piece in zip(range(tail + 1, n, max(1, CHUNK_BYTES // size)), chunks(data, size, tail + 1)):
+        rest = piece.lstrip(b"\0")
+        if rest:
+            after = first_slot + (len(piece) - len(rest)) // size
+            break
+    return SlotLayout(tail, tail, after)
 
 
-def whole_slots(data, entry_size: int) -> tuple[bytes, int, int]:
+class Entries(Sequence):
+    """The entries of a slot file, unpacked from ``data`` as they are iterated: each walk reads
+    the file again, a chunk at a time, so a 100 MB index is never held as objects."""
+
+    def __init__(self, data, live: int, unpack) -> None:
+        self.data, self.live, self.unpack = data, live, unpack     # unpack(chunk) -> list of entries
+
+    def __len__(self) -> int:
+        return self.live
+
+    def __iter__(self) -> Iterator:
+        for piece in chunks(self.data, self.unpack.size, 0, self.live):
+            yield from self.unpack(piece)
+
+    def listed(self) -> list:
+        """Every entry, as a list (a small file's, or ``parse_*``'s)."""
+        return [e for piece in chunks(self.data, self.unpack.size, 0, self.live) for e in self.unpack(piece)]
+
+    def __getitem__(self, i):       # (a slice or an index: the rare lookups, one slot each)
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.live))]
+        if i < 0:
+            i += self.live
+        if not 0 <= i < self.live:
+            raise IndexError(i)
+        size = self.unpack.size
+        return self.unpack(bytes(self.data[i * size:(i + 1) * size]))[0]
+
+
+class SlotUnpack:
+    """``chunk -> entries`` for one file's base offset (what ``Entries`` and the parsers share)."""
+
+    def __init__(self, entry: struct.Struct, make) -> None:
+        self.size, self.iter_unpack, self.make = entry.size, entry.iter_unpack, make
+
+    def __call__(self, piece: bytes) -> list:
+        return self.make(self.iter_unpack(piece))
+
+
+def whole_slots(data, entry_size: int) -> tuple[int, int]:
+    """(bytes of a torn last slot, size)."""
     size = len(data)
-    partial = size % entry_size
-    return bytes(data[:size - partial]), partial, size
+    return size % entry_size, size
+
+
+def last_whole_slot(data, entry: struct.Struct) -> tuple | None:
+    n = len(data) // entry.size
+    return entry.unpack(bytes(data[(n - 1) * entry.size:n * entry.size])) if n else None
+
+
+def index_entries(data, base_offset: int, lazy: bool = False) -> IndexFile:
+    """The ``.index`` in ``data`` whose segment starts at ``base_offset``; never raises on content.
+    ``lazy``: entries are read from ``data`` as they are walked (it must stay readable)."""
+    partial, size = whole_slots(data, ENTRY_SIZE)
+    layout = slot_layout(data, ENTRY_SIZE)
+    new = tuple.__new__         # cheaper than the named constructor, per entry
+    unpack = SlotUnpack(ENTRY, lambda raw: [new(IndexEntry, (base_offset + rel, pos)) for rel, pos in raw])
+    lazy_entries = Entries(data, layout.live, unpack)
+    entries = lazy_entries if lazy and size > CHUNK_BYTES else lazy_entries.listed()    # (small: a list is faster)
+    return IndexFile(entries, layout.zero_tail_start, layout.nonzero_after_tail, partial, size, base_offset,
+                     last_whole_slot(data, ENTRY))
 
 
 def parse_index(data, base_offset: int) -> IndexFile:
     """Parse the bytes of a ``.index`` whose segment starts at ``base_offset``; never raises on content."""
-    body, partial, size = whole_slots(data, ENTRY_SIZE)
-    raw, tail, after = split_zero_tail(body, ENTRY, lambda s: s[0] == 0 and s[1] == 0)
-    new = tuple.__new__         # cheaper than the named constructor, per entry
-    entries = [new(IndexEntry, (base_offset + rel, pos)) for rel, pos in raw]
-    last = ENTRY.unpack_from(body, len(body) - ENTRY_SIZE) if body else None
-    return IndexFile(entries, tail, after, partial, size, base_offset, last)
+    return index_entries(data, base_offset)
 
 
 def sanity_check_index(size: int, last_relative_offset: int | None, base_offset: int, file_name: str,

@@ -9,11 +9,19 @@ and an all-v0 segment has an empty time index.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError
-from kdump.format.index import relative_offset, split_zero_tail, whole_slots
+from kdump.format.index import (
+    CHUNK_BYTES,
+    Entries,
+    SlotUnpack,
+    last_whole_slot,
+    relative_offset,
+    slot_layout,
+    whole_slots,
+)
 from kdump.model import TimeIndexEntry
 
 ENTRY = struct.Struct(
@@ -29,7 +37,7 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 class TimeIndexFile(NamedTuple):
     """A parsed ``.timeindex``: the real entries and what follows them."""
 
-    entries: list[TimeIndexEntry]
+    entries: Sequence[TimeIndexEntry]      # a list, or ``Entries`` (``timeindex_entries(lazy=True)``)
     zero_tail_start: int | None
     nonzero_after_tail: int | None
     partial_bytes: int
@@ -49,17 +57,23 @@ class TimeIndexFile(NamedTuple):
                                       self.base_offset, file_name, wording)
 
 
-def parse_timeindex(data, base_offset: int) -> TimeIndexFile:
-    """Parse the bytes of a ``.timeindex``; never raises on content.
+def timeindex_entries(data, base_offset: int, lazy: bool = False) -> TimeIndexFile:
+    """The ``.timeindex`` in ``data``; never raises on content. The zero tail begins at the first
+    slot i > 0 with timestamp 0 and relative offset 0 (``index.slot_layout``). ``lazy``: entries
+    are read from ``data`` as they are walked."""
+    partial, size = whole_slots(data, ENTRY_SIZE)
+    layout = slot_layout(data, ENTRY_SIZE)
+    new = tuple.__new__
+    unpack = SlotUnpack(ENTRY, lambda raw: [new(TimeIndexEntry, (ts, base_offset + rel)) for ts, rel in raw])
+    lazy_entries = Entries(data, layout.live, unpack)
+    first = ENTRY.unpack(bytes(data[:ENTRY_SIZE])) if size >= ENTRY_SIZE else None
+    return TimeIndexFile(lazy_entries if lazy and size > CHUNK_BYTES else lazy_entries.listed(), layout.zero_tail_start,
+                         layout.nonzero_after_tail, partial, size, base_offset, first, last_whole_slot(data, ENTRY))
 
-    The zero tail begins at the first slot i > 0 with timestamp 0 and relative offset 0.
-    """
-    body, partial, size = whole_slots(data, ENTRY_SIZE)
-    raw, tail, after = split_zero_tail(body, ENTRY, lambda s: s[0] == 0 and s[1] == 0)
-    entries = [TimeIndexEntry(ts, base_offset + rel) for ts, rel in raw]
-    first = ENTRY.unpack_from(body, 0) if body else None
-    last = ENTRY.unpack_from(body, len(body) - ENTRY_SIZE) if body else None
-    return TimeIndexFile(entries, tail, after, partial, size, base_offset, first, last)
+
+def parse_timeindex(data, base_offset: int) -> TimeIndexFile:
+    """Parse the bytes of a ``.timeindex``; never raises on content."""
+    return timeindex_entries(data, base_offset)
 
 
 def sanity_check_timeindex(size: int, first_timestamp: int | None, last_timestamp: int | None,

@@ -8,10 +8,12 @@ Kafka iterates whole entries and ignores a partial trailing one.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InvalidFileError
+from kdump.format.index import CHUNK_BYTES, Entries, SlotUnpack
 from kdump.model import AbortedTxn
 
 ENTRY = struct.Struct(
@@ -27,17 +29,23 @@ CURRENT_VERSION = 0
 
 
 class TxnIndexFile(NamedTuple):
-    entries: list[AbortedTxn]
+    entries: Sequence[AbortedTxn]     # a list, or ``Entries`` read as walked (``txnindex_entries(lazy=True)``)
     partial_bytes: int       # bytes of a torn last entry (Kafka skips them silently)
     size: int
 
 
+def txnindex_entries(data, lazy: bool = False) -> TxnIndexFile:
+    """The ``.txnindex`` in ``data``; never raises on content. ``lazy``: entries are unpacked
+    from ``data`` a chunk at a time as they are walked (``index.Entries``)."""
+    size = len(data)
+    new = tuple.__new__
+    entries = Entries(data, size // ENTRY_SIZE, SlotUnpack(ENTRY, lambda raw: [new(AbortedTxn, t) for t in raw]))
+    return TxnIndexFile(entries if lazy and size > CHUNK_BYTES else entries.listed(), size % ENTRY_SIZE, size)
+
+
 def parse_txnindex(data) -> TxnIndexFile:
     """Parse the bytes of a ``.txnindex``; never raises on content."""
-    size = len(data)
-    partial = size % ENTRY_SIZE
-    body = bytes(data[:size - partial])
-    return TxnIndexFile([AbortedTxn(*t) for t in ENTRY.iter_unpack(body)], partial, size)
+    return txnindex_entries(data)
 
 
 def kafka_version(txn: AbortedTxn) -> int:
@@ -63,15 +71,18 @@ def _txn_str(t: AbortedTxn) -> str:
             f"lastOffset={t.last_offset}, lastStableOffset={t.last_stable_offset})")
 
 
-def sanity_check_txnindex(entries: Iterable[AbortedTxn], start_offset: int, file_name: str) -> list[str]:
-    """``TransactionIndex.sanityCheck()``: one message per entry ending before the segment base.
+def sanity_check_txnindex(entries: Iterable[AbortedTxn], start_offset: int, file_name: str,
+                          limit: int | None = None) -> list[str]:
+    """``TransactionIndex.sanityCheck()``: one message per entry ending before the segment base
+    (the first ``limit`` of them).
 
     Kafka throws ``CorruptIndexException`` with the first; this is the only index check
     a broker still runs at load (it triggers recovery of the segment).
     """
+    bad = (t for t in entries if t.last_offset < start_offset)
     return [f"Last offset of aborted transaction {_txn_str(t)} in index {file_name} is less than start offset "
             f"{start_offset}"
-            for t in entries if t.last_offset < start_offset]
+            for t in (bad if limit is None else islice(bad, limit))]
 
 
 def encode_txnindex(entries: Iterable[AbortedTxn | tuple[int, int, int, int, int]]) -> bytes:

@@ -81,3 +81,29 @@ def strip_leftover(name: str) -> tuple[str, str | None]:
         if name.endswith(suffix):
             return name[: -len(suffix)], suffix
     return name, None
+
+
+# What LocalLog.parseTopicPartitionName (Kafka 4.3.1, storage LocalLog.java:750-778) accepts
+# as a folder name in a log dir; the -delete/-future/-stray forms must match these patterns
+# (LocalLog.java:72-74), and RemoteIndexCache.DIR_NAME is skipped before it is asked.
+_SUFFIXED_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(?:delete|future|stray)", re.DOTALL)
+REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
+
+
+def broker_rejects_dir(name: str) -> bool:
+    """Would a broker's start throw on this folder in a log dir? ``LogManager.loadLogs`` asks
+    ``parseTopicPartitionName`` of every folder (Kafka 4.1.2 LogManager.scala:459-464, the same
+    in 4.3); its KafkaException ("... is not in the form of topic-partition ...") is not the
+    IOException loadLogs catches, so the broker does not start at all."""
+    from kdump.format.javanumber import java_int
+
+    if name == REMOTE_INDEX_CACHE_DIR:
+        return False
+    if "-" not in name:
+        return True
+    suffixed = name.endswith(("-delete", "-future", "-stray"))
+    if suffixed and not _SUFFIXED_DIR.fullmatch(name):
+        return True
+    base = name[:name.rindex(".")] if suffixed else name
+    topic, _, number = base.rpartition("-")
+    return not topic or not number or java_int(number) is None

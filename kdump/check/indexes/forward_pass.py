@@ -42,13 +42,13 @@ from kdump.check.scan import ScanReport
 from kdump.check.side_files import SIDE_FILE_LIMIT
 from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.format.index import IndexFile, parse_index
-from kdump.format.timeindex import TimeIndexFile, parse_timeindex
+from kdump.format.index import IndexFile, index_entries
+from kdump.format.timeindex import TimeIndexFile, timeindex_entries
 from kdump.format.walk import SCAN_CHUNK, Walker
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import names as N
-from kdump.storage.mapped import MappedFile, read_small
+from kdump.storage.mapped import MappedFile, SliceReader
 
 WALK_RUN = 4096     # batches held at once while both indexes are checked
 
@@ -131,8 +131,8 @@ def check_against_log(log_path: str, kind: str, base_offset: int, parsed: IndexF
         return verify_indexes(mf.buf, base_offset, timeindex=parsed)[1]  # type: ignore[arg-type, return-value]
 
 
-def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | None = None,
-                   timeindex: bytes | None = None, limits: Limits = DEFAULT_LIMITS,
+def index_findings(log_path: str, base: int, scan: ScanReport, index=None,
+                   timeindex=None, limits: Limits = DEFAULT_LIMITS,
                    log_buf=None) -> tuple[list[Finding], list[Finding]]:
     """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
 
@@ -140,9 +140,11 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index: bytes | No
     over the log cut at ``scan.valid_bytes``: an entry pointing into bytes the broker's
     recovery would cut is an ``index_past_end`` like one past the end of the file.
     ``log_buf``: the segment's bytes as the scan had them (None: the file is read again).
+    ``index``/``timeindex``: the file's bytes, or anything sliced like them (``SliceReader``):
+    their entries are walked from it a chunk at a time, never all held.
     """
-    idx = parse_index(index, base) if index is not None else None
-    tix = parse_timeindex(timeindex, base) if timeindex is not None else None
+    idx = index_entries(index, base, lazy=True) if index is not None else None
+    tix = timeindex_entries(timeindex, base, lazy=True) if timeindex is not None else None
     if idx is None and tix is None:
         return [], []
     if log_buf is None:
@@ -182,16 +184,22 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
     """A segment's ``.index`` and ``.timeindex`` (``index_findings``), read if there (``listed``: the
     directory's file names). One that cannot be read (too large, say) is not checked, and its
     error is returned in its place: the other is checked alone. Last, the size of each read."""
-    data: list[bytes | None] = [None, None]
+    data: list[SliceReader | None] = [None, None]
     errors: list[KdumpError | None] = [None, None]
     sizes: dict[str, int] = {}
     cut = len(log_path) - len(os.path.basename(log_path))     # p[cut:]: the sibling's name
-    for i, suffix in enumerate((N.INDEX_SUFFIX, N.TIMEINDEX_SUFFIX)):
-        p = N.sibling(log_path, suffix)
-        try:        # listed, or there after all: a stat only for one the listing lacks
-            if p[cut:] in listed or fs.isfile(p):
-                d = data[i] = read_small(p, SIDE_FILE_LIMIT)
-                sizes[p] = len(d)
-        except KdumpError as e:
-            errors[i] = e
-    return index_findings(log_path, base, scan, data[0], data[1], limits=limits, log_buf=log_buf), errors, sizes
+    try:
+        for i, suffix in enumerate((N.INDEX_SUFFIX, N.TIMEINDEX_SUFFIX)):
+            p = N.sibling(log_path, suffix)
+            try:        # listed, or there after all: a stat only for one the listing lacks
+                if p[cut:] in listed or fs.isfile(p):
+                    d = data[i] = SliceReader(p, SIDE_FILE_LIMIT)
+                    sizes[p] = len(d)
+            except KdumpError as e:
+                errors[i] = e
+        index, timeindex = (None if d is None else d.data() for d in data)
+        return index_findings(log_path, base, scan, index, timeindex, limits=limits, log_buf=log_buf), errors, sizes
+    finally:
+        for opened in data:
+            if opened is not None:
+                opened.close()

@@ -8,7 +8,10 @@ verbatim. ``live_entries(parsed)``: the entries before the zero tail.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, overload
+import heapq
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal, NamedTuple, overload
 
 from kdump.errors import InputError
 from kdump.findings import INDEX_AFTER_TAIL, INDEX_PARTIAL, INDEX_SANITY, TIME_AFTER_TAIL, TIME_PARTIAL, TIME_SANITY
@@ -20,6 +23,11 @@ from kdump.model import B_BASE_OFFSET, B_LAST_OFFSET, B_MAGIC, B_MAX_TIMESTAMP, 
 from kdump.storage.mapped import MappedFile
 
 INF = float("inf")
+Target = tuple[Any, int, Any]      # (key, slot, value): (position, slot, offset) or (offset, slot, timestamp)
+END: Target = (INF, -1, None)      # the target after the last, never reached
+RUN = 1 << 18               # targets sorted at a time when the entries are out of order
+_SLOT_BITS = 28             # slots of a 2 GiB index (read_index_file's limit) fit in 28 bits
+_BIAS = 1 << 63             # a signed int64 value stored unsigned
 # Batch fields the checks read in their hot loops (a NamedTuple's attribute access costs more).
 POS, BASE, LAST, SIZE, MAGIC, MAX_TS = B_POSITION, B_BASE_OFFSET, B_LAST_OFFSET, B_SIZE, B_MAGIC, B_MAX_TIMESTAMP
 
@@ -41,7 +49,7 @@ class IndexCheck(NamedTuple):
         return not self.findings
 
 
-def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[list, int | None]:
+def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[Sequence, int | None]:
     """(entries, first slot of the zero tail): a file of zeros only is all tail, slot 0 included."""
     tail = parsed.zero_tail_start
     entries = parsed.entries
@@ -52,6 +60,33 @@ def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[list, int | None]:
         if zero:
             return [], 0
     return entries, tail
+
+
+def sorted_targets(targets: Iterable[tuple[int, int, int]]) -> Callable[[], Iterator[tuple[int, int, int]]]:
+    """The targets (key, slot, value) of out-of-order entries, sorted by (key, slot), re-iterable.
+
+    Entries in order are streamed from the file as they are; these are sorted a run at a time
+    into packed arrays (16 bytes a target instead of Python tuples), then merged on each walk.
+    ``key`` (a position or relative offset) is non-negative; ``value`` a signed int64."""
+    runs = []
+    it = iter(targets)
+    while True:
+        packed = sorted(((k << _SLOT_BITS | i) << 64) | (v + _BIAS) for k, i, v in _take(it, RUN))
+        if not packed:
+            break
+        mask = (1 << 64) - 1
+        runs.append((array("q", [p >> 64 for p in packed]), array("Q", [p & mask for p in packed])))
+    slot_mask = (1 << _SLOT_BITS) - 1
+
+    def walk() -> Iterator[tuple[int, int, int]]:
+        for key, v in heapq.merge(*(zip(keys, vals) for keys, vals in runs)):
+            yield key >> _SLOT_BITS, key & slot_mask, v - _BIAS
+    return walk
+
+
+def _take(it: Iterator, n: int) -> Iterator:
+    for _, x in zip(range(n), it):
+        yield x
 
 
 def convention_of(counts: dict[str, int], other: str, neither: str) -> str:

@@ -8,17 +8,23 @@ the index.interval.bytes values the gaps fit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import islice
+
 from kdump.check.capped import Capped
 from kdump.check.indexes.index_file import (
     BASE,
+    END,
     INF,
     LAST,
     POS,
     SIZE,
     IndexCheck,
+    Target,
     convention_of,
     file_findings,
     live_entries,
+    sorted_targets,
 )
 from kdump.findings import (
     INDEX_BELOW_BASE,
@@ -36,35 +42,53 @@ from kdump.model import Batch, Finding
 
 
 class OffsetIndexCheck:
-    """Fed every batch in log order; matches entries (sorted by position) as the walk passes them."""
+    """Fed every batch in log order; matches entries (sorted by position) as the walk passes them.
+
+    The entries are walked, never held: once here for what they show alone, then as targets
+    (position, slot, offset) while the log is walked, ``cur`` the next and ``nxt`` the one after
+    (a file out of order is sorted first: ``sorted_targets``)."""
 
     def __init__(self, base_offset: int, index: IndexFile, interval_bytes: int | None) -> None:
         self.base = base_offset
         self.entries, self.tail = live_entries(index)
         self.findings = Capped(file_findings(index))
         self.interval_bytes = interval_bytes
-        targets = []
+        in_order = True
         prev = None
+        findings = self.findings
+        below = 0
         for i, e in enumerate(self.entries):
             if e.offset < base_offset or e.position < 0:
-                what = (f"offset {e.offset} is below the segment base offset {base_offset}" if e.offset < base_offset
-                        else f"position {e.position} is negative")
-                self._fault(INDEX_BELOW_BASE, i, e.offset, f"slot {i}: {what}")
+                below += 1
+                if findings.room(INDEX_BELOW_BASE) > 0:
+                    what = (f"offset {e.offset} is below the segment base offset {base_offset}"
+                            if e.offset < base_offset else f"position {e.position} is negative")
+                    self._fault(INDEX_BELOW_BASE, i, e.offset, f"slot {i}: {what}")
+                else:
+                    findings.skip(INDEX_BELOW_BASE, 1)
                 continue
             if prev is not None:
                 j, p = prev
                 if e.offset <= p.offset:
-                    self._fault(INDEX_ORDER, i, e.offset,
-                                f"slot {i}: offset {e.offset} is not greater than {p.offset} in slot {j}")
+                    self._order(i, e.offset, f"offset {e.offset} is not greater than {p.offset} in slot {j}")
                 if e.position <= p.position:
-                    self._fault(INDEX_ORDER, i, e.offset,
-                                f"slot {i}: position {e.position} is not greater than {p.position} in slot {j}")
+                    self._order(i, e.offset, f"position {e.position} is not greater than {p.position} in slot {j}")
+                    in_order = in_order and e.position == p.position
             prev = (i, e)
-            targets.append((e.position, i))
-        targets.sort()
-        self.targets = targets
-        self.t = 0
-        self.next_pos = targets[0][0] if targets else INF
+        self.n_targets = len(self.entries) - below
+        if in_order and isinstance(self.entries, list):     # a small file: its targets listed, walked faster
+            listed = list(self._in_order())
+            self._targets = lambda: iter(listed)
+        elif in_order:
+            self._targets = self._in_order
+        else:
+            merged = sorted_targets((pos, i, o - base_offset) for pos, i, o in self._in_order())
+            self._targets = lambda: ((pos, i, rel + base_offset) for pos, i, rel in merged())
+        self.it = it = self._targets()
+        self.cur: Target = next(it, END)
+        self.nxt: Target = next(it, END)
+        self.next_pos = self.cur[0]
+        self.t = 0      # targets the walk has passed
         self.pending: list[tuple[int, int, int]] = []   # (offset, slot, position) of multi-batch entries
         self.prev_last = base_offset - 1
         self.counts = {"last": 0, "base": 0, "either": 0, "inside": 0, "append": 0}
@@ -74,7 +98,24 @@ class OffsetIndexCheck:
         self.min_gap_at: tuple[int, int] | None = None
         self.max_skip = 0
         self.max_skip_at: tuple[int, int] | None = None
-        self.log_last = None
+        self.log_last: int | None = None
+
+    def _in_order(self) -> Iterator[tuple[int, int, int]]:
+        """The targets (position, slot, offset) in slot order: entries below the base left out."""
+        base = self.base
+        for i, (o, pos) in enumerate(self.entries):
+            if o >= base and pos >= 0:
+                yield pos, i, o
+
+    def _order(self, slot: int, offset: int, what: str) -> None:
+        if self.findings.room(INDEX_ORDER) > 0:
+            self._fault(INDEX_ORDER, slot, offset, f"slot {slot}: {what}")
+        else:
+            self.findings.skip(INDEX_ORDER, 1)
+
+    def _advance(self) -> None:
+        self.cur, self.nxt = self.nxt, next(self.it, END)
+        self.t += 1
 
     def _fault(self, kind: str, slot: int, offset: int | None, message: str) -> None:
         self.findings.append(Finding(kind, slot * INDEX_SLOT, offset, message))
@@ -84,8 +125,7 @@ class OffsetIndexCheck:
         entry points into (or that may hold a pending offset) goes to ``_visit``."""
         next_pos, pending = self.next_pos, self.pending
         last_entry_at, max_skip, prev_last = self.last_entry_at, self.max_skip, self.prev_last
-        targets, entries, counts = self.targets, self.entries, self.counts
-        n_targets = len(targets)
+        cur, nxt, it, counts = self.cur, self.nxt, self.it, self.counts
         b = None
         for b in batches:
             s = b[POS]
@@ -93,27 +133,27 @@ class OffsetIndexCheck:
             if next_pos == s and not pending:
                 # The usual entry, taken here as ``_visit`` would: the only one in this batch, at its
                 # start, holding its last offset (the broker's convention since 2.0).
-                t = self.t
-                nt = t + 1
                 first, last = b[BASE], b[LAST]
-                if ((nt == n_targets or targets[nt][0] >= end) and entries[targets[t][1]][0] == last
-                        and first is not None and first <= last):
+                if nxt[0] >= end and cur[2] == last and first is not None and first <= last:
                     counts["either" if first == last else "last"] += 1
-                    self.t = nt
-                    next_pos = self.next_pos = targets[nt][0] if nt < n_targets else INF
+                    cur, nxt = nxt, next(it, END)
+                    next_pos = cur[0]
+                    self.t += 1
                     if s - last_entry_at < self.min_gap:
                         self.min_gap, self.min_gap_at = s - last_entry_at, (last_entry_at, s)
                     last_entry_at, prev_last = s, last
                     continue
             if pending or next_pos < end:
+                self.cur, self.nxt, self.next_pos = cur, nxt, next_pos
                 self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
                 self._visit(b)
-                next_pos, pending = self.next_pos, self.pending
+                cur, nxt, next_pos, pending = self.cur, self.nxt, self.next_pos, self.pending
                 last_entry_at, max_skip = self.last_entry_at, self.max_skip
             elif s > 0 and s - last_entry_at > max_skip:
                 max_skip = s - last_entry_at
                 self.max_skip_at = (last_entry_at, s)
             prev_last = b[LAST]
+        self.cur, self.nxt, self.next_pos = cur, nxt, next_pos
         self.last_entry_at, self.max_skip, self.prev_last = last_entry_at, max_skip, prev_last
         if b is not None:
             self.log_last = b[LAST]
@@ -136,20 +176,18 @@ class OffsetIndexCheck:
                                 f"slot {i}: offset {o} is neither in the batch at position {p} nor in the batches "
                                 f"that follow it before the next entry (position {s})")
                 self.pending = []
-            targets = self.targets
-            t = self.t
-            while t < len(targets) and targets[t][0] < end:
-                pos, i = targets[t]
+            while self.cur[0] < end:
+                pos, i, o = self.cur
                 if pos == s:
-                    self._match(i, b)
-                else:
-                    e = self.entries[i]
-                    self._fault(INDEX_MID_BATCH, i, e.offset,
+                    self._match(i, o, b)
+                elif self.findings.room(INDEX_MID_BATCH) > 0:
+                    self._fault(INDEX_MID_BATCH, i, o,
                                 f"slot {i}: position {pos} is inside the batch at position {s} ({b.size} bytes, "
                                 f"offsets {self._low(b)}..{last}), not at a batch start")
-                t += 1
-            self.t = t
-            self.next_pos = targets[t][0] if t < len(targets) else INF
+                else:
+                    self.findings.skip(INDEX_MID_BATCH, 1)
+                self._advance()
+            self.next_pos = self.cur[0]
         if hit:
             gap = s - self.last_entry_at
             if gap < self.min_gap:
@@ -163,8 +201,7 @@ class OffsetIndexCheck:
     def _low(self, b: Batch) -> int:
         return b.base_offset if b.base_offset is not None else self.prev_last + 1
 
-    def _match(self, i: int, b: Batch) -> None:
-        o = self.entries[i].offset
+    def _match(self, i: int, o: int, b: Batch) -> None:
         low = self._low(b)
         if o < low:
             self._fault(INDEX_MISMATCH, i, o,
@@ -197,18 +234,17 @@ class OffsetIndexCheck:
     def close(self, walker: Walker, log_size: int) -> list[Finding]:
         """The findings, once the walk has ended (``finish`` adds what else the check learned)."""
         readable = walker.stop_position
-        rest = self.targets[self.t:]
         room = self.findings.room(INDEX_PAST_END)
-        self.findings.skip(INDEX_PAST_END, max(0, len(rest) - room))   # counted, not made (then the kept ones)
-        for pos, i in rest[:room]:
-            e = self.entries[i]
+        rest = self.n_targets - self.t      # the targets the walk did not reach: the first ``room`` made
+        for pos, i, o in islice(self._rest(), max(0, room)):
             if pos >= log_size:
-                self._fault(INDEX_PAST_END, i, e.offset,
+                self._fault(INDEX_PAST_END, i, o,
                             f"slot {i}: position {pos} is past the end of the log ({log_size} bytes)")
             else:
-                self._fault(INDEX_PAST_END, i, e.offset,
+                self._fault(INDEX_PAST_END, i, o,
                             f"slot {i}: position {pos} is past the last whole batch (the log is readable up to "
                             f"byte {readable}: {walker.stop.message if walker.stop else 'end of data'})")
+        self.findings.skip(INDEX_PAST_END, rest - room)
         for o, i, _ in self.pending:
             self._fault(INDEX_PAST_END, i, o, f"slot {i}: offset {o} is past the last offset in the log "
                                               f"({self.log_last if self.log_last is not None else 'no batches'})")
@@ -218,6 +254,12 @@ class OffsetIndexCheck:
         if len(self.findings) > 1:
             self.findings.sort(key=lambda f: (f.position if f.position is not None else -1))
         return self.findings
+
+    def _rest(self) -> Iterator[Target]:
+        """The targets the walk did not reach."""
+        while self.cur is not END:
+            yield self.cur
+            self._advance()
 
     def finish(self, walker: Walker, log_size: int) -> IndexCheck:
         findings = self.close(walker, log_size)
@@ -268,10 +310,13 @@ class OffsetIndexCheck:
 
     def _interval_faults(self, given: int) -> None:
         prev = 0
-        for pos, i in self.targets:
+        for pos, i, o in self._targets():
             if pos - prev <= given:
-                e = self.entries[i]
-                self._fault(INDEX_INTERVAL, i, e.offset,
+                if self.findings.room(INDEX_INTERVAL) <= 0:
+                    self.findings.skip(INDEX_INTERVAL, 1)
+                    prev = pos
+                    continue
+                self._fault(INDEX_INTERVAL, i, o,
                             f"slot {i}: position {pos} is only {pos - prev} bytes after "
                             f"{'the segment start' if prev == 0 else f'the previous entry ({prev})'}; with "
                             f"index.interval.bytes={given} a broker adds an entry only after more than {given} bytes")

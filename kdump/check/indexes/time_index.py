@@ -9,18 +9,22 @@ point at, and only to tell the two conventions ("last", "record") apart.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kdump.check.capped import Capped
 from kdump.check.indexes.index_file import (
     BASE,
-    INF,
+    END,
     LAST,
     MAGIC,
     MAX_TS,
     POS,
     IndexCheck,
+    Target,
     convention_of,
     file_findings,
     live_entries,
+    sorted_targets,
 )
 from kdump.errors import KdumpError
 from kdump.findings import (
@@ -65,28 +69,54 @@ class TimeIndexCheck:
         self.entries, self.tail = live_entries(tix)
         self.trimmed = self.tail is None and tix.partial_bytes == 0
         self.findings = Capped(file_findings(tix))
-        targets = []
+        in_order = True
         prev = None
+        findings = self.findings
+        last_ts = None
+        below = 0
         for i, e in enumerate(self.entries):
+            if last_ts is None or e.timestamp > last_ts:
+                last_ts = e.timestamp
             if e.offset < base_offset:
-                self._fault(TIME_BELOW_BASE, i, e.offset,
-                            f"slot {i}: offset {e.offset} is below the segment base offset {base_offset}")
+                below += 1
+                if findings.room(TIME_BELOW_BASE) > 0:
+                    self._fault(TIME_BELOW_BASE, i, e.offset,
+                                f"slot {i}: offset {e.offset} is below the segment base offset {base_offset}")
+                else:
+                    findings.skip(TIME_BELOW_BASE, 1)
                 continue
             if prev is not None:
                 j, p = prev
                 if e.timestamp < p.timestamp:
-                    self._fault(TIME_BACKWARDS, i, e.offset,
-                                f"slot {i}: timestamp {e.timestamp} is earlier than {p.timestamp} in slot {j} "
-                                f"(time goes backwards)")
+                    if findings.room(TIME_BACKWARDS) > 0:
+                        self._fault(TIME_BACKWARDS, i, e.offset,
+                                    f"slot {i}: timestamp {e.timestamp} is earlier than {p.timestamp} in slot {j} "
+                                    f"(time goes backwards)")
+                    else:
+                        findings.skip(TIME_BACKWARDS, 1)
                 if e.offset < p.offset:
-                    self._fault(TIME_ORDER, i, e.offset,
-                                f"slot {i}: offset {e.offset} is less than {p.offset} in slot {j}")
+                    in_order = False
+                    if findings.room(TIME_ORDER) > 0:
+                        self._fault(TIME_ORDER, i, e.offset,
+                                    f"slot {i}: offset {e.offset} is less than {p.offset} in slot {j}")
+                    else:
+                        findings.skip(TIME_ORDER, 1)
             prev = (i, e)
-            targets.append((e.offset, i))
-        targets.sort()
-        self.targets = targets
-        self.t = 0
-        self.next_off: int | float = targets[0][0] if targets else INF
+        self.last_ts = NO_TIMESTAMP if last_ts is None else last_ts     # the largest of any entry
+        self.n_targets = len(self.entries) - below
+        if in_order and isinstance(self.entries, list):     # a small file: its targets listed, walked faster
+            listed = list(self._in_order())
+            self._targets = lambda: iter(listed)
+        elif in_order:
+            self._targets = self._in_order
+        else:
+            merged = sorted_targets((o - base_offset, i, ts) for o, i, ts in self._in_order())
+            self._targets = lambda: ((rel + base_offset, i, ts) for rel, i, ts in merged())
+        self.it = it = self._targets()
+        self.cur: Target = next(it, END)
+        self.nxt: Target = next(it, END)
+        self.next_off: int | float = self.cur[0]
+        self.t = 0      # targets the walk has passed
         self.max_ts = NO_TIMESTAMP
         self.max_at: tuple[int, int] | None = None      # (offset, position) where max_ts was first reached
         self.prev_last = base_offset - 1
@@ -96,14 +126,24 @@ class TimeIndexCheck:
         self.last_distinct = False
         self.budget = AMBIGUOUS_DECODE_BUDGET
 
+    def _in_order(self) -> Iterator[tuple[int, int, int]]:
+        """The targets (offset, slot, timestamp) in slot order: entries below the base left out."""
+        base = self.base
+        for i, (ts, o) in enumerate(self.entries):
+            if o >= base:
+                yield o, i, ts
+
+    def _advance(self) -> None:
+        self.cur, self.nxt = self.nxt, next(self.it, END)
+        self.t += 1
+
     def _fault(self, kind: str, slot: int, offset: int | None, message: str) -> None:
         self.findings.append(Finding(kind, slot * TIME_SLOT, offset, message))
 
     def run(self, batches) -> None:
         """Feed batches in log order: the running max in locals, entries checked as their batch passes."""
         max_ts, next_off, prev_last = self.max_ts, self.next_off, self.prev_last
-        targets, entries, counts = self.targets, self.entries, self.counts
-        n_targets = len(targets)
+        cur, nxt, it, counts = self.cur, self.nxt, self.it, self.counts
         b = None
         for b in batches:
             mt = b[MAX_TS]
@@ -115,23 +155,24 @@ class TimeIndexCheck:
             if next_off == b[LAST]:
                 # The usual entry, taken here as ``_check`` would: the only one in this batch, its
                 # last offset with the batch's max timestamp, the running max (no record decoded).
-                t = self.t
-                nt = t + 1
                 first = b[BASE]
                 single = first == next_off
-                if ((nt == n_targets or targets[nt][0] > next_off) and first is not None and first <= next_off
-                        and entries[targets[t][1]][0] == mt == max_ts
+                if (nxt[0] > next_off and first is not None and first <= next_off
+                        and cur[2] == mt == max_ts
                         and (single or self.last_distinct or self.budget <= 0)):
                     counts["either" if single or not self.last_distinct else "last"] += 1
-                    self.t = nt
                     prev_last = next_off  # type: ignore[assignment]  # == b[LAST] here: an int, not INF
-                    next_off = self.next_off = targets[nt][0] if nt < n_targets else INF
+                    cur, nxt = nxt, next(it, END)
+                    next_off = cur[0]
+                    self.t += 1
                     continue
             if next_off <= b[LAST]:
                 self.prev_last = prev_last
+                self.cur, self.nxt = cur, nxt
                 self._entries_in(b)
-                next_off = self.next_off
+                cur, nxt, next_off = self.cur, self.nxt, self.next_off
             prev_last = b[LAST]
+        self.cur, self.nxt, self.next_off = cur, nxt, next_off
         self.prev_last = prev_last
         if b is not None:
             self.log_last = b[LAST]
@@ -141,17 +182,13 @@ class TimeIndexCheck:
 
     def _entries_in(self, b: Batch) -> None:
         last = b.last_offset
-        targets = self.targets
-        t = self.t
-        while t < len(targets) and targets[t][0] <= last:
-            o, i = targets[t]
-            self._check(i, o, b)
-            t += 1
-        self.t = t
-        self.next_off = targets[t][0] if t < len(targets) else INF
+        while self.cur[0] <= last:
+            o, i, ts = self.cur
+            self._check(i, o, ts, b)
+            self._advance()
+        self.next_off = self.cur[0]
 
-    def _check(self, i: int, o: int, b: Batch) -> None:
-        ts = self.entries[i].timestamp
+    def _check(self, i: int, o: int, ts: int, b: Batch) -> None:
         low = b.base_offset if b.base_offset is not None else self.prev_last + 1
         if o < low:
             self._fault(TIME_NOT_FOUND, i, o, f"slot {i}: offset {o} is in no batch (the log goes from "
@@ -204,16 +241,18 @@ class TimeIndexCheck:
 
     def close(self, walker: Walker, log_size: int) -> list[Finding]:
         """The findings, once the walk has ended (``finish`` adds what else the check learned)."""
-        rest = self.targets[self.t:]
         room = self.findings.room(TIME_PAST_END)
-        self.findings.skip(TIME_PAST_END, max(0, len(rest) - room))   # counted, not made (then the kept ones)
-        for o, i in rest[:room]:
+        rest = self.n_targets - self.t      # the targets the walk did not reach: the first ``room`` made
+        for _ in range(max(0, min(room, rest))):
+            o, i, _ts = self.cur
+            self._advance()
             where = f"the last offset in the log is {self.log_last}" if self.log_last is not None else "no batches"
             if walker.stop is not None:
                 where += f"; the log is readable only up to byte {walker.stop_position}"
             self._fault(TIME_PAST_END, i, o, f"slot {i}: offset {o} is past the end of the log ({where})")
+        self.findings.skip(TIME_PAST_END, rest - room)
         if self.trimmed and self.max_ts > NO_TIMESTAMP and not self._v1_only():     # (that is a note: ``finish``)
-            last_ts = max((e.timestamp for e in self.entries), default=NO_TIMESTAMP)
+            last_ts = self.last_ts
             if last_ts < self.max_ts:
                 assert self.max_at is not None      # set when max_ts was reached
                 m_off, m_pos = self.max_at
