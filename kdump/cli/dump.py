@@ -5,15 +5,7 @@ from __future__ import annotations
 import click
 
 from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
-from kdump.cli.options import (
-    ByteSize,
-    io_limit_option,
-    jobs_option,
-    jobs_or_default,
-    limits_option,
-    local_urls,
-    output_options,
-)
+from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import decoder_choice, schema_options
 from kdump.decoders import kafka_lines, plain
@@ -100,7 +92,6 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
 @limits_option
 @jobs_option
 @output_options
-@io_limit_option
 def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_decoder, transaction_log_decoder,
          cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, no_auto_decode,
          skip_record_metadata, escape, kafka_version, start_offset, end_offset, start_time, end_time, max_bytes,

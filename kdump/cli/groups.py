@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.options import io_limit_option, output_options, paths_argument
+from kdump.cli.options import output_options, paths_argument
 from kdump.cli.state_options import Duration, now_ms, now_option
 from kdump.render.output import Output
 
@@ -24,7 +24,6 @@ from kdump.render.output import Output
                    "indexes without its .log): its groups may be stale.")
 @now_option
 @output_options
-@io_limit_option
 def groups(paths, group_id, partitions, at, offsets_retention, strict, now, json_flag, fmt, color, quiet):
     """List consumer groups and their committed offsets, from __consumer_offsets.
 

@@ -10,14 +10,7 @@ from collections.abc import Callable
 
 import click
 
-from kdump.cli.options import (
-    force_option,
-    io_limit_option,
-    jobs_option,
-    jobs_or_default,
-    output_options,
-    paths_argument,
-)
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, output_options, paths_argument
 from kdump.render.output import Output
 from kdump.run.index import DEFAULT_INTERVAL, Mode, run
 from kdump.storage.fs import refuse_remote
@@ -57,7 +50,6 @@ def index_options(f: Callable) -> Callable:
 @index_options
 @jobs_option
 @output_options
-@io_limit_option
 def index(paths, verify, verify_index_only, list_entries, strict, sanity, rebuild, interval_bytes, time_offset,
           no_backup, force, jobs, json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild offset indexes (.index).
@@ -79,7 +71,6 @@ def index(paths, verify, verify_index_only, list_entries, strict, sanity, rebuil
 @index_options
 @jobs_option
 @output_options
-@io_limit_option
 def timeindex(paths, verify, verify_index_only, list_entries, strict, sanity, rebuild, interval_bytes, time_offset,
               no_backup, force, jobs, json_flag, fmt, color, quiet):
     """List, verify, sanity-check or rebuild time indexes (.timeindex).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.options import io_limit_option, jobs_option, jobs_or_default, output_options, paths_argument
+from kdump.cli.options import jobs_option, jobs_or_default, output_options, paths_argument
 from kdump.cli.remote_options import remote_of, remote_options
 from kdump.errors import KdumpError
 from kdump.render.output import Output
@@ -24,7 +24,6 @@ from kdump.render.output import Output
                    "network). Problems first, a chart per partition with findings, a row for every partition.")
 @remote_options
 @output_options
-@io_limit_option
 def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, quiet, remote_storage,
          remote_layout, remote_metadata):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.options import io_limit_option, local_urls, output_options
+from kdump.cli.options import local_urls, output_options
 from kdump.errors import UsageError
 from kdump.render.output import Output
 
@@ -33,7 +33,6 @@ def _point(value: str | None):
 @click.option("--strict", is_flag=True,
               help="Exit 1 when records between the snapshot and the point are missing (a segment's .log gone).")
 @output_options
-@io_limit_option
 def metadata(paths, at, diff, strict, json_flag, fmt, color, quiet):
     """Show the cluster as __cluster_metadata describes it at a point.
 

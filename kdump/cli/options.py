@@ -58,7 +58,9 @@ def force_option(f: Callable) -> Callable:
 
 
 def output_options(f: Callable) -> Callable:
-    """--json / --format / --color / --quiet, the same on every command."""
+    """--json / --format / --color / --quiet, the same on every command; --io-limit (every
+    command with these options reads)."""
+    f = io_limit_option(f)
     f = click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")(f)
     f = click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
                      help="Colour in tables (NO_COLOR is respected).")(f)
@@ -122,10 +124,9 @@ class Rate(click.ParamType):
 
 
 def _set_io_limit(ctx: Any, param: Any, value: Any) -> None:
-    if value is not None:
-        from kdump.storage.gentle import set_io_limit
+    from kdump.storage.gentle import set_io_limit
 
-        set_io_limit(value)
+    set_io_limit(value)     # None too: a run without the option reads at full speed
 
 
 def io_limit_option(f: Callable) -> Callable:

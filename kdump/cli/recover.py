@@ -7,7 +7,7 @@ import sys
 import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.cli.options import force_option, io_limit_option, jobs_option, jobs_or_default, local_urls, output_options
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, local_urls, output_options
 from kdump.errors import UsageError
 from kdump.render.output import Output, isatty
 from kdump.storage.fs import refuse_remote
@@ -33,7 +33,6 @@ from kdump.storage.fs import refuse_remote
 @force_option
 @jobs_option
 @output_options
-@io_limit_option
 def recover(dirs, apply_, yes, salvage_dir, quarantine_dir, full, max_message_size, index_interval_bytes, force, jobs,
             json_flag, fmt, color, quiet):
     """Plan (and with --apply carry out) a broker's startup recovery, offline.

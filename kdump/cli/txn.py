@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.options import io_limit_option, output_options, paths_argument
+from kdump.cli.options import output_options, paths_argument
 from kdump.cli.state_options import Duration, now_ms, now_option
 from kdump.render.output import Output
 
@@ -25,7 +25,6 @@ from kdump.render.output import Output
                    "without its .log).")
 @now_option
 @output_options
-@io_limit_option
 def txn(paths, transactional_id, producer_id, hanging_after, open_only, strict, now, json_flag, fmt, color, quiet):
     """Rebuild producer state from the logs, as a broker does at load.
 

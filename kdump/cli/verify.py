@@ -7,15 +7,7 @@ import importlib.util
 import click
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.cli.options import (
-    force_option,
-    io_limit_option,
-    jobs_option,
-    jobs_or_default,
-    limits_option,
-    output_options,
-    paths_argument,
-)
+from kdump.cli.options import force_option, jobs_option, jobs_or_default, limits_option, output_options, paths_argument
 from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import decode_limit_option
 from kdump.errors import MissingExtraError, UsageError
@@ -67,7 +59,6 @@ from kdump.storage.fs import refuse_remote
 @limits_option
 @jobs_option
 @output_options
-@io_limit_option
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
            problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion,
            max_records_per_batch, jobs, json_flag, fmt, color, quiet, remote_storage, remote_layout,

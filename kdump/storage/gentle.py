@@ -29,10 +29,11 @@ from collections.abc import Callable
 
 MB = 1000 * 1000        # --io-limit is in MB/s (decimal, as disks and `iostat -m` count)
 _TAT = struct.Struct("d")
-# Seconds of idle a run may make up for: the bytes come after the work on them (decoding,
-# writing), so without it each chunk's work would add to its wait. At most SLACK * rate
-# bytes above the limit in any window: 2% over 10 s.
-SLACK = 0.2
+# Seconds of idle a run may make up for: the bytes are counted after the work on them
+# (decoding, writing), so without it a chunk's work longer than its wait (a busy machine)
+# would be lost. At most SLACK * rate bytes above the limit in any window: 5% over 10 s;
+# never at the start (the first bytes are waited for in full).
+SLACK = 0.5
 _LOCK_WAIT = 1.0        # seconds; a worker killed holding the token must not stop the others
 
 
@@ -53,7 +54,7 @@ class Throttle:
         if self._lock is not None:      # (inherited by the -j workers: fork keeps every descriptor)
             os.set_blocking(self._lock[0], False)
             os.write(self._lock[1], b"t")
-        _TAT.pack_into(self._state, 0, 0.0)
+        _TAT.pack_into(self._state, 0, float("nan"))
 
     def charge(self, n: int) -> None:
         """``n`` bytes were read: wait until the run is back under the limit."""
@@ -63,7 +64,8 @@ class Throttle:
         held = self._acquire()
         try:
             now = self.clock()
-            tat = max(_TAT.unpack_from(self._state, 0)[0], now - SLACK) + n / self.rate
+            last = _TAT.unpack_from(self._state, 0)[0]
+            tat = (now if last != last else max(last, now - SLACK)) + n / self.rate     # NaN: the first
             _TAT.pack_into(self._state, 0, tat)
         finally:
             if held:

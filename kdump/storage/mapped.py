@@ -219,7 +219,7 @@ class MappedFile:
 
     def __init__(self, path: str, lazy: bool = False) -> None:
         self.path = path
-        self._mm: mmap.mmap | None = None
+        self._mm: _SegmentMap | None = None
         self._watch_slot: int | None = None
         self.need = _nothing_needed
         if is_remote(path):
