@@ -88,7 +88,7 @@ class JsonVerify:
         self.stream, self.dumps = stream, dumps
 
     def file(self, r) -> None:
-        self.stream.write(self.dumps(r.to_dict()) + "\n")
+        self.stream.write(self.dumps({"object": "file", **r.to_dict()}) + "\n")
 
     def finish(self) -> None:
         self.stream.flush()
@@ -305,7 +305,8 @@ class JsonPlan:
         self.stream, self.dumps = stream, dumps
 
     def plan(self, plan) -> None:
-        self.stream.write("".join(self.dumps(row) + "\n" for row in plan_rows(plan)))
+        self.stream.write("".join(self.dumps({"object": "recovery" if row["action"] == "summary" else "step", **row})
+                                  + "\n" for row in plan_rows(plan)))
 
     def finish(self) -> None:
         self.stream.flush()

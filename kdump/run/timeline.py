@@ -25,7 +25,7 @@ def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
             if out.format == "json":
                 from kdump.export.ndjson import dumps
 
-                out.stream.write(dumps(t.to_dict()) + "\n")
+                out.stream.write(dumps({"object": "timeline", **t.to_dict()}) + "\n")
             else:
                 from kdump.render.timeline import print_timeline
 
