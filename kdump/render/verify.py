@@ -312,27 +312,11 @@ class JsonPlan:
         self.stream.flush()
 
 
-class TablePlan:
-    def __init__(self, console) -> None:
-        self.console = console
-
-    def plan(self, plan) -> None:
-        from kdump.tables import Col, print_table
-
-        d = plan.summary_dict()
-        rows = [(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
-                 printable(s.reason)) for s in plan.steps] or [("-", "", "", "nothing to do")]
-        print_table(self.console, [Col("action"), Col("file"), Col("target"), Col("reason", fold=True)], rows,
-                    f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
-                    f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
-
-    def finish(self) -> None:
-        pass
-
-
 def plan_renderer(out):
     if out.format == "json":
         return JsonPlan(out.stream)
     if out.format == "table":
+        from kdump.render.plan import TablePlan
+
         return TablePlan(out.console())
     return TextPlan(out.stream)
