@@ -3,7 +3,7 @@
 A partition with steps: its path on a line of its own, its offsets on the next, then its
 steps, those alike (the same action and reason, no target: the nine quarantined files of a
 cleaner crash) in one row that lists their files. Partitions with nothing to do are one row
-each, in one table per run of them, under their parent directory. Where a table does not
+each, in one table per run of them, under their parent directory (a path is never folded). Where a table does not
 fit, ``kdump.tables`` draws blocks, whose reasons fold at spaces: no name is cut.
 """
 
@@ -65,8 +65,10 @@ class TablePlan:
             return
         parent = self._idle[0][0]
         count = len(self._idle)
-        title(self.console, printable(f"nothing to do in {count} partition{'' if count == 1 else 's'}"
-                                      f"{' of ' + parent if parent else ''}:"), style="")
+        if parent:
+            title(self.console, printable(parent))
+        self.console.print(f"nothing to do in {count} partition{'' if count == 1 else 's'}:", style="dim",
+                           markup=False, highlight=False)
         print_table(self.console, IDLE_COLS, [(printable(name), leo, rp) for _, name, leo, rp in self._idle])
         self._idle = []
 
