@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.options import io_limit_option, jobs_option, jobs_or_default, limits_option, paths_argument
+from kdump.cli.options import (
+    io_limit_option,
+    jobs_option,
+    jobs_or_default,
+    limits_option,
+    local_reads_only,
+    paths_argument,
+)
 from kdump.cli.schema_options import schema_options
 from kdump.errors import UsageError
 from kdump.format.codecs import limits_for
@@ -72,6 +79,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     from kdump.export.local import parse_partition_by
 
     conf_map = parse_conf(conf)
+    local_reads_only(engine)
     if engine == "local" and (master or conf_map or writer):
         raise UsageError("--master, --conf and --writer apply to --engine spark only")
     if engine == "spark" and jobs is not None:

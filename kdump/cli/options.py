@@ -129,6 +129,15 @@ def _set_io_limit(ctx: Any, param: Any, value: Any) -> None:
     set_io_limit(value)     # None too: a run without the option reads at full speed
 
 
+def local_reads_only(engine: str) -> None:
+    """--io-limit holds for kdump's own processes; Spark's executors read on their own."""
+    from kdump.errors import UsageError
+    from kdump.storage.gentle import active
+
+    if engine == "spark" and active():
+        raise UsageError("--io-limit holds for --engine local only (Spark's executors read on their own)")
+
+
 def io_limit_option(f: Callable) -> Callable:
     """--io-limit MB/s on every reading command (kdump.storage.gentle): set as it is parsed,
     before anything is read or any worker forked."""

@@ -191,3 +191,11 @@ def test_every_reading_command_runs_under_a_limit(command, tmp_path):
     r = run_kdump(command, path, *extra, "--io-limit", "100000", "-q")
     assert r.code in (0, 1), r.err
     assert "error" not in r.err
+
+
+@pytest.mark.parametrize("command", ["verify", "export"])
+def test_spark_reads_are_not_limited_so_the_option_is_refused(command, tmp_path):
+    extra = ["--out", str(tmp_path / "out")] if command == "export" else []
+    r = run_kdump(command, GENERATED / "headers-0", *extra, "--engine", "spark", "--io-limit", "5")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == "kdump: error: --io-limit holds for --engine local only (Spark's executors read on their own)\n"
