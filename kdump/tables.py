@@ -112,9 +112,25 @@ def blocks(console, cols: Sequence[Col], rows: Sequence[Sequence[Any]]) -> None:
             lines = _lines(cell) if c.join == "\n" else [c.join.join(_lines(cell))]
             if lines[0]:
                 style = getattr(cell, "style", "") if hasattr(cell, "plain") else ""
+                if c.fold:      # free text wraps at spaces, indented under its name
+                    lines = _wrap(lines, len(c.name) + 4, console.width)
                 console.print(Text(f"  {c.name}: ") + Text(lines[0], style=style), soft_wrap=True)
                 for line in lines[1:]:
                     console.print(Text(f"    {line}", style=style), soft_wrap=True)
+
+
+def _wrap(lines: list[str], first: int, width: int) -> list[str]:
+    """Free text folded at spaces: the first line after a ``first``-wide head, the others after
+    four spaces (a word longer than the room stays whole)."""
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        head = "x" * (first if not out else 4)
+        wrapped = textwrap.wrap(line, width=max(width, first + FOLD_MIN), initial_indent=head,
+                                subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+        out += [wrapped[0][len(head):], *(w[4:] for w in wrapped[1:])] if wrapped else [""]
+    return out
 
 
 class FitTable:

@@ -274,15 +274,19 @@ put_records(kd_out *o, kd_records *it, int encoding, kd_offsets *f)
     return rc < 0 ? 0 : 1;
 }
 
-/* One batch's line at the end of ``o``: ``{"file":`` and ``file`` (n bytes), the fields ``v``,
+/* A batch line's start, before the file name (export/ndjson.py's _BATCH). */
+#define LINE_HEAD "{\"object\":\"batch\",\"file\":"
+#define LINE_HEAD_LEN ((Py_ssize_t)sizeof(LINE_HEAD) - 1)
+
+/* One batch's line at the end of ``o``: LINE_HEAD and ``file`` (n bytes), the fields ``v``,
  * the ``"records"`` ``it`` gives (none: no such key), ``}``. 1 written, 0 not ours, -1 error set. */
 static int
 put_line(kd_out *o, const char *file, Py_ssize_t n, const int64_t *v, kd_records *it, int encoding, kd_offsets *f)
 {
-    if (kd_out_reserve(o, n + BATCH_ROOM + 16) < 0)
+    if (kd_out_reserve(o, n + BATCH_ROOM + LINE_HEAD_LEN + 16) < 0)
         return -1;
     char *w = o->p + o->len;
-    PUT(w, "{\"file\":");
+    PUT(w, LINE_HEAD);
     memcpy(w, file, (size_t)n);
     w = put_batch_values(w + n, v);
     if (it != NULL) {
@@ -383,7 +387,7 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (rc > 0 && ascii_file) {
         result = ascii_text(&o, 0);
     } else if (rc > 0) {
-        Py_ssize_t head = 8;        /* {"file": */
+        Py_ssize_t head = LINE_HEAD_LEN;
         PyObject *start = PyUnicode_FromStringAndSize(o.p, head);
         PyObject *rest = PyUnicode_FromStringAndSize(o.p + head, o.len - head);
         PyObject *part = (start && rest) ? PyUnicode_Concat(start, file_json) : NULL;

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from kdump.errors import InputError, KdumpError
 from kdump.format.snapshot import ProducerSnapshot
 from kdump.model import ProducerEntry
-from kdump.storage import fs
+from kdump.storage import fs, gentle
 from kdump.storage import logdir as kinds
 from kdump.storage.logdir import LogFile
 from kdump.storage.mapped import open_regular, read_small
@@ -88,6 +88,7 @@ def _chunks(path: str, start: int, end: int, step: int = READ_CHUNK) -> Iterator
             chunk = os.pread(fd, min(step, end - pos), pos)
             if not chunk:
                 raise InputError("the file shrank while it was read", file=path, position=pos)
+            gentle.charge(len(chunk))
             yield chunk
             pos += len(chunk)
     except OSError as e:

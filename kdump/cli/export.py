@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.options import jobs_option, jobs_or_default, limits_option, paths_argument
+from kdump.cli.options import (
+    io_limit_option,
+    jobs_option,
+    jobs_or_default,
+    limits_option,
+    local_reads_only,
+    paths_argument,
+)
 from kdump.cli.schema_options import schema_options
 from kdump.errors import UsageError
 from kdump.format.codecs import limits_for
@@ -52,6 +59,7 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--overwrite", is_flag=True, help="Replace the output directory if it is not empty.")
 @click.option("--json", "json_flag", is_flag=True, help="Print a JSON summary object on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
+@io_limit_option
 def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, decode,
            schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, max_records_per_batch, jobs,
            overwrite, json_flag, quiet):
@@ -71,6 +79,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
     from kdump.export.local import parse_partition_by
 
     conf_map = parse_conf(conf)
+    local_reads_only(engine)
     if engine == "local" and (master or conf_map or writer):
         raise UsageError("--master, --conf and --writer apply to --engine spark only")
     if engine == "spark" and jobs is not None:

@@ -49,6 +49,11 @@ on the same partition refuses at once (exit status 3), and so does a run while a
 the log dir's \\fI.lock\\fR unless \\fB--force\\fR is given. A symbolic link is never written
 through. Temporary files (\\fI*.kdump-tmp\\fR) of a killed run are removed by the next one.
 .PP
+Beside a broker in production, \\fB--io-limit\\fR \\fIMB/S\\fR (every reading command) keeps the
+run, all its \\fB-j\\fR workers together, under that many megabytes a second, and drops from the
+page cache what kdump read behind it, except the pages that were cached before (the broker's
+hot ones).
+.PP
 Output is a Rich table on a terminal, kafka-dump-log.sh-compatible text when piped, and
 NDJSON with \\fB--json\\fR. Diagnostics and progress go to standard error.
 .PP

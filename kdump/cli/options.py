@@ -58,7 +58,9 @@ def force_option(f: Callable) -> Callable:
 
 
 def output_options(f: Callable) -> Callable:
-    """--json / --format / --color / --quiet, the same on every command."""
+    """--json / --format / --color / --quiet, the same on every command; --io-limit (every
+    command with these options reads)."""
+    f = io_limit_option(f)
     f = click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")(f)
     f = click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
                      help="Colour in tables (NO_COLOR is respected).")(f)
@@ -104,3 +106,43 @@ def local_urls(ctx: Any, param: Any, value: Any) -> Any:
 
 def paths_argument(f: Callable) -> Callable:
     return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str), callback=local_urls)(f)
+
+
+class Rate(click.ParamType):
+    """A rate in MB/s above 0: ``50``, ``12.5``."""
+
+    name = "rate"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        try:
+            rate = float(value)
+        except (TypeError, ValueError):
+            rate = float("nan")
+        if not 0 < rate < float("inf"):
+            self.fail(f"{value!r} is not a rate above 0 in MB/s (e.g. 50, 12.5)", param, ctx)
+        return rate
+
+
+def _set_io_limit(ctx: Any, param: Any, value: Any) -> None:
+    from kdump.storage.gentle import set_io_limit
+
+    set_io_limit(value)     # None too: a run without the option reads at full speed
+
+
+def local_reads_only(engine: str) -> None:
+    """--io-limit holds for kdump's own processes; Spark's executors read on their own."""
+    from kdump.errors import UsageError
+    from kdump.storage.gentle import active
+
+    if engine == "spark" and active():
+        raise UsageError("--io-limit holds for --engine local only (Spark's executors read on their own)")
+
+
+def io_limit_option(f: Callable) -> Callable:
+    """--io-limit MB/s on every reading command (kdump.storage.gentle): set as it is parsed,
+    before anything is read or any worker forked."""
+    return click.option("--io-limit", type=Rate(), metavar="MB/S",
+                        callback=_set_io_limit, expose_value=False, is_eager=False,
+                        help="Read at most MB/S megabytes (10^6 bytes) a second, all -j workers together, and "
+                             "drop what was read from the page cache behind the reader, except the pages that "
+                             "were cached before (a live broker's): for a run beside a broker in production.")(f)

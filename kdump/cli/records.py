@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.options import limits_option, paths_argument
+from kdump.cli.options import io_limit_option, limits_option, paths_argument
 from kdump.decoders import plain
 from kdump.decoders.views import PayloadView
 from kdump.format.codecs import limits_for
@@ -48,6 +48,7 @@ from kdump.storage.reader import Filters
               help="One flat NDJSON object a record (object: record), and damage as objects (object: damage).")
 @click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
 @limits_option
+@io_limit_option
 def records(paths, line_format, encoding, key, key_regex, key_hex, value, value_regex, value_hex, headers,
             header_regexes, start_offset, end_offset, start_time, end_time, limit, tail, isolation, json_flag, quiet,
             max_decompressed, max_expansion, max_records_per_batch):

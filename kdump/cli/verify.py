@@ -137,6 +137,9 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
 
 
 def _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict=False) -> int:
+    from kdump.cli.options import local_reads_only
+
+    local_reads_only("spark")
     if importlib.util.find_spec("kdump.spark.verify") is None or importlib.util.find_spec("pyspark") is None:
         raise MissingExtraError("the Spark engine needs the 'spark' extra", "spark")
     from kdump.spark.verify import verify_on_spark

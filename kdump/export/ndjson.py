@@ -64,7 +64,7 @@ def _members(names: tuple[str, ...]) -> str:
 
 
 # The objects' text, from the row schema's layouts.
-_BATCH = '{"file":%s,' + _members(BATCH_FIELDS)
+_BATCH = '{"object":"batch","file":%s,' + _members(BATCH_FIELDS)     # (jsonout.c's LINE_HEAD)
 _LEGACY = "," + _members(LEGACY_RECORD_FIELDS)
 _HEADER = "{" + _members(HEADER_FIELDS) + "}"
 

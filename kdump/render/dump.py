@@ -333,7 +333,7 @@ class JsonDump(GapReporter):
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
         for row in rows:
-            self.out.add(ndjson.dumps({"file": f.path, **row}))
+            self.out.add(ndjson.dumps({"object": "entry", "file": f.path, **row}))
 
     def end_file(self, f: LogFile, trailing: int) -> None:
         self._end_gaps()

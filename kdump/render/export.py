@@ -14,7 +14,8 @@ def report_export(result, out: str, fmt: str, engine: str, json_flag: bool, quie
         from kdump.export.ndjson import dumps
 
         stream = TerminalStream(sys.stdout, json=True) if isatty(sys.stdout) else sys.stdout
-        stream.write(dumps({"out": out, "format": fmt, "engine": engine, **result.to_dict()}) + "\n")
+        obj = {"object": "export", "out": out, "format": fmt, "engine": engine, **result.to_dict()}
+        stream.write(dumps(obj) + "\n")
     if result.unread:
         from kdump.export.outdir import SUCCESS
         from kdump.export.remote_out import UNREAD

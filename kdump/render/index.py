@@ -65,7 +65,7 @@ class FileReport:
             lo_hi = None if check.interval is None else {"min": check.interval[0], "max": check.interval[1]}
             verify = {"entries_checked": check.entries, "convention": check.convention, "interval_bytes": lo_hi,
                       "log_bytes": check.log_bytes, "log_size": check.log_size}
-        return {"type": "file", "file": self.path, "kind": self.kind, "status": self.status, "log": self.log,
+        return {"object": "file", "file": self.path, "kind": self.kind, "status": self.status, "log": self.log,
                 "message": self.message, "size": self.size, "slots": self.slots, "entries": self.entries,
                 "zero_tail": None if self.zero_tail is None else {"start_slot": self.zero_tail[0],
                                                                   "slots": self.zero_tail[1]},
@@ -83,7 +83,7 @@ def entry_line(kind: str, e) -> str:
 
 
 def entry_dict(kind: str, path: str, slot: int, e) -> dict[str, Any]:
-    return {"type": "entry", "file": path, "slot": slot, **e.to_dict()}
+    return {"object": "entry", "file": path, "slot": slot, **e.to_dict()}
 
 
 def finding_text(f: Finding) -> str:
@@ -137,7 +137,7 @@ def rebuild_lines(result) -> list[str]:
 
 
 def rebuild_dicts(result) -> list[dict[str, Any]]:
-    return [{"type": "rebuild", "file": w.path, "kind": w.kind, "log": result.log, "status": w.status,
+    return [{"object": "rebuild", "file": w.path, "kind": w.kind, "log": result.log, "status": w.status,
              "entries": w.entries, "backup": w.backup, "time_offset": result.time_offset,
              "time_offset_from": result.time_offset_from, "interval_bytes": result.interval_bytes,
              "valid_bytes": result.valid_bytes, "log_size": result.log_size, "notes": result.notes}
@@ -182,7 +182,7 @@ class TextIndex:
 
 
 class JsonIndex:
-    """NDJSON: one object per entry (``type: entry``), then one per file (``type: file``)."""
+    """NDJSON: one object per entry (``object: entry``), then one per file (``object: file``)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.out = Lines(stream)
@@ -195,10 +195,10 @@ class JsonIndex:
         add = self.out.add
         if rep.kind == "index":
             for i, e in enumerate(entries):
-                add(f'{{"type":"entry","file":{f},"slot":{i},"offset":{e.offset},"position":{e.position}}}')
+                add(f'{{"object":"entry","file":{f},"slot":{i},"offset":{e.offset},"position":{e.position}}}')
         elif rep.kind == "timeindex":
             for i, e in enumerate(entries):
-                add(f'{{"type":"entry","file":{f},"slot":{i},"timestamp":{e.timestamp},"offset":{e.offset}}}')
+                add(f'{{"object":"entry","file":{f},"slot":{i},"timestamp":{e.timestamp},"offset":{e.offset}}}')
         else:
             for i, e in enumerate(entries):
                 add(ndjson.dumps(entry_dict(rep.kind, rep.path, i, e)))

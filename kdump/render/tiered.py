@@ -18,7 +18,7 @@ def report(parts: list[TieredPartition], out, strict: bool = False) -> ExitStatu
             if f.cls == DAMAGE or (strict and f.cls == ANOMALY):
                 status = max(status, ExitStatus.DAMAGE)
             if out.format == "json":
-                row = {"file": loc.path, "topic": t.topic, "partition": t.partition, **f.to_dict()}
+                row = {"object": "finding", "file": loc.path, "topic": t.topic, "partition": t.partition, **f.to_dict()}
                 out.stream.write(json.dumps(row) + "\n")
             else:
                 out.stream.write(f"{loc.path}: {f.kind} ({f.cls}): {f.message}\n")
@@ -36,8 +36,9 @@ def timeline(parts: list[TieredPartition], out) -> None:
         rows += [("local", f.base_offset, None, f.path) for f in t.local]
         for where, start, end, path in rows:
             if out.format == "json":
-                out.stream.write(json.dumps({"topic": t.topic, "partition": t.partition, "tier": where,
-                                      "base_offset": start, "end_offset": end, "file": path}) + "\n")
+                out.stream.write(json.dumps({"object": "segment", "topic": t.topic, "partition": t.partition,
+                                             "tier": where, "base_offset": start, "end_offset": end,
+                                             "file": path}) + "\n")
             else:
                 span = f"{start}..{end}" if end is not None else f"{start}.."
                 out.stream.write(f"{t.topic}-{t.partition}  {where:<6}  {span:<24}  {path}\n")

@@ -74,7 +74,6 @@ def time_strip(s: SegmentSpan, lo: int, hi: int, top_rate: float, cells: int = S
 
 COLUMNS = (("segment", "left"), ("offsets", "right"), ("size", "right"), ("records", "right"),
            ("rate/s", "right"), ("gaps", "right"), ("offset axis", "left"), ("time", "left"), ("findings", "left"))
-FINDINGS_MIN = 12
 
 
 def _title(t: Timeline) -> tuple[str, int, int]:
@@ -129,34 +128,33 @@ def table(t: Timeline, drop: tuple[str, ...] = (), cells: int = STRIP):
     widths = _widths(rows, keep)
     tab = Table(title=_title(t)[0], title_justify="left", show_edge=False, pad_edge=False)
     for column, just in COLUMNS:
-        if column in keep:
-            wraps = column == "findings"
-            tab.add_column(column, justify=just, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",
-                           min_width=min(widths[column], FINDINGS_MIN) if wraps else widths[column])
+        if column in keep:      # every cell whole: a finding's name is never split (one a line)
+            tab.add_column(column, justify=just, no_wrap=True, min_width=widths[column])
     for r in rows:
         tab.add_row(*(r.get(c, "") for c in keep))
     return tab
 
 
 def fitted(console, t: Timeline):
-    """(table, whether the findings are left for lines below it): as many optional columns,
-    and strip cells, as the terminal takes; names, offsets and the offset strip are never cut."""
-    best = None
+    """(table, whether the findings are left for lines below it, the columns left out): as many
+    optional columns, and strip cells, as the terminal takes; names, offsets, findings and the
+    offset strip are never cut."""
+    best: tuple[tuple[str, ...], int] = ((), STRIP)
     for n in range(len(OPTIONAL) + 1):
         drop = OPTIONAL[len(OPTIONAL) - n:] if n else ()
         for cells in (STRIP, 16, 10):
             keep = [c for c, _ in COLUMNS if c not in drop]
             widths = _widths(_rows(t, cells), keep)
-            need = sum(min(w, FINDINGS_MIN) if c == "findings" else w for c, w in widths.items()) + 3 * (len(keep) - 1)
             best = (drop, cells)
-            if need <= console.width:
-                return table(t, drop, cells), False
+            if sum(widths.values()) + 3 * (len(keep) - 1) <= console.width:
+                return table(t, drop, cells), False, drop
     # Narrower still: the findings go below the table, a line per segment.
-    return table(t, (*best[0], "findings"), best[1]), True
+    return table(t, (*best[0], "findings"), best[1]), True, best[0]
 
 
-def print_timeline(console, t: Timeline) -> None:
-    tab, below = fitted(console, t)
+def print_timeline(console, t: Timeline) -> tuple[str, ...]:
+    """The partition's table (and its findings); the optional columns it had no room for."""
+    tab, below, dropped = fitted(console, t)
     console.print(tab)
     for s in t.segments if below else ():
         if s.findings:
@@ -166,8 +164,28 @@ def print_timeline(console, t: Timeline) -> None:
     for f in t.findings:
         style = "red" if f.cls == F.DAMAGE else "yellow"
         console.print(printable(f"  {f.kind} ({f.cls}): {f.message}"), style=style, markup=False, highlight=False)
+    return dropped
 
 
-def print_legend(console) -> None:
-    console.print(f"█ batches  ╌ offsets missing (compaction)  ✗ a finding  time: {LEVELS} record rate; "
-                  "green ok, yellow anomaly, red damage", style="dim", markup=False, highlight=False)
+def print_legend(console, left_out=frozenset()) -> None:
+    """What the strips' marks mean (the time strip's only where one was drawn), and which
+    columns some table had no room for, folded between its items to the terminal's width."""
+    items = ["█ batches", "╌ offsets missing (compaction)", "✗ a finding"]
+    if "time" not in left_out:
+        items.append(f"time: {LEVELS} record rate")
+    items.append("green ok, yellow anomaly, red damage")
+    lines, line = [], ""
+    for item in items:
+        if line and len(line) + 2 + len(item) > console.width:
+            lines.append(line)
+            line = ""
+        line = f"{line}  {item}" if line else item
+    lines.append(line)
+    if left_out:
+        import textwrap
+
+        gone = ", ".join(c for c, _ in COLUMNS if c in left_out)
+        lines += textwrap.wrap(f"not shown at {console.width} columns: {gone} (--json or a wider terminal "
+                               "shows them)", width=max(console.width, 40), break_on_hyphens=False)
+    for line in lines:
+        console.print(line, style="dim", markup=False, highlight=False, soft_wrap=True)

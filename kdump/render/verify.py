@@ -88,7 +88,7 @@ class JsonVerify:
         self.stream, self.dumps = stream, dumps
 
     def file(self, r) -> None:
-        self.stream.write(self.dumps(r.to_dict()) + "\n")
+        self.stream.write(self.dumps({"object": "file", **r.to_dict()}) + "\n")
 
     def finish(self) -> None:
         self.stream.flush()
@@ -315,33 +315,18 @@ class JsonPlan:
         self.stream, self.dumps = stream, dumps
 
     def plan(self, plan) -> None:
-        self.stream.write("".join(self.dumps(row) + "\n" for row in plan_rows(plan)))
+        self.stream.write("".join(self.dumps({"object": "recovery" if row["action"] == "summary" else "step", **row})
+                                  + "\n" for row in plan_rows(plan)))
 
     def finish(self) -> None:
         self.stream.flush()
-
-
-class TablePlan:
-    def __init__(self, console) -> None:
-        self.console = console
-
-    def plan(self, plan) -> None:
-        from kdump.tables import Col, print_table
-
-        d = plan.summary_dict()
-        rows = [(s.action, printable(os.path.basename(s.path)) if s.path else "", printable(s.target or ""),
-                 printable(s.reason)) for s in plan.steps] or [("-", "", "", "nothing to do")]
-        print_table(self.console, [Col("action"), Col("file"), Col("target"), Col("reason", fold=True)], rows,
-                    f"{printable(plan.directory)}  (log end offset {_n(d['log_end_offset'])}, recovery point "
-                    f"{_n(d['recovery_point'])} -> {_n(d['new_recovery_point'])})")
-
-    def finish(self) -> None:
-        pass
 
 
 def plan_renderer(out):
     if out.format == "json":
         return JsonPlan(out.stream)
     if out.format == "table":
+        from kdump.render.plan import TablePlan
+
         return TablePlan(out.console())
     return TextPlan(out.stream)

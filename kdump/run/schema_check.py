@@ -37,7 +37,7 @@ def run_schema_check(paths, out, store, strict: bool = False, store_path: str | 
         if any(findings.is_damage(x.kind) for x in items) or (strict and items):
             status = ExitStatus.DAMAGE
         if out.format == "json":
-            out.stream.write(json.dumps({"file": file, "kind": "schemas",
+            out.stream.write(json.dumps({"object": "file", "file": file, "kind": "schemas",
                                          "findings": [x.to_dict() for x in items]}, ensure_ascii=False) + "\n")
         else:
             for x in items:

@@ -17,6 +17,7 @@ def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
     dirs = partition_dirs(files)
     status = ExitStatus.OK
     timelines = []
+    left_out: set[str] = set()      # columns a table had no room for (the legend says which)
     for t in ordered_map(_build, dirs, jobs):
         classes = [f.cls for f in [*t.findings, *(f for s in t.segments for f in s.findings)]]
         # Damage exits 1; a file that could not be read (an error finding) 3.
@@ -25,16 +26,16 @@ def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
             if out.format == "json":
                 from kdump.export.ndjson import dumps
 
-                out.stream.write(dumps(t.to_dict()) + "\n")
+                out.stream.write(dumps({"object": "timeline", **t.to_dict()}) + "\n")
             else:
                 from kdump.render.timeline import print_timeline
 
-                print_timeline(out.console(), t)
+                left_out.update(print_timeline(out.console(), t))
         timelines.append(t)
     if show and out.format != "json" and timelines:
         from kdump.render.timeline import print_legend
 
-        print_legend(out.console())
+        print_legend(out.console(), left_out)
     if html_file is not None:
         from kdump.render.diagnostics import say
         from kdump.render.escape import printable

@@ -16,6 +16,7 @@ from stat import S_ISREG
 
 from kdump import _accel
 from kdump.errors import InputError
+from kdump.storage import gentle
 from kdump.storage.remote import is_remote
 
 # Mapped pages count as the process's memory once touched: walking a 4 GiB segment would
@@ -46,8 +47,12 @@ class _SegmentMap(mmap.mmap):
     for a large file, drops its pages behind the reader and knows where the file's holes are."""
 
     _dropped = 0              # [0, _dropped) has been advised away
+    _charged = 0              # [0, _charged) counted against --io-limit (storage.gentle)
+    counting = True           # False: a walk hopping header to header (storage.split), not reading
+    sequential = False        # advised so: read whole, counted whole if no follow said less
     path = ""                 # set right after the mapping is made
     big = False
+    cache: gentle.Residency | None = None     # with --io-limit: what to drop from the page cache
     need: Callable[[int, int], None]    # a remote file's: Spool.need
 
     def data_from(self, position: int, end: int) -> int:
@@ -69,16 +74,39 @@ class _SegmentMap(mmap.mmap):
         """A sequential reader has reached ``position``; drop what lies well behind it."""
         if _listener is not None:
             _listener(self.path, position)
-        if not self.big:
+        if position > self._charged:
+            if self.counting:
+                gentle.charge(position - self._charged)
+            self._charged = position
+        if not self.big and self.cache is None:
             return
-        cut = (position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE
+        self._drop((position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE)
+
+    def _drop(self, cut: int) -> None:
+        """Unmap [_dropped, cut) (a page still mapped stays in the page cache), then drop from
+        the page cache the pages of it that were not cached before (--io-limit)."""
         if cut <= self._dropped:
             return
         try:
             self.madvise(mmap.MADV_DONTNEED, self._dropped, cut - self._dropped)
         except (ValueError, OSError):     # closed, or not supported: memory is not trimmed
             return
+        if self.cache is not None:
+            self.cache.drop(self._dropped, cut)
         self._dropped = cut
+
+    def finish(self) -> None:
+        """Closing (--io-limit): a reader that advised sequential reading but never said how
+        far it got read it all; a lookup (an index entry's batch) is not counted. What was
+        read is dropped behind the reader."""
+        if not gentle.active():
+            return
+        if self.sequential and not self._charged and self.counting:
+            gentle.charge(len(self))
+        self._charged = len(self)
+        if self.cache is not None and hasattr(mmap, "MADV_DONTNEED"):
+            self._drop(len(self) // mmap.PAGESIZE * mmap.PAGESIZE)
+            self.cache.drop(self._dropped, len(self))
 
 
 def data_at(fd: int, pos: int, end: int) -> int:
@@ -192,7 +220,7 @@ class MappedFile:
 
     def __init__(self, path: str, lazy: bool = False) -> None:
         self.path = path
-        self._mm: mmap.mmap | None = None
+        self._mm: _SegmentMap | None = None
         self._watch_slot: int | None = None
         self.need = _nothing_needed
         if is_remote(path):
@@ -204,11 +232,13 @@ class MappedFile:
             if st.st_size == 0:
                 self.buf: bytes | mmap.mmap = b""
             elif st.st_size <= READ_BELOW:
-                self.buf = _read_fd(fd, st.st_size)
+                self.buf = _read_gently(fd, st.st_size, path)
             else:
                 self._mm = _SegmentMap(fd, 0, access=mmap.ACCESS_READ)
                 self._mm.path = path
                 self._mm.big = st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
+                if gentle.active():
+                    self._mm.cache = gentle.Residency(os.dup(fd), st.st_size, path)
                 self.buf = self._mm
                 self._watch_slot = _watch(self._mm, path)
         except OSError as e:
@@ -225,6 +255,7 @@ class MappedFile:
             self.buf = b""
         elif s.size <= READ_BELOW:
             self.buf = _read_fd(s.fd, s.size)
+            gentle.charge(len(self.buf))
         else:
             self._mm = _SegmentMap(s.fd, 0, access=mmap.ACCESS_READ)
             self._mm.path = path
@@ -235,15 +266,30 @@ class MappedFile:
     def advise_sequential(self) -> None:
         if self._mm is not None and hasattr(self._mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
             self._mm.madvise(mmap.MADV_SEQUENTIAL)
+        if self._mm is not None:
+            self._mm.sequential = True
+        if self._mm is not None and self._mm.cache is not None:
+            gentle.advise_sequential(self._mm.cache.fd, 0, self.size)
+
+    def reading_from(self, start: int) -> None:
+        """A sequential reader starts at ``start`` (one piece of a segment cut for -j, a seek):
+        what lies before it is not counted against --io-limit."""
+        if self._mm is not None and start > self._mm._charged:
+            self._mm._charged = start
 
     def close(self) -> None:
         if self._mm is not None:
             _unwatch(self._watch_slot)
             self._watch_slot = None
+            cache = self._mm.cache
             try:
+                self._mm.finish()
                 self._mm.close()
             except BufferError:     # a caller still holds a view; the GC closes it later
                 pass
+            finally:
+                if cache is not None:
+                    os.close(cache.fd)
             self._mm = None
 
     def __enter__(self) -> MappedFile:
@@ -269,6 +315,18 @@ def file_size(path: str) -> int:
         return 0
 
 
+def _read_gently(fd: int, size: int, path: str) -> bytes:
+    """``_read_fd``, counted against --io-limit, and with it dropped from the page cache
+    where it was not cached before."""
+    if not gentle.active():
+        return _read_fd(fd, size)
+    cache = gentle.Residency(fd, size, path)
+    data = _read_fd(fd, size)
+    gentle.charge(len(data))
+    cache.drop(0, len(data))
+    return data
+
+
 def _read_fd(fd: int, size: int) -> bytes:
     """The file's bytes, up to ``size`` (a file cut meanwhile gives fewer, as a map would fault)."""
     chunks, got = [], 0
@@ -287,7 +345,9 @@ def read_small(path: str, limit: int = 64 << 20) -> bytes:
         s = _remote_spool(path)
         if s.size > limit:
             raise InputError(f"{s.size} bytes is more than kdump reads of this kind of file ({limit})", file=path)
-        return s.read(0, s.size)
+        data = s.read(0, s.size)
+        gentle.charge(len(data))
+        return data
     fd, st = _open_regular(path)
     try:
         size = st.st_size
@@ -296,9 +356,13 @@ def read_small(path: str, limit: int = 64 << 20) -> bytes:
         # Ask for the size seen (+1 to notice growth), not for the limit: a read of `limit`
         # bytes allocates that much for every small file. Read on the descriptor (a file
         # object costs three more system calls), once: a regular file read short has ended.
+        cache = gentle.Residency(fd, size, path) if gentle.active() else None
         data = os.pread(fd, size + 1, 0)
         if len(data) != size:       # grown, or cut meanwhile: read what there is now
             data = _read_fd(fd, limit + 1)
+        if cache is not None:
+            gentle.charge(len(data))
+            cache.drop(0, len(data))
     except OSError as e:
         raise _input_error(path, e) from None
     finally:

@@ -161,6 +161,7 @@ class SegmentReader:
             stop_at = None if self.span is None else self.span[1]
             self.start_position = start
             mapped.need(start, end)
+            mapped.reading_from(start)
             if mapped.size > (64 << 20):
                 mapped.advise_sequential()
             flt = self.filters

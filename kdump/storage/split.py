@@ -58,6 +58,8 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
             # object): in the parent, before any worker starts, a full walk cost -j 2 more
             # than it saved (a 1 GiB segment's CRCs, a v1 gzip segment's inflating)
             pos = 0
+            if hasattr(mapped.buf, "counting"):
+                mapped.buf.counting = False     # hopping header to header is not reading (--io-limit)
             while size - (last + split_bytes) >= split_bytes // 4:
                 found = entry_at_or_after(mapped.buf, pos, last + split_bytes, size)
                 if found is None or size - found < split_bytes // 4:

@@ -42,7 +42,7 @@ def _json_lines(out: str) -> list[dict]:
 
 
 def _file_objects(out: str) -> list[dict]:
-    return [o for o in _json_lines(out) if o["type"] == "file"]
+    return [o for o in _json_lines(out) if o["object"] == "file"]
 
 
 # -- a generated segment with indexes, to plant faults in ----------------------------------------
@@ -424,9 +424,9 @@ def test_real_listing_keeps_dumplogsegments_lines():
     first = parse_index(idx.read_bytes(), 0).entries[0]
     r = run_kdump("index", "--json", idx.with_suffix(".log"))
     objs = _json_lines(r.out)
-    assert objs[0] == {"type": "entry", "file": str(idx), "slot": 0, "offset": first.offset,
+    assert objs[0] == {"object": "entry", "file": str(idx), "slot": 0, "offset": first.offset,
                        "position": first.position}
-    assert objs[-1]["type"] == "file" and objs[-1]["status"] == "ok" and objs[-1]["zero_tail"] is None
+    assert objs[-1]["object"] == "file" and objs[-1]["status"] == "ok" and objs[-1]["zero_tail"] is None
 
 
 def test_real_partition_dir_lists_every_segment_and_txnindex():
@@ -441,7 +441,7 @@ def test_real_partition_dir_lists_every_segment_and_txnindex():
     assert "version: 0 producerId: 1000 firstOffset: 19 lastOffset: 22 lastStableOffset: 23" in r.out
     r = run_kdump("index", "--json", GENERATED / "transactions-0" / "00000000000000000000.txnindex")
     objs = _json_lines(r.out)
-    assert objs[0] == {"type": "entry", "file": str(GENERATED / "transactions-0" / "00000000000000000000.txnindex"),
+    assert objs[0] == {"object": "entry", "file": str(GENERATED / "transactions-0" / "00000000000000000000.txnindex"),
                        "slot": 0, "version": 0, "producer_id": 2000, "first_offset": 3, "last_offset": 12,
                        "last_stable_offset": 13}
 

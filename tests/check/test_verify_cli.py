@@ -266,7 +266,7 @@ def test_json_object_per_file_and_summary_on_stderr():
     r = run_kdump("verify", "--json", FIXTURES / "generated" / "transactions-0")
     assert r.code == 0
     objs = [json.loads(line) for line in r.out.splitlines()]
-    assert [list(o) for o in objs][0] == ["file", "kind", "status", "size", "valid_bytes", "intact_bytes",
+    assert [list(o) for o in objs][0] == ["object", "file", "kind", "status", "size", "valid_bytes", "intact_bytes",
                                           "batches", "records",
                                           "first_offset", "last_offset", "findings", "not_listed"]
     assert {o["kind"] for o in objs} == {"log", "index", "timeindex", "txnindex", "leader_epoch_checkpoint"}

@@ -102,8 +102,8 @@ def check_record(obj: dict, magic: int) -> None:
 def check_batch_line(line: str, b: Batch, records: list[Record] | None) -> dict:
     obj = json.loads(line)
     keys = list(obj)
-    assert keys[:1 + len(BATCH_FIELDS)] == ["file", *BATCH_FIELDS]
-    assert keys[1 + len(BATCH_FIELDS):] in ([], ["records"], ["records_error"], ["records", "records_error"]), keys
+    assert keys[:2 + len(BATCH_FIELDS)] == ["object", "file", *BATCH_FIELDS] and obj["object"] == "batch"
+    assert keys[2 + len(BATCH_FIELDS):] in ([], ["records"], ["records_error"], ["records", "records_error"]), keys
     for name in BATCH_FIELDS:
         check_value(name, obj[name])
     assert len(obj.get("records", ())) == len(records or ())

@@ -90,3 +90,17 @@ def test_s3proxy_gives_the_local_bytes(s3proxy_dirs):
             assert got.returncode == want.returncode, got.stderr[-2000:]
             assert got.stdout.replace(urls[name], str(LOG_DIRS[name])) == want.stdout
             assert got.stderr.replace(urls[name], str(LOG_DIRS[name])) == want.stderr
+
+
+def test_io_limit_counts_a_remote_read_as_the_local_one(s3_dirs, monkeypatch):
+    """--io-limit holds for s3:// too: the bytes counted against it are the local run's."""
+    from kdump.storage import gentle
+
+    charged: list[int] = []
+    monkeypatch.setattr(gentle.Throttle, "charge", lambda self, n: charged.append(n))
+    local, url = str(LOG_DIRS["generated"]), s3_dirs["generated"]
+    want = run_kdump("dump", "--json", "-j", "1", "--io-limit", "1000", local)
+    local_bytes, charged[:] = sum(charged), []
+    got = run_kdump("dump", "--json", "-j", "1", "--io-limit", "1000", url)
+    assert got.code == want.code and got.out.replace(url, local) == want.out
+    assert sum(charged) == local_bytes > 0

@@ -325,7 +325,7 @@ def test_bad_crc_is_shown_and_reported(tmp_path):
 
 # -- JSON model ----------------------------------------------------------------------------------
 
-BATCH_KEYS = ["file", "position", "base_offset", "last_offset", "count", "size", "magic", "crc", "crc_valid",
+BATCH_KEYS = ["object", "file", "position", "base_offset", "last_offset", "count", "size", "magic", "crc", "crc_valid",
               "compression", "timestamp_type", "base_timestamp", "max_timestamp", "partition_leader_epoch",
               "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
               "delete_horizon_ms"]
@@ -346,7 +346,7 @@ def test_json_equals_model_to_dict(name):
     for seg in sorted(part.glob("*.log")) + sorted(part.glob("*-*.checkpoint")):
         m = MappedFile(str(seg))
         for b in Walker(m.buf):
-            d = {"file": str(seg), **b.to_dict()}
+            d = {"object": "batch", "file": str(seg), **b.to_dict()}
             d["records"] = [rec.to_dict() for rec in decode_records(m.buf, b)]
             expected.append(d)
     assert objs == expected

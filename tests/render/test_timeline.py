@@ -23,7 +23,7 @@ segment              ┃  offsets ┃    size ┃ records ┃  rate/s ┃ gaps �
 (missing)            │ 120..155 │         │         │         │   36 │                          │                          │
 00000000000000000133 │ 156..171 │ 2.1 KiB │      15 │    24.0 │      │                ████      │              ▁▁▁▁▁▁▁▁▁▁▁ │ ok
 00000000000000000172 │ 172..209 │ 5.1 KiB │      38 │ 1,727.3 │      │                   ██████ │                        █ │ ok
-█ batches  ╌ offsets missing (compaction)  ✗ a finding  time: ▁▂▃▄▅▆▇█ record rate; green ok, yellow anomaly, red damage
+█ batches  ╌ offsets missing (compaction)  ✗ a finding  time: ▁▂▃▄▅▆▇█ record rate  green ok, yellow anomaly, red damage
 """
 
 
