@@ -73,9 +73,11 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="Text view: control characters in keys, values and header keys escaped (one record a "
                    "line), or none: printed raw, byte for byte kafka-dump-log.sh's output, to a pipe or a "
                    "file (a terminal still gets them escaped).")
-@click.option("--kafka-version", type=click.Choice(kafka_lines.LINES), default=kafka_lines.NEWEST, show_default=True,
-              help="Text view: print as this Kafka line's kafka-dump-log.sh does (lines "
-                   f"{', '.join(kafka_lines.LINES)}; README's \"Text of older Kafka lines\" lists what differs).")
+@click.option("--kafka-version", type=click.Choice(kafka_lines.LINES),
+              help="Text view: print as this Kafka line's kafka-dump-log.sh does, and refuse the options it "
+                   f"lacks (lines {', '.join(kafka_lines.LINES)}; default {kafka_lines.NEWEST}; README's \"Text "
+                   "of older Kafka lines\" lists what differs). Not with --json or a table: their schema is "
+                   "kdump's own, the same for every Kafka.")
 @click.option("--start-offset", type=int, help="First offset to show.")
 @click.option("--end-offset", type=int, help="Last offset to show (inclusive).")
 @click.option("--start-time", help="Earliest timestamp to show: epoch ms or ISO-8601 (UTC by default).")
@@ -121,6 +123,20 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
         # Kafka's bytes are for a pipe or a file (a diff, a script): a terminal would act on them.
         out.note("kdump: note: --escape none writes Kafka's bytes to a pipe or a file; on a terminal "
                  "control characters stay escaped (add | cat for the raw bytes)")
+    if kafka_version is not None and out.format != "text":
+        raise click.UsageError("--kafka-version is for the text view (kafka-dump-log.sh's lines); --json and "
+                               "tables are kdump's own schema, the same for every Kafka line")
+    kafka = kafka_lines.KafkaLine(kafka_version or kafka_lines.NEWEST)
+    refused = (remote_log_metadata_decoder and kafka.lacks(kafka_lines.REMOTE_LOG_METADATA_DECODER,
+                                                           "--remote-log-metadata-decoder")
+               or share_group_state_decoder and kafka.lacks(kafka_lines.SHARE_GROUP_STATE_DECODER,
+                                                           "--share-group-state-decoder")
+               or next((kafka.lacks(kafka_lines.TOOLS_API_DECODERS, f"{option} {name}")
+                        for option, name in (("--key-decoder-class", key_decoder_class),
+                                             ("--value-decoder-class", value_decoder_class))
+                        if name and name.startswith("org.apache.kafka.tools.api.")), None))
+    if refused:
+        raise click.UsageError(refused)
     if (index_sanity_check or verify_index_only) and out.format != "text":
         raise click.UsageError("--index-sanity-check and --verify-index-only are kafka-dump-log.sh's text view; "
                                "for JSON or a table use `kdump index --verify`")
@@ -138,7 +154,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     check_range("time", filters.start_time, filters.end_time)
     decoders = schema_decoders(paths, key_decoder, value_decoder, schemas_path, schema_registry, schema_cache, out)
     view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders, escape=escape != "none",
-                       kafka=kafka_lines.KafkaLine(kafka_version))
+                       kafka=kafka)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     dls=bool(files),
                     limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),

@@ -20,15 +20,55 @@ class Rule(NamedTuple):
 
 
 # The lines kdump prints as, oldest first; the newest is the default.
-LINES = ("4.3", "4.4")
+LINES = ("3.6", "3.7", "3.8", "3.9", "4.0", "4.1", "4.2", "4.3", "4.4")
 NEWEST = LINES[-1]
 
+# Kafka 4.3 rewrote DumpLogSegments in Java (kafka.tools -> org.apache.kafka.tools); the
+# Scala tool of the lines before printed these otherwise.
+_JAVA_PORT = "KAFKA-14579 (apache/kafka#21223: DumpLogSegments moved to tools, in Java)"
+
+GAPS_EVERY_RECORD = Rule(
+    "gaps-every-record", "4.3", _JAVA_PORT,
+    "the --deep-iteration report leaves out the first record's gap (-1 is followed by N), lists the gaps "
+    "newest first and keeps a previous offset's repeats")
+LEGACY_CRC_NO_BRACE = Rule(
+    "legacy-crc-no-brace", "4.3", _JAVA_PORT, "a legacy (v0/v1) record's line has a stray } after its crc")
+SKIP_METADATA_PAYLOAD_PREFIX = Rule(
+    "skip-metadata-payload-prefix", "4.3", _JAVA_PORT,
+    "--skip-record-metadata: a record without a key prints ' payload: ...', not '| payload: ...'")
+SNAPSHOT_NO_TRAILING_SPACE = Rule(
+    "snapshot-no-trailing-space", "4.3", _JAVA_PORT,
+    "a producer snapshot entry without batch metadata ends in a space after lastTimestamp")
+TIME_INDEX_NOT_FOUND_NAMES_FILE = Rule(
+    "time-index-not-found-names-file", "4.3", _JAVA_PORT,
+    "a .timeindex's entries missing from the log come under 'The following indexed offsets are not found in "
+    "the log.', which names no file")
+LEADER_CHANGE_TEXT = Rule(
+    "leader-change-text", "4.1", "KAFKA-19069 (apache/kafka#19729)",
+    "a LEADER_CHANGE control record prints as controlType: LEADER_CHANGE(2)")
+KRAFT_CONTROL_TEXT = Rule(
+    "kraft-control-text", "3.8", "KIP-853 (KAFKA-16207, apache/kafka#15671)",
+    "KRAFT_VERSION and KRAFT_VOTERS control records print as controlType: UNKNOWN(5) and UNKNOWN(6)")
+TOOLS_API_DECODERS = Rule(
+    "tools-api-decoders", "3.8", "KIP-1047 (KAFKA-16796, apache/kafka#16064)",
+    "no org.apache.kafka.tools.api decoder classes: --key/--value-decoder-class naming one dies "
+    "(ClassNotFoundException); kdump refuses it")
+REMOTE_LOG_METADATA_DECODER = Rule(
+    "remote-log-metadata-decoder", "3.9", "KAFKA-16228 (apache/kafka#16475)",
+    "no --remote-log-metadata-decoder option (kafka-dump-log.sh rejects it; so does kdump)")
+SHARE_GROUP_STATE_DECODER = Rule(
+    "share-group-state-decoder", "4.0", "KIP-932 (KAFKA-17633, apache/kafka#17467)",
+    "no --share-group-state-decoder option (kafka-dump-log.sh rejects it; so does kdump)")
 TRANSACTION_STATUS_NAME = Rule(
     "transaction-status-name", "4.4", "KAFKA-20712 (apache/kafka#22615)",
     '--transaction-log-decoder: transactionStatus as its number (0), not the state name ("Empty"; an id '
     'TransactionState does not know prints as its number in quotes)')
 
-RULES = (TRANSACTION_STATUS_NAME,)
+RULES = (GAPS_EVERY_RECORD, LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, SNAPSHOT_NO_TRAILING_SPACE,
+         TIME_INDEX_NOT_FOUND_NAMES_FILE, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT, TOOLS_API_DECODERS,
+         REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, TRANSACTION_STATUS_NAME)
+# The rules that change a record's line as text.c draws it: a line without them is drawn in Python.
+C_TEXT_RULES = (LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT)
 
 
 def _key(line: str) -> tuple[int, ...]:
@@ -46,6 +86,17 @@ class KafkaLine:
 
     def has(self, rule: Rule) -> bool:
         return rule.name in self._rules
+
+    def lacks(self, rule: Rule, what: str) -> str | None:
+        """Why this line's kafka-dump-log.sh refuses ``what`` (an option it does not have), or None."""
+        if self.has(rule):
+            return None
+        return f"{what}: Kafka {self.line}'s kafka-dump-log.sh has none (it came in {rule.since}: {rule.change})"
+
+    @property
+    def c_text(self) -> bool:
+        """text.c draws this line's record lines (it knows the newest text only)."""
+        return all(self.has(r) for r in C_TEXT_RULES)
 
     def __repr__(self) -> str:
         return f"KafkaLine({self.line!r})"
