@@ -38,7 +38,7 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 
 def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
-    return coordinator.text(decoded)
+    return coordinator.text(decoded, kafka, "offsets")
 
 
 error_text = coordinator.error_text

@@ -9,7 +9,7 @@ with every decoder option (tests/kafka/test_dls_versions.py keeps them equal).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Rule(NamedTuple):
@@ -71,6 +71,70 @@ RULES = (GAPS_EVERY_RECORD, LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, S
 C_TEXT_RULES = (LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT)
 
 
+class SchemaRule(NamedTuple):
+    """What an internal-topic record schema gained in a line (one decoder, parameterised by the line).
+
+    ``what`` is a field path in the record's value (``assignedPartitions.assignmentEpochs``: a
+    field of each element; a tagged field, which older classes skip), ``version N`` (a value
+    version older classes fail on) or ``type`` (a record type they do not know). ``old_name``:
+    the field was renamed in ``since``, the lines before print that name.
+    """
+    topic: str          # the decoder: offsets, cluster-metadata, share-group-state
+    type: str           # the record type as DumpLogSegments names it (TOPIC_RECORD; a coordinator's id)
+    what: str
+    since: str
+    change: str
+    old_name: str | None = None
+
+
+_MEASURED = "measured with the line's own DumpLogSegments (Kafka's change not traced)"
+_ELR = "KIP-966 (eligible leader replicas)"
+_JBOD = "KIP-858 (JBOD in KRaft)"
+_CORDON = "KIP-1066 (cordoned log dirs)"
+_SHARE = "KIP-932 (share groups)"
+SCHEMA_RULES = (
+    SchemaRule("cluster-metadata", "REGISTER_BROKER_RECORD", "version 3", "3.7", _JBOD),
+    SchemaRule("cluster-metadata", "REGISTER_BROKER_RECORD", "version 4", "4.3", _CORDON),
+    SchemaRule("cluster-metadata", "PARTITION_RECORD", "version 2", "3.7", _JBOD),
+    SchemaRule("cluster-metadata", "REGISTER_CONTROLLER_RECORD", "type", "3.7", "KIP-919 (controller registration)"),
+    SchemaRule("cluster-metadata", "CLEAR_ELR_RECORD", "type", "4.0", _ELR),
+    SchemaRule("cluster-metadata", "PARTITION_CHANGE_RECORD", "eligibleLeaderReplicas", "3.7", _ELR),
+    SchemaRule("cluster-metadata", "PARTITION_CHANGE_RECORD", "lastKnownElr", "3.7", _ELR),
+    SchemaRule("cluster-metadata", "PARTITION_CHANGE_RECORD", "lastKnownElr", "3.8", _ELR, "lastKnownELR"),
+    SchemaRule("cluster-metadata", "BROKER_REGISTRATION_CHANGE_RECORD", "cordonedLogDirs", "4.3", _CORDON),
+    SchemaRule("offsets", "1", "topicId", "4.1", _MEASURED),
+    SchemaRule("offsets", "3", "metadataHash", "4.1", "KIP-1101 (group metadata hash)"),
+    SchemaRule("offsets", "6", "assignmentTimestamp", "4.3", _MEASURED),
+    SchemaRule("offsets", "12", "assignmentTimestamp", "4.3", _MEASURED),
+    SchemaRule("offsets", "8", "assignedPartitions.assignmentEpochs", "4.3", _MEASURED),
+    *(SchemaRule("offsets", str(t), "type", "4.0", _SHARE) for t in range(9, 16)),
+    SchemaRule("offsets", "16", "type", "4.0", "KAFKA-18234 (apache/kafka#18173)"),
+    *(SchemaRule("offsets", str(t), "type", "4.1", "KIP-1071 (streams groups)") for t in range(17, 24)),
+    SchemaRule("share-group-state", "1", "deliveryCompleteCount", "4.2", _MEASURED),
+)
+
+
+class SchemaError(Exception):
+    """A record this line's message classes cannot read (``text``: what DumpLogSegments says)."""
+
+    def __init__(self, text: str, unknown_type: bool = False) -> None:
+        super().__init__(text)
+        self.text = text
+        self.unknown_type = unknown_type
+
+
+def _drop(data: Any, path: list[str], old_name: str | None) -> Any:
+    if isinstance(data, list):
+        return [_drop(x, path, old_name) for x in data]
+    if not isinstance(data, dict) or path[0] not in data:
+        return data
+    if len(path) > 1:
+        return {**data, path[0]: _drop(data[path[0]], path[1:], old_name)}
+    if old_name is None:
+        return {k: v for k, v in data.items() if k != path[0]}
+    return {(old_name if k == path[0] else k): v for k, v in data.items()}
+
+
 def _key(line: str) -> tuple[int, ...]:
     return tuple(int(p) for p in line.split("."))
 
@@ -92,6 +156,21 @@ class KafkaLine:
         if self.has(rule):
             return None
         return f"{what}: Kafka {self.line}'s kafka-dump-log.sh has none (it came in {rule.since}: {rule.change})"
+
+    def schema_text(self, topic: str, rtype: str, version: int | None, data: Any) -> Any:
+        """A decoded record value as this line's message classes print it: fields it does not
+        know dropped, renamed ones under their old name; SchemaError where it cannot read it."""
+        for r in SCHEMA_RULES:
+            if r.topic != topic or r.type != rtype or _key(self.line) >= _key(r.since):
+                continue
+            if r.what == "type":
+                raise SchemaError(rtype, unknown_type=True)
+            if r.what.startswith("version "):
+                if version is not None and version >= int(r.what.split()[1]):
+                    raise SchemaError(f"version {version}")
+                continue
+            data = _drop(data, r.what.split("."), r.old_name)
+        return data
 
     @property
     def c_text(self) -> bool:
