@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
+from kdump.cli.dlsoptions import decoder_for_class, dls_options, kafka_line, split_files
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import decoder_choice, schema_options
@@ -74,10 +74,8 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
                    "line), or none: printed raw, byte for byte kafka-dump-log.sh's output, to a pipe or a "
                    "file (a terminal still gets them escaped).")
 @click.option("--kafka-version", type=click.Choice(kafka_lines.LINES),
-              help="Text view: print as this Kafka line's kafka-dump-log.sh does, and refuse the options it "
-                   f"lacks (lines {', '.join(kafka_lines.LINES)}; default {kafka_lines.NEWEST}; README's \"Text "
-                   "of older Kafka lines\" lists what differs). Not with --json or a table: their schema is "
-                   "kdump's own, the same for every Kafka.")
+              help=f"Text view: print as this Kafka line's kafka-dump-log.sh ({', '.join(kafka_lines.LINES)}; "
+                   f"default {kafka_lines.NEWEST}), refusing the options it lacks (README: Text of older Kafka lines).")
 @click.option("--start-offset", type=int, help="First offset to show.")
 @click.option("--end-offset", type=int, help="Last offset to show (inclusive).")
 @click.option("--start-time", help="Earliest timestamp to show: epoch ms or ISO-8601 (UTC by default).")
@@ -123,26 +121,14 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
         # Kafka's bytes are for a pipe or a file (a diff, a script): a terminal would act on them.
         out.note("kdump: note: --escape none writes Kafka's bytes to a pipe or a file; on a terminal "
                  "control characters stay escaped (add | cat for the raw bytes)")
-    if kafka_version is not None and out.format != "text":
-        raise click.UsageError("--kafka-version is for the text view (kafka-dump-log.sh's lines); --json and "
-                               "tables are kdump's own schema, the same for every Kafka line")
-    kafka = kafka_lines.KafkaLine(kafka_version or kafka_lines.NEWEST)
-    refused = (remote_log_metadata_decoder and kafka.lacks(kafka_lines.REMOTE_LOG_METADATA_DECODER,
-                                                           "--remote-log-metadata-decoder")
-               or share_group_state_decoder and kafka.lacks(kafka_lines.SHARE_GROUP_STATE_DECODER,
-                                                           "--share-group-state-decoder")
-               or next((kafka.lacks(kafka_lines.TOOLS_API_DECODERS, f"{option} {name}")
-                        for option, name in (("--key-decoder-class", key_decoder_class),
-                                             ("--value-decoder-class", value_decoder_class))
-                        if name and name.startswith("org.apache.kafka.tools.api.")), None))
-    if refused:
-        raise click.UsageError(refused)
     if (index_sanity_check or verify_index_only) and out.format != "text":
         raise click.UsageError("--index-sanity-check and --verify-index-only are kafka-dump-log.sh's text view; "
                                "for JSON or a table use `kdump index --verify`")
-    flags = {"offsets_decoder": offsets_decoder, "transaction_log_decoder": transaction_log_decoder,
-             "cluster_metadata_decoder": cluster_metadata_decoder,
-             "remote_log_metadata_decoder": remote_log_metadata_decoder,
+    kafka = kafka_line(kafka_version, out.format, {"--key-decoder-class": key_decoder_class, "--value-decoder-class":
+                       value_decoder_class, "--remote-log-metadata-decoder": remote_log_metadata_decoder,
+                       "--share-group-state-decoder": share_group_state_decoder})
+    flags = {"offsets_decoder": offsets_decoder, "transaction_log_decoder": transaction_log_decoder, "remote_log_"
+             "metadata_decoder": remote_log_metadata_decoder, "cluster_metadata_decoder": cluster_metadata_decoder,
              "share_group_state_decoder": share_group_state_decoder}
     internal = next((name for flag, name in INTERNAL_FLAGS if flags[flag]), None)
     if internal or key_decoder or value_decoder:

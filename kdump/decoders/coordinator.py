@@ -110,7 +110,8 @@ def without(fields: dict[str, Any], name: str) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if k != name}
 
 
-def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE, topic: str | None = None) -> tuple[str | None, str | None]:
+def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE,
+         topic: str | None = None) -> tuple[str | None, str | None]:
     """DumpLogSegments' (key, payload) texts: ``{"type":"<id>","data":{…}}`` and
     ``{"version":"<v>","data":{…}}`` or ``<DELETE>``, as the ``kafka`` line's classes read
     ``topic``'s records (kafka_lines.SCHEMA_RULES)."""

@@ -67,6 +67,8 @@ TRANSACTION_STATUS_NAME = Rule(
 RULES = (GAPS_EVERY_RECORD, LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, SNAPSHOT_NO_TRAILING_SPACE,
          TIME_INDEX_NOT_FOUND_NAMES_FILE, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT, TOOLS_API_DECODERS,
          REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, TRANSACTION_STATUS_NAME)
+_OPTION_RULES = {"--remote-log-metadata-decoder": REMOTE_LOG_METADATA_DECODER,
+                 "--share-group-state-decoder": SHARE_GROUP_STATE_DECODER}
 # The rules that change a record's line as text.c draws it: a line without them is drawn in Python.
 C_TEXT_RULES = (LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT)
 
@@ -151,11 +153,18 @@ class KafkaLine:
     def has(self, rule: Rule) -> bool:
         return rule.name in self._rules
 
-    def lacks(self, rule: Rule, what: str) -> str | None:
-        """Why this line's kafka-dump-log.sh refuses ``what`` (an option it does not have), or None."""
-        if self.has(rule):
-            return None
-        return f"{what}: Kafka {self.line}'s kafka-dump-log.sh has none (it came in {rule.since}: {rule.change})"
+    def refused(self, options: dict[str, Any]) -> str | None:
+        """Why this line's kafka-dump-log.sh refuses one of ``options`` (option -> its value: a
+        flag, or a decoder class name), or None: an option, or a class, it does not have."""
+        for option, value in options.items():
+            rule = _OPTION_RULES.get(option)
+            if isinstance(value, str):
+                rule = TOOLS_API_DECODERS if value.startswith("org.apache.kafka.tools.api.") else None
+                option = f"{option} {value}"
+            if value and rule is not None and not self.has(rule):
+                return (f"{option}: Kafka {self.line}'s kafka-dump-log.sh has none "
+                        f"(it came in {rule.since}: {rule.change})")
+        return None
 
     def schema_text(self, topic: str, rtype: str, version: int | None, data: Any) -> Any:
         """A decoded record value as this line's message classes print it: fields it does not
