@@ -59,6 +59,16 @@ REMOTE_LOG_METADATA_DECODER = Rule(
 SHARE_GROUP_STATE_DECODER = Rule(
     "share-group-state-decoder", "4.0", "KIP-932 (KAFKA-17633, apache/kafka#17467)",
     "no --share-group-state-decoder option (kafka-dump-log.sh rejects it; so does kdump)")
+OFFSETS_JSON = Rule(
+    "offsets-json", "3.8", "KAFKA-16470 (apache/kafka#15652)",
+    "--offsets-decoder: GroupMetadataManager.formatRecordKeyAndValue's text, offset_commit::group=G,partition=T-P "
+    "and offset=N[,metadata=M], group_metadata::group=G and {protocolType, protocol, generationId, assignment: "
+    "{member=[t-0, t-1]}}, unknown::version=N for the record types of KIP-848")
+TRANSACTION_LOG_JSON = Rule(
+    "transaction-log-json", "4.1", "KAFKA-18616 (apache/kafka#18688: one coordinator-record parser)",
+    "--transaction-log-decoder: TransactionLog.formatRecordKeyAndValue's text, transaction_metadata::"
+    "transactionalId=ID and producerId:P,producerEpoch:E,state=NAME,partitions=[t-0,...] (a Scala hash set's "
+    "order),txnLastUpdateTimestamp=T,txnTimeoutMs=M")
 TRANSACTION_STATUS_NAME = Rule(
     "transaction-status-name", "4.4", "KAFKA-20712 (apache/kafka#22615)",
     '--transaction-log-decoder: transactionStatus as its number (0), not the state name ("Empty"; an id '
@@ -66,7 +76,7 @@ TRANSACTION_STATUS_NAME = Rule(
 
 RULES = (GAPS_EVERY_RECORD, LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, SNAPSHOT_NO_TRAILING_SPACE,
          TIME_INDEX_NOT_FOUND_NAMES_FILE, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT, TOOLS_API_DECODERS,
-         REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, TRANSACTION_STATUS_NAME)
+         REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, OFFSETS_JSON, TRANSACTION_LOG_JSON, TRANSACTION_STATUS_NAME)
 _OPTION_RULES = {"--remote-log-metadata-decoder": REMOTE_LOG_METADATA_DECODER,
                  "--share-group-state-decoder": SHARE_GROUP_STATE_DECODER}
 # The rules that change a record's line as text.c draws it: a line without them is drawn in Python.
