@@ -14,7 +14,7 @@ from collections.abc import Callable
 import click
 
 from kdump.check.indexes.dls_view import DLS_MAX_MESSAGE_SIZE
-from kdump.decoders import plain
+from kdump.decoders import kafka_lines, plain
 
 
 def dls_options(f: Callable) -> Callable:
@@ -48,6 +48,19 @@ def decoder_for_class(name: str | None, option: str) -> str | None:
     known = ", ".join(plain.KAFKA_DECODER_CLASSES)
     raise click.BadParameter(f"{name!r}: kdump runs no Java; it knows Kafka's built-in decoders {known}",
                              param_hint=option)
+
+
+def kafka_line(version: str | None, view: str, options: dict) -> kafka_lines.KafkaLine:
+    """The Kafka line --kafka-version names (default the newest); a usage error where the view
+    is not the text one, or the line's kafka-dump-log.sh lacks one of ``options``."""
+    if version is not None and view != "text":
+        raise click.UsageError("--kafka-version is for the text view (kafka-dump-log.sh's lines); --json and "
+                               "tables are kdump's own schema, the same for every Kafka line")
+    kafka = kafka_lines.KafkaLine(version or kafka_lines.NEWEST)
+    refused = kafka.refused(options)
+    if refused:
+        raise click.UsageError(refused)
+    return kafka
 
 
 def split_files(values: tuple[str, ...]) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from kdump.cli.dlsoptions import decoder_for_class, dls_options, split_files
+from kdump.cli.dlsoptions import decoder_for_class, dls_options, kafka_line, split_files
 from kdump.cli.options import ByteSize, jobs_option, jobs_or_default, limits_option, local_urls, output_options
 from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import decoder_choice, schema_options
@@ -73,9 +73,9 @@ def check_range(what: str, start: int | None, end: int | None) -> None:
               help="Text view: control characters in keys, values and header keys escaped (one record a "
                    "line), or none: printed raw, byte for byte kafka-dump-log.sh's output, to a pipe or a "
                    "file (a terminal still gets them escaped).")
-@click.option("--kafka-version", type=click.Choice(kafka_lines.LINES), default=kafka_lines.NEWEST, show_default=True,
-              help="Text view: print as this Kafka line's kafka-dump-log.sh does (lines "
-                   f"{', '.join(kafka_lines.LINES)}; README's \"Text of older Kafka lines\" lists what differs).")
+@click.option("--kafka-version", type=click.Choice(kafka_lines.LINES),
+              help=f"Text view: print as this Kafka line's kafka-dump-log.sh ({', '.join(kafka_lines.LINES)}; "
+                   f"default {kafka_lines.NEWEST}), refusing the options it lacks (README: Text of older Kafka lines).")
 @click.option("--start-offset", type=int, help="First offset to show.")
 @click.option("--end-offset", type=int, help="Last offset to show (inclusive).")
 @click.option("--start-time", help="Earliest timestamp to show: epoch ms or ISO-8601 (UTC by default).")
@@ -124,9 +124,11 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     if (index_sanity_check or verify_index_only) and out.format != "text":
         raise click.UsageError("--index-sanity-check and --verify-index-only are kafka-dump-log.sh's text view; "
                                "for JSON or a table use `kdump index --verify`")
-    flags = {"offsets_decoder": offsets_decoder, "transaction_log_decoder": transaction_log_decoder,
-             "cluster_metadata_decoder": cluster_metadata_decoder,
-             "remote_log_metadata_decoder": remote_log_metadata_decoder,
+    kafka = kafka_line(kafka_version, out.format, {"--key-decoder-class": key_decoder_class, "--value-decoder-class":
+                       value_decoder_class, "--remote-log-metadata-decoder": remote_log_metadata_decoder,
+                       "--share-group-state-decoder": share_group_state_decoder})
+    flags = {"offsets_decoder": offsets_decoder, "transaction_log_decoder": transaction_log_decoder, "remote_log_"
+             "metadata_decoder": remote_log_metadata_decoder, "cluster_metadata_decoder": cluster_metadata_decoder,
              "share_group_state_decoder": share_group_state_decoder}
     internal = next((name for flag, name in INTERNAL_FLAGS if flags[flag]), None)
     if internal or key_decoder or value_decoder:
@@ -138,7 +140,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     check_range("time", filters.start_time, filters.end_time)
     decoders = schema_decoders(paths, key_decoder, value_decoder, schemas_path, schema_registry, schema_cache, out)
     view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders, escape=escape != "none",
-                       kafka=kafka_lines.KafkaLine(kafka_version))
+                       kafka=kafka)
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     dls=bool(files),
                     limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),

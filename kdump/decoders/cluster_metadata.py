@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kdump.decoders import frame
+from kdump.decoders import frame, kafka_lines
 from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.kafka_text import strip_private, to_json
 from kdump.errors import DecodeError
@@ -34,8 +34,14 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
     """DumpLogSegments' payload: ``{"type":"TOPIC_RECORD","version":0,"data":{…}}``; no key."""
-    return None, to_json({"type": decoded["type"], "version": decoded["version"],
-                          "data": strip_private(decoded["value"])})
+    try:
+        data = kafka.schema_text("cluster-metadata", decoded["type"], decoded["version"], decoded["value"])
+    except kafka_lines.SchemaError as e:
+        # MetadataRecordSerde's words for a type id and for a version its classes do not know
+        raise DecodeError(f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id "
+                          f"{decoded['type_id']}" if e.unknown_type else
+                          f"Failed to deserialize record with type {decoded['type_id']}") from None
+    return None, to_json({"type": decoded["type"], "version": decoded["version"], "data": strip_private(data)})
 
 
 def error_text(error: DecodeError, offset: int) -> str:

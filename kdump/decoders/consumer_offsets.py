@@ -18,7 +18,9 @@ import struct
 from typing import Any
 
 from kdump.decoders import coordinator
-from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
+from kdump.decoders.kafka_lines import NEWEST_LINE, OFFSETS_JSON, KafkaLine
+from kdump.decoders.kafka_text import to_json
+from kdump.decoders.transaction_state import java_hash, scala_hash_order
 from kdump.format.message_reader import SchemaError
 
 SCHEMA_FILE = "consumer_offsets.json"
@@ -38,10 +40,45 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 
 def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
-    return coordinator.text(decoded)
+    if not kafka.has(OFFSETS_JSON):
+        return _scala_text(decoded)
+    return coordinator.text(decoded, kafka, "offsets")
 
 
 error_text = coordinator.error_text
+
+
+def _scala_text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+    """GroupMetadataManager.formatRecordKeyAndValue (Kafka up to 3.7): its own key and value text."""
+    key, value = decoded["key"], decoded["value"]
+    if decoded["type_id"] in (0, 1):
+        text = "<DELETE>" if value is None else f"offset={value['offset']}" + (
+            f",metadata={value['metadata']}" if value.get("metadata") else "")
+        return f"offset_commit::group={key['group']},partition={key['topic']}-{key['partition']}", text
+    if decoded["type_id"] != GROUP_METADATA:
+        return f"unknown::version={decoded['type_id']}", None
+    if value is None:
+        return f"group_metadata::group={key['group']}", "<DELETE>"
+    protocol_type = value.get("protocolType") or ""
+    members = {m["memberId"]: _assignment_text(m["assignment"], protocol_type) for m in value.get("members") or ()}
+    assignment = ",".join(f"{m}={members[m]}" for m in scala_hash_order(list(members), java_hash))
+    return f"group_metadata::group={key['group']}", to_json(
+        {"protocolType": protocol_type, "protocol": value.get("protocol"), "generationId": value["generation"],
+         "assignment": "{" + assignment + "}"})
+
+
+def _hex(data: bytes) -> str:
+    """Scala's "%X".format(BigInt(1, bytes)): no leading zeros; nothing for no bytes."""
+    return f"{int.from_bytes(data, 'big'):X}" if data else ""
+
+
+def _assignment_text(assignment: Any, protocol_type: str) -> str:
+    if protocol_type != CONSUMER_PROTOCOL or not isinstance(assignment, dict):
+        return _hex(base64.b64decode(assignment)) if isinstance(assignment, str) else ""
+    partitions = ", ".join(f"{t['topic']}-{p}" for t in assignment.get("assignedPartitions") or ()
+                           for p in t["partitions"])
+    user_data = _hex(base64.b64decode(assignment["userData"])) if assignment.get("userData") else ""
+    return f"[{partitions}]" + (f":{user_data}" if user_data else "")
 
 
 def _expand_consumer_protocol(group: dict[str, Any]) -> None:

@@ -13,6 +13,8 @@ import struct
 from functools import cache
 from typing import Any, NamedTuple
 
+from kdump.decoders import kafka_lines
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.kafka_text import snake_name, strip_private, to_json
 from kdump.errors import DecodeError
 from kdump.format.message_reader import SchemaError
@@ -108,13 +110,23 @@ def without(fields: dict[str, Any], name: str) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if k != name}
 
 
-def text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE,
+         topic: str | None = None) -> tuple[str | None, str | None]:
     """DumpLogSegments' (key, payload) texts: ``{"type":"<id>","data":{…}}`` and
-    ``{"version":"<v>","data":{…}}`` or ``<DELETE>``."""
+    ``{"version":"<v>","data":{…}}`` or ``<DELETE>``, as the ``kafka`` line's classes read
+    ``topic``'s records (kafka_lines.SCHEMA_RULES)."""
+    value = decoded["value"]
+    if topic is not None:
+        try:
+            value = kafka.schema_text(topic, str(decoded["type_id"]), decoded["version"], value)
+        except kafka_lines.SchemaError as e:
+            if e.unknown_type:
+                raise UnknownRecordTypeError(decoded["type_id"]) from None
+            raise DecodeError(f"Could not read record with {e.text} from value's buffer.") from None
     key_text = to_json({"type": str(decoded["type_id"]), "data": strip_private(decoded["key"])})
-    if decoded["value"] is None:
+    if value is None:
         return key_text, DELETE
-    return key_text, to_json({"version": str(decoded["version"]), "data": strip_private(decoded["value"])})
+    return key_text, to_json({"version": str(decoded["version"]), "data": strip_private(value)})
 
 
 def error_text(error: DecodeError, offset: int) -> str:

@@ -42,7 +42,7 @@ def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str |
     if share is not None and share.get(BATCHES):
         batches = [coordinator.without(b, STATE_NAME) for b in share[BATCHES]]
         decoded = {**decoded, "value": {**share, BATCHES: batches}}
-    return coordinator.text(decoded)
+    return coordinator.text(decoded, kafka, "share-group-state")
 
 
 error_text = coordinator.error_text

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kdump.decoders import coordinator
-from kdump.decoders.kafka_lines import NEWEST_LINE, TRANSACTION_STATUS_NAME, KafkaLine
+from kdump.decoders.kafka_lines import NEWEST_LINE, TRANSACTION_LOG_JSON, TRANSACTION_STATUS_NAME, KafkaLine
 
 SCHEMA_FILE = "transaction_state.json"
 STATUS = "transactionStatus"
@@ -34,6 +34,8 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 
 def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str | None, str | None]:
+    if not kafka.has(TRANSACTION_LOG_JSON):
+        return _scala_text(decoded)
     txn = decoded["value"]
     if txn is not None and STATUS_NAME in txn:
         txn = coordinator.without(txn, STATUS_NAME)
@@ -47,3 +49,47 @@ def text(decoded: dict[str, Any], kafka: KafkaLine = NEWEST_LINE) -> tuple[str |
 
 
 error_text = coordinator.error_text
+
+
+def _scala_text(decoded: dict[str, Any]) -> tuple[str | None, str | None]:
+    """TransactionLog.formatRecordKeyAndValue (Kafka up to 4.0): key and value as Scala wrote them."""
+    key = f"transaction_metadata::transactionalId={decoded['key']['transactionalId']}"
+    txn = decoded["value"]
+    if txn is None:
+        return key, coordinator.DELETE
+    partitions = [] if txn[STATUS] == 0 else [(p["topic"], i) for p in txn["transactionPartitions"] or ()
+                                              for i in p["partitionIds"]]
+    return key, (f"producerId:{txn['producerId']},producerEpoch:{txn['producerEpoch']},"
+                 f"state={status_name(txn[STATUS])},partitions=[{','.join(_partitions(partitions))}],"
+                 f"txnLastUpdateTimestamp={txn['transactionLastUpdateTimestampMs']},"
+                 f"txnTimeoutMs={txn['transactionTimeoutMs']}")
+
+
+def java_hash(text: str) -> int:
+    """String.hashCode(), unsigned."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def _partitions(partitions: list[tuple[str, int]]) -> list[str]:
+    unique = list(dict.fromkeys(partitions))
+    # TopicPartition.hashCode
+    order = scala_hash_order(unique, lambda tp: 31 * (31 + tp[1]) + java_hash(tp[0]))
+    return [f"{t}-{p}" for t, p in order]
+
+
+def scala_hash_order(items: list, hash_code) -> list:
+    """``items`` (distinct) as a Scala 2.13 mutable.HashSet or HashMap iterates them: by bucket
+    (the improved hash masked by a table of 16 slots, doubled on reaching 3/4 full), then by
+    hash, then as added."""
+    size = 16
+    while len(items) >= size * 3 // 4:
+        size *= 2
+    hashes = []
+    for item in items:
+        h = hash_code(item) & 0xFFFFFFFF
+        h ^= h >> 16
+        hashes.append(h - (1 << 32) if h & 0x80000000 else h)
+    return [items[i] for i in sorted(range(len(items)), key=lambda i: (hashes[i] & (size - 1), hashes[i], i))]

@@ -11,6 +11,8 @@ from typing import Any, TextIO
 
 from kdump import _accel
 from kdump.check.gaps import PartitionGaps, follow
+from kdump.check.indexes.dls_view import SUMMARY_TIME_NOT_FOUND
+from kdump.decoders import kafka_lines as K
 from kdump.decoders.views import PayloadView
 from kdump.export import ndjson
 from kdump.format.records import LargeRecords
@@ -18,7 +20,7 @@ from kdump.render import jsonout, text
 from kdump.render.gaps import GapReporter, gap_summary
 from kdump.render.line_buffer import FLUSH_CHARS, FLUSH_LINES, ByteLines, Lines
 from kdump.render.tabledump import TableDump  # noqa: F401 - the third view, beside the two here
-from kdump.storage.logdir import LogFile
+from kdump.storage.logdir import PRODUCER_SNAPSHOT, LogFile
 from kdump.storage.reader import Item
 
 GAPS_COMPACT_ABOVE = 100_000    # DumpLogSegments' gaps kept as pairs; one per previous offset past this
@@ -161,26 +163,32 @@ class TextDump:
         view, data, add = self.view, self.data, self.out.add
         for r in records:
             k, v = view.text(r) if data and r.control is None else (None, None)
-            add(text.record_line(r, k, v, not self.skip_metadata, view.escape))
+            add(text.record_line(r, k, v, not self.skip_metadata, view.escape, view.kafka))
 
     def end_batch(self, f: LogFile, it: Item) -> None:
         """A streamed batch has ended (its error, if any, is reported with the file's)."""
 
     def side(self, f: LogFile, rows: list[dict[str, Any]], lines: list[str]) -> None:
+        snapshot_space = f.kind == PRODUCER_SNAPSHOT and not self.view.kafka.has(K.SNAPSHOT_NO_TRAILING_SPACE)
         for line in lines:
-            self.out.add(line)
+            # The Scala tool wrote "lastTimestamp: N " before the batch metadata it may not have.
+            self.out.add(line + " " if snapshot_space and " firstSequence: " not in line else line)
 
     def end_file(self, f: LogFile, trailing: int) -> None:
         if trailing > 0:
             self.out.add(text.trailing_line(f.path, trailing))
-        if self._gaps:
-            self.blocks.append(text.non_consecutive_block(f.path, self._gaps))
+        block = text.non_consecutive_block(f.path, self._gaps, self.view.kafka) if self._gaps else None
+        if block is not None:
+            self.blocks.append(block)
         self._gaps = []
         self._follow = self._gaps if self.dls else None
         if self.gaps is not None:
             self.gaps.end_file()
 
     def add_summary(self, blocks: list[tuple[int, list[str]]]) -> None:
+        if not self.view.kafka.has(K.TIME_INDEX_NOT_FOUND_NAMES_FILE):
+            blocks = [(kind, ["The following indexed offsets are not found in the log.", *block[1:]])
+                      if kind == SUMMARY_TIME_NOT_FOUND else (kind, block) for kind, block in blocks]
         self.blocks.extend(blocks)
 
     @property

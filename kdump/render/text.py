@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 
+from kdump.decoders import kafka_lines as K
+from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.views import escape_controls
 from kdump.format.javautf8 import java_utf8
 from kdump.model import (
@@ -104,13 +106,19 @@ def batch_line(b: Batch) -> str:
             f"magic: {magic} compresscodec: {codec} crc: {crc} isvalid: {valid}")
 
 
-def control_text(c: Control) -> str:
+# The control types each line's ControlRecordType knows (fromTypeId: any other is UNKNOWN).
+_KRAFT_CONTROL = ("KRAFT_VERSION", "KRAFT_VOTERS")
+
+
+def control_text(c: Control, kafka: KafkaLine = NEWEST_LINE) -> str:
     """The control-record part of a record line, as DumpLogSegments prints each type."""
     name = CONTROL_TYPE_NAMES.get(c.type)
+    if name in _KRAFT_CONTROL and not kafka.has(K.KRAFT_CONTROL_TEXT):
+        name = None
     if name in ("ABORT", "COMMIT"):
         return f" endTxnMarker: {name} coordinatorEpoch: {c.coordinator_epoch}"
     body = json.dumps(c.data, separators=(",", ":")) if c.data is not None else "{}"
-    if name == "LEADER_CHANGE":
+    if name == "LEADER_CHANGE" and kafka.has(K.LEADER_CHANGE_TEXT):
         return f" LeaderChange: {body}"
     if name == "SNAPSHOT_HEADER":
         return f" SnapshotHeader {body}"
@@ -124,7 +132,7 @@ def control_text(c: Control) -> str:
 
 
 def record_line(r: Record, key_text: str | None = None, payload_text: str | None = None,
-                metadata: bool = True, escape: bool = True) -> str:
+                metadata: bool = True, escape: bool = True, kafka: KafkaLine = NEWEST_LINE) -> str:
     """One record's line; key/payload texts are given only in print (--data) mode; ``escape``:
     header keys escaped as keys and values are (a client names them), or raw (--escape none).
 
@@ -139,15 +147,18 @@ def record_line(r: Record, key_text: str | None = None, payload_text: str | None
             keys = ",".join(escape_controls(java_utf8(k)) if escape else java_utf8(k) for k, _ in r.headers)
             parts.append(f" sequence: {r.sequence} headerKeys: [{keys}]")
         else:
-            parts.append(f" isValid: {_BOOL[bool(r.crc_valid)]} crc: {r.crc}")
+            parts.append(f" isValid: {_BOOL[bool(r.crc_valid)]} crc: {r.crc}"
+                         + ("" if kafka.has(K.LEGACY_CRC_NO_BRACE) else "}"))
         if r.control is not None:
-            parts.append(control_text(r.control))
+            parts.append(control_text(r.control, kafka))
     if r.control is None:
         prefix = " " if metadata else "| "
         if key_text is not None:
             parts.append(f"{prefix}key: {key_text}")
             prefix = " "
         if payload_text is not None:
+            if not kafka.has(K.SKIP_METADATA_PAYLOAD_PREFIX):
+                prefix = " "
             parts.append(f"{prefix}payload: {payload_text}")
     return "".join(parts)
 
@@ -157,7 +168,7 @@ def item_lines(b: Batch, records: list[Record] | None, view, data: bool, metadat
     lines = [batch_line(b)]
     for r in records or ():
         k, v = view.text(r) if data and r.control is None else (None, None)
-        lines.append(record_line(r, k, v, metadata, view.escape))
+        lines.append(record_line(r, k, v, metadata, view.escape, view.kafka))
     return lines
 
 
@@ -173,23 +184,32 @@ def c_mode(view, data: bool, metadata: bool) -> int | None:
     and JSON decoders)."""
     key = C_KINDS.get(view.key_decoder or view.encoding)
     value = C_KINDS.get(view.value_decoder or view.encoding)
-    if view.internal is not None or key is None or value is None:
+    if view.internal is not None or key is None or value is None or not view.kafka.c_text:
         return None
     return ((C_METADATA if metadata else 0) | (C_DATA if data else 0) | (C_ESCAPE if view.escape else 0)
             | key << 4 | value << 8)
 
 
-def non_consecutive_block(path: str, gaps: list[tuple[int, int]]) -> tuple[int, list[str]]:
-    """DumpLogSegments' --deep-iteration report of offsets that do not follow one another.
+def non_consecutive_block(path: str, gaps: list[tuple[int, int]],
+                          kafka: KafkaLine = NEWEST_LINE) -> tuple[int, list[str]] | None:
+    """DumpLogSegments' --deep-iteration report of offsets that do not follow one another
+    (``gaps``: (previous offset, offset) as met, the first record's previous being -1).
 
     Kafka reports every gap, the first record of a segment not at offset 0 included
-    (``-1 is followed by <base>``), whatever made it: compaction, a deleted batch.
+    (``-1 is followed by <base>``), whatever made it: compaction, a deleted batch. The Scala
+    tool (GAPS_EVERY_RECORD) skipped the first record and listed them newest first.
     """
     from kdump.check.indexes.dls_view import SUMMARY_NON_CONSECUTIVE, absolute
 
-    pairs = dict(gaps)         # Kafka keeps one per previous offset, in offset order
+    if kafka.has(K.GAPS_EVERY_RECORD):
+        pairs = dict(gaps)         # Kafka keeps one per previous offset, in offset order
+        listed = [(prev, pairs[prev]) for prev in sorted(pairs)]
+    else:
+        listed = [g for g in reversed(gaps) if g[0] != -1]
+    if not listed:
+        return None
     return SUMMARY_NON_CONSECUTIVE, [f"Non-consecutive offsets in {absolute(path)}"] + [
-        f"  {prev} is followed by {pairs[prev]}" for prev in sorted(pairs)]
+        f"  {prev} is followed by {nxt}" for prev, nxt in listed]
 
 
 def trailing_line(path: str, count: int) -> str:

@@ -16,7 +16,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def test_each_rule_names_its_line_and_kafkas_change():
     for rule in RULES:
         assert rule.since in kafka_lines.LINES[1:], rule      # the oldest line has every rule off
-        assert re.match(r"KAFKA-\d+ \(apache/kafka#\d+\)$", rule.change), rule
+        assert re.match(r"(KAFKA-\d+ \(apache/kafka#\d+|KIP-\d+ \(KAFKA-\d+)", rule.change), rule
         assert rule.before
 
 
@@ -24,8 +24,42 @@ def test_a_line_has_the_rules_of_its_line_and_before():
     assert KafkaLine().line == kafka_lines.NEWEST == "4.4"
     assert KafkaLine("4.4").has(TRANSACTION_STATUS_NAME)
     assert not KafkaLine("4.3").has(TRANSACTION_STATUS_NAME)
-    with pytest.raises(ValueError, match="Kafka 3.9: kdump prints the text of Kafka 4.3, 4.4"):
-        KafkaLine("3.9")
+    assert kafka_lines.LINES == ("3.6", "3.7", "3.8", "3.9", "4.0", "4.1", "4.2", "4.3", "4.4")
+    assert KafkaLine("4.2").has(kafka_lines.TRANSACTION_LOG_JSON) and not KafkaLine("4.0").has(
+        kafka_lines.TRANSACTION_LOG_JSON)
+    with pytest.raises(ValueError, match="Kafka 3.5: kdump prints the text of Kafka 3.6, 3.7, "):
+        KafkaLine("3.5")
+
+
+def test_schema_rules_drop_rename_and_refuse_per_line():
+    data = {"brokerId": 1, "cordonedLogDirs": [], "brokerEpoch": 15}
+    assert KafkaLine("4.2").schema_text("cluster-metadata", "BROKER_REGISTRATION_CHANGE_RECORD", 3, data) == {
+        "brokerId": 1, "brokerEpoch": 15}
+    assert KafkaLine("4.3").schema_text("cluster-metadata", "BROKER_REGISTRATION_CHANGE_RECORD", 3, data) == data
+    change = {"partitionId": 0, "eligibleLeaderReplicas": [1], "lastKnownElr": [2]}
+    assert list(KafkaLine("3.7").schema_text("cluster-metadata", "PARTITION_CHANGE_RECORD", 0, change)) == [
+        "partitionId", "eligibleLeaderReplicas", "lastKnownELR"]
+    assert list(KafkaLine("3.6").schema_text("cluster-metadata", "PARTITION_CHANGE_RECORD", 0, change)) == [
+        "partitionId"]
+    nested = {"assignedPartitions": [{"topicId": "x", "partitions": [0], "assignmentEpochs": [2]}]}
+    assert KafkaLine("4.2").schema_text("offsets", "8", 0, nested) == {
+        "assignedPartitions": [{"topicId": "x", "partitions": [0]}]}
+    with pytest.raises(kafka_lines.SchemaError):
+        KafkaLine("4.2").schema_text("cluster-metadata", "REGISTER_BROKER_RECORD", 4, {})
+    KafkaLine("4.2").schema_text("cluster-metadata", "REGISTER_BROKER_RECORD", 3, {})
+    with pytest.raises(kafka_lines.SchemaError) as e:
+        KafkaLine("3.9").schema_text("offsets", "12", 0, {})
+    assert e.value.unknown_type
+
+
+def test_an_option_the_line_lacks_is_refused():
+    assert KafkaLine("3.8").refused({"--remote-log-metadata-decoder": True}) == (
+        "--remote-log-metadata-decoder: Kafka 3.8's kafka-dump-log.sh has none (it came in 3.9: KAFKA-16228 "
+        "(apache/kafka#16475))")
+    assert KafkaLine("3.9").refused({"--remote-log-metadata-decoder": True, "--share-group-state-decoder": False,
+                                     "--key-decoder-class": "org.apache.kafka.tools.api.LongDecoder"}) is None
+    assert "3.7's kafka-dump-log.sh has none" in KafkaLine("3.7").refused(
+        {"--key-decoder-class": None, "--value-decoder-class": "org.apache.kafka.tools.api.IntegerDecoder"})
 
 
 def test_readme_lists_each_rule_under_its_line():

@@ -29,8 +29,11 @@ SUFFIXES = (".log", ".checkpoint", ".index", ".timeindex", ".snapshot", ".txnind
 # One argv string may not exceed 128 KiB (Linux MAX_ARG_STRLEN): kdump's --files is cut below it.
 MAX_FILES_ARG = 100_000
 # stderr lines that name the file they are about (DumpLogSegments' closing summaries).
+# (Kafka's Scala tool, up to 4.2, headed a .timeindex's missing entries "The following indexed
+# offsets are not found in the log.", naming no file: such blocks come under the path "".)
 _SUMMARY = re.compile(r"^(Mismatches in :|Found timestamp mismatch in :|Found out of order timestamp in :"
-                      r"|The following indexed offsets are not found in :|Non-consecutive offsets in )(.*)$")
+                      r"|The following indexed offsets are not found in :|Non-consecutive offsets in "
+                      r"|The following indexed offsets are not found in the log\.)(.*)$")
 _NOISE = re.compile(r"^(SLF4J\(?\w*\)?: |NOTE: Picked up JDK_JAVA_OPTIONS)")
 _FRAME = re.compile(rb"@@dls (\d+) (\d+) ([01])\n")
 # Java prints in the locale's charset unless told; values are UTF-8 text.

@@ -195,6 +195,24 @@ def test_kafka_version_prints_that_lines_text(line, status):
 
 
 def test_kafka_version_names_the_lines_it_knows():
-    r = run_kdump("dump", "--kafka-version", "3.9", "--files", str(TXN_STATE))
-    assert r.code == 2 and "'3.9' is not one of '4.3', '4.4'" in r.err
-    assert "--kafka-version [4.3|4.4]" in run_kdump("dump", "--help").out
+    r = run_kdump("dump", "--kafka-version", "3.5", "--files", str(TXN_STATE))
+    assert r.code == 2 and "'3.5' is not one of '3.6', '3.7', '3.8', '3.9', '4.0', '4.1', '4.2', '4.3', '4.4'" in r.err
+    assert "--kafka-version [3.6|3.7|3.8|3.9|4.0|4.1|4.2|4.3|4.4]" in run_kdump("dump", "--help").out
+
+
+def test_kafka_version_prints_the_scala_transaction_log_text():
+    r = run_kdump("dump", "--files", str(TXN_STATE), "--transaction-log-decoder", "--escape", "none",
+                  "--kafka-version", "4.0")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[3].endswith(
+        " key: transaction_metadata::transactionalId=java-txn-none payload: producerId:19,producerEpoch:0,"
+        "state=Empty,partitions=[],txnLastUpdateTimestamp=1795485361471,txnTimeoutMs=60000")
+
+
+def test_kafka_version_refuses_what_the_line_lacks_and_json():
+    r = run_kdump("dump", "--files", str(TXN_STATE), "--share-group-state-decoder", "--kafka-version", "3.9")
+    assert r.code == 2
+    assert ("kdump: error: --share-group-state-decoder: Kafka 3.9's kafka-dump-log.sh has none (it came in 4.0: "
+            "KIP-932 (KAFKA-17633, apache/kafka#17467))") in r.err
+    r = run_kdump("dump", "--files", str(TXN_STATE), "--json", "--kafka-version", "4.4")
+    assert r.code == 2 and "--kafka-version is for the text view" in r.err
