@@ -78,6 +78,27 @@ def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> l
     return spliced
 
 
+def whole_log(paths, remote: Remote, out) -> tuple[list[LogFile], dict[str, int], list]:
+    """What ``export`` reads with ``--remote-storage``: the PATHS' segments with each tiered
+    partition's replaced by its whole log, and the last offset of each remote segment (its
+    metadata's: no neighbour in its folder says it), and the partition dirs that could not
+    be listed (the rest is read, as export does). The tiered damage is noted: it becomes
+    error rows or missing offsets, and ``verify --remote-storage`` names it."""
+    from kdump.findings import DAMAGE
+    from kdump.storage.logdir import BATCH_KINDS, resolve
+
+    unlisted: list = []
+    files = resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted, left_out=[])
+    parts = tiered_partitions(paths, remote, out)
+    for t in parts:
+        n = sum(1 for loc in t.findings if loc.finding.cls == DAMAGE)
+        if n:
+            out.note(f"kdump: note: {t.topic}-{t.partition}: {n} tiered problem{'s' if n != 1 else ''} "
+                     f"(kdump verify --remote-storage names them)")
+    upper = {r.path: end for t in parts for r, end in t.remote}
+    return [f for f, _ in splice([(f, False) for f in files], parts)], upper, unlisted
+
+
 def run_tiered_verify(paths, remote: Remote, out, strict: bool = False) -> int:
     return int(report(tiered_partitions(paths, remote, out), out, strict))
 

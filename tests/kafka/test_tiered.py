@@ -241,3 +241,40 @@ def test_copy_never_finished(tiered, tmp_path):
     assert "remote_gap" not in kinds and r.code == 0
     assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote), "--remote-metadata",
                  str(meta.parent)) == tiered[2]
+
+
+def _exported(out):
+    """(offset, key, value) of the tiered partition's rows in an export's Parquet, in offset order."""
+    import pyarrow.dataset as ds
+
+    t = ds.dataset(str(out / f"topic={TOPIC}" / "partition=0"), format="parquet").to_table()
+    rows = sorted(zip(t.column("offset").to_pylist(), t.column("key").to_pylist(), t.column("value").to_pylist(),
+                      t.column("segment").to_pylist()))
+    return [r[:3] for r in rows], {r[3] for r in rows}
+
+
+def test_export_is_the_whole_log(tiered, tmp_path):
+    """Both engines export remote plus local, each offset once, as the consumer read it; the
+    remote rows name the remote segment they came from."""
+    pytest.importorskip("pyarrow")
+    logs, remote, consumed = tiered
+    r = run_kdump("export", str(logs), "--remote-storage", str(remote), "--out", str(tmp_path / "local"))
+    assert r.code == 0, r.err
+    rows, segments = _exported(tmp_path / "local")
+    assert rows == consumed
+    assert {p.name for p in _remote_logs(remote)} <= segments
+    # without --remote-storage only the local tail is there
+    r = run_kdump("export", str(logs / f"{TOPIC}-0"), "--out", str(tmp_path / "tail"))
+    assert r.code == 0 and _exported(tmp_path / "tail")[0] == consumed[-len(_exported(tmp_path / "tail")[0]):]
+    pytest.importorskip("pyspark")
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run([sys.executable, "-m", "kdump", "export", str(logs), "--remote-storage", str(remote),
+                           "--out", str(tmp_path / "spark"), "--engine", "spark", "--master", "local[2]",
+                           "--split-bytes", "65536", "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"],
+                          env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _exported(tmp_path / "spark") == (rows, segments)
