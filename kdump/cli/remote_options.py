@@ -1,5 +1,5 @@
 """``--remote-storage``, ``--remote-layout``, ``--remote-metadata``: tiered storage (KIP-405)
-for ``dump``, ``verify`` and ``info``."""
+for ``dump``, ``verify``, ``info`` and ``export``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ def remote_options(f):
                      help="Where the __remote_log_metadata partitions are (default: the PATHS' own).")(f)
     f = click.option("--remote-layout", type=click.Choice(LAYOUTS), default="kafka-local", show_default=True,
                      help="How the remote store lays out its objects (kafka-local: Kafka's LocalTieredStorage).")(f)
-    f = click.option("--remote-storage", type=click.Path(path_type=str), metavar="PATH",
-                     help="A tiered topic's remote store (for kafka-local the broker's rsm.config.dir or its "
-                          "kafka-tiered-storage folder): the partitions' whole log is their live remote "
+    f = click.option("--remote-storage", type=click.Path(path_type=str), metavar="PATH_OR_URL",
+                     help="A tiered topic's remote store, a directory or an s3:// or hdfs:// URL (for "
+                          "kafka-local the broker's rsm.config.dir or its kafka-tiered-storage folder, or that "
+                          "tree copied under the URL): the partitions' whole log is their live remote "
                           "segments, as __remote_log_metadata says, plus the local ones. Read only.")(f)
     return f
 

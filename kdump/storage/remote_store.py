@@ -16,6 +16,8 @@ import re
 from typing import NamedTuple, Protocol
 
 from kdump.errors import InputError, UsageError
+from kdump.storage import fs, remote
+from kdump.storage.remote import is_remote
 
 # The object kinds of one remote segment, by LocalTieredStorage's file suffix
 # (RemoteLogSegmentFileset.RemoteLogSegmentFileType).
@@ -72,25 +74,28 @@ class LocalTieredStorage:
     """``rsm.config.dir``/kafka-tiered-storage/<topic>-<partition>-<topic id>/<offset>-<id><suffix>.
 
     ``path`` is the directory the broker was configured with or its kafka-tiered-storage
-    folder itself."""
+    folder itself: a local directory, or the same tree under an s3:// prefix or an hdfs://
+    path (read through ``kdump.storage.fs``, as log dirs there are)."""
 
     def __init__(self, path: str) -> None:
-        if not os.path.isdir(path):
+        if fs.kind(path) != "dir":
             raise InputError("cannot read the remote store: not a directory", file=path)
-        below = os.path.join(path, STORAGE_DIR)
-        self.root = below if os.path.isdir(below) else path
+        below = _join(path, STORAGE_DIR)
+        self.root = below if fs.isdir(below) else fs.normpath(path)
         try:
-            self._dirs = sorted(e.name for e in os.scandir(self.root) if e.is_dir())
+            self._dirs = sorted(e.name for e in fs.scandir(self.root) if e.is_dir())
         except OSError as e:
             raise InputError(f"cannot list the remote store: {e.strerror}", file=path) from None
 
     def partition_dir(self, topic: str, topic_id: str, partition: int) -> str:
-        return os.path.join(self.root, f"{topic}-{partition}-{topic_id}")
+        return _join(self.root, f"{topic}-{partition}-{topic_id}")
 
-    def _entries(self, topic: str, topic_id: str, partition: int) -> list[os.DirEntry]:
+    def _entries(self, topic: str, topic_id: str, partition: int) -> list:
         d = self.partition_dir(topic, topic_id, partition)
+        if d.rpartition("/")[2] not in self._dirs:      # a folder the store does not hold: nothing listed
+            return []
         try:
-            return sorted(os.scandir(d), key=lambda e: e.name)
+            return sorted(fs.scandir(d), key=lambda e: e.name)
         except FileNotFoundError:
             return []
         except OSError as e:
@@ -103,7 +108,7 @@ class LocalTieredStorage:
             if not m or m.group(3) not in SUFFIXES or not e.is_file():
                 continue
             seg = found.setdefault(m.group(2), RemoteFiles(m.group(2), int(m.group(1)), {}))
-            seg.objects[m.group(3)] = RemoteObject(e.path, e.stat().st_size)
+            seg.objects[m.group(3)] = RemoteObject(e.path, _size(e))
         return found
 
     def stray_objects(self, topic: str, topic_id: str, partition: int) -> list[str]:
@@ -119,3 +124,12 @@ class LocalTieredStorage:
             if name[-23:-22] == "-" and topic and number.isdecimal():
                 out.append((topic, int(number), topic_id))
         return out
+
+
+def _join(directory: str, name: str) -> str:
+    return remote.join(fs.normpath(directory), name) if is_remote(directory) else os.path.join(directory, name)
+
+
+def _size(e) -> int:
+    """A listing entry's size: a remote listing says it, a local one is asked."""
+    return e.size if isinstance(e, fs.RemoteEntry) else e.stat().st_size

@@ -278,3 +278,40 @@ def test_export_is_the_whole_log(tiered, tmp_path):
                           env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
     assert _exported(tmp_path / "spark") == (rows, segments)
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """moto's S3 server on loopback (tests/remote/servers.py)."""
+    pytest.importorskip("moto", reason="moto[server] is in the test extra")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
+    from servers import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("moto") / "moto.log").start()
+    yield server
+    server.stop()
+
+
+def test_remote_store_on_s3(tiered, s3_server, monkeypatch, tmp_path):
+    """The LocalTieredStorage tree uploaded under an S3 prefix is the same store: the same
+    records, the same findings (a deleted segment, named by its s3:// URL)."""
+    logs, remote, consumed = tiered
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    url = s3_server.upload("tiered", remote, "rsm")
+    assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", url) == consumed
+    assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", url + "/kafka-tiered-storage/") == consumed
+    r = run_kdump("export", str(logs), "--remote-storage", url, "--out", str(tmp_path / "o"))
+    assert r.code == 0, r.err
+    assert _exported(tmp_path / "o")[0] == consumed
+    gone = _remote_logs(remote)[1]
+    key = f"rsm/{gone.relative_to(remote).as_posix()}"
+    s3_server.client().delete_object(Bucket="tiered", Key=key)
+    r = run_kdump("verify", str(logs), "--remote-storage", url, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 1
+    assert [(f["kind"], f["file"]) for f in found if f["class"] == "damage"] == [
+        ("remote_segment_missing", f"s3://tiered/{key}")]
