@@ -125,10 +125,15 @@ def test_remote_retention(remote_deleted, tmp_path):
     rows = _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote))
     offsets = [o for o, _, _ in rows]
     assert offsets == list(range(offsets[0], SEGMENT_RECORDS + 40)) and offsets[0] > 0
-    # the metadata cut before its last record, a DELETE_SEGMENT_FINISHED
+    # the metadata cut before its last DELETE_SEGMENT_FINISHED (the broker may have been
+    # stopped in the middle of deleting one more segment: its DELETE_SEGMENT_STARTED, cut
+    # with it, must not be the last record, or nothing unfinished is left)
     meta = tmp_path / "meta" / "__remote_log_metadata-0"
     shutil.copytree(logs / "__remote_log_metadata-0", meta)
-    last = json.loads(run_kdump("dump", str(meta), "--json").out.splitlines()[-1])
+    batches = [json.loads(line) for line in run_kdump("dump", str(meta), "--json", "--records",
+                                                      "--remote-log-metadata-decoder").out.splitlines()]
+    last = [b for b in batches if any(r.get("decoded", {}).get("value", {}).get("remoteLogSegmentState") == 3
+                                      for r in b.get("records", ()))][-1]
     with open(last["file"], "r+b") as fh:
         fh.truncate(last["position"])
     r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--remote-metadata", str(meta.parent),
