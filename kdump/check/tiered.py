@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kdump import findings as F
+from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding
 from kdump.storage import remote_store as RS
@@ -66,9 +67,11 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
                                               f"offset {m.metadata_offset}, never finished")))
     for m in live:
         files = present.get(m.segment_id)
+        moved = store.moved(m.segment_id, m.start_offset, m.custom) if m.custom else None
+        if moved is not None:       # its custom metadata names its place
+            files = present[m.segment_id] = moved
         where = f"{place}/{m.start_offset:020d}-{m.segment_id}"
-        required = [s for s in RS.REQUIRED] + ([] if m.txn_index_empty else [RS.TRANSACTION_INDEX])
-        missing = [s for s in required if files is None or s not in files.objects]
+        missing = [s for s in store.required(m.txn_index_empty) if files is None or s not in files.objects]
         rng = _range(m.start_offset, m.end_offset)
         if missing:
             lost = "its records are gone" if RS.SEGMENT in missing else "its records are there"
@@ -76,9 +79,14 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
                                Finding(F.REMOTE_SEGMENT_MISSING, None, m.start_offset,
                                        f"live remote segment {m.segment_id} ({rng}) has no "
                                        f"{', '.join(missing)}: {lost}")))
-        if files is None or RS.SEGMENT not in files.objects:
+        try:
+            log = store.segment_log(files) if files is not None else None
+        except KdumpError as e:
+            out.append(Located(e.file or where, Finding(F.REMOTE_SEGMENT_CORRUPT, e.position, m.start_offset,
+                                                        f"{rng}: {e.message}")))
             continue
-        log = files.objects[RS.SEGMENT]
+        if log is None:
+            continue
         remote.append((LogFile(log.path, LOG, topic, partition, m.start_offset, None), m.end_offset))
         out.extend(Located(log.path, f) for f in _check_log(log, m, rng))
     out.extend(_orphans(present, metas))
@@ -96,7 +104,10 @@ def _check_log(log: RS.RemoteObject, m, rng: str) -> list[Finding]:
     if log.size < m.size:
         return [Finding(F.REMOTE_SEGMENT_SHORT, log.size, m.start_offset,
                         f"{rng}: {log.size} bytes of the {m.size} the metadata lists")]
-    mapped = MappedFile(log.path)
+    try:
+        mapped = MappedFile(log.path)
+    except KdumpError as e:     # a chunked object that cannot be read back
+        return [Finding(F.REMOTE_SEGMENT_CORRUPT, e.position, m.start_offset, f"{rng}: {e.message}")]
     try:
         walker = Walker(mapped.buf)
         last = None

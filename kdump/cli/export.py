@@ -56,7 +56,7 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
 def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, decode,
            schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, max_records_per_batch, jobs,
-           remote_storage, remote_layout, remote_metadata, overwrite, json_flag, quiet):
+           remote_storage, remote_layout, remote_metadata, remote_keyring, overwrite, json_flag, quiet):
     """Export the records under PATHS to Parquet or NDJSON files in --out.
 
     One row per record: topic, partition, segment, file, position, base_offset, offset,
@@ -80,7 +80,7 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         raise UsageError("--master, --conf and --writer apply to --engine spark only")
     if engine == "spark" and jobs is not None:
         raise UsageError("--jobs applies to --engine local only (Spark's parallelism is its master's)")
-    remote = remote_of(remote_storage, remote_layout, remote_metadata)
+    remote = remote_of(remote_storage, remote_layout, remote_metadata, remote_keyring)
     if remote is not None and engine == "spark" and writer == "spark":
         raise UsageError("--remote-storage exports with --writer arrow (Spark's own writer plans the PATHS alone)")
     columns = parse_partition_by(partition_by)

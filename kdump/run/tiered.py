@@ -21,13 +21,14 @@ class Remote(NamedTuple):
     storage: str
     layout: str = "kafka-local"
     metadata: str | None = None
+    keyring: str | None = None      # Aiven's: the RSA private keys that unwrap encrypted segments' keys
 
 
 def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
     from kdump.state.remote_log import replay
     from kdump.state.source import LogDirs
 
-    store = open_store(remote.storage, remote.layout)
+    store = open_store(remote.storage, remote.layout, remote.keyring)
     meta = replay([remote.metadata] if remote.metadata else _metadata_dirs(paths))
     for note in meta.notes:
         out.note(f"kdump: note: {note}")

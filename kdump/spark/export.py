@@ -23,7 +23,7 @@ from kdump.errors import StoreUnusable, UsageError
 from kdump.export.local import MAX_REPORTED_ERRORS, ExportResult, json_error_summary, write_group
 from kdump.export.slices import DEFAULT_SPLIT_BYTES, pack, plan, plan_files
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.storage import fs
+from kdump.storage import fs, views
 from kdump.storage.remote import is_remote
 
 WRITERS = ("arrow", "spark")
@@ -93,9 +93,14 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
         os.makedirs(out, exist_ok=True)
     rows = errors = 0
     messages: list[str] = []
+    transformed = views.table()     # chunked remote objects (Aiven's): each task reads them itself
     if groups:
         def task(item):
             number, group = item
+            if transformed:
+                from kdump.storage import aiven_store  # noqa: F401 - names the layout's reader
+
+                views.install(transformed)
             try:
                 if remote_out:      # written on the executor's own disk, then copied up
                     return (*_write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits),

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from kdump.decoders import remote_log_metadata as rlm
 from kdump.errors import KdumpError
+from kdump.format.aiven_manifest import custom_metadata
 from kdump.state.source import LogDirs, LogReader, segments
 
 TOPIC = "__remote_log_metadata"
@@ -28,6 +29,7 @@ class RemoteSegmentMeta(NamedTuple):
     txn_index_empty: bool
     state: int                  # the latest RemoteLogSegmentState
     metadata_offset: int        # offset of the record that set it, in __remote_log_metadata
+    custom: dict = {}           # the RSM's custom metadata, tag -> value (Aiven's: its prefix and key)
 
     @property
     def state_name(self) -> str:
@@ -86,9 +88,26 @@ def _apply(found, d: dict, offset: int, notes: list[str], where: str) -> None:
     if d["type_id"] == 0:
         by_id[sid["id"]] = RemoteSegmentMeta(sid["id"], tip["name"], tip["id"], tip["partition"], v["startOffset"],
                                              v["endOffset"], v["segmentSizeInBytes"], bool(v.get("txnIndexEmpty")),
-                                             v["remoteLogSegmentState"], offset)
+                                             v["remoteLogSegmentState"], offset, _custom(v, notes, where, offset))
     elif sid["id"] in by_id:
-        by_id[sid["id"]] = by_id[sid["id"]]._replace(state=v["remoteLogSegmentState"], metadata_offset=offset)
+        fields = _custom(v, notes, where, offset)
+        by_id[sid["id"]] = by_id[sid["id"]]._replace(state=v["remoteLogSegmentState"], metadata_offset=offset,
+                                                     **({"custom": fields} if fields else {}))
     else:
         notes.append(f"{where}: offset {offset}: an update for segment {sid['id']} whose copy was never started "
                      f"(the metadata before it is gone)")
+
+
+def _custom(v: dict, notes: list[str], where: str, offset: int) -> dict:
+    raw = v.get("customMetadata")
+    if not raw:
+        return {}
+    if isinstance(raw, str):        # the decoder gives bytes as base64 text
+        import base64
+
+        raw = base64.b64decode(raw)
+    try:
+        return custom_metadata(bytes(raw))
+    except KdumpError as e:
+        notes.append(f"{where}: offset {offset}: custom metadata: {e.message}")
+        return {}
