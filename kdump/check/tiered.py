@@ -67,7 +67,7 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
                                               f"offset {m.metadata_offset}, never finished")))
     for m in live:
         files = present.get(m.segment_id)
-        moved = store.moved(m.segment_id, m.start_offset, m.custom) if m.custom else None
+        moved = store.moved(m) if m.custom else None
         if moved is not None:       # its custom metadata names its place
             files = present[m.segment_id] = moved
         where = f"{place}/{m.start_offset:020d}-{m.segment_id}"

@@ -70,23 +70,24 @@ class AivenStore:
                 seg.objects[m.group(3)] = RemoteObject(e.path, entry_size(e))
         return found
 
-    def moved(self, segment_id: str, start_offset: int, fields: dict) -> RemoteFiles | None:
-        """A segment whose custom metadata names its own prefix or key (tags 1, 2)."""
-        prefix, key = fields.get(1), fields.get(2)
-        if prefix is None and key is None:
+    def moved(self, meta) -> RemoteFiles | None:
+        """A segment whose custom metadata (``meta.custom``: tag 1 the prefix, 2 the key
+        without its suffix) names another place than the layout's own."""
+        prefix, main = meta.custom.get(1), meta.custom.get(2)
+        if prefix is None and main is None:
             return None
-        base = self.root if prefix is None else _bucket(self.root) + "/" + str(prefix).strip("/")
-        main = str(key) if key is not None else None
+        base = self.root if prefix is None else _bucket(self.root) + "/" + str(prefix).lstrip("/")
         if main is None:
-            return None
-        found = RemoteFiles(segment_id, start_offset, {})
+            main = (f"{meta.topic}-{meta.topic_id}/{meta.partition}/"
+                    f"{meta.start_offset:020d}-{meta.segment_id}")
+        found = RemoteFiles(meta.segment_id, meta.start_offset, {})
         for suffix in SUFFIXES:
-            path = _join(base, main + suffix)
+            path = base + str(main) + suffix if base.endswith("/") else _join(base, str(main) + suffix)
             st = fs.stat(path) if is_remote(path) else None
-            size = st.size if st is not None and st.kind == "file" else (
-                os.path.getsize(path) if st is None and os.path.isfile(path) else None)
-            if size is not None:
-                found.objects[suffix] = RemoteObject(path, size)
+            if st is not None and st.kind == "file":
+                found.objects[suffix] = RemoteObject(path, st.size)
+            elif st is None and os.path.isfile(path):
+                found.objects[suffix] = RemoteObject(path, os.path.getsize(path))
         return found
 
     def stray_objects(self, topic: str, topic_id: str, partition: int) -> list[str]:
@@ -118,6 +119,7 @@ class AivenStore:
 
 
 def _bucket(root: str) -> str:
+    """Where an overriding prefix starts: the bucket of a URL, a directory store's directory."""
     if is_remote(root):
         scheme, _, rest = root.partition("://")
         return f"{scheme}://{rest.split('/', 1)[0]}"

@@ -43,8 +43,9 @@ class RemoteStore(Protocol):
     def segment_log(self, files: RemoteFiles) -> RemoteObject | None:
         """The segment's records as a readable file: its path and the segment's size."""
 
-    def moved(self, segment_id: str, start_offset: int, fields: dict) -> RemoteFiles | None:
-        """Where a segment is whose custom metadata names another place (None: not moved)."""
+    def moved(self, meta) -> RemoteFiles | None:
+        """Where a segment is whose custom metadata (a RemoteSegmentMeta's ``custom``) names
+        another place (None: not moved)."""
 
     def partition_dir(self, topic: str, topic_id: str, partition: int) -> str:
         """Where the partition's objects are (a directory or a key prefix)."""
@@ -100,7 +101,7 @@ class LocalTieredStorage:
     def segment_log(self, files: RemoteFiles) -> RemoteObject | None:
         return files.objects.get(SEGMENT)
 
-    def moved(self, segment_id: str, start_offset: int, fields: dict) -> RemoteFiles | None:
+    def moved(self, meta) -> RemoteFiles | None:
         return None
 
     def _entries(self, topic: str, topic_id: str, partition: int) -> list:

@@ -49,7 +49,7 @@ def _sizes_codec(values: list[int]) -> str:
     import zstandard
 
     base = min(values[:-1])
-    width = max(max(1, (v - base).bit_length() + 7) // 8 for v in values[:-1])
+    width = max(max(1, ((v - base).bit_length() + 7) // 8) for v in values[:-1])
     raw = (len(values).to_bytes(4, "big") + base.to_bytes(4, "big") + bytes([width])
            + b"".join((v - base).to_bytes(width, "big") for v in values[:-1]) + values[-1].to_bytes(4, "big"))
     return base64.b64encode(zstandard.ZstdCompressor().compress(raw)).decode()
