@@ -11,12 +11,15 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kdump import findings as F
+from kdump.check.tiered_lineage import choose
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding
 from kdump.storage import remote_store as RS
 from kdump.storage.logdir import LOG, LogFile
-from kdump.storage.mapped import MappedFile
+from kdump.storage.mapped import MappedFile, read_small
+
+TOPIC = "__remote_log_metadata"
 
 
 class Located(NamedTuple):
@@ -39,11 +42,14 @@ def _range(start: int, end: int) -> str:
 
 def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], topic: str,
                     partition: int, local_dir: str | None = None,
-                    topic_ids: list[str] | None = None) -> TieredPartition:
+                    topic_ids: list[str] | None = None, incomplete: list[str] | None = None) -> TieredPartition:
     """``metas``: segment id -> RemoteSegmentMeta (kdump.state.remote_log) of this partition;
     ``local``: the partition dir's files (leftovers included); ``topic_ids``: where to look
-    when no metadata names the partition (every file there is then an orphan)."""
-    out: list[Located] = []
+    when no metadata names the partition (every file there is then an orphan);
+    ``incomplete``: why the metadata read is not whole (remote_metadata_incomplete)."""
+    out: list[Located] = [Located(TOPIC, Finding(F.REMOTE_METADATA_INCOMPLETE, None, None,
+                                                 f"{why}: these findings may be stale"))
+                          for why in incomplete or ()]
     topic_ids = sorted({m.topic_id for m in metas.values()} | set(topic_ids or ()))
     present: dict[str, RS.RemoteFiles] = {}
     place = ""
@@ -52,7 +58,10 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
         place = store.partition_dir(topic, tid, partition)
         for path in store.stray_objects(topic, tid, partition):
             out.append(Located(path, Finding(F.REMOTE_ORPHAN, None, None, "not a remote segment file of this layout")))
-    live = sorted((m for m in metas.values() if m.live), key=lambda m: (m.start_offset, m.end_offset))
+    live, duplicates, outside = choose(sorted((m for m in metas.values() if m.live),
+                                              key=lambda m: (m.start_offset, m.end_offset)),
+                                       _lineage(local_dir), None)
+    out.extend(_lineage_findings(store, topic, partition, duplicates, outside, live))
     remote: list[tuple[LogFile, int]] = []
     for m in sorted(metas.values(), key=lambda m: m.start_offset):
         where = f"{place}/{m.start_offset:020d}-{m.segment_id}"
@@ -172,4 +181,38 @@ def _gaps(live, kept: list[LogFile]) -> list[Located]:
         out.append(Located(kept[0].path, Finding(F.REMOTE_GAP, None, end + 1,
                                                  f"between the remote segments and the local log: "
                                                  f"{_range(end + 1, kept[0].base_offset - 1)} are held by neither")))
+    return out
+
+
+def _lineage(local_dir: str | None) -> list[tuple[int, int]]:
+    """The local leader-epoch-checkpoint's (epoch, start offset), or [] (none, or unreadable:
+    verify's own checks say why)."""
+    import os
+
+    from kdump.format.checkpoint import LEADER_EPOCH, parse_checkpoint
+
+    if local_dir is None:
+        return []
+    path = os.path.join(local_dir, LEADER_EPOCH)
+    try:
+        return sorted((e.epoch, e.start_offset) for e in parse_checkpoint(read_small(path), LEADER_EPOCH, path))
+    except (KdumpError, OSError):
+        return []
+
+
+def _lineage_findings(store, topic: str, partition: int, duplicates, outside, chosen) -> list[Located]:
+    out = []
+    for m in duplicates:
+        keep = next(c for c in chosen if (c.start_offset, c.end_offset) == (m.start_offset, m.end_offset))
+        out.append(Located(f"{store.partition_dir(topic, m.topic_id, partition)}/{m.start_offset:020d}-{m.segment_id}",
+                           Finding(F.REMOTE_DUPLICATE, None, m.start_offset,
+                                   f"segment {m.segment_id} ({_range(m.start_offset, m.end_offset)}) is uploaded "
+                                   f"again as {keep.segment_id}, which RemoteLogManager reads")))
+    for m in outside:
+        kept = " (kept: no other segment holds its offsets)" if m in chosen else ""
+        out.append(Located(f"{store.partition_dir(topic, m.topic_id, partition)}/{m.start_offset:020d}-{m.segment_id}",
+                           Finding(F.REMOTE_LINEAGE_MISMATCH, None, m.start_offset,
+                                   f"segment {m.segment_id} ({_range(m.start_offset, m.end_offset)}) has leader "
+                                   f"epochs {', '.join(f'{e}@{o}' for e, o in m.epochs)}, not the local "
+                                   f"leader-epoch-checkpoint's{kept}")))
     return out

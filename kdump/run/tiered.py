@@ -32,14 +32,15 @@ def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
     meta = replay([remote.metadata] if remote.metadata else _metadata_dirs(paths))
     for note in meta.notes:
         out.note(f"kdump: note: {note}")
-    for where in meta.stopped:
-        out.note(f"kdump: note: remote log metadata read stopped early: {where}")
     local = LogDirs(paths)
     result = []
     for (topic, partition), metas in sorted(meta.segments.items()):
         p = local.get(topic, partition)
         files = partition_files(p.path) if p is not None else []
-        result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None))
+        incomplete = [f"the metadata read stopped early: {w}" for w in meta.stopped]
+        incomplete += meta.orphan_updates.get((topic, partition), [])
+        result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None,
+                                      incomplete=incomplete))
     for topic, partition, topic_id in store.partitions():
         if (topic, partition) not in meta.segments:     # a partition folder no metadata knows: all orphans
             result.append(check_partition(store, {}, [], topic, partition, topic_ids=[topic_id]))

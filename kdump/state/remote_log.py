@@ -30,6 +30,7 @@ class RemoteSegmentMeta(NamedTuple):
     state: int                  # the latest RemoteLogSegmentState
     metadata_offset: int        # offset of the record that set it, in __remote_log_metadata
     custom: dict = {}           # the RSM's custom metadata, tag -> value (Aiven's: its prefix and key)
+    epochs: tuple = ()          # segmentLeaderEpochs: (leader epoch, its first offset in the segment)
 
     @property
     def state_name(self) -> str:
@@ -44,6 +45,7 @@ class RemoteLog(NamedTuple):
     segments: dict[tuple[str, int], dict[str, RemoteSegmentMeta]]   # (topic, partition) -> id -> meta
     notes: list[str]
     stopped: list[str]          # where a metadata partition could not be read to its end
+    orphan_updates: dict = {}   # (topic, partition) -> updates whose COPY_SEGMENT_STARTED is not there
 
 
 def replay(paths) -> RemoteLog:
@@ -52,6 +54,7 @@ def replay(paths) -> RemoteLog:
     found: dict[tuple[str, int], dict[str, RemoteSegmentMeta]] = {}
     notes: list[str] = list(dirs.notes)
     stopped: list[str] = []
+    orphans: dict[tuple[str, int], list[str]] = {}
     parts = dirs.topic(TOPIC)
     if not parts:
         notes.append(f"no {TOPIC} partition under {', '.join(map(str, paths))}")
@@ -66,13 +69,13 @@ def replay(paths) -> RemoteLog:
                 except KdumpError as e:
                     notes.append(f"{p.path}: offset {r.offset}: {e.message}")
                     continue
-                _apply(found, d, r.offset, notes, p.path)
+                _apply(found, d, r.offset, notes, p.path, orphans)
         if reader.stop is not None:
             stopped.append(reader.stop.text())
-    return RemoteLog(found, notes, stopped)
+    return RemoteLog(found, notes, stopped, orphans)
 
 
-def _apply(found, d: dict, offset: int, notes: list[str], where: str) -> None:
+def _apply(found, d: dict, offset: int, notes: list[str], where: str, orphans: dict) -> None:
     v = d["value"]
     if d["type_id"] == 2:
         tip = v.get("topicIdPartition", {})
@@ -88,14 +91,16 @@ def _apply(found, d: dict, offset: int, notes: list[str], where: str) -> None:
     if d["type_id"] == 0:
         by_id[sid["id"]] = RemoteSegmentMeta(sid["id"], tip["name"], tip["id"], tip["partition"], v["startOffset"],
                                              v["endOffset"], v["segmentSizeInBytes"], bool(v.get("txnIndexEmpty")),
-                                             v["remoteLogSegmentState"], offset, _custom(v, notes, where, offset))
+                                             v["remoteLogSegmentState"], offset, _custom(v, notes, where, offset),
+                                             tuple((e["leaderEpoch"], e["offset"])
+                                                   for e in v.get("segmentLeaderEpochs") or ()))
     elif sid["id"] in by_id:
         fields = _custom(v, notes, where, offset)
         by_id[sid["id"]] = by_id[sid["id"]]._replace(state=v["remoteLogSegmentState"], metadata_offset=offset,
                                                      **({"custom": fields} if fields else {}))
     else:
-        notes.append(f"{where}: offset {offset}: an update for segment {sid['id']} whose copy was never started "
-                     f"(the metadata before it is gone)")
+        orphans.setdefault(key, []).append(f"{where}: offset {offset}: an update for segment {sid['id']} whose "
+                                           f"copy record is not there (the metadata before it is gone)")
 
 
 def _custom(v: dict, notes: list[str], where: str, offset: int) -> dict:
