@@ -48,6 +48,9 @@ def _oaep_wrap(key, data: bytes) -> bytes:
 def _sizes_codec(values: list[int]) -> str:
     import zstandard
 
+    if len(values) == 1:
+        one = b"\0\0\0\1" + values[0].to_bytes(4, "big")
+        return base64.b64encode(zstandard.ZstdCompressor().compress(one)).decode()
     base = min(values[:-1])
     width = max(max(1, ((v - base).bit_length() + 7) // 8) for v in values[:-1])
     raw = (len(values).to_bytes(4, "big") + base.to_bytes(4, "big") + bytes([width])
