@@ -241,6 +241,15 @@ REMOTE_GAP = _declare("remote_gap", DAMAGE, "offsets between two live remote seg
                       "segments and the local log start, that no segment holds")
 REMOTE_OVERLAP = _declare("remote_overlap", ANOMALY, "two live remote segments, or a remote and a local segment "
                           "that is not the same segment's copy, hold the same offsets")
+REMOTE_DUPLICATE = _declare("remote_duplicate", INFO, "a second live upload of a remote segment's offsets that "
+                            "RemoteLogManager would not read (it takes the one within the leader-epoch lineage, "
+                            "then the last finished): left out of the log")
+REMOTE_LINEAGE_MISMATCH = _declare("remote_lineage_mismatch", ANOMALY, "a live remote segment whose leader epochs "
+                                   "disagree with the local leader-epoch-checkpoint: RemoteLogManager treats it as "
+                                   "unreferenced (isRemoteSegmentWithinLeaderEpochs) and deletes it")
+REMOTE_METADATA_INCOMPLETE = _declare("remote_metadata_incomplete", ANOMALY, "the __remote_log_metadata read is "
+                                      "not whole (a partition read stopped early, or updates whose copy record is "
+                                      "gone): the remote findings may be stale")
 LOCAL_DELETED_SEGMENT = _declare("local_deleted_segment", INFO, "a *.log.deleted file: a local segment the broker "
                                  "scheduled for deletion (offloaded or past local retention), not part of the log")
 

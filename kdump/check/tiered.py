@@ -11,11 +11,15 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kdump import findings as F
+from kdump.check.tiered_lineage import choose
+from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding
 from kdump.storage import remote_store as RS
 from kdump.storage.logdir import LOG, LogFile
-from kdump.storage.mapped import MappedFile
+from kdump.storage.mapped import MappedFile, read_small
+
+TOPIC = "__remote_log_metadata"
 
 
 class Located(NamedTuple):
@@ -38,11 +42,14 @@ def _range(start: int, end: int) -> str:
 
 def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], topic: str,
                     partition: int, local_dir: str | None = None,
-                    topic_ids: list[str] | None = None) -> TieredPartition:
+                    topic_ids: list[str] | None = None, incomplete: list[str] | None = None) -> TieredPartition:
     """``metas``: segment id -> RemoteSegmentMeta (kdump.state.remote_log) of this partition;
     ``local``: the partition dir's files (leftovers included); ``topic_ids``: where to look
-    when no metadata names the partition (every file there is then an orphan)."""
-    out: list[Located] = []
+    when no metadata names the partition (every file there is then an orphan);
+    ``incomplete``: why the metadata read is not whole (remote_metadata_incomplete)."""
+    out: list[Located] = [Located(TOPIC, Finding(F.REMOTE_METADATA_INCOMPLETE, None, None,
+                                                 f"{why}: these findings may be stale"))
+                          for why in incomplete or ()]
     topic_ids = sorted({m.topic_id for m in metas.values()} | set(topic_ids or ()))
     present: dict[str, RS.RemoteFiles] = {}
     place = ""
@@ -51,7 +58,10 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
         place = store.partition_dir(topic, tid, partition)
         for path in store.stray_objects(topic, tid, partition):
             out.append(Located(path, Finding(F.REMOTE_ORPHAN, None, None, "not a remote segment file of this layout")))
-    live = sorted((m for m in metas.values() if m.live), key=lambda m: (m.start_offset, m.end_offset))
+    live, duplicates, outside = choose(sorted((m for m in metas.values() if m.live),
+                                              key=lambda m: (m.start_offset, m.end_offset)),
+                                       _lineage(local_dir), None)
+    out.extend(_lineage_findings(store, topic, partition, duplicates, outside, live))
     remote: list[tuple[LogFile, int]] = []
     for m in sorted(metas.values(), key=lambda m: m.start_offset):
         where = f"{place}/{m.start_offset:020d}-{m.segment_id}"
@@ -66,9 +76,11 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
                                               f"offset {m.metadata_offset}, never finished")))
     for m in live:
         files = present.get(m.segment_id)
+        moved = store.moved(m) if m.custom else None
+        if moved is not None:       # its custom metadata names its place
+            files = present[m.segment_id] = moved
         where = f"{place}/{m.start_offset:020d}-{m.segment_id}"
-        required = [s for s in RS.REQUIRED] + ([] if m.txn_index_empty else [RS.TRANSACTION_INDEX])
-        missing = [s for s in required if files is None or s not in files.objects]
+        missing = [s for s in store.required(m.txn_index_empty) if files is None or s not in files.objects]
         rng = _range(m.start_offset, m.end_offset)
         if missing:
             lost = "its records are gone" if RS.SEGMENT in missing else "its records are there"
@@ -76,9 +88,14 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
                                Finding(F.REMOTE_SEGMENT_MISSING, None, m.start_offset,
                                        f"live remote segment {m.segment_id} ({rng}) has no "
                                        f"{', '.join(missing)}: {lost}")))
-        if files is None or RS.SEGMENT not in files.objects:
+        try:
+            log = store.segment_log(files) if files is not None else None
+        except KdumpError as e:
+            out.append(Located(e.file or where, Finding(F.REMOTE_SEGMENT_CORRUPT, e.position, m.start_offset,
+                                                        f"{rng}: {e.message}")))
             continue
-        log = files.objects[RS.SEGMENT]
+        if log is None:
+            continue
         remote.append((LogFile(log.path, LOG, topic, partition, m.start_offset, None), m.end_offset))
         out.extend(Located(log.path, f) for f in _check_log(log, m, rng))
     out.extend(_orphans(present, metas))
@@ -96,7 +113,10 @@ def _check_log(log: RS.RemoteObject, m, rng: str) -> list[Finding]:
     if log.size < m.size:
         return [Finding(F.REMOTE_SEGMENT_SHORT, log.size, m.start_offset,
                         f"{rng}: {log.size} bytes of the {m.size} the metadata lists")]
-    mapped = MappedFile(log.path)
+    try:
+        mapped = MappedFile(log.path)
+    except KdumpError as e:     # a chunked object that cannot be read back
+        return [Finding(F.REMOTE_SEGMENT_CORRUPT, e.position, m.start_offset, f"{rng}: {e.message}")]
     try:
         walker = Walker(mapped.buf)
         last = None
@@ -161,4 +181,38 @@ def _gaps(live, kept: list[LogFile]) -> list[Located]:
         out.append(Located(kept[0].path, Finding(F.REMOTE_GAP, None, end + 1,
                                                  f"between the remote segments and the local log: "
                                                  f"{_range(end + 1, kept[0].base_offset - 1)} are held by neither")))
+    return out
+
+
+def _lineage(local_dir: str | None) -> list[tuple[int, int]]:
+    """The local leader-epoch-checkpoint's (epoch, start offset), or [] (none, or unreadable:
+    verify's own checks say why)."""
+    import os
+
+    from kdump.format.checkpoint import LEADER_EPOCH, parse_checkpoint
+
+    if local_dir is None:
+        return []
+    path = os.path.join(local_dir, LEADER_EPOCH)
+    try:
+        return sorted((e.epoch, e.start_offset) for e in parse_checkpoint(read_small(path), LEADER_EPOCH, path))
+    except (KdumpError, OSError):
+        return []
+
+
+def _lineage_findings(store, topic: str, partition: int, duplicates, outside, chosen) -> list[Located]:
+    out = []
+    for m in duplicates:
+        keep = next(c for c in chosen if (c.start_offset, c.end_offset) == (m.start_offset, m.end_offset))
+        out.append(Located(f"{store.partition_dir(topic, m.topic_id, partition)}/{m.start_offset:020d}-{m.segment_id}",
+                           Finding(F.REMOTE_DUPLICATE, None, m.start_offset,
+                                   f"segment {m.segment_id} ({_range(m.start_offset, m.end_offset)}) is uploaded "
+                                   f"again as {keep.segment_id}, which RemoteLogManager reads")))
+    for m in outside:
+        kept = " (kept: no other segment holds its offsets)" if m in chosen else ""
+        out.append(Located(f"{store.partition_dir(topic, m.topic_id, partition)}/{m.start_offset:020d}-{m.segment_id}",
+                           Finding(F.REMOTE_LINEAGE_MISMATCH, None, m.start_offset,
+                                   f"segment {m.segment_id} ({_range(m.start_offset, m.end_offset)}) has leader "
+                                   f"epochs {', '.join(f'{e}@{o}' for e, o in m.epochs)}, not the local "
+                                   f"leader-epoch-checkpoint's{kept}")))
     return out

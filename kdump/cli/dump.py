@@ -97,7 +97,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
          skip_record_metadata, escape, kafka_version, start_offset, end_offset, start_time, end_time, max_bytes,
          split_bytes, max_decompressed, max_expansion, max_records_per_batch, jobs, json_flag, fmt, color, quiet, files,
          key_decoder_class, value_decoder_class, index_sanity_check, verify_index_only, max_message_size, schemas_path,
-         schema_registry, schema_cache, remote_storage, remote_layout, remote_metadata):
+         schema_registry, schema_cache, remote_storage, remote_layout, remote_metadata, remote_keyring):
     """Dump segments, KRaft snapshots, indexes and side files.
 
     PATHS are files, partition directories or whole log directories. A directory
@@ -147,4 +147,4 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
                     index_sanity_check=index_sanity_check, verify_index_only=verify_index_only,
                     index_max_message_size=max_message_size,
                     jobs=jobs_or_default(jobs), split_bytes=split_bytes,
-                    remote=remote_of(remote_storage, remote_layout, remote_metadata))
+                    remote=remote_of(remote_storage, remote_layout, remote_metadata, remote_keyring))

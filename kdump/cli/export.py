@@ -12,6 +12,7 @@ from kdump.cli.options import (
     local_reads_only,
     paths_argument,
 )
+from kdump.cli.remote_options import remote_of, remote_options
 from kdump.cli.schema_options import schema_options
 from kdump.errors import UsageError
 from kdump.format.codecs import limits_for
@@ -56,13 +57,14 @@ def parse_conf(values: tuple[str, ...]) -> dict[str, str]:
 @schema_options
 @limits_option
 @jobs_option
+@remote_options
 @click.option("--overwrite", is_flag=True, help="Replace the output directory if it is not empty.")
 @click.option("--json", "json_flag", is_flag=True, help="Print a JSON summary object on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary or notes on stderr.")
 @io_limit_option
 def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding, split_bytes, decode,
            schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion, max_records_per_batch, jobs,
-           overwrite, json_flag, quiet):
+           remote_storage, remote_layout, remote_metadata, remote_keyring, overwrite, json_flag, quiet):
     """Export the records under PATHS to Parquet or NDJSON files in --out.
 
     One row per record: topic, partition, segment, file, position, base_offset, offset,
@@ -75,6 +77,9 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
 
     A partition dir that cannot be listed is reported and the rest exported, with
     _INCOMPLETE (what was not read) instead of _SUCCESS in --out; the exit status is 3.
+
+    With --remote-storage a tiered partition's whole log is exported: its live remote
+    segments (read by the Spark tasks themselves with --engine spark), then the local ones.
     """
     from kdump.export.local import parse_partition_by
 
@@ -84,6 +89,9 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         raise UsageError("--master, --conf and --writer apply to --engine spark only")
     if engine == "spark" and jobs is not None:
         raise UsageError("--jobs applies to --engine local only (Spark's parallelism is its master's)")
+    remote = remote_of(remote_storage, remote_layout, remote_metadata, remote_keyring)
+    if remote is not None and engine == "spark" and writer == "spark":
+        raise UsageError("--remote-storage exports with --writer arrow (Spark's own writer plans the PATHS alone)")
     columns = parse_partition_by(partition_by)
     options = {"fmt": fmt, "partition_by": columns, "encoding": encoding, "split_bytes": split_bytes,
                "overwrite": overwrite, "limits": limits_for(max_decompressed, max_expansion, max_records_per_batch)}
@@ -93,9 +101,9 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
         from kdump.spark.export import run_spark_export
 
         return run_spark_export(list(paths), out, master=master, conf=conf_map, writer=writer, json_flag=json_flag,
-                                quiet=quiet, options=options)
+                                quiet=quiet, options=options, remote=remote)
     from kdump.run.export import run_export
 
     return run_export(list(paths), out, jobs=jobs_or_default(jobs), decode=decode,
                       schemas=(schemas_path, schema_registry, schema_cache), json_flag=json_flag, quiet=quiet,
-                      options=options)
+                      options=options, remote=remote)

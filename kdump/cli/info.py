@@ -25,7 +25,7 @@ from kdump.render.output import Output
 @remote_options
 @output_options
 def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, quiet, remote_storage,
-         remote_layout, remote_metadata):
+         remote_layout, remote_metadata, remote_keyring):
     """Summarise partitions: segments, bytes, batches, records, offset and time ranges,
     codecs, producers, transactional and control share, batch-size histogram.
     With --remote-storage: each tiered partition's segments, remote and local, in offset order.
@@ -34,7 +34,7 @@ def info(paths, schemas_path, jobs, timeline, html_file, json_flag, fmt, color, 
     also run verify's checks on each partition to place its findings.
     """
     out = Output(json_flag, fmt, color, quiet)
-    remote = remote_of(remote_storage, remote_layout, remote_metadata)
+    remote = remote_of(remote_storage, remote_layout, remote_metadata, remote_keyring)
     if remote is not None:      # the tiered partitions' segments, remote and local, in offset order
         from kdump.run.tiered import run_tiered_info
 

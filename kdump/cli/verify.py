@@ -63,7 +63,7 @@ from kdump.storage.fs import refuse_remote
 def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker_cut, strict, force, engine, master,
            problems, schemas_path, schema_registry, schema_cache, max_decompressed, max_expansion,
            max_records_per_batch, jobs, json_flag, fmt, color, quiet, remote_storage, remote_layout,
-           remote_metadata):
+           remote_metadata, remote_keyring):
     """Check segments, indexes and side files for damage.
 
     PATHS are files, partition directories or log directories. Every segment is walked
@@ -112,7 +112,7 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
         return _spark(paths, deep, max_message_size, index_interval_bytes, master, out, limits, strict)
     if master:
         raise UsageError("--master is for --engine spark")
-    remote = remote_of(remote_storage, remote_layout, remote_metadata)
+    remote = remote_of(remote_storage, remote_layout, remote_metadata, remote_keyring)
     if remote is not None and (truncate or engine == "spark"):
         raise UsageError("--remote-storage is read here only: not with --truncate or --engine spark")
     from kdump.run.verify import run_verify

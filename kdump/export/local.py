@@ -16,7 +16,7 @@ from kdump.export.columns import record_batches
 from kdump.export.read import damage_message
 from kdump.export.schema import PARTITION_COLUMNS, text
 from kdump.export.slice_rows import json_items
-from kdump.export.slices import DEFAULT_SPLIT_BYTES, Scope, Slice, plan
+from kdump.export.slices import DEFAULT_SPLIT_BYTES, Scope, Slice, plan, plan_files
 from kdump.export.write import ParquetSink, hive_dir
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 
@@ -146,21 +146,27 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
 def export_local(paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
-                 threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1, decode=None) -> ExportResult:
+                 threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1, decode=None,
+                 chosen: tuple[list, dict[str, int], list] | None = None, guard: tuple[str, ...] = ()) -> ExportResult:
     """Export on this machine (no Spark): Parquet through pyarrow, or NDJSON.
 
     ``threads=False`` encodes Parquet in the decoding thread (one core), for comparisons.
     ``limits`` bound decompression as in ``dump``: a payload beyond them is an error row.
     ``jobs``: worker processes, each writing whole output directories (the files are the
-    same as from one process).
+    same as from one process). ``chosen``: the files to read, their offset bounds
+    (``slices.plan_files``) and the PATHS that could not be listed, instead of the PATHS'
+    own (a tiered partition's whole log); ``guard``: more inputs --out must not be (the remote store).
     """
     from kdump.export.extras import require_pyarrow
     from kdump.export.outdir import check_out, staged
 
     started = time.monotonic()
-    unread: list = []           # partition dirs that cannot be listed: the rest is exported, marked incomplete
-    slices = plan(paths, split_bytes, scope, unread)
-    check_out(out, overwrite, paths)
+    # partition dirs that cannot be listed: the rest is exported, marked incomplete
+    unread: list = [] if chosen is None else list(chosen[2])
+    slices = plan(paths, split_bytes, scope, unread) if chosen is None else plan_files(chosen[0], split_bytes,
+                                                                                        scope, chosen[1])
+    inputs = [*paths, *guard]
+    check_out(out, overwrite, inputs)
     if fmt not in ("parquet", "ndjson"):
         raise UsageError(f"unknown export format {fmt!r}")
     if fmt == "parquet":
@@ -168,7 +174,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     try:
         from kdump.jobs.fanout import ordered_map
 
-        with staged(out, overwrite, paths, unread) as tmp:      # renamed to `out` when done, _SUCCESS if complete
+        with staged(out, overwrite, inputs, unread) as tmp:      # renamed to `out` when done, _SUCCESS if complete
             def write(group: list[Slice]) -> _Tally:
                 if fmt == "parquet":
                     return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits,

@@ -94,10 +94,17 @@ def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Sc
     dir that cannot be listed goes (the rest is planned), instead of raising.
     """
     # The log dir's bootstrap.checkpoint holds no topic's records: not exported (named alone, it is).
-    files = resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted, left_out=[])
+    return plan_files(resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted, left_out=[]), split_bytes, scope)
+
+
+def plan_files(files: list[LogFile], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Scope = Scope(),
+               upper: dict[str, int] | None = None) -> list[Slice]:
+    """``plan`` of files already chosen (a tiered partition's whole log: ``kdump.run.tiered``).
+    ``upper``: the last offset of segments whose bound no neighbour in their directory gives
+    (a remote segment's, from its metadata)."""
     if scope.empty:
         return []
-    upper = _segment_upper_bounds(files)
+    upper = {**_segment_upper_bounds(files), **(upper or {})}
     out: list[Slice] = []
     for f in files:
         if not scope.keeps_file(f.topic, f.partition):

@@ -9,21 +9,29 @@ from kdump.render.export import report_export
 
 
 def run_export(paths: list[str], out: str, *, jobs: int, decode: bool, schemas: tuple, json_flag: bool,
-               quiet: bool, options: dict) -> int:
+               quiet: bool, options: dict, remote=None) -> int:
     """``schemas``: (--schemas, --schema-registry, --schema-cache); ``options``: the engines'
-    shared keyword arguments (format, partitioning, encoding, split size, overwrite, limits)."""
+    shared keyword arguments (format, partitioning, encoding, split size, overwrite, limits);
+    ``remote``: --remote-storage's (``kdump.run.tiered.Remote``): tiered partitions whole."""
     from kdump.export.local import export_local
     from kdump.render.output import Output
     from kdump.render.progress import Progress
     from kdump.storage.logdir import BATCH_KINDS, resolve
 
-    try:
-        files = [f.path for f in resolve(paths, kinds=BATCH_KINDS, errors=[])]
-    except KdumpError:
-        files = []          # export_local reports it in its own words
+    chosen = None
+    if remote is not None:
+        from kdump.run.tiered import whole_log
+
+        chosen = whole_log(paths, remote, Output(False, None, quiet=quiet))
+        files = [f.path for f in chosen[0]]
+    else:
+        try:
+            files = [f.path for f in resolve(paths, kinds=BATCH_KINDS, errors=[])]
+        except KdumpError:
+            files = []          # export_local reports it in its own words
     with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
         result = export_local(paths, out, jobs=jobs, decode=_decoder(paths, decode, options["fmt"], *schemas, quiet),
-                              **options)
+                              chosen=chosen, guard=(remote.storage,) if remote is not None else (), **options)
     report_export(result, out, options["fmt"], "local", json_flag, quiet)
     return int(result.status if result.status else ExitStatus.OK)
 

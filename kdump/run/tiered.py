@@ -21,24 +21,26 @@ class Remote(NamedTuple):
     storage: str
     layout: str = "kafka-local"
     metadata: str | None = None
+    keyring: str | None = None      # Aiven's: the RSA private keys that unwrap encrypted segments' keys
 
 
 def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
     from kdump.state.remote_log import replay
     from kdump.state.source import LogDirs
 
-    store = open_store(remote.storage, remote.layout)
+    store = open_store(remote.storage, remote.layout, remote.keyring)
     meta = replay([remote.metadata] if remote.metadata else _metadata_dirs(paths))
     for note in meta.notes:
         out.note(f"kdump: note: {note}")
-    for where in meta.stopped:
-        out.note(f"kdump: note: remote log metadata read stopped early: {where}")
     local = LogDirs(paths)
     result = []
     for (topic, partition), metas in sorted(meta.segments.items()):
         p = local.get(topic, partition)
         files = partition_files(p.path) if p is not None else []
-        result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None))
+        incomplete = [f"the metadata read stopped early: {w}" for w in meta.stopped]
+        incomplete += meta.orphan_updates.get((topic, partition), [])
+        result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None,
+                                      incomplete=incomplete))
     for topic, partition, topic_id in store.partitions():
         if (topic, partition) not in meta.segments:     # a partition folder no metadata knows: all orphans
             result.append(check_partition(store, {}, [], topic, partition, topic_ids=[topic_id]))
@@ -76,6 +78,27 @@ def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> l
         if (t.topic, t.partition) not in done and t.local_dir is None:
             spliced.extend((r, False) for r, _ in t.remote)
     return spliced
+
+
+def whole_log(paths, remote: Remote, out) -> tuple[list[LogFile], dict[str, int], list]:
+    """What ``export`` reads with ``--remote-storage``: the PATHS' segments with each tiered
+    partition's replaced by its whole log, and the last offset of each remote segment (its
+    metadata's: no neighbour in its folder says it), and the partition dirs that could not
+    be listed (the rest is read, as export does). The tiered damage is noted: it becomes
+    error rows or missing offsets, and ``verify --remote-storage`` names it."""
+    from kdump.findings import DAMAGE
+    from kdump.storage.logdir import BATCH_KINDS, resolve
+
+    unlisted: list = []
+    files = resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted, left_out=[])
+    parts = tiered_partitions(paths, remote, out)
+    for t in parts:
+        n = sum(1 for loc in t.findings if loc.finding.cls == DAMAGE)
+        if n:
+            out.note(f"kdump: note: {t.topic}-{t.partition}: {n} tiered problem{'s' if n != 1 else ''} "
+                     f"(kdump verify --remote-storage names them)")
+    upper = {r.path: end for t in parts for r, end in t.remote}
+    return [f for f, _ in splice([(f, False) for f in files], parts)], upper, unlisted
 
 
 def run_tiered_verify(paths, remote: Remote, out, strict: bool = False) -> int:

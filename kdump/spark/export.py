@@ -19,11 +19,11 @@ import os
 import re
 import time
 
-from kdump.errors import StoreUnusable
+from kdump.errors import StoreUnusable, UsageError
 from kdump.export.local import MAX_REPORTED_ERRORS, ExportResult, json_error_summary, write_group
-from kdump.export.slices import DEFAULT_SPLIT_BYTES, pack, plan
+from kdump.export.slices import DEFAULT_SPLIT_BYTES, pack, plan, plan_files
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.storage import fs
+from kdump.storage import fs, views
 from kdump.storage.remote import is_remote
 
 WRITERS = ("arrow", "spark")
@@ -36,15 +36,30 @@ def is_uri(path: str) -> bool:
 def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False,
-                 writer: str | None = None, limits: Limits = DEFAULT_LIMITS) -> ExportResult:
+                 writer: str | None = None, limits: Limits = DEFAULT_LIMITS, remote=None,
+                 quiet: bool = False) -> ExportResult:
+    """``remote``: --remote-storage's (``kdump.run.tiered.Remote``): a tiered partition's whole
+    log, its remote segments planned on the driver like local ones and read by the tasks from
+    the store (a path every executor reads, or an s3:// or hdfs:// URL)."""
     started = time.monotonic()
     remote_out = is_remote(out)     # s3:// or hdfs://: tasks write with pyarrow, kdump commits
-    writer = writer or ("spark" if is_uri(out) and not remote_out else "arrow")
+    writer = writer or ("spark" if is_uri(out) and not remote_out and remote is None else "arrow")
     if writer not in WRITERS:
         raise ValueError(f"writer must be one of {WRITERS}")
     paths = [fs.abspath(p) for p in paths]
-    unread: list = []       # partition dirs that cannot be listed: the rest is exported, marked incomplete
-    slices = plan(paths, split_bytes, unlisted=unread)      # usage errors surface here, before any job
+    if remote is not None:
+        from kdump.render.output import Output
+        from kdump.run.tiered import whole_log
+
+        if writer == "spark":
+            raise UsageError("--remote-storage exports with --writer arrow (Spark's own writer plans the PATHS alone)")
+        files, upper, unread = whole_log(paths, remote, Output(False, None, quiet=quiet))
+        slices = plan_files(files, split_bytes, upper=upper)
+        guard = [*paths, fs.abspath(remote.storage)]
+    else:
+        unread = []         # partition dirs that cannot be listed: the rest is exported, marked incomplete
+        slices = plan(paths, split_bytes, unlisted=unread)      # usage errors surface here, before any job
+        guard = paths
     if unread and writer == "spark":
         raise unread[0]     # Spark's own writer plans again and marks its output complete: refuse
 
@@ -56,14 +71,14 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
     if remote_out and writer == "arrow":
         from kdump.export.remote_out import staged_remote
 
-        with staged_remote(out, overwrite, paths, unread) as target:   # complete only once _SUCCESS is there
+        with staged_remote(out, overwrite, guard, unread) as target:   # complete only once _SUCCESS is there
             rows, errors, messages = write(target, True)
     elif is_uri(out):
         rows, errors, messages = write(out, overwrite)
     else:
         from kdump.export.outdir import staged
 
-        with staged(out, overwrite, paths, unread) as tmp:      # a local --out appears only when done
+        with staged(out, overwrite, guard, unread) as tmp:      # a local --out appears only when done
             rows, errors, messages = write(tmp, True)
     return ExportResult(rows, errors, len(slices), time.monotonic() - started, messages, tuple(unread))
 
@@ -78,9 +93,14 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
         os.makedirs(out, exist_ok=True)
     rows = errors = 0
     messages: list[str] = []
+    transformed = views.table()     # chunked remote objects (Aiven's): each task reads them itself
     if groups:
         def task(item):
             number, group = item
+            if transformed:
+                from kdump.storage import aiven_store  # noqa: F401 - names the layout's reader
+
+                views.install(transformed)
             try:
                 if remote_out:      # written on the executor's own disk, then copied up
                     return (*_write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits),
@@ -184,13 +204,13 @@ def export_on_spark(paths: list[str], out: str, master: str | None = None, conf:
 
 
 def run_spark_export(paths: list[str], out: str, *, master: str | None, conf: dict[str, str], writer: str | None,
-                     json_flag: bool, quiet: bool, options: dict) -> int:
+                     json_flag: bool, quiet: bool, options: dict, remote=None) -> int:
     """``kdump export --engine spark``'s run: the export, then its account (as run.export's)."""
     from kdump.errors import ExitStatus
     from kdump.render.export import report_export
     from kdump.spark.session import check_requirements
 
     check_requirements()
-    result = export_on_spark(paths, out, master, conf, writer=writer, **options)
+    result = export_on_spark(paths, out, master, conf, writer=writer, remote=remote, quiet=quiet, **options)
     report_export(result, out, options["fmt"], "spark", json_flag, quiet)
     return int(result.status if result.status else ExitStatus.OK)

@@ -16,7 +16,7 @@ from stat import S_ISREG
 
 from kdump import _accel
 from kdump.errors import InputError
-from kdump.storage import gentle
+from kdump.storage import gentle, views
 from kdump.storage.remote import is_remote
 
 # Mapped pages count as the process's memory once touched: walking a 4 GiB segment would
@@ -182,8 +182,11 @@ def open_regular(path: str) -> int:
 
 def _remote_spool(path: str):
     """The local copy of a remote file (``kdump.storage.spool``), nothing fetched yet."""
-    from kdump.storage import fs, spool
+    from kdump.storage import fs, spool, views
 
+    transformed = views.spool(path)     # a chunked object (Aiven's layout): its original bytes
+    if transformed is not None:
+        return transformed
     st = fs.stat(path)
     if st.kind != "file":
         raise InputError("cannot read: no such file" if st.kind is None else "cannot read: is a directory",
@@ -223,7 +226,7 @@ class MappedFile:
         self._mm: _SegmentMap | None = None
         self._watch_slot: int | None = None
         self.need = _nothing_needed
-        if is_remote(path):
+        if is_remote(path) or views.has(path):
             self._map_remote(path, lazy)
             return
         fd, st = _open_regular(path)
@@ -306,6 +309,8 @@ def _nothing_needed(start: int, end: int) -> None:
 def file_size(path: str) -> int:
     """Size of a file, 0 if it cannot be read (for progress totals and summaries)."""
     try:
+        if views.has(path):
+            return _remote_spool(path).size
         if is_remote(path):
             from kdump.storage import fs
 

@@ -6,16 +6,22 @@ A layout says where those objects are for a (topic id, partition, segment id); k
 lists and reads them: nothing here ever writes to remote storage.
 
 Layouts: ``kafka-local``, Kafka's own ``LocalTieredStorage`` (kafka-storage's test jar, the
-RSM of Kafka's tiered-storage integration tests). Aiven's layout is not done yet.
+RSM of Kafka's tiered-storage integration tests); ``aiven``, Aiven's
+tiered-storage-for-apache-kafka (``kdump.storage.aiven_store``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from kdump.errors import InputError, UsageError
+from kdump.storage import fs, remote
+from kdump.storage.remote import is_remote
+from kdump.storage.remote_objects import RemoteFiles, RemoteObject, entry_size
+
+__all__ = ["RemoteFiles", "RemoteObject", "RemoteStore", "open_store", "LocalTieredStorage", "LAYOUTS"]
 
 # The object kinds of one remote segment, by LocalTieredStorage's file suffix
 # (RemoteLogSegmentFileset.RemoteLogSegmentFileType).
@@ -25,24 +31,21 @@ SUFFIXES = (SEGMENT, OFFSET_INDEX, TIME_INDEX, TRANSACTION_INDEX, LEADER_EPOCH_C
 # Every segment has these; the transaction index only when it is not empty (txnIndexEmpty).
 REQUIRED = (SEGMENT, OFFSET_INDEX, TIME_INDEX, LEADER_EPOCH_CHECKPOINT, PRODUCER_SNAPSHOT)
 
-LAYOUTS = ("kafka-local",)
-
-
-class RemoteObject(NamedTuple):
-    path: str
-    size: int
-
-
-class RemoteFiles(NamedTuple):
-    """The objects found for one remote segment (by its id), whatever the metadata says."""
-
-    segment_id: str             # Kafka's Uuid as it prints it: 22 characters of URL-safe base64
-    start_offset: int           # from the object names
-    objects: dict[str, RemoteObject]   # suffix -> object
+LAYOUTS = ("kafka-local", "aiven")
 
 
 class RemoteStore(Protocol):
     root: str
+
+    def required(self, txn_index_empty: bool) -> tuple[str, ...]:
+        """The object suffixes every live segment has."""
+
+    def segment_log(self, files: RemoteFiles) -> RemoteObject | None:
+        """The segment's records as a readable file: its path and the segment's size."""
+
+    def moved(self, meta) -> RemoteFiles | None:
+        """Where a segment is whose custom metadata (a RemoteSegmentMeta's ``custom``) names
+        another place (None: not moved)."""
 
     def partition_dir(self, topic: str, topic_id: str, partition: int) -> str:
         """Where the partition's objects are (a directory or a key prefix)."""
@@ -57,7 +60,11 @@ class RemoteStore(Protocol):
         """(topic, partition, topic id) of every partition the store holds objects for."""
 
 
-def open_store(path: str, layout: str) -> RemoteStore:
+def open_store(path: str, layout: str, keyring: str | None = None) -> RemoteStore:
+    if layout == "aiven":
+        from kdump.storage.aiven_store import AivenStore
+
+        return AivenStore(path, keyring)
     if layout != "kafka-local":
         raise UsageError(f"--remote-layout {layout}: not a known layout (known: {', '.join(LAYOUTS)})")
     return LocalTieredStorage(path)
@@ -72,25 +79,37 @@ class LocalTieredStorage:
     """``rsm.config.dir``/kafka-tiered-storage/<topic>-<partition>-<topic id>/<offset>-<id><suffix>.
 
     ``path`` is the directory the broker was configured with or its kafka-tiered-storage
-    folder itself."""
+    folder itself: a local directory, or the same tree under an s3:// prefix or an hdfs://
+    path (read through ``kdump.storage.fs``, as log dirs there are)."""
 
     def __init__(self, path: str) -> None:
-        if not os.path.isdir(path):
+        if fs.kind(path) != "dir":
             raise InputError("cannot read the remote store: not a directory", file=path)
-        below = os.path.join(path, STORAGE_DIR)
-        self.root = below if os.path.isdir(below) else path
+        below = _join(path, STORAGE_DIR)
+        self.root = below if fs.isdir(below) else fs.normpath(path)
         try:
-            self._dirs = sorted(e.name for e in os.scandir(self.root) if e.is_dir())
+            self._dirs = sorted(e.name for e in fs.scandir(self.root) if e.is_dir())
         except OSError as e:
             raise InputError(f"cannot list the remote store: {e.strerror}", file=path) from None
 
     def partition_dir(self, topic: str, topic_id: str, partition: int) -> str:
-        return os.path.join(self.root, f"{topic}-{partition}-{topic_id}")
+        return _join(self.root, f"{topic}-{partition}-{topic_id}")
 
-    def _entries(self, topic: str, topic_id: str, partition: int) -> list[os.DirEntry]:
+    def required(self, txn_index_empty: bool) -> tuple[str, ...]:
+        return REQUIRED + (() if txn_index_empty else (TRANSACTION_INDEX,))
+
+    def segment_log(self, files: RemoteFiles) -> RemoteObject | None:
+        return files.objects.get(SEGMENT)
+
+    def moved(self, meta) -> RemoteFiles | None:
+        return None
+
+    def _entries(self, topic: str, topic_id: str, partition: int) -> list:
         d = self.partition_dir(topic, topic_id, partition)
+        if d.rpartition("/")[2] not in self._dirs:      # a folder the store does not hold: nothing listed
+            return []
         try:
-            return sorted(os.scandir(d), key=lambda e: e.name)
+            return sorted(fs.scandir(d), key=lambda e: e.name)
         except FileNotFoundError:
             return []
         except OSError as e:
@@ -103,7 +122,7 @@ class LocalTieredStorage:
             if not m or m.group(3) not in SUFFIXES or not e.is_file():
                 continue
             seg = found.setdefault(m.group(2), RemoteFiles(m.group(2), int(m.group(1)), {}))
-            seg.objects[m.group(3)] = RemoteObject(e.path, e.stat().st_size)
+            seg.objects[m.group(3)] = RemoteObject(e.path, entry_size(e))
         return found
 
     def stray_objects(self, topic: str, topic_id: str, partition: int) -> list[str]:
@@ -119,3 +138,8 @@ class LocalTieredStorage:
             if name[-23:-22] == "-" and topic and number.isdecimal():
                 out.append((topic, int(number), topic_id))
         return out
+
+
+def _join(directory: str, name: str) -> str:
+    return remote.join(fs.normpath(directory), name) if is_remote(directory) else os.path.join(directory, name)
+

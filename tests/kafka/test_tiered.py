@@ -147,7 +147,7 @@ def _rows(*args):
     assert r.code == 0, r.err
     b = base64.b64decode
     return [(rec["offset"], None if rec["key"] is None else b(rec["key"]), None if rec["value"] is None
-             else b(rec["value"])) for batch in map(json.loads, r.out.splitlines()) if f"/{TOPIC}-0" in batch["file"]
+             else b(rec["value"])) for batch in map(json.loads, r.out.splitlines()) if f"/{TOPIC}-" in batch["file"]
             for rec in batch.get("records", ())]
 
 
@@ -246,3 +246,128 @@ def test_copy_never_finished(tiered, tmp_path):
     assert "remote_gap" not in kinds and r.code == 0
     assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote), "--remote-metadata",
                  str(meta.parent)) == tiered[2]
+
+
+def _exported(out):
+    """(offset, key, value) of the tiered partition's rows in an export's Parquet, in offset order."""
+    import pyarrow.dataset as ds
+
+    t = ds.dataset(str(out / f"topic={TOPIC}" / "partition=0"), format="parquet").to_table()
+    rows = sorted(zip(t.column("offset").to_pylist(), t.column("key").to_pylist(), t.column("value").to_pylist(),
+                      t.column("segment").to_pylist()))
+    return [r[:3] for r in rows], {r[3] for r in rows}
+
+
+def test_export_is_the_whole_log(tiered, tmp_path):
+    """Both engines export remote plus local, each offset once, as the consumer read it; the
+    remote rows name the remote segment they came from."""
+    pytest.importorskip("pyarrow")
+    logs, remote, consumed = tiered
+    r = run_kdump("export", str(logs), "--remote-storage", str(remote), "--out", str(tmp_path / "local"))
+    assert r.code == 0, r.err
+    rows, segments = _exported(tmp_path / "local")
+    assert rows == consumed
+    assert {p.name for p in _remote_logs(remote)} <= segments
+    # without --remote-storage only the local tail is there
+    r = run_kdump("export", str(logs / f"{TOPIC}-0"), "--out", str(tmp_path / "tail"))
+    assert r.code == 0 and _exported(tmp_path / "tail")[0] == consumed[-len(_exported(tmp_path / "tail")[0]):]
+    pytest.importorskip("pyspark")
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run([sys.executable, "-m", "kdump", "export", str(logs), "--remote-storage", str(remote),
+                           "--out", str(tmp_path / "spark"), "--engine", "spark", "--master", "local[2]",
+                           "--split-bytes", "65536", "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"],
+                          env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _exported(tmp_path / "spark") == (rows, segments)
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """moto's S3 server on loopback (tests/remote/servers.py)."""
+    pytest.importorskip("moto", reason="moto[server] is in the test extra")
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "remote"))
+    from servers import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("moto") / "moto.log").start()
+    yield server
+    server.stop()
+
+
+def test_remote_store_on_s3(tiered, s3_server, monkeypatch, tmp_path):
+    """The LocalTieredStorage tree uploaded under an S3 prefix is the same store: the same
+    records, the same findings (a deleted segment, named by its s3:// URL)."""
+    logs, remote, consumed = tiered
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    url = s3_server.upload("tiered", remote, "rsm")
+    assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", url) == consumed
+    assert _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", url + "/kafka-tiered-storage/") == consumed
+    r = run_kdump("export", str(logs), "--remote-storage", url, "--out", str(tmp_path / "o"))
+    assert r.code == 0, r.err
+    assert _exported(tmp_path / "o")[0] == consumed
+    gone = _remote_logs(remote)[1]
+    key = f"rsm/{gone.relative_to(remote).as_posix()}"
+    s3_server.client().delete_object(Bucket="tiered", Key=key)
+    r = run_kdump("verify", str(logs), "--remote-storage", url, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 1
+    assert [(f["kind"], f["file"]) for f in found if f["class"] == "damage"] == [
+        ("remote_segment_missing", f"s3://tiered/{key}")]
+
+
+def test_aiven_layout_on_s3(tiered, s3_server, monkeypatch, tmp_path):
+    """The broker's remote segments in Aiven's layout (built per its documented format: no
+    real Aiven writer runs here), under a key prefix on S3: plain with a fixed chunk index,
+    zstd chunks with a variable one, and zstd plus AES-GCM with an RSA-wrapped key. Each
+    gives the consumer's records; a chunk whose tag fails, and a cut object, are named."""
+    pytest.importorskip("cryptography")
+    from support.aiven import from_local_tiered, rsa_key
+
+    logs, remote, consumed = tiered
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    key, ring = rsa_key(tmp_path)
+    src = remote / "kafka-tiered-storage"
+    for name, kwargs in (("plain", {}), ("zstd", {"compression": True}), ("enc", {"compression": True, "key": key})):
+        from_local_tiered(src, tmp_path / name / "tiered-storage", **kwargs)
+    url = {name: s3_server.upload("aiven", tmp_path / name, name) + "/tiered-storage/" for name in ("plain", "zstd",
+                                                                                                   "enc")}
+    aiven = ("--remote-layout", "aiven")
+    part = str(logs / f"{TOPIC}-0")
+    assert _rows(part, "--remote-storage", url["plain"], *aiven) == consumed
+    assert _rows(part, "--remote-storage", url["zstd"], *aiven) == consumed
+    keyed = ("--remote-keyring", str(ring))
+    assert _rows(part, "--remote-storage", url["enc"], *aiven, *keyed) == consumed
+    r = run_kdump("export", str(logs), "--remote-storage", url["enc"], *aiven, *keyed, "--out", str(tmp_path / "o"))
+    assert r.code == 0, r.err
+    assert _exported(tmp_path / "o")[0] == consumed
+    r = run_kdump("dump", part, "--remote-storage", url["enc"], *aiven)
+    assert r.code == 2 and "--remote-keyring FILE" in r.err
+    # a flipped byte inside the encrypted segment's first chunk; the zstd one cut short
+    s3 = s3_server.client()
+    logs_keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="aiven", Prefix="enc/")["Contents"]
+                       if o["Key"].endswith(".log"))
+    body = bytearray(s3.get_object(Bucket="aiven", Key=logs_keys[0])["Body"].read())
+    body[100] ^= 0xFF
+    s3.put_object(Bucket="aiven", Key=logs_keys[0], Body=bytes(body))
+    r = run_kdump("verify", str(logs), "--remote-storage", url["enc"], *aiven, *keyed, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 1
+    assert [(f["kind"], f["file"]) for f in found if f["class"] == "damage"] == [
+        ("remote_segment_corrupt", f"s3://aiven/{logs_keys[0]}")]
+    assert "fails its AES-GCM tag check" in found[0]["message"]
+    cut = logs_keys[1].replace("enc/", "zstd/")
+    s3.put_object(Bucket="aiven", Key=cut, Body=s3.get_object(Bucket="aiven", Key=cut)["Body"].read()[:500])
+    r = run_kdump("verify", str(logs), "--remote-storage", url["zstd"], *aiven, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 1
+    assert [(f["kind"], f["file"]) for f in found if f["class"] == "damage"] == [
+        ("remote_segment_corrupt", f"s3://aiven/{cut}")]
+    assert "its manifest's chunks take" in found[0]["message"]

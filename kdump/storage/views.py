@@ -1,0 +1,65 @@
+"""Segments whose stored bytes are not the segment: a remote layout's chunked, compressed or
+encrypted ``.log`` objects (Aiven's), read as the segment they hold.
+
+A layout registers each such object's path with what it takes to read it (``register``); the
+mapped-file opener (``kdump.storage.mapped``) then asks ``spool`` for a local buffer of the
+original bytes instead of mapping the object. The registry is plain data (paths and the
+key ring's path, never keys), so a Spark task is handed it (``table``/``install``, after
+importing the layout's module, which names its reader with ``reader_for``) and reads its
+remote ranges itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+
+class View(NamedTuple):
+    layout: str                 # which layout reads it ("aiven")
+    manifest: str               # the path or URL of its manifest object
+    keyring: str | None         # the key ring file an encrypted segment needs
+
+
+_views: dict[str, View] = {}
+_spools: dict[str, object] = {}     # the newest few, by path: each holds a local copy on disk
+KEEP = 4
+_lock = threading.Lock()
+
+
+_makers: dict = {}                  # layout -> its spool class (the layout module registers it)
+
+
+def reader_for(layout: str, maker) -> None:
+    _makers[layout] = maker
+
+
+def register(path: str, view: View) -> None:
+    _views[path] = view
+
+
+def has(path: str) -> bool:
+    return path in _views
+
+
+def table() -> dict[str, View]:
+    return dict(_views)
+
+
+def install(views: dict[str, View]) -> None:
+    _views.update(views)
+
+
+def spool(path: str):
+    """The local buffer of a registered object's original bytes (a Spool: ``size``, ``fd``,
+    ``need``, ``read``), made once per process; None for a path no layout registered."""
+    view = _views.get(path)
+    if view is None:
+        return None
+    with _lock:
+        s = _spools.get(path)
+        if s is None:
+            s = _spools[path] = _makers[view.layout](path, view)
+            while len(_spools) > KEEP:
+                _spools.pop(next(iter(_spools))).close()      # type: ignore[attr-defined]
+        return s
