@@ -708,7 +708,7 @@ def test_rebuild_refuses_symlink_outside_directory(tmp_path):
 @pytest.mark.parametrize("command, ext, victim", [("index", ".index", "00000000000000000012.log"),
                                                    ("timeindex", ".timeindex", "leader-epoch-checkpoint")])
 def test_rebuild_never_writes_through_a_symlink_in_the_same_directory(tmp_path, command, ext, victim):
-    """Issue #19, fault 2: ``.index -> 00..12.log`` emptied the other segment, ``.timeindex ->
+    """``.index -> 00..12.log`` emptied the other segment, ``.timeindex ->
     leader-epoch-checkpoint`` filled the checkpoint with binary. One policy for every
     writing command: a symbolic link is refused, wherever it points."""
     d = Path(shutil.copytree(GENERATED / "zstd-v2-0", tmp_path / "t-0"))
