@@ -6,6 +6,7 @@ Costs are counted (sorts, scans), never timed; bench/ measures time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -39,10 +40,11 @@ def _count_verify(d: Path, monkeypatch) -> tuple[int, int, int]:
     def counted_scan(self, f):
         nonlocal scans
         scans += 1          # an empty segment holding one offset: each has a predecessor to compare
-        return ScanReport(f.path, 0, f.base_offset, first_offset=f.base_offset, last_offset=f.base_offset)
+        report = ScanReport(f.path, 0, f.base_offset, first_offset=f.base_offset, last_offset=f.base_offset)
+        return contextlib.nullcontext((report, None))
 
     monkeypatch.setattr(crosscheck, "in_offset_order", counted_order)
-    monkeypatch.setattr(VerifyOptions, "scan", counted_scan)
+    monkeypatch.setattr(VerifyOptions, "scanned", counted_scan)
     reports = check_directory(str(d), partition_files(str(d)), VerifyOptions())
     assert all(not r.findings for r in reports)
     return len(reports), sorts, scans
