@@ -265,7 +265,7 @@ class _Partition:
                 if scan is not None and kind == K.TXNINDEX:
                     # Side-file checks are imported when such a file is met: verify of a lone
                     # segment starts faster without them.
-                    from kdump.check.side_files import SIDE_FILE_LIMIT
+                    from kdump.check.side_file_views import SIDE_FILE_LIMIT
                     from kdump.check.txn_findings import txn_index_findings
 
                     data = read_small(path, SIDE_FILE_LIMIT)

@@ -169,7 +169,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -
     from kdump.render.diagnostics import report_error
     from kdump.render.progress import Progress
     from kdump.render.verify import summary_line, verify_renderer
-    from kdump.run.verify_files import resolve_paths
+    from kdump.run.verify_units import resolve_paths
     from kdump.spark.progress import scan_progress
 
     files, status, errors = resolve_paths(paths)

@@ -21,7 +21,7 @@ from kdump.check.indexes.forward_pass import verify_indexes, verify_offset_index
 from kdump.check.indexes.index_file import IndexCheck
 from kdump.encode import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index
-from kdump.format.rebuild import max_timestamp_record_offset
+from kdump.format.index_encode import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
 from kdump.model import IndexEntry, TimeIndexEntry
@@ -882,7 +882,7 @@ def test_dump_words_index_tail_problems_as_verify_does(tmp_path, suffix):
     """A torn last slot and a non-zero slot after the zero tail: `dump` of the file and the
     index check give the same message at the same position (one wording, index_file)."""
     from kdump.check.indexes.index_file import file_findings, read_index_file
-    from kdump.check.side_files import describe
+    from kdump.check.side_file_views import describe
     from kdump.storage.logdir import LogFile
 
     slot = 8 if suffix == ".index" else 12
