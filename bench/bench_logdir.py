@@ -9,7 +9,7 @@ there is none, or when it runs another checkout's code).
 
 Generates (once, cached under bench/data/, git-ignored) a log dir of PARTITIONS partitions
 ``topic<k>-<p>``, each one lz4 segment (v2, 50-record batches, ~29 KB) with the .index and
-.timeindex a broker leaves on a rolled segment (kdump.format.rebuild), ~146 MB in 15,000
+.timeindex a broker leaves on a rolled segment (kdump.format.index_encode), ~146 MB in 15,000
 files for 5,000 partitions; a few dozen distinct segments are written round-robin so
 generation takes seconds. A second dir holds one partition whose single segment is the
 same batches back to back (for dump's single-segment record rate). ``--layout few-mb``

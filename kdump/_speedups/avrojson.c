@@ -409,21 +409,20 @@ PyObject *
 kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4 || !PyBytes_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "avro_json(program, data: bytes, pos, limit)");
+    PyObject *program, *data;
+    Py_ssize_t pos, limit;
+    static const char usage[] = "avro_json(program, data: bytes, pos, limit)";
+    if (kd_args(args, nargs, usage, "OOnn", &program, &data, &pos, &limit) < 0)
+        return NULL;
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[2]);
-    if (pos == -1 && PyErr_Occurred())
-        return NULL;
-    Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
-    if (limit == -1 && PyErr_Occurred())
-        return NULL;
-    In in = {(const unsigned char *)PyBytes_AS_STRING(args[1]), PyBytes_GET_SIZE(args[1]), pos};
+    In in = {(const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), pos};
     if (pos < 0 || pos > in.n)
         Py_RETURN_NONE;
     Out o = {NULL, 0, 0, limit < 0 ? 0 : limit};
-    int r = walk(args[0], &in, &o, 0);
+    int r = walk(program, &in, &o, 0);
     if (r == FAIL || PyErr_Occurred()) {
         PyMem_Free(o.buf);
         return NULL;

@@ -364,25 +364,31 @@ kd_crc32c_sw(PyObject *self, PyObject *args)
 }
 
 
-/* crc32(data): crc32_ieee, as zlib.crc32(data) (format/crc.py crc32); the GIL let go on
- * large buffers. */
+/* ``crc`` of arg's buffer, the GIL let go on large ones. */
+static PyObject *
+crc_of_buffer(PyObject *arg, uint32_t (*crc)(const unsigned char *, size_t))
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t value;
+    if (view.len >= KD_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        value = crc((const unsigned char *)view.buf, (size_t)view.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        value = crc((const unsigned char *)view.buf, (size_t)view.len);
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(value);
+}
+
+/* crc32(data): crc32_ieee, as zlib.crc32(data) (format/crc.py crc32). */
 PyObject *
 kd_crc32(PyObject *self, PyObject *arg)
 {
     (void)self;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    uint32_t crc;
-    if (view.len >= KD_NOGIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        crc = crc32_ieee((const unsigned char *)view.buf, (size_t)view.len);
-        Py_END_ALLOW_THREADS
-    } else {
-        crc = crc32_ieee((const unsigned char *)view.buf, (size_t)view.len);
-    }
-    PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(crc);
+    return crc_of_buffer(arg, crc32_ieee);
 }
 
 /* crc32_ieee's table-driven form whatever the CPU, so tests can compare both. */
@@ -390,10 +396,5 @@ PyObject *
 kd_crc32_sw(PyObject *self, PyObject *arg)
 {
     (void)self;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    uint32_t crc = crc32_ieee_sw((const unsigned char *)view.buf, (size_t)view.len);
-    PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(crc);
+    return crc_of_buffer(arg, crc32_ieee_sw);
 }

@@ -15,24 +15,26 @@ PyObject *
 kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "summarize_v2(buf, pos, end, max_batches, size_buckets, producers)");
-        return NULL;
-    }
+    Py_buffer view;
     Py_ssize_t pos, end, max_batches;
-    if (span_args(args, &pos, &end, &max_batches) < 0)
+    PyObject *limits_obj, *producers;
+    /* a buffer that is not flat (view.buf NULL): take nothing, Python walks it */
+    if (kd_args(args, nargs, "summarize_v2(buf, pos, end, max_batches, size_buckets, producers)", "ynnnOO", &view,
+                &pos, &end, &max_batches, &limits_obj, &producers) < 0)
         return NULL;
-    PyObject *limits_obj = args[4], *producers = args[5];
     if (!PyTuple_Check(limits_obj) || PyTuple_GET_SIZE(limits_obj) >= MAX_BUCKETS || !PySet_Check(producers)) {
         PyErr_SetString(PyExc_TypeError, "summarize_v2: size_buckets must be a short tuple, producers a set");
+        PyBuffer_Release(&view);
         return NULL;
     }
     Py_ssize_t n_limits = PyTuple_GET_SIZE(limits_obj);
     int64_t limits[MAX_BUCKETS];
     for (Py_ssize_t i = 0; i < n_limits; i++) {
         limits[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(limits_obj, i));
-        if (limits[i] == -1 && PyErr_Occurred())
+        if (limits[i] == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
             return NULL;
+        }
     }
 
     int64_t n = 0, records = 0, first = 0, last = 0, low = 0, high = 0, txn = 0, ctl = 0, invalid = 0;
@@ -40,16 +42,10 @@ kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t prev_producer = 0;
     int64_t codecs[CODECS] = {0}, sizes[MAX_BUCKETS + 1] = {0};
 
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();      /* not a flat buffer: take nothing, Python walks it */
-        goto done;
-    }
     const unsigned char *buf = (const unsigned char *)view.buf;
-    if (end > view.len)
-        end = view.len;
+    end = kd_end(&view, end);
     int64_t v[BATCH_FIELDS];
-    while (n < max_batches && kd_v2_at(buf, pos, end, v)) {
+    while (buf != NULL && n < max_batches && kd_v2_at(buf, pos, end, v)) {
         int64_t base_offset = v[BF_BASE_OFFSET], last_offset = v[BF_LAST_OFFSET], size = v[BF_SIZE];
         int64_t base_ts = v[BF_BASE_TIMESTAMP], max_ts = v[BF_MAX_TIMESTAMP], producer_id = v[BF_PRODUCER_ID];
         int64_t attributes = v[BF_ATTRIBUTES];
@@ -95,7 +91,6 @@ kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         pos += (Py_ssize_t)size;
     }
     PyBuffer_Release(&view);
-done:;
     PyObject *codec_t = PyTuple_New(CODECS), *size_t_ = PyTuple_New(n_limits + 1);
     if (codec_t == NULL || size_t_ == NULL)
         goto fail;

@@ -331,13 +331,9 @@ PyObject *
 kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "json_records(records, encoding)");
-        return NULL;
-    }
-    PyObject *records = args[0];
-    long encoding = PyLong_AsLong(args[1]);
-    if (encoding == -1 && PyErr_Occurred())
+    PyObject *records;
+    long encoding;
+    if (kd_args(args, nargs, "json_records(records, encoding)", "Ol", &records, &encoding) < 0)
         return NULL;
     if (!encoding_ok(encoding) || (!PyList_Check(records) && !PyTuple_Check(records)))
         Py_RETURN_NONE;
@@ -360,13 +356,10 @@ PyObject *
 kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "json_batch_line(file_json, batch, records, encoding)");
-        return NULL;
-    }
-    PyObject *file_json = args[0], *batch = args[1], *records = args[2];
-    long encoding = PyLong_AsLong(args[3]);
-    if (encoding == -1 && PyErr_Occurred())
+    PyObject *file_json, *batch, *records;
+    long encoding;
+    if (kd_args(args, nargs, "json_batch_line(file_json, batch, records, encoding)", "OOOl", &file_json, &batch,
+                &records, &encoding) < 0)
         return NULL;
     int64_t v[BATCH_FIELDS];
     if (!PyUnicode_CheckExact(file_json) || !encoding_ok(encoding) || line_batch(batch, v) < 0 ||
@@ -432,29 +425,21 @@ PyObject *
 kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "json_v2_line(file_json, batch, data, encoding)");
-        return NULL;
-    }
-    PyObject *file_json = args[0], *batch = args[1];
-    long encoding = PyLong_AsLong(args[3]);
-    if (encoding == -1 && PyErr_Occurred())
+    PyObject *file_json, *batch;
+    Py_buffer view;
+    long encoding;
+    int got = kd_args(args, nargs, "json_v2_line(file_json, batch, data, encoding)", "OOyl", &file_json, &batch,
+                      &view, &encoding);
+    if (got < 0)
         return NULL;
     int64_t v[BATCH_FIELDS];
-    if (!json_args_ok(file_json, encoding) || line_batch(batch, v) < 0 || v[BF_MAGIC] != 2 ||
-        (v[BF_ATTRIBUTES] & CONTROL_FLAG))
-        Py_RETURN_NONE;
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
     kd_records it;
     kd_offsets f = {NULL, 1, 0, 0, 0};
     kd_out o;
     kd_out_begin(&o);
     int rc = 0;
-    if (kd_records_of_v2(&it, (const unsigned char *)view.buf, view.len, v) == 0)
+    if (got == 0 && json_args_ok(file_json, encoding) && line_batch(batch, v) == 0 && v[BF_MAGIC] == 2 &&
+        !(v[BF_ATTRIBUTES] & CONTROL_FLAG) && kd_records_of_v2(&it, (const unsigned char *)view.buf, view.len, v) == 0)
         rc = put_line(&o, (const char *)PyUnicode_DATA(file_json), PyUnicode_GET_LENGTH(file_json), v, &it,
                       (int)encoding, &f);
     PyBuffer_Release(&view);
@@ -476,45 +461,28 @@ PyObject *
 kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "json_v2_run(file_json, buf, pos, end, max_batches, max_records, "
-                                         "max_section, encoding, max_out)");
+    PyObject *file_json;
+    Py_ssize_t max_batches, max_out;
+    long encoding;
+    kd_run r;
+    int got = kd_args(args, nargs, "json_v2_run(file_json, buf, pos, end, max_batches, max_records, max_section, "
+                      "encoding, max_out)", "OynnnLnln", &file_json, &r.view, &r.pos, &r.end, &max_batches,
+                      &r.max_records, &r.max_section, &encoding, &max_out);
+    if (got < 0)
         return NULL;
+    if (got > 0 || !json_args_ok(file_json, encoding)) {
+        PyBuffer_Release(&r.view);
+        return Py_BuildValue("(OnOO)", Py_None, r.pos, Py_None, Py_None);
     }
-    PyObject *file_json = args[0];
-    Py_ssize_t pos, end, max_batches;
-    if (span_args(args + 1, &pos, &end, &max_batches) < 0)
-        return NULL;
-    long long max_records = PyLong_AsLongLong(args[5]);
-    Py_ssize_t max_section = PyLong_AsSsize_t(args[6]);
-    long encoding = PyLong_AsLong(args[7]);
-    Py_ssize_t max_out = PyLong_AsSsize_t(args[8]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (!json_args_ok(file_json, encoding))
-        return Py_BuildValue("(OnOO)", Py_None, pos, Py_None, Py_None);
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        return Py_BuildValue("(OnOO)", Py_None, pos, Py_None, Py_None);
-    }
-    const unsigned char *buf = (const unsigned char *)view.buf;
-    if (end > view.len)
-        end = view.len;
+    r.end = kd_end(&r.view, r.end);
     const char *file = (const char *)PyUnicode_DATA(file_json);
     Py_ssize_t file_len = PyUnicode_GET_LENGTH(file_json);
     kd_offsets f = {NULL, 1, 0, 0, 0};
     kd_out o;
     kd_out_begin(&o);
     int rc = 1;
-    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out; n++) {
-        int64_t v[BATCH_FIELDS];
-        kd_records it;
-        Py_ssize_t section;
-        if (!kd_plain_v2_at(buf, pos, end, max_records, v) ||
-            (section = (Py_ssize_t)v[BF_SIZE] - RECORD_BATCH_OVERHEAD) > max_section ||
-            kd_records_of_v2(&it, buf + pos + RECORD_BATCH_OVERHEAD, section, v) < 0)
-            break;
+    kd_records it;
+    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out && kd_run_next(&r, &it); n++) {
         Py_ssize_t mark = o.len;
         kd_offsets before = f;
         if (n) {
@@ -522,21 +490,21 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 break;
             o.p[o.len++] = '\n';
         }
-        rc = put_line(&o, file, file_len, v, &it, (int)encoding, &f);
+        rc = put_line(&o, file, file_len, r.v, &it, (int)encoding, &f);
         if (rc <= 0) {          /* not ours (a gap included: the caller's report sees it) */
             o.len = mark;
             f = before;
             break;
         }
-        pos += (Py_ssize_t)v[BF_SIZE];
+        r.pos += (Py_ssize_t)r.v[BF_SIZE];
     }
-    PyBuffer_Release(&view);
+    PyBuffer_Release(&r.view);
     PyObject *result = NULL;
     if (rc >= 0) {
         PyObject *text = o.len > 0 ? ascii_text(&o, 0) : Py_NewRef(Py_None);
         if (text != NULL)
-            result = f.seen ? Py_BuildValue("(NnLL)", text, pos, (long long)f.first, (long long)f.prev)
-                            : Py_BuildValue("(NnOO)", text, pos, Py_None, Py_None);
+            result = f.seen ? Py_BuildValue("(NnLL)", text, r.pos, (long long)f.first, (long long)f.prev)
+                            : Py_BuildValue("(NnOO)", text, r.pos, Py_None, Py_None);
     }
     kd_out_end(&o);
     return result;
@@ -553,35 +521,22 @@ PyObject *
 kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "json_legacy_line(file_json, batch, data, log_append_ts, encoding)");
+    PyObject *file_json, *batch, *data, *lat_obj;
+    long encoding;
+    if (kd_args(args, nargs, "json_legacy_line(file_json, batch, data, log_append_ts, encoding)", "OOOOl", &file_json,
+                &batch, &data, &lat_obj, &encoding) < 0)
         return NULL;
-    }
-    PyObject *file_json = args[0], *batch = args[1];
-    long encoding = PyLong_AsLong(args[4]);
-    if (encoding == -1 && PyErr_Occurred())
-        return NULL;
-    int64_t wrapper_offset, magic, lat, base, v[BATCH_FIELDS];
-    Py_ssize_t n;
-    if (!json_args_ok(file_json, encoding) || legacy_wrapper_args(batch, args[3], &wrapper_offset, &magic, &lat) < 0 ||
-        line_batch(batch, v) < 0)
-        Py_RETURN_NONE;
+    int64_t v[BATCH_FIELDS];
     Py_buffer view;
-    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
+    kd_records it;
+    if (!json_args_ok(file_json, encoding) || line_batch(batch, v) < 0 ||
+        kd_records_of_legacy_set(&it, &view, batch, data, lat_obj) < 0)
         Py_RETURN_NONE;
-    }
-    const unsigned char *d = (const unsigned char *)view.buf;
     kd_offsets f = {NULL, 1, 0, 0, 0};
     kd_out o;
     kd_out_begin(&o);
-    int rc = 0;
-    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) == 0) {
-        kd_records it;
-        kd_records_of_legacy(&it, d, base, n, args[3] != Py_None ? &lat : NULL);
-        rc = put_line(&o, (const char *)PyUnicode_DATA(file_json), PyUnicode_GET_LENGTH(file_json), v, &it,
+    int rc = put_line(&o, (const char *)PyUnicode_DATA(file_json), PyUnicode_GET_LENGTH(file_json), v, &it,
                       (int)encoding, &f);
-    }
     PyBuffer_Release(&view);
     return line_result(&o, rc, &f);
 }

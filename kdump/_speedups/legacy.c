@@ -232,29 +232,37 @@ decode_legacy(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offset, in
     return records_from(d, 0, n, base, log_append_ts);
 }
 
+/* The wrapper's offset and magic (0 or 1) as the inner-set functions take them; -1 (no
+ * exception set) for anything else. */
+static int
+wrapper_args(PyObject *offset, PyObject *magic, int64_t *wrapper_offset, int64_t *wrapper_magic)
+{
+    return as_int64(offset, wrapper_offset) < 0 || as_int64(magic, wrapper_magic) < 0 || *wrapper_magic < 0 ||
+                   *wrapper_magic > 1 ? -1 : 0;
+}
+
 /* legacy_set_span(data, wrapper_offset, wrapper_magic) -> (first_offset, count) | None:
  * what decode_legacy_set's list would say of its records, without making them. */
 PyObject *
 kd_legacy_set_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "legacy_set_span(data, wrapper_offset, wrapper_magic)");
-        return NULL;
-    }
-    int64_t wrapper_offset, wrapper_magic, base;
-    Py_ssize_t n;
-    if (as_int64(args[1], &wrapper_offset) < 0 || as_int64(args[2], &wrapper_magic) < 0 ||
-        wrapper_magic < 0 || wrapper_magic > 1)
-        Py_RETURN_NONE;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
+    PyObject *offset, *magic;
+    int rc = kd_args(args, nargs, "legacy_set_span(data, wrapper_offset, wrapper_magic)", "yOO", &view, &offset,
+                     &magic);
+    int64_t wrapper_offset, wrapper_magic, base, first = 0;
+    Py_ssize_t n;
+    if (rc < 0)
+        return NULL;
+    if (rc == 0 && wrapper_args(offset, magic, &wrapper_offset, &wrapper_magic) == 0) {
+        const unsigned char *d = (const unsigned char *)view.buf;
+        rc = kd_legacy_check(d, view.len, wrapper_offset, (int)wrapper_magic, &base, &n);
+        if (rc == 0)
+            first = base + (int64_t)be64(d);
+    } else {
+        rc = -1;
     }
-    const unsigned char *d = (const unsigned char *)view.buf;
-    int rc = kd_legacy_check(d, view.len, wrapper_offset, (int)wrapper_magic, &base, &n);
-    int64_t first = rc == 0 ? base + (int64_t)be64(d) : 0;
     PyBuffer_Release(&view);
     if (rc < 0)
         Py_RETURN_NONE;
@@ -265,31 +273,17 @@ PyObject *
 kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError,
-                        "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time)");
-        return NULL;
-    }
-    if (RecordType == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
-        return NULL;
-    }
-    int64_t wrapper_offset, wrapper_magic;
-    PyObject *lat = args[3];
-    if (as_int64(args[1], &wrapper_offset) < 0 || as_int64(args[2], &wrapper_magic) < 0 ||
-        wrapper_magic < 0 || wrapper_magic > 1)
-        Py_RETURN_NONE;
-    if (lat == Py_None)
-        lat = NULL;
-    else if (!PyLong_Check(lat))
-        Py_RETURN_NONE;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    PyObject *result = decode_legacy((const unsigned char *)view.buf, view.len, wrapper_offset,
-                                     (int)wrapper_magic, lat);
+    PyObject *offset, *magic, *lat, *result = NULL;
+    int64_t wrapper_offset, wrapper_magic;
+    int rc = kd_initialised(RecordType);
+    if (rc == 0)
+        rc = kd_args(args, nargs, "decode_legacy_set(data, wrapper_offset, wrapper_magic, log_append_time)", "yOOO",
+                     &view, &offset, &magic, &lat);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0 && wrapper_args(offset, magic, &wrapper_offset, &wrapper_magic) == 0 && kd_lat_arg(&lat) == 0)
+        result = decode_legacy((const unsigned char *)view.buf, view.len, wrapper_offset, (int)wrapper_magic, lat);
     PyBuffer_Release(&view);
     if (result == NULL)
         Py_RETURN_NONE;
@@ -297,15 +291,18 @@ kd_decode_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
+/* data, start and end of the window functions: -1 (no exception set) when they are not a
+ * window of a flat buffer; otherwise the buffer is held. */
 static int
-window_args(PyObject *const *args, Py_buffer *view, Py_ssize_t *start, Py_ssize_t *end)
+window_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, const char *format, Py_buffer *view,
+            Py_ssize_t *start, Py_ssize_t *end, PyObject **extra)
 {
-    if (PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        return -1;
-    }
-    *start = PyLong_AsSsize_t(args[1]);
-    *end = PyLong_AsSsize_t(args[2]);
+    PyObject *start_o, *end_o;
+    int rc = kd_args(args, nargs, usage, format, view, &start_o, &end_o, &extra[0], &extra[1], &extra[2]);
+    if (rc != 0)
+        return rc < 0 ? -2 : -1;
+    *start = PyLong_AsSsize_t(start_o);
+    *end = PyLong_AsSsize_t(end_o);
     if (PyErr_Occurred() || *start < 0 || *end > view->len || *start > *end) {
         PyErr_Clear();
         PyBuffer_Release(view);
@@ -321,16 +318,16 @@ PyObject *
 kd_legacy_scan(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "legacy_scan(data, start, end)");
-        return NULL;
-    }
     Py_buffer view;
     Py_ssize_t start, end, next, n;
     int64_t first = 0, last = 0;
-    if (window_args(args, &view, &start, &end) < 0)
+    PyObject *none[3];
+    int rc = window_args(args, nargs, "legacy_scan(data, start, end)", "yOO", &view, &start, &end, none);
+    if (rc == -2)
+        return NULL;
+    if (rc < 0)
         Py_RETURN_NONE;
-    int rc = legacy_entries((const unsigned char *)view.buf, start, end, PY_SSIZE_T_MAX, &next, &n, &first, &last);
+    rc = legacy_entries((const unsigned char *)view.buf, start, end, PY_SSIZE_T_MAX, &next, &n, &first, &last);
     PyBuffer_Release(&view);
     if (rc < 0)
         Py_RETURN_NONE;
@@ -347,27 +344,21 @@ PyObject *
 kd_legacy_decode_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "legacy_decode_span(data, start, end, base, take, log_append_time)");
-        return NULL;
-    }
-    if (RecordType == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
-        return NULL;
-    }
-    int64_t base, take;
-    PyObject *lat = args[5];
-    if (as_int64(args[3], &base) < 0 || as_int64(args[4], &take) < 0 || take < 0)
-        Py_RETURN_NONE;
-    if (lat == Py_None)
-        lat = NULL;
-    else if (!PyLong_Check(lat))
-        Py_RETURN_NONE;
     Py_buffer view;
     Py_ssize_t start, end, next, n;
-    int64_t first = 0, last = 0;
-    if (window_args(args, &view, &start, &end) < 0)
+    int64_t base, take, first = 0, last = 0;
+    PyObject *extra[3];     /* base, take, log_append_time */
+    if (kd_initialised(RecordType) < 0)
+        return NULL;
+    int rc = window_args(args, nargs, "legacy_decode_span(data, start, end, base, take, log_append_time)", "yOOOOO",
+                         &view, &start, &end, extra);
+    if (rc == -2)
+        return NULL;
+    if (rc < 0)
         Py_RETURN_NONE;
+    PyObject *lat = extra[2];
+    if (as_int64(extra[0], &base) < 0 || as_int64(extra[1], &take) < 0 || take < 0 || kd_lat_arg(&lat) < 0)
+        goto fail;
     const unsigned char *d = (const unsigned char *)view.buf;
     PyObject *list = NULL;
     if (legacy_entries(d, start, end, (Py_ssize_t)(take < PY_SSIZE_T_MAX ? take : PY_SSIZE_T_MAX), &next, &n,

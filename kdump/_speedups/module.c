@@ -3,6 +3,9 @@
 
 #include "speedups.h"
 
+#include <stdarg.h>
+#include <string.h>
+
 PyTypeObject *BatchType = NULL;
 PyTypeObject *RecordType = NULL;
 PyObject *empty_tuple = NULL;
@@ -70,6 +73,79 @@ kd_init(PyObject *self, PyObject *args)
     Py_XSETREF(BatchType, (PyTypeObject *)batch);
     Py_XSETREF(RecordType, (PyTypeObject *)record);
     Py_RETURN_NONE;
+}
+
+int
+kd_buffer(PyObject *o, Py_buffer *view)
+{
+    if (PyObject_GetBuffer(o, view, PyBUF_SIMPLE) == 0)
+        return 0;
+    PyErr_Clear();          /* not a flat buffer: the Python path takes it */
+    view->obj = NULL;
+    view->buf = NULL;
+    view->len = 0;
+    return 1;
+}
+
+int
+kd_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, const char *format, ...)
+{
+    Py_buffer *held[16];
+    int n_held = 0, rc = 0;
+    if (nargs != (Py_ssize_t)strlen(format) || nargs > 16) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    va_list ap;
+    va_start(ap, format);
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *a = args[i];
+        switch (format[i]) {
+        case 'A':
+            if (!PyByteArray_Check(a)) {
+                PyErr_SetString(PyExc_TypeError, usage);
+                goto fail;
+            }
+            /* fall through */
+        case 'O':
+            *va_arg(ap, PyObject **) = a;
+            break;
+        case 'n': {
+            Py_ssize_t *p = va_arg(ap, Py_ssize_t *);
+            if ((*p = PyLong_AsSsize_t(a)) == -1 && PyErr_Occurred())
+                goto fail;
+            break;
+        }
+        case 'L': {
+            long long *p = va_arg(ap, long long *);
+            if ((*p = PyLong_AsLongLong(a)) == -1 && PyErr_Occurred())
+                goto fail;
+            break;
+        }
+        case 'l': {
+            long *p = va_arg(ap, long *);
+            if ((*p = PyLong_AsLong(a)) == -1 && PyErr_Occurred())
+                goto fail;
+            break;
+        }
+        default: {      /* y, Y */
+            Py_buffer *v = va_arg(ap, Py_buffer *);
+            if (format[i] == 'y')
+                rc |= kd_buffer(a, v);
+            else if (PyObject_GetBuffer(a, v, PyBUF_SIMPLE) < 0)
+                goto fail;
+            if (v->obj != NULL)
+                held[n_held++] = v;
+        }
+        }
+    }
+    va_end(ap);
+    return rc;
+fail:
+    va_end(ap);
+    while (n_held > 0)
+        PyBuffer_Release(held[--n_held]);
+    return -1;
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -191,10 +191,8 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                         "log_append_time, base_sequence, count)");
         return NULL;
     }
-    if (RecordType == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+    if (kd_initialised(RecordType) < 0)
         return NULL;
-    }
     int64_t base_offset, base_ts, base_seq, count;
     PyObject *lat;
     if (nargs == 2) {
@@ -215,11 +213,8 @@ kd_decode_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             as_int64(args[4], &base_seq) < 0 || as_int64(args[5], &count) < 0)
             Py_RETURN_NONE;
     }
-    if (lat == Py_None) {
-        lat = NULL;
-    } else if (!PyLong_Check(lat)) {
+    if (kd_lat_arg(&lat) < 0)
         Py_RETURN_NONE;
-    }
 
     Py_ssize_t pos;
     return decode_buffer(args[0], 0, base_offset, base_ts, lat, base_seq, 0, count, count, &pos);
@@ -236,10 +231,8 @@ decode_buffer(PyObject *data, Py_ssize_t start, int64_t base_offset, int64_t bas
                                 base_offset, base_ts, lat, base_seq, first, take, count, pos);
     } else {
         Py_buffer view;
-        if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
-            PyErr_Clear();
+        if (kd_buffer(data, &view) != 0)
             Py_RETURN_NONE;
-        }
         result = decode_records((const unsigned char *)view.buf, start, view.len,
                                 base_offset, base_ts, lat, base_seq, first, take, count, pos);
         PyBuffer_Release(&view);
@@ -263,21 +256,16 @@ kd_decode_v2_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                         "base_sequence, first, take, count)");
         return NULL;
     }
-    if (RecordType == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+    if (kd_initialised(RecordType) < 0)
         return NULL;
-    }
     int64_t start, base_offset, base_ts, base_seq, first, take, count;
     PyObject *lat = args[4];
     if (as_int64(args[1], &start) < 0 || as_int64(args[2], &base_offset) < 0 || as_int64(args[3], &base_ts) < 0 ||
         as_int64(args[5], &base_seq) < 0 || as_int64(args[6], &first) < 0 || as_int64(args[7], &take) < 0 ||
         as_int64(args[8], &count) < 0 || start < 0 || start > PY_SSIZE_T_MAX)
         Py_RETURN_NONE;
-    if (lat == Py_None) {
-        lat = NULL;
-    } else if (!PyLong_Check(lat)) {
+    if (kd_lat_arg(&lat) < 0)
         Py_RETURN_NONE;
-    }
     Py_ssize_t pos = 0;
     PyObject *records = decode_buffer(args[0], (Py_ssize_t)start, base_offset, base_ts, lat, base_seq,
                                       first, take, count, &pos);
@@ -453,6 +441,37 @@ kd_records_of_legacy(kd_records *it, const unsigned char *d, int64_t base, Py_ss
     it->base_offset = base;
     it->has_lat = lat != NULL;
     it->lat = lat != NULL ? *lat : 0;
+}
+
+int
+kd_records_of_legacy_set(kd_records *it, Py_buffer *view, PyObject *batch, PyObject *data, PyObject *lat_obj)
+{
+    int64_t wrapper_offset, magic, lat = 0, base;
+    Py_ssize_t n;
+    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
+        exact_i64(PyTuple_GET_ITEM(batch, BF_LAST_OFFSET), &wrapper_offset) < 0 ||
+        exact_i64(PyTuple_GET_ITEM(batch, BF_MAGIC), &magic) < 0 || magic < 0 || magic > 1 ||
+        (lat_obj != Py_None && exact_i64(lat_obj, &lat) < 0))
+        return -1;
+    if (kd_buffer(data, view) != 0)
+        return -1;
+    const unsigned char *d = (const unsigned char *)view->buf;
+    if (kd_legacy_check(d, view->len, wrapper_offset, (int)magic, &base, &n) < 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    kd_records_of_legacy(it, d, base, n, lat_obj != Py_None ? &lat : NULL);
+    return 0;
+}
+
+int
+kd_run_next(kd_run *r, kd_records *it)
+{
+    const unsigned char *buf = (const unsigned char *)r->view.buf;
+    Py_ssize_t section;
+    return buf != NULL && kd_plain_v2_at(buf, r->pos, r->end, r->max_records, r->v) &&
+           (section = (Py_ssize_t)r->v[BF_SIZE] - RECORD_BATCH_OVERHEAD) <= r->max_section &&
+           kd_records_of_v2(it, buf + r->pos + RECORD_BATCH_OVERHEAD, section, r->v) == 0;
 }
 
 int

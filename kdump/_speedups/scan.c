@@ -49,29 +49,26 @@ PyObject *
 kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError,
-                        "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state)");
+    PyObject *buf_obj, *hi_obj, *max_size_obj, *interval_obj, *epochs, *state;
+    Py_ssize_t pos, end, max_batches;
+    if (kd_args(args, nargs, "scan_plain_run(buf, pos, end, max_batches, hi, max_size, interval, epochs, state)",
+                "OnnnOOOOO", &buf_obj, &pos, &end, &max_batches, &hi_obj, &max_size_obj, &interval_obj, &epochs,
+                &state) < 0)
         return NULL;
-    }
-    PyObject *epochs = args[7], *state = args[8];
     if (!PyList_Check(epochs) || !PyTuple_Check(state) || PyTuple_GET_SIZE(state) != PLAIN_STATE_FIELDS) {
         PyErr_SetString(PyExc_TypeError, "scan_plain_run: epochs must be a list and state a tuple of 10");
         return NULL;
     }
-    Py_ssize_t pos, end, max_batches;
-    if (span_args(args, &pos, &end, &max_batches) < 0)
-        return NULL;
 
     /* The state; any value outside int64 leaves everything to Python. */
     int64_t hi, max_size, interval, valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_off, nb, records;
     int64_t index_last = 0, time_ts = 0, time_off = 0, last_epoch = 0;
     int has_index = 0, has_time = 0, has_epoch = 0, time_changed = 0;
     PyObject *const *s = &PyTuple_GET_ITEM(state, 0);
-    int hi_state = int64_or_overflow(args[4], &hi);
+    int hi_state = int64_or_overflow(hi_obj, &hi);
     if (hi_state == -2 || hi_state == -1)      /* above int64 clamps exactly; below: no batch fits */
         Py_RETURN_NONE;
-    if (int64_clamped(args[5], &max_size) < 0 || int64_clamped(args[6], &interval) < 0)
+    if (int64_clamped(max_size_obj, &max_size) < 0 || int64_clamped(interval_obj, &interval) < 0)
         Py_RETURN_NONE;
     if (int64_or_overflow(s[0], &valid) || int64_or_overflow(s[1], &last_entry_at) ||
         int64_or_overflow(s[2], &lo) || int64_or_overflow(s[3], &prev_epoch) ||
@@ -99,13 +96,10 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
 
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
+    if (kd_buffer(buf_obj, &view) != 0)
         Py_RETURN_NONE;
-    }
     const unsigned char *buf = (const unsigned char *)view.buf;
-    if (end > view.len)
-        end = view.len;
+    end = kd_end(&view, end);
     const Py_ssize_t start = pos;
 
     /* Once the run is long, the GIL is let go for the rest of it (the loop touches no
@@ -227,19 +221,12 @@ PyObject *
 kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "find_candidate(buf, pos, end, top)");
-        return NULL;
-    }
-    Py_ssize_t pos, end, top;
-    if (span_args(args, &pos, &end, &top) < 0)
-        return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+    Py_ssize_t pos, end, top;
+    if (kd_args(args, nargs, "find_candidate(buf, pos, end, top)", "Ynnn", &view, &pos, &end, &top) < 0)
         return NULL;
     const unsigned char *b = (const unsigned char *)view.buf;
-    if (end > view.len)
-        end = view.len;
+    end = kd_end(&view, end);
     if (pos < 0)
         pos = 0;
     Py_ssize_t found = -1;

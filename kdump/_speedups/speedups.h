@@ -162,8 +162,42 @@ sub_overflows(int64_t a, int64_t b, int64_t *out)
 #define CONTROL_FLAG 0x20
 #define DELETE_HORIZON_FLAG 0x40
 
-/* args[1..3] of the walking functions: pos, end, max_batches; -1 with an exception set. */
-int span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches);
+/* Every entry point's arguments, one letter of ``format`` each (module.c): O an object,
+ * A a bytearray, n a Py_ssize_t, L a long long, l a long, Y a flat buffer (a Py_buffer *),
+ * y one that may not be: then it is left empty (obj and buf NULL, safe to release) and 1 is
+ * returned, the caller's "not mine". A count or kind that is off raises TypeError with
+ * ``usage``. 0 or 1, or -1 with an exception set and no buffer held. */
+int kd_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, const char *format, ...);
+/* kd_args's y alone: ``o``'s flat buffer held in ``view`` (0), or, if it has none, the view
+ * left empty (obj and buf NULL, safe to release) and 1, no exception set. */
+int kd_buffer(PyObject *o, Py_buffer *view);
+
+/* 0, or -1 with an exception set when init() has not given the C code the class ``t``. */
+static inline int
+kd_initialised(const PyTypeObject *t)
+{
+    if (t != NULL)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
+    return -1;
+}
+
+/* A log_append_time argument: None (made NULL: the records' own times) or an int; -1 (no
+ * exception set) for anything else. */
+static inline int
+kd_lat_arg(PyObject **lat)
+{
+    if (*lat == Py_None)
+        *lat = NULL;
+    return *lat == NULL || PyLong_Check(*lat) ? 0 : -1;
+}
+
+/* Where a walk over a buffer may read to: ``end`` clamped to the buffer. */
+static inline Py_ssize_t
+kd_end(const Py_buffer *view, Py_ssize_t end)
+{
+    return end > view->len ? view->len : end;
+}
 
 /* An int64 from a Python int; 0 on success, -1 (no exception set) if not an int64. */
 static inline int
@@ -418,6 +452,25 @@ void kd_records_of_objects(kd_records *it, PyObject *const *items, Py_ssize_t n)
 int kd_records_of_v2(kd_records *it, const unsigned char *d, Py_ssize_t end, const int64_t *v);
 /* The ``n`` messages of a legacy inner set kd_legacy_check passed (``base`` its offsets' base). */
 void kd_records_of_legacy(kd_records *it, const unsigned char *d, int64_t base, Py_ssize_t n, const int64_t *lat);
+/* The writers' legacy entry points: the records a legacy wrapper ``batch`` (a Batch) holds in
+ * its decompressed inner set ``data``, held in ``view`` (``lat_obj``: the wrapper's
+ * LogAppendTime, None: the messages' own). 0, or -1 (no exception set, nothing held) when
+ * they are not what the writers take. */
+int kd_records_of_legacy_set(kd_records *it, Py_buffer *view, PyObject *batch, PyObject *data, PyObject *lat_obj);
+
+/* The run writers' walk (text_v2_run, json_v2_run): the plain v2 batches (kd_plain_v2_at)
+ * from ``pos`` of ``view`` on, one after another, whose records section is at most
+ * ``max_section`` bytes. */
+typedef struct {
+    Py_buffer view;
+    Py_ssize_t pos, end, max_section;
+    long long max_records;
+    int64_t v[BATCH_FIELDS];                /* the batch at pos, once kd_run_next said 1 */
+} kd_run;
+
+/* The batch at r->pos (r->v) and its records (``it``): 1, or 0 where the run stops. The
+ * caller steps r->pos past a batch it took. */
+int kd_run_next(kd_run *r, kd_records *it);
 /* The next record: 1 with ``r`` filled in, 0 at the end (a v2 section consumed exactly), -1
  * when the rest is not the writers' (malformed, or an object only Python writes). */
 int kd_records_next(kd_records *it, kd_record *r);
@@ -583,20 +636,6 @@ kd_put_base64(char *w, const unsigned char *s, Py_ssize_t n)
         *w++ = '=';
     }
     return w;
-}
-
-/* The writers' view of a legacy wrapper ``batch`` (its offset and magic, 0 or 1) and the
- * LogAppendTime its inner messages take (``lat_obj``, None: their own): 0, or -1 (no
- * exception set) when they are not what the writers take. */
-static inline int
-legacy_wrapper_args(PyObject *batch, PyObject *lat_obj, int64_t *wrapper_offset, int64_t *magic, int64_t *lat)
-{
-    if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) != BATCH_FIELDS ||
-        exact_i64(PyTuple_GET_ITEM(batch, BF_LAST_OFFSET), wrapper_offset) < 0 ||
-        exact_i64(PyTuple_GET_ITEM(batch, BF_MAGIC), magic) < 0 || *magic < 0 || *magic > 1)
-        return -1;
-    *lat = 0;
-    return lat_obj != Py_None && exact_i64(lat_obj, lat) < 0 ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -295,16 +295,13 @@ PyObject *
 kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 6 || !PyByteArray_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "text_item(out: bytearray, batch, records, mode, last, gaps)");
-        return NULL;
-    }
-    PyObject *out = args[0], *batch = args[1], *records = args[2], *gaps = args[5];
-    long mode = PyLong_AsLong(args[3]);
-    if (mode == -1 && PyErr_Occurred())
+    PyObject *out, *batch, *records, *last_obj, *gaps;
+    long mode;
+    if (kd_args(args, nargs, "text_item(out: bytearray, batch, records, mode, last, gaps)", "AOOlOO", &out, &batch,
+                &records, &mode, &last_obj, &gaps) < 0)
         return NULL;
     int64_t last;
-    if (text_args(mode, gaps, args[4], &last) < 0 || (records != Py_None && !PyList_Check(records)))
+    if (text_args(mode, gaps, last_obj, &last) < 0 || (records != Py_None && !PyList_Check(records)))
         Py_RETURN_NONE;
     kd_records it;
     if (records != Py_None)
@@ -318,7 +315,7 @@ kd_text_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (rc == 0)
         Py_RETURN_NONE;
-    return gaps == Py_None ? Py_NewRef(args[4]) : PyLong_FromLongLong(f.prev);
+    return gaps == Py_None ? Py_NewRef(last_obj) : PyLong_FromLongLong(f.prev);
 }
 
 /* (first, last) of the offsets a call took, None for none. */
@@ -346,56 +343,42 @@ PyObject *
 kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 10 || !PyByteArray_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "text_v2_run(out: bytearray, buf, pos, end, max_batches, max_records, mode, last, gaps, max_out)");
-        return NULL;
-    }
-    PyObject *out = args[0], *gaps = args[8];
-    Py_ssize_t pos, end, max_batches, max_out;
-    if (span_args(args + 1, &pos, &end, &max_batches) < 0)
-        return NULL;
-    long long max_records = PyLong_AsLongLong(args[5]);
-    long mode = PyLong_AsLong(args[6]);
-    max_out = PyLong_AsSsize_t(args[9]);
-    if (PyErr_Occurred())
+    PyObject *out, *last_obj, *gaps;
+    long mode;
+    Py_ssize_t max_batches, max_out;
+    kd_run r = {.max_section = PY_SSIZE_T_MAX};
+    int got = kd_args(args, nargs, "text_v2_run(out: bytearray, buf, pos, end, max_batches, max_records, mode, last, "
+                      "gaps, max_out)", "AynnnLlOOn", &out, &r.view, &r.pos, &r.end, &max_batches, &r.max_records,
+                      &mode, &last_obj, &gaps, &max_out);
+    if (got < 0)
         return NULL;
     int64_t last;
-    if (text_args(mode, gaps, args[7], &last) < 0)
-        return Py_BuildValue("(nOO)", pos, Py_None, Py_None);
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        return Py_BuildValue("(nOO)", pos, Py_None, Py_None);
+    if (got > 0 || text_args(mode, gaps, last_obj, &last) < 0) {
+        PyBuffer_Release(&r.view);
+        return Py_BuildValue("(nOO)", r.pos, Py_None, Py_None);
     }
-    const unsigned char *buf = (const unsigned char *)view.buf;
-    if (end > view.len)
-        end = view.len;
+    r.end = kd_end(&r.view, r.end);
     kd_offsets f = text_offsets(gaps, last, 1);
     kd_offsets_mark run = kd_offsets_here(&f);
     kd_out o;
     kd_out_begin(&o);
     int rc = 1;
-    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out; n++) {
-        int64_t v[BATCH_FIELDS];
-        kd_records it;
-        if (!kd_plain_v2_at(buf, pos, end, max_records, v) ||
-            kd_records_of_v2(&it, buf + pos + RECORD_BATCH_OVERHEAD, (Py_ssize_t)v[BF_SIZE] - RECORD_BATCH_OVERHEAD, v) < 0)
-            break;
+    kd_records it;
+    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out && kd_run_next(&r, &it); n++) {
         Py_ssize_t mark = o.len;
         kd_offsets_mark batch = kd_offsets_here(&f);
-        rc = draw_batch(&o, NULL, v, &it, (int)mode, &f);
+        rc = draw_batch(&o, NULL, r.v, &it, (int)mode, &f);
         if (rc <= 0) {          /* not ours after all: as it was before this batch */
             o.len = mark;
             kd_offsets_undo(&f, &batch);
             break;
         }
-        pos += (Py_ssize_t)v[BF_SIZE];
+        r.pos += (Py_ssize_t)r.v[BF_SIZE];
     }
-    PyBuffer_Release(&view);
+    PyBuffer_Release(&r.view);
     if (finish(&o, out, rc < 0 ? -1 : 1, &f, &run) < 0)
         return NULL;
-    PyObject *result = taken(&f, pos, 1);
+    PyObject *result = taken(&f, r.pos, 1);
     if (result == NULL)
         kd_offsets_undo(&f, &run);
     return result;
@@ -413,34 +396,21 @@ PyObject *
 kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 7 || !PyByteArray_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "text_legacy_set(out: bytearray, batch, data, log_append_ts, mode, last, gaps)");
+    PyObject *out, *batch, *data, *lat_obj, *last_obj, *gaps;
+    long mode;
+    if (kd_args(args, nargs, "text_legacy_set(out: bytearray, batch, data, log_append_ts, mode, last, gaps)",
+                "AOOOlOO", &out, &batch, &data, &lat_obj, &mode, &last_obj, &gaps) < 0)
         return NULL;
-    }
-    PyObject *out = args[0], *batch = args[1], *gaps = args[6];
-    long mode = PyLong_AsLong(args[4]);
-    if (mode == -1 && PyErr_Occurred())
-        return NULL;
-    int64_t last, lat, wrapper_offset, magic, base;
-    Py_ssize_t n;
-    if (text_args(mode, gaps, args[5], &last) < 0 || legacy_wrapper_args(batch, args[3], &wrapper_offset, &magic, &lat) < 0)
-        Py_RETURN_NONE;
+    int64_t last;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
+    kd_records it;
+    if (text_args(mode, gaps, last_obj, &last) < 0 || kd_records_of_legacy_set(&it, &view, batch, data, lat_obj) < 0)
         Py_RETURN_NONE;
-    }
-    const unsigned char *d = (const unsigned char *)view.buf;
-    int rc = 0;
     kd_offsets f = text_offsets(gaps, last, 1);
     kd_offsets_mark m = kd_offsets_here(&f);
     kd_out o;
     kd_out_begin(&o);
-    if (kd_legacy_check(d, view.len, wrapper_offset, (int)magic, &base, &n) == 0) {
-        kd_records it;
-        kd_records_of_legacy(&it, d, base, n, args[3] != Py_None ? &lat : NULL);
-        rc = draw_batch(&o, batch, NULL, &it, (int)(mode & ~M_RECORDS_ONLY), &f);
-    }
+    int rc = draw_batch(&o, batch, NULL, &it, (int)(mode & ~M_RECORDS_ONLY), &f);
     rc = finish(&o, out, rc, &f, &m);
     PyBuffer_Release(&view);
     if (rc < 0)

@@ -2,51 +2,27 @@
 
 #include "speedups.h"
 
-int
-span_args(PyObject *const *args, Py_ssize_t *pos, Py_ssize_t *end, Py_ssize_t *max_batches)
-{
-    Py_ssize_t *out[3] = {pos, end, max_batches};
-    for (int i = 0; i < 3; i++) {
-        *out[i] = PyLong_AsSsize_t(args[i + 1]);
-        if (*out[i] == -1 && PyErr_Occurred())
-            return -1;
-    }
-    return 0;
-}
-
 PyObject *
 kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "scan_v2(buf, pos, end, max_batches)");
-        return NULL;
-    }
-    if (BatchType == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kdump._speedups.init() was not called");
-        return NULL;
-    }
-    Py_ssize_t pos, end, max_batches;
-    if (span_args(args, &pos, &end, &max_batches) < 0)
-        return NULL;
-
-    PyObject *list = PyList_New(0);
-    if (list == NULL)
-        return NULL;
-
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        /* Not a flat buffer: consume nothing, the Python walker decides what happens. */
-        PyErr_Clear();
-        goto done;
+    Py_ssize_t pos, end, max_batches;
+    if (kd_initialised(BatchType) < 0 ||
+        kd_args(args, nargs, "scan_v2(buf, pos, end, max_batches)", "ynnn", &view, &pos, &end, &max_batches) < 0)
+        return NULL;
+    PyObject *list = PyList_New(0);
+    if (list == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
     }
+    /* Not a flat buffer (view.buf NULL): consume nothing, the Python walker decides. */
     const unsigned char *buf = (const unsigned char *)view.buf;
-    if (end > view.len)
-        end = view.len;
+    end = kd_end(&view, end);
 
     Py_ssize_t n = 0;
     int64_t v[BATCH_FIELDS];
-    while (n < max_batches && kd_v2_at(buf, pos, end, v)) {
+    while (buf != NULL && n < max_batches && kd_v2_at(buf, pos, end, v)) {
         int valid = kd_v2_crc_valid(buf, v, 1);
         PyObject *items[BATCH_FIELDS];
         items[BF_POSITION] = PyLong_FromSsize_t(pos);
@@ -78,7 +54,6 @@ kd_scan_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         n++;
     }
     PyBuffer_Release(&view);
-done:;
     PyObject *pos_obj = PyLong_FromSsize_t(pos);
     if (pos_obj == NULL) {
         Py_DECREF(list);
@@ -129,23 +104,15 @@ PyObject *
 kd_v2_hop(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "v2_hop(buf, pos, end, target)");
-        return NULL;
-    }
-    Py_ssize_t pos, end, target;
-    if (span_args(args, &pos, &end, &target) < 0)
-        return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        return PyLong_FromSsize_t(pos);
-    }
+    Py_ssize_t pos, end, target;
+    int rc = kd_args(args, nargs, "v2_hop(buf, pos, end, target)", "ynnn", &view, &pos, &end, &target);
+    if (rc < 0)
+        return NULL;
     const unsigned char *buf = (const unsigned char *)view.buf;
-    if (end > view.len)
-        end = view.len;
+    end = kd_end(&view, end);
     int64_t v[BATCH_FIELDS];
-    while (pos < target && kd_v2_at(buf, pos, end, v))
+    while (rc == 0 && pos < target && kd_v2_at(buf, pos, end, v))
         pos += (Py_ssize_t)v[BF_SIZE];
     PyBuffer_Release(&view);
     return PyLong_FromSsize_t(pos);

@@ -41,8 +41,8 @@ from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, NO_TIMESTA
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.crc import crc32
 from kdump.format.index import INT32_MAX, encode_index
+from kdump.format.index_encode import TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from kdump.format.rebuild import TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex
 from kdump.format.walk import HEADER_UP_TO_MAGIC, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
 from kdump.model import Batch, IndexEntry, TimeIndexEntry

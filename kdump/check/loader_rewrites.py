@@ -13,7 +13,7 @@ from kdump import findings as F
 from kdump.check.broker_rule import index_bytes, recovered_epochs
 from kdump.check.indexes.forward_pass import index_findings
 from kdump.check.recovery_plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
-from kdump.check.side_files import SIDE_FILE_LIMIT, checkpoint_entries
+from kdump.check.side_file_views import SIDE_FILE_LIMIT, checkpoint_entries
 from kdump.check.txn_findings import aborted_transactions
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LEADER_EPOCH

@@ -44,7 +44,7 @@ from kdump.check.recovery_plan import (
     Step,
 )
 from kdump.check.scan import ScanReport
-from kdump.check.side_files import SIDE_FILE_LIMIT
+from kdump.check.side_file_views import SIDE_FILE_LIMIT
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding

@@ -192,7 +192,7 @@ def _size(path: str) -> int:
 def _last_index_offset(path: str, base: int) -> int | None:
     """The offset of the last entry of an ``.index`` (preallocated zero slots skipped), or None.
     Read from the end a chunk at a time: a 100 MB index is not held."""
-    from kdump.check.side_files import SIDE_FILE_LIMIT
+    from kdump.check.side_file_views import SIDE_FILE_LIMIT
     from kdump.storage.mapped import SliceReader
     try:
         with SliceReader(path, SIDE_FILE_LIMIT) as data:
@@ -212,7 +212,7 @@ def _last_index_offset(path: str, base: int) -> int | None:
 
 
 def _last_epoch_start(path: str) -> int | None:
-    from kdump.check.side_files import checkpoint_entries
+    from kdump.check.side_file_views import checkpoint_entries
     last = None
     try:
         for e in checkpoint_entries(path, LEADER_EPOCH):
@@ -226,7 +226,7 @@ def _checkpoint_offset(path: str, key: tuple[str, int], cache: dict | None) -> i
     """This partition's offset in a log-dir checkpoint (read once per run and log dir)."""
     cache = {} if cache is None else cache
     if path not in cache:
-        from kdump.check.side_files import checkpoint_entries
+        from kdump.check.side_file_views import checkpoint_entries
         table: dict[tuple[str, int], int] = {}
         here = partitions_in(os.path.dirname(path), cache)   # (a checkpoint may list millions)
         try:

@@ -1,29 +1,22 @@
 """``verify``'s checks across the files of a partition directory, and the verify run itself.
 
 The scanner (``kdump.check.scan``) judges one segment alone. Here each file of a directory gets
-a ``FileReport``: segments their scan plus the checks that need a neighbour, the side
-files their consistency with the segments:
-
-- offsets continue across segments: gaps are normal (compaction), overlaps are not;
-- ``.index`` / ``.timeindex`` against the log, with ``kdump.check.indexes.forward_pass`` (the checks of
-  ``kdump index --verify``) run over the part of the log the broker keeps, so an entry
-  pointing into bytes recovery would cut counts as past the end;
-- ``.txnindex`` entries against the COMMIT/ABORT markers, replaying each producer's open
-  transaction across segments;
-- producer ``.snapshot`` CRC and structure;
-- ``leader-epoch-checkpoint`` against the leader epochs stamped on the batches;
-- leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker
-  finishes or deletes at startup: informational, not damage.
-
-Finding kinds and their classes are declared in ``kdump.findings``.
+a ``FileReport``: segments their scan plus the checks that need a neighbour, the side files
+their consistency with the segments: offsets continue across segments (gaps are normal, by
+compaction; overlaps are not); ``.index`` / ``.timeindex`` against the part of the log the
+broker keeps (``kdump.check.indexes.forward_pass``, ``kdump index --verify``'s checks), so an
+entry into bytes recovery would cut counts as past the end; ``.txnindex`` entries against the
+COMMIT/ABORT markers, each producer's open transaction replayed across segments; producer
+``.snapshot`` CRC and structure; ``leader-epoch-checkpoint`` against the batches' epochs;
+leftovers (``.cleaned``, ``.swap``, ``.deleted``) and orphan indexes, which the broker finishes
+or deletes at startup: informational, not damage. Finding kinds: ``kdump.findings``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from kdump import findings as F
@@ -32,7 +25,7 @@ from kdump.check.capped import Capped, not_listed
 from kdump.check.foreign_dirs import add_foreign_dirs
 from kdump.check.logless import add_log_missing
 from kdump.check.lost_records import add_records_missing
-from kdump.check.scan import ScanReport, scan_file, status_of
+from kdump.check.scan import ScanReport, scanned_file, status_of
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Finding
@@ -67,11 +60,15 @@ class VerifyOptions:
     checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
     offsets: dict = field(default_factory=dict, repr=False, compare=False)   # log-dir checkpoints read, by path
 
-    def scan(self, f: LogFile, then: Callable[[ScanReport, Any], object] | None = None) -> ScanReport:
-        """``f``'s scan; ``then(report, buf)`` is called while the segment's bytes are still held."""
+    def scanned(self, f: LogFile) -> AbstractContextManager[tuple[ScanReport, Any]]:
+        """``f``'s scan and its bytes, held until the block ends (bytes None: not at hand)."""
         base = f.base_offset if f.kind == K.LOG else None
-        return scan_file(f.path, base_offset=base, deep=self.deep, max_message_size=self.max_message_size,
-                         index_interval_bytes=self.index_interval_bytes, limits=self.limits, then=then)
+        return scanned_file(f.path, base_offset=base, deep=self.deep, max_message_size=self.max_message_size,
+                            index_interval_bytes=self.index_interval_bytes, limits=self.limits)
+
+    def scan(self, f: LogFile) -> ScanReport:
+        with self.scanned(f) as (report, _):
+            return report
 
 
 @dataclass
@@ -184,9 +181,12 @@ class _Partition:
     def wants_all(self, wanted: set[str]) -> bool:
         return any(p in wanted for p in self._whole)
 
-    def scan(self, f: LogFile, indexes: bool = False) -> None:       # indexes: check them on the scan's bytes
+    def scan(self, f: LogFile, indexes: bool = False) -> None:   # indexes: checked on the scan's bytes
         try:
-            self.scans[f.path] = self.opts.scan(f, partial(self.index_checks, f)) if indexes else self.opts.scan(f)
+            with self.opts.scanned(f) as (report, buf):
+                if indexes and buf is not None:
+                    self.index_checks(f, report, buf)
+            self.scans[f.path] = report
         except KdumpError as e:
             self.errors[f.path] = e
 

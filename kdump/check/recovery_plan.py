@@ -44,7 +44,7 @@ class LogDirState:
     def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None) -> LogDirState:
         """The log dir's checkpoints, streamed; only the entries of ``partitions`` are kept
         when it is given (a checkpoint may list millions)."""
-        from kdump.check.side_files import checkpoint_entries
+        from kdump.check.side_file_views import checkpoint_entries
 
         state = cls()
         if not logdir:

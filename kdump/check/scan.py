@@ -31,7 +31,8 @@ broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -369,14 +370,17 @@ def scan_segment(buf, *, base_offset: int | None = None, file: str | None = None
     return report
 
 
-def scan_file(path: str, *, base_offset: int | None = None, then: Callable[[ScanReport, Any], object] | None = None,
-              **options: Any) -> ScanReport:
-    """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read);
-    ``then(report, buf)``, when given, runs before the bytes are let go (checks that need them
-    again read nothing twice)."""
+@contextmanager
+def scanned_file(path: str, *, base_offset: int | None = None, **options: Any) -> Iterator[tuple[ScanReport, Any]]:
+    """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read):
+    the report and the file's bytes, held until the block ends, so that checks that need them
+    again read nothing twice. The scan calls nothing back: its caller hands both on."""
     with MappedFile(path) as f:
         f.advise_sequential()
-        report = scan_segment(f.buf, base_offset=base_offset, file=path, **options)
-        if then is not None:
-            then(report, f.buf)
+        yield scan_segment(f.buf, base_offset=base_offset, file=path, **options), f.buf
+
+
+def scan_file(path: str, *, base_offset: int | None = None, **options: Any) -> ScanReport:
+    """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read)."""
+    with scanned_file(path, base_offset=base_offset, **options) as (report, _):
         return report

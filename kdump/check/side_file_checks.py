@@ -3,7 +3,7 @@ leader-epoch-checkpoint, the log dir's checkpoints and the other files a broker 
 
 ``kdump.check.partition`` calls these with what they need from the segments' scans (the log
 end offset, the epochs on the batches); reading and describing the files is
-``kdump.check.side_files``.
+``kdump.check.side_file_views``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
-from kdump.check.side_files import checkpoint_entries, describe, read_snapshot
+from kdump.check.side_file_views import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, EpochEntry
 from kdump.model import Finding

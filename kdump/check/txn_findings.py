@@ -70,7 +70,7 @@ def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
 def txn_file_findings(path: str, base: int, scan: ScanReport,
                       expected: dict[tuple[int, int], int | None]) -> list[Finding]:
     """``txn_index_findings`` of the ``.txnindex`` at ``path``, read a slice at a time."""
-    from kdump.check.side_files import SIDE_FILE_LIMIT
+    from kdump.check.side_file_views import SIDE_FILE_LIMIT
 
     with SliceReader(path, SIDE_FILE_LIMIT) as data:
         return txn_index_findings(data, base, scan, expected)

@@ -14,7 +14,7 @@ from kdump.format.codecs import limits_for
 from kdump.render.output import Output
 from kdump.run.dump import run_dump
 from kdump.run.schema_store import schema_decoders
-from kdump.storage.reader import Filters
+from kdump.storage.record_reader import Filters
 from kdump.storage.split import DUMP_SPLIT_BYTES
 
 # DumpLogSegments' precedence when several are given: the first one set wins.

@@ -11,7 +11,7 @@ from kdump.format.codecs import limits_for
 from kdump.render.output import Output, isatty
 from kdump.render.records import DEFAULT_FORMAT, compile_format
 from kdump.run.records import READ_COMMITTED, READ_UNCOMMITTED, RecordMatch, Stream, run_records
-from kdump.storage.reader import Filters
+from kdump.storage.record_reader import Filters
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

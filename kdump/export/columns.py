@@ -14,7 +14,7 @@ from kdump.export.slices import Scope, Slice
 from kdump.export.write import binary_array, size_parts
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import COMPRESSION_NAMES, FIELD_TYPES, HEADERS_TYPE, TIMESTAMP_TYPE_NAMES, Batch, Record
-from kdump.storage.reader import out_of_memory
+from kdump.storage.record_reader import out_of_memory
 
 DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
 DEFAULT_MAX_BYTES = 16 << 20         # ... and key/value/header bytes (binary offsets are int32)

@@ -19,7 +19,7 @@ from kdump.findings import TIMESTAMP_OVERFLOW
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.javalong import unwrapped_range, wrap_message
 from kdump.model import Batch, Record
-from kdump.storage.reader import Filters, RecordSlices, SegmentReader, out_of_memory
+from kdump.storage.record_reader import Filters, RecordSlices, SegmentReader, out_of_memory
 
 
 class SliceReader(SegmentReader):

@@ -26,7 +26,7 @@ from typing import Any
 from kdump.export.ndjson import STREAM_CHUNK, literal_for, maybe_large, record_json, record_pieces
 from kdump.export.schema import RECORD_COLUMNS, arrow_schema, text
 from kdump.model import Batch, Record
-from kdump.storage.reader import out_of_memory
+from kdump.storage.record_reader import out_of_memory
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"    # Spark's directory name for a null partition value
 PAYLOAD_COLUMNS = ("key", "value", "headers")

@@ -7,7 +7,7 @@ case, and the fastest). A larger one (at most ``--max-decompressed``) goes on st
 there, a piece of at most a few MiB at a time, into a window that holds the records being
 decoded: it is decompressed once, and only as far as its records are read, so a reader that
 stops at the first bad record (``verify --deep``) pays for the bytes up to it, not for the
-count the batch claims (#41). A codec error past the first STREAM_THRESHOLD bytes comes after
+count the batch claims. A codec error past the first STREAM_THRESHOLD bytes comes after
 the slices before it. The window is WINDOW bytes, or the largest record and a piece: memory
 is a small multiple of the largest record, whatever the count or the size.
 """

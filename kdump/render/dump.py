@@ -21,7 +21,7 @@ from kdump.render.gaps import GapReporter, gap_summary
 from kdump.render.line_buffer import FLUSH_CHARS, FLUSH_LINES, ByteLines, Lines
 from kdump.render.tabledump import TableDump  # noqa: F401 - the third view, beside the two here
 from kdump.storage.logdir import PRODUCER_SNAPSHOT, LogFile
-from kdump.storage.reader import Item
+from kdump.storage.record_reader import Item
 
 GAPS_COMPACT_ABOVE = 100_000    # DumpLogSegments' gaps kept as pairs; one per previous offset past this
 RUN_BATCHES = 1 << 16           # batches a run writer (the reader's ``run`` hook) takes per C call, at most

@@ -12,7 +12,7 @@ from kdump.model import TIMESTAMP_TYPE_NAMES, compression_name
 from kdump.render.escape import printable
 from kdump.render.gaps import GapReporter
 from kdump.storage.logdir import LogFile
-from kdump.storage.reader import Item
+from kdump.storage.record_reader import Item
 
 # (name, justify, drop): on a narrow terminal the columns a reader of batches needs least go first
 # (magic is the same on almost every batch; the position is in --format text and --json), the

@@ -15,7 +15,7 @@ from kdump.render.diagnostics import report_error
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.mapped import file_size
-from kdump.storage.reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
+from kdump.storage.record_reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
 
 
 def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
@@ -340,7 +340,7 @@ def _dump_dls_index(f: LogFile, renderer, view: PayloadView, out, opts: IndexOpt
 
 
 def _dump_side(f: LogFile, renderer, view: PayloadView, out) -> int:
-    from kdump.check.side_files import describe
+    from kdump.check.side_file_views import describe
 
     renderer.begin_file(f, view)
     desc = describe(f)

@@ -17,7 +17,7 @@ from kdump.render.escape import printable
 from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
 from kdump.state.txn_status import Outcomes
 from kdump.storage.logdir import LOG, directory_groups, resolve
-from kdump.storage.reader import Filters, RecordSlices, SegmentReader
+from kdump.storage.record_reader import Filters, RecordSlices, SegmentReader
 
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
 

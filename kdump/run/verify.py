@@ -2,7 +2,7 @@
 worker of ``-j``), its reports rendered as they come, errors and repairs on stderr, the
 summary line, and the exit status.
 
-The checking is ``kdump.run.verify_files``'s and ``kdump.check.partition``'s, the repair of
+The checking is ``kdump.run.verify_units``'s and ``kdump.check.partition``'s, the repair of
 ``--truncate`` ``kdump.repair.truncate``'s; this module only puts them in order on the
 terminal, with the progress bar.
 """
@@ -20,7 +20,7 @@ from kdump.errors import ExitStatus, KdumpError, NothingToDoError
 from kdump.findings import report_status
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.render.diagnostics import output_cut, report_error
-from kdump.run.verify_files import (
+from kdump.run.verify_units import (
     ERROR,
     LOG_DIR,
     REPAIRED,

@@ -18,7 +18,7 @@ from kdump.schemas import budget
 from kdump.schemas.budget import BudgetError
 from kdump.schemas.store import AVRO, JSON, PROTOBUF, Problem, Reference, Schema, SchemaStore
 from kdump.storage.logdir import LOG, LogFile, classify, expand
-from kdump.storage.reader import SegmentReader
+from kdump.storage.record_reader import SegmentReader
 
 SCHEMAS_TOPIC = "_schemas"
 SCHEMAS_DIR = SCHEMAS_TOPIC + "-0"

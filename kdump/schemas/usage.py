@@ -12,7 +12,7 @@ from kdump.model import CONTROL_FLAG, Record
 from kdump.schemas import frame
 from kdump.schemas.store import SchemaStore
 from kdump.storage.logdir import LogFile
-from kdump.storage.reader import SegmentReader
+from kdump.storage.record_reader import SegmentReader
 
 
 def record_sides(f: LogFile) -> Iterator[tuple[int, Record, str, bytes | None]]:

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.load_fates import verify_directory
@@ -50,17 +53,20 @@ def overlap_finding(base_offset: int, first_offset: int | None, prev_name: str, 
 
 @dataclass
 class PrecomputedOptions(VerifyOptions):
-    """VerifyOptions whose ``scan`` returns the Spark task's result (scanning here only as a fallback)."""
+    """VerifyOptions whose ``scanned`` gives the Spark task's result (scanning here only as a fallback)."""
 
     results: dict = field(default_factory=dict)     # path -> ScanReport | KdumpError | Exception
 
-    def scan(self, f: LogFile, then=None) -> ScanReport:
+    @contextmanager
+    def scanned(self, f: LogFile) -> Iterator[tuple[ScanReport, Any]]:
         result = self.results.get(f.path)
         if result is None:
-            return super().scan(f, then)
+            with super().scanned(f) as got:
+                yield got
+            return
         if isinstance(result, BaseException):
             raise result
-        return result
+        yield result, None      # the bytes are on the executor: the index checks read them again
 
 
 # -- step 1: which segments, scanned where ---------------------------------------------------------
@@ -164,7 +170,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -
     from kdump.render.diagnostics import report_error
     from kdump.render.progress import Progress
     from kdump.render.verify import summary_line, verify_renderer
-    from kdump.run.verify_files import resolve_paths
+    from kdump.run.verify_units import resolve_paths
     from kdump.spark.progress import scan_progress
 
     files, status, errors = resolve_paths(paths)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import findings as F
-from kdump.check.side_files import read_snapshot
+from kdump.check.side_file_views import read_snapshot
 from kdump.decoders import transaction_state
 from kdump.errors import KdumpError
 from kdump.format.txnindex import parse_txnindex

@@ -20,7 +20,7 @@ from kdump.format.walk import entry_at_or_after, last_offset_at
 from kdump.storage.logdir import LogFile
 from kdump.storage.mapped import MappedFile, read_small
 from kdump.storage.names import INDEX_SUFFIX, offset_path
-from kdump.storage.reader import SegmentReader
+from kdump.storage.record_reader import SegmentReader
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # export's: a range is ~1-2 s of decoding per task
 # dump --json's: its ranges are rendered at hundreds of MB/s, and a -j worker holds a range's

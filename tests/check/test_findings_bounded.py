@@ -1,4 +1,4 @@
-"""Findings are collapsed, not all held (issue #41, "Memory and time"): an index file whose
+"""Findings are collapsed, not all held: an index file whose
 every entry is a finding keeps the first 50 of each kind, and counts the rest.
 
 Before, a 0-byte ``.log`` beside a 4 MB ``.index`` (524,288 entries past the end) took
@@ -46,7 +46,7 @@ def test_an_index_of_bad_entries_is_collapsed(tmp_path):
     idx = [json.loads(x) for x in r.out.splitlines()][1]
     kinds = [f["kind"] for f in idx["findings"]]
     assert kinds.count("index_past_end") == 50 and idx["not_listed"] == {"index_past_end": 250}
-    # the records the index names are missing (#36): its last entry, not the last one kept
+    # the records the index names are missing: its last entry, not the last one kept
     [lost] = [f for f in idx["findings"] if f["kind"] == "records_missing"]
     assert lost["message"].startswith("offsets 0..300 are missing (301 offsets): the log ends at 0; ")
     t = run_kdump("verify", "--format", "text", d)

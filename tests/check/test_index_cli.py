@@ -21,7 +21,7 @@ from kdump.check.indexes.forward_pass import verify_indexes, verify_offset_index
 from kdump.check.indexes.index_file import IndexCheck
 from kdump.encode import build_legacy_message, build_v2_batch
 from kdump.format.index import encode_index, parse_index
-from kdump.format.rebuild import max_timestamp_record_offset
+from kdump.format.index_encode import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex
 from kdump.format.walk import Walker
 from kdump.model import IndexEntry, TimeIndexEntry
@@ -708,7 +708,7 @@ def test_rebuild_refuses_symlink_outside_directory(tmp_path):
 @pytest.mark.parametrize("command, ext, victim", [("index", ".index", "00000000000000000012.log"),
                                                    ("timeindex", ".timeindex", "leader-epoch-checkpoint")])
 def test_rebuild_never_writes_through_a_symlink_in_the_same_directory(tmp_path, command, ext, victim):
-    """Issue #19, fault 2: ``.index -> 00..12.log`` emptied the other segment, ``.timeindex ->
+    """``.index -> 00..12.log`` emptied the other segment, ``.timeindex ->
     leader-epoch-checkpoint`` filled the checkpoint with binary. One policy for every
     writing command: a symbolic link is refused, wherever it points."""
     d = Path(shutil.copytree(GENERATED / "zstd-v2-0", tmp_path / "t-0"))
@@ -882,7 +882,7 @@ def test_dump_words_index_tail_problems_as_verify_does(tmp_path, suffix):
     """A torn last slot and a non-zero slot after the zero tail: `dump` of the file and the
     index check give the same message at the same position (one wording, index_file)."""
     from kdump.check.indexes.index_file import file_findings, read_index_file
-    from kdump.check.side_files import describe
+    from kdump.check.side_file_views import describe
     from kdump.storage.logdir import LogFile
 
     slot = 8 if suffix == ".index" else 12

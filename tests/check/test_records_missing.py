@@ -1,4 +1,4 @@
-"""``records_missing`` (issue #36): records the files show were written but no ``.log`` holds.
+"""``records_missing``: records the files show were written but no ``.log`` holds.
 
 Each evidence kind on a copy of a real broker's partition (fixtures/broker/all-shapes/rolled-0:
 segments 0, 32, ... 224, offsets 0..239, a snapshot at every roll and at 240), in a log dir
@@ -45,7 +45,7 @@ def test_the_fixture_misses_nothing(part):
 
 
 def test_a_middle_log_deleted(part):
-    # Issue #36's first report: it said "ok" for every file and exited 0.
+    # First report: it said "ok" for every file and exited 0.
     (part / seg(96)).unlink()
     r = run_kdump("verify", "--format", "text", part)
     assert r.code == 1
@@ -87,7 +87,7 @@ def test_info_shows_it(part):
 
 
 def test_no_log_at_all(part):
-    # Issue #36's second report: "ok" beside log_missing, exit 0.
+    # Second report: "ok" beside log_missing, exit 0.
     for p in part.glob("*.log"):
         p.unlink()
     r = run_kdump("verify", "--format", "text", part)

@@ -387,7 +387,7 @@ def test_leader_epoch_going_down_is_reported():
 
 
 def test_one_high_leader_epoch_is_one_finding_at_its_batch():
-    """Issue #28: one flipped epoch byte (outside the CRC) sets every later batch below it:
+    """One flipped epoch byte (outside the CRC) sets every later batch below it:
     one finding, at the batch that caused it, counting the batches after it."""
     data, pos = _segment(_v2(0, partition_leader_epoch=0), _v2(3, partition_leader_epoch=65280),
                          *(_v2(o, partition_leader_epoch=0) for o in range(6, 30, 3)))

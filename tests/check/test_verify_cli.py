@@ -480,7 +480,7 @@ def _recover_loss(d) -> tuple | None:
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))
 @pytest.mark.parametrize("where", ["matrix", "middle"])
 def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
-    """Issue #28: verify's summary states what a broker's recovery removes, the bytes cut, the
+    """Verify's summary states what a broker's recovery removes, the bytes cut, the
     later segments deleted whole and the first offset lost, as `kdump recover` plans it; on the
     matrix's segments and on the second of four segments of a real partition."""
     if where == "matrix":
@@ -501,7 +501,7 @@ def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
 
 
 def test_json_keeps_the_first_50_findings_of_a_kind_and_counts_the_rest(tmp_path):
-    """Issue #28: no made-up "N more ... not listed" finding: `not_listed` counts them by kind."""
+    """No made-up "N more ... not listed" finding: `not_listed` counts them by kind."""
     from kdump.encode import build_v2_batch
 
     d = tmp_path / "t-0"

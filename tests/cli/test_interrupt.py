@@ -1,4 +1,4 @@
-"""Ctrl-C at any moment of kdump's start: exit 130 and one line, never a traceback (issue #27, item 4).
+"""Ctrl-C at any moment of kdump's start: exit 130 and one line, never a traceback.
 
 A SIGINT 20-130 ms after launch used to end in a Python traceback (``KeyboardInterrupt``
 raised inside an import, before the command's error handler was entered). kdump's first

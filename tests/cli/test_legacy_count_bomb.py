@@ -87,7 +87,7 @@ def test_wrappers_streamed_print_what_they_printed_whole(path, monkeypatch):
     messages at a time from a window of their stream (the path of a huge wrapper) is exactly
     the output of today's path (the inner set held whole, drawn by C or decoded as one list)."""
     from kdump.format import legacy, legacy_stream
-    from kdump.storage import reader
+    from kdump.storage import record_reader as reader
     from support.run import FIXTURES
 
     target = FIXTURES / path

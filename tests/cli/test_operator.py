@@ -1,4 +1,4 @@
-"""What a new operator trips over (issue #16): each item as a CLI test, exact where it can be."""
+"""What a new operator trips over: each item as a CLI test, exact where it can be."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def cut_log(tmp_path):
 # -- flood control ------------------------------------------------------------------------------
 
 def test_a_run_of_one_finding_kind_is_one_line_and_json_keeps_each(cut_log):
-    # An index file keeps the first 50 findings of a kind and counts the rest (#41), as a segment does.
+    # An index file keeps the first 50 findings of a kind and counts the rest, as a segment does.
     r = run_kdump("verify", cut_log)
     assert r.code == 1
     index_lines = [line for line in r.out.splitlines() if "index_past_end" in line]
@@ -255,7 +255,7 @@ def test_a_partition_with_indexes_but_no_log_is_the_same_anomaly_for_dump_and_ve
                "00000000000000007729.snapshot: the records they describe are gone; a broker deletes them and "
                "starts the partition empty at its log start offset")
     v, dump = run_kdump("verify", d), run_kdump("dump", d)
-    # The broker starts on it (an anomaly), but the records are lost: records_missing, exit 1 (#36).
+    # The broker starts on it (an anomaly), but the records are lost: records_missing, exit 1.
     assert (v.code, dump.code) == (1, 0)
     assert v.out.splitlines() == [
         f"{d}/00000000000000007729.index: damaged, 2016 bytes",

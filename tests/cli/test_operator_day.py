@@ -1,4 +1,4 @@
-"""Issue #28, an operator's day: the help, tables that fit any terminal, answers that say
+"""An operator's day: the help, tables that fit any terminal, answers that say
 what was not found or not reached, and figures written for people."""
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ TABLES = {
 @pytest.mark.parametrize("width", [60, 80, 120, 200])
 @pytest.mark.parametrize("table", list(TABLES))
 def test_every_table_fits_without_cutting(tmp_path, monkeypatch, table, width):
-    """Issue #28: no column shrinks below its content; names, offsets and times are never cut
+    """No column shrinks below its content; names, offsets and times are never cut
     (no ellipsis, nothing folded mid-token); a table's ruled lines fit the width."""
     monkeypatch.setenv("COLUMNS", str(width))
     args, tokens = TABLES[table]
@@ -150,7 +150,7 @@ def test_info_says_the_log_dir_once_above_its_table(monkeypatch):
 
 
 def test_dump_table_rows_stay_aligned_past_the_first_chunk(tmp_path, monkeypatch):
-    """Issue #28: the table is drawn 500 rows at a time; offsets growing from 1 to 4 digits
+    """The table is drawn 500 rows at a time; offsets growing from 1 to 4 digits
     past the first chunk must not move the columns."""
     d = tmp_path / "wide-0"
     d.mkdir()
@@ -187,7 +187,7 @@ def test_metadata_diff_says_which_point_it_cannot_reach():
 
 
 def test_info_findings_are_a_count_on_a_terminal_and_not_problems(tmp_path, monkeypatch):
-    """Issue #8 of #28: a missing index (info: the broker rebuilds it) is counted, not tabled;
+    """A missing index (info: the broker rebuilds it) is counted, not tabled;
     --problems skips a file whose only findings are info."""
     monkeypatch.setenv("COLUMNS", "120")
     part = TUYEN / "kafka" / "my-first-topic-1"

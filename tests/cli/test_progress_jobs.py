@@ -1,4 +1,4 @@
-"""The progress bar with -j (issue #16): workers' reads move the parent's bar by bytes as they
+"""The progress bar with -j: workers' reads move the parent's bar by bytes as they
 happen, not a partition at a time, and the bar ends at the total, never going back."""
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def test_a_streamed_batch_damaged_mid_way_shows_its_records_then_the_error(tmp_p
 
 
 def test_verify_deep_pays_for_a_bombs_bytes_not_its_count(tmp_path, monkeypatch):
-    """#41: a 5.8 KB zstd batch of 9 million copies of one record (63 MB decompressed) cost
+    """A 5.8 KB zstd batch of 9 million copies of one record (63 MB decompressed) cost
     2.8 s of ``verify --deep``: it was decompressed whole twice, and every record decoded to
     count them. Its second record is out of order: the batch is damaged there, and nothing
     past the first stretch of its stream is decompressed (measured in bytes, not seconds)."""

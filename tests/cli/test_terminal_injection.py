@@ -1,4 +1,4 @@
-"""Terminal injection (#41): no raw control, bidi or zero-width character reaches a terminal.
+"""Terminal injection: no raw control, bidi or zero-width character reaches a terminal.
 
 A client names its groups, topics, transactional ids, features and header keys as it likes;
 tests/support/hostile_names.py plants ESC sequences (OSC ended by BEL and by ST, CSI),

@@ -1,4 +1,4 @@
-"""Issue #41, writes where nothing may be written: every output path (``export --out``,
+"""Writes where nothing may be written: every output path (``export --out``,
 ``recover --salvage``) is checked by ``kdump.storage.outpath.check_output``."""
 
 from __future__ import annotations

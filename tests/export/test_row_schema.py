@@ -1,4 +1,4 @@
-"""One row schema (issue #15): every writer of rows follows ``kdump.model``'s declaration.
+"""One row schema: every writer of rows follows ``kdump.model``'s declaration.
 
 ``FIELD_TYPES`` and the layouts beside it (BATCH_FIELDS, RECORD_FIELDS, LEGACY_RECORD_FIELDS,
 HEADER_FIELDS) are the source. Checked against them on the broker-written fixtures: the C

@@ -1,4 +1,4 @@
-"""Issue #41, exits: a 5,000-digit number in a log dir's text files gave ``internal error:
+"""Exits: a 5,000-digit number in a log dir's text files gave ``internal error:
 ValueError`` (Python's int() refuses more than 4,300 digits). Every number goes through
 ``format.javanumber.java_int``, with Kafka's range for the field: a located one-line error."""
 

@@ -17,7 +17,7 @@ from kdump.check.indexes.forward_pass import verify_time_index
 from kdump.encode import build_legacy_message, build_v2_batch
 from kdump.errors import InvalidFileError, KdumpError, UsageError
 from kdump.format.index import encode_index, parse_index, sanity_check_index
-from kdump.format.rebuild import max_timestamp_record_offset
+from kdump.format.index_encode import max_timestamp_record_offset
 from kdump.format.timeindex import encode_timeindex, parse_timeindex, sanity_check_timeindex
 from kdump.format.txnindex import encode_txnindex, kafka_version, parse_txnindex, sanity_check_txnindex, version_errors
 from kdump.model import AbortedTxn, IndexEntry, TimeIndexEntry

@@ -1,4 +1,4 @@
-"""A timestamp past the int64 range (issue #27, item 3): Kafka's long sum wraps, and so does kdump.
+"""A timestamp past the int64 range: Kafka's long sum wraps, and so does kdump.
 
 ``baseTimestamp + timestampDelta`` with a valid CRC used to give a Python int beyond int64:
 ``dump`` printed ``CreateTime: 9223372036854775808`` and ``export`` (Parquet) died with an

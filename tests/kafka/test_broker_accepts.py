@@ -103,7 +103,7 @@ def test_a_partition_without_its_log_starts_empty_at_its_log_start_offset(run):
 
 def test_verify_calls_a_partition_without_its_log_an_anomaly(run):
     # The broker loads it (log_missing: an anomaly), but the records its snapshot and indexes
-    # show are gone (records_missing: damage, exit 1; issue #36).
+    # show are gone (records_missing: damage, exit 1).
     before = run[0]
     d = before / LOGLESS
     r = run_kdump("verify", "--json", d)

@@ -239,7 +239,7 @@ def _before(outcome, state, kind, ck, tree, part) -> Path:
 
 
 def test_the_seven_classes_are_exercised(outcome):
-    """Each class of issue #36 occurs in Kafka's own outcome, so the cases above are not vacuous."""
+    """Each class of damage occurs in Kafka's own outcome, so the cases above are not vacuous."""
     parts = _partitions(REPO / "fixtures" / "broker" / "all-shapes")
     intact = {p: _kafka(outcome, "clean", "nothing", "as_written", "all-shapes", p) for p in parts}
     # 1, 2: a record byte flipped in the first batch: Kafka's header walk does not see it and

@@ -103,7 +103,7 @@ def test_departures_table_names_the_rules_the_test_applies():
     assert parity.readme_rules() == parity.RULES
 
 
-# -- hostile names (#41) --------------------------------------------------------------------------
+# -- hostile names --------------------------------------------------------------------------
 
 # (The offsets, cluster-metadata and remote-log-metadata decoders are left out: on these
 # generated records kdump's schemas read fields and record types Kafka 4.3.1 does not know,

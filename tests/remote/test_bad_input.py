@@ -177,7 +177,7 @@ def test_hdfs_missing_path_and_refused_namenode(hdfs):
 
 class _EndlessListing:
     """An S3 endpoint on 127.0.0.1 whose ListObjectsV2 pages never end: each has 1,000 keys,
-    IsTruncated and a new continuation token; any other request is a 404 (#41)."""
+    IsTruncated and a new continuation token; any other request is a 404."""
 
     def __init__(self) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -1,4 +1,4 @@
-"""Issue #41, exits on S3: ``info`` said damage (1) when a segment was gone or cut short after it
+"""Exits on S3: ``info`` said damage (1) when a segment was gone or cut short after it
 was listed; it could not complete (3), as verify says."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #41 on S3 (the moto server of tests/remote): ``--out`` is checked as a local one is,
+"""On S3 (the moto server of tests/remote): ``--out`` is checked as a local one is,
 ``--overwrite`` keeps the previous complete export until the new one is complete, and the
 local temporary directories of killed exports are removed by the next run."""
 

@@ -406,7 +406,7 @@ def test_seek_with_index_gives_the_same_records():
     everything = _offsets(run_kdump("dump", seg, "--records", "--json"))
     target = everything[-5]
     from kdump.storage.logdir import expand
-    from kdump.storage.reader import Filters, SegmentReader
+    from kdump.storage.record_reader import Filters, SegmentReader
 
     reader = SegmentReader(expand(str(seg))[0], Filters(start_offset=target), records=True)
     got = [r.offset for it in reader for r in it.records]

@@ -23,7 +23,7 @@ def test_info_on_the_whole_real_tree_is_clean():
     assert len(summaries) > 400
     assert all(s["invalid_batches"] == 0 for s in summaries)
     # One fixture partition was committed with its first two segments' indexes but not their
-    # .log (#36: records_missing); every other is clean.
+    # .log (records_missing); every other is clean.
     lossy = [(s["topic"], [p.split(": ")[1] for p in s["problems"]]) for s in summaries if s["problems"]]
     assert lossy == [("test_topic_b", ["records_missing"])]
     assert r.code == 1 and r.err.count("kdump: error: ") == 1 and "offsets 0..1613279 are missing" in r.err

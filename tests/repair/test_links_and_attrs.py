@@ -1,4 +1,4 @@
-"""Issue #41, item 3 and the last of its exits: repairs never write through a hard link (evidence
+"""Repairs never write through a hard link (evidence
 kept with ``cp -al`` must not shrink), and what they write keeps the extended attributes and
 modes of what it stands for."""
 

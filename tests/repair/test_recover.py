@@ -365,7 +365,7 @@ def test_an_index_too_large_to_read_is_planned_for_rebuild(tmp_path):
 def test_sigkill_during_the_quarantine_copy(tmp_path):
     """SIGKILL the moment a temporary file appears in the (default) quarantine, the copy of an
     index about to be rebuilt. The rerun a second later quarantines into another directory
-    (issue #19, fault 9: the first one's temporary file outlived it); now it is removed, and
+    (the first one's temporary file once outlived it); now it is removed, and
     the partition ends as an uninterrupted run leaves it."""
     src = messy_partition(tmp_path / "src")
     with open(src / f"{9:020d}.timeindex", "ab") as f:

@@ -1,4 +1,4 @@
-"""``kdump recover`` under attack (issue #27): its exit status, the log start cut, salvage's memory."""
+"""``kdump recover`` under attack: its exit status, the log start cut, salvage's memory."""
 
 from __future__ import annotations
 

@@ -355,10 +355,10 @@ def test_read_range_of_a_sparse_file_reads_its_data_and_not_its_holes(tmp_path):
         assert copy.stat().st_blocks * 512 < 1 << 20
 
 
-# -- the saved copy is checked before the cut (issue #19, fault 1) -------------------------------
+# -- the saved copy is checked before the cut -------------------------------
 
 def test_a_copy_that_does_not_hold_the_cut_bytes_is_never_published(tmp_path, monkeypatch):
-    """A copy losing bytes on the way (a disk, or the other run of issue #19 replacing the
+    """A copy losing bytes on the way (a disk, or another run replacing the
     temporary file) is caught by its size and CRC-32 read back: nothing is saved, nothing cut."""
     from kdump.storage import safewrite
 

@@ -1,4 +1,4 @@
-"""Killed at a random point, then run again: the same tree as one uninterrupted run (issue #27, item 9).
+"""Killed at a random point, then run again: the same tree as one uninterrupted run.
 
 For every writing command (``verify --truncate``, ``recover --apply``, ``recover --salvage``,
 ``index --rebuild``, ``timeindex --rebuild``) a child process runs it and SIGKILLs itself at
@@ -122,7 +122,7 @@ def test_killed_anywhere_then_rerun_reaches_the_uninterrupted_tree(name, where):
 
 
 def test_a_killed_index_rebuild_leaves_no_second_bak(tmp_path):
-    """Issue #27, item 9: killed after its ``.bak`` was made, before the index was replaced,
+    """Killed after its ``.bak`` was made, before the index was replaced,
     ``index --rebuild`` run again made a second, identical ``.bak.1``."""
     d = make_partition(tmp_path / "logs")
     _garbage_indexes(d, ".index")

@@ -324,7 +324,7 @@ def test_schemas_that_do_not_parse(tmp_path):
 
 
 def test_a_schema_folder_named_like_a_partition_is_a_folder(logdir):
-    """Issue #41, exits: ``--schemas sch-7`` was replayed as a ``_schemas`` partition (0 ids)."""
+    """Exits: ``--schemas sch-7`` was replayed as a ``_schemas`` partition (0 ids)."""
     part, folder = logdir
     named = folder.parent / "sch-7"
     folder.rename(named)

@@ -27,7 +27,7 @@ SCHEMAS = LOGDIR / "_schemas-0"
 
 def records(partition: Path) -> list:
     from kdump.storage.logdir import expand
-    from kdump.storage.reader import SegmentReader
+    from kdump.storage.record_reader import SegmentReader
 
     out = []
     for f in sorted((f for f in expand(str(partition)) if f.kind == "log"), key=lambda f: f.base_offset):

@@ -1,4 +1,4 @@
-"""The Spark source on a timestamp past the int64 range (issue #27, item 3): rows, not a failed job."""
+"""The Spark source on a timestamp past the int64 range: rows, not a failed job."""
 
 from __future__ import annotations
 

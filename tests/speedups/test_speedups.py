@@ -741,7 +741,7 @@ def test_record_slices_of_a_record_count_bomb_stay_small():
 @pytest.mark.parametrize("last_relative, wrapper_offset", [(-(1 << 63), (1 << 63) - 1), (-2, (1 << 63) - 1),
                                                             (-(1 << 62), (1 << 62) + 5), (-1, 5)])
 def test_legacy_base_beyond_int64_is_decided_by_python(last_relative, wrapper_offset):
-    """Issue #27, item 6: ``wrapper_offset - last_inner`` in legacy.c had no overflow check
+    """``wrapper_offset - last_inner`` in legacy.c had no overflow check
     (undefined behaviour in C; the last record's checked addition happened to catch it)."""
     inner = b"".join(build_legacy_message(relative, b"k", b"v", magic=1, timestamp=5) for relative in (0, last_relative))  # noqa: E501
     buf = build_legacy_wrapper([inner], magic=1, codec=1, wrapper_offset=wrapper_offset)

@@ -513,7 +513,7 @@ _ANY_BYTE = st.one_of(st.sampled_from([0, 1, 2, 3, 0x5C, 0x5D, 0x7F, 0x80, 0xFF]
        pos=st.integers(-3, 420), end=st.integers(-3, 420))
 def test_find_candidate_is_the_regular_expression(data, top, pos, end):
     """The C search, the pattern Python falls back on and the definition find the same position
-    (issue #27, item 6: a bound of 0x5C or 0x5D was pasted raw into the pattern)."""
+    (bounds 0x5C and 0x5D, which a regular expression must escape, among them)."""
     m = resync_mod._candidate_pattern(top).search(data, max(pos, 0), max(min(end, len(data)), 0))
     want = _candidate_by_definition(data, pos, end, top)
     assert (-1 if m is None else m.start()) == want

@@ -477,7 +477,7 @@ def test_a_log_dir_named_like_a_partition(kdump, tmp_path):
 
 
 def test_metadata_with_a_record_that_does_not_decode_is_damage(kdump, tmp_path):
-    """Issue #41, exits: a record that failed to decode was shown as ``not decoded`` and the exit
+    """Exits: a record that failed to decode was shown as ``not decoded`` and the exit
     status was still 0."""
     part = tmp_path / METADATA.name
     shutil.copytree(METADATA, part)

@@ -1,4 +1,4 @@
-"""Memory after decompression stays a small multiple of the largest payload (issue #19, fault 3).
+"""Memory after decompression stays a small multiple of the largest payload.
 
 A 4 MB lz4 segment whose one batch expands to 1000 MiB is within the default limits (ratio
 242 < 255, under the 1 GiB cap). ``dump --data --json`` used 13 GB and ended in ``internal
@@ -183,7 +183,7 @@ N = 400_000         # 6 MB of checkpoint, 18 MB of snapshot: about 30 times that
 
 @pytest.mark.parametrize("what", ["verify", "dump-epochs", "dump-checkpoint", "dump-snapshot", "recover"])
 def test_checkpoints_and_snapshots_are_read_in_bounded_memory(tmp_path, what):
-    """Issue #19, faults 7 and 10: a 10 M-line checkpoint cost 4.5 GB in verify and 3.9 GB in
+    """A 10 M-line checkpoint cost 4.5 GB in verify and 3.9 GB in
     dump; a 2 M-entry snapshot 1.47 GB in dump. Peak memory no longer grows with the file."""
     logdir, part, snap = _big_checkpoints(tmp_path, N)
     args = {"verify": ["verify", "-q", str(logdir)],
@@ -247,7 +247,7 @@ BIG_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >= 12 << 3
     pytest.mark.slow, pytest.mark.skipif(not BIG_MEMORY, reason="needs 12 GiB of memory to show the bound")])])
 @pytest.mark.parametrize("fmt", ["ndjson", "parquet"])
 def test_export_of_a_large_value_stays_within_a_small_multiple(tmp_path, fmt, mib):
-    """Issue #19: export used 5 GB on the 1000 MiB lz4 bomb (3.7 GB as NDJSON, 8.1 GB as Parquet here)."""
+    """Export used 5 GB on the 1000 MiB lz4 bomb (3.7 GB as NDJSON, 8.1 GB as Parquet here)."""
     d = tmp_path / "bomb-0"
     d.mkdir()
     write_bomb(d / "00000000000000000000.log", mib * MiB)

@@ -1,4 +1,4 @@
-"""One partition dir that cannot be listed (issue #27, item 10): reported, and the rest covered.
+"""One partition dir that cannot be listed: reported, and the rest covered.
 
 As a user other than root, a partition dir of mode 0311 cannot be listed. ``verify`` and
 ``recover`` reported that one error and went on; ``dump``, ``info`` and ``index --verify``

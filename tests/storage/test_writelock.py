@@ -1,4 +1,4 @@
-"""One writer per partition (issue #19, fault 1), and none while a broker holds the log dir.
+"""One writer per partition, and none while a broker holds the log dir.
 
 Two ``verify --truncate`` (or ``recover --apply``) runs started a few milliseconds apart
 used to share one fixed temporary name: one deleted the other's copy of the cut bytes in
@@ -237,7 +237,7 @@ def _aliases(tmp_path: Path, d: Path) -> dict[str, Path]:
 
 
 def test_a_broker_lock_is_seen_through_symbolic_links(tmp_path):
-    """Issue #27, item 1: ``verify --truncate ALIAS`` (a link to ``LOGDIR/t-0``) cut the segment
+    """``verify --truncate ALIAS`` (a link to ``LOGDIR/t-0``) cut the segment
     while a broker held ``LOGDIR/.lock``: the probe took the link's parent for the log dir.
     Through any link, every writing command is refused and nothing changes."""
     d, log, original = _big_damage(tmp_path)

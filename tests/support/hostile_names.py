@@ -1,4 +1,4 @@
-"""A log dir whose every client-controlled name is a terminal attack (issue #41).
+"""A log dir whose every client-controlled name is a terminal attack.
 
 Each payload is planted in every string field of every record type the internal-topic
 decoders know (``__consumer_offsets``, ``__transaction_state``, ``__cluster_metadata``,

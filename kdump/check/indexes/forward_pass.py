@@ -39,7 +39,7 @@ from kdump.check.indexes.index_file import IndexCheck
 from kdump.check.indexes.offset_index import OffsetIndexCheck
 from kdump.check.indexes.time_index import TimeIndexCheck
 from kdump.check.scan import ScanReport
-from kdump.check.side_files import SIDE_FILE_LIMIT
+from kdump.check.side_file_views import SIDE_FILE_LIMIT
 from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import IndexFile, index_entries
