@@ -13,6 +13,7 @@ the control batches' one record each, before the records themselves are read.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 
 from kdump.errors import KdumpError
@@ -46,6 +47,28 @@ class Outcomes:
                 pass                    # the record reader reports the damage; markers before it count
             finally:
                 mapped.close()
+        out._order()
+        return out
+
+    def _order(self) -> None:
+        """Each producer's markers by offset (stable): "the next marker after" a batch is the
+        first of them past its last offset, whatever order a damaged log wrote them in."""
+        for pid, offsets in self._offsets.items():
+            pairs = sorted(zip(offsets, self._commits[pid]), key=lambda p: p[0])
+            self._offsets[pid] = [o for o, _ in pairs]
+            self._commits[pid] = [c for _, c in pairs]
+
+    def table(self) -> array | None:
+        """The markers as int64 (producer id, offset, commit) triples, by producer id then offset:
+        what the C writer (jsonout.c flat_v2_run) looks a batch's outcome up in (None: an offset
+        beyond int64, which only Python takes)."""
+        out = array("q")
+        try:
+            for pid in sorted(self._offsets):
+                for offset, commit in zip(self._offsets[pid], self._commits[pid]):
+                    out.extend((pid, offset, int(commit)))
+        except OverflowError:
+            return None
         return out
 
     def _see(self, buf, b: Batch) -> None:
