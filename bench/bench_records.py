@@ -23,8 +23,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -93,6 +96,7 @@ def main() -> None:
     cmds: dict[str, tuple[str, list[str], dict | None]] = {
         "cat": ("plain", ["cat", str(plain_seg)], None),
         "base64": ("plain", ["base64", "-w0", str(plain_seg)], None),
+        "records --limit 0 (start-up)": ("plain", [*base.KDUMP, "records", part, "--json", "--limit", "0"], None),
         "records --json": ("plain", [*base.KDUMP, "records", part, "--json"], None),
         "records --json read_committed": ("plain", [*base.KDUMP, "records", part, "--json", *committed], None),
         "records --json (txn)": ("txn", [*base.KDUMP, "records", txn_part, "--json"], None),
@@ -107,15 +111,34 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}; "
           f"segments {sizes['plain'] / 1e6:.0f} MB (plain), {sizes['txn'] / 1e6:.0f} MB (txn); "
           f"median of {args.repeat}")
-    times = base.medians({name: (lambda c=c, e=e: run_shell(c, e)) for name, (_, c, e) in cmds.items()},
-                         args.repeat)
+    times, cpus = medians({name: (c, e) for name, (_, c, e) in cmds.items()}, args.repeat)
     rate = {name: sizes[cmds[name][0]] / t / 1e6 for name, t in times.items()}
+    cpu_rate = {name: sizes[cmds[name][0]] / max(t, 1e-3) / 1e6 for name, t in cpus.items()}
     plain, cat = rate["records --json"], rate["cat"]
+    print(f"{'':<40} {'wall':>7}   {'MB/s':>8}  {'CPU':>7}   {'MB/s CPU':>8}  ratios (wall)")
     for name, t in times.items():
-        print(f"{name:<40} {t:7.2f} s {rate[name]:8.0f} MB/s  {rate[name] / plain:5.2f}x the plain stream  "
-              f"{rate[name] / cat:5.2f}x cat")
-    print(f"read_committed / plain: {rate['records --json read_committed'] / plain:.2f} (plain segment), "
-          f"{rate['records --json read_committed (txn)'] / rate['records --json (txn)']:.2f} (transactional)")
+        print(f"{name:<40} {t:7.2f} s {rate[name]:8.0f}  {cpus[name]:7.2f} s {cpu_rate[name]:8.0f}  "
+              f"{rate[name] / plain:5.2f}x the plain stream  {rate[name] / cat:5.2f}x cat")
+    for label, key in (("wall", rate), ("CPU", cpu_rate)):
+        print(f"read_committed / plain ({label}): {key['records --json read_committed'] / key['records --json']:.2f} "
+              f"(plain segment), {key['records --json read_committed (txn)'] / key['records --json (txn)']:.2f} "
+              f"(transactional)")
+
+
+def medians(cmds: dict, repeat: int) -> tuple[dict, dict]:
+    """Each command run ``repeat`` times, interleaved: name -> median wall seconds, and name ->
+    median CPU seconds (user + system of the child: what a busy machine's queue does not add)."""
+    walls: dict = {name: [] for name in cmds}
+    cpus: dict = {name: [] for name in cmds}
+    for _ in range(repeat):
+        for name, (c, e) in cmds.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            run_shell(c, e)
+            walls[name].append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return ({n: statistics.median(v) for n, v in walls.items()}, {n: statistics.median(v) for n, v in cpus.items()})
 
 
 if __name__ == "__main__":

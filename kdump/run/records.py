@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 
 from kdump import findings as F
 from kdump.errors import ExitStatus, KdumpError, UsageError
+from kdump.export.ndjson import dumps
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Record
+from kdump.render import records as flat
 from kdump.render.diagnostics import report_error
 from kdump.render.escape import printable
-from kdump.export.ndjson import dumps
-from kdump.render.records import (Line, batch_parts, c_encoding, c_raw_objects, c_record_objects, c_run_objects,
-                                  damage_object, record_head, record_object, record_objects)
+from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
 from kdump.state.txn_status import Outcomes
 from kdump.storage.logdir import LOG, directory_groups, resolve
 from kdump.storage.reader import Filters, RecordSlices, SegmentReader
@@ -96,7 +96,7 @@ class Stream:
 
     def __post_init__(self) -> None:
         if self.json:
-            self.c = c_encoding(self.view)
+            self.c = flat.c_encoding(self.view)
 
     @property
     def full(self) -> bool:
@@ -124,7 +124,7 @@ class Stream:
         is reached."""
         if self.json:
             head, tail = batch_parts(topic, partition, file, b, txn)
-            done = c_record_objects(head, tail, records, self.c, self.left) if self.c is not None else None
+            done = flat.c_record_objects(head, tail, records, self.c, self.left) if self.c is not None else None
             if done is not None:
                 self.text(*done)
                 return not self.full
@@ -229,14 +229,14 @@ def _c_hooks(stream: Stream, f, outcomes: Outcomes, committed_only: bool) -> dic
     """The reader's ``raw`` and ``run`` hooks (storage/reader.py): the C writer's flat objects
     of a batch from its bytes, and of a run of plain v2 batches straight from the segment, with
     what the Python loop would write for them (txn, --isolation, --limit)."""
-    head, file_json, encoding = record_head(f.topic, f.partition), dumps(f.path), stream.c
+    head, file_json, encoding = flat.record_head(f.topic, f.partition), dumps(f.path), stream.c
     hooks: dict = {}
 
     def raw(b, data, log_append_ts=None):
         if committed_only and not outcomes.read_committed(b):
             return ("", 0)          # the loop leaves it out, undecoded
         _, tail = batch_parts(f.topic, f.partition, f.path, b, outcomes.status(b))
-        return c_raw_objects(head, tail, b, data, log_append_ts, encoding, stream.left)  # type: ignore[arg-type]
+        return flat.c_raw_objects(head, tail, b, data, log_append_ts, encoding, stream.left)  # type: ignore[arg-type]
     hooks["raw"] = raw
     markers = outcomes.table()
     if markers is not None and head.isascii() and file_json.isascii():
@@ -245,7 +245,7 @@ def _c_hooks(stream: Stream, f, outcomes: Outcomes, committed_only: bool) -> dic
         def run(buf, pos, end, max_records):
             if stream.full:
                 return pos
-            text, pos, count = c_run_objects(head, file_json, buf, pos, end, max_records, encoding,  # type: ignore[arg-type]
+            text, pos, count = flat.c_run_objects(head, file_json, buf, pos, end, max_records, encoding,  # type: ignore[arg-type]
                                              stream.left, markers, lso, committed_only)
             if text is not None:
                 stream.text(text, count)
