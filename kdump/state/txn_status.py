@@ -20,10 +20,11 @@ from kdump.errors import KdumpError
 from kdump.format.control import ABORT, COMMIT
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
-from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import MappedFile
+from kdump.storage.logdir import LOG, LogFile, resolve
+from kdump.storage.mapped import MappedFile, file_size
 
 COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
+KEPT_PARTITIONS = 8         # of_partition's outcomes kept per process
 
 
 class Outcomes:
@@ -115,3 +116,27 @@ class Outcomes:
         if lso is not None and first >= lso:
             return False
         return self.status(b) != ABORTED
+
+
+_kept: dict[tuple, Outcomes] = {}
+
+
+def of_partition(f: LogFile) -> Outcomes:
+    """The Outcomes of the live segments of ``f``'s partition directory (a marker may lie in a
+    later segment than its batches), kept per process while those segments are as they were:
+    an export reads a partition one slice at a time, and a Spark executor many of them."""
+    directory = f.path.rsplit("/", 1)[0] if "/" in f.path else "."
+    try:
+        segments = [g for g in resolve([directory], kinds=(LOG,), errors=[], left_out=[])
+                    if g.leftover is None and g.path.rsplit("/", 1)[0] == directory]
+    except KdumpError:
+        segments = []
+    if not any(g.path == f.path for g in segments):
+        segments = [f]              # a file named alone, or a directory that cannot be listed
+    key = tuple((g.path, file_size(g.path)) for g in segments)
+    out = _kept.get(key)
+    if out is None:
+        if len(_kept) >= KEPT_PARTITIONS:
+            _kept.clear()
+        out = _kept[key] = Outcomes.of_segments(segments)
+    return out
