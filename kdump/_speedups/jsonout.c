@@ -860,7 +860,9 @@ kd_flat_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyBuffer_Release(&view);
         return Py_BuildValue("(OnL)", Py_None, pos, 0LL);
     }
-    if (marks.len % (Py_ssize_t)(3 * sizeof(int64_t)) != 0 || (uintptr_t)marks.buf % sizeof(int64_t) != 0) {
+    /* (an empty array's buffer may be any address: only a table of entries must be aligned) */
+    if (marks.len % (Py_ssize_t)(3 * sizeof(int64_t)) != 0 ||
+        (marks.len > 0 && (uintptr_t)marks.buf % sizeof(int64_t) != 0)) {
         PyBuffer_Release(&marks);       /* not an int64 table: Python writes every batch */
         PyBuffer_Release(&view);
         return Py_BuildValue("(OnL)", Py_None, pos, 0LL);
