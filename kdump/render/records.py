@@ -19,13 +19,13 @@ from kdump.export.ndjson import dumps, literal_for
 from kdump.model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
 from kdump.render.escape import printable
 from kdump.render.jsonout import C_ENCODINGS
-from kdump.render.line_buffer import FLUSH_CHARS
 
 DEFAULT_FORMAT = "%t-%p %o %T %k %s\\n"
 _TOKEN = re.compile(r"%.|\\.|[^%\\]+", re.S)
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 _FIELDS = "tpokKsSThx%"
 RUN_BATCHES = 1 << 16           # batches one C run call takes, at most
+RUN_OUT = 1 << 16               # characters a C run call writes, about (1 MiB pieces took 2x the time)
 
 
 class Line:
@@ -161,4 +161,4 @@ def c_run_objects(head: str, file_json: str, buf, pos: int, end: int, max_record
     """(text, new_pos, count): the objects of the plain v2 batches from ``pos``, straight from
     the segment (``markers``, ``lso``: state/txn_status.py's Outcomes.table and last stable offset)."""
     return _accel.native().flat_v2_run(head, file_json, buf, pos, end, RUN_BATCHES, max_records,  # type: ignore[union-attr]
-                                       encoding, FLUSH_CHARS, limit, markers, lso, committed_only)
+                                       encoding, RUN_OUT, limit, markers, lso, committed_only)
