@@ -48,6 +48,7 @@ FIELD_TYPES: dict[str, str] = {
     # a record
     "offset": "bigint", "timestamp": "timestamp", "key_size": "int", "value_size": "int", "sequence": "int",
     "key": "binary", "value": "binary", "headers": HEADERS_TYPE,
+    "txn": "string",                      # committed, aborted, open (state/txn_status.py); null: no transaction
     "control": "struct",                  # JSON only: Control.to_dict() on records of control batches
     # damage, and export's NDJSON lines as Spark's text writer takes them
     "records_error": "string", "error_kind": "string", "error": "string", "line": "string", "is_error": "boolean",

@@ -215,6 +215,13 @@ static PyMethodDef kd_methods[] = {
      "json_v2_line(file_json, batch, data, encoding) -> (str, first_offset, last_offset) | None: the line of a "
      "v2 batch written straight from its (decompressed) records section, whose offsets follow one another; "
      "None for anything else."},
+    {"flat_records", (PyCFunction)(void (*)(void))kd_flat_records, METH_FASTCALL,
+     "flat_records(head, tail, batch, records, log_append_ts, encoding, limit) -> (str, count) | None: "
+     "render/records.py record_objects for Record objects, a v2 records section or a legacy inner set."},
+    {"flat_v2_run", (PyCFunction)(void (*)(void))kd_flat_v2_run, METH_FASTCALL,
+     "flat_v2_run(head, file_json, buf, pos, end, max_batches, max_records, encoding, max_out, limit, markers, "
+     "lso, committed_only) -> (text, new_pos, count): kdump records' flat objects for the run of plain v2 "
+     "batches from pos, straight from the segment's bytes (jsonout.c)."},
     {"json_records", (PyCFunction)(void (*)(void))kd_json_records, METH_FASTCALL,
      "json_records(records, encoding) -> str | None: the record objects of json_batch_line, comma-separated "
      "(a batch streamed a slice of records at a time); None when the Python writer must do it."},

@@ -31,6 +31,13 @@
  *                                          -> (str, new_pos, first, last)
  *                                        json_legacy_line(file_json, batch, data, log_append_ts, encoding)
  *                                          -> (str, first, last) | None
+ *              kdump/render/records.py  flat_records(head, tail, batch, records, log_append_ts, encoding,
+ *                                          limit) -> (str, count) | None,
+ *                                        flat_v2_run(head, file_json, buf, pos, end, max_batches, max_records,
+ *                                          encoding, max_out, limit, markers, lso, committed_only)
+ *                                          -> (text, new_pos, count)
+ *                                        (kdump records' flat objects; the txn of a batch as
+ *                                        state/txn_status.py Outcomes.status says it)
  *   avrojson.c kdump/schemas/avro_text.py avro_json(program, data, pos, limit) -> (json_text, end) | None
  *   text.c     kdump/render/text.py      text_item(out, batch, records, mode, last, gaps) -> int | None,
  *                                        text_v2_run(out, buf, pos, end, ...) -> (new_pos, first, last),
@@ -672,6 +679,8 @@ char *put_java_utf8(char *w, const unsigned char *s, Py_ssize_t n, int escape);
 void java_utf8_init(void);
 
 PyObject *kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_flat_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_flat_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_watch_mapping(PyObject *self, PyObject *args);
 PyObject *kd_unwatch_mapping(PyObject *self, PyObject *arg);

@@ -21,7 +21,7 @@ from kdump.format.txnindex import encode_txnindex
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import SliceReader, read_small
+from kdump.storage.mapped import read_small
 from kdump.storage.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -32,6 +32,7 @@ from kdump.storage.names import (
     filename_offset,
     offset_name,
 )
+from kdump.storage.slice_reader import SliceReader
 
 
 def plan_txnindexes(plan, directory, bases, present, source, scans, recovered, vopts) -> None:

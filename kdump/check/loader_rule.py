@@ -82,7 +82,7 @@ def _raw_offset_files(directory: str) -> list[str]:
 def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
     """Does ``TransactionIndex.sanityCheck`` fail (an entry ending below the segment base)?"""
     from kdump.format.txnindex import sanity_check_txnindex, txnindex_entries
-    from kdump.storage.mapped import SliceReader
+    from kdump.storage.slice_reader import SliceReader
 
     path = source.get(offset_name(base, TXNINDEX_SUFFIX))
     if path is None:

@@ -193,7 +193,7 @@ def _last_index_offset(path: str, base: int) -> int | None:
     """The offset of the last entry of an ``.index`` (preallocated zero slots skipped), or None.
     Read from the end a chunk at a time: a 100 MB index is not held."""
     from kdump.check.side_file_views import SIDE_FILE_LIMIT
-    from kdump.storage.mapped import SliceReader
+    from kdump.storage.slice_reader import SliceReader
     try:
         with SliceReader(path, SIDE_FILE_LIMIT) as data:
             end = len(data)

@@ -17,7 +17,8 @@ from kdump.format.control import ABORT, COMMIT
 from kdump.format.txnindex import ENTRY_SIZE, txnindex_entries
 from kdump.format.walk import record_slices
 from kdump.model import Finding
-from kdump.storage.mapped import MappedFile, SliceReader
+from kdump.storage.mapped import MappedFile
+from kdump.storage.slice_reader import SliceReader
 
 
 def aborted_transactions(scans, limits: Limits = DEFAULT_LIMITS) -> dict[int, list[tuple[int, int | None, int, int]]]:

@@ -69,8 +69,11 @@ def export(paths, out, fmt, partition_by, engine, master, conf, writer, encoding
 
     One row per record: topic, partition, segment, file, position, base_offset, offset,
     timestamp, timestamp_type, key, value, headers, magic, compression, producer_id,
-    producer_epoch, sequence, is_transactional, is_control, partition_leader_epoch,
-    crc_valid and error. Damaged data becomes rows with an error message, never a failed
+    producer_epoch, sequence, is_transactional, txn, is_control, partition_leader_epoch,
+    crc_valid and error; txn says how the record's transaction ended (committed, aborted or
+    open, from its partition's control markers, as kdump records says; null outside a
+    transaction). NDJSON lines are dump --json's record objects with topic, partition and
+    segment. Damaged data becomes rows with an error message, never a failed
     export; the exit status is then 1. So does a payload past --max-decompressed or
     --max-expansion, and a timestamp Kafka's long sum wrapped (timestamp_overflow: the
     value is kept where the format holds it, NDJSON; null in Parquet).

@@ -131,6 +131,10 @@ left to it, as it makes them at its next start.
 partition) or NDJSON, with a local engine (pyarrow) or on Spark (\\fB--engine spark\\fR,
 \\fB--master\\fR).
 .PP
+Each Parquet row's \\fBtxn\\fR column says how its record's transaction ended, as
+\\fBkdump records\\fR does: committed, aborted or open (from the control markers of the
+partition, later segments included); null outside a transaction.
+.PP
 Damage becomes error rows (the \\fBerror\\fR column), never a failed export: exit status 1.
 A record whose timestamp Kafka's long sum wrapped (\\fBtimestamp_overflow\\fR) keeps the
 wrapped value, as Kafka's readers see it, where the format can hold it (NDJSON); a Parquet

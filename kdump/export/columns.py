@@ -7,6 +7,9 @@ nothing beyond the standard library.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from kdump.export.ndjson import maybe_large
 from kdump.export.read import Damage, damage_message, in_range, read_slice
 from kdump.export.schema import BATCH_COLUMNS, RECORD_COLUMNS, arrow_schema, arrow_type, text
@@ -14,7 +17,12 @@ from kdump.export.slices import Scope, Slice
 from kdump.export.write import binary_array, size_parts
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import COMPRESSION_NAMES, FIELD_TYPES, HEADERS_TYPE, TIMESTAMP_TYPE_NAMES, Batch, Record
+from kdump.storage.logdir import LogFile
 from kdump.storage.record_reader import out_of_memory
+
+# A segment -> the outcomes of its partition's transactions: an object whose status(batch) is
+# committed, aborted, open or None (state/txn_status.py of_partition).
+TxnOf = Callable[[LogFile], Any]
 
 DEFAULT_MAX_ROWS = 16384             # Arrow batch bounds: rows ...
 DEFAULT_MAX_BYTES = 16 << 20         # ... and key/value/header bytes (binary offsets are int32)
@@ -44,8 +52,10 @@ class RecordColumns:
     record-level lists, which is where an export spends its time.
     """
 
-    def __init__(self, sl: Slice) -> None:
+    def __init__(self, sl: Slice, txn: TxnOf | None = None) -> None:
         self.slice = sl
+        self.txn_of = txn
+        self.outcomes: Any = None
         self._reset()
 
     def _reset(self) -> None:
@@ -66,13 +76,18 @@ class RecordColumns:
 
     # The columns kept once per group, in the order of ``_group``'s tuples.
     _GROUP_FIELDS = ("position", "base_offset", "timestamp_type", "magic", "compression", "producer_id",
-                     "producer_epoch", "is_transactional", "is_control", "partition_leader_epoch", "crc_valid", "error")
+                     "producer_epoch", "is_transactional", "txn", "is_control", "partition_leader_epoch", "crc_valid",
+                     "error")
     _GROUP_TYPES = tuple(FIELD_TYPES[name] for name in _GROUP_FIELDS)
 
-    @staticmethod
-    def _group(b: Batch, ts_type: int, crc_valid: bool | None, error: str | None = None) -> tuple:
+    def _group(self, b: Batch, ts_type: int, crc_valid: bool | None, error: str | None = None) -> tuple:
+        txn = None
+        if b.is_transactional and error is None and self.txn_of is not None:
+            if self.outcomes is None:           # the partition's markers, read at the first such batch
+                self.outcomes = self.txn_of(self.slice.log_file())
+            txn = self.outcomes.status(b)
         return (b.position, b.base_offset, TIMESTAMP_TYPE_NAMES[ts_type], b.magic, _CODEC_NAMES[b.compression],
-                b.producer_id, b.producer_epoch, b.is_transactional, b.is_control, b.partition_leader_epoch,
+                b.producer_id, b.producer_epoch, b.is_transactional, txn, b.is_control, b.partition_leader_epoch,
                 crc_valid, error)
 
     def add(self, b: Batch, records: list[Record]) -> None:
@@ -116,7 +131,7 @@ class RecordColumns:
         b = d.batch
         self.group.append(len(self.groups))
         if b is None:
-            self.groups.append((d.position, None, None, None, None, None, None, None, None, None, None,
+            self.groups.append((d.position, None, None, None, None, None, None, None, None, None, None, None,
                                 damage_message(d)))
         else:
             self.groups.append(self._group(b, b.timestamp_type, b.crc_valid, damage_message(d)))
@@ -156,9 +171,11 @@ class RecordColumns:
 
 
 def record_batches(sl: Slice, scope: Scope = Scope(), max_rows: int = DEFAULT_MAX_ROWS,
-                   max_bytes: int = DEFAULT_MAX_BYTES, limits: Limits = DEFAULT_LIMITS):
-    """Arrow record batches (RECORD_COLUMNS) of one slice, each at most ~max_rows / ~max_bytes."""
-    cols = RecordColumns(sl)
+                   max_bytes: int = DEFAULT_MAX_BYTES, limits: Limits = DEFAULT_LIMITS, txn: TxnOf | None = None):
+    """Arrow record batches (RECORD_COLUMNS) of one slice, each at most ~max_rows / ~max_bytes.
+    ``txn``: the segment's partition -> its transactions' outcomes (state/txn_status.py
+    of_partition, given from above this floor), for the txn column; None: the column is null."""
+    cols = RecordColumns(sl, txn)
     at = (sl.start, None)
     try:
         for item in read_slice(sl, scope, True, limits):

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from kdump.errors import ExitStatus, UsageError, WriteError
-from kdump.export.columns import record_batches
+from kdump.export.columns import TxnOf, record_batches
 from kdump.export.read import damage_message
 from kdump.export.schema import PARTITION_COLUMNS, text
 from kdump.export.slice_rows import json_items
@@ -92,16 +92,18 @@ def json_error_summary(topic, partition, segment, position, message) -> str:
 
 def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], scope: Scope = Scope(),
                   tally: _Tally | None = None, name: str = "part-00000.zstd.parquet",
-                  threads: bool = True, limits: Limits = DEFAULT_LIMITS, decode=None) -> _Tally:
+                  threads: bool = True, limits: Limits = DEFAULT_LIMITS, decode=None,
+                  txn: TxnOf | None = None) -> _Tally:
     """Parquet files under ``out`` in hive directories by ``partition_by`` (zstd, ms timestamps).
-    ``decode``: slice -> an object whose ``add(batch)`` appends decoded columns (export --decode)."""
+    ``decode``: slice -> an object whose ``add(batch)`` appends decoded columns (export --decode);
+    ``txn``: the txn column's outcomes (columns.record_batches)."""
     tally = tally or _Tally()
     os.makedirs(out, exist_ok=True)
     sink = ParquetSink(out, partition_by, name, threads)
     try:
         for sl in slices:
             column = decode(sl) if decode is not None else None
-            for batch in tally.batches(record_batches(sl, scope, limits=limits)):
+            for batch in tally.batches(record_batches(sl, scope, limits=limits, txn=txn)):
                 sink.write(sl, batch if column is None else column.add(batch))
     finally:
         sink.close()
@@ -147,7 +149,8 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
                  threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1, decode=None,
-                 chosen: tuple[list, dict[str, int], list] | None = None, guard: tuple[str, ...] = ()) -> ExportResult:
+                 chosen: tuple[list, dict[str, int], list] | None = None, guard: tuple[str, ...] = (),
+                 txn: TxnOf | None = None) -> ExportResult:
     """Export on this machine (no Spark): Parquet through pyarrow, or NDJSON.
 
     ``threads=False`` encodes Parquet in the decoding thread (one core), for comparisons.
@@ -178,7 +181,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
             def write(group: list[Slice]) -> _Tally:
                 if fmt == "parquet":
                     return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits,
-                                         decode=decode)
+                                         decode=decode, txn=txn)
                 return write_ndjson(group, tmp, partition_by, encoding, scope, limits=limits)
 
             tally = _Tally()
@@ -213,7 +216,7 @@ def _by_output_dir(slices: list[Slice], out: str, partition_by: tuple[str, ...])
 
 def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by: tuple[str, ...],
                 encoding: str = "base64", scope: Scope = Scope(), threads: bool = False,
-                limits: Limits = DEFAULT_LIMITS) -> tuple[int, int, list[str]]:
+                limits: Limits = DEFAULT_LIMITS, txn: TxnOf | None = None) -> tuple[int, int, list[str]]:
     """One Spark task of ``export --engine spark``: write these slices under ``out`` with this
     module's writers, into files named by the task number (so a retried task overwrites its
     own files and two tasks never share one). Returns (rows, error rows, first errors).
@@ -223,7 +226,7 @@ def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by
     """
     if fmt == "parquet":
         tally = write_parquet(slices, out, partition_by, scope, name=f"part-{task:05d}.zstd.parquet",
-                              threads=threads, limits=limits)
+                              threads=threads, limits=limits, txn=txn)
     else:
         tally = write_ndjson(slices, out, partition_by, encoding, scope, name=f"part-{task:05d}.ndjson",
                              limits=limits)

@@ -36,7 +36,7 @@ def columns(*names: str) -> tuple[tuple[str, str], ...]:
 RECORD_COLUMNS = columns(
     "topic", "partition", "segment", "file", "position", "base_offset", "offset", "timestamp", "timestamp_type",
     "key", "value", "headers", "magic", "compression", "producer_id", "producer_epoch", "sequence",
-    "is_transactional", "is_control", "partition_leader_epoch", "crc_valid", "error")
+    "is_transactional", "txn", "is_control", "partition_leader_epoch", "crc_valid", "error")
 
 BATCH_COLUMNS = columns(
     "topic", "partition", "segment", "file", "position", "size", "base_offset", "last_offset", "count", "magic",

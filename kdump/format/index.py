@@ -53,7 +53,7 @@ CHUNK_BYTES = 1 << 19     # bytes of slots read at a time (a multiple of 8, 12 a
 def chunks(data, size: int, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
     """Whole slots ``[start, stop)`` of ``data`` as bytes, about ``CHUNK_BYTES`` at a time.
 
-    ``data`` is anything with ``len`` and slicing (bytes, a map, ``storage.mapped.SliceReader``):
+    ``data`` is anything with ``len`` and slicing (bytes, a map, ``storage.slice_reader.SliceReader``):
     a 100 MB index is walked without holding it, or its entries as objects."""
     n = len(data) // size if stop is None else stop
     step = max(1, CHUNK_BYTES // size) * size

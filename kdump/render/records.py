@@ -13,15 +13,19 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kdump import _accel
 from kdump.errors import UsageError
 from kdump.export.ndjson import dumps, literal_for
 from kdump.model import TIMESTAMP_TYPE_NAMES, Batch, Record, compression_name
 from kdump.render.escape import printable
+from kdump.render.jsonout import C_ENCODINGS
 
 DEFAULT_FORMAT = "%t-%p %o %T %k %s\\n"
 _TOKEN = re.compile(r"%.|\\.|[^%\\]+", re.S)
 _ESCAPES = {"\\n": "\n", "\\t": "\t", "\\r": "\r", "\\0": "\0", "\\\\": "\\"}
 _FIELDS = "tpokKsSThx%"
+RUN_BATCHES = 1 << 16           # batches one C run call takes, at most
+RUN_OUT = 1 << 16               # characters a C run call writes, about (1 MiB pieces took 2x the time)
 
 
 class Line:
@@ -86,11 +90,16 @@ def _field(c: str, encode: Callable[[bytes], str], escape: bool) -> Callable[[Li
     return lambda x: "%"
 
 
+def record_head(topic: str | None, partition: int | None) -> str:
+    """The text before a record's offset in each record object of a partition."""
+    return '{"object":"record","topic":%s,"partition":%s,"offset":' % (
+        dumps(topic), "null" if partition is None else partition)
+
+
 def batch_parts(topic: str | None, partition: int | None, file: str, b: Batch, txn: str | None) -> tuple[str, str]:
     """The text before a record's offset and after its own fields in each of the batch's
     record objects (made once a batch: the hot path writes only what differs per record)."""
-    head = '{"object":"record","topic":%s,"partition":%s,"offset":' % (
-        dumps(topic), "null" if partition is None else partition)
+    head = record_head(topic, partition)
     tail = (',"txn":%s,"batch":{"file":%s,"position":%d,"base_offset":%s,"magic":%d,"compression":%s,'
             '"timestamp_type":%s,"producer_id":%d,"producer_epoch":%d,"is_transactional":%s,'
             '"partition_leader_epoch":%d}}\n') % (
@@ -127,3 +136,29 @@ def damage_object(kind: str, cls: str, file: str, position: int | None, offset: 
     obj: dict[str, Any] = {"object": "damage", "kind": kind, "class": cls, "file": file, "position": position,
                            "offset": offset, "message": message}
     return dumps(obj)
+
+
+# -- the C writer of the same text (jsonout.c), where it can; None: write it as above ----------
+
+def c_encoding(view) -> int | None:
+    """The C writer's code for ``view``'s encoding while the accelerator is on, else None."""
+    return C_ENCODINGS.get(view.encoding) if view.plain and _accel.native() is not None else None
+
+
+def c_record_objects(head: str, tail: str, records, encoding: int, limit: int):
+    """(text, count): ``record_objects`` of the first ``limit`` (-1: all) Record objects, or None."""
+    return _accel.native().flat_records(head, tail, None, records, None, encoding, limit)  # type: ignore[union-attr]
+
+
+def c_raw_objects(head: str, tail: str, b: Batch, data, log_append_ts: int | None, encoding: int, limit: int):
+    """(text, count): the same from a batch's (decompressed) records section or a legacy
+    wrapper's inner set, read in place; None: decode them as usual."""
+    return _accel.native().flat_records(head, tail, b, data, log_append_ts, encoding, limit)  # type: ignore[union-attr]
+
+
+def c_run_objects(head: str, file_json: str, buf, pos: int, end: int, max_records: int, encoding: int, limit: int,
+                  markers, lso: int | None, committed_only: bool) -> tuple[str | None, int, int]:
+    """(text, new_pos, count): the objects of the plain v2 batches from ``pos``, straight from
+    the segment (``markers``, ``lso``: state/txn_status.py's Outcomes.table and last stable offset)."""
+    return _accel.native().flat_v2_run(head, file_json, buf, pos, end, RUN_BATCHES, max_records,  # type: ignore[union-attr]
+                                       encoding, RUN_OUT, limit, markers, lso, committed_only)

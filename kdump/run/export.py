@@ -16,6 +16,7 @@ def run_export(paths: list[str], out: str, *, jobs: int, decode: bool, schemas: 
     from kdump.export.local import export_local
     from kdump.render.output import Output
     from kdump.render.progress import Progress
+    from kdump.state.txn_status import of_partition
     from kdump.storage.logdir import BATCH_KINDS, resolve
 
     chosen = None
@@ -31,7 +32,8 @@ def run_export(paths: list[str], out: str, *, jobs: int, decode: bool, schemas: 
             files = []          # export_local reports it in its own words
     with Progress.for_paths(Output(json_flag, None, quiet=quiet), files, "export"):
         result = export_local(paths, out, jobs=jobs, decode=_decoder(paths, decode, options["fmt"], *schemas, quiet),
-                              chosen=chosen, guard=(remote.storage,) if remote is not None else (), **options)
+                              chosen=chosen, guard=(remote.storage,) if remote is not None else (), txn=of_partition,
+                              **options)
     report_export(result, out, options["fmt"], "local", json_flag, quiet)
     return int(result.status if result.status else ExitStatus.OK)
 

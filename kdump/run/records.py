@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 
 from kdump import findings as F
 from kdump.errors import ExitStatus, KdumpError, UsageError
+from kdump.export.ndjson import dumps
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Record
+from kdump.render import records as flat
 from kdump.render.diagnostics import report_error
 from kdump.render.escape import printable
 from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
@@ -81,7 +83,8 @@ def _regex(text: str, option: str) -> re.Pattern[bytes]:
 
 @dataclass
 class Stream:
-    """What the run draws: ``draw(Line) -> str`` for a record, or JSON objects."""
+    """What the run draws: ``draw(Line) -> str`` for a record, or JSON objects (by the C writer
+    where it can: ``c``, its encoding code, None: Python alone)."""
 
     out: object
     json: bool
@@ -89,6 +92,25 @@ class Stream:
     view: object
     limit: int | None = None
     written: int = 0
+    c: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.json:
+            self.c = flat.c_encoding(self.view)
+
+    @property
+    def full(self) -> bool:
+        return self.limit is not None and self.written >= self.limit
+
+    @property
+    def left(self) -> int:
+        """Records still to write (-1: no --limit)."""
+        return -1 if self.limit is None else self.limit - self.written
+
+    def text(self, text: str, count: int) -> None:
+        """Records the C writer wrote."""
+        self.out.stream.write(text)  # type: ignore[attr-defined]
+        self.written += count
 
     def record(self, line: Line) -> bool:
         """Write one record; False once --limit is reached."""
@@ -100,10 +122,15 @@ class Stream:
     def batch(self, topic, partition, file: str, b, records: list[Record], txn: str | None) -> bool:
         """Write every record of a batch chunk at once (no filter, no --tail); False once --limit
         is reached."""
+        if self.json:
+            head, tail = batch_parts(topic, partition, file, b, txn)
+            done = flat.c_record_objects(head, tail, records, self.c, self.left) if self.c is not None else None
+            if done is not None:
+                self.text(*done)
+                return not self.full
         if self.limit is not None and self.written + len(records) >= self.limit:
             records = records[:self.limit - self.written]
         if self.json:
-            head, tail = batch_parts(topic, partition, file, b, txn)
             self.out.stream.write(record_objects(head, tail, records, self.view))  # type: ignore[attr-defined]
         else:
             draw = self.draw
@@ -143,9 +170,15 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
     committed_only = isolation == READ_COMMITTED
     kept: deque[Line] | None = deque(maxlen=tail) if tail is not None else None
     status = ExitStatus.OK
+    fast = stream.c is not None and kept is None and not match.tests
     for f in segments:
-        reader = SegmentReader(f, filters, records=True, limits=limits)
+        if stream.full:
+            return status
+        hooks = _c_hooks(stream, f, outcomes, committed_only) if fast else {}
+        reader = SegmentReader(f, filters, records=True, limits=limits, **hooks)
         for it in reader:
+            if stream.full:         # (the C run took the batch where --limit was reached)
+                return status
             b = it.batch
             if not b.crc_valid:
                 status = ExitStatus.DAMAGE
@@ -157,6 +190,11 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
                 continue
             txn = outcomes.status(b)
             records = it.records
+            if type(records) is tuple:      # written by the raw hook's C writer: (text, count)
+                stream.text(*records)
+                if stream.full:
+                    return status
+                continue
             slices = records if type(records) is RecordSlices else (records or (),)
             for chunk in slices:
                 if kept is None and not match.tests:
@@ -175,6 +213,8 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
             if error is not None:
                 status = max(status, ExitStatus.DAMAGE)
                 _damage(stream, F.kind_of_error(error), f.path, b.position, b.base_offset, error.message)
+        if stream.full:
+            return status
         if reader.stop is not None:
             s = reader.stop
             status = max(status, ExitStatus.DAMAGE if F.is_damage(s.kind) else ExitStatus.OK)
@@ -183,6 +223,35 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
         if not stream.record(line):
             break
     return status
+
+
+def _c_hooks(stream: Stream, f, outcomes: Outcomes, committed_only: bool) -> dict:
+    """The reader's ``raw`` and ``run`` hooks (storage/record_reader.py): the C writer's flat objects
+    of a batch from its bytes, and of a run of plain v2 batches straight from the segment, with
+    what the Python loop would write for them (txn, --isolation, --limit)."""
+    head, file_json, encoding = flat.record_head(f.topic, f.partition), dumps(f.path), stream.c
+    hooks: dict = {}
+
+    def raw(b, data, log_append_ts=None):
+        if committed_only and not outcomes.read_committed(b):
+            return ("", 0)          # the loop leaves it out, undecoded
+        _, tail = batch_parts(f.topic, f.partition, f.path, b, outcomes.status(b))
+        return flat.c_raw_objects(head, tail, b, data, log_append_ts, encoding, stream.left)  # type: ignore[arg-type]
+    hooks["raw"] = raw
+    markers = outcomes.table()
+    if markers is not None and head.isascii() and file_json.isascii():
+        lso = outcomes.last_stable_offset
+
+        def run(buf, pos, end, max_records):
+            if stream.full:
+                return pos
+            text, pos, count = flat.c_run_objects(head, file_json, buf, pos, end, max_records, encoding,  # type: ignore[arg-type]
+                                             stream.left, markers, lso, committed_only)
+            if text is not None:
+                stream.text(text, count)
+            return pos
+        hooks["run"] = run
+    return hooks
 
 
 def _damage(stream: Stream, kind: str, file: str, position: int | None, offset: int | None, message: str) -> None:

@@ -23,6 +23,7 @@ from kdump.errors import StoreUnusable, UsageError
 from kdump.export.local import MAX_REPORTED_ERRORS, ExportResult, json_error_summary, write_group
 from kdump.export.slices import DEFAULT_SPLIT_BYTES, pack, plan, plan_files
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
+from kdump.state.txn_status import of_partition
 from kdump.storage import fs, views
 from kdump.storage.remote import is_remote
 
@@ -103,9 +104,10 @@ def _arrow_tasks(spark, slices, out, fmt, partition_by, encoding, split_bytes, l
                 views.install(transformed)
             try:
                 if remote_out:      # written on the executor's own disk, then copied up
-                    return (*_write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits),
-                            None)
-                return (*write_group(number, group, out, fmt, partition_by, encoding, limits=limits), None)
+                    return (*_write_group_remote(number, group, out, fmt, partition_by, encoding, limits=limits,
+                                                 txn=of_partition), None)
+                return (*write_group(number, group, out, fmt, partition_by, encoding, limits=limits, txn=of_partition),
+                        None)
             except StoreUnusable as down:       # raised on the driver: one line, as in a local run
                 return 0, 0, [], down
 

@@ -54,6 +54,7 @@ from kdump.export.schema import BATCH_COLUMNS, JSON_COLUMNS, RECORD_COLUMNS, ddl
 from kdump.export.slice_rows import json_batches
 from kdump.export.slices import DEFAULT_SPLIT_BYTES, Scope, Slice, pack, plan
 from kdump.format.codecs import DEFAULT_CAP, DEFAULT_RATIO, limits_for
+from kdump.state.txn_status import of_partition
 
 RECORDS_FORMAT = "kafka-log"
 BATCHES_FORMAT = "kafka-log-batches"
@@ -228,7 +229,7 @@ class RecordReader(_Reader):
     def _batches(self, sl: Slice):
         if self.encoding:
             return json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes, self.limits)
-        batches = record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits)
+        batches = record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits, txn=of_partition)
         if self.store is None:
             return batches
         if self._column is None:        # made in the task: parsed schemas stay there

@@ -13,16 +13,18 @@ the control batches' one record each, before the records themselves are read.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 
 from kdump.errors import KdumpError
 from kdump.format.control import ABORT, COMMIT
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
-from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import MappedFile
+from kdump.storage.logdir import LOG, LogFile, resolve
+from kdump.storage.mapped import MappedFile, file_size
 
 COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"
+KEPT_PARTITIONS = 8         # of_partition's outcomes kept per process
 
 
 class Outcomes:
@@ -46,6 +48,28 @@ class Outcomes:
                 pass                    # the record reader reports the damage; markers before it count
             finally:
                 mapped.close()
+        out._order()
+        return out
+
+    def _order(self) -> None:
+        """Each producer's markers by offset (stable): "the next marker after" a batch is the
+        first of them past its last offset, whatever order a damaged log wrote them in."""
+        for pid, offsets in self._offsets.items():
+            pairs = sorted(zip(offsets, self._commits[pid]), key=lambda p: p[0])
+            self._offsets[pid] = [o for o, _ in pairs]
+            self._commits[pid] = [c for _, c in pairs]
+
+    def table(self) -> array | None:
+        """The markers as int64 (producer id, offset, commit) triples, by producer id then offset:
+        what the C writer (jsonout.c flat_v2_run) looks a batch's outcome up in (None: an offset
+        beyond int64, which only Python takes)."""
+        out = array("q")
+        try:
+            for pid in sorted(self._offsets):
+                for offset, commit in zip(self._offsets[pid], self._commits[pid]):
+                    out.extend((pid, offset, int(commit)))
+        except OverflowError:
+            return None
         return out
 
     def _see(self, buf, b: Batch) -> None:
@@ -92,3 +116,27 @@ class Outcomes:
         if lso is not None and first >= lso:
             return False
         return self.status(b) != ABORTED
+
+
+_kept: dict[tuple, Outcomes] = {}
+
+
+def of_partition(f: LogFile) -> Outcomes:
+    """The Outcomes of the live segments of ``f``'s partition directory (a marker may lie in a
+    later segment than its batches), kept per process while those segments are as they were:
+    an export reads a partition one slice at a time, and a Spark executor many of them."""
+    directory = f.path.rsplit("/", 1)[0] if "/" in f.path else "."
+    try:
+        segments = [g for g in resolve([directory], kinds=(LOG,), errors=[], left_out=[])
+                    if g.leftover is None and g.path.rsplit("/", 1)[0] == directory]
+    except KdumpError:
+        segments = []
+    if not any(g.path == f.path for g in segments):
+        segments = [f]              # a file named alone, or a directory that cannot be listed
+    key = tuple((g.path, file_size(g.path)) for g in segments)
+    out = _kept.get(key)
+    if out is None:
+        if len(_kept) >= KEPT_PARTITIONS:
+            _kept.clear()
+        out = _kept[key] = Outcomes.of_segments(segments)
+    return out

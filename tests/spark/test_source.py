@@ -182,3 +182,17 @@ def test_a_session_without_python_pushdown_can_still_read(spark):
         assert df.where("topic = 'zstd-v2' AND offset >= 12").count() == 8
     finally:
         spark.conf.set(conf, "true")
+
+
+def test_the_txn_column_is_the_local_exports(spark):
+    """Each executor reads its partition's control markers (state/txn_status.py of_partition):
+    the txn column is the one ``kdump export`` writes."""
+    from kdump.state.txn_status import of_partition
+
+    path = str(GENERATED / "transactions-0")
+    table = _table(spark.read.format("kafka-log").option("splitBytes", "1").load(path).select("offset", "txn"))
+    got = sorted((r["offset"], r["txn"]) for r in table.to_pylist())
+    want = sorted((r["offset"], r["txn"]) for sl in plan([path]) for b in record_batches(sl, txn=of_partition)
+                  for r in b.to_pylist())
+    assert got == want
+    assert {t for _, t in got} == {"committed", "aborted", None}

@@ -87,6 +87,8 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     out.append(run_kdump("dump", "--records", "--data", "--json", "-q", lz4))   # json_v2_line
     out.append(run_kdump("dump", "--files", str(lz4), "--print-data-log"))     # text_item
     out.append(run_kdump("dump", "--records", "--data", "--json", "-q", legacy))   # json_legacy_line
+    # kdump records' flat objects: a run of plain v2 batches, a wrapper's inner set
+    out.append(run_kdump("records", "--json", v2, legacy))                  # flat_v2_run, flat_records
     # a wrapper of more messages than one slice, held whole, then read from a window of its stream
     many = build_legacy_wrapper([(i, NOW, None, b"w%d" % i) for i in range(5000)], magic=1, codec=1)
     out.append([len(s) for s in record_slices(many, next(iter(Walker(many))))])    # legacy_decode_span

@@ -48,7 +48,8 @@ from kdump.format.walk import SCAN_CHUNK, Walker
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import names as N
-from kdump.storage.mapped import MappedFile, SliceReader
+from kdump.storage.mapped import MappedFile
+from kdump.storage.slice_reader import SliceReader
 
 WALK_RUN = 4096     # batches held at once while both indexes are checked
 
