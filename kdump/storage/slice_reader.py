@@ -23,7 +23,8 @@ class SliceReader:
         if is_remote(path):
             s = _remote_spool(path)
             s.need(0, s.size)
-            self.fd, self.size = os.dup(s.fd), s.size
+            # (an empty file's spool holds no local file: nothing to read)
+            self.fd, self.size = (os.dup(s.fd) if s.size else -1), s.size
         else:
             self.fd, st = _open_regular(path)
             self.size = st.st_size
@@ -47,6 +48,8 @@ class SliceReader:
             return self.whole[k]
         start, stop, _ = k.indices(self.size)
         want = max(0, stop - start)
+        if want == 0:
+            return b""
         try:
             data = os.pread(self.fd, want, start)
         except OSError as e:
