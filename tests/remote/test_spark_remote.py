@@ -11,6 +11,7 @@ import pytest
 from servers import LOG_DIRS, SparkCluster
 
 from kdump.export.local import export_local
+from kdump.state.txn_status import of_partition
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -52,7 +53,7 @@ def test_standalone_cluster_reads_and_writes_s3(s3, s3_dirs, cluster, tmp_path):
     import pyarrow.fs as pafs
 
     local = str(LOG_DIRS["generated"])
-    want = export_local([local], str(tmp_path / "local"), fmt="parquet")
+    want = export_local([local], str(tmp_path / "local"), fmt="parquet", txn=of_partition)
     done = _export(cluster, s3_dirs["generated"], "s3://kdump-logs/exports/generated")
     assert done.returncode == 1, done.stderr[-3000:]        # the torn tail is an error row, as locally
     store = pafs.S3FileSystem(endpoint_override=s3.endpoint, scheme="http", region="us-east-1")
@@ -68,7 +69,7 @@ def test_standalone_cluster_reads_and_writes_hdfs(hdfs, hdfs_dirs, cluster, tmp_
     import pyarrow.fs as pafs
 
     local = str(LOG_DIRS["generated"])
-    export_local([local], str(tmp_path / "local"), fmt="parquet")
+    export_local([local], str(tmp_path / "local"), fmt="parquet", txn=of_partition)
     done = _export(cluster, hdfs_dirs["generated"], f"{hdfs.url}/exports/generated")
     assert done.returncode == 1, done.stderr[-3000:]
     import hdfs_native
@@ -105,7 +106,7 @@ def test_kafka_log_source_reads_s3a_on_the_cluster(s3_dirs, cluster, tmp_path):
 
     import pyarrow.dataset as ds
 
-    export_local([local], str(tmp_path / "local"), fmt="parquet")
+    export_local([local], str(tmp_path / "local"), fmt="parquet", txn=of_partition)
     table = ds.dataset(str(tmp_path / "local"), format="parquet", partitioning="hive").to_table().to_pylist()
     want = sorted([str(r["topic"]), r["partition"], r["offset"]] for r in table if r["error"] is None)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == want

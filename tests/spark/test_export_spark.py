@@ -13,6 +13,7 @@ from kdump.export.columns import record_batches
 from kdump.export.local import export_local
 from kdump.export.slices import plan
 from kdump.export.write import HIVE_NULL
+from kdump.state.txn_status import of_partition
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -44,7 +45,7 @@ def test_parquet_from_both_engines_round_trips_with_the_same_rows(spark, tmp_pat
     from kdump.spark.export import export_spark
 
     paths = [str(GENERATED), str(big_dir)]
-    local = export_local(paths, str(tmp_path / "local"), split_bytes=1 << 20)
+    local = export_local(paths, str(tmp_path / "local"), split_bytes=1 << 20, txn=of_partition)
     a = read_parquet(str(tmp_path / "local"))
     assert a.num_rows == local.rows > 1000
     for writer in ("arrow", "spark"):

@@ -16,6 +16,7 @@ from sparkkit import GENERATED, run_cli
 from test_export_spark import read_parquet
 
 from kdump.export.local import export_local
+from kdump.state.txn_status import of_partition
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -122,7 +123,7 @@ def test_verify_and_export_on_a_standalone_cluster(cluster, tmp_path):
     out = tmp_path / "export"
     done = _kdump(env, "export", GENERATED, "--out", out, "--engine", "spark", "--master", url, "--json")
     assert done.returncode == 1, done.stderr[-3000:]          # the torn-tail fixture is damage
-    export_local([str(GENERATED)], str(tmp_path / "local"))
+    export_local([str(GENERATED)], str(tmp_path / "local"), txn=of_partition)
     a, b = read_parquet(str(tmp_path / "local")), read_parquet(str(out))
     assert a.num_rows == b.num_rows > 200
     assert a.to_pylist() == b.to_pylist()
