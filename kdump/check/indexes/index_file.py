@@ -62,6 +62,22 @@ def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[Sequence, int | Non
     return entries, tail
 
 
+def target_walk(entries, in_order: bool, walk: Callable[[], Iterator[tuple[int, int, int]]],
+                relative: Callable[[tuple[int, int, int]], tuple[int, int, int]],
+                absolute: Callable[[tuple[int, int, int]], tuple[int, int, int]]
+                ) -> Callable[[], Iterator[tuple[int, int, int]]]:
+    """How a check walks its targets (``walk``: in slot order) again and again: a small file's
+    listed once, a large one in order streamed from the file, one out of order sorted
+    (``relative``/``absolute``: a target as ``sorted_targets`` keys it, and back)."""
+    if in_order and isinstance(entries, list):
+        listed = list(walk())
+        return lambda: iter(listed)
+    if in_order:
+        return walk
+    merged = sorted_targets(relative(t) for t in walk())
+    return lambda: (absolute(t) for t in merged())
+
+
 def sorted_targets(targets: Iterable[tuple[int, int, int]]) -> Callable[[], Iterator[tuple[int, int, int]]]:
     """The targets (key, slot, value) of out-of-order entries, sorted by (key, slot), re-iterable.
 

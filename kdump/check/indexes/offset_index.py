@@ -24,7 +24,7 @@ from kdump.check.indexes.index_file import (
     convention_of,
     file_findings,
     live_entries,
-    sorted_targets,
+    target_walk,
 )
 from kdump.findings import (
     INDEX_BELOW_BASE,
@@ -76,14 +76,9 @@ class OffsetIndexCheck:
                     in_order = in_order and e.position == p.position
             prev = (i, e)
         self.n_targets = len(self.entries) - below
-        if in_order and isinstance(self.entries, list):     # a small file: its targets listed, walked faster
-            listed = list(self._in_order())
-            self._targets = lambda: iter(listed)
-        elif in_order:
-            self._targets = self._in_order
-        else:
-            merged = sorted_targets((pos, i, o - base_offset) for pos, i, o in self._in_order())
-            self._targets = lambda: ((pos, i, rel + base_offset) for pos, i, rel in merged())
+        self._targets = target_walk(self.entries, in_order, self._in_order,
+                                    lambda t: (t[0], t[1], t[2] - base_offset),
+                                    lambda t: (t[0], t[1], t[2] + base_offset))
         self.it = it = self._targets()
         self.cur: Target = next(it, END)
         self.nxt: Target = next(it, END)

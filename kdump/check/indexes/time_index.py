@@ -24,7 +24,7 @@ from kdump.check.indexes.index_file import (
     convention_of,
     file_findings,
     live_entries,
-    sorted_targets,
+    target_walk,
 )
 from kdump.errors import KdumpError
 from kdump.findings import (
@@ -104,14 +104,9 @@ class TimeIndexCheck:
             prev = (i, e)
         self.last_ts = NO_TIMESTAMP if last_ts is None else last_ts     # the largest of any entry
         self.n_targets = len(self.entries) - below
-        if in_order and isinstance(self.entries, list):     # a small file: its targets listed, walked faster
-            listed = list(self._in_order())
-            self._targets = lambda: iter(listed)
-        elif in_order:
-            self._targets = self._in_order
-        else:
-            merged = sorted_targets((o - base_offset, i, ts) for o, i, ts in self._in_order())
-            self._targets = lambda: ((rel + base_offset, i, ts) for rel, i, ts in merged())
+        self._targets = target_walk(self.entries, in_order, self._in_order,
+                                    lambda t: (t[0] - base_offset, t[1], t[2]),
+                                    lambda t: (t[0] + base_offset, t[1], t[2]))
         self.it = it = self._targets()
         self.cur: Target = next(it, END)
         self.nxt: Target = next(it, END)
