@@ -41,7 +41,9 @@ put_u_escape(char *w, unsigned c)
  * practice) by one U+FFFD: a lead byte with the continuation bytes that are valid for it
  * so far, or a lone byte that cannot start a sequence. Non-ASCII characters come out as
  * \uXXXX, astral ones as a surrogate pair; " \ \b \f \n \r \t get their short escapes;
- * other controls and DEL \u00XX (``ascii``; else see put_utf8_text). Room: json_room(n).
+ * other controls and DEL \u00XX (``ascii``; else as json.dumps(..., ensure_ascii=False):
+ * characters beyond ASCII, and DEL, stay as they are, in UTF-8, ``*wide`` set when there is
+ * one). Room: json_room(n).
  */
 static inline char *
 put_utf8_string(char *w, const unsigned char *s, Py_ssize_t n, int ascii, int *wide)
@@ -138,15 +140,6 @@ put_utf8_json(char *w, const unsigned char *s, Py_ssize_t n)
     return put_utf8_string(w, s, n, 1, NULL);
 }
 
-/* json.dumps(data.decode("utf-8", "replace"), ensure_ascii=False), quotes included: the same
- * decoding, but characters beyond ASCII (and DEL) stay as they are, in UTF-8, and ``*wide``
- * is set when there is one. Room: json_room(n). */
-static char *
-put_utf8_text(char *w, const unsigned char *s, Py_ssize_t n, int *wide)
-{
-    return put_utf8_string(w, s, n, 0, wide);
-}
-
 /* A JSON literal for ``n`` bytes at ``s`` (NULL: null) in the encoding. Room: json_room(n). */
 static char *
 put_payload(char *w, const unsigned char *s, Py_ssize_t n, int encoding)
@@ -228,6 +221,29 @@ put_batch_values(char *w, const int64_t *v)
     return w;
 }
 
+/* A record's ``,"key":…,"value":…,"headers":[…]``, the payloads in the encoding; header keys
+ * are text whatever the encoding: all ASCII (``ascii``: dump's objects), or as dumps writes them
+ * with ensure_ascii=False (``*wide`` set if one is not ASCII: the flat record objects). */
+static char *
+put_key_value_headers(char *w, const kd_record *r, int encoding, int ascii, int *wide)
+{
+    PUT(w, ",\"key\":");
+    w = put_payload(w, r->key, r->klen, encoding);
+    PUT(w, ",\"value\":");
+    w = put_payload(w, r->value, r->vlen, encoding);
+    PUT(w, ",\"headers\":[");
+    kd_header h = {r->headers, -1, NULL, NULL, 0, 0};
+    while (kd_next_header(r, &h)) {
+        w = kd_put_str(w, h.index ? ",{\"key\":" : "{\"key\":");
+        w = put_utf8_string(w, h.key, h.klen, ascii, wide);
+        PUT(w, ",\"value\":");
+        w = put_payload(w, h.value, h.vlen, encoding);
+        *w++ = '}';
+    }
+    *w++ = ']';
+    return w;
+}
+
 /* Room a record's object may take (record_room's headers: 40 bytes each besides their strings). */
 static inline Py_ssize_t
 record_room(const kd_record *r)
@@ -249,20 +265,7 @@ put_record(char *w, const kd_record *r, int encoding)
     w = kd_put_i64(w, r->value == NULL ? -1 : r->vlen);
     PUT(w, ",\"sequence\":");
     w = kd_put_i64(w, r->sequence);
-    PUT(w, ",\"key\":");
-    w = put_payload(w, r->key, r->klen, encoding);
-    PUT(w, ",\"value\":");
-    w = put_payload(w, r->value, r->vlen, encoding);
-    PUT(w, ",\"headers\":[");
-    kd_header h = {r->headers, -1, NULL, NULL, 0, 0};
-    while (kd_next_header(r, &h)) {
-        w = kd_put_str(w, h.index ? ",{\"key\":" : "{\"key\":");
-        w = put_utf8_json(w, h.key, h.klen);        /* header keys are text whatever the encoding */
-        PUT(w, ",\"value\":");
-        w = put_payload(w, h.value, h.vlen, encoding);
-        *w++ = '}';
-    }
-    *w++ = ']';
+    w = put_key_value_headers(w, r, encoding, 1, NULL);
     if (r->magic < 2) {                         /* a legacy record also carries its own crc and crc_valid */
         PUT(w, ",\"crc\":");
         w = kd_put_i64(w, r->crc);
@@ -586,20 +589,8 @@ put_flat_record(char *w, const kd_record *r, const char *head, Py_ssize_t hn, co
     w = kd_put_i64(w + hn, r->offset);
     PUT(w, ",\"timestamp\":");
     w = kd_put_i64(w, r->timestamp);
-    PUT(w, ",\"key\":");
-    w = put_payload(w, r->key, r->klen, encoding);
-    PUT(w, ",\"value\":");
-    w = put_payload(w, r->value, r->vlen, encoding);
-    PUT(w, ",\"headers\":[");
-    kd_header h = {r->headers, -1, NULL, NULL, 0, 0};
-    while (kd_next_header(r, &h)) {
-        w = kd_put_str(w, h.index ? ",{\"key\":" : "{\"key\":");
-        w = put_utf8_text(w, h.key, h.klen, wide);
-        PUT(w, ",\"value\":");
-        w = put_payload(w, h.value, h.vlen, encoding);
-        *w++ = '}';
-    }
-    PUT(w, "],\"key_size\":");
+    w = put_key_value_headers(w, r, encoding, 0, wide);
+    PUT(w, ",\"key_size\":");
     w = kd_put_i64(w, r->key == NULL ? -1 : r->klen);
     PUT(w, ",\"value_size\":");
     w = kd_put_i64(w, r->value == NULL ? -1 : r->vlen);
