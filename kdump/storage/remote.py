@@ -61,6 +61,8 @@ def join(url: str, name: str) -> str:
 
 
 _stores: dict[tuple[str, str], Store] = {}
+_S3_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+           "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
 _lock = threading.Lock()
 
 
@@ -83,7 +85,9 @@ os.register_at_fork(after_in_child=_after_fork)
 def store_for(url: str) -> tuple[Store, str]:
     """The store of a URL and the path inside it."""
     scheme, authority, path = split(url)
-    key = (scheme, authority if scheme == "hdfs" else "")
+    # One S3 client per endpoint and credentials the environment names: a process whose
+    # environment changes (a test run, an embedding program) does not reuse another's.
+    key = (scheme, authority if scheme == "hdfs" else "|".join(os.environ.get(k, "") for k in _S3_ENV))
     with _lock:
         store = _stores.get(key)
         if store is None:
