@@ -112,7 +112,7 @@ def write_parquet(slices: list[Slice], out: str, partition_by: tuple[str, ...], 
 
 def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], encoding: str = "base64",
                  scope: Scope = Scope(), tally: _Tally | None = None, name: str = "part-00000.ndjson",
-                 limits: Limits = DEFAULT_LIMITS) -> _Tally:
+                 limits: Limits = DEFAULT_LIMITS, txn: TxnOf | None = None) -> _Tally:
     """One file called ``name`` per output directory; slices arrive grouped, so one file is open."""
     tally = tally or _Tally()
     os.makedirs(out, exist_ok=True)
@@ -130,7 +130,7 @@ def write_ndjson(slices: list[Slice], out: str, partition_by: tuple[str, ...], e
                 opened.add(directory)
                 current = directory
             write = fh.write
-            for line, damage in json_items(sl, encoding, scope, limits):
+            for line, damage in json_items(sl, encoding, scope, limits, txn):
                 write(line) if type(line) is str else fh.writelines(line)
                 write("\n")
                 tally.rows += 1
@@ -182,7 +182,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
                 if fmt == "parquet":
                     return write_parquet(group, tmp, partition_by, scope, threads=threads, limits=limits,
                                          decode=decode, txn=txn)
-                return write_ndjson(group, tmp, partition_by, encoding, scope, limits=limits)
+                return write_ndjson(group, tmp, partition_by, encoding, scope, limits=limits, txn=txn)
 
             tally = _Tally()
             for t in ordered_map(write, _by_output_dir(slices, tmp, partition_by), jobs):
@@ -229,5 +229,5 @@ def write_group(task: int, slices: list[Slice], out: str, fmt: str, partition_by
                               threads=threads, limits=limits, txn=txn)
     else:
         tally = write_ndjson(slices, out, partition_by, encoding, scope, name=f"part-{task:05d}.ndjson",
-                             limits=limits)
+                             limits=limits, txn=txn)
     return tally.rows, tally.error_rows, tally.errors

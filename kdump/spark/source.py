@@ -228,7 +228,8 @@ class RecordReader(_Reader):
 
     def _batches(self, sl: Slice):
         if self.encoding:
-            return json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes, self.limits)
+            return json_batches(sl, self.encoding, self.scope, self.max_rows, self.max_bytes, self.limits,
+                                txn=of_partition)
         batches = record_batches(sl, self.scope, self.max_rows, self.max_bytes, self.limits, txn=of_partition)
         if self.store is None:
             return batches

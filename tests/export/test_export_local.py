@@ -166,8 +166,8 @@ def test_ndjson_lines_are_dump_record_objects(tmp_path):
     records = [r for line in dumped.splitlines() for r in json.loads(line)["records"]]
     for line, rec in zip(lines, records):
         obj = json.loads(line)
-        assert (obj.pop("topic"), obj.pop("partition"), obj.pop("segment")) == \
-            ("headers", 0, "00000000000000000000.log")
+        assert (obj.pop("topic"), obj.pop("partition"), obj.pop("segment"), obj.pop("txn")) == \
+            ("headers", 0, "00000000000000000000.log", None)
         assert obj == rec
 
 

@@ -178,7 +178,7 @@ def test_arrow_rows_and_json_rows_hold_the_same_values(source):
     record_names = [n for n, _ in RECORD_COLUMNS]
     batch_names = [n for n, _ in BATCH_COLUMNS]
     shared_batch = [n for n in batch_names if n in BATCH_FIELDS]
-    shared_record = [n for n in record_names if n in RECORD_FIELDS or n in ("topic", "partition", "segment")]
+    shared_record = [n for n in record_names if n in RECORD_FIELDS or n in ("topic", "partition", "segment", "txn")]
     view = PayloadView("base64")
     slices = plan([str(source)])
     assert len(slices) > 10
@@ -188,8 +188,9 @@ def test_arrow_rows_and_json_rows_hold_the_same_values(source):
         arrow = [row for row in arrow if row["error"] is None]
         assert len(arrow) == len(lines)
         for row, obj in zip(arrow, lines):
-            assert list(obj)[:3] == ["topic", "partition", "segment"]
-            check_record({k: v for k, v in obj.items() if k not in ("topic", "partition", "segment")}, row["magic"])
+            assert list(obj)[:4] == ["topic", "partition", "segment", "txn"]
+            check_record({k: v for k, v in obj.items() if k not in ("topic", "partition", "segment", "txn")},
+                         row["magic"])
             got = {n: row[n] for n in shared_record}
             got.update(timestamp=_ms(row["timestamp"]), key=_b64(row["key"]), value=_b64(row["value"]),
                        headers=[{"key": h["key"], "value": _b64(h["value"])} for h in row["headers"]])

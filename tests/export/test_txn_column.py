@@ -84,3 +84,34 @@ def test_of_partition_reads_again_when_a_segment_changes(tmp_path):
     with open(sorted(part.glob("*.log"))[-1], "ab") as seg:
         seg.write(build_end_txn_marker(True, base_offset=1000, producer_id=999, producer_epoch=0))
     assert txn_status.of_partition(f) is not before
+
+
+def _ndjson_rows(out: Path) -> list[tuple]:
+    import json
+
+    lines = [json.loads(line) for f in sorted(out.rglob("*.ndjson")) for line in f.read_text().splitlines()]
+    assert all(list(d)[:4] == ["topic", "partition", "segment", "txn"] for d in lines)
+    return sorted((d["offset"], d["txn"]) for d in lines)
+
+
+def test_the_ndjson_export_has_the_parquet_txn(tmp_path):
+    """``--format ndjson`` rows carry the same txn member, fourth after topic, partition and
+    segment: what the Parquet column holds, row for row."""
+    parquet, ndjson = tmp_path / "parquet", tmp_path / "ndjson"
+    assert run_kdump("export", TXN, "--out", parquet).code == 0
+    r = run_kdump("export", TXN, "--out", ndjson, "--format", "ndjson")
+    assert r.code == 0, r.err
+    assert _ndjson_rows(ndjson) == [(o, t) for o, t, _ in _rows(parquet)]
+    assert {t for _, t in _ndjson_rows(ndjson)} == {"committed", "aborted", None}
+
+
+def test_the_ndjson_txn_sees_a_marker_in_a_later_segment(tmp_path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / f"{0:020d}.log").write_bytes(build_v2_batch([(i, 1000 + i, b"k", b"v") for i in range(2)],
+                                                        producer_id=7, producer_epoch=0, base_sequence=0,
+                                                        is_transactional=True))
+    (part / f"{2:020d}.log").write_bytes(build_end_txn_marker(True, base_offset=2, producer_id=7, producer_epoch=0))
+    out = tmp_path / "out"
+    assert run_kdump("export", part, "--out", out, "--format", "ndjson").code == 0
+    assert _ndjson_rows(out) == [(0, "committed"), (1, "committed"), (2, None)]

@@ -76,11 +76,14 @@ def _nulls_last(t):
 
 def test_ndjson_from_both_engines_is_the_same(spark, tmp_path):
     from kdump.spark.export import export_spark
+    from kdump.state.txn_status import of_partition
 
-    local = export_local([str(GENERATED)], str(tmp_path / "local"), fmt="ndjson", encoding="hex")
+    # (txn=: what run/export.py gives, as the Spark engine's tasks read the outcomes themselves)
+    local = export_local([str(GENERATED)], str(tmp_path / "local"), fmt="ndjson", encoding="hex", txn=of_partition)
     a = ndjson_lines(str(tmp_path / "local"))
     assert len(a) == local.rows
-    assert {"topic", "partition", "segment", "offset", "key", "value", "headers"} <= set(json.loads(a[0]))
+    assert {"topic", "partition", "segment", "txn", "offset", "key", "value", "headers"} <= set(json.loads(a[0]))
+    assert {"committed", "aborted"} <= {json.loads(line).get("txn") for line in a}
     for writer in ("arrow", "spark"):
         remote = export_spark(spark, [str(GENERATED)], str(tmp_path / writer), fmt="ndjson", encoding="hex",
                               writer=writer)
