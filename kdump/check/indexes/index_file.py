@@ -80,13 +80,14 @@ class Targets(NamedTuple):
 
 def target_walk(entries, in_order: bool, walk: Callable[[], Iterator[tuple[int, int, int]]],
                 relative: Callable[[tuple[int, int, int]], tuple[int, int, int]],
-                absolute: Callable[[tuple[int, int, int]], tuple[int, int, int]]) -> Targets:
+                absolute: Callable[[tuple[int, int, int]], tuple[int, int, int]], total: int) -> Targets:
     """How a check walks its targets (``walk``: in slot order) again and again: a small file's
     listed once, a large one in order streamed from the file, one out of order sorted
     (``relative``/``absolute``: a target as ``sorted_targets`` keys it, and back) when it has
     fewer than ``SORTED_AT_MOST`` entries. A larger one is already damage (its order findings);
     sorting it would cost 16 bytes an entry (4 GiB for a 2 GiB index), so it is streamed as it
-    is, each target that does not follow the largest key so far left out."""
+    is, each target that does not follow the largest key so far left out (``total``: the targets
+    ``walk`` yields)."""
     if in_order and isinstance(entries, list):
         listed = list(walk())
         return Targets(lambda: iter(listed), 0)
@@ -95,10 +96,7 @@ def target_walk(entries, in_order: bool, walk: Callable[[], Iterator[tuple[int, 
     if len(entries) < SORTED_AT_MOST:
         merged = sorted_targets(relative(t) for t in walk())
         return Targets(lambda: (absolute(t) for t in merged()), 0)
-    kept = 0
-    for kept, _ in enumerate(_rising(walk()), 1):
-        pass
-    return Targets(lambda: _rising(walk()), sum(1 for _ in walk()) - kept)
+    return Targets(lambda: _rising(walk()), total - sum(1 for _ in _rising(walk())))
 
 
 def _rising(targets: Iterator[tuple[int, int, int]]) -> Iterator[tuple[int, int, int]]:

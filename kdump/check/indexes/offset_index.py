@@ -78,7 +78,7 @@ class OffsetIndexCheck:
         self.n_targets = len(self.entries) - below
         self.targets = target_walk(self.entries, in_order, self._in_order,
                                    lambda t: (t[0], t[1], t[2] - base_offset),
-                                   lambda t: (t[0], t[1], t[2] + base_offset))
+                                   lambda t: (t[0], t[1], t[2] + base_offset), self.n_targets)
         self._targets = self.targets.walk
         self.n_targets -= self.targets.left_out
         self.it = it = self._targets()

@@ -106,7 +106,7 @@ class TimeIndexCheck:
         self.n_targets = len(self.entries) - below
         self.targets = target_walk(self.entries, in_order, self._in_order,
                                    lambda t: (t[0] - base_offset, t[1], t[2]),
-                                   lambda t: (t[0] + base_offset, t[1], t[2]))
+                                   lambda t: (t[0] + base_offset, t[1], t[2]), self.n_targets)
         self._targets = self.targets.walk
         self.n_targets -= self.targets.left_out
         self.it = it = self._targets()
