@@ -21,10 +21,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
-from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_timeout, retries, timeout
+from kdump.storage import s3_listing
+from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
 
@@ -136,12 +138,27 @@ class Store:
         while not done.wait(LIST_POLL):
             spent, grown = time.monotonic() - start, _rss() - base
             if spent > limit or grown > LIST_MEMORY:
-                why = (f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)" if spent > limit
-                       else f"took {grown >> 20} MB in {spent:.0f} s, more than {LIST_MEMORY >> 20} MB")
-                self._down = RemoteError(f"the listing of {url} from {self.where} {why}: its pages go on "
-                                         f"without end?", file=url)
                 self.abandon()
-                raise StoreUnusable(RemoteError(self._down.message, file=url))
+                raise self._list_stopped(url, f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)"
+                                         if spent > limit else
+                                         f"took {grown >> 20} MB in {spent:.0f} s, more than {LIST_MEMORY >> 20} MB")
+
+    def _list_stopped(self, url: str, why: str) -> StoreUnusable:
+        """A listing given up: the store is unusable from here on (its pages go on without end?)."""
+        self._down = RemoteError(f"the listing of {url} from {self.where} {why}: its pages go on without end?",
+                                 file=url)
+        return StoreUnusable(RemoteError(self._down.message, file=url))
+
+    def _capped(self, url: str, entries: list[Entry]) -> list[Entry]:
+        """A whole listing's entries, refused past ``list_keys()``."""
+        cap = list_keys()
+        if len(entries) > cap:
+            raise self._too_many(url, len(entries), cap)
+        return entries
+
+    def _too_many(self, url: str, n: int, cap: int) -> StoreUnusable:
+        return self._list_stopped(url, f"listed {n:,} keys, more than {cap:,} (KDUMP_REMOTE_LIST_KEYS raises the "
+                                       f"limit for a prefix this large)")
 
     def _failed(self, url: str, value: BaseException):
         if isinstance(value, (InputError, StoreUnusable)):
@@ -222,6 +239,7 @@ class S3Store(Store):
             self.where = f"S3 endpoint {endpoint}"
         self.fs = fs.S3FileSystem(**options)
         self._fs_mod = fs
+        self.endpoint, self.region = endpoint, region
 
     def explain(self, e: BaseException) -> RemoteError:
         text = str(e)
@@ -264,12 +282,48 @@ class S3Store(Store):
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
     def list(self, url: str, path: str) -> list[Entry]:
-        # One call, a request per 1,000 keys, each bounded by the AWS SDK (request_timeout,
+        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one
+        # call, a request per 1,000 keys, each bounded by the AWS SDK (request_timeout,
         # retries): 100,000 keys take longer than one request's time limit (bench/README.md).
+        if self._down is not None:
+            raise StoreUnusable(RemoteError(self._down.message, file=url))
+        creds = s3_listing.keys()
+        paged = self._paged(url, path, creds) if creds is not None else None
+        if paged is not None:
+            return paged
         selector = self._fs_mod.FileSelector(path, recursive=False)
         infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
         directory = self._fs_mod.FileType.Directory
-        return [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos]
+        return self._capped(url, [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos])
+
+    def _paged(self, url: str, path: str, creds) -> list[Entry] | None:
+        """The listing a page at a time, stopped past ``list_keys()`` keys or ``list_timeout()``
+        seconds; None when the first page is refused (pyarrow then lists, and says why)."""
+        bucket, _, key = path.partition("/")
+        cap, limit = list_keys(), list_timeout()
+        deadline = time.monotonic() + limit
+        lister = s3_listing.Lister(self.endpoint, self.region, creds, timeout())
+        out: list[Entry] = []
+        pages = 0
+        try:
+            for page in lister.pages(bucket, key + "/" if key else "", deadline):
+                pages += 1
+                out += (Entry(*e) for e in page.entries)
+                if len(out) > cap:
+                    raise self._too_many(url, len(out), cap)
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+        except s3_listing.Refused as e:
+            if not pages:
+                return None
+            raise RemoteError(f"the listing from {self.where} failed after {len(out):,} keys: {e}", file=url) from None
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise self._list_stopped(url, f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)") from None
+            self._down = RemoteError(f"{self.where} did not answer within {timeout():g} s (KDUMP_REMOTE_TIMEOUT)",
+                                     file=url)
+            raise StoreUnusable(RemoteError(self._down.message, file=url)) from None
+        return out
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.fs.open_input_file, path)
@@ -336,8 +390,10 @@ class HdfsStore(Store):
         return Stat("dir" if st.isdir else "file", 0 if st.isdir else st.length)
 
     def list(self, url: str, path: str) -> list[Entry]:
-        statuses = self.call(url, lambda: list(self.client.list_status(path)))
-        return [Entry(s.path.rpartition("/")[2], s.isdir, s.length) for s in statuses]
+        # (the client's iterator asks for the listing a batch at a time: one past the cap stops it)
+        cap = list_keys()
+        statuses = self.call(url, lambda: list(islice(self.client.list_status(path), cap + 1)))
+        return self._capped(url, [Entry(s.path.rpartition("/")[2], s.isdir, s.length) for s in statuses])
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.client.read, path)

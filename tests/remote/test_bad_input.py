@@ -154,6 +154,10 @@ def test_a_listing_of_thousands_of_keys(s3, s3_dirs, tmp_path):
         assert not [line for line in requests if "/many-0/object-" in line], (command, requests)
         # besides the pages, one look at the prefix itself (pyarrow: a HEAD, a listing of one key), not one per question
         assert len(requests) - len(pages) <= 2, (command, requests)
+    # a prefix larger than KDUMP_REMOTE_LIST_KEYS: one line, exit 3; the default holds far more
+    done = _kdump(s3.env(KDUMP_REMOTE_LIST_KEYS="2000"), "verify", "s3://kdump-logs/many-0")
+    _only_line(done, f"kdump: error: s3://kdump-logs/many-0: the listing of s3://kdump-logs/many-0 from S3 endpoint "
+                     f"{s3.endpoint} listed 2,500 keys, more than 2,000 (KDUMP_REMOTE_LIST_KEYS raises the limit")
 
 
 def test_writing_options_refuse_remote_paths(s3, s3_dirs):
@@ -236,3 +240,20 @@ def test_a_listing_that_pages_forever_stops_the_run(command):
         server.close()
     _only_line(done, f"kdump: error: s3://b/logs-0: the listing of s3://b/logs-0 from S3 endpoint {server.endpoint} "
                      f"did not end within 2 s (KDUMP_REMOTE_LIST_TIMEOUT): its pages go on without end?")
+
+
+@pytest.mark.parametrize("command", ["verify", "dump", "info", "groups"])
+def test_a_listing_stops_at_its_key_limit(command):
+    """The pages are asked for one at a time: the run stops at the first past KDUMP_REMOTE_LIST_KEYS,
+    saying how many keys it had listed. Before, the listing went on for its whole time limit
+    (600 s by default, growing to 1 GB) before anything was said."""
+    server = _EndlessListing()
+    try:
+        env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+               "AWS_DEFAULT_REGION": "us-east-1", "KDUMP_REMOTE_LIST_KEYS": "4500"}
+        done = _kdump(env, command, "s3://b/logs-0", timeout=60)
+    finally:
+        server.close()
+    _only_line(done, f"kdump: error: s3://b/logs-0: the listing of s3://b/logs-0 from S3 endpoint {server.endpoint} "
+                     f"listed 5,000 keys, more than 4,500 (KDUMP_REMOTE_LIST_KEYS raises the limit for a prefix "
+                     f"this large): its pages go on without end?")
