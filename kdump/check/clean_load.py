@@ -189,11 +189,11 @@ def clean_verdict(directory: str) -> CleanVerdict | None:
     ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``)."""
     import os
 
+    from kdump.check.side_file_views import SIDE_FILE_LIMIT
     from kdump.errors import KdumpError
     from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
     from kdump.storage import fs
     from kdump.storage import logdir as K
-    from kdump.check.side_file_views import SIDE_FILE_LIMIT
     from kdump.storage.mapped import MappedFile
     from kdump.storage.names import INDEX_SUFFIX, offset_name
     from kdump.storage.slice_reader import SliceReader

@@ -123,12 +123,9 @@ class Store:
         threading.Thread(target=run, daemon=True, name="kdump-remote").start()
         if not bounded:
             self._watch(url, done)
-        limit = timeout()
-        if not done.wait(limit):
-            self._down = RemoteError(f"{self.where} did not answer within {limit:g} s (KDUMP_REMOTE_TIMEOUT)",
-                                     file=url)
+        if not done.wait(timeout()):
             self.abandon()
-            raise StoreUnusable(RemoteError(self._down.message, file=url))
+            raise self._no_answer(url)
         ok, value = box[0]
         return value if ok else self._failed(url, value)
 
@@ -149,16 +146,16 @@ class Store:
                                  file=url)
         return StoreUnusable(RemoteError(self._down.message, file=url))
 
+    def _no_answer(self, url: str) -> StoreUnusable:
+        self._down = RemoteError(f"{self.where} did not answer within {timeout():g} s (KDUMP_REMOTE_TIMEOUT)",
+                                 file=url)
+        return StoreUnusable(RemoteError(self._down.message, file=url))
+
     def _capped(self, url: str, entries: list[Entry]) -> list[Entry]:
         """A whole listing's entries, refused past ``list_keys()``."""
-        cap = list_keys()
-        if len(entries) > cap:
-            raise self._too_many(url, len(entries), cap)
+        if len(entries) > list_keys():
+            raise self._list_stopped(url, s3_listing.too_many(len(entries)))
         return entries
-
-    def _too_many(self, url: str, n: int, cap: int) -> StoreUnusable:
-        return self._list_stopped(url, f"listed {n:,} keys, more than {cap:,} (KDUMP_REMOTE_LIST_KEYS raises the "
-                                       f"limit for a prefix this large)")
 
     def _failed(self, url: str, value: BaseException):
         if isinstance(value, (InputError, StoreUnusable)):
@@ -281,49 +278,31 @@ class S3Store(Store):
                 raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
+    def _paged(self, url: str, path: str, creds) -> list[Entry] | None:
+        """``s3_listing.listed``'s entries; None when it leaves the listing to pyarrow."""
+        bucket, _, key = path.partition("/")
+        try:
+            found = s3_listing.listed(self.endpoint, self.region, creds, bucket, key + "/" if key else "")
+        except s3_listing.Stopped as e:
+            raise self._list_stopped(url, str(e)) from None
+        except TimeoutError:
+            raise self._no_answer(url) from None
+        except s3_listing.Refused as e:
+            raise RemoteError(f"the listing from {self.where} failed: {e}", file=url) from None
+        return None if found is None else [Entry(*e) for e in found]
+
     def list(self, url: str, path: str) -> list[Entry]:
-        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one
-        # call, a request per 1,000 keys, each bounded by the AWS SDK (request_timeout,
-        # retries): 100,000 keys take longer than one request's time limit (bench/README.md).
+        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one call
+        # of a request per 1,000 keys, each bounded by the AWS SDK (request_timeout, retries).
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
         creds = s3_listing.keys()
-        paged = self._paged(url, path, creds) if creds is not None else None
-        if paged is not None:
+        if creds is not None and (paged := self._paged(url, path, creds)) is not None:
             return paged
         selector = self._fs_mod.FileSelector(path, recursive=False)
         infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
         directory = self._fs_mod.FileType.Directory
         return self._capped(url, [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos])
-
-    def _paged(self, url: str, path: str, creds) -> list[Entry] | None:
-        """The listing a page at a time, stopped past ``list_keys()`` keys or ``list_timeout()``
-        seconds; None when the first page is refused (pyarrow then lists, and says why)."""
-        bucket, _, key = path.partition("/")
-        cap, limit = list_keys(), list_timeout()
-        deadline = time.monotonic() + limit
-        lister = s3_listing.Lister(self.endpoint, self.region, creds, timeout())
-        out: list[Entry] = []
-        pages = 0
-        try:
-            for page in lister.pages(bucket, key + "/" if key else "", deadline):
-                pages += 1
-                out += (Entry(*e) for e in page.entries)
-                if len(out) > cap:
-                    raise self._too_many(url, len(out), cap)
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-        except s3_listing.Refused as e:
-            if not pages:
-                return None
-            raise RemoteError(f"the listing from {self.where} failed after {len(out):,} keys: {e}", file=url) from None
-        except TimeoutError:
-            if time.monotonic() > deadline:
-                raise self._list_stopped(url, f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)") from None
-            self._down = RemoteError(f"{self.where} did not answer within {timeout():g} s (KDUMP_REMOTE_TIMEOUT)",
-                                     file=url)
-            raise StoreUnusable(RemoteError(self._down.message, file=url)) from None
-        return out
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.fs.open_input_file, path)

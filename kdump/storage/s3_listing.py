@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote
 
+from kdump.storage.remote_settings import list_keys, list_timeout, timeout
+
 PAGE_KEYS = 1000            # S3's own page size
 PAGE_BYTES = 16 << 20       # a page of 1,000 keys is about 300 KB: more is not an S3 answer
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -45,6 +47,43 @@ class Page(NamedTuple):
 
 class Refused(Exception):
     """The server did not answer a page as S3 does (status, body): ``str`` says how."""
+
+
+class Stopped(Exception):
+    """The listing was given up: past its keys or its time (``str``: which, and the setting)."""
+
+
+def too_many(n: int) -> str:
+    return (f"listed {n:,} keys, more than {list_keys():,} (KDUMP_REMOTE_LIST_KEYS raises the limit for a prefix "
+            f"this large)")
+
+
+def listed(endpoint: str | None, region: str, creds: Keys, bucket: str, prefix: str) -> list | None:
+    """The (name, is_dir, size) of the keys below ``prefix``, a page at a time; Stopped past
+    ``list_keys()`` keys or ``list_timeout()`` seconds, TimeoutError when a request goes
+    unanswered ``timeout()`` seconds, Refused when a later page is; None when the first page is
+    refused (pyarrow then lists, and says why)."""
+    cap, limit = list_keys(), list_timeout()
+    deadline = time.monotonic() + limit
+    out: list[tuple[str, bool, int]] = []
+    pages = 0
+    try:
+        for page in Lister(endpoint, region, creds, timeout()).pages(bucket, prefix, deadline):
+            pages += 1
+            out += page.entries
+            if len(out) > cap:
+                raise Stopped(too_many(len(out)))
+            if time.monotonic() > deadline:
+                raise TimeoutError
+    except Refused as e:
+        if not pages:
+            return None
+        raise Refused(f"{e}, after {len(out):,} keys") from None
+    except TimeoutError:
+        if time.monotonic() > deadline:
+            raise Stopped(f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)") from None
+        raise
+    return out
 
 
 def keys() -> Keys | None:

@@ -77,4 +77,5 @@ def test_an_out_of_order_12_mb_index_is_checked_unsorted_and_bounded(tmp_path):
     code, kb = peak_rss(tmp_path / "out", "index", "--verify-index-only", d / f"{BASE}.index")
     assert code == 1 and kb << 10 < BOUND, f"peak RSS {kb >> 10} MiB"
     assert (f"{n - 1} entries after an entry out of order were not checked against the log: an index this large "
-            f"(1,048,576 entries or more) is not sorted, its entries in order are checked") in (tmp_path / "out").read_text()
+            f"(1,048,576 entries or more) is not sorted, its entries in order are checked") in \
+        (tmp_path / "out").read_text()

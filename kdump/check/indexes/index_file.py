@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal, NamedTuple, overload
 
 from kdump.findings import INDEX_AFTER_TAIL, INDEX_PARTIAL, INDEX_SANITY, TIME_AFTER_TAIL, TIME_PARTIAL, TIME_SANITY
@@ -191,7 +191,7 @@ def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeI
 def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeIndexFile:
     """Parse an ``.index``/``.timeindex`` whole, its entries listed (a small file's)."""
     with opened_index_file(path, kind, base_offset) as parsed:
-        return parsed._replace(entries=list(parsed.entries))
+        return parsed._replace(entries=[*parsed.entries])
 
 
 @contextmanager
