@@ -76,6 +76,6 @@ def test_an_out_of_order_12_mb_index_is_checked_unsorted_and_bounded(tmp_path):
     d = _partition(tmp_path, ".index", a.tobytes())
     code, kb = peak_rss(tmp_path / "out", "index", "--verify-index-only", d / f"{BASE}.index")
     assert code == 1 and kb << 10 < BOUND, f"peak RSS {kb >> 10} MiB"
-    assert (f"{n - 1} entries after an entry out of order were not checked against the log: an index this large "
-            f"(1,048,576 entries or more) is not sorted, its entries in order are checked") in \
+    assert (f"{n - 1} entries after an entry out of order not checked against the log: an index of 1,048,576 "
+            f"entries or more is not sorted, the entries that rise are checked") in \
         (tmp_path / "out").read_text()

@@ -21,6 +21,7 @@ from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
 from kdump.format.timeindex import TimeIndexFile, timeindex_entries
 from kdump.model import B_BASE_OFFSET, B_LAST_OFFSET, B_MAGIC, B_MAX_TIMESTAMP, B_POSITION, B_SIZE, Finding, IndexEntry
 from kdump.storage.slice_reader import SliceReader
+from kdump.words import plural
 
 INF = float("inf")
 Target = tuple[Any, int, Any]      # (key, slot, value): (position, slot, offset) or (offset, slot, timestamp)
@@ -74,8 +75,8 @@ class Targets(NamedTuple):
         """What ``finish`` says of the targets left out."""
         if not self.left_out:
             return []
-        return [f"{self.left_out} entries after an entry out of order were not checked against the log: an index "
-                f"this large ({SORTED_AT_MOST:,} entries or more) is not sorted, its entries in order are checked"]
+        return [f"{plural(self.left_out, 'entry')} after an entry out of order not checked against the log: an "
+                f"index of {SORTED_AT_MOST:,} entries or more is not sorted, the entries that rise are checked"]
 
 
 def target_walk(entries, in_order: bool, walk: Callable[[], Iterator[tuple[int, int, int]]],
