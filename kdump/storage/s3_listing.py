@@ -31,6 +31,7 @@ from kdump.storage.remote_settings import list_keys, list_timeout, timeout
 
 PAGE_KEYS = 1000            # S3's own page size
 PAGE_BYTES = 16 << 20       # a page of 1,000 keys is about 300 KB: more is not an S3 answer
+EMPTY_PAGES = 100           # pages in a row that hold no key, yet say more follow: no S3 answers so
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
@@ -62,17 +63,21 @@ def listed(endpoint: str | None, region: str, creds: Keys, bucket: str, prefix: 
     """The (name, is_dir, size) of the keys below ``prefix``, a page at a time; Stopped past
     ``list_keys()`` keys or ``list_timeout()`` seconds, TimeoutError when a request goes
     unanswered ``timeout()`` seconds, Refused when a later page is; None when the first page is
-    refused (pyarrow then lists, and says why)."""
+    refused or unanswered (pyarrow then lists, and says why)."""
     cap, limit = list_keys(), list_timeout()
     deadline = time.monotonic() + limit
     out: list[tuple[str, bool, int]] = []
-    pages = 0
+    pages = empty = 0
     try:
         for page in Lister(endpoint, region, creds, timeout()).pages(bucket, prefix, deadline):
             pages += 1
             out += page.entries
+            empty = 0 if page.entries else empty + 1
             if len(out) > cap:
                 raise Stopped(too_many(len(out)))
+            if empty >= EMPTY_PAGES:
+                raise Stopped(f"answered {empty} pages in a row with no key, each saying more follow, after "
+                              f"{len(out):,} keys")
             if time.monotonic() > deadline:
                 raise TimeoutError
     except Refused as e:
@@ -81,7 +86,10 @@ def listed(endpoint: str | None, region: str, creds: Keys, bucket: str, prefix: 
         raise Refused(f"{e}, after {len(out):,} keys") from None
     except TimeoutError:
         if time.monotonic() > deadline:
-            raise Stopped(f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)") from None
+            raise Stopped(f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT), after {len(out):,} keys"
+                          ) from None
+        if not pages:       # (a proxy or firewall in the way, say: pyarrow's client may get through)
+            return None
         raise
     return out
 
