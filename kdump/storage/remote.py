@@ -151,7 +151,7 @@ class Store:
                                  file=url)
         return StoreUnusable(RemoteError(self._down.message, file=url))
 
-    def _capped(self, url: str, entries: list[Entry]) -> list[Entry]:
+    def _capped(self, url: str, entries: list) -> list:
         """A whole listing's entries, refused past ``list_keys()``."""
         if len(entries) > list_keys():
             raise self._list_stopped(url, s3_listing.too_many(len(entries)))
@@ -333,8 +333,8 @@ class S3Store(Store):
         """Copy every object under ``src`` to the same name under ``dst`` (server-side); the
         one called ``last`` at the top after all the others (an export's _SUCCESS)."""
         selector = self._fs_mod.FileSelector(src, recursive=True)
-        files = [i.path for i in self.call(url, self.fs.get_file_info, selector, bounded=False)
-                 if i.type == self._fs_mod.FileType.File]
+        infos = self._capped(url, self.call(url, self.fs.get_file_info, selector, bounded=False))
+        files = [i.path for i in infos if i.type == self._fs_mod.FileType.File]
         final = f"{src}/{last}"
         for p in sorted(files, key=lambda p: p == final):
             self.call(url, self.fs.copy_file, p, dst + p[len(src):])
