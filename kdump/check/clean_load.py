@@ -38,15 +38,18 @@ class LoadFailure(Exception):
 
 
 class OffsetIndexView:
-    """An ``OffsetIndex`` opened on a pre-existing file: ``entries`` = whole slots of the file."""
+    """An ``OffsetIndex`` opened on a pre-existing file: ``entries`` = whole slots of the file.
+    ``data``: its bytes, or anything sliced like them (``SliceReader``): a lookup reads the few
+    slots its search visits, never the file."""
 
-    def __init__(self, data: bytes, base_offset: int) -> None:
+    def __init__(self, data, base_offset: int) -> None:
         self.data, self.base = data, base_offset
         self.entries = len(data) // OFFSET_ENTRY_SIZE
 
     def entry(self, n: int) -> tuple[int, int]:
         """``OffsetIndex.parseEntry``: (absolute offset, position)."""
-        rel, pos = OFFSET_ENTRY.unpack_from(self.data, n * OFFSET_ENTRY_SIZE)
+        at = n * OFFSET_ENTRY_SIZE
+        rel, pos = OFFSET_ENTRY.unpack(self.data[at:at + OFFSET_ENTRY_SIZE])
         return self.base + rel, pos
 
     def last_offset(self) -> int:
@@ -150,7 +153,7 @@ def search_for_offset_from_position(buf, target: int, start: int, file_name: str
     return None
 
 
-def read_next_offset(buf, index: bytes, base_offset: int, file_name: str) -> int:
+def read_next_offset(buf, index, base_offset: int, file_name: str) -> int:
     """``LogSegment.readNextOffset``: ``read(offsetIndex.lastOffset, size)``, then the last batch's
     next offset; the base offset when the read finds nothing (a torn batch at the last index
     entry, an index pointing past the data). Raises LoadFailure where Kafka throws."""
@@ -186,12 +189,14 @@ def clean_verdict(directory: str) -> CleanVerdict | None:
     ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``)."""
     import os
 
+    from kdump.check.side_file_views import SIDE_FILE_LIMIT
     from kdump.errors import KdumpError
     from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
     from kdump.storage import fs
     from kdump.storage import logdir as K
-    from kdump.storage.mapped import MappedFile, read_small
+    from kdump.storage.mapped import MappedFile
     from kdump.storage.names import INDEX_SUFFIX, offset_name
+    from kdump.storage.slice_reader import SliceReader
 
     if fs.is_remote(directory):
         return None         # read where the broker runs: a local log dir
@@ -209,8 +214,8 @@ def clean_verdict(directory: str) -> CleanVerdict | None:
     if not fs.isfile(index):
         return None
     try:
-        with MappedFile(path) as m:
-            return CleanVerdict(read_next_offset(m.buf, read_small(index, 256 << 20), base, path), None)
+        with MappedFile(path) as m, SliceReader(index, SIDE_FILE_LIMIT) as idx:
+            return CleanVerdict(read_next_offset(m.buf, idx.data(), base, path), None)
     except LoadFailure as e:
         return CleanVerdict(None, e)
     except (KdumpError, OSError):

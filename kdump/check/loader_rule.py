@@ -51,7 +51,7 @@ from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import MappedFile, read_small
+from kdump.storage.mapped import MappedFile
 from kdump.storage.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -65,6 +65,7 @@ from kdump.storage.names import (
     offset_name,
 )
 from kdump.storage.safewrite import TEMP_SUFFIX
+from kdump.storage.slice_reader import SliceReader
 
 # -- planning ---------------------------------------------------------------------------------
 
@@ -321,9 +322,8 @@ class _Planner:
         name = offset_name(base, LOG_SUFFIX)
         index = offset_name(base, INDEX_SUFFIX)
         try:
-            with MappedFile(self.source[name]) as m:
-                self.clean_leo = read_next_offset(m.buf, read_small(self.source[index], SIDE_FILE_LIMIT), base,
-                                                  self.source[name])
+            with MappedFile(self.source[name]) as m, SliceReader(self.source[index], SIDE_FILE_LIMIT) as idx:
+                self.clean_leo = read_next_offset(m.buf, idx.data(), base, self.source[name])
         except LoadFailure as e:
             what = f"{self.tp[0]}-{self.tp[1]}" if self.tp else os.path.basename(fs.normpath(self.dir))
             self.plan.damaged = True

@@ -255,6 +255,9 @@ def render(name: str | None, cmd: click.Command, parent: click.Context | None = 
               ".TP", "\\fBKDUMP_REMOTE_LIST_TIMEOUT\\fR",
               "Seconds one listing of many pages may take in all (default 600; also stopped past 1 GiB of memory "
               "grown): an endpoint whose pages never end ends the run with exit status 3.",
+              ".TP", "\\fBKDUMP_REMOTE_LIST_KEYS\\fR",
+              "Keys one listing may hold (default 1000000): past them the run ends with exit status 3, the "
+              "prefix and the keys listed named; raise it for a larger prefix.",
               ".TP", "\\fBKDUMP_SPOOL_DIR\\fR",
               "Where the local copies of remote ranges are kept while read (default: the temporary directory).",
               ".TP", "\\fBAWS_ENDPOINT_URL\\fR, \\fBAWS_REGION\\fR, \\fBAWS_PROFILE\\fR, \\fBAWS_ACCESS_KEY_ID\\fR ...",

@@ -149,10 +149,16 @@ def _one(item: Item, mode: Mode, renderer) -> int:
 
 
 def _index(item: Item, rep, mode: Mode, renderer) -> None:
-    from kdump.check.indexes.forward_pass import check_against_log
-    from kdump.check.indexes.index_file import file_findings, live_entries, read_index_file, sanity_findings
+    from kdump.check.indexes.index_file import opened_index_file
 
-    parsed = read_index_file(item.path, item.kind, item.base_offset)
+    with opened_index_file(item.path, item.kind, item.base_offset) as parsed:     # walked, never held
+        _index_of(item, parsed, rep, mode, renderer)
+
+
+def _index_of(item: Item, parsed, rep, mode: Mode, renderer) -> None:
+    from kdump.check.indexes.forward_pass import check_against_log
+    from kdump.check.indexes.index_file import file_findings, live_entries, sanity_findings
+
     entries, tail = live_entries(parsed)
     rep.size, rep.slots, rep.entries = parsed.size, parsed.slots, len(entries)
     if tail is not None:
@@ -184,48 +190,61 @@ def _index(item: Item, rep, mode: Mode, renderer) -> None:
         rep.check = check
         rep.findings += check.findings
         rep.notes += check.notes
-        from kdump.check.capped import not_listed
-        rep.notes += [f"{kind}: {n} more faults not listed (the first 50 of each kind are)"
-                      for kind, n in not_listed(check.findings).items()]
+        _not_listed(rep, check.findings)
     elif not mode.sanity:
         rep.findings += file_findings(parsed)
     _finish(rep, mode, renderer)
 
 
 def _txnindex(item: Item, rep, mode: Mode, renderer) -> None:
-    from kdump.findings import TXN_PARTIAL, TXN_SANITY, TXN_VERSION
-    from kdump.format.txnindex import (
-        CURRENT_VERSION,
-        kafka_version,
-        parse_txnindex,
-        sanity_check_txnindex,
-        version_errors,
-    )
-    from kdump.model import Finding
-    from kdump.storage.mapped import MappedFile
+    from kdump.check.indexes.index_file import INDEX_LIMIT
+    from kdump.format.txnindex import txnindex_entries
+    from kdump.storage.slice_reader import SliceReader
 
-    with MappedFile(item.path) as mf:
-        parsed = parse_txnindex(mf.buf)
+    with SliceReader(item.path, INDEX_LIMIT) as data:       # entries walked a slice at a time, never held
+        _txnindex_of(item, txnindex_entries(data.data(), lazy=True), rep, mode, renderer)
+
+
+def _txnindex_of(item: Item, parsed, rep, mode: Mode, renderer) -> None:
+    from kdump.check.capped import MAX_PER_KIND, Capped
+    from kdump.findings import TXN_PARTIAL, TXN_SANITY, TXN_VERSION
+    from kdump.format.txnindex import CURRENT_VERSION, kafka_version, sanity_check_txnindex, version_errors
+    from kdump.model import Finding
+
     rep.size, rep.slots, rep.entries = parsed.size, len(parsed.entries), len(parsed.entries)
     renderer.begin(rep)
     if not (mode.verify_only or mode.sanity):
         renderer.entries(rep, parsed.entries)
         rep.empty = parsed.size == 0
+    found = Capped()        # a 100 MB file of bad entries: the first of each kind, the rest counted
     if parsed.partial_bytes:
-        rep.findings.append(Finding(TXN_PARTIAL, parsed.size - parsed.partial_bytes, None,
-                                    f"file size {parsed.size} is not a multiple of 34: the last "
-                                    f"{parsed.partial_bytes} bytes are a truncated entry (Kafka skips them)"))
+        found.append(Finding(TXN_PARTIAL, parsed.size - parsed.partial_bytes, None,
+                             f"file size {parsed.size} is not a multiple of 34: the last "
+                             f"{parsed.partial_bytes} bytes are a truncated entry (Kafka skips them)"))
     for i, t in enumerate(parsed.entries):
         if kafka_version(t) > CURRENT_VERSION:
-            rep.findings.append(Finding(TXN_VERSION, i * 34, t.last_offset,
-                                        version_errors([t], fs.abspath(item.path))[0]))
+            if found.room(TXN_VERSION) > 0:
+                found.append(Finding(TXN_VERSION, i * 34, t.last_offset, version_errors([t], fs.abspath(item.path))[0]))
+            else:
+                found.skip(TXN_VERSION, 1)
     if mode.sanity:
-        found = sanity_check_txnindex(parsed.entries, item.base_offset, fs.abspath(item.path))
-        rep.sanity = "failed" if found else "passed"
-        rep.findings += [Finding(TXN_SANITY, None, None, m) for m in found]
+        failed = sanity_check_txnindex(parsed.entries, item.base_offset, fs.abspath(item.path), limit=MAX_PER_KIND)
+        rep.sanity = "failed" if failed else "passed"
+        found.extend(Finding(TXN_SANITY, None, None, m) for m in failed)
+        if len(failed) == MAX_PER_KIND:
+            found.skip(TXN_SANITY, sum(t.last_offset < item.base_offset for t in parsed.entries) - MAX_PER_KIND)
+    rep.findings += found
+    _not_listed(rep, found)
     if mode.verify:
         rep.notes.append("aborted transactions are checked against the log's control markers by kdump verify")
     _finish(rep, mode, renderer)
+
+
+def _not_listed(rep, findings) -> None:
+    from kdump.check.capped import not_listed
+
+    rep.notes += [f"{kind}: {n} more faults not listed (the first 50 of each kind are)"
+                  for kind, n in not_listed(findings).items()]
 
 
 def _finish(rep, mode: Mode, renderer) -> None:

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump import findings as F
-from kdump.check.side_file_views import read_snapshot
+from kdump.check.capped import MAX_PER_KIND, Capped
+from kdump.check.side_file_views import SIDE_FILE_LIMIT, read_snapshot
 from kdump.decoders import transaction_state
 from kdump.errors import KdumpError
-from kdump.format.txnindex import parse_txnindex
-from kdump.model import Finding
+from kdump.format.txnindex import txnindex_entries
+from kdump.model import AbortedTxn, Finding
 from kdump.state.cluster_image import partition_count
 from kdump.state.producers import ProducerState
 from kdump.state.source import (
@@ -35,7 +36,7 @@ from kdump.state.source import (
     side_files,
 )
 from kdump.storage.logdir import PRODUCER_SNAPSHOT, TXNINDEX
-from kdump.storage.mapped import read_small
+from kdump.storage.slice_reader import SliceReader
 from kdump.words import duration, utc_text
 
 ONGOING_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
@@ -142,18 +143,33 @@ def _snapshot_findings(p: Partition, state: ProducerState, snaps) -> list[Findin
 
 
 def _txnindex_findings(state: ProducerState, indexes) -> list[Finding]:
-    on_disk = {}
+    """The ``.txnindex`` entries against the aborts the log shows, the files walked a slice at a
+    time: only the entries the log expects are remembered, and of the others the first
+    ``MAX_PER_KIND`` are listed, the rest counted (a 100 MB file costs a slice, not gigabytes)."""
+    expected = {(c.producer_id, c.last_offset): c.aborted_entry() for c in state.completed if c.outcome == "ABORT"}
+    on_disk: dict[tuple[int, int], tuple[str, AbortedTxn]] = {}
+    unmatched = Capped()
     for f in indexes:
         try:
-            t = parse_txnindex(read_small(f.path))
+            with SliceReader(f.path, SIDE_FILE_LIMIT) as data:
+                for e in txnindex_entries(data.data(), lazy=True).entries:
+                    key = (e.producer_id, e.last_offset)
+                    if key in expected:
+                        on_disk[key] = (f.name, e)
+                    elif (state.log_end_offset is not None and e.last_offset < state.log_end_offset
+                          and state.complete_before(e.last_offset)):
+                        if unmatched.room(F.TXN_INDEX_MISMATCH) > 0:
+                            unmatched.append(Finding(F.TXN_INDEX_MISMATCH, None, e.last_offset,
+                                                     f"{f.name}: entry for producer {e.producer_id} ending at "
+                                                     f"{e.last_offset} matches no ABORT marker closing an open "
+                                                     f"transaction in the log"))
+                        else:
+                            unmatched.skip(F.TXN_INDEX_MISMATCH, 1)
         except KdumpError as e:
             return [Finding(F.TXN_INDEX_UNREADABLE, e.position, f.base_offset, f"{f.name}: {e.message}")]
-        for e in t.entries:
-            on_disk[(e.producer_id, e.last_offset)] = (f.name, e)
     out = []
-    expected = {(c.producer_id, c.last_offset): c.aborted_entry() for c in state.completed if c.outcome == "ABORT"}
     for key, want in sorted(expected.items(), key=lambda kv: kv[0][1]):
-        got = on_disk.pop(key, None)
+        got = on_disk.get(key)
         if got is None:
             out.append(Finding(F.TXN_INDEX_MISMATCH, None, want.last_offset,
                                f"the aborted transaction of producer {want.producer_id} at {want.first_offset}.."
@@ -163,11 +179,11 @@ def _txnindex_findings(state: ProducerState, indexes) -> list[Finding]:
                                f"{got[0]}: producer {want.producer_id}: firstOffset {got[1].first_offset} "
                                f"lastStableOffset {got[1].last_stable_offset} on disk, {want.first_offset} and "
                                f"{want.last_stable_offset} from the log"))
-    for (pid, last), (name, e) in sorted(on_disk.items(), key=lambda kv: kv[0][1]):
-        if state.log_end_offset is not None and last < state.log_end_offset and state.complete_before(last):
-            out.append(Finding(F.TXN_INDEX_MISMATCH, None, last,
-                               f"{name}: entry for producer {pid} ending at {last} matches no ABORT marker "
-                               f"closing an open transaction in the log"))
+    out += sorted(unmatched, key=lambda f: f.offset)
+    for n in unmatched.not_listed.values():
+        out.append(Finding(F.TXN_INDEX_MISMATCH, None, None,
+                           f"{n} more .txnindex entries match no ABORT marker closing an open transaction in the "
+                           f"log (the first {MAX_PER_KIND} are listed)"))
     return out
 
 

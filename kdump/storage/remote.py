@@ -21,10 +21,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
-from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_timeout, retries, timeout
+from kdump.storage import s3_listing
+from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
 
@@ -121,12 +123,9 @@ class Store:
         threading.Thread(target=run, daemon=True, name="kdump-remote").start()
         if not bounded:
             self._watch(url, done)
-        limit = timeout()
-        if not done.wait(limit):
-            self._down = RemoteError(f"{self.where} did not answer within {limit:g} s (KDUMP_REMOTE_TIMEOUT)",
-                                     file=url)
+        if not done.wait(timeout()):
             self.abandon()
-            raise StoreUnusable(RemoteError(self._down.message, file=url))
+            raise self._no_answer(url)
         ok, value = box[0]
         return value if ok else self._failed(url, value)
 
@@ -136,12 +135,27 @@ class Store:
         while not done.wait(LIST_POLL):
             spent, grown = time.monotonic() - start, _rss() - base
             if spent > limit or grown > LIST_MEMORY:
-                why = (f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)" if spent > limit
-                       else f"took {grown >> 20} MB in {spent:.0f} s, more than {LIST_MEMORY >> 20} MB")
-                self._down = RemoteError(f"the listing of {url} from {self.where} {why}: its pages go on "
-                                         f"without end?", file=url)
                 self.abandon()
-                raise StoreUnusable(RemoteError(self._down.message, file=url))
+                raise self._list_stopped(url, f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT)"
+                                         if spent > limit else
+                                         f"took {grown >> 20} MB in {spent:.0f} s, more than {LIST_MEMORY >> 20} MB")
+
+    def _list_stopped(self, url: str, why: str) -> StoreUnusable:
+        """A listing given up: the store is unusable from here on (its pages go on without end?)."""
+        self._down = RemoteError(f"the listing of {url} from {self.where} {why}: its pages go on without end?",
+                                 file=url)
+        return StoreUnusable(RemoteError(self._down.message, file=url))
+
+    def _no_answer(self, url: str) -> StoreUnusable:
+        self._down = RemoteError(f"{self.where} did not answer within {timeout():g} s (KDUMP_REMOTE_TIMEOUT)",
+                                 file=url)
+        return StoreUnusable(RemoteError(self._down.message, file=url))
+
+    def _capped(self, url: str, entries: list) -> list:
+        """A whole listing's entries, refused past ``list_keys()``."""
+        if len(entries) > list_keys():
+            raise self._list_stopped(url, s3_listing.too_many(len(entries)))
+        return entries
 
     def _failed(self, url: str, value: BaseException):
         if isinstance(value, (InputError, StoreUnusable)):
@@ -222,6 +236,7 @@ class S3Store(Store):
             self.where = f"S3 endpoint {endpoint}"
         self.fs = fs.S3FileSystem(**options)
         self._fs_mod = fs
+        self.endpoint, self.region = endpoint, region
 
     def explain(self, e: BaseException) -> RemoteError:
         text = str(e)
@@ -263,13 +278,31 @@ class S3Store(Store):
                 raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
+    def _paged(self, url: str, path: str, creds) -> list[Entry] | None:
+        """``s3_listing.listed``'s entries; None when it leaves the listing to pyarrow."""
+        bucket, _, key = path.partition("/")
+        try:
+            found = s3_listing.listed(self.endpoint, self.region, creds, bucket, key + "/" if key else "")
+        except s3_listing.Stopped as e:
+            raise self._list_stopped(url, str(e)) from None
+        except TimeoutError:
+            raise self._no_answer(url) from None
+        except s3_listing.Refused as e:
+            raise RemoteError(f"the listing from {self.where} failed: {e}", file=url) from None
+        return None if found is None else [Entry(*e) for e in found]
+
     def list(self, url: str, path: str) -> list[Entry]:
-        # One call, a request per 1,000 keys, each bounded by the AWS SDK (request_timeout,
-        # retries): 100,000 keys take longer than one request's time limit (bench/README.md).
+        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one call
+        # of a request per 1,000 keys, each bounded by the AWS SDK (request_timeout, retries).
+        if self._down is not None:
+            raise StoreUnusable(RemoteError(self._down.message, file=url))
+        creds = s3_listing.keys()
+        if creds is not None and (paged := self._paged(url, path, creds)) is not None:
+            return paged
         selector = self._fs_mod.FileSelector(path, recursive=False)
         infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
         directory = self._fs_mod.FileType.Directory
-        return [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos]
+        return self._capped(url, [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos])
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.fs.open_input_file, path)
@@ -300,8 +333,8 @@ class S3Store(Store):
         """Copy every object under ``src`` to the same name under ``dst`` (server-side); the
         one called ``last`` at the top after all the others (an export's _SUCCESS)."""
         selector = self._fs_mod.FileSelector(src, recursive=True)
-        files = [i.path for i in self.call(url, self.fs.get_file_info, selector, bounded=False)
-                 if i.type == self._fs_mod.FileType.File]
+        infos = self._capped(url, self.call(url, self.fs.get_file_info, selector, bounded=False))
+        files = [i.path for i in infos if i.type == self._fs_mod.FileType.File]
         final = f"{src}/{last}"
         for p in sorted(files, key=lambda p: p == final):
             self.call(url, self.fs.copy_file, p, dst + p[len(src):])
@@ -336,8 +369,10 @@ class HdfsStore(Store):
         return Stat("dir" if st.isdir else "file", 0 if st.isdir else st.length)
 
     def list(self, url: str, path: str) -> list[Entry]:
-        statuses = self.call(url, lambda: list(self.client.list_status(path)))
-        return [Entry(s.path.rpartition("/")[2], s.isdir, s.length) for s in statuses]
+        # (the client's iterator asks for the listing a batch at a time: one past the cap stops it)
+        cap = list_keys()
+        statuses = self.call(url, lambda: list(islice(self.client.list_status(path), cap + 1)))
+        return self._capped(url, [Entry(s.path.rpartition("/")[2], s.isdir, s.length) for s in statuses])
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.client.read, path)

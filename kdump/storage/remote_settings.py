@@ -11,6 +11,9 @@ DEFAULT_RETRIES = 3
 # A listing (a request per 1,000 keys, each bounded by the library) as a whole, at most this long
 # (KDUMP_REMOTE_LIST_TIMEOUT) and this much memory grown: pages that never end grow both.
 DEFAULT_LIST_TIMEOUT, LIST_MEMORY, LIST_POLL = 600.0, 1 << 30, 0.2
+# The keys one listing may hold (KDUMP_REMOTE_LIST_KEYS): a broker's log dir is thousands of
+# partitions, a partition's dir tens of files; a million names is about 200 MB.
+DEFAULT_LIST_KEYS = 1_000_000
 
 
 def timeout() -> float:
@@ -25,6 +28,13 @@ def list_timeout() -> float:
         return max(0.1, float(os.environ.get("KDUMP_REMOTE_LIST_TIMEOUT", DEFAULT_LIST_TIMEOUT)))
     except ValueError:
         return DEFAULT_LIST_TIMEOUT
+
+
+def list_keys() -> int:
+    try:
+        return max(1, int(os.environ.get("KDUMP_REMOTE_LIST_KEYS", DEFAULT_LIST_KEYS)))
+    except ValueError:
+        return DEFAULT_LIST_KEYS
 
 
 def rss() -> int:

@@ -154,6 +154,10 @@ def test_a_listing_of_thousands_of_keys(s3, s3_dirs, tmp_path):
         assert not [line for line in requests if "/many-0/object-" in line], (command, requests)
         # besides the pages, one look at the prefix itself (pyarrow: a HEAD, a listing of one key), not one per question
         assert len(requests) - len(pages) <= 2, (command, requests)
+    # a prefix larger than KDUMP_REMOTE_LIST_KEYS: one line, exit 3; the default holds far more
+    done = _kdump(s3.env(KDUMP_REMOTE_LIST_KEYS="2000"), "verify", "s3://kdump-logs/many-0")
+    _only_line(done, f"kdump: error: s3://kdump-logs/many-0: the listing of s3://kdump-logs/many-0 from S3 endpoint "
+                     f"{s3.endpoint} listed 2,500 keys, more than 2,000 (KDUMP_REMOTE_LIST_KEYS raises the limit")
 
 
 def test_writing_options_refuse_remote_paths(s3, s3_dirs):
@@ -176,10 +180,10 @@ def test_hdfs_missing_path_and_refused_namenode(hdfs):
 
 
 class _EndlessListing:
-    """An S3 endpoint on 127.0.0.1 whose ListObjectsV2 pages never end: each has 1,000 keys,
-    IsTruncated and a new continuation token; any other request is a 404."""
+    """An S3 endpoint on 127.0.0.1 whose ListObjectsV2 pages never end: each has 1,000 keys
+    (``empty``: none), IsTruncated and a new continuation token; any other request is a 404."""
 
-    def __init__(self) -> None:
+    def __init__(self, empty: bool = False) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         from urllib.parse import parse_qs, urlparse
 
@@ -206,6 +210,8 @@ class _EndlessListing:
                     return self._send(404, b"<Error><Code>NoSuchKey</Code></Error>")
                 prefix, keys = q.get("prefix", [""])[0], int(q.get("max-keys", ["1000"])[0])
                 n = int(q.get("continuation-token", ["0"])[0])
+                if empty and n:         # (the first page has keys: a prefix is there)
+                    keys = 0
                 items = "".join(f"<Contents><Key>{prefix}{n + i:012d}.bin</Key><Size>1</Size></Contents>"
                                 for i in range(keys))
                 self._send(200, (f"<ListBucketResult><Name>b</Name><Prefix>{prefix}</Prefix><KeyCount>{keys}"
@@ -235,4 +241,35 @@ def test_a_listing_that_pages_forever_stops_the_run(command):
     finally:
         server.close()
     _only_line(done, f"kdump: error: s3://b/logs-0: the listing of s3://b/logs-0 from S3 endpoint {server.endpoint} "
-                     f"did not end within 2 s (KDUMP_REMOTE_LIST_TIMEOUT): its pages go on without end?")
+                     f"did not end within 2 s (KDUMP_REMOTE_LIST_TIMEOUT), after ")
+    assert done.stderr.endswith(" keys: its pages go on without end?\n"), done.stderr
+
+
+def test_a_listing_of_empty_pages_without_end_stops_the_run():
+    server = _EndlessListing(empty=True)
+    try:
+        env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+               "AWS_DEFAULT_REGION": "us-east-1"}
+        done = _kdump(env, "verify", "s3://b/logs-0", timeout=60)
+    finally:
+        server.close()
+    _only_line(done, f"kdump: error: s3://b/logs-0: the listing of s3://b/logs-0 from S3 endpoint {server.endpoint} "
+                     f"answered 100 pages in a row with no key, each saying more follow, after 1,000 keys: its pages "
+                     f"go on without end?")
+
+
+@pytest.mark.parametrize("command", ["verify", "dump", "info", "groups"])
+def test_a_listing_stops_at_its_key_limit(command):
+    """The pages are asked for one at a time: the run stops at the first past KDUMP_REMOTE_LIST_KEYS,
+    saying how many keys it had listed. Before, the listing went on for its whole time limit
+    (600 s by default, growing to 1 GB) before anything was said."""
+    server = _EndlessListing()
+    try:
+        env = {"AWS_ENDPOINT_URL": server.endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y",
+               "AWS_DEFAULT_REGION": "us-east-1", "KDUMP_REMOTE_LIST_KEYS": "4500"}
+        done = _kdump(env, command, "s3://b/logs-0", timeout=60)
+    finally:
+        server.close()
+    _only_line(done, f"kdump: error: s3://b/logs-0: the listing of s3://b/logs-0 from S3 endpoint {server.endpoint} "
+                     f"listed 5,000 keys, more than 4,500 (KDUMP_REMOTE_LIST_KEYS raises the limit for a prefix "
+                     f"this large): its pages go on without end?")

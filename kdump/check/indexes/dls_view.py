@@ -23,7 +23,7 @@ import os
 from typing import NamedTuple
 
 from kdump.check.indexes.forward_pass import check_against_log, segment_log_path
-from kdump.check.indexes.index_file import read_index_file
+from kdump.check.indexes.index_file import opened_index_file, read_index_file
 from kdump.errors import CorruptDataError, InputError, KdumpError
 from kdump.findings import is_damage
 from kdump.format.batch import NO_TIMESTAMP
@@ -261,5 +261,6 @@ def damaged(path: str, kind: str, base_offset: int) -> bool:
     Kafka's checks are heuristics that also flag states a broker accepts (a time index entry
     whose batch compaction removed), so the exit status follows `kdump index --verify` instead.
     """
-    check = check_against_log(segment_log_path(path), kind, base_offset, read_index_file(path, kind, base_offset))
+    with opened_index_file(path, kind, base_offset) as parsed:      # walked, never held
+        check = check_against_log(segment_log_path(path), kind, base_offset, parsed)
     return any(is_damage(x.kind) for x in check.findings)

@@ -11,22 +11,24 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal, NamedTuple, overload
 
-from kdump.errors import InputError
 from kdump.findings import INDEX_AFTER_TAIL, INDEX_PARTIAL, INDEX_SANITY, TIME_AFTER_TAIL, TIME_PARTIAL, TIME_SANITY
 from kdump.format.index import ENTRY_SIZE as INDEX_SLOT
-from kdump.format.index import IndexFile, parse_index
+from kdump.format.index import IndexFile, index_entries
 from kdump.format.timeindex import ENTRY_SIZE as TIME_SLOT
-from kdump.format.timeindex import TimeIndexFile, parse_timeindex
+from kdump.format.timeindex import TimeIndexFile, timeindex_entries
 from kdump.model import B_BASE_OFFSET, B_LAST_OFFSET, B_MAGIC, B_MAX_TIMESTAMP, B_POSITION, B_SIZE, Finding, IndexEntry
-from kdump.storage.mapped import MappedFile
+from kdump.storage.slice_reader import SliceReader
+from kdump.words import plural
 
 INF = float("inf")
 Target = tuple[Any, int, Any]      # (key, slot, value): (position, slot, offset) or (offset, slot, timestamp)
 END: Target = (INF, -1, None)      # the target after the last, never reached
 RUN = 1 << 18               # targets sorted at a time when the entries are out of order
-_SLOT_BITS = 28             # slots of a 2 GiB index (read_index_file's limit) fit in 28 bits
+SORTED_AT_MOST = 1 << 20    # out-of-order targets sorted (16 MiB of packed arrays); more are walked unsorted
+_SLOT_BITS = 28             # slots of a 2 GiB index (INDEX_LIMIT) fit in 28 bits
 _BIAS = 1 << 63             # a signed int64 value stored unsigned
 # Batch fields the checks read in their hot loops (a NamedTuple's attribute access costs more).
 POS, BASE, LAST, SIZE, MAGIC, MAX_TS = B_POSITION, B_BASE_OFFSET, B_LAST_OFFSET, B_SIZE, B_MAGIC, B_MAX_TIMESTAMP
@@ -62,20 +64,49 @@ def live_entries(parsed: IndexFile | TimeIndexFile) -> tuple[Sequence, int | Non
     return entries, tail
 
 
+class Targets(NamedTuple):
+    """How a check walks its targets: ``walk()`` yields them in key order, again and again;
+    ``left_out``: targets it never yields (a huge index out of order, walked unsorted)."""
+
+    walk: Callable[[], Iterator[tuple[int, int, int]]]
+    left_out: int
+
+    def note(self) -> list[str]:
+        """What ``finish`` says of the targets left out."""
+        if not self.left_out:
+            return []
+        return [f"{plural(self.left_out, 'entry')} after an entry out of order not checked against the log: an "
+                f"index of {SORTED_AT_MOST:,} entries or more is not sorted, the entries that rise are checked"]
+
+
 def target_walk(entries, in_order: bool, walk: Callable[[], Iterator[tuple[int, int, int]]],
                 relative: Callable[[tuple[int, int, int]], tuple[int, int, int]],
-                absolute: Callable[[tuple[int, int, int]], tuple[int, int, int]]
-                ) -> Callable[[], Iterator[tuple[int, int, int]]]:
+                absolute: Callable[[tuple[int, int, int]], tuple[int, int, int]], total: int) -> Targets:
     """How a check walks its targets (``walk``: in slot order) again and again: a small file's
     listed once, a large one in order streamed from the file, one out of order sorted
-    (``relative``/``absolute``: a target as ``sorted_targets`` keys it, and back)."""
+    (``relative``/``absolute``: a target as ``sorted_targets`` keys it, and back) when it has
+    fewer than ``SORTED_AT_MOST`` entries. A larger one is already damage (its order findings);
+    sorting it would cost 16 bytes an entry (4 GiB for a 2 GiB index), so it is streamed as it
+    is, each target that does not follow the largest key so far left out (``total``: the targets
+    ``walk`` yields)."""
     if in_order and isinstance(entries, list):
         listed = list(walk())
-        return lambda: iter(listed)
+        return Targets(lambda: iter(listed), 0)
     if in_order:
-        return walk
-    merged = sorted_targets(relative(t) for t in walk())
-    return lambda: (absolute(t) for t in merged())
+        return Targets(walk, 0)
+    if len(entries) < SORTED_AT_MOST:
+        merged = sorted_targets(relative(t) for t in walk())
+        return Targets(lambda: (absolute(t) for t in merged()), 0)
+    return Targets(lambda: _rising(walk()), total - sum(1 for _ in _rising(walk())))
+
+
+def _rising(targets: Iterator[tuple[int, int, int]]) -> Iterator[tuple[int, int, int]]:
+    """The targets whose key is at least the largest before them: a sorted walk, without sorting."""
+    top = -INF
+    for t in targets:
+        if t[0] >= top:
+            top = t[0]
+            yield t
 
 
 def sorted_targets(targets: Iterable[tuple[int, int, int]]) -> Callable[[], Iterator[tuple[int, int, int]]]:
@@ -151,13 +182,22 @@ def sanity_findings(parsed: IndexFile | TimeIndexFile, file_name: str) -> list[F
     return out
 
 
+INDEX_LIMIT = 1 << 31       # no index Kafka writes is larger (its slots are addressed by an int32)
+
+
 @overload
 def read_index_file(path: str, kind: Literal["index"], base_offset: int) -> IndexFile: ...
 @overload
 def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeIndexFile: ...
 def read_index_file(path: str, kind: str, base_offset: int) -> IndexFile | TimeIndexFile:
-    """Parse an ``.index``/``.timeindex`` read through a read-only map."""
-    with MappedFile(path) as mf:
-        if mf.size > (1 << 31):
-            raise InputError(f"{mf.size} bytes is larger than any index Kafka writes (2 GiB)", file=path)
-        return (parse_index if kind == "index" else parse_timeindex)(mf.buf, base_offset)
+    """Parse an ``.index``/``.timeindex`` whole, its entries listed (a small file's)."""
+    with opened_index_file(path, kind, base_offset) as parsed:
+        return parsed._replace(entries=[*parsed.entries])
+
+
+@contextmanager
+def opened_index_file(path: str, kind: str, base_offset: int) -> Iterator[IndexFile | TimeIndexFile]:
+    """An ``.index``/``.timeindex`` whose entries are read a slice at a time as they are walked,
+    while the block runs: a 100 MB index costs a chunk of memory, not the file."""
+    with SliceReader(path, INDEX_LIMIT) as data:
+        yield (index_entries if kind == "index" else timeindex_entries)(data.data(), base_offset, lazy=True)

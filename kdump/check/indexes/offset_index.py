@@ -76,9 +76,11 @@ class OffsetIndexCheck:
                     in_order = in_order and e.position == p.position
             prev = (i, e)
         self.n_targets = len(self.entries) - below
-        self._targets = target_walk(self.entries, in_order, self._in_order,
-                                    lambda t: (t[0], t[1], t[2] - base_offset),
-                                    lambda t: (t[0], t[1], t[2] + base_offset))
+        self.targets = target_walk(self.entries, in_order, self._in_order,
+                                   lambda t: (t[0], t[1], t[2] - base_offset),
+                                   lambda t: (t[0], t[1], t[2] + base_offset), self.n_targets)
+        self._targets = self.targets.walk
+        self.n_targets -= self.targets.left_out
         self.it = it = self._targets()
         self.cur: Target = next(it, END)
         self.nxt: Target = next(it, END)
@@ -262,6 +264,7 @@ class OffsetIndexCheck:
         readable = walker.stop_position
         if walker.stop is not None:
             notes.append(f"the log is readable only up to byte {readable} of {log_size} ({walker.stop.message})")
+        notes += self.targets.note()
         if self.counts["inside"]:
             notes.append(f"{self.counts['inside']} entries hold an offset inside their batch or append "
                          f"(neither a batch's base nor its last offset)")

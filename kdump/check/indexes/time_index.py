@@ -104,9 +104,11 @@ class TimeIndexCheck:
             prev = (i, e)
         self.last_ts = NO_TIMESTAMP if last_ts is None else last_ts     # the largest of any entry
         self.n_targets = len(self.entries) - below
-        self._targets = target_walk(self.entries, in_order, self._in_order,
-                                    lambda t: (t[0] - base_offset, t[1], t[2]),
-                                    lambda t: (t[0] + base_offset, t[1], t[2]))
+        self.targets = target_walk(self.entries, in_order, self._in_order,
+                                   lambda t: (t[0] - base_offset, t[1], t[2]),
+                                   lambda t: (t[0] + base_offset, t[1], t[2]), self.n_targets)
+        self._targets = self.targets.walk
+        self.n_targets -= self.targets.left_out
         self.it = it = self._targets()
         self.cur: Target = next(it, END)
         self.nxt: Target = next(it, END)
@@ -271,6 +273,7 @@ class TimeIndexCheck:
         if walker.stop is not None:
             notes.append(f"the log is readable only up to byte {walker.stop_position} of {log_size} "
                          f"({walker.stop.message})")
+        notes += self.targets.note()
         if self._v1_only():
             notes.append(f"empty time index for magic 1 data (largest timestamp {self.max_ts}): as a broker "
                          f"before 0.10.1, or one upgraded from it, leaves it")

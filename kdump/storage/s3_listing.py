@@ -1,0 +1,247 @@
+"""An S3 prefix listed a page at a time (ListObjectsV2, 1,000 keys a request), with a cap on the keys.
+
+pyarrow lists a prefix in one call that returns only when the last page has come: a server
+whose pages never end holds the run, with no output, until the call's time or memory limit
+(``remote.Store._watch``). Here each page is asked for, read (at most ``PAGE_BYTES``) and
+reduced to the names it holds before the next is asked for, so the listing stops at the
+first page past ``list_keys()`` (``KDUMP_REMOTE_LIST_KEYS``) or past ``list_timeout()``, and
+says how many keys it had listed.
+
+The requests are signed (AWS Signature Version 4) with the keys the environment or the shared
+credentials file give, the first two places of the AWS SDK's chain. Without such keys (an
+instance role, SSO ...) or when the first page is refused (a region redirect, no right to
+list ...), ``listing`` returns None and the caller lists through pyarrow, whose credential
+chain and error messages are the AWS SDK's.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import hmac
+import http.client
+import os
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from typing import NamedTuple
+from urllib.parse import quote
+
+from kdump.storage.remote_settings import list_keys, list_timeout, timeout
+
+PAGE_KEYS = 1000            # S3's own page size
+PAGE_BYTES = 16 << 20       # a page of 1,000 keys is about 300 KB: more is not an S3 answer
+EMPTY_PAGES = 100           # pages in a row that hold no key, yet say more follow: no S3 answers so
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+class Keys(NamedTuple):
+    access_key: str
+    secret_key: str
+    token: str | None
+
+
+class Page(NamedTuple):
+    entries: list[tuple[str, bool, int]]    # (name, is_dir, size) below the prefix
+    next_token: str | None                  # None: the last page
+
+
+class Refused(Exception):
+    """The server did not answer a page as S3 does (status, body): ``str`` says how."""
+
+
+class Stopped(Exception):
+    """The listing was given up: past its keys or its time (``str``: which, and the setting)."""
+
+
+def too_many(n: int) -> str:
+    return (f"listed {n:,} keys, more than {list_keys():,} (KDUMP_REMOTE_LIST_KEYS raises the limit for a prefix "
+            f"this large)")
+
+
+def listed(endpoint: str | None, region: str, creds: Keys, bucket: str, prefix: str) -> list | None:
+    """The (name, is_dir, size) of the keys below ``prefix``, a page at a time; Stopped past
+    ``list_keys()`` keys or ``list_timeout()`` seconds, TimeoutError when a request goes
+    unanswered ``timeout()`` seconds, Refused when a later page is; None when the first page is
+    refused or unanswered (pyarrow then lists, and says why)."""
+    cap, limit = list_keys(), list_timeout()
+    deadline = time.monotonic() + limit
+    out: list[tuple[str, bool, int]] = []
+    pages = empty = 0
+    try:
+        for page in Lister(endpoint, region, creds, timeout()).pages(bucket, prefix, deadline):
+            pages += 1
+            out += page.entries
+            empty = 0 if page.entries else empty + 1
+            if len(out) > cap:
+                raise Stopped(too_many(len(out)))
+            if empty >= EMPTY_PAGES:
+                raise Stopped(f"answered {empty} pages in a row with no key, each saying more follow, after "
+                              f"{len(out):,} keys")
+            if time.monotonic() > deadline:
+                raise TimeoutError
+    except Refused as e:
+        if not pages:
+            return None
+        raise Refused(f"{e}, after {len(out):,} keys") from None
+    except TimeoutError:
+        if time.monotonic() > deadline:
+            raise Stopped(f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT), after {len(out):,} keys"
+                          ) from None
+        if not pages:       # (a proxy or firewall in the way, say: pyarrow's client may get through)
+            return None
+        raise
+    return out
+
+
+def keys() -> Keys | None:
+    """The keys of the environment, else of the profile's section of the shared credentials file."""
+    env = os.environ
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return Keys(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_SESSION_TOKEN") or None)
+    path = env.get("AWS_SHARED_CREDENTIALS_FILE", os.path.expanduser("~/.aws/credentials"))
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return None
+    profile = env.get("AWS_PROFILE", "default")
+    if not parser.has_section(profile):
+        return None
+    access, secret = parser.get(profile, "aws_access_key_id", fallback=""), parser.get(
+        profile, "aws_secret_access_key", fallback="")
+    if not (access and secret):
+        return None
+    return Keys(access, secret, parser.get(profile, "aws_session_token", fallback="") or None)
+
+
+class Lister:
+    """ListObjectsV2 pages of one endpoint: path-style when an endpoint is given, virtual-host
+    style on AWS itself (as pyarrow addresses them)."""
+
+    def __init__(self, endpoint: str | None, region: str, creds: Keys, timeout: float) -> None:
+        self.region, self.creds, self.timeout = region, creds, timeout
+        if endpoint:
+            scheme, _, host = endpoint.partition("://")
+            self.scheme, self.host, self.virtual = (scheme, host, False) if host else ("https", scheme, False)
+            self.host = self.host.rstrip("/")
+        else:
+            self.scheme, self.host, self.virtual = "https", f"s3.{region}.amazonaws.com", True
+        self.conn: http.client.HTTPConnection | None = None
+
+    def pages(self, bucket: str, prefix: str, deadline: float) -> Iterator[Page]:
+        """The pages of ``bucket``'s keys below ``prefix`` ("a/b/"), one directory level deep."""
+        token = None
+        try:
+            while True:
+                page = self.page(bucket, prefix, token, deadline)
+                yield page
+                if page.next_token is None:
+                    return
+                token = page.next_token
+        finally:
+            self.close()
+
+    def page(self, bucket: str, prefix: str, token: str | None, deadline: float) -> Page:
+        params = {"list-type": "2", "delimiter": "/", "max-keys": str(PAGE_KEYS), "prefix": prefix}
+        if token is not None:
+            params["continuation-token"] = token
+        virtual = self.virtual and "." not in bucket
+        host = f"{bucket}.{self.host}" if virtual else self.host
+        path = "/" if virtual else "/" + quote(bucket, safe="-_.~")
+        query = "&".join(f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}" for k, v in sorted(params.items()))
+        headers = self._signed("GET", host, path, query)
+        body = self._get(host, path + "?" + query, headers, deadline)
+        return _parse(body, prefix)
+
+    def _signed(self, method: str, host: str, path: str, query: str) -> dict[str, str]:
+        """The headers of a request signed with AWS Signature Version 4 (an empty body)."""
+        now = time.gmtime()
+        amz_date, day = time.strftime("%Y%m%dT%H%M%SZ", now), time.strftime("%Y%m%d", now)
+        headers = {"host": host, "x-amz-content-sha256": _EMPTY_SHA256, "x-amz-date": amz_date}
+        if self.creds.token:
+            headers["x-amz-security-token"] = self.creds.token
+        signed = ";".join(sorted(headers))
+        canonical = "\n".join([method, path, query, "".join(f"{k}:{headers[k].strip()}\n" for k in sorted(headers)),
+                               signed, _EMPTY_SHA256])
+        scope = f"{day}/{self.region}/s3/aws4_request"
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+        key = ("AWS4" + self.creds.secret_key).encode()
+        for part in (day, self.region, "s3", "aws4_request"):
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+        headers["authorization"] = (f"AWS4-HMAC-SHA256 Credential={self.creds.access_key}/{scope}, "
+                                    f"SignedHeaders={signed}, Signature={signature}")
+        return headers
+
+    def _get(self, host: str, target: str, headers: dict[str, str], deadline: float) -> bytes:
+        if self.conn is None or self.conn.host != host.partition(":")[0]:
+            self.close()
+            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            self.conn = cls(host, timeout=self.timeout)
+        try:
+            self.conn.request("GET", target, headers=headers)
+            r = self.conn.getresponse()
+            chunks, got = [], 0
+            while chunk := r.read(1 << 16):     # each read within the socket's time limit, all within the deadline
+                chunks.append(chunk)
+                got += len(chunk)
+                if got > PAGE_BYTES:
+                    raise Refused(f"a page of more than {PAGE_BYTES >> 20} MB")
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+        except (OSError, http.client.HTTPException) as e:
+            self.close()
+            if isinstance(e, TimeoutError):
+                raise
+            raise Refused(f"{type(e).__name__}: {e}") from None
+        if r.status != 200:
+            raise Refused(f"HTTP {r.status} {r.reason}")
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def _parse(body: bytes, prefix: str) -> Page:
+    """A ListObjectsV2 answer: the names below ``prefix`` (its directories without their "/")."""
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as e:
+        raise Refused(f"not a listing ({e})") from None
+    if _local(root.tag) != "ListBucketResult":
+        raise Refused(f"not a listing (<{_local(root.tag)}>)")
+    entries: list[tuple[str, bool, int]] = []
+    truncated, token = False, None
+    for child in root:
+        tag = _local(child.tag)
+        if tag == "Contents":
+            key, size = _text(child, "Key"), _text(child, "Size")
+            name = key[len(prefix):] if key.startswith(prefix) else ""
+            if name:        # (not the marker object of the prefix itself)
+                entries.append((name, False, int(size) if size.isdigit() else 0))
+        elif tag == "CommonPrefixes":
+            p = _text(child, "Prefix")
+            name = p[len(prefix):].rstrip("/") if p.startswith(prefix) else ""
+            if name:
+                entries.append((name, True, 0))
+        elif tag == "IsTruncated":
+            truncated = (child.text or "").strip() == "true"
+        elif tag == "NextContinuationToken":
+            token = (child.text or "").strip() or None
+    if truncated and token is None:
+        raise Refused("a page that says more follow, without the token to ask for them")
+    return Page(entries, token if truncated else None)
+
+
+def _local(tag: str) -> str:
+    return tag.rpartition("}")[2]
+
+
+def _text(element: ET.Element, name: str) -> str:
+    for child in element:
+        if _local(child.tag) == name:
+            return child.text or ""
+    return ""
