@@ -186,17 +186,18 @@ def clean_verdict(directory: str) -> CleanVerdict | None:
     ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``)."""
     import os
 
-    from kdump.errors import KdumpError
     from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
     from kdump.storage import fs
+
+    if fs.is_remote(directory):
+        return None         # read where the broker runs: a local log dir
+    if not os.path.isfile(os.path.join(os.path.dirname(fs.normpath(directory)), CLEAN_SHUTDOWN_FILE)):
+        return None         # (verify asks of every partition: the usual answer in one stat)
+    from kdump.errors import KdumpError
     from kdump.storage import logdir as K
     from kdump.storage.mapped import MappedFile, read_small
     from kdump.storage.names import INDEX_SUFFIX, offset_name
 
-    if fs.is_remote(directory):
-        return None         # read where the broker runs: a local log dir
-    if not fs.isfile(os.path.join(os.path.dirname(fs.normpath(directory)), CLEAN_SHUTDOWN_FILE)):
-        return None
     try:
         logs = sorted((f.base_offset, f.path) for f in K.partition_files(directory)
                       if f.kind == K.LOG and f.leftover is None and f.base_offset is not None)
