@@ -291,6 +291,13 @@ def add_records_missing(directory: str, files: list[LogFile], live: list | None,
         if r.file in past_end and r.kind == INDEX and F.INDEX_PAST_END in r.not_listed:   # (only 50 are kept)
             last = _last_index_offset(r.file, int(os.path.basename(r.file)[:20]))
             past_end[r.file] = max(past_end[r.file], last if last is not None else -1)
+    if len(live) == 1 and not past_end and _one_segment(files, live[0][0].base_offset):
+        # The usual partition: one segment and its own index files. Only the log dir's
+        # checkpoints are evidence then, and they show a loss only past the log end.
+        f, s = live[0]
+        end = s.next_offset if s.next_offset is not None else f.base_offset
+        if all(v is None or v <= end for v in logdir_offsets(directory, cache) or ()):
+            return reports
     segments = [Segment(f.path, f.base_offset, s.next_offset if s.next_offset is not None else f.base_offset,
                         s.cut is not None) for f, s in live]
     compacted = any(s.first_offset is not None and looks_compacted(f.base_offset, s.first_offset, s.last_offset,
@@ -300,6 +307,15 @@ def add_records_missing(directory: str, files: list[LogFile], live: list | None,
         if r is not None:
             r.findings.append(finding)
     return reports
+
+
+def _one_segment(files: list[LogFile], base: int) -> bool:
+    """Does the dir hold only the live files of the segment at ``base`` (its .log and index
+    files): no orphan index, snapshot, leader-epoch file or leftover to show more?"""
+    return all(f.base_offset == base and f.leftover is None and f.kind in _SEGMENT_KINDS for f in files)
+
+
+_SEGMENT_KINDS = (LOG, INDEX, TIMEINDEX, TXNINDEX)
 
 
 def looks_compacted(base: int, first: int, last: int, records: int) -> bool:
