@@ -181,9 +181,10 @@ class CleanVerdict(NamedTuple):
     failure: LoadFailure | None
 
 
-def clean_verdict(directory: str) -> CleanVerdict | None:
+def clean_verdict(directory: str, shut_down: dict[str, bool] | None = None) -> CleanVerdict | None:
     """The clean-shutdown load of the partition in ``directory``: None when its log dir holds no
-    ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``)."""
+    ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``).
+    ``shut_down``: log dir -> whether it holds one, for a caller asking of many partitions at once."""
     import os
 
     from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
@@ -191,8 +192,14 @@ def clean_verdict(directory: str) -> CleanVerdict | None:
 
     if fs.is_remote(directory):
         return None         # read where the broker runs: a local log dir
-    if not os.path.isfile(os.path.join(os.path.dirname(fs.normpath(directory)), CLEAN_SHUTDOWN_FILE)):
-        return None         # (verify asks of every partition: the usual answer in one stat)
+    logdir = os.path.dirname(fs.normpath(directory))
+    marked = None if shut_down is None else shut_down.get(logdir)
+    if marked is None:
+        marked = os.path.isfile(os.path.join(logdir, CLEAN_SHUTDOWN_FILE))
+        if shut_down is not None:
+            shut_down[logdir] = marked
+    if not marked:
+        return None         # (verify asks of every partition: the usual answer in one stat a log dir)
     from kdump.errors import KdumpError
     from kdump.storage import logdir as K
     from kdump.storage.mapped import MappedFile, read_small
