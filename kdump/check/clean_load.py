@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kdump.format.legacy import RECORD_OVERHEAD_V0
+from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
+from kdump.storage import fs
 
 OFFSET_ENTRY = struct.Struct(">ii")          # OffsetIndex: relative offset, position (both signed ints)
 OFFSET_ENTRY_SIZE = OFFSET_ENTRY.size
@@ -186,9 +188,6 @@ def clean_verdict(directory: str, shut_down: dict[str, bool] | None = None) -> C
     ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``).
     ``shut_down``: log dir -> whether it holds one, for a caller asking of many partitions at once."""
     import os
-
-    from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
-    from kdump.storage import fs
 
     if fs.is_remote(directory):
         return None         # read where the broker runs: a local log dir

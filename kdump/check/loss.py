@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kdump import findings as F
+from kdump.check.clean_load import clean_verdict
 from kdump.storage import fs
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, filename_offset, offset_name
 
@@ -51,7 +52,6 @@ def losses(reports) -> list[Loss]:
         base = filename_offset(r.file, LOG_SUFFIX) if s is not None else None
         if base is not None:
             by_dir.setdefault(os.path.dirname(r.file), []).append((base, s))
-    from kdump.check.clean_load import clean_verdict
 
     out = []
     shut_down: dict[str, bool] = {}     # (a -j worker's range: many partitions of one log dir)
