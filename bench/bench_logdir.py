@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/bench_logdir.py [--partitions 5000] [--repeat 3] [--jobs N] [--only CMD ...]
     .venv/bin/python bench/bench_logdir.py --layout few-mb [--partitions 300] ...
+    .venv/bin/python bench/bench_logdir.py --only verify --jobs 2 --against /tmp/old   # a before/after
+
+``--against CHECKOUT`` times that checkout's kdump too (``git worktree add /tmp/old REV``, its C
+accelerator built in place: ``python setup.py build_ext --inplace`` there), in the same rounds,
+each run right after its own ``cat``.
 
 Run it with the Python kdump is installed in (the README's ``pip install -e .``): it times the
 ``kdump`` console script beside that Python, as an operator runs it (``python -m kdump`` when
@@ -168,13 +173,19 @@ def generate(root: Path, partitions: int) -> tuple[Path, Path]:
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
-def timed(args: list[str] | str, shell: bool = False) -> tuple[float, float]:
+def tree_env(tree: Path | None) -> dict[str, str]:
+    """The environment kdump runs in; with ``tree``, that checkout's kdump is imported first."""
+    return ENV if tree is None else {**ENV, "PYTHONPATH": str(tree)}
+
+
+def timed(args: list[str] | str, shell: bool = False, env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the run and its children) of one run."""
     import resource
 
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    rc = subprocess.run(args, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=ENV)
+    rc = subprocess.run(args, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False,
+                        env=env or ENV)
     wall = time.perf_counter() - t
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if rc.returncode not in (0, 1):
@@ -214,9 +225,9 @@ print(alone, marks[-1] - alone, t.children_user + t.children_system, file=sys.st
 """
 
 
-def phases(logdir: str, jobs: int) -> tuple[float, float, float]:
+def phases(logdir: str, jobs: int, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """(parent CPU while no worker runs, parent CPU while they run, workers' CPU) of verify -j N."""
-    rc = subprocess.run([sys.executable, "-c", PHASES, "verify", "-q", logdir, "-j", str(jobs)], env=ENV,
+    rc = subprocess.run([sys.executable, "-c", PHASES, "verify", "-q", logdir, "-j", str(jobs)], env=env or ENV,
                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, text=True)
     alone, beside, workers = map(float, rc.stderr.split()[-3:])
     return alone, beside, workers
@@ -270,6 +281,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="the -j N to compare with -j 1")
     ap.add_argument("--only", nargs="*", choices=list(COMMANDS), metavar="CMD")
+    ap.add_argument("--against", type=Path, metavar="CHECKOUT",
+                    help="also time another checkout's kdump (its C accelerator built in place), in the same "
+                         "rounds, each run right after its own cat: e.g. a `git worktree add` of an older commit")
     args = ap.parse_args()
     compileall.compile_dir(str(ROOT / "kdump"), quiet=1)
     t = time.perf_counter()
@@ -293,30 +307,40 @@ def main() -> None:
     n = args.jobs
     runs = {(name, jobs): [*KDUMP, *COMMANDS[name](str(logdir), out), "-j", str(jobs)]
             for name in args.only or COMMANDS for jobs in (1, n)}
+    envs = {key: ENV for key in runs}
+    if args.against is not None:
+        label = f"{args.against.name}:"
+        for name, jobs in list(runs):
+            runs[label + name, jobs] = [sys.executable, "-m", "kdump", *runs[name, jobs][len(KDUMP):]]
+            envs[label + name, jobs] = tree_env(args.against)
     wall: dict = {k: [] for k in ["cat", *runs]}
     cat_cpu: list[float] = []
     cpu: dict = {k: [] for k in runs}
     vs_cat: dict = {k: [] for k in runs}
     split: list[tuple[float, float, float]] = []
+    split_against: list[tuple[float, float, float]] = []
     loads = []
     try:
         # dump and export put out hundreds of MB a run (memory taken and given back, files
         # written back) and take most of a round's time: their rounds come after the others'.
         heavy = ("dump", "export")
-        for group in ([k for k in runs if k[0] not in heavy], [k for k in runs if k[0] in heavy]):
+        light = [k for k in runs if k[0].split(":")[-1] not in heavy]
+        for group in (light, [k for k in runs if k not in light]):
             for _ in range(args.repeat if group else 0):
                 loads.append(os.getloadavg()[0])
                 for key in group:
                     t_cat, c = timed(cat, shell=True)       # right before: the same load
                     wall["cat"].append(t_cat)
                     cat_cpu.append(c)
-                    w, c = timed(runs[key])
+                    w, c = timed(runs[key], env=envs[key])
                     os.sync()       # what it wrote goes to disk now, not in the next command's time
                     wall[key].append(w)
                     cpu[key].append(c)
                     vs_cat[key].append(t_cat / w)
                 if ("verify", n) in group and n > 1:
                     split.append(phases(str(logdir), n))
+                    if args.against is not None:
+                        split_against.append(phases(str(logdir), n, tree_env(args.against)))
         if ("dump", 1) in runs and single_dir is not None:
             single = [timed([*KDUMP, "dump", "--records", "--json", str(single_dir)])[0] for _ in range(args.repeat)]
     finally:
@@ -329,7 +353,7 @@ def main() -> None:
     print(f"{'cat of every file':<34} {spread(wall['cat'])}  {size / med(wall['cat']) / 1e6:6.0f} MB/s  "
           f"(cpu {med(cat_cpu):.2f}s)")
     for (name, jobs), ws in ((k, wall[k]) for k in runs):
-        print(f"kdump {name:<12} -j {jobs:<3}{'':10} {spread(ws)}  {size / med(ws) / 1e6:6.0f} MB/s  "
+        print(f"kdump {name:<21} -j {jobs:<3} {spread(ws)}  {size / med(ws) / 1e6:6.0f} MB/s  "
               f"{med(vs_cat[name, jobs]):5.2f}x cat  (cpu {med(cpu[name, jobs]):.2f}s)")
     print(f"\ncores this run could get (two busy processes against one, best of 3): {cores_available(3):.2f}, "
           f"load {os.getloadavg()[0]:.1f}")
@@ -345,6 +369,12 @@ def main() -> None:
                   f"the workers run (its own share of the partitions included) {beside:.2f}, workers {workers:.2f}; on {n} "  # noqa: E501
                   f"idle cores: {ideal:.2f}s, "
                   f"{med(cat_cpu) / ideal:.2f}x cat's CPU time, {med(cpu['verify', 1]) / ideal:.2f}x -j 1's CPU time")
+        if split_against:
+            alone, beside, workers = (med(x) for x in zip(*split_against))
+            ideal = alone + (beside + workers) / n
+            print(f"{args.against.name}'s verify -j {n} phases (CPU s, median): alone {alone:.2f}, beside the workers "
+                  f"{beside:.2f}, workers {workers:.2f}; on {n} idle cores: {ideal:.2f}s, {med(cat_cpu) / ideal:.2f}x "
+                  f"cat's CPU time")
         for name, target in (("info", 1), ("recover", 2)):
             if (name, n) in runs:
                 print(f"{name} -j {n}: {med(wall[name, n]) / vn:.2f}x verify's time (target <= {target}x); -j 1: "

@@ -24,7 +24,8 @@ class Capped(list):
         super().__init__()
         self.kept: dict[str, int] = {}
         self.extra: dict[str, int] = {}      # kind -> counted past the first MAX_PER_KIND
-        self.extend(findings)
+        if type(findings) not in (tuple, list) or findings:   # (an empty Capped may still count some)
+            self.extend(findings)
 
     def __reduce__(self):           # (to a -j worker's parent: pickle would append to an empty one)
         return _restored, (list(self), self.kept, self.extra)
@@ -40,8 +41,9 @@ class Capped(list):
     def extend(self, findings: Iterable[Finding]) -> None:
         for f in findings:
             self.append(f)
-        for kind, n in not_listed(findings).items():      # what another Capped counted
-            self.skip(kind, n)
+        if isinstance(findings, Capped):
+            for kind, n in findings.extra.items():      # what another Capped counted
+                self.skip(kind, n)
 
     def room(self, kind: str) -> int:
         """How many more findings of ``kind`` would be kept."""

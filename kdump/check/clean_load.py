@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kdump.format.legacy import RECORD_OVERHEAD_V0
+from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
+from kdump.storage import fs
 
 OFFSET_ENTRY = struct.Struct(">ii")          # OffsetIndex: relative offset, position (both signed ints)
 OFFSET_ENTRY_SIZE = OFFSET_ENTRY.size
@@ -184,24 +186,29 @@ class CleanVerdict(NamedTuple):
     failure: LoadFailure | None
 
 
-def clean_verdict(directory: str) -> CleanVerdict | None:
+def clean_verdict(directory: str, shut_down: dict[str, bool] | None = None) -> CleanVerdict | None:
     """The clean-shutdown load of the partition in ``directory``: None when its log dir holds no
-    ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``)."""
+    ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``).
+    ``shut_down``: log dir -> whether it holds one, for a caller asking of many partitions at once."""
     import os
 
+    if fs.is_remote(directory):
+        return None         # read where the broker runs: a local log dir
+    logdir = os.path.dirname(fs.normpath(directory))
+    marked = None if shut_down is None else shut_down.get(logdir)
+    if marked is None:
+        marked = os.path.isfile(os.path.join(logdir, CLEAN_SHUTDOWN_FILE))
+        if shut_down is not None:
+            shut_down[logdir] = marked
+    if not marked:
+        return None         # (verify asks of every partition: the usual answer in one stat a log dir)
     from kdump.check.side_file_views import SIDE_FILE_LIMIT
     from kdump.errors import KdumpError
-    from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
-    from kdump.storage import fs
     from kdump.storage import logdir as K
     from kdump.storage.mapped import MappedFile
     from kdump.storage.names import INDEX_SUFFIX, offset_name
     from kdump.storage.slice_reader import SliceReader
 
-    if fs.is_remote(directory):
-        return None         # read where the broker runs: a local log dir
-    if not fs.isfile(os.path.join(os.path.dirname(fs.normpath(directory)), CLEAN_SHUTDOWN_FILE)):
-        return None
     try:
         logs = sorted((f.base_offset, f.path) for f in K.partition_files(directory)
                       if f.kind == K.LOG and f.leftover is None and f.base_offset is not None)

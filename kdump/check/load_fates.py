@@ -29,9 +29,9 @@ def verify_directory(directory: str, requested: list[LogFile], opts: VerifyOptio
 def add_load_fates(directory: str, reports: list[FileReport], opts: VerifyOptions) -> list[FileReport]:
     """``reports`` of one partition dir, with ``snapshot_deleted`` on each producer snapshot the
     broker's load deletes."""
-    by_path = {r.file: r for r in reports}
     if not any(r.kind == PRODUCER_SNAPSHOT for r in reports) or fs.is_remote(directory):
         return reports
+    by_path = {r.file: r for r in reports}
     norm = fs.normpath(directory)
     if parse_partition_dir(os.path.basename(norm)) is None:
         return reports

@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kdump import findings as F
+from kdump.check.clean_load import clean_verdict
 from kdump.storage import fs
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, filename_offset, offset_name
 
@@ -51,13 +52,13 @@ def losses(reports) -> list[Loss]:
         base = filename_offset(r.file, LOG_SUFFIX) if s is not None else None
         if base is not None:
             by_dir.setdefault(os.path.dirname(r.file), []).append((base, s))
-    from kdump.check.clean_load import clean_verdict
 
     out = []
+    shut_down: dict[str, bool] = {}     # (a -j worker's range: many partitions of one log dir)
     for directory, segments in by_dir.items():
         segments.sort(key=lambda bs: bs[0])
         cut = next((i for i, (_, s) in enumerate(segments) if s.cut is not None and s.valid_bytes < s.size), None)
-        verdict = clean_verdict(directory)
+        verdict = clean_verdict(directory, shut_down)
         if verdict is not None and verdict.failure is not None:
             out.append(Loss(directory, 0, 0, 0, None, None, True, None, str(verdict.failure)))
         elif cut is not None:

@@ -48,6 +48,7 @@ LOG_DIR_CHECKPOINTS = ((RECOVERY_POINT_CHECKPOINT, "the recovery point"),
                        (REPLICATION_OFFSET_CHECKPOINT, "the high watermark"),
                        (LOG_START_OFFSET_CHECKPOINT, "the log start offset"),
                        (CLEANER_OFFSET_CHECKPOINT, "the cleaner's offset"))
+_CLEANER = [name for name, _ in LOG_DIR_CHECKPOINTS].index(CLEANER_OFFSET_CHECKPOINT)
 SHOWN = 3       # evidence named per finding; the rest counted
 
 
@@ -80,9 +81,10 @@ class Segment(NamedTuple):
 
 
 def evidence(directory: str, files: list[LogFile], index_past_end: dict[str, int],
-             cache: dict | None = None) -> list[Evidence]:
+             cache: dict | None = None, _logdir_offsets: tuple | None = None) -> list[Evidence]:
     """Everything in (and beside) the partition dir that says how far the log reached;
-    ``index_past_end``: index file -> the highest offset its entries name past the data."""
+    ``index_past_end``: index file -> the highest offset its entries name past the data
+    (``_logdir_offsets``: ``logdir_offsets`` of the dir, when the caller has them)."""
     out = []
     for base, names in orphan_bases(files).items():
         if not any(_size(os.path.join(directory, n)) for n in names):
@@ -106,14 +108,31 @@ def evidence(directory: str, files: list[LogFile], index_past_end: dict[str, int
         name = os.path.basename(path)
         out.append(Evidence(offset + 1, f"{name} has an entry for offset {offset}", path,
                             segment=int(name[:20]) if name[:20].isdigit() else None))
+    offsets = _logdir_offsets if _logdir_offsets is not None else logdir_offsets(directory, cache)
+    for (name, what), v in zip(LOG_DIR_CHECKPOINTS, offsets or ()):
+        if v is not None:
+            out.append(Evidence(v, f"{what} in {name} is {v}", None))
+    return out
+
+
+_NONE = (None,) * len(LOG_DIR_CHECKPOINTS)
+
+
+def logdir_offsets(directory: str, cache: dict | None) -> tuple[int | None, ...] | None:
+    """This partition's offset in each of its log dir's checkpoints (``LOG_DIR_CHECKPOINTS``'
+    order), None outside a ``<topic>-<partition>`` dir: one look-up a partition, the
+    checkpoints read once per run and log dir."""
     norm = fs.normpath(directory)
     parsed = parse_partition_dir(os.path.basename(norm))
-    if parsed is not None:
-        for name, what in LOG_DIR_CHECKPOINTS:
-            v = _checkpoint_offset(os.path.join(os.path.dirname(norm), name), parsed[:2], cache)
-            if v is not None:
-                out.append(Evidence(v, f"{what} in {name} is {v}", None))
-    return out
+    if parsed is None:
+        return None
+    cache = {} if cache is None else cache
+    logdir = os.path.dirname(norm)
+    key = ("logdir_offsets", logdir)
+    if key not in cache:
+        tables = [_checkpoint_table(os.path.join(logdir, name), cache) for name, _ in LOG_DIR_CHECKPOINTS]
+        cache[key] = {k: tuple(t.get(k) for t in tables) for k in set().union(*tables)}
+    return cache[key].get(parsed[:2], _NONE)
 
 
 def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int | None, compacted: bool = False,
@@ -222,9 +241,9 @@ def _last_epoch_start(path: str) -> int | None:
     return last
 
 
-def _checkpoint_offset(path: str, key: tuple[str, int], cache: dict | None) -> int | None:
-    """This partition's offset in a log-dir checkpoint (read once per run and log dir)."""
-    cache = {} if cache is None else cache
+def _checkpoint_table(path: str, cache: dict) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> offset of a log-dir checkpoint, for the partitions its log dir
+    holds (read once per run and log dir)."""
     if path not in cache:
         from kdump.check.side_file_views import checkpoint_entries
         table: dict[tuple[str, int], int] = {}
@@ -237,7 +256,7 @@ def _checkpoint_offset(path: str, key: tuple[str, int], cache: dict | None) -> i
         except (KdumpError, OSError):
             table = {}      # reported on the checkpoint itself
         cache[path] = table
-    return cache[path].get(key)
+    return cache[path]
 
 
 def partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
@@ -272,6 +291,13 @@ def add_records_missing(directory: str, files: list[LogFile], live: list | None,
         if r.file in past_end and r.kind == INDEX and F.INDEX_PAST_END in r.not_listed:   # (only 50 are kept)
             last = _last_index_offset(r.file, int(os.path.basename(r.file)[:20]))
             past_end[r.file] = max(past_end[r.file], last if last is not None else -1)
+    if len(live) == 1 and not past_end and _one_segment(files, live[0][0].base_offset):
+        # The usual partition: one segment and its own index files. Only the log dir's
+        # checkpoints are evidence then, and they show a loss only past the log end.
+        f, s = live[0]
+        end = s.next_offset if s.next_offset is not None else f.base_offset
+        if all(v is None or v <= end for v in logdir_offsets(directory, cache) or ()):
+            return reports
     segments = [Segment(f.path, f.base_offset, s.next_offset if s.next_offset is not None else f.base_offset,
                         s.cut is not None) for f, s in live]
     compacted = any(s.first_offset is not None and looks_compacted(f.base_offset, s.first_offset, s.last_offset,
@@ -281,6 +307,15 @@ def add_records_missing(directory: str, files: list[LogFile], live: list | None,
         if r is not None:
             r.findings.append(finding)
     return reports
+
+
+def _one_segment(files: list[LogFile], base: int) -> bool:
+    """Does the dir hold only the live files of the segment at ``base`` (its .log and index
+    files): no orphan index, snapshot, leader-epoch file or leftover to show more?"""
+    return all(f.base_offset == base and f.leftover is None and f.kind in _SEGMENT_KINDS for f in files)
+
+
+_SEGMENT_KINDS = (LOG, INDEX, TIMEINDEX, TXNINDEX)
 
 
 def looks_compacted(base: int, first: int, last: int, records: int) -> bool:
@@ -293,16 +328,17 @@ def lost_spans(directory: str, files: list[LogFile], segments: list[Segment], co
                ) -> list[tuple[list[str | None], Finding]]:
     """``records_missing`` for one partition dir: its ``files``, its live ``segments`` in offset
     order, whether they look ``compacted``, its index files' entries past the data."""
-    norm = fs.normpath(directory)
-    parsed = parse_partition_dir(os.path.basename(norm))
-    if parsed is None:
+    offsets = logdir_offsets(directory, cache)
+    if offsets is None:
         return []           # (only in a <topic>-<partition> directory is a log expected)
-    found = evidence(directory, files, past_end or {}, cache)
+    found = evidence(directory, files, past_end or {}, cache, offsets)
     if not segments and not any(e.file is not None for e in found):
         return []           # nothing of a log here (only a log dir's checkpoint names it)
-    cleaned = _checkpoint_offset(os.path.join(os.path.dirname(norm), CLEANER_OFFSET_CHECKPOINT), parsed[:2], cache)
+    cleaned = offsets[_CLEANER]
     compacted = compacted or any(f.leftover is not None for f in files)     # a cleaning or deletion under way
-    return records_missing(segments, found, cleaned, compacted, repaired=_repaired(directory))
+    # (a repair matters only to evidence past the log end: the dir is listed again only then)
+    past = bool(segments) and any(e.reached > segments[-1].end for e in found)
+    return records_missing(segments, found, cleaned, compacted, repaired=past and _repaired(directory))
 
 
 def _repaired(directory: str) -> bool:

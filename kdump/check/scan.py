@@ -208,7 +208,8 @@ class _Scan(SegmentChecks):
         c_native = _accel.native()
         plain_run = c_native.scan_plain_run if c_native is not None else None
         buf, end = self.buf, self.end
-        follow = getattr(buf, "follow", None)     # a large mapping drops pages behind the scan
+        # A large mapping drops pages behind the scan (bytes ask nothing: a failed getattr costs).
+        follow = None if type(buf) in (bytes, memoryview) else getattr(buf, "follow", None)
         batches: Walker | None = w
         walker: Walker | None
         while batches is not None:

@@ -16,7 +16,7 @@ from kdump.format.batch import ATTRIBUTES_OFFSET
 from kdump.format.codecs import Limits
 from kdump.format.crc import crc32, crc32c
 from kdump.format.javalong import INT64_MAX, INT64_MIN, unwrapped_range, wrap_message
-from kdump.format.walk import record_slices
+from kdump.format.walk import Walker, record_slices
 from kdump.model import Batch, Finding
 
 MAX_FINDINGS_PER_KIND = 50
@@ -93,8 +93,6 @@ class SegmentChecks:
     def epoch_cascades(self) -> None:
         """One finding per cause: a lone regression at its batch; a run of them (one flipped epoch
         byte, which no CRC covers, sets every later batch below it) at the batch that caused it."""
-        from kdump.format.walk import Walker
-
         for (epoch, offset), (at, pos, first, last, low, n) in sorted(self.cascades.items(), key=lambda c: -c[1][0]):
             if n == 1:
                 f = Finding(F.EPOCH_REGRESSION, pos, first,

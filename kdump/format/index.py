@@ -76,6 +76,8 @@ def slot_layout(data, size: int) -> SlotLayout:
     never unpacking a slot."""
     n = len(data) // size
     zero = bytes(size)
+    if isinstance(data, bytes) and n * size <= CHUNK_BYTES:
+        return _small_layout(data, size, n, zero)
     tail = None
     for first_slot, piece in zip(range(0, n, max(1, CHUNK_BYTES // size)), chunks(data, size)):
         at = size if first_slot == 0 else 0          # slot 0 is an entry even when zero
@@ -97,6 +99,22 @@ def slot_layout(data, size: int) -> SlotLayout:
     return SlotLayout(tail, tail, after)
 
 
+def _small_layout(data: bytes, size: int, n: int, zero: bytes) -> SlotLayout:
+    """``slot_layout`` of a file of one chunk (the usual index), searched in place."""
+    end = n * size
+    at = size
+    while (i := data.find(zero, at, end)) != -1:
+        if i % size == 0:
+            break
+        at = (i // size + 1) * size
+    else:
+        return SlotLayout(n, None, None)
+    tail = i // size
+    piece = data[(tail + 1) * size:end]
+    rest = piece.lstrip(b"\0")
+    return SlotLayout(tail, tail, tail + 1 + (len(piece) - len(rest)) // size if rest else None)
+
+
 class Entries(Sequence):
     """The entries of a slot file, unpacked from ``data`` as they are iterated: each walk reads
     the file again, a chunk at a time, so a 100 MB index is never held as objects."""
@@ -113,6 +131,9 @@ class Entries(Sequence):
 
     def listed(self) -> list:
         """Every entry, as a list (a small file's, or ``parse_*``'s)."""
+        data, size = self.data, self.unpack.size
+        if isinstance(data, bytes) and self.live * size <= CHUNK_BYTES:     # one chunk: no pieces
+            return self.unpack(data[:self.live * size]) if self.live else []
         return [e for piece in chunks(self.data, self.unpack.size, 0, self.live) for e in self.unpack(piece)]
 
     def __getitem__(self, i):       # (a slice or an index: the rare lookups, one slot each)

@@ -51,6 +51,7 @@ RUNNER_TRIES, RUNNER_REST = 4, 64
 # A buffer with a ``follow(position)`` method (kdump.storage.mapped's mapping of a large file)
 # is told how far the walk has come, every FOLLOW_STEP bytes or so, to drop pages behind.
 FOLLOW_STEP = 8 << 20
+_NO_FOLLOW = (bytes, memoryview)    # (a failed getattr costs a formatted AttributeError)
 
 
 class Walker:
@@ -84,7 +85,7 @@ class Walker:
         c = _accel.native()     # once per walk
         scan = c.scan_v2 if c is not None else None
         chunk = self.first_chunk
-        follow = getattr(buf, "follow", None)
+        follow = None if type(buf) in _NO_FOLLOW else getattr(buf, "follow", None)
         next_follow = pos + FOLLOW_STEP
         runner = self.runner
         declined = 0        # positions in a row the runner did not take anything from

@@ -210,3 +210,29 @@ def test_groups_and_verify_share_the_rule(part):
     (part / seg(96)).unlink()
     (part / seg(160)).rename(part / (seg(160) + ".deleted"))      # being deleted: not lost
     assert orphan_segments(Partition("rolled", 0, str(part))) == [96] == list(orphan_bases(partition_files(str(part))))
+
+
+@pytest.fixture
+def lone(part) -> Path:
+    """rolled-0 cut to its last segment and that segment's index files alone: the usual partition."""
+    for p in part.iterdir():
+        if p.name not in (seg(224), seg(224, ".index"), seg(224, ".timeindex")):
+            p.unlink()
+    return part
+
+
+@pytest.mark.parametrize("name, what", [("recovery-point-offset-checkpoint", "the recovery point"),
+                                        ("cleaner-offset-checkpoint", "the cleaner's offset")])
+def test_one_segment_and_a_log_dir_checkpoint(lone, name, what):
+    """The one-segment path judges the log dir's checkpoints as the general one: at the log
+    end nothing, past it the span; a snapshot beside it is evidence too."""
+    (lone.parent / name).write_text("0\n1\nrolled 0 240\n")
+    r = run_kdump("verify", "--json", lone)
+    assert r.code == 0 and missing(r.out) == []
+    (lone.parent / name).write_text("0\n1\nrolled 0 241\n")
+    r = run_kdump("verify", "--json", lone)
+    assert missing(r.out) == [(seg(224), 240, f"offsets 240..240 are missing (1 offset): the log ends at 240; "
+                                              f"{what} in {name} is 241{TAIL}")]
+    (lone.parent / name).unlink()
+    (lone / seg(250, ".snapshot")).write_bytes(b"")
+    assert [m[:2] for m in missing(run_kdump("verify", "--json", lone).out)] == [(seg(250, ".snapshot"), 240)]

@@ -435,3 +435,29 @@ def test_max_timestamp_record_offset_log_append_time_uses_last_offset():
     (ct,) = list(Walker(create))
     assert max_timestamp_record_offset(batch_bytes, lat) == 9
     assert max_timestamp_record_offset(create, ct) == 8
+
+
+def test_small_file_layout_and_entries_equal_the_chunked_walk():
+    """A one-chunk file (bytes) is searched in place; a map or reader takes the chunked walk.
+    Both give the same layout and entries, over slot files built to hit every edge: zero
+    slots anywhere, zero runs across two slots, non-zero bytes after the tail, torn last slots."""
+    from kdump.format.index import ENTRY as INDEX_ENTRY
+    from kdump.format.index import index_entries, slot_layout
+    from kdump.format.timeindex import timeindex_entries
+
+    rnd = random.Random(38)
+    for trial in range(3000):
+        size = rnd.choice((8, 12))
+        slots = []
+        for _ in range(rnd.randrange(0, 12)):
+            pick = rnd.random()
+            slots.append(bytes(size) if pick < 0.3 else
+                         bytes(rnd.randrange(size)) + bytes([rnd.randrange(1, 256)]) + bytes(size)
+                         if pick < 0.6 else rnd.randbytes(size))
+        data = b"".join(s[:size] for s in slots) + rnd.randbytes(rnd.choice((0, 0, 0, 3, size - 1)))
+        chunked = memoryview(data)      # (not bytes: the general path)
+        assert slot_layout(data, size) == slot_layout(chunked, size), (trial, data)
+        if size == INDEX_ENTRY.size:
+            assert index_entries(data, 5) == index_entries(bytearray(data), 5)
+        else:
+            assert timeindex_entries(data, 5) == timeindex_entries(bytearray(data), 5)
