@@ -68,8 +68,12 @@ def record_table(filename: str) -> RecordTable:
     return RecordTable(filename)
 
 
-def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """Decode one coordinator record; raises DecodeError (or a subclass) on anything malformed."""
+def decode(table: RecordTable, key: bytes | None, value: bytes | None, kafka: KafkaLine = NEWEST_LINE,
+           topic: str | None = None) -> dict[str, Any]:
+    """Decode one coordinator record; raises DecodeError (or a subclass) on anything malformed.
+
+    ``kafka``/``topic``: read the value as that line's classes read ``topic``'s records, where
+    its layout has changed since (kafka_lines' ``schema`` rules)."""
     if key is None:
         raise MissingKeyError("message had a missing key")
     if len(key) < PREFIX.size:
@@ -86,8 +90,12 @@ def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[s
     if len(value) < PREFIX.size:
         raise DecodeError("Could not read version from value's buffer.")
     (version,) = PREFIX.unpack_from(value)
+    old = None if topic is None else kafka.old_schema(topic, str(type_id))
     try:
-        out["value"] = rtype.value.decode(value, version, start=PREFIX.size)
+        if old is None:
+            out["value"] = rtype.value.decode(value, version, start=PREFIX.size)
+        else:       # as the line's generated class reads it: bytes left over are not looked at
+            out["value"] = table.schemas[old].decode(value, version, start=PREFIX.size, exact=False, generated=True)
     except SchemaError as e:
         raise e.rewrap(f"Could not read record with version {version} from value's buffer due to: {e.detail}.",
                        "value") from None

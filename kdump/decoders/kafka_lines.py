@@ -89,7 +89,9 @@ class SchemaRule(NamedTuple):
 
     ``what`` is a field path in the record's value (``assignedPartitions.assignmentEpochs``: a
     field of each element; a tagged field, which older classes skip), ``version N`` (a value
-    version older classes fail on) or ``type`` (a record type they do not know). ``old_name``:
+    version older classes fail on), ``type`` (a record type they do not know) or ``schema
+    NAME`` (the value's layout changed: older classes read its bytes as message NAME of the
+    topic's schema file, leftover bytes ignored, as Kafka's generated readers do). ``old_name``:
     the field was renamed in ``since``, the lines before print that name.
     """
     topic: str          # the decoder: offsets, cluster-metadata, share-group-state
@@ -105,6 +107,8 @@ _ELR = "KIP-966 (eligible leader replicas)"
 _JBOD = "KIP-858 (JBOD in KRaft)"
 _CORDON = "KIP-1066 (cordoned log dirs)"
 _SHARE = "KIP-932 (share groups)"
+_SHARE_41 = ("KIP-932 (share groups), 4.1: ShareGroupMetadataValue.metadataHash, ShareGroupStatePartitionMetadataValue."
+             "initializingTopics, snapshotEpoch int32 (uint16 before) and ShareSnapshotValue's timestamps")
 SCHEMA_RULES = (
     SchemaRule("cluster-metadata", "REGISTER_BROKER_RECORD", "version 3", "3.7", _JBOD),
     SchemaRule("cluster-metadata", "REGISTER_BROKER_RECORD", "version 4", "4.3", _CORDON),
@@ -124,6 +128,11 @@ SCHEMA_RULES = (
     SchemaRule("offsets", "16", "type", "4.0", "KAFKA-18234 (apache/kafka#18173)"),
     *(SchemaRule("offsets", str(t), "type", "4.1", "KIP-1071 (streams groups)") for t in range(17, 24)),
     SchemaRule("share-group-state", "1", "deliveryCompleteCount", "4.2", _MEASURED),
+    # Kafka 4.0's share-group records (its jars' message specs) before 4.1 reshaped them.
+    SchemaRule("offsets", "11", "schema ShareGroupMetadataValue@4.0", "4.1", _SHARE_41),
+    SchemaRule("offsets", "15", "schema ShareGroupStatePartitionMetadataValue@4.0", "4.1", _SHARE_41),
+    SchemaRule("share-group-state", "0", "schema ShareSnapshotValue@4.0", "4.1", _SHARE_41),
+    SchemaRule("share-group-state", "1", "schema ShareUpdateValue@4.0", "4.1", _SHARE_41),
 )
 
 
@@ -185,12 +194,22 @@ class KafkaLine:
                 continue
             if r.what == "type":
                 raise SchemaError(rtype, unknown_type=True)
+            if r.what.startswith("schema "):
+                continue                    # read from the bytes: old_schema()
             if r.what.startswith("version "):
                 if version is not None and version >= int(r.what.split()[1]):
                     raise SchemaError(f"version {version}")
                 continue
             data = _drop(data, r.what.split("."), r.old_name)
         return data
+
+    def old_schema(self, topic: str, rtype: str) -> str | None:
+        """The message this line's classes read ``topic``'s ``rtype`` values as, where its
+        layout has changed since (a ``schema NAME`` rule), else None."""
+        for r in SCHEMA_RULES:
+            if (r.topic, r.type) == (topic, rtype) and r.what.startswith("schema ") and _key(self.line) < _key(r.since):
+                return r.what.split(" ", 1)[1]
+        return None
 
     @property
     def c_text(self) -> bool:

@@ -162,7 +162,8 @@ class PayloadView:
         """(key text, payload text) for the DumpLogSegments-style record line."""
         if self._internal_mod is not None:
             try:
-                key, payload = self._internal_mod.text(self._internal_mod.decode(r.key, r.value), self.kafka)
+                decoded = self._internal_mod.decode(r.key, r.value, self.kafka)
+                key, payload = self._internal_mod.text(decoded, self.kafka)
             except KdumpError as e:
                 # DumpLogSegments' wording: in the key for coordinator records, in the payload
                 # for keyless metadata-style records (the module says ERROR_IN_PAYLOAD).

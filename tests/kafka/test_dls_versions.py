@@ -67,20 +67,10 @@ def _refused(line: str, options: tuple[str, ...]) -> bool:
             and not kafka.has(kafka_lines.TOOLS_API_DECODERS))
 
 
-# Differences measured and not modelled yet (the README's table says so): Kafka 4.0 shipped an
-# early share-group record schema (its DumpLogSegments cannot read the share records that later
-# lines write: "non-nullable field stateBatches was serialized as null"), which kdump does not
-# have. Strict: the day they are modelled, these pass and must leave this list.
-NOT_MODELLED = {("4.0", "offsets-decoder"), ("4.0", "share-group-state-decoder")}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted({name for name, _, _ in _cases()}, key=list(MATRIX).index))
 @pytest.mark.parametrize("line", OLDER)
-def test_line_parity(line, name, theirs, request):
-    if (line, name) in NOT_MODELLED:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="Kafka 4.0's early share-group record schemas "
-                                                                  "are not modelled"))
+def test_line_parity(line, name, theirs):
     dumped, copies = theirs(line)
     cases = [(root, f) for n, root, f in _cases() if n == name]
     options = MATRIX[name][0]
