@@ -352,5 +352,5 @@ class RecordFinding(NamedTuple):
         """The finding of an ``errors.UnknownSchemaError`` ``e`` met at a record."""
         version = "" if e.version is None else f" version {e.version}"
         return cls(RECORD_UNKNOWN_SCHEMA, file, position, offset, e.record_type, e.version,
-                   f"record type {e.record_type}{version}: no schema for it here (a newer Kafka's record, or "
-                   f"damage); skipped: {e.message}")
+                   f"{e.message.rstrip('.')} (no schema for record type {e.record_type}{version} here: a newer "
+                   f"Kafka's record, or damage); skipped")

@@ -84,7 +84,10 @@ def decode(table: RecordTable, key: bytes | None, value: bytes | None, kafka: Ka
     if len(key) < PREFIX.size:
         raise DecodeError("Could not read version from key's buffer.")
     (type_id,) = PREFIX.unpack_from(key)
-    rtype = table.get(type_id)
+    if type_id not in table.types:
+        version = PREFIX.unpack_from(value)[0] if value is not None and len(value) >= PREFIX.size else None
+        raise UnknownRecordTypeError(type_id, version=version)
+    rtype = table.types[type_id]
     try:
         key_data = rtype.key.decode(key, 0, start=PREFIX.size)
     except SchemaError as e:
