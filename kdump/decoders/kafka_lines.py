@@ -52,7 +52,13 @@ KRAFT_CONTROL_TEXT = Rule(
 TOOLS_API_DECODERS = Rule(
     "tools-api-decoders", "3.8", "KIP-1047 (KAFKA-16796, apache/kafka#16064)",
     "no org.apache.kafka.tools.api decoder classes: --key/--value-decoder-class naming one dies "
-    "(ClassNotFoundException); kdump refuses it")
+    "(ClassNotFoundException); kdump refuses it. From this line, a kafka.serializer class is taken for its "
+    "successor with a line after each segment's 'Dumping' line: 'kafka.serializer.X is deprecated. Please use "
+    "org.apache.kafka.tools.api.X instead' (the value's class, then the key's)")
+KAFKA_SERIALIZER_GONE = Rule(
+    "kafka-serializer-gone", "4.0", "KAFKA-14705 (apache/kafka#17420: KIP-1047's deprecated classes removed)",
+    "kafka.serializer's Scala StringDecoder, IntegerDecoder and LongDecoder (kafka_2.13) as --key/--value-"
+    "decoder-class; from 4.0 naming one dies (ClassNotFoundException) and kdump refuses it")
 REMOTE_LOG_METADATA_DECODER = Rule(
     "remote-log-metadata-decoder", "3.9", "KAFKA-16228 (apache/kafka#16475)",
     "no --remote-log-metadata-decoder option (kafka-dump-log.sh rejects it; so does kdump)")
@@ -76,7 +82,7 @@ TRANSACTION_STATUS_NAME = Rule(
 
 RULES = (GAPS_EVERY_RECORD, LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, SNAPSHOT_NO_TRAILING_SPACE,
          TIME_INDEX_NOT_FOUND_NAMES_FILE, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT, TOOLS_API_DECODERS,
-         REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, OFFSETS_JSON, TRANSACTION_LOG_JSON,
+         KAFKA_SERIALIZER_GONE, REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, OFFSETS_JSON, TRANSACTION_LOG_JSON,
          TRANSACTION_STATUS_NAME)
 _OPTION_RULES = {"--remote-log-metadata-decoder": REMOTE_LOG_METADATA_DECODER,
                  "--share-group-state-decoder": SHARE_GROUP_STATE_DECODER}
@@ -179,12 +185,25 @@ class KafkaLine:
         for option, value in options.items():
             rule = _OPTION_RULES.get(option)
             if isinstance(value, str):
+                if value.startswith("kafka.serializer.") and self.has(KAFKA_SERIALIZER_GONE):
+                    return (f"{option} {value}: Kafka {self.line}'s kafka-dump-log.sh has none (removed in "
+                            f"{KAFKA_SERIALIZER_GONE.since}: {KAFKA_SERIALIZER_GONE.change}); "
+                            f"org.apache.kafka.tools.api.{value.rsplit('.', 1)[1]} is its successor")
                 rule = TOOLS_API_DECODERS if value.startswith("org.apache.kafka.tools.api.") else None
                 option = f"{option} {value}"
             if value and rule is not None and not self.has(rule):
                 return (f"{option}: Kafka {self.line}'s kafka-dump-log.sh has none "
                         f"(it came in {rule.since}: {rule.change})")
         return None
+
+    def decoder_notices(self, key_class: str | None, value_class: str | None) -> tuple[str, ...]:
+        """The lines this line's kafka-dump-log.sh prints after a segment's ``Dumping`` line for
+        the --key/--value-decoder-class given (DumpLogSegments.convertDeprecatedDecoderClass,
+        called for the value's class first)."""
+        if not self.has(TOOLS_API_DECODERS):
+            return ()
+        return tuple(f"{c} is deprecated. Please use org.apache.kafka.tools.api.{c.rsplit('.', 1)[1]} instead"
+                     for c in (value_class, key_class) if c is not None and c.startswith("kafka.serializer."))
 
     def schema_text(self, topic: str, rtype: str, version: int | None, data: Any) -> Any:
         """A decoded record value as this line's message classes print it: fields it does not

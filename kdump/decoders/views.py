@@ -41,8 +41,11 @@ def escape_controls(text: str) -> str:
 class PayloadView:
     def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
                  internal: str | None = None, schemas: dict[str, Any] | None = None,
-                 escape: bool = True, kafka: KafkaLine = NEWEST_LINE) -> None:
+                 escape: bool = True, kafka: KafkaLine = NEWEST_LINE, notices: tuple[str, ...] = ()) -> None:
         self.encoding = encoding
+        # Lines the text view prints after a segment's "Dumping" line when no internal decoder
+        # is at work (KafkaLine.decoder_notices: a deprecated decoder class named).
+        self.notices = notices
         # The Kafka line whose DumpLogSegments text the text view prints (--kafka-version).
         self.kafka = kafka
         # False (--escape none): the text view prints keys and values as kafka-dump-log.sh
@@ -83,7 +86,7 @@ class PayloadView:
         if internal == self.internal:
             return self
         return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal, self.schemas,
-                           self.escape, self.kafka)
+                           self.escape, self.kafka, self.notices)
 
     # -- JSON -----------------------------------------------------------------------------------
 
