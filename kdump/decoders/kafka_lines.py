@@ -82,8 +82,8 @@ TRANSACTION_STATUS_NAME = Rule(
 
 RULES = (GAPS_EVERY_RECORD, LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, SNAPSHOT_NO_TRAILING_SPACE,
          TIME_INDEX_NOT_FOUND_NAMES_FILE, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT, TOOLS_API_DECODERS,
-         KAFKA_SERIALIZER_GONE, REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, OFFSETS_JSON, TRANSACTION_LOG_JSON,
-         TRANSACTION_STATUS_NAME)
+         KAFKA_SERIALIZER_GONE, REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, OFFSETS_JSON,
+         TRANSACTION_LOG_JSON, TRANSACTION_STATUS_NAME)
 _OPTION_RULES = {"--remote-log-metadata-decoder": REMOTE_LOG_METADATA_DECODER,
                  "--share-group-state-decoder": SHARE_GROUP_STATE_DECODER}
 # The rules that change a record's line as text.c draws it: a line without them is drawn in Python.
@@ -224,11 +224,12 @@ class KafkaLine:
 
     def old_schema(self, topic: str, rtype: str) -> str | None:
         """The message this line's classes read ``topic``'s ``rtype`` values as, where its
-        layout has changed since (a ``schema NAME`` rule), else None."""
-        for r in SCHEMA_RULES:
-            if (r.topic, r.type) == (topic, rtype) and r.what.startswith("schema ") and _key(self.line) < _key(r.since):
-                return r.what.split(" ", 1)[1]
-        return None
+        layout has changed since (a ``schema NAME`` rule), else None (also where the line does not
+        know the type at all: ``schema_text`` says so)."""
+        rules = [r for r in SCHEMA_RULES if (r.topic, r.type) == (topic, rtype) and _key(self.line) < _key(r.since)]
+        if any(r.what == "type" for r in rules):
+            return None
+        return next((r.what.split(" ", 1)[1] for r in rules if r.what.startswith("schema ")), None)
 
     @property
     def c_text(self) -> bool:

@@ -78,6 +78,7 @@ def test_kafka_40_reads_the_share_records_with_its_own_layouts():
     value = b"\x00\x00" + (4).to_bytes(4, "big") + (0).to_bytes(8, "big") + b"\x00"
     assert KafkaLine("4.0").old_schema("offsets", "11") == "ShareGroupMetadataValue@4.0"
     assert KafkaLine("4.1").old_schema("offsets", "11") is None
+    assert KafkaLine("3.9").old_schema("offsets", "11") is None         # no share groups at all
     old = consumer_offsets.decode(key, value, KafkaLine("4.0"))
     assert consumer_offsets.text(old, KafkaLine("4.0"))[1] == '{"version":"0","data":{"epoch":4}}'
     assert consumer_offsets.decode(key, value)["value"] == {"epoch": 4, "metadataHash": 0}
