@@ -266,8 +266,10 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         except MemoryError:
             raise out_of_memory(f.path, it.batch.position, it.batch.base_offset, "write") from None
         if view.unknown:
-            # record_unknown_schema: after its batch's lines (a finding object in --json)
-            renderer.finish()
+            # record_unknown_schema: after its batch's lines (a finding object in --json); a
+            # table keeps its rows together (the finding goes to stderr)
+            if out.format != "table":
+                renderer.finish()
             status = max(status, record_findings(out, [RecordFinding.unknown_schema(e, f.path, it.batch.position,
                                                                                     offset)
                                                        for offset, e in view.unknown]))

@@ -108,6 +108,8 @@ def test_dump_text_and_json(logs, name):
     lines = r.out.splitlines()
     assert [line.split(" headerKeys: [] ")[1] for line in lines[-3:-1]] == DLS_LINES[name]
     assert lines[-1].split(" headerKeys: [] ")[1].startswith(("key: {", "payload: {"))
+    r = run_kdump("dump", log.parent, "--records", "--data", "--format", "table")
+    assert r.code == 1 and r.err == _lines(found), r.err
     r = run_kdump("dump", log.parent, "--records", "--data", "--json")
     objs = _json(r.out)
     assert (r.code, r.err) == (1, "")
