@@ -97,6 +97,18 @@ class DecodeError(CorruptDataError):
     """A payload decoder (offsets, transaction log, cluster metadata, json, int...) failed."""
 
 
+class UnknownSchemaError(DecodeError):
+    """An internal topic's record of a type, or a value version, kdump has no schema for (a
+    newer Kafka's record, or damage): ``record_type`` (the key's type, the metadata apiKey)
+    and ``version`` (None where it was not read). The record is skipped, its batch read on
+    (``record_unknown_schema``)."""
+
+    def __init__(self, message: str, record_type: int, version: int | None = None) -> None:
+        super().__init__(message)
+        self.record_type = record_type
+        self.version = version
+
+
 # -- could not complete ---------------------------------------------------------------------
 
 class InputError(KdumpError):

@@ -198,6 +198,13 @@ TXN_PRODUCER_INVALID = _declare("txn_producer_invalid", ANOMALY, "`kdump txn`: a
                                                                 "write inside a transaction); recovery keeps it")
 TXN_LOG_STOP = _declare("txn_log_stop", DAMAGE, "`kdump txn`: the log stops at damage; state is rebuilt from the "
                                                "data before it")
+
+# -- an internal topic's records (dump's decoders, metadata, groups, txn; kdump.model.RecordFinding) ----
+RECORD_UNKNOWN_SCHEMA = _declare("record_unknown_schema", DAMAGE, "a record of __consumer_offsets, "
+                                 "__transaction_state, __cluster_metadata, __share_group_state or "
+                                 "__remote_log_metadata whose record type or value version kdump has no schema for "
+                                 "(a newer Kafka's, or damage): skipped, the rest of its batch read; the state "
+                                 "shown lacks it")
 TXN_COORDINATOR_MISMATCH = _declare("txn_coordinator_mismatch", ANOMALY, "`kdump txn`: a producer's epoch or open "
                                                                         "transaction disagrees with "
                                                                         "__transaction_state (a hanging transaction "

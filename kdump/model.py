@@ -13,7 +13,7 @@ import base64
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from kdump.findings import class_of
+from kdump.findings import RECORD_UNKNOWN_SCHEMA, class_of
 
 # -- codes and their Kafka names --------------------------------------------------------------
 
@@ -320,3 +320,37 @@ class Finding(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "class": class_of(self.kind), "position": self.position, "offset": self.offset,
                 "message": self.message}
+
+
+class RecordFinding(NamedTuple):
+    """A finding about one record of a batch (``record_unknown_schema``): the file, the batch's
+    byte position, the record's offset, and the record type and version it carries. Every
+    command shows it alike: a ``finding`` object in --json, a located line in text."""
+
+    kind: str
+    file: str
+    position: int
+    offset: int
+    record_type: int | None
+    version: int | None
+    message: str
+
+    @property
+    def cls(self) -> str:
+        return class_of(self.kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"object": "finding", "kind": self.kind, "class": self.cls, "file": self.file,
+                "position": self.position, "offset": self.offset, "record_type": self.record_type,
+                "version": self.version, "message": self.message}
+
+    def line(self) -> str:
+        return f"{self.file}:{self.position}: offset {self.offset}: {self.kind}: {self.message}"
+
+    @classmethod
+    def unknown_schema(cls, e: Any, file: str, position: int, offset: int) -> RecordFinding:
+        """The finding of an ``errors.UnknownSchemaError`` ``e`` met at a record."""
+        version = "" if e.version is None else f" version {e.version}"
+        return cls(RECORD_UNKNOWN_SCHEMA, file, position, offset, e.record_type, e.version,
+                   f"{e.message.rstrip('.')} (no schema for record type {e.record_type}{version} here: a newer "
+                   f"Kafka's record, or damage); skipped")

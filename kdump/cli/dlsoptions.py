@@ -29,7 +29,8 @@ def dls_options(f: Callable) -> Callable:
                      help="Text view of .index/.timeindex files: only run the broker's startup sanity check.")(f)
     f = click.option("--value-decoder-class", metavar="CLASS",
                      help="Kafka's decoder class for values: org.apache.kafka.tools.api.StringDecoder, "
-                          "IntegerDecoder or LongDecoder (= --value-decoder utf8/int/long).")(f)
+                          "IntegerDecoder or LongDecoder (= --value-decoder utf8/int/long); kafka.serializer's "
+                          "with --kafka-version 3.9 or older.")(f)
     f = click.option("--key-decoder-class", metavar="CLASS",
                      help="Kafka's decoder class for keys (see --value-decoder-class).")(f)
     f = click.option("--files", "files", multiple=True, metavar="FILE,...", type=click.Path(path_type=str),
@@ -45,6 +46,10 @@ def decoder_for_class(name: str | None, option: str) -> str | None:
     for full, ours in plain.KAFKA_DECODER_CLASSES.items():
         if name in (full, full.rsplit(".", 1)[1]):
             return ours
+    if name in plain.KAFKA_IDENTITY_DECODERS or name == "DefaultDecoder":
+        raise click.BadParameter(f"{name!r}: kafka-dump-log.sh prints a Java byte array's identity with it "
+                                 f"([B@6d06d69c, another every run), nothing to reproduce; --key-decoder/"
+                                 f"--value-decoder hex or base64 show the bytes", param_hint=option)
     known = ", ".join(plain.KAFKA_DECODER_CLASSES)
     raise click.BadParameter(f"{name!r}: kdump runs no Java; it knows Kafka's built-in decoders {known}",
                              param_hint=option)

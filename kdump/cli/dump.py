@@ -140,7 +140,7 @@ def dump(paths, records, data, encoding, key_decoder, value_decoder, offsets_dec
     check_range("time", filters.start_time, filters.end_time)
     decoders = schema_decoders(paths, key_decoder, value_decoder, schemas_path, schema_registry, schema_cache, out)
     view = PayloadView(encoding, key_decoder, value_decoder, internal, decoders, escape=escape != "none",
-                       kafka=kafka)
+                       kafka=kafka, notices=kafka.decoder_notices(key_decoder_class, value_decoder_class))
     return run_dump(paths, out, view, records, data, filters, skip_record_metadata, auto_decode=not no_auto_decode,
                     dls=bool(files),
                     limits=limits_for(max_decompressed, max_expansion, max_records_per_batch),

@@ -5,9 +5,9 @@
 what it gives and never decode. ``kafka_text`` prints names and JSON as Kafka's tools do.
 The generated-message reader these decoders use is ``kdump.format.message_spec``.
 
-Each internal-topic decoder module exposes ``decode(key, value) -> dict`` and
-``text(decoded, kafka)`` (``kafka``: the ``kafka_lines.KafkaLine`` whose DumpLogSegments text to
-print); they are imported lazily by name (see ``INTERNAL_DECODERS``) so that
+Each internal-topic decoder module exposes ``decode(key, value, kafka) -> dict`` and
+``text(decoded, kafka)`` (``kafka``: the ``kafka_lines.KafkaLine`` whose classes read the bytes
+and whose DumpLogSegments text to print); they are imported lazily by name (see ``INTERNAL_DECODERS``) so that
 plain dumps never pay for loading schemas.
 """
 

@@ -26,8 +26,9 @@ def types() -> dict[int, MetadataType]:
     return frame.record_types(SCHEMA_FILE)
 
 
-def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """Decode one metadata record value (the key is ignored, as Kafka does)."""
+def decode(key: bytes | None, value: bytes | None, kafka: KafkaLine = NEWEST_LINE) -> dict[str, Any]:
+    """Decode one metadata record value (the key is ignored, as Kafka does). The lines' differences
+    are in the text (``text``), none in how the bytes read (``kafka``: the decoders' one interface)."""
     mtype, version, data = frame.decode(value, types())
     return {"type": mtype.name, "type_id": mtype.id, "version": version, "key": None, "value": data}
 

@@ -32,8 +32,8 @@ def table() -> coordinator.RecordTable:
     return coordinator.record_table(SCHEMA_FILE)
 
 
-def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    decoded = coordinator.decode(table(), key, value)
+def decode(key: bytes | None, value: bytes | None, kafka: KafkaLine = NEWEST_LINE) -> dict[str, Any]:
+    decoded = coordinator.decode(table(), key, value, kafka, "offsets")
     if decoded["type_id"] == GROUP_METADATA and decoded["value"] is not None:
         _expand_consumer_protocol(decoded["value"])
     return decoded

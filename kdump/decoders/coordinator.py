@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from kdump.decoders import kafka_lines
 from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
 from kdump.decoders.kafka_text import snake_name, strip_private, to_json
-from kdump.errors import DecodeError
+from kdump.errors import DecodeError, UnknownSchemaError
 from kdump.format.message_reader import SchemaError
 from kdump.format.message_spec import Message, load
 
@@ -28,12 +28,17 @@ class MissingKeyError(DecodeError):
     """The record has no key, so its type is unknown (DumpLogSegments aborts on this)."""
 
 
-class UnknownRecordTypeError(DecodeError):
+class UnknownRecordTypeError(UnknownSchemaError):
     """The key names a record type kdump has no schema for (perhaps a newer Kafka)."""
 
-    def __init__(self, type_id: int, message: str | None = None) -> None:
-        super().__init__(message or f"Unknown record type {type_id}")
+    def __init__(self, type_id: int, message: str | None = None, version: int | None = None) -> None:
+        super().__init__(message or f"Unknown record type {type_id}", type_id, version)
         self.type_id = type_id
+
+
+def unknown_version(message: Message, version: int) -> str | None:
+    """Why ``message`` has no schema for ``version`` (a newer one than kdump knows), or None."""
+    return None if message.supports(version) else f"Can't read version {version} of {message.name}"
 
 
 class RecordType(NamedTuple):
@@ -68,14 +73,21 @@ def record_table(filename: str) -> RecordTable:
     return RecordTable(filename)
 
 
-def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """Decode one coordinator record; raises DecodeError (or a subclass) on anything malformed."""
+def decode(table: RecordTable, key: bytes | None, value: bytes | None, kafka: KafkaLine = NEWEST_LINE,
+           topic: str | None = None) -> dict[str, Any]:
+    """Decode one coordinator record; raises DecodeError (or a subclass) on anything malformed.
+
+    ``kafka``/``topic``: read the value as that line's classes read ``topic``'s records, where
+    its layout has changed since (kafka_lines' ``schema`` rules)."""
     if key is None:
         raise MissingKeyError("message had a missing key")
     if len(key) < PREFIX.size:
         raise DecodeError("Could not read version from key's buffer.")
     (type_id,) = PREFIX.unpack_from(key)
-    rtype = table.get(type_id)
+    if type_id not in table.types:
+        version = PREFIX.unpack_from(value)[0] if value is not None and len(value) >= PREFIX.size else None
+        raise UnknownRecordTypeError(type_id, version=version)
+    rtype = table.types[type_id]
     try:
         key_data = rtype.key.decode(key, 0, start=PREFIX.size)
     except SchemaError as e:
@@ -86,8 +98,16 @@ def decode(table: RecordTable, key: bytes | None, value: bytes | None) -> dict[s
     if len(value) < PREFIX.size:
         raise DecodeError("Could not read version from value's buffer.")
     (version,) = PREFIX.unpack_from(value)
+    beyond = unknown_version(rtype.value, version)
+    if beyond is not None:
+        raise UnknownSchemaError(f"Could not read record with version {version} from value's buffer due to: "
+                                 f"{beyond}.", type_id, version)
+    old = None if topic is None else kafka.old_schema(topic, str(type_id))
     try:
-        out["value"] = rtype.value.decode(value, version, start=PREFIX.size)
+        if old is None:
+            out["value"] = rtype.value.decode(value, version, start=PREFIX.size)
+        else:       # as the line's generated class reads it: bytes left over are not looked at
+            out["value"] = table.schemas[old].decode(value, version, start=PREFIX.size, exact=False, generated=True)
     except SchemaError as e:
         raise e.rewrap(f"Could not read record with version {version} from value's buffer due to: {e.detail}.",
                        "value") from None

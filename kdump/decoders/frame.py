@@ -13,9 +13,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from kdump.decoders.coordinator import UnknownRecordTypeError
+from kdump.decoders.coordinator import UnknownRecordTypeError, unknown_version
 from kdump.decoders.kafka_text import snake_name
-from kdump.errors import DecodeError
+from kdump.errors import DecodeError, UnknownSchemaError
 from kdump.format.message_reader import SchemaError, read_uvarint
 from kdump.format.message_spec import Message, load
 
@@ -70,7 +70,10 @@ def decode(value: bytes | None, types: dict[int, FramedType]) -> tuple[FramedTyp
     version, pos = _header_field(value, pos, "version")
     rtype = types.get(api_key)
     if rtype is None:
-        raise UnknownRecordTypeError(api_key, f"Unknown metadata id {api_key}")
+        raise UnknownRecordTypeError(api_key, f"Unknown metadata id {api_key}", version)
+    beyond = unknown_version(rtype.message, version)
+    if beyond is not None:
+        raise UnknownSchemaError(f"Failed to deserialize record with type {api_key}: {beyond}", api_key, version)
     try:
         data = rtype.message.decode(value, version, start=pos)
     except SchemaError as e:

@@ -52,7 +52,13 @@ KRAFT_CONTROL_TEXT = Rule(
 TOOLS_API_DECODERS = Rule(
     "tools-api-decoders", "3.8", "KIP-1047 (KAFKA-16796, apache/kafka#16064)",
     "no org.apache.kafka.tools.api decoder classes: --key/--value-decoder-class naming one dies "
-    "(ClassNotFoundException); kdump refuses it")
+    "(ClassNotFoundException); kdump refuses it. From this line, a kafka.serializer class is taken for its "
+    "successor with a line after each segment's 'Dumping' line: 'kafka.serializer.X is deprecated. Please use "
+    "org.apache.kafka.tools.api.X instead' (the value's class, then the key's)")
+KAFKA_SERIALIZER_GONE = Rule(
+    "kafka-serializer-gone", "4.0", "KAFKA-14705 (apache/kafka#17420: KIP-1047's deprecated classes removed)",
+    "kafka.serializer's Scala StringDecoder, IntegerDecoder and LongDecoder (kafka_2.13) as --key/--value-"
+    "decoder-class; from 4.0 naming one dies (ClassNotFoundException) and kdump refuses it")
 REMOTE_LOG_METADATA_DECODER = Rule(
     "remote-log-metadata-decoder", "3.9", "KAFKA-16228 (apache/kafka#16475)",
     "no --remote-log-metadata-decoder option (kafka-dump-log.sh rejects it; so does kdump)")
@@ -76,8 +82,8 @@ TRANSACTION_STATUS_NAME = Rule(
 
 RULES = (GAPS_EVERY_RECORD, LEGACY_CRC_NO_BRACE, SKIP_METADATA_PAYLOAD_PREFIX, SNAPSHOT_NO_TRAILING_SPACE,
          TIME_INDEX_NOT_FOUND_NAMES_FILE, LEADER_CHANGE_TEXT, KRAFT_CONTROL_TEXT, TOOLS_API_DECODERS,
-         REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, OFFSETS_JSON, TRANSACTION_LOG_JSON,
-         TRANSACTION_STATUS_NAME)
+         KAFKA_SERIALIZER_GONE, REMOTE_LOG_METADATA_DECODER, SHARE_GROUP_STATE_DECODER, OFFSETS_JSON,
+         TRANSACTION_LOG_JSON, TRANSACTION_STATUS_NAME)
 _OPTION_RULES = {"--remote-log-metadata-decoder": REMOTE_LOG_METADATA_DECODER,
                  "--share-group-state-decoder": SHARE_GROUP_STATE_DECODER}
 # The rules that change a record's line as text.c draws it: a line without them is drawn in Python.
@@ -89,7 +95,9 @@ class SchemaRule(NamedTuple):
 
     ``what`` is a field path in the record's value (``assignedPartitions.assignmentEpochs``: a
     field of each element; a tagged field, which older classes skip), ``version N`` (a value
-    version older classes fail on) or ``type`` (a record type they do not know). ``old_name``:
+    version older classes fail on), ``type`` (a record type they do not know) or ``schema
+    NAME`` (the value's layout changed: older classes read its bytes as message NAME of the
+    topic's schema file, leftover bytes ignored, as Kafka's generated readers do). ``old_name``:
     the field was renamed in ``since``, the lines before print that name.
     """
     topic: str          # the decoder: offsets, cluster-metadata, share-group-state
@@ -105,6 +113,8 @@ _ELR = "KIP-966 (eligible leader replicas)"
 _JBOD = "KIP-858 (JBOD in KRaft)"
 _CORDON = "KIP-1066 (cordoned log dirs)"
 _SHARE = "KIP-932 (share groups)"
+_SHARE_41 = ("KIP-932 (share groups), 4.1: ShareGroupMetadataValue.metadataHash, ShareGroupStatePartitionMetadataValue."
+             "initializingTopics, snapshotEpoch int32 (uint16 before) and ShareSnapshotValue's timestamps")
 SCHEMA_RULES = (
     SchemaRule("cluster-metadata", "REGISTER_BROKER_RECORD", "version 3", "3.7", _JBOD),
     SchemaRule("cluster-metadata", "REGISTER_BROKER_RECORD", "version 4", "4.3", _CORDON),
@@ -124,6 +134,11 @@ SCHEMA_RULES = (
     SchemaRule("offsets", "16", "type", "4.0", "KAFKA-18234 (apache/kafka#18173)"),
     *(SchemaRule("offsets", str(t), "type", "4.1", "KIP-1071 (streams groups)") for t in range(17, 24)),
     SchemaRule("share-group-state", "1", "deliveryCompleteCount", "4.2", _MEASURED),
+    # Kafka 4.0's share-group records (its jars' message specs) before 4.1 reshaped them.
+    SchemaRule("offsets", "11", "schema ShareGroupMetadataValue@4.0", "4.1", _SHARE_41),
+    SchemaRule("offsets", "15", "schema ShareGroupStatePartitionMetadataValue@4.0", "4.1", _SHARE_41),
+    SchemaRule("share-group-state", "0", "schema ShareSnapshotValue@4.0", "4.1", _SHARE_41),
+    SchemaRule("share-group-state", "1", "schema ShareUpdateValue@4.0", "4.1", _SHARE_41),
 )
 
 
@@ -170,12 +185,25 @@ class KafkaLine:
         for option, value in options.items():
             rule = _OPTION_RULES.get(option)
             if isinstance(value, str):
+                if value.startswith("kafka.serializer.") and self.has(KAFKA_SERIALIZER_GONE):
+                    return (f"{option} {value}: Kafka {self.line}'s kafka-dump-log.sh has none (removed in "
+                            f"{KAFKA_SERIALIZER_GONE.since}: {KAFKA_SERIALIZER_GONE.change}); "
+                            f"org.apache.kafka.tools.api.{value.rsplit('.', 1)[1]} is its successor")
                 rule = TOOLS_API_DECODERS if value.startswith("org.apache.kafka.tools.api.") else None
                 option = f"{option} {value}"
             if value and rule is not None and not self.has(rule):
                 return (f"{option}: Kafka {self.line}'s kafka-dump-log.sh has none "
                         f"(it came in {rule.since}: {rule.change})")
         return None
+
+    def decoder_notices(self, key_class: str | None, value_class: str | None) -> tuple[str, ...]:
+        """The lines this line's kafka-dump-log.sh prints after a segment's ``Dumping`` line for
+        the --key/--value-decoder-class given (DumpLogSegments.convertDeprecatedDecoderClass,
+        called for the value's class first)."""
+        if not self.has(TOOLS_API_DECODERS):
+            return ()
+        return tuple(f"{c} is deprecated. Please use org.apache.kafka.tools.api.{c.rsplit('.', 1)[1]} instead"
+                     for c in (value_class, key_class) if c is not None and c.startswith("kafka.serializer."))
 
     def schema_text(self, topic: str, rtype: str, version: int | None, data: Any) -> Any:
         """A decoded record value as this line's message classes print it: fields it does not
@@ -185,12 +213,23 @@ class KafkaLine:
                 continue
             if r.what == "type":
                 raise SchemaError(rtype, unknown_type=True)
+            if r.what.startswith("schema "):
+                continue                    # read from the bytes: old_schema()
             if r.what.startswith("version "):
                 if version is not None and version >= int(r.what.split()[1]):
                     raise SchemaError(f"version {version}")
                 continue
             data = _drop(data, r.what.split("."), r.old_name)
         return data
+
+    def old_schema(self, topic: str, rtype: str) -> str | None:
+        """The message this line's classes read ``topic``'s ``rtype`` values as, where its
+        layout has changed since (a ``schema NAME`` rule), else None (also where the line does not
+        know the type at all: ``schema_text`` says so)."""
+        rules = [r for r in SCHEMA_RULES if (r.topic, r.type) == (topic, rtype) and _key(self.line) < _key(r.since)]
+        if any(r.what == "type" for r in rules):
+            return None
+        return next((r.what.split(" ", 1)[1] for r in rules if r.what.startswith("schema ")), None)
 
     @property
     def c_text(self) -> bool:

@@ -61,10 +61,19 @@ _FUNCS: dict[str, Callable[[bytes], Any]] = {"utf8": utf8, "hex": hex_, "base64"
                                              "int": int_, "long": long_}
 
 
-# kafka-dump-log.sh's --key-decoder-class/--value-decoder-class: Kafka's built-in decoders.
+# kafka-dump-log.sh's --key-decoder-class/--value-decoder-class: the decoders Kafka ships
+# (javap of each line's jars): org.apache.kafka.tools.api's from 3.8 (kafka-tools-api),
+# kafka.serializer's Scala ones up to 3.9 (kafka_2.13; kafka_lines.KAFKA_SERIALIZER_GONE).
+# The first name of each simple name is the one it stands for.
 KAFKA_DECODER_CLASSES = {"org.apache.kafka.tools.api.StringDecoder": "utf8",
                          "org.apache.kafka.tools.api.IntegerDecoder": "int",
-                         "org.apache.kafka.tools.api.LongDecoder": "long"}
+                         "org.apache.kafka.tools.api.LongDecoder": "long",
+                         "kafka.serializer.StringDecoder": "utf8",
+                         "kafka.serializer.IntegerDecoder": "int",
+                         "kafka.serializer.LongDecoder": "long"}
+# Shipped too, but what DumpLogSegments prints with them is a Java array's identity
+# ("[B@6d06d69c"), another every run: nothing to reproduce.
+KAFKA_IDENTITY_DECODERS = ("org.apache.kafka.tools.api.DefaultDecoder", "kafka.serializer.DefaultDecoder")
 
 
 def get(name: str) -> Callable[[bytes], Any]:

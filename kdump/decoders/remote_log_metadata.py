@@ -48,8 +48,9 @@ def state_name(field: str, code: int) -> str:
     return load(SCHEMA_FILE).raw[_STATES[field][1]].get(str(code), f"Unknown({code})")
 
 
-def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """Decode one record value (the key is ignored, as Kafka does; it is always null)."""
+def decode(key: bytes | None, value: bytes | None, kafka: KafkaLine = NEWEST_LINE) -> dict[str, Any]:
+    """Decode one record value (the key is ignored, as Kafka does; it is always null). No
+    line reads these values' bytes otherwise (``kafka`` is for the decoders' one interface)."""
     rtype, version, data = frame.decode(value, types())
     for field, (name, _) in _STATES.items():
         if field in data:

@@ -28,8 +28,8 @@ def state_name(state: int) -> str:
     return table().schemas.raw["delivery_states"].get(str(state), f"Unknown({state})")
 
 
-def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    decoded = coordinator.decode(table(), key, value)
+def decode(key: bytes | None, value: bytes | None, kafka: KafkaLine = NEWEST_LINE) -> dict[str, Any]:
+    decoded = coordinator.decode(table(), key, value, kafka, "share-group-state")
     share = decoded["value"]
     if share is not None and share.get(BATCHES):
         batches = [coordinator.insert_after(b, STATE, STATE_NAME, state_name(b[STATE])) for b in share[BATCHES]]

@@ -25,8 +25,8 @@ def status_name(status: int) -> str:
     return table().schemas.raw["statuses"].get(str(status), f"Unknown({status})")
 
 
-def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    decoded = coordinator.decode(table(), key, value)
+def decode(key: bytes | None, value: bytes | None, kafka: KafkaLine = NEWEST_LINE) -> dict[str, Any]:
+    decoded = coordinator.decode(table(), key, value, kafka, "transaction-log")
     txn = decoded["value"]
     if txn is not None and STATUS in txn:
         decoded["value"] = coordinator.insert_after(txn, STATUS, STATUS_NAME, status_name(txn[STATUS]))

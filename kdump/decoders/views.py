@@ -13,7 +13,7 @@ from typing import Any
 
 from kdump.decoders import plain
 from kdump.decoders.kafka_lines import NEWEST_LINE, KafkaLine
-from kdump.errors import KdumpError
+from kdump.errors import KdumpError, UnknownSchemaError
 from kdump.model import Record
 from kdump.words import CONTROL_ESCAPES
 
@@ -41,8 +41,11 @@ def escape_controls(text: str) -> str:
 class PayloadView:
     def __init__(self, encoding: str = "utf8", key_decoder: str | None = None, value_decoder: str | None = None,
                  internal: str | None = None, schemas: dict[str, Any] | None = None,
-                 escape: bool = True, kafka: KafkaLine = NEWEST_LINE) -> None:
+                 escape: bool = True, kafka: KafkaLine = NEWEST_LINE, notices: tuple[str, ...] = ()) -> None:
         self.encoding = encoding
+        # Lines the text view prints after a segment's "Dumping" line when no internal decoder
+        # is at work (KafkaLine.decoder_notices: a deprecated decoder class named).
+        self.notices = notices
         # The Kafka line whose DumpLogSegments text the text view prints (--kafka-version).
         self.kafka = kafka
         # False (--escape none): the text view prints keys and values as kafka-dump-log.sh
@@ -64,6 +67,9 @@ class PayloadView:
         self._key_fn = plain.get(key_decoder) if key_decoder and self._key_schema is None else None
         self._value_fn = plain.get(value_decoder) if value_decoder and self._value_schema is None else None
         self.internal = internal
+        # (offset, UnknownSchemaError) of each record the internal decoder had no schema for,
+        # gathered where a command asks (dump sets a list, and takes them batch by batch).
+        self.unknown: list[tuple[int, UnknownSchemaError]] | None = None
         self._internal_mod = None
         if internal is not None:
             from kdump.decoders import INTERNAL_DECODERS
@@ -80,7 +86,7 @@ class PayloadView:
         if internal == self.internal:
             return self
         return PayloadView(self.encoding, self.key_decoder, self.value_decoder, internal, self.schemas,
-                           self.escape, self.kafka)
+                           self.escape, self.kafka, self.notices)
 
     # -- JSON -----------------------------------------------------------------------------------
 
@@ -102,6 +108,8 @@ class PayloadView:
                 out["decoded"] = self._internal_mod.decode(r.key, r.value)
             except KdumpError as e:
                 out["decode_error"] = e.message
+                if isinstance(e, UnknownSchemaError) and self.unknown is not None:
+                    self.unknown.append((r.offset, e))
         elif self.schemas and r.control is None:
             self._schema_extras(r, out)
         return out
@@ -162,14 +170,15 @@ class PayloadView:
         """(key text, payload text) for the DumpLogSegments-style record line."""
         if self._internal_mod is not None:
             try:
-                key, payload = self._internal_mod.text(self._internal_mod.decode(r.key, r.value), self.kafka)
+                decoded = self._internal_mod.decode(r.key, r.value, self.kafka)
             except KdumpError as e:
-                # DumpLogSegments' wording: in the key for coordinator records, in the payload
-                # for keyless metadata-style records (the module says ERROR_IN_PAYLOAD).
-                line = self._internal_mod.error_text(e, r.offset)
-                if getattr(self._internal_mod, "ERROR_IN_PAYLOAD", False):
-                    return None, line
-                return line, None
+                if isinstance(e, UnknownSchemaError) and self.unknown is not None:
+                    self.unknown.append((r.offset, e))
+                return self._error_text(e, r)
+            try:
+                key, payload = self._internal_mod.text(decoded, self.kafka)
+            except KdumpError as e:         # what the --kafka-version line's classes cannot read
+                return self._error_text(e, r)
             if not self.escape:
                 return key, payload
             # JSON escapes C0 controls but neither C1 nor bidi nor zero-width characters, which
@@ -178,6 +187,14 @@ class PayloadView:
                     None if payload is None else escape_controls(payload))
         return (self._one_text(r.key, self._key_fn, self._key_schema),
                 self._one_text(r.value, self._value_fn, self._value_schema))
+
+    def _error_text(self, e: KdumpError, r: Record) -> tuple[str | None, str | None]:
+        # DumpLogSegments' wording: in the key for coordinator records, in the payload for
+        # keyless metadata-style records (the module says ERROR_IN_PAYLOAD).
+        line = self._internal_mod.error_text(e, r.offset)
+        if getattr(self._internal_mod, "ERROR_IN_PAYLOAD", False):
+            return None, line
+        return line, None
 
     def _one_text(self, data: bytes | None, fn, schema=None) -> str | None:
         if data is None:

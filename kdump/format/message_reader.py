@@ -115,12 +115,16 @@ def b64(raw: bytes) -> str:
 class Reader:
     """A cursor over ``data[start:end]``; ``st`` and ``f`` are message_spec Structs and Fields."""
 
-    __slots__ = ("data", "pos", "end")
+    __slots__ = ("data", "pos", "end", "generated")
 
-    def __init__(self, data: bytes, start: int, end: int) -> None:
+    def __init__(self, data: bytes, start: int, end: int, generated: bool = False) -> None:
         self.data = data
         self.pos = start
         self.end = end
+        # ``generated``: fail as Kafka's generated readers do (an older line's classes, whose
+        # text DumpLogSegments prints): a short read is Java's BufferUnderflowException, whose
+        # message is "null", and a tagged-field count is not checked against the bytes first.
+        self.generated = generated
 
     def fail(self, detail: str, at: int | None = None) -> SchemaError:
         return SchemaError(detail, self.pos if at is None else at)
@@ -138,7 +142,8 @@ class Reader:
     def fixed(self, kind: str) -> Any:
         fmt, size = _FIXED[kind]
         if size > self.end - self.pos:
-            raise self.fail(f"Error reading {kind}: need {size} byte(s), only {self.end - self.pos} available")
+            raise self.fail("null" if self.generated else
+                            f"Error reading {kind}: need {size} byte(s), only {self.end - self.pos} available")
         value = fmt.unpack_from(self.data, self.pos)[0]
         self.pos += size
         return value
@@ -149,7 +154,8 @@ class Reader:
         value = 0
         for i in range(5):
             if self.pos >= self.end:
-                raise self.fail(f"Error reading {what}: unsigned varint runs past the end of the data.", start)
+                raise self.fail("null" if self.generated else
+                                f"Error reading {what}: unsigned varint runs past the end of the data.", start)
             b = self.data[self.pos]
             self.pos += 1
             value |= (b & 0x7F) << (7 * i)
@@ -197,7 +203,7 @@ class Reader:
         count_at = self.pos
         count = self.uvarint("tagged field count")
         # Each tagged field takes at least 2 bytes (tag and size).
-        if count * 2 > self.remaining():
+        if count * 2 > self.remaining() and not self.generated:
             raise self.fail(f"Tried to read {count} tagged field(s), but there are only "
                             f"{self.remaining()} bytes remaining.", count_at)
         for _ in range(count):
@@ -212,7 +218,7 @@ class Reader:
             if f is None:
                 unknown[str(tag)] = b64(self.take(size, "byte array"))
                 continue
-            sub = Reader(self.data, start, stop)
+            sub = Reader(self.data, start, stop, self.generated)
             values[f.name] = sub.read_field(f, version, True, tagged=True)
             if sub.pos != stop:
                 raise self.fail(f"tagged field {f.name} (tag {tag}) declares {size} byte(s) but its value "

@@ -149,15 +149,16 @@ class Message:
         return within(self.valid, version)
 
     def decode(self, data: bytes, version: int, start: int = 0, end: int | None = None,
-               exact: bool = True) -> dict[str, Any]:
+               exact: bool = True, generated: bool = False) -> dict[str, Any]:
         """Decode ``data[start:end]`` as this message at ``version``.
 
         With ``exact`` bytes left over are an error; otherwise they are ignored (the
-        consumer protocol's forward-compatibility rule). Raises SchemaError.
+        consumer protocol's forward-compatibility rule). ``generated``: fail with the texts
+        of Kafka's generated readers (``Reader``). Raises SchemaError.
         """
         if not self.supports(version):
             raise SchemaError(f"Can't read version {version} of {self.name}")
-        reader = Reader(data, start, len(data) if end is None else end)
+        reader = Reader(data, start, len(data) if end is None else end, generated)
         out = reader.read_struct(self.root, version, within(self.flexible, version))
         if exact and reader.pos != reader.end:
             raise SchemaError(f"Found {reader.end - reader.pos} byte(s) of garbage after {self.name}", reader.pos)

@@ -58,6 +58,22 @@ def report_error(e: KdumpError, hint: bool = True) -> None:
         say(printable(f"kdump: hint: {e.hint}"))
 
 
+def record_findings(out, findings) -> ExitStatus:
+    """Findings about single records (``model.RecordFinding``: ``record_unknown_schema``) as
+    every command shows them: a ``finding`` object a line on stdout with --json, else a
+    located ``kdump: error:`` line on stderr; the exit status their classes give."""
+    from kdump.findings import classes_status
+
+    for f in findings:
+        if out.format == "json":
+            from kdump.export.ndjson import dumps
+
+            out.stream.write(dumps(f.to_dict()) + "\n")
+        else:
+            say(printable(f"kdump: error: {f.line()}"))
+    return classes_status(f.cls for f in findings)
+
+
 def quiet_broken_pipe() -> int:
     """Point stdout at devnull so the interpreter's final flush does not complain."""
     try:

@@ -70,6 +70,9 @@ class TextDump:
             self.gaps.begin_file(f)
         self.out.add(text.dumping_line(f.path))
         if f.kind in ("log", "kraft_snapshot"):
+            if view.internal is None:
+                for line in view.notices:
+                    self.out.add(line)
             start = text.start_line(f.path)
             if start is not None:
                 self.out.add(start)

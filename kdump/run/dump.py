@@ -11,7 +11,8 @@ from kdump.check.indexes.dls_view import DLS_MAX_MESSAGE_SIZE, IndexOptions
 from kdump.decoders.views import PayloadView
 from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
-from kdump.render.diagnostics import report_error
+from kdump.model import RecordFinding
+from kdump.render.diagnostics import record_findings, report_error
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.mapped import file_size
@@ -252,6 +253,7 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
     reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
                            raw() if raw is not None and records else None, run)
     problems: list[KdumpError] = []
+    view.unknown = []           # records the decoder has no schema for, taken batch by batch
     n = 0
     for it in reader:
         try:
@@ -263,6 +265,15 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
                 renderer.item(f, it)
         except MemoryError:
             raise out_of_memory(f.path, it.batch.position, it.batch.base_offset, "write") from None
+        if view.unknown:
+            # record_unknown_schema: after its batch's lines (a finding object in --json); a
+            # table keeps its rows together (the finding goes to stderr)
+            if out.format != "table":
+                renderer.finish()
+            status = max(status, record_findings(out, [RecordFinding.unknown_schema(e, f.path, it.batch.position,
+                                                                                    offset)
+                                                       for offset, e in view.unknown]))
+            view.unknown.clear()
         n += 1
         if progress is not None and not n & 0x7FF:
             progress.advance(f.path, it.batch.position)
@@ -283,7 +294,7 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         for e in problems:
             _error(out, e)
         # damage; a batch that could not be read at all (out of memory) did not complete
-        status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
+        status = max([status, ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status, reader.reached
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kdump.errors import ExitStatus
-from kdump.render.diagnostics import say
+from kdump.render.diagnostics import record_findings, say
 from kdump.render.escape import printable
 from kdump.render.state import emit_json, group_text, groups_table, offsets_topic_line, pending_table
 from kdump.state.groups import group_objects
@@ -11,8 +11,8 @@ from kdump.state.groups import group_objects
 
 def run_groups(paths, out, *, group_id: str | None, partitions: int | None, at_ms: int | None, now_ms: int,
                retention_ms: int, strict: bool) -> int:
-    header, notes, found = group_objects(paths, group_id=group_id, partitions=partitions, at_ms=at_ms,
-                                         now_ms=now_ms, retention_ms=retention_ms)
+    header, notes, found, skipped = group_objects(paths, group_id=group_id, partitions=partitions, at_ms=at_ms,
+                                                  now_ms=now_ms, retention_ms=retention_ms)
     for n in notes:
         out.note(f"kdump: note: {n}")
     if out.format == "json":
@@ -27,6 +27,7 @@ def run_groups(paths, out, *, group_id: str | None, partitions: int | None, at_m
         out.stream.write(offsets_topic_line(header))
         groups_table(out.console(), found)
         pending_table(out.console(), found)
+    status = record_findings(out, skipped)
     for stop in header["stopped"]:
         out.note(f"kdump: note: read stopped early: {stop}")
     if group_id is not None and not found:
@@ -35,4 +36,4 @@ def run_groups(paths, out, *, group_id: str | None, partitions: int | None, at_m
                       f"__consumer_offsets-{header['coordinator_partition']})"))
         return int(ExitStatus.DAMAGE)
     damaged = header["stopped"] or (strict and header["incomplete"])
-    return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
+    return int(max(status, ExitStatus.DAMAGE if damaged else ExitStatus.OK))

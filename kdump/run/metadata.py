@@ -4,7 +4,7 @@ __cluster_metadata and printed."""
 from __future__ import annotations
 
 from kdump.errors import ExitStatus
-from kdump.render.diagnostics import say
+from kdump.render.diagnostics import record_findings, say
 from kdump.render.escape import printable
 from kdump.render.state import emit_json, metadata_table, metadata_text
 from kdump.state.cluster_image import Point, load, short_of
@@ -31,12 +31,13 @@ def run_metadata(paths, out, *, at: str | None, point: Point, diff: tuple[str, s
         else:
             out.stream.write(f"from offset {a.last_offset} ({a.to_dict()['snapshot'] or 'no snapshot'}) "
                              f"to offset {b.last_offset}\n" + metadata_text(objs[1:]))
+        found = record_findings(out, dict.fromkeys(a.findings + b.findings))
         shorts = [(v, m) for v, img, p in zip(diff, (a, b), points) if (m := short_of(img, p)) is not None]
         for value, message in shorts:
             say(printable(f"kdump: error: --diff {value}: {message}"))
         if shorts:
             return int(ExitStatus.INCOMPLETE)
-        return int(ExitStatus.DAMAGE if damaged else ExitStatus.OK)
+        return int(max(found, ExitStatus.DAMAGE if damaged else ExitStatus.OK))
     img = load(dirs, point)
     _incomplete_notes(out, img)
     short = short_of(img, point)
@@ -48,11 +49,12 @@ def run_metadata(paths, out, *, at: str | None, point: Point, diff: tuple[str, s
         out.stream.write(metadata_text(objs))
     else:
         metadata_table(out.console(), objs)
+    found = record_findings(out, img.findings)
     if short is not None:
         # The image shown is the nearest one here, not the one asked for: say so, and fail.
         say(printable(f"kdump: error: --at {at}: {short}"))
         return int(ExitStatus.INCOMPLETE)
-    return int(ExitStatus.DAMAGE if _damaged(img, strict) else ExitStatus.OK)
+    return int(max(found, ExitStatus.DAMAGE if _damaged(img, strict) else ExitStatus.OK))
 
 
 def _damaged(img, strict: bool) -> bool:

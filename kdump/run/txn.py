@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from kdump.errors import ExitStatus
 from kdump.findings import classes_status
+from kdump.render.diagnostics import record_findings
 from kdump.render.state import emit_json, txn_id_line, txn_partition_text, txn_summary, txn_table
 from kdump.state.txn import ONGOING_STATES, only_open, txn_objects
 
 
 def run_txn(paths, out, *, now_ms: int, hanging_after_ms: int, transactional_id: str | None,
             producer_id: int | None, strict: bool, open_only: bool = False) -> int:
-    incomplete, ids, notes, partitions = txn_objects(paths, now_ms=now_ms, hanging_after_ms=hanging_after_ms,
-                                                     transactional_id=transactional_id, producer_id=producer_id)
+    incomplete, ids, notes, partitions, skipped = txn_objects(
+        paths, now_ms=now_ms, hanging_after_ms=hanging_after_ms, transactional_id=transactional_id,
+        producer_id=producer_id)
     if open_only:
         ids = [i for i in ids if i["state"] in ONGOING_STATES]
     for n in notes:
         out.note(f"kdump: note: {n}")
-    status = ExitStatus.DAMAGE if strict and incomplete else ExitStatus.OK
+    status = max(ExitStatus.DAMAGE if strict and incomplete else ExitStatus.OK, record_findings(out, skipped))
     rows = []
     if out.format == "json":
         for i in incomplete + ids:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from kdump.decoders import cluster_metadata
 from kdump.errors import NothingToDoError
+from kdump.model import RecordFinding
 from kdump.state.source import (
     CLUSTER_METADATA,
     LogDirs,
@@ -62,6 +63,7 @@ class Image:
         self.stop: Stop | None = None
         self.past_point = False         # a batch past the point asked was seen: the point was reached
         self.errors: list[str] = []
+        self.findings: list[RecordFinding] = []     # records skipped: no schema for them (record_unknown_schema)
         self.incomplete: list[str] = []                 # records missing between the snapshot and the point
         self._txn: list[tuple[str, dict[str, Any]]] | None = None
 
@@ -274,7 +276,7 @@ def _replay(img: Image, files, point: Point, start_offset: int = 0, log: bool = 
         expected = b.last_offset + 1
         if not point.before(b.last_offset, b.max_timestamp):
             return False
-        for r, d in decode_records_of(f, records, cluster_metadata.decode, img.errors):
+        for r, d in decode_records_of(f, b, records, cluster_metadata.decode, img.errors, img.findings):
             if r.offset >= start_offset:
                 img.apply(d["type"], d["value"])
         img.last_offset = b.last_offset

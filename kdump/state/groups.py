@@ -20,6 +20,7 @@ from typing import Any
 
 from kdump.decoders import consumer_offsets
 from kdump.format.control import ABORT, COMMIT
+from kdump.model import RecordFinding
 from kdump.state.cluster_image import load as load_metadata
 from kdump.state.offsets import OffsetStore
 from kdump.state.source import (
@@ -84,6 +85,7 @@ class Groups:
         self.topic_names = topic_names or {}
         self.at_ms = at_ms
         self.errors: list[str] = []
+        self.findings: list[RecordFinding] = []     # records skipped: no schema for them (record_unknown_schema)
         self.stops: list[str] = []
         self.stores: dict[int, OffsetStore] = {}      # one per coordinator partition, as Kafka's shards
         self.newest_ms = -1                           # the newest batch timestamp replayed
@@ -109,7 +111,7 @@ class Groups:
                     if r.control is not None and r.control.type in (COMMIT, ABORT):
                         store.end_transaction(b.producer_id, r.control.type == COMMIT)
                 continue
-            for r, d in decode_records_of(f, records, consumer_offsets.decode, self.errors):
+            for r, d in decode_records_of(f, b, records, consumer_offsets.decode, self.errors, self.findings):
                 if d["type"] in ("OFFSET_COMMIT", "LEGACY_OFFSET_COMMIT"):
                     key, v = d["key"], d["value"]
                     if v is not None:
@@ -217,8 +219,9 @@ def is_expired(g: Group, o: dict[str, Any], now_ms: int, retention_ms: int) -> b
 
 def group_objects(paths, *, group_id: str | None = None, partitions: int | None = None,
                   at_ms: int | None = None, now_ms: int | None, retention_ms: int = DEFAULT_RETENTION_MS):
-    """(header object, notes, group objects) for the PATHs. ``now_ms``: the time expiry is judged
-    at; None: the newest record replayed (a copy is judged as it stood when it was taken)."""
+    """(header object, notes, group objects, the records skipped without a schema: RecordFindings)
+    for the PATHs. ``now_ms``: the time expiry is judged at; None: the newest record replayed (a
+    copy is judged as it stood when it was taken)."""
     dirs = LogDirs(paths)
     notes = list(dirs.notes)
     topic_names: dict[str, str] = {}
@@ -294,4 +297,4 @@ def group_objects(paths, *, group_id: str | None = None, partitions: int | None 
                      "(--now TIME judges at another time)")
     if group_id is not None and "coordinator_partition" in header:
         header["possibly_stale"] = header["coordinator_partition"] in incomplete
-    return header, notes, out
+    return header, notes, out, gs.findings

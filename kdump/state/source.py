@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from kdump.check.lost_records import orphan_bases
-from kdump.errors import InputError, KdumpError, NothingToDoError
+from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownSchemaError
 from kdump.format.walk import Walker, decode_records
-from kdump.model import Batch, Record
+from kdump.model import Batch, Record, RecordFinding
 from kdump.storage import fs
 from kdump.storage.logdir import (
     LOG,
@@ -178,15 +178,20 @@ class LogReader:
                 mapped.close()
 
 
-def decode_records_of(f: LogFile, records, decode, errors: list[str]) -> list[tuple[Record, dict]]:
-    """(record, decoded) for the data records of one batch of an internal topic; a record
-    that does not decode is named in ``errors`` and skipped, as DumpLogSegments skips it."""
+def decode_records_of(f: LogFile, b: Batch, records, decode, errors: list[str],
+                      findings: list[RecordFinding]) -> list[tuple[Record, dict]]:
+    """(record, decoded) for the data records of batch ``b`` of an internal topic; a record
+    that does not decode is skipped, as DumpLogSegments skips it, and the rest of the batch
+    read: one of a type or version there is no schema for is a ``record_unknown_schema``
+    finding in ``findings``, another is named in ``errors``."""
     out = []
     for r in records or ():
         if r.control is not None:
             continue
         try:
             out.append((r, decode(r.key, r.value)))
+        except UnknownSchemaError as e:
+            findings.append(RecordFinding.unknown_schema(e, f.path, b.position, r.offset))
         except KdumpError as e:
             errors.append(f"{f.path}: offset {r.offset}: {e.message}")
     return out

@@ -20,7 +20,7 @@ from kdump.check.side_file_views import SIDE_FILE_LIMIT, read_snapshot
 from kdump.decoders import transaction_state
 from kdump.errors import KdumpError
 from kdump.format.txnindex import txnindex_entries
-from kdump.model import AbortedTxn, Finding
+from kdump.model import AbortedTxn, Finding, RecordFinding
 from kdump.state.cluster_image import partition_count
 from kdump.state.producers import ProducerState
 from kdump.state.source import (
@@ -53,6 +53,7 @@ class Coordinator:
     ids: dict[str, dict[str, Any]] = field(default_factory=dict)
     incomplete: dict[int, str] = field(default_factory=dict)     # partition -> why its log is not whole
     errors: list[str] = field(default_factory=list)
+    findings: list[RecordFinding] = field(default_factory=list)   # records skipped: no schema (record_unknown_schema)
     stops: list[str] = field(default_factory=list)
     newest_ms: int = -1                 # the newest batch timestamp of __transaction_state
 
@@ -78,7 +79,7 @@ class Coordinator:
             reader = LogReader(segments(p))
             for f, b, records in reader.batches(True):
                 self.newest_ms = max(self.newest_ms, b.max_timestamp)
-                for r, d in decode_records_of(f, records, transaction_state.decode, self.errors):
+                for r, d in decode_records_of(f, b, records, transaction_state.decode, self.errors, self.findings):
                     tid = d["key"]["transactionalId"]
                     if d["value"] is None:
                         self.ids.pop(tid, None)
@@ -258,7 +259,7 @@ def totals(transactions: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 def txn_objects(paths, *, now_ms: int | None, hanging_after_ms: int = DEFAULT_HANGING_AFTER_MS,
                 transactional_id: str | None = None, producer_id: int | None = None):
     """(incomplete __transaction_state partitions, transactional id objects, notes, iterator of
-    partition objects) for the PATHs."""
+    partition objects, records skipped without a schema: RecordFindings) for the PATHs."""
     dirs = LogDirs(paths)
     coord = Coordinator().load(dirs)
     notes = list(dirs.notes) + coord.errors + coord.stops
@@ -296,7 +297,8 @@ def txn_objects(paths, *, now_ms: int | None, hanging_after_ms: int = DEFAULT_HA
     ids = {tid: {**v, "possibly_stale": v["partition"] in coord.incomplete} for tid, v in ids.items()}
     incomplete = [{"object": "incomplete", "topic": TRANSACTION_STATE, "partition": n, "reason": why}
                   for n, why in sorted(coord.incomplete.items())]
-    return incomplete, [transactional_id_object(tid, v) for tid, v in sorted(ids.items())], notes, partitions()
+    return (incomplete, [transactional_id_object(tid, v) for tid, v in sorted(ids.items())], notes, partitions(),
+            coord.findings)
 
 
 def only_open(p: dict):

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kdump.decoders import kafka_lines
+from kdump.decoders import consumer_offsets, kafka_lines, share_group_state
 from kdump.decoders.kafka_lines import RULES, TRANSACTION_STATUS_NAME, KafkaLine
+from kdump.errors import DecodeError
+from kdump.format.walk import Walker, decode_records
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -67,3 +69,25 @@ def test_readme_lists_each_rule_under_its_line():
     table = text[text.index("### Text of older Kafka lines"):text.index("### Departures from kafka-dump-log.sh")]
     for rule in RULES:
         assert re.search(rf"^\| {re.escape(rule.since)} \|.*{rule.change.split()[0]}", table, re.M), rule
+
+
+def test_kafka_40_reads_the_share_records_with_its_own_layouts():
+    # ShareGroupMetadataValue: 4.0 knows epoch only, leaves metadataHash's bytes unread; a
+    # ShareSnapshotValue of today, read with 4.0's uint16 snapshotEpoch, fails as 4.0 does.
+    key = b"\x00\x0b" + b"\x00\x01g"
+    value = b"\x00\x00" + (4).to_bytes(4, "big") + (0).to_bytes(8, "big") + b"\x00"
+    assert KafkaLine("4.0").old_schema("offsets", "11") == "ShareGroupMetadataValue@4.0"
+    assert KafkaLine("4.1").old_schema("offsets", "11") is None
+    assert KafkaLine("3.9").old_schema("offsets", "11") is None         # no share groups at all
+    old = consumer_offsets.decode(key, value, KafkaLine("4.0"))
+    assert consumer_offsets.text(old, KafkaLine("4.0"))[1] == '{"version":"0","data":{"epoch":4}}'
+    assert consumer_offsets.decode(key, value)["value"] == {"epoch": 4, "metadataHash": 0}
+    log = Path(__file__).resolve().parents[2] / "fixtures/generated/__share_group_state-0/00000000000000000000.log"
+    buf = log.read_bytes()
+    r = decode_records(buf, next(iter(Walker(buf))))[0]
+    with pytest.raises(DecodeError) as e:
+        share_group_state.decode(r.key, r.value, KafkaLine("4.0"))
+    assert share_group_state.error_text(e.value, 0) == (
+        "Error at offset 0, skipping. Could not read record with version 0 from value's buffer due to: "
+        "non-nullable field stateBatches was serialized as null.")
+    share_group_state.decode(r.key, r.value, KafkaLine("4.1"))

@@ -19,7 +19,7 @@ import dls_versions
 import kafka_jars
 import parity
 import pytest
-from test_dls_parity import FIXTURES, MATRIX, ROOTS, _files
+from test_dls_parity import FIXTURES, LOGS, MATRIX, ROOTS, _files
 
 from kdump.decoders import kafka_lines
 
@@ -27,10 +27,21 @@ ORACLE_LINE = ".".join(kafka_jars.kafka_version().split(".")[:2])
 OLDER = [line for line in kafka_lines.LINES if line != ORACLE_LINE]
 
 
+# kafka.serializer's decoder classes, which only the lines up to 3.9 ship (4.0's refuse them, as
+# kdump does), on two roots only: every line's JVM dumps these files too.
+SERIALIZER = {
+    "serializer-long-key-string-value": (("--key-decoder-class", "kafka.serializer.LongDecoder",
+                                          "--value-decoder-class", "kafka.serializer.StringDecoder"), LOGS, None),
+    "serializer-integer-value": (("--value-decoder-class", "kafka.serializer.IntegerDecoder"), LOGS, None),
+}
+SERIALIZER_ROOTS = [FIXTURES / "generated", FIXTURES / "broker" / "all-shapes"]
+CASES = {**MATRIX, **SERIALIZER}
+
+
 def _cases():
     """(option set, root, file) for every file of the matrix."""
-    for name, (_, suffixes, prefix) in MATRIX.items():
-        for root in ROOTS:
+    for name, (_, suffixes, prefix) in CASES.items():
+        for root in (SERIALIZER_ROOTS if name in SERIALIZER else ROOTS):
             for f in _files(root, suffixes, prefix):
                 yield name, root, f
 
@@ -45,7 +56,7 @@ def theirs(tmp_path_factory):
             base = tmp_path_factory.mktemp(f"dls-{line}")
             copies = {root: dls.copy_tree(root, base / str(i)) for i, root in enumerate(ROOTS)}
             cases = list(_cases())
-            out = dls.run_jobs([(MATRIX[name][0], str(copies[root] / f)) for name, root, f in cases],
+            out = dls.run_jobs([(CASES[name][0], str(copies[root] / f)) for name, root, f in cases],
                                dls_versions.classpath(line), dls_versions.main_class(line))
             cache[line] = (dict(zip(cases, out)), copies)
         return cache[line]
@@ -64,26 +75,17 @@ def _refused(line: str, options: tuple[str, ...]) -> bool:
     return ("--remote-log-metadata-decoder" in options and not kafka.has(kafka_lines.REMOTE_LOG_METADATA_DECODER)
             or "--share-group-state-decoder" in options and not kafka.has(kafka_lines.SHARE_GROUP_STATE_DECODER)
             or any(o.startswith("org.apache.kafka.tools.api.") for o in options)
-            and not kafka.has(kafka_lines.TOOLS_API_DECODERS))
-
-
-# Differences measured and not modelled yet (the README's table says so): Kafka 4.0 shipped an
-# early share-group record schema (its DumpLogSegments cannot read the share records that later
-# lines write: "non-nullable field stateBatches was serialized as null"), which kdump does not
-# have. Strict: the day they are modelled, these pass and must leave this list.
-NOT_MODELLED = {("4.0", "offsets-decoder"), ("4.0", "share-group-state-decoder")}
+            and not kafka.has(kafka_lines.TOOLS_API_DECODERS)
+            or any(o.startswith("kafka.serializer.") for o in options) and kafka.has(kafka_lines.KAFKA_SERIALIZER_GONE))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted({name for name, _, _ in _cases()}, key=list(MATRIX).index))
+@pytest.mark.parametrize("name", sorted({name for name, _, _ in _cases()}, key=list(CASES).index))
 @pytest.mark.parametrize("line", OLDER)
-def test_line_parity(line, name, theirs, request):
-    if (line, name) in NOT_MODELLED:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="Kafka 4.0's early share-group record schemas "
-                                                                  "are not modelled"))
+def test_line_parity(line, name, theirs):
     dumped, copies = theirs(line)
     cases = [(root, f) for n, root, f in _cases() if n == name]
-    options = MATRIX[name][0]
+    options = CASES[name][0]
     if _refused(line, options):
         # The old tool dies on its first file (an option or a class it does not know); kdump
         # refuses the command line, exit 2, naming the line and the change that brought it.

@@ -79,6 +79,33 @@ def test_decoder_classes_are_kafkas_builtins():
     assert "'com.example.MyDecoder': kdump runs no Java" in r.err
 
 
+def test_kafka_serializer_decoder_classes_are_the_3x_lines():
+    """kafka.serializer's decoders: up to 3.9 (from 3.8 with DumpLogSegments' deprecation line
+    after each segment's Dumping line, the value's class first); refused from 4.0, where Kafka
+    removed them; DefaultDecoder refused on every line."""
+    seg = GENERATED / "headers-0" / "00000000000000000000.log"
+    args = ("dump", "--files", str(seg), "--key-decoder-class", "kafka.serializer.StringDecoder",
+            "--value-decoder-class", "kafka.serializer.IntegerDecoder")
+    r = run_kdump(*args, "--kafka-version", "3.9")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[:4] == [
+        f"Dumping {seg}",
+        "kafka.serializer.IntegerDecoder is deprecated. Please use org.apache.kafka.tools.api.IntegerDecoder instead",
+        "kafka.serializer.StringDecoder is deprecated. Please use org.apache.kafka.tools.api.StringDecoder instead",
+        "Log starting offset: 0"]
+    r37 = run_kdump(*args, "--kafka-version", "3.7")
+    assert r37.out.splitlines()[1] == "Log starting offset: 0"
+    assert r37.out.splitlines()[1:] == r.out.splitlines()[3:]
+    r = run_kdump(*args)
+    assert (r.code, r.err) == (2, "kdump: error: --key-decoder-class kafka.serializer.StringDecoder: Kafka 4.4's "
+                                  "kafka-dump-log.sh has none (removed in 4.0: KAFKA-14705 (apache/kafka#17420: "
+                                  "KIP-1047's deprecated classes removed)); org.apache.kafka.tools.api.StringDecoder "
+                                  "is its successor\nkdump: hint: try 'kdump dump --help'\n")
+    for name in ("kafka.serializer.DefaultDecoder", "org.apache.kafka.tools.api.DefaultDecoder"):
+        r = run_kdump("dump", "--files", str(seg), "--value-decoder-class", name, "--kafka-version", "3.9")
+        assert r.code == 2 and f"'{name}': kafka-dump-log.sh prints a Java byte array's identity" in r.err, r.err
+
+
 def test_long_decoder_reads_the_first_eight_bytes_like_kafka():
     from kdump.decoders import plain
 

@@ -485,11 +485,18 @@ def test_metadata_with_a_record_that_does_not_decode_is_damage(kdump, tmp_path):
         snap.unlink()
     log = part / "00000000000000000000.log"
     last = list(Walker(log.read_bytes()))[-1]
+    end = log.stat().st_size
     with open(log, "ab") as f:
         f.write(build_v2_batch([(0, 1_700_000_001_000, None, b"\x01\x7f\x7f\x00\xff")],
                                base_offset=last.last_offset + 1))
+        # a known type (TopicRecord) whose body does not parse
+        f.write(build_v2_batch([(0, 1_700_000_001_000, None, b"\x01\x02\x00\xff")],
+                               base_offset=last.last_offset + 2))
     r = kdump("metadata", part)
     assert r.code == 1, r.err
-    assert f"  not decoded: {log}: offset {last.last_offset + 1}: " in r.out, r.out
-    r = kdump("metadata", part, "--diff", "0", str(last.last_offset + 1))
+    # type 127 has no schema: a record_unknown_schema finding; the other is not decoded
+    assert f"kdump: error: {log}:{end}: offset {last.last_offset + 1}: record_unknown_schema: " \
+           f"Unknown metadata id 127 (no schema for record type 127 version 127 here" in r.err, r.err
+    assert f"  not decoded: {log}: offset {last.last_offset + 2}: " in r.out, r.out
+    r = kdump("metadata", part, "--diff", "0", str(last.last_offset + 2))
     assert r.code == 1, r.err
