@@ -60,8 +60,9 @@ def _metadata_dirs(paths) -> list[str]:
 
 
 def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> list[tuple[LogFile, bool]]:
-    """The dump's files with each tiered partition's segments replaced by its whole log:
-    the live remote segments, then the local segments that are not their copies."""
+    """The dump's files with each tiered partition's segments replaced by its whole log as a
+    fetch reads it (``TieredPartition.reads``): the remote segments below the local log
+    start offset, then the local segments; ``cuts`` says where a remote one is left."""
     by_dir = {t.local_dir: t for t in parts if t.local_dir is not None}
     done: set[tuple[str, int]] = set()
     spliced: list[tuple[LogFile, bool]] = []
@@ -72,19 +73,29 @@ def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> l
             continue
         if (t.topic, t.partition) not in done:
             done.add((t.topic, t.partition))
-            spliced.extend((r, False) for r, _ in t.remote)
-            spliced.extend((k, False) for k in t.local)
+            spliced.extend((r, False) for r, _ in t.reads())
     for t in parts:                 # partitions only the remote store holds now
         if (t.topic, t.partition) not in done and t.local_dir is None:
-            spliced.extend((r, False) for r, _ in t.remote)
+            spliced.extend((r, False) for r, _ in t.reads())
     return spliced
 
 
-def whole_log(paths, remote: Remote, out) -> tuple[list[LogFile], dict[str, int], list]:
-    """What ``export`` reads with ``--remote-storage``: the PATHS' segments with each tiered
-    partition's replaced by its whole log, and the last offset of each remote segment (its
-    metadata's: no neighbour in its folder says it), and the partition dirs that could not
-    be listed (the rest is read, as export does). The tiered damage is noted: it becomes
+def cuts(parts: list[TieredPartition]) -> dict[str, int]:
+    """path -> the last offset read from a remote segment whose later offsets another serves."""
+    return {path: last for t in parts for path, last in t.cuts().items()}
+
+
+class WholeLog(NamedTuple):
+    """What ``export`` reads with ``--remote-storage`` (``kdump.export.slices.plan_files``)."""
+
+    files: list[LogFile]        # the PATHS' segments, each tiered partition's replaced by its whole log
+    upper: dict[str, int]       # the last offset of each remote segment (its metadata's: no neighbour says it)
+    unlisted: list              # the partition dirs that could not be listed (the rest is read)
+    cuts: dict[str, int]        # the remote segments read only up to an offset (``cuts``)
+
+
+def whole_log(paths, remote: Remote, out) -> WholeLog:
+    """What ``export`` reads with ``--remote-storage``. The tiered damage is noted: it becomes
     error rows or missing offsets, and ``verify --remote-storage`` names it."""
     from kdump.findings import DAMAGE
     from kdump.storage.logdir import BATCH_KINDS, resolve
@@ -98,7 +109,7 @@ def whole_log(paths, remote: Remote, out) -> tuple[list[LogFile], dict[str, int]
             out.note(f"kdump: note: {t.topic}-{t.partition}: {n} tiered problem{'s' if n != 1 else ''} "
                      f"(kdump verify --remote-storage names them)")
     upper = {r.path: end for t in parts for r, end in t.remote}
-    return [f for f, _ in splice([(f, False) for f in files], parts)], upper, unlisted
+    return WholeLog([f for f, _ in splice([(f, False) for f in files], parts)], upper, unlisted, cuts(parts))
 
 
 def run_tiered_verify(paths, remote: Remote, out, strict: bool = False) -> int:
