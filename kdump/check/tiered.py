@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from kdump import findings as F
 from kdump.check.tiered_lineage import choose
+from kdump.check.tiered_side_files import side_file_findings
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding
@@ -74,11 +75,14 @@ def _range(start: int, end: int) -> str:
 
 def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], topic: str,
                     partition: int, local_dir: str | None = None,
-                    topic_ids: list[str] | None = None, incomplete: list[str] | None = None) -> TieredPartition:
+                    topic_ids: list[str] | None = None, incomplete: list[str] | None = None,
+                    read: bool = False) -> TieredPartition:
     """``metas``: segment id -> RemoteSegmentMeta (kdump.state.remote_log) of this partition;
     ``local``: the partition dir's files (leftovers included); ``topic_ids``: where to look
     when no metadata names the partition (every file there is then an orphan);
-    ``incomplete``: why the metadata read is not whole (remote_metadata_incomplete)."""
+    ``incomplete``: why the metadata read is not whole (remote_metadata_incomplete);
+    ``read``: each live segment read through (its batches' CRCs) and its side files checked
+    as a local segment's are (verify); else only listed (what dump, export and info need)."""
     out: list[Located] = [Located(TOPIC, Finding(F.REMOTE_METADATA_INCOMPLETE, None, None,
                                                  f"{why}: these findings may be stale"))
                           for why in incomplete or ()]
@@ -129,7 +133,11 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
         if log is None:
             continue
         remote.append((LogFile(log.path, LOG, topic, partition, m.start_offset, None), m.end_offset))
-        out.extend(Located(log.path, f) for f in _check_log(log, m, rng))
+        found = _check_log(log, m, rng, read)
+        out.extend(Located(log.path, f) for f in found)
+        if read and not found and files is not None:
+            out.extend(Located(p, f) for p, f in side_file_findings(store.side_files(files), log.path, where,
+                                                                      m.start_offset))
     out.extend(_orphans(present, metas))
     kept, overlaps = _local_part(live, [f for f in local if f.kind == LOG])
     out.extend(overlaps)
@@ -141,10 +149,12 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
     return TieredPartition(topic, partition, remote, kept, out, local_dir)
 
 
-def _check_log(log: RS.RemoteObject, m, rng: str) -> list[Finding]:
+def _check_log(log: RS.RemoteObject, m, rng: str, read: bool) -> list[Finding]:
     if log.size < m.size:
         return [Finding(F.REMOTE_SEGMENT_SHORT, log.size, m.start_offset,
                         f"{rng}: {log.size} bytes of the {m.size} the metadata lists")]
+    if not read:
+        return []
     try:
         mapped = MappedFile(log.path)
     except KdumpError as e:     # a chunked object that cannot be read back

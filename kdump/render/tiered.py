@@ -6,7 +6,7 @@ import json
 
 from kdump.check.tiered import TieredPartition
 from kdump.errors import ExitStatus
-from kdump.findings import ANOMALY, DAMAGE
+from kdump.findings import ANOMALY, DAMAGE, ERROR
 
 
 def report(parts: list[TieredPartition], out, strict: bool = False) -> ExitStatus:
@@ -17,13 +17,15 @@ def report(parts: list[TieredPartition], out, strict: bool = False) -> ExitStatu
             f = loc.finding
             if f.cls == DAMAGE or (strict and f.cls == ANOMALY):
                 status = max(status, ExitStatus.DAMAGE)
+            elif f.cls == ERROR:    # a side file that could not be read back, as verify's unreadable
+                status = max(status, ExitStatus.INCOMPLETE)
             if out.format == "json":
                 row = {"object": "finding", "file": loc.path, "topic": t.topic, "partition": t.partition, **f.to_dict()}
                 out.stream.write(json.dumps(row) + "\n")
             else:
                 out.stream.write(f"{loc.path}: {f.kind} ({f.cls}): {f.message}\n")
         if out.format != "json" and not out.quiet:
-            n = sum(1 for loc in t.findings if loc.finding.cls in (DAMAGE, ANOMALY))
+            n = sum(1 for loc in t.findings if loc.finding.cls in (DAMAGE, ANOMALY, ERROR))
             out.note(f"kdump: {t.topic}-{t.partition}: {len(t.remote)} live remote segments, "
                      f"{len(t.local)} local{_both(t)}; {n} tiered problem{'s' if n != 1 else ''}")
     return status

@@ -24,7 +24,9 @@ class Remote(NamedTuple):
     keyring: str | None = None      # Aiven's: the RSA private keys that unwrap encrypted segments' keys
 
 
-def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
+def tiered_partitions(paths, remote: Remote, out, read: bool = False) -> list[TieredPartition]:
+    """Each tiered partition's whole log and findings; ``read``: the remote segments read
+    through and their side files checked (verify), else only listed."""
     from kdump.state.remote_log import replay
     from kdump.state.source import LogDirs
 
@@ -40,7 +42,7 @@ def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
         incomplete = [f"the metadata read stopped early: {w}" for w in meta.stopped]
         incomplete += meta.orphan_updates.get((topic, partition), [])
         result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None,
-                                      incomplete=incomplete))
+                                      incomplete=incomplete, read=read))
     for topic, partition, topic_id in store.partitions():
         if (topic, partition) not in meta.segments:     # a partition folder no metadata knows: all orphans
             result.append(check_partition(store, {}, [], topic, partition, topic_ids=[topic_id]))
@@ -113,7 +115,7 @@ def whole_log(paths, remote: Remote, out) -> WholeLog:
 
 
 def run_tiered_verify(paths, remote: Remote, out, strict: bool = False) -> int:
-    return int(report(tiered_partitions(paths, remote, out), out, strict))
+    return int(report(tiered_partitions(paths, remote, out, read=True), out, strict))
 
 
 def run_tiered_info(paths, remote: Remote, out) -> int:

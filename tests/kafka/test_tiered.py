@@ -452,3 +452,60 @@ def test_aiven_layout_on_s3(tiered, s3_server, monkeypatch, tmp_path):
     assert [(f["kind"], f["file"]) for f in found if f["class"] == "damage"] == [
         ("remote_segment_corrupt", f"s3://aiven/{cut}")]
     assert "its manifest's chunks take" in found[0]["message"]
+
+
+def _indexes_piece(s3, key: str, name: str) -> tuple[int, int]:
+    """(position, size) of one index in a segment's .indexes object, as its manifest says."""
+    manifest = json.loads(s3.get_object(Bucket="aiven", Key=key.replace(".indexes", ".rsm-manifest"))["Body"].read())
+    piece = manifest["segmentIndexes"][name]
+    return piece["position"], piece["size"]
+
+
+def test_aiven_indexes_checked_as_side_files(tiered, s3_server, monkeypatch, tmp_path):
+    """The .indexes object's pieces (offset, time, producer-snapshot, leader-epoch and
+    transaction indexes, where the manifest places them) get verify's own side-file checks:
+    a clean upload has no finding; an offset index entry past the log is index_past_end on
+    the piece (plain objects), an encrypted piece whose tag fails is unreadable (exit 3)."""
+    pytest.importorskip("cryptography")
+    from support.aiven import from_local_tiered, rsa_key
+
+    logs, remote, _ = tiered
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    key, ring = rsa_key(tmp_path)
+    src = remote / "kafka-tiered-storage"
+    from_local_tiered(src, tmp_path / "plain" / "tiered-storage")
+    from_local_tiered(src, tmp_path / "enc" / "tiered-storage", compression=True, key=key)
+    url = {name: s3_server.upload("aiven", tmp_path / name, f"ix-{name}") + "/tiered-storage/" for name in ("plain",
+                                                                                                        "enc")}
+    aiven, keyed = ("--remote-layout", "aiven"), ("--remote-keyring", str(ring))
+    for name, extra in (("plain", ()), ("enc", keyed)):
+        r = run_kdump("verify", str(logs), "--remote-storage", url[name], *aiven, *extra, "--json")
+        assert r.code == 0, r.out + r.err
+        assert [line for line in r.out.splitlines() if '"topic"' in line] == []
+    s3 = s3_server.client()
+
+    def indexes(name):
+        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket="aiven", Prefix=f"ix-{name}/")["Contents"]
+                      if o["Key"].endswith(".indexes"))
+    plain = indexes("plain")[1]
+    position, size = _indexes_piece(s3, plain, "offset")
+    assert size >= 16
+    body = bytearray(s3.get_object(Bucket="aiven", Key=plain)["Body"].read())
+    body[position + 4:position + 8] = (10 ** 9).to_bytes(4, "big")    # slot 0's position, far past the log
+    s3.put_object(Bucket="aiven", Key=plain, Body=bytes(body))
+    r = run_kdump("verify", str(logs), "--remote-storage", url["plain"], *aiven, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 1
+    assert {(f["kind"], f["file"]) for f in found if f["class"] == "damage"} == {
+        ("index_past_end", f"s3://aiven/{plain}[offset]"), ("index_not_increasing", f"s3://aiven/{plain}[offset]")}
+    enc = indexes("enc")[2]
+    position, size = _indexes_piece(s3, enc, "leaderEpoch")
+    body = bytearray(s3.get_object(Bucket="aiven", Key=enc)["Body"].read())
+    body[position + size - 1] ^= 0xFF          # in the piece's AES-GCM tag
+    s3.put_object(Bucket="aiven", Key=enc, Body=bytes(body))
+    r = run_kdump("verify", str(logs), "--remote-storage", url["enc"], *aiven, *keyed, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 3
+    assert [(f["kind"], f["file"], f["message"]) for f in found] == [
+        ("unreadable", f"s3://aiven/{enc}[leaderEpoch]", f"the piece at byte {position} fails its AES-GCM tag check")]
