@@ -149,7 +149,8 @@ def run_records(paths, stream: Stream, *, filters: Filters = Filters(), match: R
                 tail: int | None = None, isolation: str = READ_UNCOMMITTED, limits: Limits = DEFAULT_LIMITS) -> int:
     unlisted: list[KdumpError] = []
     files = resolve(paths, kinds=(LOG,), errors=unlisted, left_out=[])
-    keep_freed_memory()     # the C writer's ~64 KB pieces, made and freed: keep the memory (brk calls were 1/3 of the CPU)
+    # the C writer's ~64 KB pieces, made and freed: keep the memory (brk calls were 1/3 of the CPU)
+    keep_freed_memory()
     status = ExitStatus.OK
     for e in unlisted:
         report_error(e)

@@ -79,7 +79,10 @@ class _SegmentMap(mmap.mmap):
             self._charged = position
         if not self.big and self.cache is None:
             return
-        self._drop((position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE)
+        cut = (position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE
+        if cut + 2 * FOLLOW_BEHIND < self._dropped:     # a second walk from the start (verify's index checks)
+            self._dropped = max(0, cut)
+        self._drop(cut)
 
     def _drop(self, cut: int) -> None:
         """Unmap [_dropped, cut) (a page still mapped stays in the page cache), then drop from
