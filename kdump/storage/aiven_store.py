@@ -257,7 +257,7 @@ class ChunkSpool:
         if is_remote(self.path):
             if self._read is None:
                 store, p = remote.store_for(self.path)
-                self._read = store.reader(self.path, p, fs.getsize(self.path))
+                self._read = store.reader(self.path, p, fs.stat(self.path).size)    # the object's (stored) size
             data = self._read(position, size)
         else:
             with open(self.path, "rb") as f:
