@@ -1,17 +1,28 @@
 """A tiered partition read whole against the same segments on local disk (#37).
 
-    python bench/bench_tiered.py LOGDIR REMOTE [--repeat 5]
+    python bench/bench_tiered.py [--segment-mib 256] [--segments 3] [--repeat 3]
 
-LOGDIR/REMOTE: a tiered broker's log dir and its LocalTieredStorage ``rsm.config.dir`` (the
-tests' broker leaves one: ``pytest tests/kafka/test_tiered.py --basetemp DIR``). The same
-remote segments are copied into a plain partition dir, and laid out as Aiven's
-objects (zstd chunks of 4 MiB) for a third row. ``kdump dump --records --json`` of each, in
-interleaved rounds; medians and ratios to the local copy (start-up included).
+Writes a partition of ``--segments`` big segments the way bench_export.py writes them (v2
+batches with offset indexes, under bench/data/tiered/, reused), then lays it out three ways:
+
+- ``local copy``: every segment in one plain partition dir;
+- ``kafka-local``: all but a small last segment offloaded to a LocalTieredStorage tree (hard
+  links to the same files, with their .index, an empty .timeindex, a producer snapshot and a
+  leader-epoch checkpoint), the last one local, and a ``__remote_log_metadata-0`` partition
+  that lists them (tests/support/tiered.py: COPY_SEGMENT_STARTED then _FINISHED, written with
+  kdump's encoder and tests/decoders/kafka_wire over the message specs);
+- ``aiven (zstd)``: the same segments as Aiven's objects (zstd chunks of 4 MiB, the .indexes
+  object, the manifest; tests/support/aiven.py) in a directory store.
+
+``kdump dump --records --json`` of each (stdout to /dev/null), in interleaved rounds: the
+median wall time (start-up included), its ratio to the local copy, and the peak RSS
+(/usr/bin/time). Every line starts with the 1-minute load average (the machine is shared).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -20,53 +31,119 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
+KDUMP = os.path.join(os.path.dirname(sys.executable), "kdump")
+TIME = "/usr/bin/time"
+TOPIC = "bench"
 
 
-def _run(args: list[str]) -> float:
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "kdump", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   check=True)
-    return time.monotonic() - started
+def load() -> str:
+    return f"[load {os.getloadavg()[0]:.1f}]"
+
+
+def layouts(src: Path, tmp: Path) -> dict[str, list[str]]:
+    """The three layouts of ``src`` (a partition dir of segments); their dump commands."""
+    from kdump.encode import build_v2_batch
+    from kdump.storage.logdir import LOG, LogFile
+    from kdump.storage.record_reader import SegmentReader
+    from support.aiven import write_segment
+    from support.tiered import TOPIC_ID, offload
+
+    logs = sorted(src.glob("*.log"))
+    local = tmp / "local" / f"{TOPIC}-0"
+    local.mkdir(parents=True)
+    for f in src.iterdir():
+        os.link(f, local / f.name)
+    # the last segment stays local: a small one after the big ones
+    last = None
+    for item in SegmentReader(LogFile(str(logs[-1]), LOG, TOPIC, 0, int(logs[-1].name[:20]), None)):
+        last = item.batch
+    tail_base = last.last_offset + 1
+    tail = build_v2_batch([(0, 0, b"tail", b"tail record")], base_offset=tail_base, partition_leader_epoch=3)
+    (local / f"{tail_base:020d}.log").write_bytes(tail)
+    logdir = tmp / "tiered" / "logs"
+    done = offload(TOPIC, logs, tail_base, logdir, tmp / "tiered" / "rsm", link=True)
+    (logdir / f"{TOPIC}-0" / f"{tail_base:020d}.log").write_bytes(tail)
+    aiven = tmp / "tiered" / "aiven"
+    for stem, log, side in done:
+        write_segment(aiven / f"{TOPIC}-{TOPIC_ID}" / "0", stem, {".log": log.read_bytes(), **side}, 4 << 20,
+                      compression=True)
+    part = str(logdir / f"{TOPIC}-0")
+    dump = ["dump", "--records", "--json"]
+    return {"local copy": [*dump, str(local)],
+            "kafka-local": [*dump, part, "--remote-storage", str(tmp / "tiered" / "rsm")],
+            "aiven (zstd)": [*dump, part, "--remote-storage", str(aiven), "--remote-layout", "aiven"],
+            # the same, its spool (the chunks' original bytes) in RAM: no disk blocks to write back
+            "aiven, shm": ["KDUMP_SPOOL_DIR=/dev/shm", *dump, part, "--remote-storage", str(aiven),
+                           "--remote-layout", "aiven"]}
+
+
+def _env(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """A case's kdump arguments, and its environment (NAME=VALUE words first)."""
+    env = dict(os.environ)
+    while args and "=" in args[0] and not args[0].startswith("-"):
+        name, _, value = args[0].partition("=")
+        env[name], args = value, args[1:]
+    return args, env
+
+
+def run(args: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, exit status, peak RSS in KiB) of one kdump run."""
+    args, env = _env(args)
+    with tempfile.NamedTemporaryFile("r") as report:
+        command = [TIME, "-o", report.name, "-f", "%M", KDUMP, *args] if os.path.exists(TIME) else [KDUMP, *args]
+        t = time.monotonic()
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        wall = time.monotonic() - t
+        text = report.read().strip().splitlines()
+    return wall, done.returncode, int(text[-1]) if text and text[-1].isdigit() else 0
+
+
+def _batches(args: list[str]) -> tuple[int, int]:
+    """(batches, records) the dump of a layout reads (each must read the same log)."""
+    import json
+
+    args, env = _env(args)
+    done = subprocess.run([KDUMP, *[a for a in args if a != "--records"]], capture_output=True, text=True, env=env)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if f"{TOPIC}-" in line or "/0/" in line]
+    rows = [r for r in rows if r.get("object") == "batch" and "__remote_log_metadata" not in r["file"]]
+    return len(rows), sum(r["last_offset"] - r["base_offset"] + 1 for r in rows)
 
 
 def main() -> None:
-    from support.aiven import from_local_tiered
+    from bench_export import generate
 
     p = argparse.ArgumentParser()
-    p.add_argument("logdir", type=Path)
-    p.add_argument("remote", type=Path)
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--segment-mib", type=int, default=256)
+    p.add_argument("--segments", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=3)
     a = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="kdump-bench-tiered-"))
+    data = HERE / "data" / "tiered" / f"{a.segments}x{a.segment_mib}m"
+    manifest = generate(str(data), a.segments * a.segment_mib / 1024, 1, a.segments)
+    tmp = Path(tempfile.mkdtemp(prefix="kdump-bench-tiered-", dir=data.parent))
     try:
-        src = a.remote / "kafka-tiered-storage"
-        part_dirs = [d for d in src.iterdir() if d.is_dir()]
-        topic = part_dirs[0].name[:-23].rpartition("-")[0]
-        local = tmp / "local" / f"{topic}-0"
-        local.mkdir(parents=True)
-        for f in part_dirs[0].glob("*.log"):
-            shutil.copy(f, local / (f.name.split("-")[0] + ".log"))
-        for f in (a.logdir / f"{topic}-0").glob("*.log"):
-            shutil.copy(f, local / f.name)
-        from_local_tiered(src, tmp / "aiven", chunk_size=4 << 20, compression=True)
-        part = str(a.logdir / f"{topic}-0")
-        cases = {
-            "local copy": ["dump", str(local), "--records", "--json"],
-            "kafka-local": ["dump", part, "--remote-storage", str(a.remote), "--records", "--json"],
-            "aiven (zstd)": ["dump", part, "--remote-storage", str(tmp / "aiven"), "--remote-layout", "aiven",
-                             "--records", "--json"],
-        }
+        cases = layouts(data / "bench-0", tmp)
+        print(f"{a.segments} segments of {a.segment_mib} MiB ({manifest['log_bytes'] / 1e6:.0f} MB, "
+              f"{manifest['records']} records), all remote, and a 1-batch local tail")
+        batches = {name: _batches(args) for name, args in cases.items()}
+        if len(set(batches.values())) != 1:
+            sys.exit(f"the layouts read different logs: {batches}")
         times: dict[str, list[float]] = {k: [] for k in cases}
+        peaks: dict[str, int] = {k: 0 for k in cases}
         for _ in range(a.repeat):
             for name, args in cases.items():
-                times[name].append(_run(args))
+                wall, code, rss = run(args)
+                if code:
+                    sys.exit(f"{name}: kdump {' '.join(args)} exited {code}")
+                times[name].append(wall)
+                peaks[name] = max(peaks[name], rss)
         base = statistics.median(times["local copy"])
-        print(f"{'case':<14} {'median s':>9} {'x local':>8}")
         for name, ts in times.items():
             m = statistics.median(ts)
-            print(f"{name:<14} {m:9.3f} {base / m:8.2f}")
+            print(f"{load()} {name:<12} median {m:7.2f} s  {manifest['log_bytes'] / m / 1e6:7.1f} MB/s  "
+                  f"{base / m:5.2f}x local  peak RSS {peaks[name] / 1024:5.0f} MB")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

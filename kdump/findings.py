@@ -247,7 +247,8 @@ REMOTE_DELETE_UNFINISHED = _declare("remote_delete_unfinished", INFO, "a DELETE_
 REMOTE_GAP = _declare("remote_gap", DAMAGE, "offsets between two live remote segments, or between the remote "
                       "segments and the local log start, that no segment holds")
 REMOTE_OVERLAP = _declare("remote_overlap", ANOMALY, "two live remote segments, or a remote and a local segment "
-                          "that is not the same segment's copy, hold the same offsets")
+                          "that is not the same segment's copy, hold the same offsets (the log reads each once: "
+                          "the later-starting segment's, the local log's from its start offset)")
 REMOTE_DUPLICATE = _declare("remote_duplicate", INFO, "a second live upload of a remote segment's offsets that "
                             "RemoteLogManager would not read (it takes the one within the leader-epoch lineage, "
                             "then the last finished): left out of the log")

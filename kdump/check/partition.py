@@ -109,14 +109,15 @@ class FileReport:
                 "findings": [f.to_dict() for f in self.findings], "not_listed": self.not_listed}
 
 
-def _unreadable(f: LogFile, e: KdumpError) -> FileReport:
-    return FileReport(f.path, f.kind, _size(f.path), [Finding(F.UNREADABLE, e.position, e.offset, e.message)], log=f)
+def _unreadable(f: LogFile, e: KdumpError) -> FileReport:     # (e: a remote piece that cannot be read back, too)
+    return FileReport(f.path, f.kind, _size(f.path, (OSError, KdumpError)),
+                      [Finding(F.UNREADABLE, e.position, e.offset, e.message)], log=f)
 
 
-def _size(path: str) -> int | None:
+def _size(path: str, errors: type[Exception] | tuple[type[Exception], ...] = OSError) -> int | None:
     try:
         return fs.getsize(path)
-    except OSError:
+    except errors:
         return None
 
 

@@ -1,9 +1,11 @@
 """A tiered partition's whole log: the live remote segments plus the local ones, and its findings.
 
 Live means COPY_SEGMENT_FINISHED as the latest state of the segment id. RemoteLogManager
-offloads whole rolled segments, so a local segment that starts inside a live remote segment
-and ends with it is that segment's copy, kept until local retention removes it: the log
-takes each offset once, from the remote copy. ``*.log.deleted`` files are never part of it.
+offloads whole rolled segments, and local retention removes them later: until then their
+offsets are in both tiers. A fetch takes each offset once (``reads``): from the local log when
+it is at or above the local log start offset (ReplicaManager fetches from the remote tier only
+for ``logStartOffset <= offset < localLogStartOffset``), else from the remote segment that
+holds it. ``verify`` checks both copies. ``*.log.deleted`` files are never part of the log.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import NamedTuple
 
 from kdump import findings as F
 from kdump.check.tiered_lineage import choose
+from kdump.check.tiered_side_files import side_file_findings
 from kdump.errors import KdumpError
 from kdump.format.walk import Walker
 from kdump.model import Finding
@@ -30,10 +33,40 @@ class Located(NamedTuple):
 class TieredPartition(NamedTuple):
     topic: str
     partition: int
-    remote: list[tuple[LogFile, int]]    # the live remote segments' .log files, with their end offset
-    local: list[LogFile]                 # the local segments the log takes (copies of remote ones left out)
+    remote: list[tuple[LogFile, int]]    # every live remote segment's .log, with its end offset (all checked)
+    local: list[LogFile]                 # the live local segments (no leftovers), in offset order
     findings: list[Located]
     local_dir: str | None                # the partition dir, None when only the remote store holds it
+
+    def reads(self) -> list[tuple[LogFile, int | None]]:
+        """What a consumer fetching from offset 0 reads, in offset order: each file with the
+        last offset taken from it (None: to its end). A remote segment serves its offsets up
+        to where the next live remote segment starts (RemoteLogMetadataCache finds a fetch
+        offset's segment as the one starting at or below it), and none from the local log
+        start offset (the first local segment's base) on: the local log serves those."""
+        llso = self.local[0].base_offset if self.local else None
+        out: list[tuple[LogFile, int | None]] = []
+        for i, (f, end) in enumerate(self.remote):
+            starts = [s for s in (self.remote[i + 1][0].base_offset if i + 1 < len(self.remote) else None, llso)
+                      if s is not None]
+            last = min([end] + [s - 1 for s in starts])
+            if f.base_offset is not None and last >= f.base_offset:
+                out.append((f, last))
+        return out + [(f, None) for f in self.local]
+
+    def cuts(self) -> dict[str, int]:
+        """The remote segments read only in part (a later segment or the local log serves
+        the rest): path -> the last offset read from it."""
+        ends = {f.path: end for f, end in self.remote}
+        return {f.path: last for f, last in self.reads() if last is not None and last < ends.get(f.path, last + 1)}
+
+    def both_tiers(self) -> tuple[int, int] | None:
+        """The offsets both a live remote segment and the local log hold (the local log
+        serves them), or None."""
+        if not self.remote or not self.local or self.local[0].base_offset is None:
+            return None
+        llso, end = self.local[0].base_offset, max(e for _, e in self.remote)
+        return (llso, end) if llso <= end else None
 
 
 def _range(start: int, end: int) -> str:
@@ -42,11 +75,14 @@ def _range(start: int, end: int) -> str:
 
 def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], topic: str,
                     partition: int, local_dir: str | None = None,
-                    topic_ids: list[str] | None = None, incomplete: list[str] | None = None) -> TieredPartition:
+                    topic_ids: list[str] | None = None, incomplete: list[str] | None = None,
+                    read: bool = False) -> TieredPartition:
     """``metas``: segment id -> RemoteSegmentMeta (kdump.state.remote_log) of this partition;
     ``local``: the partition dir's files (leftovers included); ``topic_ids``: where to look
     when no metadata names the partition (every file there is then an orphan);
-    ``incomplete``: why the metadata read is not whole (remote_metadata_incomplete)."""
+    ``incomplete``: why the metadata read is not whole (remote_metadata_incomplete);
+    ``read``: each live segment read through (its batches' CRCs) and its side files checked
+    as a local segment's are (verify); else only listed (what dump, export and info need)."""
     out: list[Located] = [Located(TOPIC, Finding(F.REMOTE_METADATA_INCOMPLETE, None, None,
                                                  f"{why}: these findings may be stale"))
                           for why in incomplete or ()]
@@ -97,7 +133,11 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
         if log is None:
             continue
         remote.append((LogFile(log.path, LOG, topic, partition, m.start_offset, None), m.end_offset))
-        out.extend(Located(log.path, f) for f in _check_log(log, m, rng))
+        found = _check_log(log, m, rng, read)
+        out.extend(Located(log.path, f) for f in found)
+        if read and not found and files is not None:
+            out.extend(Located(p, f) for p, f in side_file_findings(store.side_files(files), log.path, where,
+                                                                      m.start_offset))
     out.extend(_orphans(present, metas))
     kept, overlaps = _local_part(live, [f for f in local if f.kind == LOG])
     out.extend(overlaps)
@@ -109,10 +149,12 @@ def check_partition(store: RS.RemoteStore, metas: dict, local: list[LogFile], to
     return TieredPartition(topic, partition, remote, kept, out, local_dir)
 
 
-def _check_log(log: RS.RemoteObject, m, rng: str) -> list[Finding]:
+def _check_log(log: RS.RemoteObject, m, rng: str, read: bool) -> list[Finding]:
     if log.size < m.size:
         return [Finding(F.REMOTE_SEGMENT_SHORT, log.size, m.start_offset,
                         f"{rng}: {log.size} bytes of the {m.size} the metadata lists")]
+    if not read:
+        return []
     try:
         mapped = MappedFile(log.path)
     except KdumpError as e:     # a chunked object that cannot be read back
@@ -147,22 +189,21 @@ def _orphans(present: dict[str, RS.RemoteFiles], metas: dict) -> list[Located]:
 
 
 def _local_part(live, logs: list[LogFile]) -> tuple[list[LogFile], list[Located]]:
-    """The local segments the log takes: live ones (no leftovers) that are not a remote copy."""
+    """The live local segments (no leftovers), in offset order, and each that starts inside a
+    live remote segment but runs past its end (not a copy of it: their rolls differ)."""
     segs = sorted((f for f in logs if f.leftover is None and f.base_offset is not None),
                   key=lambda f: f.base_offset or 0)
-    kept, out = [], []
+    out = []
     for i, f in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
         holder = next((m for m in live if m.start_offset <= f.base_offset <= m.end_offset), None)
-        if holder is None:
-            kept.append(f)
-        elif nxt is None or nxt > holder.end_offset + 1:
-            kept.append(f)
+        if holder is not None and (nxt is None or nxt > holder.end_offset + 1):
             span = _range(holder.start_offset, holder.end_offset)
             out.append(Located(f.path, Finding(F.REMOTE_OVERLAP, None, f.base_offset,
                                                f"local segment from offset {f.base_offset} runs past remote segment "
-                                               f"{holder.segment_id} ({span})")))
-    return kept, out
+                                               f"{holder.segment_id} ({span}): their rolls differ; the local log "
+                                               f"serves the offsets both hold")))
+    return segs, out
 
 
 def _gaps(live, kept: list[LogFile]) -> list[Located]:

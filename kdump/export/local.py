@@ -149,7 +149,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
                  partition_by: tuple[str, ...] = ("topic", "partition"), encoding: str = "base64",
                  split_bytes: int = DEFAULT_SPLIT_BYTES, overwrite: bool = False, scope: Scope = Scope(),
                  threads: bool = True, limits: Limits = DEFAULT_LIMITS, jobs: int = 1, decode=None,
-                 chosen: tuple[list, dict[str, int], list] | None = None, guard: tuple[str, ...] = (),
+                 chosen: tuple[list, dict[str, int], list, dict[str, int]] | None = None, guard: tuple[str, ...] = (),
                  txn: TxnOf | None = None) -> ExportResult:
     """Export on this machine (no Spark): Parquet through pyarrow, or NDJSON.
 
@@ -157,8 +157,9 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     ``limits`` bound decompression as in ``dump``: a payload beyond them is an error row.
     ``jobs``: worker processes, each writing whole output directories (the files are the
     same as from one process). ``chosen``: the files to read, their offset bounds
-    (``slices.plan_files``) and the PATHS that could not be listed, instead of the PATHS'
-    own (a tiered partition's whole log); ``guard``: more inputs --out must not be (the remote store).
+    (``slices.plan_files``), the PATHS that could not be listed and the segments read only up
+    to an offset, instead of the PATHS' own (a tiered partition's whole log); ``guard``: more
+    inputs --out must not be (the remote store).
     """
     from kdump.export.extras import require_pyarrow
     from kdump.export.outdir import check_out, staged
@@ -167,7 +168,7 @@ def export_local(paths: list[str], out: str, fmt: str = "parquet",
     # partition dirs that cannot be listed: the rest is exported, marked incomplete
     unread: list = [] if chosen is None else list(chosen[2])
     slices = plan(paths, split_bytes, scope, unread) if chosen is None else plan_files(chosen[0], split_bytes,
-                                                                                        scope, chosen[1])
+                                                                                        scope, chosen[1], chosen[3])
     inputs = [*paths, *guard]
     check_out(out, overwrite, inputs)
     if fmt not in ("parquet", "ndjson"):

@@ -33,6 +33,8 @@ class SliceReader(SegmentReader):
                  limits: Limits = DEFAULT_LIMITS) -> None:
         if sl.end is not None:
             filters = filters._replace(max_bytes=sl.end)
+        if sl.served_to is not None:
+            filters = filters.up_to(sl.served_to)
         super().__init__(sl.log_file(), filters, records, limits)
         self.slice_start = sl.start
 

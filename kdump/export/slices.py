@@ -76,6 +76,8 @@ class Slice(NamedTuple):
     low: int | None           # every record of the slice has an offset in [low, high] (if known)
     high: int | None
     nbytes: int = 0           # bytes of the file the slice covers (for packing small slices into a task)
+    served_to: int | None = None  # records above this offset are another file's to give (a remote
+    #                               segment the local log takes over from: kdump.check.tiered)
 
     @property
     def segment(self) -> str:
@@ -98,13 +100,15 @@ def plan(paths: Iterable[str], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Sc
 
 
 def plan_files(files: list[LogFile], split_bytes: int = DEFAULT_SPLIT_BYTES, scope: Scope = Scope(),
-               upper: dict[str, int] | None = None) -> list[Slice]:
+               upper: dict[str, int] | None = None, cuts: dict[str, int] | None = None) -> list[Slice]:
     """``plan`` of files already chosen (a tiered partition's whole log: ``kdump.run.tiered``).
     ``upper``: the last offset of segments whose bound no neighbour in their directory gives
-    (a remote segment's, from its metadata)."""
+    (a remote segment's, from its metadata); ``cuts``: the last offset read from a segment
+    whose later offsets another file gives (its slices' ``served_to``)."""
     if scope.empty:
         return []
     upper = {**_segment_upper_bounds(files), **(upper or {})}
+    cuts = cuts or {}
     out: list[Slice] = []
     for f in files:
         if not scope.keeps_file(f.topic, f.partition):
@@ -112,6 +116,9 @@ def plan_files(files: list[LogFile], split_bytes: int = DEFAULT_SPLIT_BYTES, sco
         live = f.kind == LOG and f.leftover is None and f.base_offset is not None
         low = f.base_offset if live else None
         high = upper.get(f.path) if live else None
+        cut = cuts.get(f.path)
+        if cut is not None:
+            high = cut if high is None else min(high, cut)
         if live and not scope.overlaps(low, high):
             continue
         path = fs.abspath(f.path)
@@ -120,9 +127,13 @@ def plan_files(files: list[LogFile], split_bytes: int = DEFAULT_SPLIT_BYTES, sco
         for start, end, slow, shigh in pieces:
             s_low = low if slow is None else slow
             s_high = high if shigh is None else shigh
+            if cut is not None:
+                if s_low is not None and s_low > cut:
+                    continue            # the piece holds only offsets another file gives
+                s_high = cut if s_high is None else min(s_high, cut)
             if scope.overlaps(s_low, s_high):
                 out.append(Slice(path, f.kind, f.topic, f.partition, f.base_offset, f.leftover, start, end,
-                                 s_low, s_high, (size if end is None else end) - start))
+                                 s_low, s_high, (size if end is None else end) - start, cut))
     return out
 
 

@@ -117,14 +117,16 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
     index_opts = IndexOptions(index_sanity_check, verify_index_only,
                               DLS_MAX_MESSAGE_SIZE if index_max_message_size is None else index_max_message_size)
     files, status = _files(paths, out, jobs)
+    read_to: dict[str, int] = {}    # remote segments read up to an offset: the local log gives the rest
     if remote is not None:      # a tiered partition's whole log: live remote segments, then local
-        from kdump.run.tiered import splice, tiered_partitions
+        from kdump.run.tiered import cuts, splice, tiered_partitions
 
         try:
-            files = splice(files, tiered_partitions(paths, remote, out))
+            parts = tiered_partitions(paths, remote, out)
         except KdumpError as e:
             _error(out, e)
             return int(max(status, e.exit_code))
+        files, read_to = splice(files, parts), cuts(parts)
     next_base = _segment_ranges([f for f, _ in files])
     from kdump.jobs.fanout import in_process
     from kdump.jobs.ordered_output import keep_freed_memory, ordered_output
@@ -155,14 +157,15 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
         mine = progress if here else None
         try:
             for f, explicit, rng in piece.entries:
-                if not explicit and _outside_range(f, next_base.get(f.path), filters):
+                flt = filters if f.path not in read_to else filters.up_to(read_to[f.path])
+                if not explicit and _outside_range(f, next_base.get(f.path), flt):
                     if mine is not None:
                         mine.done(f.path)
                     continue
                 try:
                     if f.kind in BATCH_KINDS:
                         st, reached = _dump_segment(f, renderer, _auto_internal(f, view, auto_decode), records,
-                                                    filters, out, mine, limits, matched, rng)
+                                                    flt, out, mine, limits, matched, rng)
                         status = max(status, st)
                         if rng is not None and rng.stop is not None and not reached:
                             cut_through = rng.last_piece    # the segment ended in this range

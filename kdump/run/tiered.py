@@ -24,7 +24,9 @@ class Remote(NamedTuple):
     keyring: str | None = None      # Aiven's: the RSA private keys that unwrap encrypted segments' keys
 
 
-def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
+def tiered_partitions(paths, remote: Remote, out, read: bool = False) -> list[TieredPartition]:
+    """Each tiered partition's whole log and findings; ``read``: the remote segments read
+    through and their side files checked (verify), else only listed."""
     from kdump.state.remote_log import replay
     from kdump.state.source import LogDirs
 
@@ -40,7 +42,7 @@ def tiered_partitions(paths, remote: Remote, out) -> list[TieredPartition]:
         incomplete = [f"the metadata read stopped early: {w}" for w in meta.stopped]
         incomplete += meta.orphan_updates.get((topic, partition), [])
         result.append(check_partition(store, metas, files, topic, partition, p.path if p is not None else None,
-                                      incomplete=incomplete))
+                                      incomplete=incomplete, read=read))
     for topic, partition, topic_id in store.partitions():
         if (topic, partition) not in meta.segments:     # a partition folder no metadata knows: all orphans
             result.append(check_partition(store, {}, [], topic, partition, topic_ids=[topic_id]))
@@ -60,8 +62,9 @@ def _metadata_dirs(paths) -> list[str]:
 
 
 def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> list[tuple[LogFile, bool]]:
-    """The dump's files with each tiered partition's segments replaced by its whole log:
-    the live remote segments, then the local segments that are not their copies."""
+    """The dump's files with each tiered partition's segments replaced by its whole log as a
+    fetch reads it (``TieredPartition.reads``): the remote segments below the local log
+    start offset, then the local segments; ``cuts`` says where a remote one is left."""
     by_dir = {t.local_dir: t for t in parts if t.local_dir is not None}
     done: set[tuple[str, int]] = set()
     spliced: list[tuple[LogFile, bool]] = []
@@ -72,19 +75,29 @@ def splice(files: list[tuple[LogFile, bool]], parts: list[TieredPartition]) -> l
             continue
         if (t.topic, t.partition) not in done:
             done.add((t.topic, t.partition))
-            spliced.extend((r, False) for r, _ in t.remote)
-            spliced.extend((k, False) for k in t.local)
+            spliced.extend((r, False) for r, _ in t.reads())
     for t in parts:                 # partitions only the remote store holds now
         if (t.topic, t.partition) not in done and t.local_dir is None:
-            spliced.extend((r, False) for r, _ in t.remote)
+            spliced.extend((r, False) for r, _ in t.reads())
     return spliced
 
 
-def whole_log(paths, remote: Remote, out) -> tuple[list[LogFile], dict[str, int], list]:
-    """What ``export`` reads with ``--remote-storage``: the PATHS' segments with each tiered
-    partition's replaced by its whole log, and the last offset of each remote segment (its
-    metadata's: no neighbour in its folder says it), and the partition dirs that could not
-    be listed (the rest is read, as export does). The tiered damage is noted: it becomes
+def cuts(parts: list[TieredPartition]) -> dict[str, int]:
+    """path -> the last offset read from a remote segment whose later offsets another serves."""
+    return {path: last for t in parts for path, last in t.cuts().items()}
+
+
+class WholeLog(NamedTuple):
+    """What ``export`` reads with ``--remote-storage`` (``kdump.export.slices.plan_files``)."""
+
+    files: list[LogFile]        # the PATHS' segments, each tiered partition's replaced by its whole log
+    upper: dict[str, int]       # the last offset of each remote segment (its metadata's: no neighbour says it)
+    unlisted: list              # the partition dirs that could not be listed (the rest is read)
+    cuts: dict[str, int]        # the remote segments read only up to an offset (``cuts``)
+
+
+def whole_log(paths, remote: Remote, out) -> WholeLog:
+    """What ``export`` reads with ``--remote-storage``. The tiered damage is noted: it becomes
     error rows or missing offsets, and ``verify --remote-storage`` names it."""
     from kdump.findings import DAMAGE
     from kdump.storage.logdir import BATCH_KINDS, resolve
@@ -98,11 +111,11 @@ def whole_log(paths, remote: Remote, out) -> tuple[list[LogFile], dict[str, int]
             out.note(f"kdump: note: {t.topic}-{t.partition}: {n} tiered problem{'s' if n != 1 else ''} "
                      f"(kdump verify --remote-storage names them)")
     upper = {r.path: end for t in parts for r, end in t.remote}
-    return [f for f, _ in splice([(f, False) for f in files], parts)], upper, unlisted
+    return WholeLog([f for f, _ in splice([(f, False) for f in files], parts)], upper, unlisted, cuts(parts))
 
 
 def run_tiered_verify(paths, remote: Remote, out, strict: bool = False) -> int:
-    return int(report(tiered_partitions(paths, remote, out), out, strict))
+    return int(report(tiered_partitions(paths, remote, out, read=True), out, strict))
 
 
 def run_tiered_info(paths, remote: Remote, out) -> int:

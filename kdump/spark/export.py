@@ -54,8 +54,8 @@ def export_spark(spark, paths: list[str], out: str, fmt: str = "parquet",
 
         if writer == "spark":
             raise UsageError("--remote-storage exports with --writer arrow (Spark's own writer plans the PATHS alone)")
-        files, upper, unread = whole_log(paths, remote, Output(False, None, quiet=quiet))
-        slices = plan_files(files, split_bytes, upper=upper)
+        files, upper, unread, cuts = whole_log(paths, remote, Output(False, None, quiet=quiet))
+        slices = plan_files(files, split_bytes, upper=upper, cuts=cuts)
         guard = [*paths, fs.abspath(remote.storage)]
     else:
         unread = []         # partition dirs that cannot be listed: the rest is exported, marked incomplete

@@ -26,9 +26,13 @@ from kdump.storage import fs, remote, views
 from kdump.storage.mapped import read_small
 from kdump.storage.remote import is_remote
 from kdump.storage.remote_objects import RemoteFiles, RemoteObject, entry_size
+from kdump.storage.remote_parts import BytesSpool, read_range
 
 SEGMENT, INDEXES, MANIFEST = ".log", ".indexes", ".rsm-manifest"
 SUFFIXES = (SEGMENT, INDEXES, MANIFEST)
+# the manifest's name of each piece of the .indexes object -> the file a partition dir has for it
+SIDE_FILES = {"offset": ".index", "timestamp": ".timeindex", "producerSnapshot": ".snapshot",
+              "leaderEpoch": "leader-epoch-checkpoint", "transaction": ".txnindex"}
 _NAME = re.compile(r"^(\d{20})-([A-Za-z0-9_-]{22})(\.log|\.indexes|\.rsm-manifest)$")
 _DIR = re.compile(r"^(.+)-([A-Za-z0-9_-]{22})$")
 
@@ -118,6 +122,18 @@ class AivenStore:
         return RemoteObject(log.path, m.original_file_size)
 
 
+    def side_files(self, files: RemoteFiles) -> dict[str, tuple[str, views.View]]:
+        """The pieces of the segment's ``.indexes`` object its manifest places: the name of the
+        file a partition dir has for each -> (``<indexes object>[<piece>]``, its view)."""
+        indexes, manifest = files.objects.get(INDEXES), files.objects.get(MANIFEST)
+        if indexes is None or manifest is None:
+            return {}
+        m = load_manifest(manifest.path)
+        return {SIDE_FILES[name]: (f"{indexes.path}[{name}]",
+                                   views.View("aiven-index", manifest.path, self.keyring, indexes.path, pos, size))
+                for name, (pos, size) in m.indexes.items()}
+
+
 def _bucket(root: str) -> str:
     """Where an overriding prefix starts: the bucket of a URL, a directory store's directory."""
     if is_remote(root):
@@ -165,8 +181,20 @@ def read_keyring(path: str) -> dict[str, str]:
     return ring
 
 
+_data_keys: dict[tuple[bytes, str], bytes] = {}      # (wrapped key, key ring) -> the key: unwrapped once
+
+
 def data_key(enc: AM.Encryption, keyring: str | None, where: str) -> bytes:
-    """The segment's AES key, unwrapped with the key ring's RSA private key."""
+    """The segment's AES key, unwrapped with the key ring's RSA private key (once: its
+    chunks and each piece of its .indexes object ask)."""
+    if keyring is not None and (enc.wrapped_key, keyring) in _data_keys:
+        return _data_keys[enc.wrapped_key, keyring]
+    key = _unwrap(enc, keyring, where)
+    _data_keys[enc.wrapped_key, keyring or ""] = key      # (_unwrap refused a missing key ring)
+    return key
+
+
+def _unwrap(enc: AM.Encryption, keyring: str | None, where: str) -> bytes:
     if keyring is None:
         raise UsageError("the segment is encrypted: name the key ring with --remote-keyring FILE", file=where)
     pem = read_keyring(keyring).get(enc.key_id)
@@ -229,7 +257,7 @@ class ChunkSpool:
         if is_remote(self.path):
             if self._read is None:
                 store, p = remote.store_for(self.path)
-                self._read = store.reader(self.path, p, fs.getsize(self.path))
+                self._read = store.reader(self.path, p, fs.stat(self.path).size)    # the object's (stored) size
             data = self._read(position, size)
         else:
             with open(self.path, "rb") as f:
@@ -242,15 +270,9 @@ class ChunkSpool:
 
     def _detransform(self, data: bytes, c: AM.Chunk) -> bytes:
         if self._key is not None:
-            from cryptography.exceptions import InvalidTag
-            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
             assert self.manifest.encryption is not None
-            try:
-                data = AESGCM(self._key).decrypt(data[:AM.IV_SIZE], data[AM.IV_SIZE:], self.manifest.encryption.aad)
-            except (InvalidTag, ValueError):
-                raise InputError(f"the chunk at byte {c.transformed_position} fails its AES-GCM tag check",
-                                 file=self.path, position=c.transformed_position) from None
+            data = _decrypt(self._key, data, self.manifest.encryption.aad,
+                            f"the chunk at byte {c.transformed_position}", self.path, c.transformed_position)
         if self.manifest.compression:
             import zstandard
 
@@ -272,4 +294,34 @@ class ChunkSpool:
         self._copy.close()
 
 
+def _decrypt(key: bytes, data: bytes, aad: bytes, what: str, path: str, position: int) -> bytes:
+    """An AES-GCM piece: its 12-byte IV, the ciphertext, the 16-byte tag."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    try:
+        return AESGCM(key).decrypt(data[:AM.IV_SIZE], data[AM.IV_SIZE:], aad)
+    except (InvalidTag, ValueError):
+        raise InputError(f"{what} fails its AES-GCM tag check", file=path, position=position) from None
+
+
+class IndexPiece(BytesSpool):
+    """One index of a segment's ``.indexes`` object: ``view.size`` bytes from ``view.position``
+    (each piece encrypted alone when the segment is, never compressed), decrypted."""
+
+    def __init__(self, path: str, view: views.View) -> None:
+        target = view.target or ""
+        data = read_range(target, view.position, view.size)
+        if len(data) != view.size:
+            raise InputError(f"the object ends at byte {view.position + len(data)}, inside the piece its manifest "
+                             f"places at {view.position} ({view.size} bytes)", file=target,
+                             position=view.position + len(data))
+        m = load_manifest(view.manifest)
+        if m.encryption is not None and data:
+            data = _decrypt(data_key(m.encryption, view.keyring, target), data, m.encryption.aad,
+                            f"the piece at byte {view.position}", target, view.position)
+        super().__init__(data)
+
+
 views.reader_for("aiven", ChunkSpool)
+views.reader_for("aiven-index", IndexPiece)

@@ -12,7 +12,7 @@ import os
 from stat import S_ISDIR
 
 from kdump.errors import UsageError
-from kdump.storage import remote
+from kdump.storage import remote, views
 from kdump.storage.remote import Entry, Stat, is_remote
 
 _listings: dict[str, dict[str, Entry]] = {}
@@ -101,6 +101,8 @@ def isfile(path: str) -> bool:
 
 
 def getsize(path: str) -> int:
+    if views.has(path):         # a layout's view of an object (kdump.storage.views)
+        return views.spool(path).size
     if not is_remote(path):
         return os.path.getsize(path)
     st = stat(path)

@@ -79,7 +79,10 @@ class _SegmentMap(mmap.mmap):
             self._charged = position
         if not self.big and self.cache is None:
             return
-        self._drop((position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE)
+        cut = (position - FOLLOW_BEHIND) // mmap.PAGESIZE * mmap.PAGESIZE
+        if cut + 2 * FOLLOW_BEHIND < self._dropped:     # a second walk from the start (verify's index checks)
+            self._dropped = max(0, cut)
+        self._drop(cut)
 
     def _drop(self, cut: int) -> None:
         """Unmap [_dropped, cut) (a page still mapped stays in the page cache), then drop from
@@ -171,8 +174,8 @@ def open_regular(path: str) -> int:
     """A read-only descriptor of ``path``, which must be a regular file. Opened without
     blocking, then checked on the descriptor: opening a FIFO (or a tape, or a terminal)
     named like a segment must not wait forever for a writer. A remote file is fetched
-    first; the descriptor is then its local copy's."""
-    if is_remote(path):
+    first; the descriptor is then its local copy's (a layout's view: its bytes' copy)."""
+    if is_remote(path) or views.has(path):
         s = _remote_spool(path)
         s.need(0, s.size)
         return os.open(f"/proc/self/fd/{s.fd}", _OPEN_FLAGS) if s.size else os.open(os.devnull, _OPEN_FLAGS)
@@ -345,7 +348,7 @@ def _read_fd(fd: int, size: int) -> bytes:
 
 def read_small(path: str, limit: int = 64 << 20) -> bytes:
     """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
-    if is_remote(path):
+    if is_remote(path) or views.has(path):
         s = _remote_spool(path)
         if s.size > limit:
             raise InputError(f"{s.size} bytes is more than kdump reads of this kind of file ({limit})", file=path)

@@ -49,6 +49,10 @@ class Filters(NamedTuple):
     def active(self) -> bool:
         return any(v is not None for v in self)
 
+    def up_to(self, last: int) -> Filters:
+        """These filters, records above offset ``last`` dropped too."""
+        return self._replace(end_offset=last if self.end_offset is None else min(self.end_offset, last))
+
     def batch_offsets_overlap(self, b: Batch) -> bool:
         first = b.base_offset if b.base_offset is not None else b.last_offset
         if self.start_offset is not None and b.last_offset < self.start_offset:

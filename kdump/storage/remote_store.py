@@ -20,6 +20,7 @@ from kdump.errors import InputError, UsageError
 from kdump.storage import fs, remote
 from kdump.storage.remote import is_remote
 from kdump.storage.remote_objects import RemoteFiles, RemoteObject, entry_size
+from kdump.storage.views import View
 
 __all__ = ["RemoteFiles", "RemoteObject", "RemoteStore", "open_store", "LocalTieredStorage", "LAYOUTS"]
 
@@ -32,6 +33,9 @@ SUFFIXES = (SEGMENT, OFFSET_INDEX, TIME_INDEX, TRANSACTION_INDEX, LEADER_EPOCH_C
 REQUIRED = (SEGMENT, OFFSET_INDEX, TIME_INDEX, LEADER_EPOCH_CHECKPOINT, PRODUCER_SNAPSHOT)
 
 LAYOUTS = ("kafka-local", "aiven")
+# each side file's suffix -> the name a partition dir has for it
+_LOCAL_NAMES = {OFFSET_INDEX: OFFSET_INDEX, TIME_INDEX: TIME_INDEX, TRANSACTION_INDEX: TRANSACTION_INDEX,
+                PRODUCER_SNAPSHOT: PRODUCER_SNAPSHOT, LEADER_EPOCH_CHECKPOINT: "leader-epoch-checkpoint"}
 
 
 class RemoteStore(Protocol):
@@ -58,6 +62,10 @@ class RemoteStore(Protocol):
 
     def partitions(self) -> list[tuple[str, int, str]]:
         """(topic, partition, topic id) of every partition the store holds objects for."""
+
+    def side_files(self, files: RemoteFiles) -> dict[str, tuple[str, View]]:
+        """The segment's side files: the name of the file a partition dir has for each
+        (``.index``, ``leader-epoch-checkpoint`` ...) -> (where it is, a view of its bytes)."""
 
 
 def open_store(path: str, layout: str, keyring: str | None = None) -> RemoteStore:
@@ -128,6 +136,10 @@ class LocalTieredStorage:
     def stray_objects(self, topic: str, topic_id: str, partition: int) -> list[str]:
         return [e.path for e in self._entries(topic, topic_id, partition)
                 if not (_NAME.match(e.name) and _NAME.match(e.name).group(3) in SUFFIXES)]  # type: ignore[union-attr]
+
+    def side_files(self, files: RemoteFiles) -> dict[str, tuple[str, View]]:
+        return {_LOCAL_NAMES[suffix]: (obj.path, View("alias", "", None, obj.path))
+                for suffix, obj in files.objects.items() if suffix in _LOCAL_NAMES}
 
     def partitions(self) -> list[tuple[str, int, str]]:
         """(topic, partition, topic id) of every partition folder in the store."""

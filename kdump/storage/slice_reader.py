@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from kdump.errors import InputError
+from kdump.storage import views
 from kdump.storage.mapped import _input_error, _open_regular, _remote_spool
 from kdump.storage.remote import is_remote
 
@@ -20,7 +21,7 @@ class SliceReader:
 
     def __init__(self, path: str, limit: int) -> None:
         self.path = path
-        if is_remote(path):
+        if is_remote(path) or views.has(path):
             s = _remote_spool(path)
             s.need(0, s.size)
             # (an empty file's spool holds no local file: nothing to read)

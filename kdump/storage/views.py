@@ -16,15 +16,18 @@ from typing import NamedTuple
 
 
 class View(NamedTuple):
-    layout: str                 # which layout reads it ("aiven")
+    layout: str                 # which layout reads it ("aiven"; "alias": kdump.storage.remote_parts)
     manifest: str               # the path or URL of its manifest object
     keyring: str | None         # the key ring file an encrypted segment needs
+    target: str | None = None   # the object whose bytes these are, when not at the registered path
+    position: int = 0           # where in ``target`` they start (a piece of Aiven's .indexes object)
+    size: int = 0               # and how many there are
 
 
 _views: dict[str, View] = {}
 _spools: dict[str, object] = {}     # the newest few, by path: each holds a local copy on disk
-KEEP = 4
-_lock = threading.Lock()
+KEEP = 8                            # (a remote segment checked with its side files opens six)
+_lock = threading.RLock()           # (an alias's spool asks for its target's)
 
 
 _makers: dict = {}                  # layout -> its spool class (the layout module registers it)
@@ -35,7 +38,12 @@ def reader_for(layout: str, maker) -> None:
 
 
 def register(path: str, view: View) -> None:
-    _views[path] = view
+    with _lock:
+        if _views.get(path, view) != view:      # (another key ring, another piece): made again
+            old = _spools.pop(path, None)
+            if old is not None:
+                old.close()         # type: ignore[attr-defined]
+        _views[path] = view
 
 
 def has(path: str) -> bool:

@@ -166,7 +166,8 @@ def test_whole_log_is_what_a_consumer_reads(tiered):
     r = run_kdump("info", str(logs), "--remote-storage", str(remote))
     assert r.code == 0
     tiers = [line.split()[1] for line in r.out.splitlines()]
-    assert tiers[0] == "remote" and tiers[-1] == "local" and tiers.count("remote") == len(_remote_logs(remote))
+    below = [p for p in _remote_logs(remote) if _starts(p) < _local_bases(logs / f"{TOPIC}-0")[0]]
+    assert tiers[0] == "remote" and tiers[-1] == "local" and tiers.count("remote") == len(below)
 
 
 def _damaged(tiered, tmp_path, damage):
@@ -258,16 +259,96 @@ def _exported(out):
     return [r[:3] for r in rows], {r[3] for r in rows}
 
 
-def test_export_is_the_whole_log(tiered, tmp_path):
+def _local_bases(part):
+    return sorted(int(p.name[:20]) for p in part.glob("*.log"))
+
+
+@pytest.fixture(scope="module")
+def overlapped(tiered, tmp_path_factory):
+    """The broker's log dir with a local log that starts inside a remote segment, as on a
+    replica that rolled its segments elsewhere: the batches of the second-last remote segment
+    below the broker's local log start offset from its middle batch on, and the last one, make
+    one local segment. (log dir, that segment's base, the cut remote segment, the remote
+    segments below it)."""
+    logs, remote, _ = tiered
+    copy = tmp_path_factory.mktemp("overlapped") / "logs"
+    shutil.copytree(logs, copy)
+    part = copy / f"{TOPIC}-0"
+    below = [p for p in _remote_logs(remote) if _starts(p) < _local_bases(part)[0]]
+    mid, last = below[-2], below[-1]
+    batches = [json.loads(line) for line in run_kdump("dump", str(mid), "--json").out.splitlines()]
+    b = batches[len(batches) // 2]
+    (part / f"{b['base_offset']:020d}.log").write_bytes(mid.read_bytes()[b["position"]:] + last.read_bytes())
+    return copy, b["base_offset"], mid, below[:-2]
+
+
+def test_overlap_each_offset_once(tiered, overlapped):
+    """Local and remote segments holding the same offsets (the local log start offset inside
+    a remote segment, and remote segments the local log holds whole): dump and info give
+    each offset once, from the local log at and above its start offset as a fetch does
+    (ReplicaManager), from the remote segment below it; verify checks both copies."""
+    _, remote, consumed = tiered
+    logs, llso, cut, whole = overlapped
+    part = logs / f"{TOPIC}-0"
+    assert _rows(str(part), "--remote-storage", str(remote)) == consumed
+    r = run_kdump("info", str(logs), "--remote-storage", str(remote), "--json")
+    assert r.code == 0, r.err
+    rows = [(s["tier"], s["base_offset"], s["end_offset"], s["file"]) for s in map(json.loads, r.out.splitlines())]
+    local = _local_bases(part)
+    assert rows == ([("remote", _starts(p), _starts(q) - 1, str(p)) for p, q in zip(whole, whole[1:] + [cut])]
+                    + [("remote", _starts(cut), llso - 1, str(cut))]
+                    + [("local", a, b - 1, str(part / f"{a:020d}.log")) for a, b in zip(local, local[1:])]
+                    + [("local", local[-1], None, str(part / f"{local[-1]:020d}.log"))])
+    from kdump.state.remote_log import replay
+
+    remote_end = max(m.end_offset for m in replay([str(logs)]).segments[(TOPIC, 0)].values() if m.live)
+    r = run_kdump("info", str(logs), "--remote-storage", str(remote))
+    assert r.err == f"kdump: {TOPIC}-0: (offsets {llso}..{remote_end} in both: read from the local log)\n"
+    r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--json")
+    assert r.code == 0, r.out + r.err
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert [(f["kind"], f["file"], f["offset"]) for f in found] == [
+        ("remote_overlap", str(part / f"{llso:020d}.log"), llso)]
+    assert found[0]["message"].startswith(f"local segment from offset {llso} runs past remote segment "
+                                          f"{cut.name[21:43]} (offsets {_starts(cut)}..")
+
+    # a byte flipped in a remote segment the local log holds whole: verify names it, and the
+    # records are still the consumer's (they are read from the local copy)
+    copy = logs.parent / "remote"
+    shutil.copytree(remote, copy)
+    held = next(p for p in _remote_logs(copy) if _starts(p) > _starts(cut))
+    with open(held, "r+b") as fh:
+        fh.seek(300)
+        b = fh.read(1)
+        fh.seek(300)
+        fh.write(bytes([b[0] ^ 0xFF]))
+    r = run_kdump("verify", str(logs), "--remote-storage", str(copy), "--json")
+    assert r.code == 1
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert [(f["kind"], f["file"]) for f in found if f["class"] == "damage"] == [("remote_segment_corrupt", str(held))]
+    assert _rows(str(part), "--remote-storage", str(copy)) == consumed
+
+
+def test_export_is_the_whole_log(tiered, overlapped, tmp_path):
     """Both engines export remote plus local, each offset once, as the consumer read it; the
-    remote rows name the remote segment they came from."""
+    remote rows name the remote segment they came from. Where the tiers overlap (the local
+    log from inside a remote segment), the rows below the local log start offset come from
+    the remote store, the rest from the local log."""
     pytest.importorskip("pyarrow")
     logs, remote, consumed = tiered
     r = run_kdump("export", str(logs), "--remote-storage", str(remote), "--out", str(tmp_path / "local"))
     assert r.code == 0, r.err
     rows, segments = _exported(tmp_path / "local")
     assert rows == consumed
-    assert {p.name for p in _remote_logs(remote)} <= segments
+    local_start = _local_bases(logs / f"{TOPIC}-0")[0]
+    assert {p.name for p in _remote_logs(remote) if _starts(p) < local_start} <= segments
+    over, llso, cut, whole = overlapped
+    r = run_kdump("export", str(over), "--remote-storage", str(remote), "--out", str(tmp_path / "over"),
+                  "--split-bytes", "65536")
+    assert r.code == 0, r.err
+    over_rows, over_segments = _exported(tmp_path / "over")
+    assert over_rows == consumed
+    assert over_segments == {p.name for p in whole + [cut]} | {p.name for p in (over / f"{TOPIC}-0").glob("*.log")}
     # without --remote-storage only the local tail is there
     r = run_kdump("export", str(logs / f"{TOPIC}-0"), "--out", str(tmp_path / "tail"))
     assert r.code == 0 and _exported(tmp_path / "tail")[0] == consumed[-len(_exported(tmp_path / "tail")[0]):]
@@ -277,12 +358,12 @@ def test_export_is_the_whole_log(tiered, tmp_path):
     import sys
 
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    done = subprocess.run([sys.executable, "-m", "kdump", "export", str(logs), "--remote-storage", str(remote),
+    done = subprocess.run([sys.executable, "-m", "kdump", "export", str(over), "--remote-storage", str(remote),
                            "--out", str(tmp_path / "spark"), "--engine", "spark", "--master", "local[2]",
                            "--split-bytes", "65536", "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1"],
                           env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert _exported(tmp_path / "spark") == (rows, segments)
+    assert _exported(tmp_path / "spark") == (over_rows, over_segments)
 
 
 @pytest.fixture(scope="module")
@@ -371,3 +452,60 @@ def test_aiven_layout_on_s3(tiered, s3_server, monkeypatch, tmp_path):
     assert [(f["kind"], f["file"]) for f in found if f["class"] == "damage"] == [
         ("remote_segment_corrupt", f"s3://aiven/{cut}")]
     assert "its manifest's chunks take" in found[0]["message"]
+
+
+def _indexes_piece(s3, key: str, name: str) -> tuple[int, int]:
+    """(position, size) of one index in a segment's .indexes object, as its manifest says."""
+    manifest = json.loads(s3.get_object(Bucket="aiven", Key=key.replace(".indexes", ".rsm-manifest"))["Body"].read())
+    piece = manifest["segmentIndexes"][name]
+    return piece["position"], piece["size"]
+
+
+def test_aiven_indexes_checked_as_side_files(tiered, s3_server, monkeypatch, tmp_path):
+    """The .indexes object's pieces (offset, time, producer-snapshot, leader-epoch and
+    transaction indexes, where the manifest places them) get verify's own side-file checks:
+    a clean upload has no finding; an offset index entry past the log is index_past_end on
+    the piece (plain objects), an encrypted piece whose tag fails is unreadable (exit 3)."""
+    pytest.importorskip("cryptography")
+    from support.aiven import from_local_tiered, rsa_key
+
+    logs, remote, _ = tiered
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    key, ring = rsa_key(tmp_path)
+    src = remote / "kafka-tiered-storage"
+    from_local_tiered(src, tmp_path / "plain" / "tiered-storage")
+    from_local_tiered(src, tmp_path / "enc" / "tiered-storage", compression=True, key=key)
+    url = {name: s3_server.upload("aiven", tmp_path / name, f"ix-{name}") + "/tiered-storage/" for name in ("plain",
+                                                                                                        "enc")}
+    aiven, keyed = ("--remote-layout", "aiven"), ("--remote-keyring", str(ring))
+    for name, extra in (("plain", ()), ("enc", keyed)):
+        r = run_kdump("verify", str(logs), "--remote-storage", url[name], *aiven, *extra, "--json")
+        assert r.code == 0, r.out + r.err
+        assert [line for line in r.out.splitlines() if '"topic"' in line] == []
+    s3 = s3_server.client()
+
+    def indexes(name):
+        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket="aiven", Prefix=f"ix-{name}/")["Contents"]
+                      if o["Key"].endswith(".indexes"))
+    plain = indexes("plain")[1]
+    position, size = _indexes_piece(s3, plain, "offset")
+    assert size >= 16
+    body = bytearray(s3.get_object(Bucket="aiven", Key=plain)["Body"].read())
+    body[position + 4:position + 8] = (10 ** 9).to_bytes(4, "big")    # slot 0's position, far past the log
+    s3.put_object(Bucket="aiven", Key=plain, Body=bytes(body))
+    r = run_kdump("verify", str(logs), "--remote-storage", url["plain"], *aiven, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 1
+    assert {(f["kind"], f["file"]) for f in found if f["class"] == "damage"} == {
+        ("index_past_end", f"s3://aiven/{plain}[offset]"), ("index_not_increasing", f"s3://aiven/{plain}[offset]")}
+    enc = indexes("enc")[2]
+    position, size = _indexes_piece(s3, enc, "leaderEpoch")
+    body = bytearray(s3.get_object(Bucket="aiven", Key=enc)["Body"].read())
+    body[position + size - 1] ^= 0xFF          # in the piece's AES-GCM tag
+    s3.put_object(Bucket="aiven", Key=enc, Body=bytes(body))
+    r = run_kdump("verify", str(logs), "--remote-storage", url["enc"], *aiven, *keyed, "--json")
+    found = [json.loads(line) for line in r.out.splitlines() if '"topic"' in line]
+    assert r.code == 3
+    assert [(f["kind"], f["file"], f["message"]) for f in found] == [
+        ("unreadable", f"s3://aiven/{enc}[leaderEpoch]", f"the piece at byte {position} fails its AES-GCM tag check")]

@@ -71,14 +71,14 @@ def verify_indexes(log_buf, base_offset: int, index: IndexFile | None = None, ti
 
 def _walked(log_buf, base_offset: int, index: IndexFile | None, timeindex: TimeIndexFile | None,
             interval_bytes: int | None, limits: Limits,
-            convention: bool) -> tuple[OffsetIndexCheck | None, TimeIndexCheck | None, Walker]:
-    """The checks of ``verify_indexes``, fed the whole log; the walker says where it stopped."""
+            convention: bool, end: int | None = None) -> tuple[OffsetIndexCheck | None, TimeIndexCheck | None, Walker]:
+    """The checks of ``verify_indexes``, fed the log (up to ``end``); the walker says where it stopped."""
     oc = OffsetIndexCheck(base_offset, index, interval_bytes) if index is not None else None
     tc = TimeIndexCheck(log_buf, base_offset, timeindex, limits) if timeindex is not None else None
     if tc is not None and not convention:
         tc.budget = 0
     # Every batch is wanted: the C scanner may take a full chunk from the first call.
-    walker = Walker(log_buf, limits=limits, first_chunk=SCAN_CHUNK)
+    walker = Walker(log_buf, 0, end, limits=limits, first_chunk=SCAN_CHUNK)
     if oc is not None and tc is not None:
         # The two checks are independent: each takes a run of batches at a time (a call per
         # batch and check cost more than the checks of a small segment).
@@ -158,6 +158,8 @@ def _kept_findings(buf, base: int, scan: ScanReport, idx: IndexFile | None, tix:
                    limits: Limits) -> tuple[list[Finding], list[Finding]]:
     if scan.valid_bytes == len(buf) and isinstance(buf, bytes):     # a small segment, nothing cut: no views
         return _closed(buf, base, idx, tix, limits)
+    if hasattr(buf, "follow"):      # a large file's mapping: walked to the cut, its pages dropped behind
+        return _closed(buf, base, idx, tix, limits, scan.valid_bytes)
     whole = memoryview(buf)
     kept = whole[:scan.valid_bytes]
     try:
@@ -171,11 +173,12 @@ def _kept_findings(buf, base: int, scan: ScanReport, idx: IndexFile | None, tix:
 
 
 def _closed(buf, base: int, idx: IndexFile | None, tix: TimeIndexFile | None,
-            limits: Limits) -> tuple[list[Finding], list[Finding]]:
+            limits: Limits, end: int | None = None) -> tuple[list[Finding], list[Finding]]:
     """Findings only: neither the time index's convention (which costs decoding records) nor
-    the notes and interval of an IndexCheck are reported."""
-    oc, tc, walker = _walked(buf, base, idx, tix, None, limits, False)
-    return (oc.close(walker, len(buf)) if oc else []), (tc.close(walker, len(buf)) if tc else [])
+    the notes and interval of an IndexCheck are reported. ``end``: where the log is cut."""
+    oc, tc, walker = _walked(buf, base, idx, tix, None, limits, False, end)
+    size = len(buf) if end is None else end
+    return (oc.close(walker, size) if oc else []), (tc.close(walker, size) if tc else [])
 
 
 def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: set[str],
