@@ -15,7 +15,7 @@ from kdump.render.diagnostics import report_error
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.mapped import file_size
-from kdump.storage.record_reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
+from kdump.storage.record_reader import Filters, Item, RecordSlices, SegmentReader, Span, out_of_memory
 
 
 def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
@@ -247,13 +247,19 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
     raw = getattr(renderer, "raw_writer", None)
     run = getattr(renderer, "run_writer", None)
     run = run() if run is not None and records else None
-    if run is not None and progress is not None and progress.enabled:
-        run = _advancing(run, progress, f.path)
+    spans = run is not None
+    advance = progress.advance if spans and progress is not None and progress.enabled else None
     reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
-                           raw() if raw is not None and records else None, run)
+                           raw() if raw is not None and records else None, spans=spans)
     problems: list[KdumpError] = []
     n = 0
     for it in reader:
+        if spans and type(it) is Span:      # plain v2 batches from here: the C writer draws what it can
+            pos = run(*it)
+            reader.resume(pos)
+            if advance is not None:
+                advance(f.path, pos)
+            continue
         try:
             if type(it.records) is RecordSlices:
                 it = _streamed(renderer, f, it)
@@ -285,15 +291,6 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         # damage; a batch that could not be read at all (out of memory) did not complete
         status = max([ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status, reader.reached
-
-
-def _advancing(run, progress, path: str):
-    """The reader's ``run`` hook, the progress bar told how far each run got."""
-    def advancing(buf, pos, end, max_records):
-        pos = run(buf, pos, end, max_records)
-        progress.advance(path, pos)
-        return pos
-    return advancing
 
 
 def _streamed(renderer, f: LogFile, it: Item) -> Item | None:

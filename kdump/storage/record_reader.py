@@ -10,7 +10,7 @@ batch never stops the dump.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from kdump import _accel
@@ -70,6 +70,24 @@ class Filters(NamedTuple):
         return not (self.end_time is not None and r.timestamp > self.end_time)
 
 
+# A consumer of spans that declines RUNS_TRIES in a row is not offered the next RUNS_REST
+# batches: on a segment of batches it never takes (compressed ones) that costs one offer per
+# RUNS_REST batches, not one a batch.
+RUNS_TRIES, RUNS_REST = 4, 64
+
+
+class Span(NamedTuple):
+    """Where a run of plain v2 batches may start: ``buf[start:end]``, for a consumer's own reader
+    of them straight from the bytes (a C writer; batches of at most ``max_records`` records). The
+    consumer says how far it got with ``SegmentReader.resume``; a span it leaves (no resume, or
+    ``start``) is read by the reader as usual, as the batches that follow."""
+
+    buf: object
+    start: int
+    end: int
+    max_records: int
+
+
 def out_of_memory(path: str, position: int | None, base_offset: int | None, what: str) -> OutOfMemoryError:
     """A batch whose records do not fit in memory: a located error, not an internal one."""
     return OutOfMemoryError(f"not enough memory to {what} the records of the batch at offset {base_offset} "
@@ -124,7 +142,7 @@ class SegmentReader:
 
     def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
                  limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None,
-                 raw=None, run=None) -> None:
+                 raw=None, spans: bool = False) -> None:
         self.file = f
         # raw(batch, records section) -> object | None: offered each uncompressed, non-control v2
         # batch of one slice of records or fewer before its records are decoded (without a range
@@ -132,10 +150,11 @@ class SegmentReader:
         # the bytes itself), None: decode them as usual. A legacy wrapper's inner set too, as
         # raw(batch, inner set, its LogAppendTime or None); only that where ``raw.v2`` is False.
         self.raw = raw
-        # run(buf, pos, end, max_records) -> new_pos: a writer's C loop over the plain v2 batches
-        # from pos (format.walk.Walker's runner), under the same conditions as ``raw``; the batches
-        # it takes are written by it, not yielded.
-        self.run = run
+        # spans: also yield a Span where a run of plain v2 batches may start (records wanted,
+        # no range of offsets or times), for a consumer that draws them from the bytes itself
+        # and says where it stopped (``resume``); the batches it takes are not yielded.
+        self.spans = spans
+        self._walker: Walker | None = None
         # (start, stop): read from a batch boundary to the batch starting at ``stop`` (one range
         # of a segment cut by storage.split); ``reached`` then says the walk met that batch. A
         # walk passing ``stop`` inside a batch (the cut was not a boundary of this walk) reads on.
@@ -169,14 +188,12 @@ class SegmentReader:
             check_times = flt.start_time is not None or flt.end_time is not None
             want_records, limits = self.want_records, self.limits
             max_records = limits.max_records
-            runner = None
-            if self.run is not None and want_records and not (check_offsets or check_times):
-                run, most = self.run, min(max_records, RECORDS_SLICE)
-                last = end if stop_at is None else min(end, stop_at)
-
-                def runner(buf, pos, span_end):
-                    return run(buf, pos, min(span_end, last), most)
-            walker = Walker(buf, start, end, self.limits, runner=runner)
+            walker = self._walker = Walker(buf, start, end, self.limits)
+            batches: Iterable[Batch] = walker
+            offering = self.spans and want_records and not (check_offsets or check_times)
+            if offering:
+                batches = self._spans(walker, end if stop_at is None else min(end, stop_at),
+                                      min(max_records, RECORDS_SLICE))
             # Uncompressed non-control v2 batches go straight to the C record decoder (what
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
@@ -184,7 +201,10 @@ class SegmentReader:
             raw = self.raw if not (check_offsets or check_times) else None
             raw_v2 = raw if getattr(raw, "v2", True) else None
             view = memoryview(buf) if raw is not None else None
-            for batch in walker:
+            for batch in batches:
+                if offering and type(batch) is Span:
+                    yield batch     # (only where ``spans`` asked for them)
+                    continue
                 if stop_at is not None and batch[B_POSITION] >= stop_at:
                     if batch[B_POSITION] == stop_at:
                         self.reached = True
@@ -257,7 +277,39 @@ class SegmentReader:
         finally:
             if view is not None:
                 view.release()
+            if self._walker is not None and self.spans:
+                self._walker.close()        # (a stepped walk: the page-dropping buffer told where it ended)
             mapped.close()
+
+    def resume(self, pos: int) -> None:
+        """After a Span: the consumer's reader took the whole batches before ``pos``."""
+        self._walker.resume(pos)        # type: ignore[union-attr]
+
+    @staticmethod
+    def _spans(walker: Walker, last: int, most: int) -> Iterator[Batch]:
+        """The walk's batches, and a Span before each batch the consumer may take instead
+        (the walk stepped: ``Walker.span``, ``resume``, ``take``)."""
+        buf = walker.buf
+        declined = 0        # spans in a row the consumer took nothing from
+        skip = 0            # batches to walk without a span (it declined RUNS_TRIES in a row)
+        while True:
+            span = walker.span() if skip <= 0 else None
+            if span is not None:
+                start = span[0]
+                yield _item(Span, (buf, start, min(span[1], last), most))  # type: ignore[misc]  # (in the batches' stream)
+                if walker.stop_position > start:
+                    declined = 0
+                    continue
+                declined += 1
+                if declined == RUNS_TRIES:
+                    declined, skip = 0, RUNS_REST
+                batches = walker.take(1)
+            else:
+                batches = walker.take(max(skip, 1))
+            if not batches:
+                return
+            skip -= len(batches)
+            yield from batches
 
     def _raw_compressed(self, raw, buf, batch: Batch):
         """The raw hook on a compressed batch's records, decompressed (a payload of more than
