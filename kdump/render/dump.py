@@ -75,8 +75,8 @@ class TextDump:
                 self.out.add(start)
 
     def raw_writer(self):
-        """The reader's ``raw`` hook for legacy wrappers: text.c's text_legacy_set drawing one
-        from its decompressed inner set without making its records (None: this view is not
+        """The writer of the reader's Raw records of legacy wrappers (run/dump.py hands it each):
+        text.c's text_legacy_set drawing one from its decompressed inner set without making its records (None: this view is not
         C's); ``item`` then gets the offsets it drew."""
         if self._c_item is None:
             return None
@@ -230,8 +230,9 @@ class JsonDump(GapReporter):
             gaps.resume(f)
 
     def raw_writer(self):
-        """The reader's ``raw`` hook: an uncompressed v2 batch's line written by C straight from
-        its records section (json_v2_line), without making its records; None: not this view."""
+        """The writer of the reader's Raw records (run/dump.py hands it each): a v2 batch's line
+        written by C straight from its (decompressed) records section (json_v2_line), or a legacy
+        wrapper's from its inner set, without making its records; None: not this view."""
         if self._c_line is None or not self._file_json.isascii():
             return None
         c, file_json, encoding = _accel.native(), self._file_json, self._c_encoding

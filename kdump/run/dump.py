@@ -15,7 +15,17 @@ from kdump.render.diagnostics import report_error
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.mapped import file_size
-from kdump.storage.record_reader import Filters, Item, RecordSlices, SegmentReader, Span, out_of_memory
+from kdump.storage.record_reader import (
+    RAW_ALL,
+    RAW_LEGACY,
+    Filters,
+    Item,
+    Raw,
+    RecordSlices,
+    SegmentReader,
+    Span,
+    out_of_memory,
+)
 
 
 def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
@@ -244,13 +254,16 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         renderer.continue_file(f, view)
         if progress is not None:
             progress.begin_at(f.path, rng.start)
+    # The renderer's C writers: ``raw`` draws a batch from its Raw records section, ``run`` the
+    # plain v2 batches from a Span of the segment; each answers what it drew (None: nothing).
     raw = getattr(renderer, "raw_writer", None)
+    raw = raw() if raw is not None and records else None
     run = getattr(renderer, "run_writer", None)
     run = run() if run is not None and records else None
     spans = run is not None
     advance = progress.advance if spans and progress is not None and progress.enabled else None
     reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
-                           raw() if raw is not None and records else None, spans=spans)
+                           None if raw is None else RAW_ALL if getattr(raw, "v2", True) else RAW_LEGACY, spans)
     problems: list[KdumpError] = []
     n = 0
     for it in reader:
@@ -260,6 +273,9 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
             if advance is not None:
                 advance(f.path, pos)
             continue
+        if type(it.records) is Raw:
+            drawn = raw(it.batch, *it.records)
+            it = reader.decoded(it.batch) if drawn is None else it._replace(records=drawn)
         try:
             if type(it.records) is RecordSlices:
                 it = _streamed(renderer, f, it)

@@ -20,7 +20,7 @@ from kdump.render.escape import printable
 from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
 from kdump.state.txn_status import Outcomes
 from kdump.storage.logdir import LOG, directory_groups, resolve
-from kdump.storage.record_reader import Filters, RecordSlices, SegmentReader, Span
+from kdump.storage.record_reader import RAW_ALL, Filters, Raw, RecordSlices, SegmentReader, Span
 
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
 
@@ -178,13 +178,17 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
             return status
         raw, run = _c_writers(stream, f, outcomes, committed_only) if fast else (None, None)
         spans = run is not None
-        reader = SegmentReader(f, filters, records=True, limits=limits, raw=raw, spans=spans)
+        reader = SegmentReader(f, filters, records=True, limits=limits, raw=None if raw is None else RAW_ALL,
+                               spans=spans)
         for it in reader:
             if stream.full:         # (the C run took the batch where --limit was reached)
                 return status
             if spans and type(it) is Span:      # plain v2 batches from here: the C writer writes what it can
                 reader.resume(run(*it))
                 continue
+            if type(it.records) is Raw:         # a batch's records section: the C writer's, if it can
+                written = raw(it.batch, *it.records)
+                it = reader.decoded(it.batch) if written is None else it._replace(records=written)
             b = it.batch
             if not b.crc_valid:
                 status = ExitStatus.DAMAGE
@@ -196,7 +200,7 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
                 continue
             txn = outcomes.status(b)
             records = it.records
-            if type(records) is tuple:      # written by the raw hook's C writer: (text, count)
+            if type(records) is tuple:      # written by the C writer of a Raw: (text, count)
                 stream.text(*records)
                 if stream.full:
                     return status
@@ -232,10 +236,10 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
 
 
 def _c_writers(stream: Stream, f, outcomes: Outcomes, committed_only: bool) -> tuple:
-    """(raw, run): the reader's ``raw`` hook (storage/record_reader.py), the C writer's flat
-    objects of a batch from its bytes; and the writer of the reader's Spans, those of a run of
-    plain v2 batches straight from the segment (None: not here); both with what the Python
-    loop would write for them (txn, --isolation, --limit)."""
+    """(raw, run): the C writers of the reader's Raw records sections (storage/record_reader.py),
+    the flat objects of a batch from its bytes; and of its Spans, those of a run of plain v2
+    batches straight from the segment (None: not here); both with what the Python loop would
+    write for them (txn, --isolation, --limit)."""
     head, file_json, encoding = flat.record_head(f.topic, f.partition), dumps(f.path), stream.c
 
     def raw(b, data, log_append_ts=None):
