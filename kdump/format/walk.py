@@ -84,6 +84,7 @@ class Walker:
         chunk = self.first_chunk
         follow = self._follow
         next_follow = pos + FOLLOW_STEP
+        judged = self._judged
         try:
             while pos < last_head:
                 if follow is not None and pos >= next_follow:
@@ -101,7 +102,7 @@ class Walker:
                         if len(batches) == chunk or pos >= last_head or span_end < end:
                             chunk = min(chunk * 4, SCAN_CHUNK)
                             continue
-                batch = self._judged(pos, view)
+                batch = judged(pos, view)
                 if batch is None:
                     return
                 pos = self.stop_position

@@ -28,6 +28,9 @@ from kdump.storage.record_reader import (
 )
 
 
+_item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
+
+
 def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
               filters: Filters = Filters(), dls: bool = False):
     from kdump.check.gaps import PartitionGaps
@@ -275,7 +278,7 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
             continue
         if type(it.records) is Raw:
             drawn = raw(it.batch, *it.records)
-            it = reader.decoded(it.batch) if drawn is None else it._replace(records=drawn)
+            it = reader.decoded(it.batch) if drawn is None else _item(Item, (it.batch, drawn, None))
         try:
             if type(it.records) is RecordSlices:
                 it = _streamed(renderer, f, it)

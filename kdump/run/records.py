@@ -20,7 +20,7 @@ from kdump.render.escape import printable
 from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
 from kdump.state.txn_status import Outcomes
 from kdump.storage.logdir import LOG, directory_groups, resolve
-from kdump.storage.record_reader import RAW_ALL, Filters, Raw, RecordSlices, SegmentReader, Span
+from kdump.storage.record_reader import RAW_ALL, Filters, Item, Raw, RecordSlices, SegmentReader, Span
 
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
 
@@ -66,6 +66,9 @@ class RecordMatch:
 
     def __call__(self, r: Record) -> bool:
         return all(t(r) for t in self.tests)
+
+
+_item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
 
 
 def _hex(text: str, option: str) -> bytes:
@@ -188,7 +191,7 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
                 continue
             if type(it.records) is Raw:         # a batch's records section: the C writer's, if it can
                 written = raw(it.batch, *it.records)
-                it = reader.decoded(it.batch) if written is None else it._replace(records=written)
+                it = reader.decoded(it.batch) if written is None else _item(Item, (it.batch, written, None))
             b = it.batch
             if not b.crc_valid:
                 status = ExitStatus.DAMAGE
