@@ -76,8 +76,8 @@ class TextDump:
 
     def raw_writer(self):
         """The writer of the reader's Raw records of legacy wrappers (run/dump.py hands it each):
-        text.c's text_legacy_set drawing one from its decompressed inner set without making its records (None: this view is not
-        C's); ``item`` then gets the offsets it drew."""
+        text.c's text_legacy_set drawing one from its decompressed inner set without making its
+        records (None: this view is not C's); ``item`` then gets the offsets it drew."""
         if self._c_item is None:
             return None
         legacy_set, out, mode, follow = _accel.native().text_legacy_set, self.out, self._c_mode, self._follow

@@ -27,7 +27,6 @@ from kdump.storage.record_reader import (
     out_of_memory,
 )
 
-
 _item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
 
 
