@@ -131,32 +131,24 @@ class Walker:
     def take(self, want: int) -> list[Batch]:
         """Up to ``want`` batches from ``stop_position`` (at least one); [] once the walk has
         ended (``stop`` says why)."""
+        pos = self.stop_position
         if self.ended:
             return []
-        buf, end, follow = self.buf, self.end, self._follow
-        scan = c.scan_v2 if (c := _accel.native()) is not None else None
-        pos = self.stop_position
-        out: list[Batch] = []
-        while len(out) < want:
-            if follow is not None and pos >= self._next_follow:
-                follow(pos)
-                self._next_follow = pos + FOLLOW_STEP
-            if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
-                if not out:
-                    self._ran_out(pos)
-                break
-            if scan is not None:
-                batches, pos = scan(buf, pos, min(end, pos + SCAN_SPAN), want - len(out))
-                if batches:
-                    self.stop_position = pos
-                    out += batches
-                    continue
-            batch = self._judged(pos, None)
-            if batch is None:
-                break
-            out.append(batch)
-            pos = self.stop_position
-        return out
+        follow = self._follow
+        if follow is not None and pos >= self._next_follow:
+            follow(pos)
+            self._next_follow = pos + FOLLOW_STEP
+        if pos >= self.end - HEADER_SIZE_UP_TO_MAGIC:
+            self._ran_out(pos)
+            return []
+        c = _accel.native()
+        if c is not None:
+            batches, pos = c.scan_v2(self.buf, pos, min(self.end, pos + SCAN_SPAN), want)
+            if batches:
+                self.stop_position = pos
+                return batches
+        batch = self._judged(pos, None)
+        return [] if batch is None else [batch]
 
     def close(self) -> None:
         """Tell a following buffer how far this walk got, for the last time."""
