@@ -147,6 +147,8 @@ class Walker:
             if batches:
                 self.stop_position = pos
                 return batches
+        # One entry judged here at most: a legacy wrapper's inner set stays the one just opened
+        # (legacy.inner_set, for a writer that draws it) until the caller has seen it.
         batch = self._judged(pos, None)
         return [] if batch is None else [batch]
 
