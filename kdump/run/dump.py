@@ -275,7 +275,7 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
             if advance is not None:
                 advance(f.path, pos)
             continue
-        if type(it.records) is Raw:
+        if raw is not None and type(it.records) is Raw:
             drawn = raw(it.batch, *it.records)
             it = reader.decoded(it.batch) if drawn is None else _item(Item, (it.batch, drawn, None))
         try:
