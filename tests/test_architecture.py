@@ -387,3 +387,88 @@ def test_every_c_function_has_a_place_in_speedups_h():
     listed = {fn for twins in _c_homes().values() for _, functions in twins for fn in functions}
     missing = sorted(fn for fn in _registered() - listed if not fn.startswith("_"))
     assert not missing, f"registered in module.c, not placed in speedups.h: {missing}"
+
+
+# -- data flows one way: the lower floors call no code handed down from above ------------------
+
+# A public function or class of these floors that calls a parameter it was given (or one it
+# stored on ``self``) runs its caller's code: data flowing back up. format/ has none. storage/'s
+# few take a clock or a call to run under a limit; none is a consumer of what storage reads.
+CALLS_WHAT_IT_IS_GIVEN = {
+    ("kdump.storage.gentle", "Throttle.__init__", "clock"): "an injected clock (tests); time.monotonic by default",
+    ("kdump.storage.gentle", "Throttle.__init__", "sleep"): "an injected sleep (tests); time.sleep by default",
+    ("kdump.storage.logdir", "walk", "visit"): "storage's own listing (logdir.files), not a consumer",
+    ("kdump.storage.remote", "Store.call", "fn"): "a store request run under the time limit: an executor, "
+                                                  "what it returns flows down to the caller",
+}
+
+
+def _calls_what_it_is_given(path: Path) -> set[tuple[str, str]]:
+    """(function, parameter) of the public functions and classes of ``path`` that call a
+    parameter, directly, or stored on ``self`` and called (or bound to a local and called)
+    in any method of the class."""
+    found: set[tuple[str, str]] = set()
+
+    def params(fn) -> set[str]:
+        a = fn.args
+        names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+        return set(names) - {"self", "cls"}
+
+    def self_attr(node) -> str | None:
+        ok = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        return node.attr if ok else None
+
+    def scan(fn, qual: str, stored: dict) -> None:
+        ps = params(fn)
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Name) \
+                    and n.value.id in ps and (attr := self_attr(n.targets[0])) is not None:
+                stored.setdefault(attr, (qual, n.value.id))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ps:
+                found.add((qual, n.func.id))
+
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            scan(node, node.name, {})
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            stored: dict[str, tuple[str, str]] = {}
+            methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for m in methods:
+                if not m.name.startswith("_") or m.name == "__init__":
+                    scan(m, f"{node.name}.{m.name}", stored)
+            for m in methods:
+                local: dict[str, str] = {}
+                for n in ast.walk(m):
+                    if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                        for a in ast.walk(n.value):
+                            attr = self_attr(a)
+                            if attr is not None and attr in stored:
+                                local[n.targets[0].id] = attr
+                    if isinstance(n, ast.Call):
+                        attr = self_attr(n.func)
+                        if attr is not None and attr in stored:
+                            found.add(stored[attr])
+                        elif isinstance(n.func, ast.Name) and n.func.id in local:
+                            found.add(stored[local[n.func.id]])
+    return found
+
+
+def test_format_and_storage_call_no_code_from_above():
+    found = {(name, fn, param) for name, path in _modules().items() if _unit(name) in ("format", "storage")
+             for fn, param in _calls_what_it_is_given(path)}
+    assert not {f for f in found if _unit(f[0]) == "format"}, "format/ is pure: bytes in, objects or spans out"
+    known = set(CALLS_WHAT_IT_IS_GIVEN)
+    assert found <= known, f"calls what it is given: {sorted(found - known)}"
+    assert known <= found, f"gone, take off CALLS_WHAT_IT_IS_GIVEN: {sorted(known - found)}"
+
+
+def test_the_check_of_calls_sees_a_walk_that_calls_its_consumer(tmp_path):
+    """The check above would have caught the Walker's old ``runner`` and the reader's ``raw`` hook."""
+    src = tmp_path / "walk.py"
+    src.write_text("class Walker:\n    def __init__(self, buf, runner=None):\n        self.runner = runner\n"
+                   "    def __iter__(self):\n        runner = self.runner if self.buf else None\n"
+                   "        yield runner(self.buf, 0, 1)\n\n"
+                   "def hop(buf, then):\n    return then(buf)\n\n"
+                   "def _inner(make):\n    return make()\n")
+    assert _calls_what_it_is_given(src) == {("Walker.__init__", "runner"), ("hop", "then")}

@@ -44,10 +44,6 @@ SCAN_FIRST, SCAN_CHUNK = 4, 256
 # Bytes one C call may cover: the call holds the GIL and touches every page it crosses, so
 # a bound keeps memory (and the caller's chances to react) flat on segments of huge batches.
 SCAN_SPAN = 32 << 20
-# A runner (Walker's consumer loop) that declines RUNNER_TRIES positions in a row is not
-# offered the next RUNNER_REST batches: on a segment of batches it never takes it costs a
-# call per RUNNER_REST batches, not one per batch.
-RUNNER_TRIES, RUNNER_REST = 4, 64
 # A buffer with a ``follow(position)`` method (kdump.storage.mapped's mapping of a large file)
 # is told how far the walk has come, every FOLLOW_STEP bytes or so, to drop pages behind.
 FOLLOW_STEP = 8 << 20
@@ -59,111 +55,157 @@ class Walker:
 
     ``stop`` is None when the data ended exactly at an entry boundary. ``stop_position``
     is where the first byte not part of a yielded batch is.
+
+    Iterating is the walk for a caller taking every batch. A caller with its own reader of
+    some entries (storage.record_reader's, for a C writer drawing plain v2 batches from the
+    bytes) steps instead: ``span()`` is where such a run may start, ``resume(pos)`` says how
+    far that reader got, ``take(n)`` gives the batches it left. The walk calls nobody.
     """
 
     def __init__(self, buf, start: int = 0, end: int | None = None, limits: Limits = DEFAULT_LIMITS,
-                 first_chunk: int = SCAN_FIRST, runner=None) -> None:
+                 first_chunk: int = SCAN_FIRST) -> None:
         self.buf = buf
         self.first_chunk = first_chunk      # batches of the first C call (SCAN_FIRST: a caller may want few)
-        # runner(buf, pos, end) -> new_pos: a consumer's own C loop, offered each position
-        # before the walk takes a batch there; it takes the batches it wants from there itself
-        # (a run of plain v2 batches drawn straight from the bytes) and answers where it
-        # stopped. The walk yields only the batches it leaves, one at a time.
-        self.runner = runner
         self.start = start
         self.end = len(buf) if end is None else min(end, len(buf))
         self.limits = limits
         self.stop: Finding | None = None
         self.stop_position = start
+        self.ended = False
+        self._follow = None if type(buf) in _NO_FOLLOW else getattr(buf, "follow", None)
+        self._next_follow = start + FOLLOW_STEP
 
     def __iter__(self) -> Iterator[Batch]:
         buf, end = self.buf, self.end
         view = memoryview(buf)
-        unpack_head = HEADER_UP_TO_MAGIC.unpack_from
         last_head = end - HEADER_SIZE_UP_TO_MAGIC
         pos = self.start
         c = _accel.native()     # once per walk
         scan = c.scan_v2 if c is not None else None
         chunk = self.first_chunk
-        follow = None if type(buf) in _NO_FOLLOW else getattr(buf, "follow", None)
+        follow = self._follow
         next_follow = pos + FOLLOW_STEP
-        runner = self.runner
-        declined = 0        # positions in a row the runner did not take anything from
-        skip = 0            # batches to walk without offering it (it declined RUNNER_TRIES in a row)
+        judged = self._judged
         try:
             while pos < last_head:
                 if follow is not None and pos >= next_follow:
                     follow(pos)
                     next_follow = pos + FOLLOW_STEP
-                offered = runner is not None and skip <= 0
-                if offered:
-                    taken = runner(buf, pos, min(end, pos + SCAN_SPAN))
-                    if taken > pos:
-                        pos = self.stop_position = taken
-                        declined = 0
-                        continue
-                    declined += 1
-                    if declined == RUNNER_TRIES:     # a segment of batches it does not take (compressed)
-                        declined, skip = 0, RUNNER_REST
                 if scan is not None:
                     # The C scanner takes the run of well-formed v2 batches from here and
                     # stops before the first entry that needs judging, handled below.
                     span_end = min(end, pos + SCAN_SPAN)
-                    want = chunk if runner is None else 1 if offered else min(chunk, skip)
-                    batches, pos = scan(buf, pos, span_end, want)
+                    batches, pos = scan(buf, pos, span_end, chunk)
                     if batches:
-                        skip -= len(batches)
                         for batch in batches:
                             self.stop_position = batch[B_POSITION] + batch[B_SIZE]
                             yield batch
-                        if offered:
-                            continue
-                        if len(batches) == want or pos >= last_head or span_end < end:
+                        if len(batches) == chunk or pos >= last_head or span_end < end:
                             chunk = min(chunk * 4, SCAN_CHUNK)
                             continue
-                offset, size, _, magic = unpack_head(buf, pos)
-                next_pos = pos + LOG_OVERHEAD + size
-                if size < RECORD_OVERHEAD_V0:
-                    self._halt(INVALID_SIZE, pos, offset,
-                               f"Found record size {size} smaller than minimum record overhead (14)")
+                batch = judged(pos, view)
+                if batch is None:
                     return
-                if next_pos > end:
-                    self._halt(TORN_TAIL, pos, offset,
-                               f"entry of {size + LOG_OVERHEAD} bytes runs past the end ({end - pos} bytes left)")
-                    return
-                if magic == 2:
-                    if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
-                        self._halt(INVALID_SIZE, pos, offset,
-                                   f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than "
-                                   f"the minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
-                        return
-                    batch = parse_v2(buf, pos, view)
-                elif magic in (0, 1):
-                    if size < min_size(magic):
-                        self._halt(INVALID_SIZE, pos, offset,
-                                   f"Record is corrupt (the size {size} is smaller than the minimum "
-                                   f"record overhead {min_size(magic)} for magic {magic})")
-                        return
-                    try:
-                        batch = parse_legacy(buf, pos, self.limits)
-                    except KdumpError as e:
-                        self._halt(INVALID_BATCH, pos, offset, e.message)
-                        return
-                else:
-                    self._halt(INVALID_MAGIC, pos, offset, f"invalid magic byte {magic}")
-                    return
-                pos = next_pos
-                self.stop_position = pos
-                skip -= 1
+                pos = self.stop_position
                 yield batch
-            if pos < end:
-                self._halt(TRAILING_BYTES, pos, None, f"{end - pos} trailing bytes are too few for an entry header")
+            self._ran_out(pos)
         finally:
             view.release()
-            if follow is not None:
-                follow(self.stop_position)      # how far this reader got, for the last time
+            self.close()
+
+    # -- stepping, for a caller with its own reader of some entries -------------------------------
+
+    def span(self) -> tuple[int, int] | None:
+        """(start, end): where the walk stands and how far one call of a caller's own reader may
+        go (SCAN_SPAN, as for the C scanner); None once fewer than an entry header's bytes are left."""
+        pos = self.stop_position
+        if self.ended or pos >= self.end - HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        return pos, min(self.end, pos + SCAN_SPAN)
+
+    def resume(self, pos: int) -> None:
+        """Go on from ``pos``: the caller's own reader took the whole entries before it."""
+        if not self.stop_position <= pos <= self.end:
+            raise ValueError(f"resume at {pos}, outside [{self.stop_position}, {self.end}]")
+        self.stop_position = pos
+
+    def take(self, want: int) -> list[Batch]:
+        """Up to ``want`` batches from ``stop_position`` (at least one); [] once the walk has
+        ended (``stop`` says why)."""
+        pos = self.stop_position
+        if self.ended:
+            return []
+        follow = self._follow
+        if follow is not None and pos >= self._next_follow:
+            follow(pos)
+            self._next_follow = pos + FOLLOW_STEP
+        if pos >= self.end - HEADER_SIZE_UP_TO_MAGIC:
+            self._ran_out(pos)
+            return []
+        c = _accel.native()
+        if c is not None:
+            batches, pos = c.scan_v2(self.buf, pos, min(self.end, pos + SCAN_SPAN), want)
+            if batches:
+                self.stop_position = pos
+                return batches
+        # One entry judged here at most: a legacy wrapper's inner set stays the one just opened
+        # (legacy.inner_set, for a writer that draws it) until the caller has seen it.
+        batch = self._judged(pos, None)
+        return [] if batch is None else [batch]
+
+    def close(self) -> None:
+        """Tell a following buffer how far this walk got, for the last time."""
+        if self._follow is not None:
+            self._follow(self.stop_position)
+
+    # -- the rules --------------------------------------------------------------------------------
+
+    def _judged(self, pos: int, view: memoryview | None) -> Batch | None:
+        """The entry at ``pos`` (at least a header's bytes left), read in Python; None: the walk
+        stops there (``stop`` says why). Moves ``stop_position`` past it."""
+        buf, end = self.buf, self.end
+        offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
+        next_pos = pos + LOG_OVERHEAD + size
+        if size < RECORD_OVERHEAD_V0:
+            self._halt(INVALID_SIZE, pos, offset,
+                       f"Found record size {size} smaller than minimum record overhead (14)")
+            return None
+        if next_pos > end:
+            self._halt(TORN_TAIL, pos, offset,
+                       f"entry of {size + LOG_OVERHEAD} bytes runs past the end ({end - pos} bytes left)")
+            return None
+        if magic == 2:
+            if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+                self._halt(INVALID_SIZE, pos, offset,
+                           f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than "
+                           f"the minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
+                return None
+            batch = parse_v2(buf, pos, view)
+        elif magic in (0, 1):
+            if size < min_size(magic):
+                self._halt(INVALID_SIZE, pos, offset,
+                           f"Record is corrupt (the size {size} is smaller than the minimum "
+                           f"record overhead {min_size(magic)} for magic {magic})")
+                return None
+            try:
+                batch = parse_legacy(buf, pos, self.limits)
+            except KdumpError as e:
+                self._halt(INVALID_BATCH, pos, offset, e.message)
+                return None
+        else:
+            self._halt(INVALID_MAGIC, pos, offset, f"invalid magic byte {magic}")
+            return None
+        self.stop_position = next_pos
+        return batch
+
+    def _ran_out(self, pos: int) -> None:
+        """The walk reached ``pos`` with fewer bytes left than an entry header."""
+        self.ended = True
+        if pos < self.end:
+            self._halt(TRAILING_BYTES, pos, None, f"{self.end - pos} trailing bytes are too few for an entry header")
 
     def _halt(self, kind: str, pos: int, offset: int | None, message: str) -> None:
+        self.ended = True
         if pos == 0 and offset is not None and (offset < 0 or kind == INVALID_MAGIC):
             # The very first entry is not even shaped like one (a PNG renamed .log): say so.
             message = f"does not look like a Kafka log segment: {message[0].lower()}{message[1:]}"

@@ -24,7 +24,7 @@ from kdump.storage.logdir import PRODUCER_SNAPSHOT, LogFile
 from kdump.storage.record_reader import Item
 
 GAPS_COMPACT_ABOVE = 100_000    # DumpLogSegments' gaps kept as pairs; one per previous offset past this
-RUN_BATCHES = 1 << 16           # batches a run writer (the reader's ``run`` hook) takes per C call, at most
+RUN_BATCHES = 1 << 16           # batches a run writer (of the reader's Spans) takes per C call, at most
 
 
 class TextDump:
@@ -78,9 +78,9 @@ class TextDump:
                 self.out.add(start)
 
     def raw_writer(self):
-        """The reader's ``raw`` hook for legacy wrappers: text.c's text_legacy_set drawing one
-        from its decompressed inner set without making its records (None: this view is not
-        C's); ``item`` then gets the offsets it drew."""
+        """The writer of the reader's Raw records of legacy wrappers (run/dump.py hands it each):
+        text.c's text_legacy_set drawing one from its decompressed inner set without making its
+        records (None: this view is not C's); ``item`` then gets the offsets it drew."""
         if self._c_item is None:
             return None
         legacy_set, out, mode, follow = _accel.native().text_legacy_set, self.out, self._c_mode, self._follow
@@ -91,9 +91,9 @@ class TextDump:
         return raw
 
     def run_writer(self):
-        """The reader's ``run`` hook: text.c's text_v2_run drawing the plain v2 batches from a
-        position straight from the segment's bytes, as ``item`` would draw them (None: this view
-        is not C's)."""
+        """The writer of the reader's Spans (run/dump.py hands it each): text.c's text_v2_run
+        drawing the plain v2 batches from a position straight from the segment's bytes, as
+        ``item`` would draw them; it answers where it stopped (None: this view is not C's)."""
         if self._c_item is None:
             return None
         text_run, out, mode, follow = _accel.native().text_v2_run, self.out, self._c_mode, self._follow
@@ -233,8 +233,9 @@ class JsonDump(GapReporter):
             gaps.resume(f)
 
     def raw_writer(self):
-        """The reader's ``raw`` hook: an uncompressed v2 batch's line written by C straight from
-        its records section (json_v2_line), without making its records; None: not this view."""
+        """The writer of the reader's Raw records (run/dump.py hands it each): a v2 batch's line
+        written by C straight from its (decompressed) records section (json_v2_line), or a legacy
+        wrapper's from its inner set, without making its records; None: not this view."""
         if self._c_line is None or not self._file_json.isascii():
             return None
         c, file_json, encoding = _accel.native(), self._file_json, self._c_encoding
@@ -249,9 +250,10 @@ class JsonDump(GapReporter):
         return raw
 
     def run_writer(self):
-        """The reader's ``run`` hook: jsonout.c's json_v2_run writing the lines of the plain v2
-        batches from a position straight from the segment's bytes, as ``raw_writer``'s function
-        would write them one by one (None: not this view)."""
+        """The writer of the reader's Spans (run/dump.py hands it each): jsonout.c's json_v2_run
+        writing the lines of the plain v2 batches from a position straight from the segment's
+        bytes, as ``raw_writer``'s function would write them one by one; it answers where it
+        stopped (None: not this view)."""
         if self._c_line is None or not self._file_json.isascii():
             return None
         json_run, file_json, encoding, out = _accel.native().json_v2_run, self._file_json, self._c_encoding, self.out

@@ -16,7 +16,19 @@ from kdump.render.diagnostics import record_findings, report_error
 from kdump.storage import fs
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
 from kdump.storage.mapped import file_size
-from kdump.storage.record_reader import Filters, Item, RecordSlices, SegmentReader, out_of_memory
+from kdump.storage.record_reader import (
+    RAW_ALL,
+    RAW_LEGACY,
+    Filters,
+    Item,
+    Raw,
+    RecordSlices,
+    SegmentReader,
+    Span,
+    out_of_memory,
+)
+
+_item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
 
 
 def _renderer(out, view: PayloadView, records: bool, data: bool, skip_metadata: bool,
@@ -248,17 +260,29 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         renderer.continue_file(f, view)
         if progress is not None:
             progress.begin_at(f.path, rng.start)
+    # The renderer's C writers: ``raw`` draws a batch from its Raw records section, ``run`` the
+    # plain v2 batches from a Span of the segment; each answers what it drew (None: nothing).
     raw = getattr(renderer, "raw_writer", None)
+    raw = raw() if raw is not None and records else None
     run = getattr(renderer, "run_writer", None)
     run = run() if run is not None and records else None
-    if run is not None and progress is not None and progress.enabled:
-        run = _advancing(run, progress, f.path)
+    spans = run is not None
+    advance = progress.advance if spans and progress is not None and progress.enabled else None
     reader = SegmentReader(f, filters, records, limits, None if rng is None else (rng.start, rng.stop),
-                           raw() if raw is not None and records else None, run)
+                           None if raw is None else RAW_ALL if getattr(raw, "v2", True) else RAW_LEGACY, spans)
     problems: list[KdumpError] = []
     view.unknown = []           # records the decoder has no schema for, taken batch by batch
     n = 0
     for it in reader:
+        if spans and type(it) is Span:      # plain v2 batches from here: the C writer draws what it can
+            pos = run(*it)
+            reader.resume(pos)
+            if advance is not None:
+                advance(f.path, pos)
+            continue
+        if raw is not None and type(it.records) is Raw:
+            drawn = raw(it.batch, *it.records)
+            it = reader.decoded(it.batch) if drawn is None else _item(Item, (it.batch, drawn, None))
         try:
             if type(it.records) is RecordSlices:
                 it = _streamed(renderer, f, it)
@@ -299,15 +323,6 @@ def _dump_segment(f: LogFile, renderer, view: PayloadView, records: bool, filter
         # damage; a batch that could not be read at all (out of memory) did not complete
         status = max([status, ExitStatus.DAMAGE] + [e.exit_code for e in problems if isinstance(e, InputError)])
     return status, reader.reached
-
-
-def _advancing(run, progress, path: str):
-    """The reader's ``run`` hook, the progress bar told how far each run got."""
-    def advancing(buf, pos, end, max_records):
-        pos = run(buf, pos, end, max_records)
-        progress.advance(path, pos)
-        return pos
-    return advancing
 
 
 def _streamed(renderer, f: LogFile, it: Item) -> Item | None:

@@ -20,7 +20,7 @@ from kdump.render.escape import printable
 from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
 from kdump.state.txn_status import Outcomes
 from kdump.storage.logdir import LOG, directory_groups, resolve
-from kdump.storage.record_reader import Filters, RecordSlices, SegmentReader
+from kdump.storage.record_reader import RAW_ALL, Filters, Item, Raw, RecordSlices, SegmentReader, Span
 
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
 
@@ -66,6 +66,9 @@ class RecordMatch:
 
     def __call__(self, r: Record) -> bool:
         return all(t(r) for t in self.tests)
+
+
+_item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
 
 
 def _hex(text: str, option: str) -> bytes:
@@ -176,11 +179,19 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
     for f in segments:
         if stream.full:
             return status
-        hooks = _c_hooks(stream, f, outcomes, committed_only) if fast else {}
-        reader = SegmentReader(f, filters, records=True, limits=limits, **hooks)
+        raw, run = _c_writers(stream, f, outcomes, committed_only) if fast else (None, None)
+        spans = run is not None
+        reader = SegmentReader(f, filters, records=True, limits=limits, raw=None if raw is None else RAW_ALL,
+                               spans=spans)
         for it in reader:
             if stream.full:         # (the C run took the batch where --limit was reached)
                 return status
+            if spans and type(it) is Span:      # plain v2 batches from here: the C writer writes what it can
+                reader.resume(run(*it))
+                continue
+            if type(it.records) is Raw:         # a batch's records section: the C writer's, if it can
+                written = raw(it.batch, *it.records)
+                it = reader.decoded(it.batch) if written is None else _item(Item, (it.batch, written, None))
             b = it.batch
             if not b.crc_valid:
                 status = ExitStatus.DAMAGE
@@ -192,7 +203,7 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
                 continue
             txn = outcomes.status(b)
             records = it.records
-            if type(records) is tuple:      # written by the raw hook's C writer: (text, count)
+            if type(records) is tuple:      # written by the C writer of a Raw: (text, count)
                 stream.text(*records)
                 if stream.full:
                     return status
@@ -227,19 +238,18 @@ def _partition(segments, stream: Stream, filters: Filters, match: RecordMatch, t
     return status
 
 
-def _c_hooks(stream: Stream, f, outcomes: Outcomes, committed_only: bool) -> dict:
-    """The reader's ``raw`` and ``run`` hooks (storage/record_reader.py): the C writer's flat objects
-    of a batch from its bytes, and of a run of plain v2 batches straight from the segment, with
-    what the Python loop would write for them (txn, --isolation, --limit)."""
+def _c_writers(stream: Stream, f, outcomes: Outcomes, committed_only: bool) -> tuple:
+    """(raw, run): the C writers of the reader's Raw records sections (storage/record_reader.py),
+    the flat objects of a batch from its bytes; and of its Spans, those of a run of plain v2
+    batches straight from the segment (None: not here); both with what the Python loop would
+    write for them (txn, --isolation, --limit)."""
     head, file_json, encoding = flat.record_head(f.topic, f.partition), dumps(f.path), stream.c
-    hooks: dict = {}
 
     def raw(b, data, log_append_ts=None):
         if committed_only and not outcomes.read_committed(b):
             return ("", 0)          # the loop leaves it out, undecoded
         _, tail = batch_parts(f.topic, f.partition, f.path, b, outcomes.status(b))
         return flat.c_raw_objects(head, tail, b, data, log_append_ts, encoding, stream.left)  # type: ignore[arg-type]
-    hooks["raw"] = raw
     markers = outcomes.table()
     if markers is not None and head.isascii() and file_json.isascii():
         lso = outcomes.last_stable_offset
@@ -252,8 +262,8 @@ def _c_hooks(stream: Stream, f, outcomes: Outcomes, committed_only: bool) -> dic
             if text is not None:
                 stream.text(text, count)
             return pos
-        hooks["run"] = run
-    return hooks
+        return raw, run
+    return raw, None
 
 
 def _damage(stream: Stream, kind: str, file: str, position: int | None, offset: int | None, message: str) -> None:

@@ -1,17 +1,17 @@
-"""Reading the batches of one segment for ``dump`` (and ``export``): seek, filter, decode.
+"""Reading the batches of one segment for ``dump`` (and ``export``, ``records``): seek, filter, decode.
 
 The walk itself is ``format.walk.Walker``; this adds what a reader of a log dir needs:
-where to start (the ``.index``/``.timeindex`` are used to seek only when they pass a
-sanity check, and the batch found there is checked before it is trusted), the offset,
-time and byte filters, and record decoding with per-batch error isolation so one bad
-batch never stops the dump.
+where to start (``storage.index_seek``), the offset, time and byte filters, and record
+decoding with per-batch error isolation so one bad batch never stops the dump. It calls
+no consumer: a consumer with its own C writer asks for Spans and Raw records sections,
+hands them to the writer, and says how far it got (``resume``) or asks for the records
+decoded (``decoded``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
 
 from kdump import _accel
 from kdump.errors import KdumpError, OutOfMemoryError
@@ -19,7 +19,7 @@ from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import inner_set
 from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
-from kdump.format.walk import HEADER_UP_TO_MAGIC, TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
+from kdump.format.walk import TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
 from kdump.model import (
     B_ATTRIBUTES,
     B_COUNT,
@@ -32,10 +32,9 @@ from kdump.model import (
     Finding,
     Record,
 )
-from kdump.storage import fs
+from kdump.storage.index_seek import start_position
 from kdump.storage.logdir import LogFile
 from kdump.storage.mapped import MappedFile
-from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
 
 
 class Filters(NamedTuple):
@@ -74,6 +73,37 @@ class Filters(NamedTuple):
         return not (self.end_time is not None and r.timestamp > self.end_time)
 
 
+# A consumer of spans that declines RUNS_TRIES in a row is not offered the next RUNS_REST
+# batches: on a segment of batches it never takes (compressed ones) that costs one offer per
+# RUNS_REST batches, not one a batch.
+RUNS_TRIES, RUNS_REST = 4, 64
+
+
+# SegmentReader's ``raw``: which batches come with a Raw for records.
+RAW_ALL, RAW_LEGACY = "all", "legacy"
+
+
+class Raw(NamedTuple):
+    """``Item.records`` of a batch yielded undecoded (SegmentReader's ``raw``): its records
+    section (decompressed; a view of the segment while the item is handled), or a legacy
+    wrapper's inner set, with the wrapper's LogAppendTime (None: CreateTime or v2)."""
+
+    data: object
+    log_append_time: int | None
+
+
+class Span(NamedTuple):
+    """Where a run of plain v2 batches may start: ``buf[start:end]``, for a consumer's own reader
+    of them straight from the bytes (a C writer; batches of at most ``max_records`` records). The
+    consumer says how far it got with ``SegmentReader.resume``; a span it leaves (no resume, or
+    ``start``) is read by the reader as usual, as the batches that follow."""
+
+    buf: object
+    start: int
+    end: int
+    max_records: int
+
+
 def out_of_memory(path: str, position: int | None, base_offset: int | None, what: str) -> OutOfMemoryError:
     """A batch whose records do not fit in memory: a located error, not an internal one."""
     return OutOfMemoryError(f"not enough memory to {what} the records of the batch at offset {base_offset} "
@@ -82,11 +112,11 @@ def out_of_memory(path: str, position: int | None, base_offset: int | None, what
 
 class Item(NamedTuple):
     """One batch as the dump shows it: its records (when asked) or why they did not decode.
-    ``records`` is a RecordSlices for a batch of more than RECORDS_SLICE records, and what the
-    reader's ``raw`` hook returned for a batch the hook took."""
+    ``records`` is a RecordSlices for a batch of more than RECORDS_SLICE records, and a Raw for
+    a batch the reader's ``raw`` leaves to its consumer."""
 
     batch: Batch
-    records: list[Record] | RecordSlices | None
+    records: list[Record] | RecordSlices | Raw | tuple | None
     error: KdumpError | None
 
 
@@ -128,18 +158,21 @@ class SegmentReader:
 
     def __init__(self, f: LogFile, filters: Filters = Filters(), records: bool = False,
                  limits: Limits = DEFAULT_LIMITS, span: tuple[int, int | None] | None = None,
-                 raw=None, run=None) -> None:
+                 raw: str | None = None, spans: bool = False) -> None:
         self.file = f
-        # raw(batch, records section) -> object | None: offered each uncompressed, non-control v2
-        # batch of one slice of records or fewer before its records are decoded (without a range
-        # of offsets or times); what it returns stands for them in the Item (a writer that reads
-        # the bytes itself), None: decode them as usual. A legacy wrapper's inner set too, as
-        # raw(batch, inner set, its LogAppendTime or None); only that where ``raw.v2`` is False.
+        # raw (RAW_ALL or RAW_LEGACY; without a range of offsets or times): a non-control v2
+        # batch of one slice of records or fewer comes with a Raw for records, its records
+        # section (decompressed), for a consumer that draws them from the bytes; a legacy
+        # wrapper's inner set too (only that with RAW_LEGACY). A consumer that cannot draw one
+        # has it decoded as usual (``decoded``).
         self.raw = raw
-        # run(buf, pos, end, max_records) -> new_pos: a writer's C loop over the plain v2 batches
-        # from pos (format.walk.Walker's runner), under the same conditions as ``raw``; the batches
-        # it takes are written by it, not yielded.
-        self.run = run
+        self._buf: Any = None       # (while iterating: the segment, and the C module or None)
+        self._c: Any = None
+        # spans: also yield a Span where a run of plain v2 batches may start (records wanted,
+        # no range of offsets or times), for a consumer that draws them from the bytes itself
+        # and says where it stopped (``resume``); the batches it takes are not yielded.
+        self.spans = spans
+        self._walker: Walker | None = None
         # (start, stop): read from a batch boundary to the batch starting at ``stop`` (one range
         # of a segment cut by storage.split); ``reached`` then says the walk met that batch. A
         # walk passing ``stop`` inside a batch (the cut was not a boundary of this walk) reads on.
@@ -156,7 +189,7 @@ class SegmentReader:
 
     def __iter__(self) -> Iterator[Item]:
         mapped = MappedFile(self.file.path, lazy=True)     # a remote file: only [start, end) is fetched
-        view = None
+        view: Any = None
         try:
             self.size = mapped.size
             buf = mapped.buf
@@ -173,22 +206,25 @@ class SegmentReader:
             check_times = flt.start_time is not None or flt.end_time is not None
             want_records, limits = self.want_records, self.limits
             max_records = limits.max_records
-            runner = None
-            if self.run is not None and want_records and not (check_offsets or check_times):
-                run, most = self.run, min(max_records, RECORDS_SLICE)
-                last = end if stop_at is None else min(end, stop_at)
-
-                def runner(buf, pos, span_end):
-                    return run(buf, pos, min(span_end, last), most)
-            walker = Walker(buf, start, end, self.limits, runner=runner)
+            walker = self._walker = Walker(buf, start, end, self.limits)
+            batches: Iterable[Batch] = walker
+            offering = self.spans and want_records and not (check_offsets or check_times)
+            if offering:
+                batches = self._spans(walker, end if stop_at is None else min(end, stop_at),
+                                      min(max_records, RECORDS_SLICE))
             # Uncompressed non-control v2 batches go straight to the C record decoder (what
             # decode_records -> decode_v2 would call); its None means "malformed", and then
             # decode_records reruns in Python for the precise error.
-            c = _accel.native()     # once per segment
-            raw = self.raw if not (check_offsets or check_times) else None
-            raw_v2 = raw if getattr(raw, "v2", True) else None
-            view = memoryview(buf) if raw is not None else None
-            for batch in walker:
+            c = self._c = _accel.native()     # once per segment
+            self._buf = buf
+            raw = self.raw is not None and not (check_offsets or check_times)
+            raw_v2 = raw and self.raw == RAW_ALL
+            view = memoryview(buf) if raw else None
+            keep = flt.keep_record if check_offsets or check_times else None
+            for batch in batches:
+                if offering and type(batch) is Span:
+                    yield batch     # (only where ``spans`` asked for them)
+                    continue
                 if stop_at is not None and batch[B_POSITION] >= stop_at:
                     if batch[B_POSITION] == stop_at:
                         self.reached = True
@@ -207,49 +243,23 @@ class SegmentReader:
                 position, count, size = batch[B_POSITION], batch[B_COUNT], batch[B_SIZE]
                 magic, attributes = batch[B_MAGIC], batch[B_ATTRIBUTES]
                 if magic == 2 and count is not None and count > RECORDS_SLICE:
-                    keep = flt.keep_record if check_offsets or check_times else None
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
                     continue
-                # (magic 2: count is not None; a raw hook is given a view)
-                if raw_v2 is not None and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:  # type: ignore[operator]
-                    if not attributes & COMPRESSION_MASK:
-                        rendered = raw(batch, view[position + RECORD_BATCH_OVERHEAD:position + size])  # type: ignore[index,misc]
-                    else:
-                        rendered = self._raw_compressed(raw, buf, batch)
-                    if rendered is not None:
-                        yield _item(Item, (batch, rendered, None))
+                # (magic 2: count is not None; a Raw is a view)
+                if raw_v2 and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:  # type: ignore[operator]
+                    data = view[position + RECORD_BATCH_OVERHEAD:position + size] \
+                        if not attributes & COMPRESSION_MASK else self._payload(buf, batch)
+                    if data is not None:
+                        yield _item(Item, (batch, _item(Raw, (data, None)), None))
                         continue
-                elif raw is not None and magic < 2 and attributes & COMPRESSION_MASK \
-                        and (count is None or count <= max_records):
+                elif raw and magic < 2 and attributes & COMPRESSION_MASK and (count is None or count <= max_records):
                     inner = inner_set(buf, batch)       # decompressed by the walk, not yet decoded
-                    rendered = raw(batch, *inner) if inner is not None else None
-                    if rendered is not None:
-                        yield _item(Item, (batch, rendered, None))
+                    if inner is not None:
+                        yield _item(Item, (batch, _item(Raw, inner), None))
                         continue
-                if magic < 2 and count is not None and count > RECORDS_SLICE:     # a wrapper of many
-                    keep = flt.keep_record if check_offsets or check_times else None
-                    yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
-                    continue
-                records = None
-                try:
-                    if c is not None and magic == 2 and not attributes & COMPRESSED_OR_CONTROL \
-                            and count <= max_records:  # type: ignore[operator]  # magic 2: count is not None
-                        records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], batch)
-                    if records is None:
-                        records = decode_records(buf, batch, limits)
-                except KdumpError as e:
-                    yield _item(Item, (batch, None, e.located(self.file.path, position)))
-                    continue
-                except MemoryError:
-                    oom = out_of_memory(self.file.path, position, batch.base_offset, "decode")
-                    yield _item(Item, (batch, None, oom))
-                    continue
-                if check_offsets or check_times:
-                    kept = [r for r in records if flt.keep_record(r)]
-                    records = LargeRecords(kept) if type(records) is LargeRecords else kept
-                    if not records:
-                        continue
-                yield _item(Item, (batch, records, None))
+                it = self._decoded(buf, batch, c, keep)
+                if it is not None:
+                    yield it
             else:
                 self.stop = walker.stop
                 if end < mapped.size and self.stop is not None and self.stop.kind in (TORN_TAIL, TRAILING_BYTES):
@@ -261,120 +271,81 @@ class SegmentReader:
         finally:
             if view is not None:
                 view.release()
+            if self._walker is not None and self.spans:
+                self._walker.close()        # (a stepped walk: the page-dropping buffer told where it ended)
             mapped.close()
 
-    def _raw_compressed(self, raw, buf, batch: Batch):
-        """The raw hook on a compressed batch's records, decompressed (a payload of more than
-        LARGE_PAYLOAD, or one that does not decompress, is left to the usual path)."""
+    def resume(self, pos: int) -> None:
+        """After a Span: the consumer's reader took the whole batches before ``pos``."""
+        self._walker.resume(pos)        # type: ignore[union-attr]
+
+    @staticmethod
+    def _spans(walker: Walker, last: int, most: int) -> Iterator[Batch]:
+        """The walk's batches, and a Span before each batch the consumer may take instead
+        (the walk stepped: ``Walker.span``, ``resume``, ``take``)."""
+        buf = walker.buf
+        declined = 0        # spans in a row the consumer took nothing from
+        skip = 0            # batches to walk without a span (it declined RUNS_TRIES in a row)
+        while True:
+            span = walker.span() if skip <= 0 else None
+            if span is not None:
+                start = span[0]
+                yield _item(Span, (buf, start, min(span[1], last), most))  # type: ignore[misc]  # (in the batches' stream)
+                if walker.stop_position > start:
+                    declined = 0
+                    continue
+                declined += 1
+                if declined == RUNS_TRIES:
+                    declined, skip = 0, RUNS_REST
+                batches = walker.take(1)
+            else:
+                batches = walker.take(max(skip, 1))
+            if not batches:
+                return
+            skip -= len(batches)
+            yield from batches
+
+    def decoded(self, batch: Batch) -> Item:
+        """The Item of a batch yielded as Raw, its records decoded as for any other batch (for
+        a consumer that could not draw it from the bytes)."""
+        return self._decoded(self._buf, batch, self._c, None)     # type: ignore[return-value]  # (no range: an Item)
+
+    def _decoded(self, buf, batch: Batch, c, keep) -> Item | None:
+        """The Item of a batch with its records (those ``keep`` keeps; None: no record was kept),
+        or why they did not decode: a wrapper of many as RecordSlices. Uncompressed non-control v2
+        batches go straight to the C record decoder (what decode_records -> decode_v2 would call);
+        its None means "malformed", and then decode_records reruns in Python for the precise error."""
+        position, count, size, magic = batch[B_POSITION], batch[B_COUNT], batch[B_SIZE], batch[B_MAGIC]
+        if magic < 2 and count is not None and count > RECORDS_SLICE:     # a wrapper of many
+            return _item(Item, (batch, RecordSlices(buf, batch, self.limits, self.file.path, keep), None))
+        records = None
+        try:
+            if c is not None and magic == 2 and not batch[B_ATTRIBUTES] & COMPRESSED_OR_CONTROL \
+                    and count <= self.limits.max_records:  # type: ignore[operator]  # magic 2: count is not None
+                records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], batch)
+            if records is None:
+                records = decode_records(buf, batch, self.limits)
+        except KdumpError as e:
+            return _item(Item, (batch, None, e.located(self.file.path, position)))
+        except MemoryError:
+            return _item(Item, (batch, None, out_of_memory(self.file.path, position, batch.base_offset, "decode")))
+        if keep is not None:
+            kept = [r for r in records if keep(r)]
+            records = LargeRecords(kept) if type(records) is LargeRecords else kept
+            if not records:
+                return None
+        return _item(Item, (batch, records, None))
+
+    def _payload(self, buf, batch: Batch):
+        """A compressed batch's records section decompressed for a Raw, or None: one of more than
+        LARGE_PAYLOAD, or that does not decompress, is decoded as usual."""
         try:
             data = batch_payload(buf, batch, self.limits)
         except (KdumpError, MemoryError):
             return None
-        return raw(batch, data) if len(data) <= LARGE_PAYLOAD else None
-
-    # -- seeking ------------------------------------------------------------------------------
+        return data if len(data) <= LARGE_PAYLOAD else None
 
     def _seek(self, buf, end: int) -> int:
         flt = self.filters
-        if flt.start_offset is None and flt.start_time is None:
-            return 0
-        if self.file.kind != "log" or self.file.base_offset is None or self.file.leftover:
-            return 0
-        target = flt.start_offset
-        if flt.start_time is not None:
-            skip_to = self._time_seek_offset(flt.start_time)
-            if skip_to is not None:
-                target = skip_to if target is None else max(target, skip_to)
-        if target is None:
-            return 0
-        entries = self._sane_index(end)
-        if entries is None:
-            return 0
-        # The last entry strictly below the target: its batch ends before the target under
-        # both conventions (entry = batch last offset since 2.0, base offset before).
-        lo, hi = 0, len(entries)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if entries[mid].offset < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo == 0:
-            return 0
-        entry = entries[lo - 1]
-        if not self._batch_starts_at(buf, entry.position, entry.offset, end):
-            self.seek_note = f"index entry for offset {entry.offset} does not point at its batch; read from the start"
-            return 0
-        self.seek_note = f"seeked to position {entry.position} with the offset index"
-        return entry.position
-
-    def _beside(self, suffix: str, parse):
-        """The index file of this segment parsed, or None: absent or unreadable, it is simply
-        not used to seek (``verify`` is where its damage is reported)."""
-        from kdump.storage.mapped import read_small
-
-        base_offset = self.file.base_offset
-        if base_offset is None:     # a .log not named by its offset has none beside it
-            return None
-        path = offset_path(os.path.dirname(self.file.path), base_offset, suffix)
-        if not fs.isfile(path):
-            return None
-        try:
-            return parse(read_small(path, 256 << 20), base_offset)
-        except KdumpError:
-            return None
-
-    def _sane_index(self, log_size: int):
-        from kdump.format.index import parse_index
-
-        idx = self._beside(INDEX_SUFFIX, parse_index)
-        if idx is None:
-            return None
-        entries = idx.entries
-        prev_off = prev_pos = -1
-        for e in entries:
-            if e.offset <= prev_off or e.position <= prev_pos or e.position >= log_size:
-                self.seek_note = "offset index is not sane; read from the start"
-                return None
-            prev_off, prev_pos = e.offset, e.position
-        return entries
-
-    def _time_seek_offset(self, start_time: int) -> int | None:
-        """First offset that can hold a timestamp >= start_time, from a sane time index."""
-        from kdump.format.timeindex import parse_timeindex
-
-        tidx = self._beside(TIMEINDEX_SUFFIX, parse_timeindex)
-        if tidx is None:
-            return None
-        best = None
-        prev_ts = prev_off = -1
-        for e in tidx.entries:
-            if e.timestamp < prev_ts or e.offset < prev_off:
-                return None          # not sane: never skip on an index that contradicts itself
-            prev_ts, prev_off = e.timestamp, e.offset
-            # Each entry is the max timestamp of everything up to its offset.
-            if e.timestamp < start_time:
-                best = e.offset + 1
-        return best
-
-    @staticmethod
-    def _batch_starts_at(buf, position: int, entry_offset: int, end: int) -> bool:
-        if position + HEADER_UP_TO_MAGIC.size > end:
-            return False
-        need = getattr(buf, "need", None)       # a remote file's lazy copy: fetch what is read here
-        try:
-            if need is not None:
-                need(position, position + HEADER_UP_TO_MAGIC.size)
-            first, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, position)
-        except Exception:  # noqa: BLE001 - any failure means "do not trust the index"
-            return False
-        if magic not in (0, 1, 2) or size < 14 or position + 12 + size > end:
-            return False
-        if need is not None:
-            need(position, position + 12 + size)
-        walker = Walker(buf, position, position + 12 + size)
-        batch = next(iter(walker), None)
-        if batch is None or not batch.crc_valid:
-            return False
-        low = batch.base_offset if batch.base_offset is not None else batch.last_offset
-        return low <= entry_offset <= batch.last_offset
+        start, self.seek_note = start_position(self.file, buf, end, flt.start_offset, flt.start_time)
+        return start

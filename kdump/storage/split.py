@@ -17,10 +17,10 @@ from typing import NamedTuple
 from kdump.errors import KdumpError
 from kdump.format.index import parse_index
 from kdump.format.walk import entry_at_or_after, last_offset_at
+from kdump.storage.index_seek import batch_starts_at
 from kdump.storage.logdir import LogFile
 from kdump.storage.mapped import MappedFile, read_small
 from kdump.storage.names import INDEX_SUFFIX, offset_path
-from kdump.storage.record_reader import SegmentReader
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # export's: a range is ~1-2 s of decoding per task
 # dump --json's: its ranges are rendered at hundreds of MB/s, and a -j worker holds a range's
@@ -71,7 +71,7 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
             if e.position - last < split_bytes or size - e.position < split_bytes // 4:
                 continue
             # Reuses the reader's own check of "does this index entry point at its batch".
-            if SegmentReader._batch_starts_at(mapped.buf, e.position, e.offset, size):
+            if batch_starts_at(mapped.buf, e.position, e.offset, size):
                 out.append(Cut(e.position, e.offset, entries[i - 1].offset if i else None))
                 last = e.position
     finally:

@@ -302,26 +302,29 @@ def test_legacy_wrappers_are_drawn_as_their_records(inner, magic, log_append, wr
     assert drawn == (offsets[0], offsets[-1])
 
 
-def test_the_walk_offers_a_runner_every_batch_it_leaves_and_rests_it_on_long_refusals():
-    """Walker's runner hook: every batch is either taken by the runner or yielded, in order;
-    after RUNNER_TRIES refusals in a row it is offered again RUNNER_REST batches later."""
-    from kdump.format import walk
+def test_the_reader_offers_a_span_before_every_batch_it_leaves_and_rests_them_on_long_refusals():
+    """SegmentReader's spans: every batch is either taken by the consumer's C writer from a span
+    or yielded, in order; after RUNS_TRIES refusals in a row spans come again RUNS_REST batches later."""
+    from kdump.storage import record_reader as rr
 
-    lz4 = [("lz4", [(0, b"k", b"v" * 30, [])])] * (walk.RUNNER_TRIES + walk.RUNNER_REST + 3)
-    plain = [("plain", [(0, b"k", b"\xc3\x28", [])])] * (walk.RUNNER_REST + 10)
+    lz4 = [("lz4", [(0, b"k", b"v" * 30, [])])] * (rr.RUNS_TRIES + rr.RUNS_REST + 3)
+    plain = [("plain", [(0, b"k", b"\xc3\x28", [])])] * (rr.RUNS_REST + 10)
     buf = _segment(plain[:2] + lz4 + plain)
     with _accel.using(False):
         every = [(b.position, b.size) for b in Walker(buf)]
-    offered, taken = [], []
-
-    def runner(buf, pos, end):
-        offered.append(pos)
-        new = _speedups.text_v2_run(bytearray(), buf, pos, end, 1 << 16, 4096, 1, -1, None, 1 << 30)[0]
-        taken.extend(p for p, size in every if pos <= p < new)
-        return new
-
-    yielded = [b.position for b in Walker(buf, runner=runner)]
+    offered, taken, yielded = [], [], []
+    walker = Walker(buf)
+    for x in rr.SegmentReader._spans(walker, len(buf), 4096):
+        if type(x) is rr.Span:
+            offered.append(x.start)
+            new = _speedups.text_v2_run(bytearray(), x.buf, x.start, x.end, 1 << 16, x.max_records, 1, -1, None,
+                                        1 << 30)[0]
+            taken.extend(p for p, size in every if x.start <= p < new)
+            walker.resume(new)
+        else:
+            yielded.append(x.position)
     assert sorted(yielded + taken) == [p for p, _ in every] and not set(yielded) & set(taken)
     assert taken[:2] == [p for p, _ in every[:2]]
-    assert taken[-3:] == [p for p, _ in every[-3:]]          # the plain tail: the runner's again
+    assert taken[-3:] == [p for p, _ in every[-3:]]          # the plain tail: the writer's again
     assert len(offered) < len(every) // 2
+    assert walker.ended and walker.stop is None and walker.stop_position == len(buf)
