@@ -29,13 +29,10 @@ def start_position(f: LogFile, buf, end: int, start_offset: int | None,
             target = skip_to if target is None else max(target, skip_to)
     if target is None:
         return 0, None
-    from kdump.format.index import parse_index  # (only a seek needs it: the start-up stays lean)
-
-    entries = _beside(f, INDEX_SUFFIX, parse_index)
+    entries = index_entries(f)
     if entries is None:
         return 0, None
-    entries = entries.entries
-    if not _sane(entries, end):
+    if not is_sane(entries, end):
         return 0, "offset index is not sane; read from the start"
     # The last entry strictly below the target: its batch ends before the target under
     # both conventions (entry = batch last offset since 2.0, base offset before).
@@ -64,11 +61,21 @@ def _beside(f: LogFile, suffix: str, parse):
         return None
     try:
         return parse(read_small(path, 256 << 20), f.base_offset)
-    except KdumpError:
+    except (KdumpError, OSError):
         return None
 
 
-def _sane(entries, log_size: int) -> bool:
+def index_entries(f: LogFile):
+    """The entries of the segment's ``.index``, or None: absent or unreadable."""
+    from kdump.format.index import parse_index  # (only a seek or a split needs it: the start-up stays lean)
+
+    index = _beside(f, INDEX_SUFFIX, parse_index)
+    return None if index is None else index.entries
+
+
+def is_sane(entries, log_size: int) -> bool:
+    """Offsets and positions strictly rising, every position inside the log: an index a seek
+    or a split may trust."""
     prev_off = prev_pos = -1
     for e in entries:
         if e.offset <= prev_off or e.position <= prev_pos or e.position >= log_size:

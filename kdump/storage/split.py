@@ -11,16 +11,13 @@ only, the boundaries the Walker would reach).
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 from kdump.errors import KdumpError
-from kdump.format.index import parse_index
 from kdump.format.walk import entry_at_or_after, last_offset_at
-from kdump.storage.index_seek import batch_starts_at
+from kdump.storage.index_seek import batch_starts_at, index_entries, is_sane
 from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import MappedFile, read_small
-from kdump.storage.names import INDEX_SUFFIX, offset_path
+from kdump.storage.mapped import MappedFile
 
 DEFAULT_SPLIT_BYTES = 32 << 20       # export's: a range is ~1-2 s of decoding per task
 # dump --json's: its ranges are rendered at hundreds of MB/s, and a -j worker holds a range's
@@ -81,16 +78,5 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
 
 def sane_entries(f: LogFile, log_size: int):
     """The segment's ``.index`` entries, or None: absent, unreadable or not sane."""
-    if f.base_offset is None:       # a .log not named by its offset has none beside it
-        return None
-    path = offset_path(os.path.dirname(f.path), f.base_offset, INDEX_SUFFIX)
-    try:
-        entries = parse_index(read_small(path, 256 << 20), f.base_offset).entries
-    except (KdumpError, OSError):
-        return None
-    prev_off = prev_pos = -1
-    for e in entries:
-        if e.offset <= prev_off or e.position <= prev_pos or e.position >= log_size:
-            return None
-        prev_off, prev_pos = e.offset, e.position
-    return entries
+    entries = index_entries(f)
+    return entries if entries is not None and is_sane(entries, log_size) else None
