@@ -34,6 +34,7 @@ from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.loader_rewrites import plan_delete_all, plan_epochs_and_snapshots, plan_indexes
 from kdump.check.recovery_plan import (
+    CREATE_SEGMENT,
     NOTE,
     QUARANTINE,
     RENAME,
@@ -374,6 +375,15 @@ class _Planner:
         if log_start_past_end(leo, lso):
             plan_delete_all(plan, self.dir, bases, self.present, self.quarantine, leo, lso, self.rp)
             return
+        if not bases:
+            # LogLoader.recoverLog: no segment at all, so the broker opens an empty one at the log
+            # start offset, and the log ends there; the producer snapshots and epochs follow it.
+            start = lso or 0
+            plan.steps.append(Step(CREATE_SEGMENT, os.path.join(self.dir, offset_name(start, LOG_SUFFIX)), None, None,
+                                   start, f"no segment is left: an empty one at the log start offset {start}, as "
+                                          f"the broker creates it", 12))
+            leo = plan.log_end_offset = start
+            bases = [start]
         recovered = self.recovered | self.load_recover
         if self.opts.indexes:
             plan_indexes(plan, self.dir, bases, self.present, self.source, scans, self.cut_segments, recovered,

@@ -265,7 +265,9 @@ def test_a_partition_with_indexes_but_no_log_is_the_same_anomaly_for_dump_and_ve
         "  records_missing at offset 7729: offsets 7729..15362 are missing (7634 offsets): no .log holds them; "
         "00000000000000007729.log is gone, its .index remains (last index entry: offset 15362): a broker starts "
         "without them and no reader will see these records",
-        f"{d}/00000000000000007729.snapshot: ok, 56 bytes"]
+        f"{d}/00000000000000007729.snapshot: ok, 56 bytes",
+        "  snapshot_deleted at offset 7729: the broker's next load deletes this snapshot: the load "
+        "(truncateAndReload to the log end offset 0): past offset 0"]
     assert v.err == ("kdump: verified 2 files (0 segments, 0 bytes): 1 ok, 1 damaged, 0 torn tail, 0 unreadable; "
                      "1 anomaly (states a broker accepts)\n")
     assert dump.err.splitlines() == [f"kdump: note: {d}: log_missing: {message}"] and dump.out == ""

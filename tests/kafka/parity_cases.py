@@ -309,3 +309,20 @@ def set_checkpoint(path: Path, values: dict[str, int]) -> None:
     entries.update({k: str(v) for k, v in values.items()})
     body = [f"{k.rsplit('-', 1)[0]} {k.rsplit('-', 1)[1]} {v}" for k, v in entries.items()]
     path.write_text("\n".join(["0", str(len(body)), *body]) + "\n")
+
+
+def missing_middle_log(d, logdir):
+    # A middle segment's .log deleted by hand; its index files and snapshot stay.
+    logs = _logs(d)
+    if len(logs) < 3:
+        raise IndexError("needs three segments")
+    logs[len(logs) // 2].unlink()
+
+
+def no_log_left(d, logdir):
+    # Every .log deleted by hand: indexes, snapshots and checkpoints remain.
+    logs = _logs(d)
+    if not logs:
+        raise IndexError("no segment")
+    for log in logs:
+        log.unlink()

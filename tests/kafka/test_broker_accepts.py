@@ -113,6 +113,20 @@ def test_verify_calls_a_partition_without_its_log_an_anomaly(run):
     assert found == [("log_missing", "anomaly", None), ("records_missing", "damage", 0)]
 
 
+def test_recover_leaves_a_logless_partition_as_the_broker_does(run, tmp_path):
+    # The broker's start made an empty segment at the log start offset and deleted the
+    # orphan indexes and the producer snapshot: recover --apply leaves the same files.
+    before, after = run[0], run[1]
+    d = tmp_path / LOGLESS
+    shutil.copytree(before / LOGLESS, d)
+    shutil.copy(before / "log-start-offset-checkpoint", tmp_path)
+    r = run_kdump("recover", "--apply", "--yes", d)
+    assert r.code == 0, r.err
+    kept = sorted(p.name for p in d.iterdir() if p.is_file())
+    assert kept == sorted(p.name for p in (after / LOGLESS).iterdir() if p.suffix not in (".index", ".timeindex"))
+    assert (d / f"{LOG_START:020d}.log").stat().st_size == 0
+
+
 def test_an_index_entry_in_a_compaction_gap_loads_as_it_is(run):
     before, after, fetched, log = run
     index = after / GAP / "00000000000000000000.index"

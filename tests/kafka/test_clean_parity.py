@@ -47,8 +47,10 @@ from parity_cases import (
     magic_3,
     mid_bitflip,
     missing_index,
+    missing_middle_log,
     missing_timeindex,
     missing_txnindex,
+    no_log_left,
     nothing,
     orphan_index,
     overlap_after_clean,
@@ -72,7 +74,7 @@ HARMS = [nothing, torn_tail, zero_tail, garbage_tail, mid_bitflip, first_batch_f
          absurd_length_last, zero_size_mid, magic_3, missing_index, missing_timeindex, corrupt_index,
          garbage_active_index, partial_index_entry, torn_at_last_index_entry, stale_epochs, leftover_cleaned,
          leftover_deleted, leftover_swap, orphan_index, corrupt_snapshot, stray_snapshots, lagging_epochs,
-         overlap_after_clean, missing_txnindex, corrupt_txnindex]
+         overlap_after_clean, missing_txnindex, corrupt_txnindex, missing_middle_log, no_log_left]
 # What the log dir's recovery-point-offset-checkpoint says: as written, 0, gone, unreadable.
 CHECKPOINTS = ("as_written", "zero", "missing", "unreadable")
 KINDS = [(h.__name__, "as_written") for h in HARMS] + [(n, c) for n in ("nothing", "mid_bitflip", "first_batch_flip")
