@@ -1,4 +1,4 @@
-"""Record-count bombs in legacy wrappers (issue 27, item 2): a gzip v1 wrapper of 2 million empty
+"""Record-count bombs in legacy wrappers: a gzip v1 wrapper of 2 million empty
 inner messages, 68 MB decompressed in a 5.5 MB segment.
 
 One list of its inner messages took ~600 MB in ``verify --deep`` and ~1.3 GB in ``dump --records

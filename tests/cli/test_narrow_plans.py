@@ -1,4 +1,4 @@
-"""`info --timeline` and `recover` on a terminal 80 and 73 columns wide (#40): no line wider
+"""`info --timeline` and `recover` on a terminal 80 and 73 columns wide: no line wider
 than the terminal, no name cut or split, and what the wide view says is all still there."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Record-count bombs (issue 27): a zstd batch of millions of empty records in a few KB.
+"""Record-count bombs: a zstd batch of millions of empty records in a few KB.
 
 Records are decoded a slice at a time, and a records section past STREAM_THRESHOLD from a
 window of its decompressed stream, so memory stays at a window plus one slice, whatever the

@@ -1,4 +1,4 @@
-"""``dump -j`` on one big segment (issue 25): the segment cut into ranges at batch boundaries
+"""``dump -j`` on one big segment: the segment cut into ranges at batch boundaries
 (its ``.index`` when sane, else a header walk), the ranges rendered by the workers, the output
 the same bytes as ``-j 1`` on stdout and on stderr, with the same exit status, damage mid-way
 included (the output ends where ``-j 1`` ends it). Only ``--json`` cuts a segment; the text

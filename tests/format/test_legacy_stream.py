@@ -1,5 +1,5 @@
 """format.legacy_stream: a v0/v1 wrapper's inner messages a slice at a time, and an inner set past
-STREAM_THRESHOLD counted and decoded from a window of its decompressed stream (issue 27, item 2).
+STREAM_THRESHOLD counted and decoded from a window of its decompressed stream.
 
 The sliced path must give exactly what one list of the inner messages gives (``decode_records``,
 today's whole-list path): every wrapper of every fixture and generated wrappers of every

@@ -1,6 +1,6 @@
 """fixtures/broker/ holds what fixtures/broker/PROVENANCE.md claims, read by kdump itself.
 
-The files are as the broker wrote them (SHA256SUMS); each shape of issue 13 shows up in
+The files are as the broker wrote them (SHA256SUMS); each shape shows up in
 `kdump dump --json`; `kdump dump` and `kdump verify` read every file and directory of it
 without an error, as they must on data a broker wrote (a crash mid-cleaning included: its
 leftovers are the broker's to delete, not damage).
@@ -164,7 +164,7 @@ def test_a_cleaning_interrupted_by_a_crash():
     assert rows[-1]["position"] + rows[-1]["size"] == log.stat().st_size  # whole batches so far
 
 
-# Where `kdump verify` exits 1 on this broker-written data (to be fixed by issue 14): none today.
+# Where `kdump verify` exits 1 on this broker-written data: none.
 VERIFY_FALSE_ALARMS: set[str] = set()
 # The running broker's lock file (left by the crash): not a file kdump reads, named alone it is
 # a usage error (2); inside a directory it is skipped.

@@ -1,5 +1,5 @@
 """Transactional offset commits (``sendOffsetsToTransaction``) written through a real broker:
-the six shapes of issue 31, one consumer group each, in one __consumer_offsets partition.
+six shapes of group history, one consumer group each, in one __consumer_offsets partition.
 
     g-commit        the transaction commits                       -> 100
     g-abort         a plain commit of 50, then the transaction aborts -> 50
