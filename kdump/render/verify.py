@@ -222,13 +222,17 @@ def summary_line(counts: dict, changes: int | None = None) -> str:
     if counts["cut_segments"]:
         s += "; " + loss_text(counts, done=bool(changes))
     for x in counts.get("clean") or []:
-        s += "; " + clean_text(x)
+        s += "; " + clean_text(x, done=bool(changes))
     return s
 
 
-def clean_text(x) -> str:
-    """What the next broker start does to a partition of a log dir shut down cleanly (check.clean_load)."""
+def clean_text(x, done: bool = False) -> str:
+    """What the next broker start does to a partition of a log dir shut down cleanly (check.clean_load);
+    ``done``: verify --truncate changed the log dir (a failing load is cut as a crash recovery cuts)."""
     name = printable(os.path.basename(x.directory) or x.directory)
+    if x.load_failure is not None and done:
+        return (f"the broker would not have loaded partition {name} as it was: {x.load_failure} (after a clean "
+                f"shutdown it reads the log end offset without recovery); cut as a crash recovery cuts it")
     if x.load_failure is not None:
         return (f"the broker will not load partition {name}: {x.load_failure} (after a clean shutdown it reads the "
                 f"log end offset without recovery; fix: kdump recover --full --apply, or delete "

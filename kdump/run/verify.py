@@ -21,6 +21,7 @@ from kdump.findings import report_status
 from kdump.format.codecs import DEFAULT_LIMITS
 from kdump.render.diagnostics import output_cut, report_error
 from kdump.run.verify_units import (
+    COUNTED,
     ERROR,
     LOG_DIR,
     REPAIRED,
@@ -145,6 +146,9 @@ class _Run:
                     self.error(x)
                 elif kind == LOG_DIR:
                     log_dirs.append(x)
+                elif kind == COUNTED:
+                    self._add(x)
+                    done.clear()
                 else:
                     self.changes += _notes(out, x)
                     if kind == REPAIRED and any(c.action == "skipped" for c in x):
@@ -178,7 +182,7 @@ def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list
     events: list = []
     reports: list = []
 
-    def flush() -> None:
+    def flush(counts: dict | None = None) -> None:
         status = 0
         for r in reports:
             renderer.file(r)
@@ -186,7 +190,8 @@ def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list
         text = local.stream.getvalue()
         local.stream.seek(0)
         local.stream.truncate()
-        events.append((RENDERED, (text, int(status), {k: v for k, v in summary_counts(reports).items() if v},
+        counts = summary_counts(reports) if counts is None else counts
+        events.append((RENDERED, (text, int(status), {k: v for k, v in counts.items() if v},
                                   [(r.file, r.size or 0) for r in reports] if sizes else ())))
         reports.clear()
 
@@ -200,6 +205,8 @@ def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list
         for kind, x in unit:
             if kind == REPORT:
                 reports.append(x)
+            elif kind == COUNTED:
+                flush(x)
             else:
                 if reports:
                     flush()

@@ -21,6 +21,9 @@ WRITABLE = ("log", "index", "timeindex", "txnindex")
 # the stale temporary files removed on locking, the changes of the repair; or, for a dir named
 # like a partition that holds only dirs, LOG_DIR with its path (it is walked later, as a log dir).
 REPORT, ERROR, CLEANED, REPAIRED, LOG_DIR = "report", "error", "cleaned", "repaired", "log_dir"
+# With --truncate, the summary counts of a directory's reports taken before its repair (what a
+# broker's next start would have made of it is read from the disk, which the repair changes).
+COUNTED = "counted"
 
 
 def resolve_paths(paths, jobs: int = 1) -> tuple[list, ExitStatus, list[KdumpError]]:
@@ -109,6 +112,9 @@ def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) 
             r = light(r)
             yield REPORT, r
             done.append(r)
+        from kdump.check.loss import summary_counts
+
+        yield COUNTED, summary_counts(done)
         try:
             yield REPAIRED, repair(done, opts)
         except KdumpError as e:

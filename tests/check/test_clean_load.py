@@ -149,6 +149,15 @@ def test_verify_truncate_cuts_what_stops_a_clean_load(tmp_path):
     assert log.read_bytes() == LOG.read_bytes()
     assert (d / PART.name / f"{LOG.name}.corrupt-{LOG.stat().st_size}").read_bytes() == bytes(3000)
     assert run_kdump("verify", d / PART.name).code == 0
+    # The summary says what the broker would have made of the partition as it was read, not
+    # of the disk the cut left (in this process and in a -j worker alike).
+    said = ("the broker would not have loaded partition codec-none-0 as it was: CorruptRecordException: Found "
+            "record size 0 smaller than minimum record overhead (14) in file ")
+    for jobs in ("1", "2"):
+        log.write_bytes(LOG.read_bytes() + bytes(3000))
+        r = run_kdump("verify", "--truncate", "-j", jobs, d)
+        assert r.code == 1 and log.read_bytes() == LOG.read_bytes(), r.err
+        assert said in r.err.splitlines()[-1] and "cut as a crash recovery cuts it" in r.err, r.err
 
 
 def test_verify_says_a_trusted_garbage_index_moves_the_log_end(tmp_path):
