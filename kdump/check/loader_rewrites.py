@@ -148,7 +148,7 @@ def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -
             if _same(data, index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]):
                 return
             bad = [f for f in index_findings(log, b, scan, **{("index", "timeindex")[i]: data},
-                                             limits=vopts.limits)[i] if F.is_damage(f.kind)]
+                                             limits=vopts.limits, whole=True)[i] if F.is_damage(f.kind)]
     except KdumpError:
         return
     if bad:

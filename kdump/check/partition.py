@@ -300,12 +300,20 @@ class _Partition:
             )
             try:
                 got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
-                                             log_buf)
+                                             log_buf, whole=scan.cut is not None and self.kept_whole(log))
                 self.sizes.update(got[2])
             except KdumpError as e:
                 got = e
             self._index_checks[log.path] = got
         return got
+
+    def kept_whole(self, log: LogFile) -> bool:
+        """Does the next broker start keep this damaged segment as it is? After a clean
+        shutdown it recovers none that has its .index (LogLoader.loadSegmentFiles), and
+        readers walk all of it: its indexes are judged against the whole file."""
+        from kdump.check.clean_load import kept_after_clean_shutdown
+
+        return kept_after_clean_shutdown(log.path, log.base_offset or 0)
 
     def wants_indexes(self, log: LogFile, wanted: set[str]) -> bool:
         """Is this live segment's .index or .timeindex wanted? (Checked while its scan holds the bytes.)"""

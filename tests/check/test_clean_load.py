@@ -125,6 +125,14 @@ def test_verify_says_what_the_broker_makes_of_a_clean_log_dir(tmp_path):
     assert ("after a clean shutdown the broker recovers no segment of codec-none-0: it keeps the damage and serves "
             "it up to log end offset 120 (a crash recovery, or kdump recover --full, would remove 9424 bytes: "
             "offsets 0..119)") in r.err
+    # Its indexes point at the batches the broker serves from the whole file: not damaged, and
+    # recover notes no reader sent astray (after a crash recovery the entries would be past the end).
+    assert f"{d / PART.name}/00000000000000000000.index: ok, 32 bytes" in r.out.splitlines()
+    assert f"{d / PART.name}/00000000000000000000.timeindex: ok, 36 bytes" in r.out.splitlines()
+    assert "astray" not in run_kdump("recover", d / PART.name).out
+    (d / ".kafka_cleanshutdown").unlink()
+    assert "index_past_end" in run_kdump("verify", d / PART.name).out
+    (d / ".kafka_cleanshutdown").write_text("")
     before = {p.name: p.read_bytes() for p in (d / PART.name).iterdir()}
     r = run_kdump("verify", "--truncate", "--broker-cut", d / PART.name)
     assert r.code == 1 and {p.name: p.read_bytes() for p in (d / PART.name).iterdir()} == before

@@ -134,7 +134,7 @@ def check_against_log(log_path: str, kind: str, base_offset: int, parsed: IndexF
 
 def index_findings(log_path: str, base: int, scan: ScanReport, index=None,
                    timeindex=None, limits: Limits = DEFAULT_LIMITS,
-                   log_buf=None) -> tuple[list[Finding], list[Finding]]:
+                   log_buf=None, whole: bool = False) -> tuple[list[Finding], list[Finding]]:
     """``.index`` and ``.timeindex`` against the part of the log the broker keeps.
 
     ``verify_indexes`` (the checks of ``kdump index --verify``) does the work, in one walk,
@@ -143,25 +143,30 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index=None,
     ``log_buf``: the segment's bytes as the scan had them (None: the file is read again).
     ``index``/``timeindex``: the file's bytes, or anything sliced like them (``SliceReader``):
     their entries are walked from it a chunk at a time, never all held.
+    ``whole``: the next broker start keeps the segment as it is (no recovery), so the indexes
+    are judged against the whole file as its readers walk it (batch headers, no CRC), not the
+    CRC-checked part.
     """
+    end = scan.size if whole else scan.valid_bytes
     idx = index_entries(index, base, lazy=True) if index is not None else None
     tix = timeindex_entries(timeindex, base, lazy=True) if timeindex is not None else None
     if idx is None and tix is None:
         return [], []
     if log_buf is None:
         with MappedFile(log_path) as m:
-            return _kept_findings(m.buf, base, scan, idx, tix, limits)
-    return _kept_findings(log_buf, base, scan, idx, tix, limits)
+            return _kept_findings(m.buf, base, end, idx, tix, limits)
+    return _kept_findings(log_buf, base, end, idx, tix, limits)
 
 
-def _kept_findings(buf, base: int, scan: ScanReport, idx: IndexFile | None, tix: TimeIndexFile | None,
+def _kept_findings(buf, base: int, end: int, idx: IndexFile | None, tix: TimeIndexFile | None,
                    limits: Limits) -> tuple[list[Finding], list[Finding]]:
-    if scan.valid_bytes == len(buf) and isinstance(buf, bytes):     # a small segment, nothing cut: no views
+    end = min(end, len(buf))
+    if end == len(buf) and isinstance(buf, bytes):     # a small segment, nothing cut: no views
         return _closed(buf, base, idx, tix, limits)
     if hasattr(buf, "follow"):      # a large file's mapping: walked to the cut, its pages dropped behind
-        return _closed(buf, base, idx, tix, limits, scan.valid_bytes)
+        return _closed(buf, base, idx, tix, limits, end)
     whole = memoryview(buf)
-    kept = whole[:scan.valid_bytes]
+    kept = whole[:end]
     try:
         return _closed(kept, base, idx, tix, limits)
     finally:
@@ -182,9 +187,9 @@ def _closed(buf, base: int, idx: IndexFile | None, tix: TimeIndexFile | None,
 
 
 def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: set[str],
-                           limits: Limits = DEFAULT_LIMITS, log_buf=None) -> tuple[tuple[list[Finding], list[Finding]],
-                                                                                 list[KdumpError | None],
-                                                                                 dict[str, int]]:
+                           limits: Limits = DEFAULT_LIMITS, log_buf=None,
+                           whole: bool = False) -> tuple[tuple[list[Finding], list[Finding]],
+                                                         list[KdumpError | None], dict[str, int]]:
     """A segment's ``.index`` and ``.timeindex`` (``index_findings``), read if there (``listed``: the
     directory's file names). One that cannot be read (too large, say) is not checked, and its
     error is returned in its place: the other is checked alone. Last, the size of each read."""
@@ -202,7 +207,8 @@ def segment_index_findings(log_path: str, base: int, scan: ScanReport, listed: s
             except KdumpError as e:
                 errors[i] = e
         index, timeindex = (None if d is None else d.data() for d in data)
-        return index_findings(log_path, base, scan, index, timeindex, limits=limits, log_buf=log_buf), errors, sizes
+        return (index_findings(log_path, base, scan, index, timeindex, limits=limits, log_buf=log_buf, whole=whole),
+                errors, sizes)
     finally:
         for opened in data:
             if opened is not None:
