@@ -127,7 +127,8 @@ def plan_indexes(plan, directory, bases, present, source, scans, cut_segments, r
                     except KdumpError:
                         continue
                     # The broker rewrites the indexes of every segment it recovers.
-                    bad = index_findings(log, b, s, **{ext[1:]: data}, limits=vopts.limits)[i]
+                    bad = index_findings(log, b, s, data if i == 0 else None, data if i == 1 else None,
+                                         limits=vopts.limits)[i]
             except KdumpError as e:
                 plan.steps.append(Step(REBUILD, path, None, None, b, f"cannot be read ({e.message}): rebuilt from "
                                        "the log", 8))
@@ -147,7 +148,7 @@ def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -
         with SliceReader(source_path, SIDE_FILE_LIMIT) as data:     # walked, never held whole
             if _same(data, index_bytes(log, b, vopts.index_interval_bytes, vopts.limits)[i]):
                 return
-            bad = [f for f in index_findings(log, b, scan, **{("index", "timeindex")[i]: data},
+            bad = [f for f in index_findings(log, b, scan, data if i == 0 else None, data if i == 1 else None,
                                              limits=vopts.limits, whole=True)[i] if F.is_damage(f.kind)]
     except KdumpError:
         return
