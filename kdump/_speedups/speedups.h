@@ -665,6 +665,7 @@ PyObject *kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_index_clean(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
