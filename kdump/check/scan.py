@@ -160,7 +160,7 @@ class _Scan(SegmentChecks):
     # -- phase 1: the part the broker keeps ------------------------------------------------------
 
     def run(self) -> None:
-        pos = 0
+        pos = self.plain_start()
         cut: Finding | None = None
         while cut is None:
             # The C scanner CRC-checks the first batch alone: the plain run after it checks the rest.
@@ -259,6 +259,32 @@ class _Scan(SegmentChecks):
             elif walker is not w:
                 w.stop, w.stop_position = walker.stop, walker.stop_position
         return None
+
+    def plain_start(self) -> int:
+        """With the C accelerator, a named segment's plain batches from byte 0 go to
+        ``scan_plain_run`` as ``walk``'s later ones do: a first batch that is plain with its
+        offsets from the base on passes ``batch``'s checks without a finding, and reaches the
+        base at byte 0 (nothing counted before it). Returns where the walk goes on."""
+        native = _accel.native()
+        if native is None or self.deep or self.base is None:
+            return 0
+        buf, end, st, r = self.buf, self.end, self.step, self.r
+        lo, hi = self.base - 1, self.base + INT32_MAX
+        follow = None if type(buf) in (bytes, memoryview) else getattr(buf, "follow", None)
+        at = 0
+        while at < end:
+            run = native.scan_plain_run(buf, at, min(end, at + PLAIN_RUN_BYTES), PLAIN_RUN_CHUNK, hi, self.max_size,
+                                        st.interval, r.epochs, self.plain_state(lo))
+            if run is None:
+                break
+            if at == 0:
+                self.reach_base_at, self.kept_before = 0, (0, 0, None, None, 0, 0)
+                r.first_offset = int.from_bytes(buf[0:8], "big", signed=True)
+            at, state = run
+            lo = self.set_plain_state(state)
+            if follow is not None:
+                follow(at)
+        return at
 
     def plain_state(self, lo: int) -> tuple:
         """The state ``scan_plain_run`` carries on (its docstring gives the order)."""
