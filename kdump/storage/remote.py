@@ -25,7 +25,6 @@ from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
-from kdump.storage import s3_listing
 from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
@@ -154,6 +153,8 @@ class Store:
     def _capped(self, url: str, entries: list) -> list:
         """A whole listing's entries, refused past ``list_keys()``."""
         if len(entries) > list_keys():
+            from kdump.storage import s3_listing
+
             raise self._list_stopped(url, s3_listing.too_many(len(entries)))
         return entries
 
@@ -280,6 +281,8 @@ class S3Store(Store):
 
     def _paged(self, url: str, path: str, creds) -> list[Entry] | None:
         """``s3_listing.listed``'s entries; None when it leaves the listing to pyarrow."""
+        from kdump.storage import s3_listing
+
         bucket, _, key = path.partition("/")
         try:
             found = s3_listing.listed(self.endpoint, self.region, creds, bucket, key + "/" if key else "")
@@ -296,6 +299,9 @@ class S3Store(Store):
         # of a request per 1,000 keys, each bounded by the AWS SDK (request_timeout, retries).
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
+        # (imported here: its http, ssl and xml modules cost every local run 10 ms to import)
+        from kdump.storage import s3_listing
+
         creds = s3_listing.keys()
         if creds is not None and (paged := self._paged(url, path, creds)) is not None:
             return paged
