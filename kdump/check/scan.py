@@ -162,7 +162,7 @@ class _Scan(SegmentChecks):
     def run(self) -> None:
         pos = self.plain_start()
         cut: Finding | None = None
-        while cut is None:
+        while cut is None and pos < self.end:     # (a walk from the end finds nothing)
             # The C scanner CRC-checks the first batch alone: the plain run after it checks the rest.
             w = Walker(self.buf, pos, self.end, self.limits, first_chunk=1)
             cut = self.walk(w)
