@@ -21,6 +21,9 @@
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None
  *              kdump/check/resync.py     find_candidate(buf, pos, end, top) -> int
+ *   indexcheck.c kdump/check/indexes/offset_index.py index_clean(log, end, base, index, timeindex)
+ *                                          -> bool (True: neither file has a finding; False: Python checks)
+ *              kdump/check/indexes/time_index.py (the same call: both files against one walk)
  *   info.c     kdump/survey/summary.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
  *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
