@@ -178,6 +178,12 @@ def tree_env(tree: Path | None) -> dict[str, str]:
     return ENV if tree is None else {**ENV, "PYTHONPATH": str(tree)}
 
 
+def tree_cwd(env: dict[str, str] | None) -> str | None:
+    """Where another tree's kdump runs: not in this checkout, since ``python -m``/``-c`` put the
+    working directory before PYTHONPATH (it would import this checkout's kdump instead)."""
+    return None if env is None or env is ENV else "/"
+
+
 def timed(args: list[str] | str, shell: bool = False, env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the run and its children) of one run."""
     import resource
@@ -185,7 +191,7 @@ def timed(args: list[str] | str, shell: bool = False, env: dict[str, str] | None
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     rc = subprocess.run(args, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False,
-                        env=env or ENV)
+                        env=env or ENV, cwd=tree_cwd(env))
     wall = time.perf_counter() - t
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if rc.returncode not in (0, 1):
@@ -228,7 +234,7 @@ print(alone, marks[-1] - alone, t.children_user + t.children_system, file=sys.st
 def phases(logdir: str, jobs: int, env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """(parent CPU while no worker runs, parent CPU while they run, workers' CPU) of verify -j N."""
     rc = subprocess.run([sys.executable, "-c", PHASES, "verify", "-q", logdir, "-j", str(jobs)], env=env or ENV,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, text=True)
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, text=True, cwd=tree_cwd(env))
     alone, beside, workers = map(float, rc.stderr.split()[-3:])
     return alone, beside, workers
 
@@ -285,6 +291,7 @@ def main() -> None:
                     help="also time another checkout's kdump (its C accelerator built in place), in the same "
                          "rounds, each run right after its own cat: e.g. a `git worktree add` of an older commit")
     args = ap.parse_args()
+    args.data = args.data.resolve()     # (another tree runs from /: tree_cwd)
     compileall.compile_dir(str(ROOT / "kdump"), quiet=1)
     t = time.perf_counter()
     if args.partitions is None:

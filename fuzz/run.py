@@ -25,10 +25,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders", "schemas", "text", "ndjson", "scan", "info",
-           "avro")
+           "avro", "indexes")
 # libFuzzer options per target: longer inputs where whole segments make sense.
 MAX_LEN = {"walker": 65536, "records": 16384, "codecs": 16384, "sidefiles": 8192, "decoders": 4096,
-           "schemas": 16384, "text": 16384, "ndjson": 16384, "scan": 16384, "info": 16384, "avro": 4096}
+           "schemas": 16384, "text": 16384, "ndjson": 16384, "scan": 16384, "info": 16384, "avro": 4096,
+           "indexes": 16384}
 STATS = os.path.join(HERE, "stats.jsonl")
 
 

@@ -32,7 +32,7 @@ MAX_SEED = 16 << 10          # bytes per seed: small inputs mutate and run faste
 MAX_SEEDS = 600              # per target
 CLI_SEEDS = 40               # per target that runs a whole command (text, ndjson, scan, info) on each
 TARGETS = ("walker", "records", "codecs", "sidefiles", "decoders", "schemas", "text", "ndjson", "scan", "info",
-           "avro")
+           "avro", "indexes")
 
 
 def fixture_files() -> Iterator[tuple[str, str]]:
@@ -112,10 +112,27 @@ def collect() -> dict[str, list[bytes]]:
     segments = [s for s in seeds["walker"] if len(s) <= MAX_SEED][::4][:CLI_SEEDS] + edge_segments()
     for target in ("text", "ndjson", "scan", "info"):
         seeds[target] = [bytes((i,)) + segment for i, segment in enumerate(segments)]
+    seeds["indexes"] = _index_seeds()
     import fuzz_avro
 
     seeds["avro"] = fuzz_avro.seeds()
     return seeds
+
+
+def _index_seeds() -> list[bytes]:
+    """Fixture segments with their .index and .timeindex (each under 256 bytes), in fuzz_indexes' layout."""
+    out = []
+    for path, kind in fixture_files():
+        if kind != logdir.LOG or os.path.getsize(path) > MAX_SEED:
+            continue
+        sides = []
+        for suffix in (".index", ".timeindex"):
+            side = path[:-4] + suffix
+            sides.append(open(side, "rb").read() if os.path.exists(side) else b"")
+        if all(len(s) < 256 for s in sides) and len(out) < CLI_SEEDS:
+            with open(path, "rb") as f:
+                out.append(bytes((len(out), len(sides[0]), len(sides[1]))) + sides[0] + sides[1] + f.read())
+    return out
 
 
 def _schema_seeds() -> list[bytes]:

@@ -228,6 +228,9 @@ static PyMethodDef kd_methods[] = {
     {"crc32c", kd_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C (Castagnoli) of data."},
     {"find_candidate", (PyCFunction)(void (*)(void))kd_find_candidate, METH_FASTCALL,
      "find_candidate(buf, pos, end, top) -> int: the resync's next candidate position, or -1."},
+    {"index_clean", (PyCFunction)(void (*)(void))kd_index_clean, METH_FASTCALL,
+     "index_clean(log, end, base, index, timeindex) -> bool: True when neither index file (bytes, or None: "
+     "not there) has a finding against the log's first end bytes; False: the Python check decides."},
     {"watch_mapping", kd_watch_mapping, METH_VARARGS,
      "watch_mapping(mapping, path_bytes) -> slot | None: name the file if a read of the mapping raises SIGBUS."},
     {"unwatch_mapping", kd_unwatch_mapping, METH_O, "unwatch_mapping(slot): the mapping is about to close."},

@@ -21,6 +21,9 @@
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None
  *              kdump/check/resync.py     find_candidate(buf, pos, end, top) -> int
+ *   indexcheck.c kdump/check/indexes/offset_index.py index_clean(log, end, base, index, timeindex)
+ *                                          -> bool (True: neither file has a finding; False: Python checks)
+ *              kdump/check/indexes/time_index.py (the same call: both files against one walk)
  *   info.c     kdump/survey/summary.py             summarize_v2(buf, pos, end, max_batches, size_buckets,
  *                                          producers) -> (new_pos, batches, records, ...)
  *   jsonout.c  kdump/render/jsonout.py   json_batch_line(file_json, batch, records, encoding) -> str | None,
@@ -665,6 +668,7 @@ PyObject *kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_index_clean(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_avro_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

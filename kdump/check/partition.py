@@ -56,7 +56,7 @@ class VerifyOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     limits: Limits = DEFAULT_LIMITS
     broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
-    # The run's log dirs -> their log-start-offset-checkpoint (None: none), found once each.
+    # The run's log dirs -> their log-start-offset-checkpoint (None: none), and its offsets: read once each.
     checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
     offsets: dict = field(default_factory=dict, repr=False, compare=False)   # log-dir checkpoints read, by path
 

@@ -40,7 +40,7 @@ from kdump import _accel
 from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE, assign_epoch, read_on
 from kdump.check.resync import INT64_MAX, entry_head, intact_run, next_candidate, rest_is_zero
-from kdump.check.segment_checks import SegmentChecks
+from kdump.check.scan_runs import PlainRuns
 from kdump.format.batch import LOG_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import INT32_MAX
@@ -62,11 +62,6 @@ from kdump.model import (
     Finding,
 )
 from kdump.storage.mapped import MappedFile
-
-# Per call: at most this many batches and bytes (a batch crossing the byte bound is left
-# to the next call, or to Python if it alone is larger), so that a call stays short.
-PLAIN_RUN_CHUNK = 1 << 16
-PLAIN_RUN_BYTES = 32 << 20
 
 # A segment whose only damage is one of these at its end was cut short, not corrupted.
 TAIL_KINDS = frozenset({F.TORN_TAIL, F.TRAILING_BYTES, F.ZERO_TAIL})
@@ -154,15 +149,16 @@ def status_of(findings: list[Finding]) -> str:
     return "damaged"
 
 
-class _Scan(SegmentChecks):
-    """One scan: ``run`` walks the segment and fills a ScanReport (the checks: ``SegmentChecks``)."""
+class _Scan(PlainRuns):
+    """One scan: ``run`` walks the segment and fills a ScanReport (the checks: ``SegmentChecks``;
+    the runs handed to C: ``PlainRuns``)."""
 
     # -- phase 1: the part the broker keeps ------------------------------------------------------
 
     def run(self) -> None:
-        pos = 0
+        pos = self.plain_start()
         cut: Finding | None = None
-        while cut is None:
+        while cut is None and pos < self.end:     # (a walk from the end finds nothing)
             # The C scanner CRC-checks the first batch alone: the plain run after it checks the rest.
             w = Walker(self.buf, pos, self.end, self.limits, first_chunk=1)
             cut = self.walk(w)
@@ -208,8 +204,6 @@ class _Scan(SegmentChecks):
         c_native = _accel.native()
         plain_run = c_native.scan_plain_run if c_native is not None else None
         buf, end = self.buf, self.end
-        # A large mapping drops pages behind the scan (bytes ask nothing: a failed getattr costs).
-        follow = None if type(buf) in (bytes, memoryview) else getattr(buf, "follow", None)
         batches: Walker | None = w
         walker: Walker | None
         while batches is not None:
@@ -237,17 +231,8 @@ class _Scan(SegmentChecks):
                         # From here the plain path may run: above the last offset, within the segment's range.
                         lo, hi = max(self.prev_last, self.base - 1), self.base + INT32_MAX
                 if plain_run is not None and lo is not None:
-                    # Hand the plain batches that follow to C, in chunks; None: it took none.
-                    at = start = b[B_POSITION] + b[B_SIZE]
-                    while at < end:     # (at the end C would take nothing)
-                        run = plain_run(buf, at, min(end, at + PLAIN_RUN_BYTES), PLAIN_RUN_CHUNK, hi, max_size,
-                                        st.interval, epochs, self.plain_state(lo))
-                        if run is None:
-                            break
-                        at, state = run
-                        lo = self.set_plain_state(state)
-                        if follow is not None:
-                            follow(at)
+                    start = b[B_POSITION] + b[B_SIZE]
+                    at, lo = self.plain_runs(plain_run, start, lo, hi)  # type: ignore[arg-type]  # set with lo
                     if at != start:
                         if at == end:       # C took every batch up to the end: nothing is left to walk
                             walker = None
@@ -259,20 +244,6 @@ class _Scan(SegmentChecks):
             elif walker is not w:
                 w.stop, w.stop_position = walker.stop, walker.stop_position
         return None
-
-    def plain_state(self, lo: int) -> tuple:
-        """The state ``scan_plain_run`` carries on (its docstring gives the order)."""
-        st, r = self.step, self.r
-        return (st.valid, st.last_entry_at, lo, self.prev_epoch, st.max_ts, st.max_ts_offset, r.batches, r.records,
-                st.index_last, st.time_last)
-
-    def set_plain_state(self, state: tuple) -> int:
-        """The state ``scan_plain_run`` hands back, taken in; returns the last offset taken."""
-        st, r = self.step, self.r
-        (st.valid, st.last_entry_at, lo, self.prev_epoch, st.max_ts, st.max_ts_offset, r.batches, r.records,
-         st.index_last, st.time_last) = state
-        r.last_offset = self.prev_last = lo
-        return lo
 
     # -- phase 1 ends: what the stop was ----------------------------------------------------------
 

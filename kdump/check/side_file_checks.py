@@ -12,6 +12,7 @@ import os
 
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
+from kdump.check.lost_records import partitions_in
 from kdump.check.side_file_views import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, EpochEntry
@@ -34,16 +35,31 @@ def log_start_findings(directory: str, leo: int | None, checkpoints: dict | None
     parsed = K.parse_partition_dir(os.path.basename(norm))
     if parsed is None:
         return []
-    try:        # streamed: a checkpoint may list millions of partitions
-        lso = next((e.offset for e in checkpoint_entries(path, LOG_START_OFFSET_CHECKPOINT)
-                    if (e.topic, e.partition) == parsed[:2]), None)
-    except KdumpError:
-        return []       # reported on the checkpoint itself
+    lso = _log_starts(path, os.path.dirname(norm), {} if checkpoints is None else checkpoints).get(parsed[:2])
     if not log_start_past_end(leo, lso):
         return []
     return [Finding(F.LOG_START_PAST_END, None, lso,
                     f"the log-start-offset-checkpoint says {lso}, above the log end offset {leo}: the broker "
                     f"deletes every segment of this partition at startup")]
+
+
+def _log_starts(path: str, log_dir: str, checkpoints: dict) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the first offset the log-start-offset-checkpoint at ``path`` gives
+    it, for the partitions ``log_dir`` holds: read once a run (kept in ``checkpoints``), not once
+    a partition (a log dir's checkpoint lists all of them). The entries before one that does
+    not parse (reported on the checkpoint itself) only, as a look-up streaming it would stop."""
+    key = ("log_starts", path)
+    if key not in checkpoints:
+        here = partitions_in(log_dir, checkpoints)      # (a checkpoint may list millions)
+        table: dict[tuple[str, int], int] = {}
+        try:        # streamed
+            for e in checkpoint_entries(path, LOG_START_OFFSET_CHECKPOINT):
+                if (e.topic, e.partition) in here:
+                    table.setdefault((e.topic, e.partition), e.offset)
+        except KdumpError:
+            pass
+        checkpoints[key] = table
+    return checkpoints[key]
 
 
 def log_start_checkpoint(log_dir: str, checkpoints: dict[str, str | None]) -> str | None:

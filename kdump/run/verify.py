@@ -78,6 +78,11 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
     return int(run.status)
 
 
+# Reports counted for the summary at once: its per-call costs (a .kafka_cleanshutdown stat per
+# log dir, the counts' dict) paid once per run of directories, not once per partition.
+SUMMARY_RUN = 1024
+
+
 class _Run:
     """What the run has written so far: the exit status, the summary's counts, the repairs."""
 
@@ -122,9 +127,9 @@ class _Run:
             work = progress.counted(functools.partial(_rendered, self.check, out, strict, progress.enabled),
                                     ranged=True)
         log_dirs = []
+        done: list = []     # reports the summary has yet to count (a run of directories at a time)
         for result in ordered_map(work, units, jobs, ranged=not here and out.format != "table"):
             events, counted = (result, 0) if here else result
-            done = []
             for kind, x in events:
                 if kind == RENDERED:
                     text, unit_status, unit_counts, sizes = x
@@ -155,8 +160,11 @@ class _Run:
                         self.status = max(self.status, ExitStatus.DAMAGE)
             if counted:
                 progress.unit_done((), counted)
-            if done:
+            if len(done) >= SUMMARY_RUN:
                 self._add(summary_counts(done))
+                done = []
+        if done:
+            self._add(summary_counts(done))
         return log_dirs
 
     def _add(self, counts: dict[str, int]) -> None:

@@ -25,8 +25,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
-from kdump.storage import s3_listing
-from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout
+from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout, too_many
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
 
@@ -154,7 +153,7 @@ class Store:
     def _capped(self, url: str, entries: list) -> list:
         """A whole listing's entries, refused past ``list_keys()``."""
         if len(entries) > list_keys():
-            raise self._list_stopped(url, s3_listing.too_many(len(entries)))
+            raise self._list_stopped(url, too_many(len(entries)))
         return entries
 
     def _failed(self, url: str, value: BaseException):
@@ -278,8 +277,12 @@ class S3Store(Store):
                 raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
-    def _paged(self, url: str, path: str, creds) -> list[Entry] | None:
-        """``s3_listing.listed``'s entries; None when it leaves the listing to pyarrow."""
+    def _paged(self, url: str, path: str) -> list[Entry] | None:
+        """s3_listing's entries (imported here: http, ssl, xml cost a local run 10 ms); None: pyarrow's."""
+        from kdump.storage import s3_listing
+
+        if (creds := s3_listing.keys()) is None:
+            return None
         bucket, _, key = path.partition("/")
         try:
             found = s3_listing.listed(self.endpoint, self.region, creds, bucket, key + "/" if key else "")
@@ -292,12 +295,10 @@ class S3Store(Store):
         return None if found is None else [Entry(*e) for e in found]
 
     def list(self, url: str, path: str) -> list[Entry]:
-        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one call
-        # of a request per 1,000 keys, each bounded by the AWS SDK (request_timeout, retries).
+        # A page at a time (s3_listing) with keys at hand, else pyarrow's (AWS SDK timeouts, retries).
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
-        creds = s3_listing.keys()
-        if creds is not None and (paged := self._paged(url, path, creds)) is not None:
+        if (paged := self._paged(url, path)) is not None:
             return paged
         selector = self._fs_mod.FileSelector(path, recursive=False)
         infos = self.call(url, self.fs.get_file_info, selector, bounded=False)

@@ -37,6 +37,12 @@ def list_keys() -> int:
         return DEFAULT_LIST_KEYS
 
 
+def too_many(n: int) -> str:
+    """Why a listing of ``n`` keys was given up."""
+    return (f"listed {n:,} keys, more than {list_keys():,} (KDUMP_REMOTE_LIST_KEYS raises the limit for a prefix "
+            f"this large)")
+
+
 def rss() -> int:
     """This process's resident memory in bytes (0 where /proc is not there)."""
     try:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote
 
-from kdump.storage.remote_settings import list_keys, list_timeout, timeout
+from kdump.storage.remote_settings import list_keys, list_timeout, timeout, too_many
 
 PAGE_KEYS = 1000            # S3's own page size
 PAGE_BYTES = 16 << 20       # a page of 1,000 keys is about 300 KB: more is not an S3 answer
@@ -52,11 +52,6 @@ class Refused(Exception):
 
 class Stopped(Exception):
     """The listing was given up: past its keys or its time (``str``: which, and the setting)."""
-
-
-def too_many(n: int) -> str:
-    return (f"listed {n:,} keys, more than {list_keys():,} (KDUMP_REMOTE_LIST_KEYS raises the limit for a prefix "
-            f"this large)")
 
 
 def listed(endpoint: str | None, region: str, creds: Keys, bucket: str, prefix: str) -> list | None:

@@ -88,6 +88,26 @@ def test_log_start_past_end(tmp_path):
         in plan.out
 
 
+def test_log_start_checkpoint_read_once_a_run(tmp_path, monkeypatch):
+    """verify reads a log dir's log-start-offset-checkpoint once, not once a partition (it lists
+    every partition: a broker's whole log dir was quadratic), with the look-up's answers: a
+    partition's first entry, none from an entry after one that does not parse."""
+    from kdump.check import side_file_checks
+
+    logs = tmp_path / "logs"
+    for name in ("t-0", "t-1", "t-2"):
+        shutil.copytree(FIXTURES / "generated" / "headers-0", logs / name)
+    (logs / "log-start-offset-checkpoint").write_text("0\n4\nt 0 100000\nt 1 5\nt 0 0\nt 1 9\nbad line\nt 2 100000\n")
+    reads = []
+    real = side_file_checks.checkpoint_entries
+    monkeypatch.setattr(side_file_checks, "checkpoint_entries", lambda *a: reads.append(a) or real(*a))
+    verdict = run_kdump("verify", str(logs), "--json", "-j", "1")
+    assert len(reads) == 1
+    past = {json.loads(line)["file"].split("/")[-2] for line in verdict.out.splitlines()
+            if any(f["kind"] == "log_start_past_end" for f in json.loads(line).get("findings", []))}
+    assert past == {"t-0"}
+
+
 def test_would_throw_is_what_take_meets():
     """The scanner's fast path asks ``would_throw`` before ``take``: it must say True exactly when
     ``take`` returns the reason the broker throws, and change nothing."""

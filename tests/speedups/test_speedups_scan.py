@@ -30,6 +30,7 @@ if _speedups is None:
 
 from kdump.check import resync as resync_mod  # noqa: E402
 from kdump.check import scan as scan_mod  # noqa: E402
+from kdump.check import scan_runs as runs_mod  # noqa: E402
 from kdump.check.broker_rule import DEFAULT_MAX_MESSAGE_SIZE  # noqa: E402
 from kdump.check.scan import ScanReport, _Scan, scan_segment  # noqa: E402
 from kdump.encode import build_control_batch, build_end_txn_marker, build_legacy_message, build_v2_batch  # noqa: E402
@@ -71,19 +72,19 @@ class _Mode:
         self.use_c, self.chunk, self.chunk_bytes = use_c, chunk, chunk_bytes
 
     def __enter__(self):
-        self.saved = _accel._built, scan_mod.PLAIN_RUN_CHUNK, scan_mod.PLAIN_RUN_BYTES
+        self.saved = _accel._built, runs_mod.PLAIN_RUN_CHUNK, runs_mod.PLAIN_RUN_BYTES
         # the native module as it is, but for a scan_plain_run that counts what C takes
         _accel._built = type(sys)("native_counting")
         vars(_accel._built).update(vars(_speedups), scan_plain_run=Counter())
         self.was_on = _accel.use(self.use_c)
         if self.chunk is not None:
-            scan_mod.PLAIN_RUN_CHUNK = self.chunk
+            runs_mod.PLAIN_RUN_CHUNK = self.chunk
         if self.chunk_bytes is not None:
-            scan_mod.PLAIN_RUN_BYTES = self.chunk_bytes
+            runs_mod.PLAIN_RUN_BYTES = self.chunk_bytes
         return self
 
     def __exit__(self, *exc) -> None:
-        _accel._built, scan_mod.PLAIN_RUN_CHUNK, scan_mod.PLAIN_RUN_BYTES = self.saved
+        _accel._built, runs_mod.PLAIN_RUN_CHUNK, runs_mod.PLAIN_RUN_BYTES = self.saved
         _accel.use(self.was_on)
 
 
@@ -489,7 +490,8 @@ def test_long_runs_with_epoch_changes():
     Counter.taken = 0
     with _Mode(use_c=True):
         r = scan_segment(small, base_offset=0)
-    assert Counter.taken == 3999 and r.epochs == [(i, i * 250) for i in range(16)]
+    # (a named segment: C takes its first batch too)
+    assert Counter.taken == 4000 and r.epochs == [(i, i * 250) for i in range(16)]
 
 
 # -- the resync's candidate search -------------------------------------------------------------

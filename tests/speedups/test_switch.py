@@ -37,6 +37,8 @@ def _segments(tmp_path: Path) -> tuple[Path, Path, bytes]:
     batches = [build_v2_batch([(3 * n + i, NOW + i, b"k%d" % i, b"v" * (n + i)) for i in range(3)], base_offset=3 * n)
                for n in range(40)]
     v2 = write_segment(tmp_path / "v2-0", batches)
+    for suffix, content in ((".index", b""), (".timeindex", bytes(12))):     # for verify's index checks
+        v2.with_suffix(suffix).write_bytes(content)
     inner = [(i, NOW + i, b"k", b"value %d" % i) for i in range(5)]
     legacy = write_segment(tmp_path / "legacy-0", [build_legacy_wrapper(inner, magic=1, codec=1)])
     damaged = bytearray(v2.read_bytes())
@@ -74,6 +76,7 @@ def _exercise(v2: Path, legacy: Path, damaged: bytes) -> list:
     out.append(run_kdump("dump", "--records", "--data", "--json", v2))
     out.append(run_kdump("dump", "--files", f"{v2},{legacy}", "--print-data-log", "-j", "1"))   # text_item
     out.append(run_kdump("verify", "--json", v2))
+    out.append(run_kdump("verify", "--json", v2.parent))                 # index_clean
     out.append(run_kdump("info", "--json", "-j", "1", v2, legacy))         # summarize_v2
     # a batch of more records than one slice: decoded and written a slice at a time
     big = write_segment(v2.parent.parent / "big-0", [build_v2_batch([(i, NOW, None, b"v%d" % i) for i in range(5000)])])
