@@ -22,6 +22,7 @@ from typing import Any
 from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.capped import Capped, not_listed
+from kdump.check.clean_load import kept_after_clean_shutdown
 from kdump.check.foreign_dirs import add_foreign_dirs
 from kdump.check.logless import add_log_missing
 from kdump.check.lost_records import add_records_missing
@@ -295,25 +296,16 @@ class _Partition:
         the error that stopped the check (each index file's report raises it)."""
         got: tuple | KdumpError | None = self._index_checks.get(log.path)
         if got is None:
-            from kdump.check.indexes.forward_pass import (
-                segment_index_findings,  # (asked 3 times a segment: import once)
-            )
+            from kdump.check.indexes.forward_pass import segment_index_findings  # (once a segment)
+            base = log.base_offset or 0
+            whole = scan.cut is not None and kept_after_clean_shutdown(log.path, base)
             try:
-                got = segment_index_findings(log.path, log.base_offset or 0, scan, self.names, self.opts.limits,
-                                             log_buf, whole=scan.cut is not None and self.kept_whole(log))
+                got = segment_index_findings(log.path, base, scan, self.names, self.opts.limits, log_buf, whole)
                 self.sizes.update(got[2])
             except KdumpError as e:
                 got = e
             self._index_checks[log.path] = got
         return got
-
-    def kept_whole(self, log: LogFile) -> bool:
-        """Does the next broker start keep this damaged segment as it is? After a clean
-        shutdown it recovers none that has its .index (LogLoader.loadSegmentFiles), and
-        readers walk all of it: its indexes are judged against the whole file."""
-        from kdump.check.clean_load import kept_after_clean_shutdown
-
-        return kept_after_clean_shutdown(log.path, log.base_offset or 0)
 
     def wants_indexes(self, log: LogFile, wanted: set[str]) -> bool:
         """Is this live segment's .index or .timeindex wanted? (Checked while its scan holds the bytes.)"""

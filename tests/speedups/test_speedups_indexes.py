@@ -188,5 +188,5 @@ def test_not_buffers_and_large_mappings_go_to_python(monkeypatch):
     assert _speedups.index_clean(LOG, len(LOG), 1 << 70, GOOD_IX, None) is False
     monkeypatch.setattr(forward_pass, "C_PROOF_BYTES", 10)
     scan = scan_segment(LOG, base_offset=BASE)
-    assert forward_pass._proved_clean(LOG, BASE, scan, GOOD_IX, GOOD_TX)        # bytes: no pages to drop
-    assert not forward_pass._proved_clean(memoryview(LOG), BASE, scan, GOOD_IX, GOOD_TX)
+    assert forward_pass._proved_clean(LOG, BASE, scan.valid_bytes, GOOD_IX, GOOD_TX)        # bytes: no pages to drop
+    assert not forward_pass._proved_clean(memoryview(LOG), BASE, scan.valid_bytes, GOOD_IX, GOOD_TX)
