@@ -124,7 +124,8 @@ class Walker:
 
     def span(self) -> tuple[int, int] | None:
         """(start, end): where the walk stands and how far one call of a caller's own reader may
-        go (SCAN_SPAN, as for the C scanner, or the buffer's need_span); None once fewer than an entry header's bytes are left."""
+        go (SCAN_SPAN, as for the C scanner, or the buffer's need_span); None once fewer than an
+        entry header's bytes are left."""
         pos = self.stop_position
         if self.ended or pos >= self.end - HEADER_SIZE_UP_TO_MAGIC:
             return None

@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from kdump.errors import InputError
 from kdump.format import aiven_manifest as AM
@@ -92,19 +93,27 @@ class ChunkMap(_SegmentMap):
     asked for again if read again."""
 
     need_span = STEP
+    source: ChunkSource
+    chunk_bytes: int
+    _chunk: int
+    _ready: list[int]
+    _streams: dict[int, Any]
+    _lock: threading.Lock
+    _partial_from: int
+    _ahead: dict[int, Future]
+    _pool: ThreadPoolExecutor | None
 
     def __new__(cls, path: str, view: views.View) -> ChunkMap:
         source = ChunkSource(path, view)
         self = super().__new__(cls, -1, source.size, flags=mmap.MAP_PRIVATE)
         self.path, self.big, self.source = path, True, source
-        self.size = source.size
         self._chunk = self.chunk_bytes = source.manifest.original_chunk_size
         self._ready = [0] * len(source.manifest.chunks)     # original bytes there, from each chunk's start
-        self._streams: dict[int, object] = {}               # chunk -> its zstd frame, read so far
+        self._streams = {}          # chunk -> its zstd frame, read so far
         self._lock = threading.Lock()
         self._partial_from = 0      # chunks ending past this are decompressed only as far as asked
-        self._ahead: dict[int, Future] = {}                 # chunk -> its fill under way in the background
-        self._pool: ThreadPoolExecutor | None = None
+        self._ahead = {}            # chunk -> its fill under way in the background
+        self._pool = None
         if hasattr(mmap, "MADV_HUGEPAGE"):
             self.madvise(mmap.MADV_HUGEPAGE)     # fewer faults on memory filled once and freed (~15% of a fill)
         return self
@@ -112,13 +121,13 @@ class ChunkMap(_SegmentMap):
     def reading_to(self, stop: int | None) -> None:
         """The walk means to stop about ``stop`` (None: at the end): the chunks before the one
         holding it are decompressed whole at the first ask (one call: faster than in steps)."""
-        self._partial_from = self.size if stop is None else stop
+        self._partial_from = len(self) if stop is None else stop
 
     def data_from(self, position: int, end: int) -> int:
         return position         # (no holes: the path is the stored object's)
 
     def need(self, start: int, end: int) -> None:
-        end = min(end, self.size)
+        end = min(end, len(self))
         if start >= end:
             return
         size, ready, chunks = self._chunk, self._ready, self.source.manifest.chunks
@@ -160,11 +169,11 @@ class ChunkMap(_SegmentMap):
         try:
             with memoryview(self) as view:
                 while done < upto:
-                    got = stream.readinto(view[c.original_position + done:c.original_position + upto])  # type: ignore[attr-defined]
+                    got = stream.readinto(view[c.original_position + done:c.original_position + upto])
                     if not got:
                         raise self.source.wrong_size(c, str(done))
                     done += got
-                if done == c.original_size and stream.read(1):  # type: ignore[attr-defined]
+                if done == c.original_size and stream.read(1):
                     raise self.source.wrong_size(c, "more than")
         except zstandard.ZstdError as e:
             raise self.source.undecodable(c, e) from None

@@ -10,7 +10,6 @@ from kdump.errors import InputError, UsageError, install_hint
 from kdump.format import aiven_manifest as AM
 from kdump.storage.mapped import read_small
 
-
 _manifests: dict[str, AM.Manifest] = {}
 
 

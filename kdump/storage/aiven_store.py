@@ -9,8 +9,9 @@ segment's custom metadata may name another prefix or key: ``segments`` takes ``k
 A ``.log`` object is read as the segment it holds, a chunk at a time
 (``kdump.storage.aiven_chunks``: into memory as a walk goes, for the dump; into a sparse local
 copy where a reader looks back). Its ``.indexes`` object's offset index is the one beside it
-(a seek's, a -j split's: ``views.beside``). An encrypted one needs the key ring (``--remote-keyring FILE``): lines ``<key id>=<private key PEM file>``, or
-the plugin's own ``[rsm.config.]encryption.key.pairs.<id>.private.key.file=<file>``.
+(a seek's, a -j split's: ``views.beside``). An encrypted one needs the key ring
+(``--remote-keyring FILE``): lines ``<key id>=<private key PEM file>``, or the plugin's own
+``[rsm.config.]encryption.key.pairs.<id>.private.key.file=<file>``.
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ class MappedFile:
         s = _remote_spool(path)
         streamed = views.stream(path) if lazy and views.has(path) and s.size > READ_BELOW else None
         if streamed is not None:    # a layout's view walked forward: filled as the walk asks (buf.need)
-            self.size = streamed.size
+            self.size = len(streamed)
             self._mm = self.buf = streamed
             return
         self.size = s.size
