@@ -114,8 +114,6 @@ class ChunkMap(_SegmentMap):
         self._partial_from = 0      # chunks ending past this are decompressed only as far as asked
         self._ahead = {}            # chunk -> its fill under way in the background
         self._pool = None
-        if hasattr(mmap, "MADV_HUGEPAGE"):
-            self.madvise(mmap.MADV_HUGEPAGE)     # fewer faults on memory filled once and freed (~15% of a fill)
         return self
 
     def reading_to(self, stop: int | None) -> None:

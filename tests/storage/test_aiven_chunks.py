@@ -202,3 +202,14 @@ def test_dump_of_a_corrupt_chunk(tmp_path):
     r = run_kdump("dump", "--records", "--json", str(part), "--remote-storage", str(aiven), "--remote-layout", "aiven")
     assert r.code == InputError("").exit_code
     assert f"{path}" in r.err and f"the chunk at byte {c.transformed_position} does not decompress" in r.err
+
+
+def test_a_seek_uses_the_offset_index_piece(tmp_path, local):
+    """--offset on an Aiven segment seeks with its .indexes object's offset index."""
+    from kdump.storage.record_reader import Filters
+
+    _store(tmp_path, 5000)
+    reader = SegmentReader(_segment(tmp_path), records=True, filters=Filters(start_offset=700))
+    got = [item.batch.base_offset for item in reader]
+    assert reader.seek_note and reader.seek_note.startswith("seeked to position") and reader.start_position > 0
+    assert got == [b[0] for b in local if b[0] + len(b[2]) > 700]
