@@ -107,7 +107,8 @@ def on_s3(server_kind: str, tmp: Path, cases: dict[str, list[str]], repeat: int)
     raw = raw_rates(server, "bench", f"aiven/{first.relative_to(tmp / 'tiered' / 'aiven')}", str(first), repeat)
     part = cases["aiven (zstd)"][3]
     s3_cases = {"s3 plain": ["dump", "--records", "--json", f"{plain}/{TOPIC}-0"],
-                "aiven s3": ["dump", "--records", "--json", part, "--remote-storage", aiven, "--remote-layout", "aiven"]}
+                "aiven s3": ["dump", "--records", "--json", part, "--remote-storage", aiven,
+                             "--remote-layout", "aiven"]}
     return s3_cases, raw, server
 
 
