@@ -30,6 +30,7 @@ from kdump.storage.remote import is_remote
 # of itself, so a range's walk stopping just past a chunk's start (a -j cut: storage.split)
 # decompresses little of it; a chunk the walk reads whole is decompressed in one call.
 STEP = 256 << 10
+PART = 64 << 10         # (a -j cut's check asks for one batch: a chunk's first PART bytes at a time)
 
 
 class ChunkSource:
@@ -162,7 +163,7 @@ class ChunkMap(_SegmentMap):
             self._ready[i] = 0
         # a step at least, and the rest of the chunk when a step would leave less than one
         whole = c.original_position + c.original_size <= self._partial_from or want + STEP >= c.original_size
-        upto = c.original_size if whole else -(-want // STEP) * STEP
+        upto = c.original_size if whole else -(-want // PART) * PART
         done = self._ready[i]
         try:
             with memoryview(self) as view:
