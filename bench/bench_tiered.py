@@ -1,6 +1,6 @@
 """A tiered partition read whole against the same segments on local disk (#37).
 
-    python bench/bench_tiered.py [--segment-mib 256] [--segments 3] [--repeat 3]
+    python bench/bench_tiered.py [--segment-mib 256] [--segments 3] [--repeat 3] [--s3 s3proxy|moto]
 
 Writes a partition of ``--segments`` big segments the way bench_export.py writes them (v2
 batches with offset indexes, under bench/data/tiered/, reused), then lays it out three ways:
@@ -12,11 +12,19 @@ batches with offset indexes, under bench/data/tiered/, reused), then lays it out
   that lists them (tests/support/tiered.py: COPY_SEGMENT_STARTED then _FINISHED, written with
   kdump's encoder and tests/decoders/kafka_wire over the message specs);
 - ``aiven (zstd)``: the same segments as Aiven's objects (zstd chunks of 4 MiB, the .indexes
-  object, the manifest; tests/support/aiven.py) in a directory store.
+  object, the manifest; tests/support/aiven.py) in a directory store; ``aiven (zstd+AES)`` the
+  same encrypted (AES-GCM, its data key wrapped with a fresh RSA key).
 
 ``kdump dump --records --json`` of each (stdout to /dev/null), in interleaved rounds: the
 median wall time (start-up included), its ratio to the local copy, and the peak RSS
 (/usr/bin/time). Every line starts with the 1-minute load average (the machine is shared).
+
+With ``--s3``, an S3 server on loopback (tests/remote/servers.py, as bench_remote.py starts
+it) holds the local copy as a log dir and the Aiven store, and two more cases run in the same
+rounds: ``s3 plain`` (the log dir read from s3://, today's remote reading) and ``aiven s3``
+(the tiered partition with ``--remote-storage s3://...``); beside them the server's raw
+ranged-GET rate (bench_remote.raw_rates, of the first Aiven .log object) and each case's MB/s
+of segment bytes as a ratio to it.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests" / "remote"))
 KDUMP = os.path.join(os.path.dirname(sys.executable), "kdump")
 TIME = "/usr/bin/time"
 TOPIC = "bench"
@@ -44,11 +53,11 @@ def load() -> str:
 
 
 def layouts(src: Path, tmp: Path) -> dict[str, list[str]]:
-    """The three layouts of ``src`` (a partition dir of segments); their dump commands."""
+    """The layouts of ``src`` (a partition dir of segments); their dump commands."""
     from kdump.encode import build_v2_batch
     from kdump.storage.logdir import LOG, LogFile
     from kdump.storage.record_reader import SegmentReader
-    from support.aiven import write_segment
+    from support.aiven import rsa_key, write_segment
     from support.tiered import TOPIC_ID, offload
 
     logs = sorted(src.glob("*.log"))
@@ -66,18 +75,41 @@ def layouts(src: Path, tmp: Path) -> dict[str, list[str]]:
     logdir = tmp / "tiered" / "logs"
     done = offload(TOPIC, logs, tail_base, logdir, tmp / "tiered" / "rsm", link=True)
     (logdir / f"{TOPIC}-0" / f"{tail_base:020d}.log").write_bytes(tail)
-    aiven = tmp / "tiered" / "aiven"
+    aiven, sealed = tmp / "tiered" / "aiven", tmp / "tiered" / "aiven-aes"
+    sealed.mkdir(parents=True)
+    key, ring = rsa_key(sealed)
     for stem, log, side in done:
-        write_segment(aiven / f"{TOPIC}-{TOPIC_ID}" / "0", stem, {".log": log.read_bytes(), **side}, 4 << 20,
-                      compression=True)
+        data = {".log": log.read_bytes(), **side}
+        write_segment(aiven / f"{TOPIC}-{TOPIC_ID}" / "0", stem, data, 4 << 20, compression=True)
+        write_segment(sealed / f"{TOPIC}-{TOPIC_ID}" / "0", stem, data, 4 << 20, compression=True, key=key)
     part = str(logdir / f"{TOPIC}-0")
     dump = ["dump", "--records", "--json"]
     return {"local copy": [*dump, str(local)],
             "kafka-local": [*dump, part, "--remote-storage", str(tmp / "tiered" / "rsm")],
             "aiven (zstd)": [*dump, part, "--remote-storage", str(aiven), "--remote-layout", "aiven"],
-            # the same, its spool (the chunks' original bytes) in RAM: no disk blocks to write back
-            "aiven, shm": ["KDUMP_SPOOL_DIR=/dev/shm", *dump, part, "--remote-storage", str(aiven),
-                           "--remote-layout", "aiven"]}
+            "aiven (zstd+AES)": [*dump, part, "--remote-storage", str(sealed), "--remote-layout", "aiven",
+                                 "--remote-keyring", str(ring)]}
+
+
+def on_s3(server_kind: str, tmp: Path, cases: dict[str, list[str]], repeat: int):
+    """An S3 server holding the local copy (a log dir) and the Aiven store; the two cases that read
+    them, the server's raw ranged-GET line, and the server to stop."""
+    from bench_remote import SERVER_PID, raw_rates, upload
+    from servers import S3Proxy, S3Server
+
+    server = (S3Proxy(tmp / "s3proxy") if server_kind == "s3proxy" else S3Server(tmp / "moto.log")).start()
+    SERVER_PID[:] = [server.proc.pid]
+    for name, value in server.env().items():
+        os.environ[name] = value            # (the cases' environment is this process's)
+    plain = upload(server, str(tmp / "local"), "bench", "plain")
+    aiven = upload(server, str(tmp / "tiered" / "aiven"), "bench", "aiven")
+    first = sorted((tmp / "tiered" / "aiven").rglob("*.log"))[0]
+    raw = raw_rates(server, "bench", f"aiven/{first.relative_to(tmp / 'tiered' / 'aiven')}", str(first), repeat)
+    part = cases["aiven (zstd)"][3]
+    s3_cases = {"s3 plain": ["dump", "--records", "--json", f"{plain}/{TOPIC}-0"],
+                "aiven s3": ["dump", "--records", "--json", part, "--remote-storage", aiven,
+                             "--remote-layout", "aiven"]}
+    return s3_cases, raw, server
 
 
 def _env(args: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -119,14 +151,21 @@ def main() -> None:
     p.add_argument("--segment-mib", type=int, default=256)
     p.add_argument("--segments", type=int, default=3)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--s3", choices=("s3proxy", "moto"), help="also read the log dir and the Aiven store from S3")
     a = p.parse_args()
     data = HERE / "data" / "tiered" / f"{a.segments}x{a.segment_mib}m"
     manifest = generate(str(data), a.segments * a.segment_mib / 1024, 1, a.segments)
     tmp = Path(tempfile.mkdtemp(prefix="kdump-bench-tiered-", dir=data.parent))
+    server = None
     try:
         cases = layouts(data / "bench-0", tmp)
         print(f"{a.segments} segments of {a.segment_mib} MiB ({manifest['log_bytes'] / 1e6:.0f} MB, "
               f"{manifest['records']} records), all remote, and a 1-batch local tail")
+        raw = ""
+        if a.s3:
+            s3_cases, raw, server = on_s3(a.s3, tmp, cases, a.repeat)
+            cases.update(s3_cases)
+            print(f"{load()} {a.s3}: {raw}")
         batches = {name: _batches(args) for name, args in cases.items()}
         if len(set(batches.values())) != 1:
             sys.exit(f"the layouts read different logs: {batches}")
@@ -140,11 +179,17 @@ def main() -> None:
                 times[name].append(wall)
                 peaks[name] = max(peaks[name], rss)
         base = statistics.median(times["local copy"])
+        # the raw GET rate at 2 in flight (kdump's remote reads run 2 at a time: storage.spool.PARALLEL)
+        ceiling = float(raw.partition("in flight, best of")[2].partition(": ")[2].split("/")[1]) if raw else 0.0
         for name, ts in times.items():
             m = statistics.median(ts)
-            print(f"{load()} {name:<12} median {m:7.2f} s  {manifest['log_bytes'] / m / 1e6:7.1f} MB/s  "
-                  f"{base / m:5.2f}x local  peak RSS {peaks[name] / 1024:5.0f} MB")
+            rate = manifest['log_bytes'] / m / 1e6
+            versus = f"  {rate / ceiling:5.2f}x raw GETs" if ceiling and name in ("s3 plain", "aiven s3") else ""
+            print(f"{load()} {name:<16} median {m:7.2f} s  {rate:7.1f} MB/s  "
+                  f"{base / m:5.2f}x local  peak RSS {peaks[name] / 1024:5.0f} MB{versus}")
     finally:
+        if server is not None:
+            server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -48,6 +48,8 @@ SCAN_SPAN = 32 << 20
 # is told how far the walk has come, every FOLLOW_STEP bytes or so, to drop pages behind.
 FOLLOW_STEP = 8 << 20
 _NO_FOLLOW = (bytes, memoryview)    # (a failed getattr costs a formatted AttributeError)
+# A buffer with a ``need(start, end)`` method (a remote or chunked object's, filled as asked)
+# is asked for every range before the walk reads it, at most its ``need_span`` at a time.
 
 
 class Walker:
@@ -74,6 +76,8 @@ class Walker:
         self.ended = False
         self._follow = None if type(buf) in _NO_FOLLOW else getattr(buf, "follow", None)
         self._next_follow = start + FOLLOW_STEP
+        self._need = None if type(buf) in _NO_FOLLOW else getattr(buf, "need", None)
+        self._step = SCAN_SPAN if self._need is None else getattr(buf, "need_span", SCAN_SPAN)
 
     def __iter__(self) -> Iterator[Batch]:
         buf, end = self.buf, self.end
@@ -86,6 +90,7 @@ class Walker:
         follow = self._follow
         next_follow = pos + FOLLOW_STEP
         judged = self._judged
+        need, step = self._need, self._step
         try:
             while pos < last_head:
                 if follow is not None and pos >= next_follow:
@@ -94,7 +99,9 @@ class Walker:
                 if scan is not None:
                     # The C scanner takes the run of well-formed v2 batches from here and
                     # stops before the first entry that needs judging, handled below.
-                    span_end = min(end, pos + SCAN_SPAN)
+                    span_end = min(end, pos + step)
+                    if need is not None:
+                        need(pos, span_end)
                     batches, pos = scan(buf, pos, span_end, chunk)
                     if batches:
                         for batch in batches:
@@ -117,11 +124,15 @@ class Walker:
 
     def span(self) -> tuple[int, int] | None:
         """(start, end): where the walk stands and how far one call of a caller's own reader may
-        go (SCAN_SPAN, as for the C scanner); None once fewer than an entry header's bytes are left."""
+        go (SCAN_SPAN, as for the C scanner, or the buffer's need_span); None once fewer than an
+        entry header's bytes are left."""
         pos = self.stop_position
         if self.ended or pos >= self.end - HEADER_SIZE_UP_TO_MAGIC:
             return None
-        return pos, min(self.end, pos + SCAN_SPAN)
+        span_end = min(self.end, pos + self._step)
+        if self._need is not None:
+            self._need(pos, span_end)
+        return pos, span_end
 
     def resume(self, pos: int) -> None:
         """Go on from ``pos``: the caller's own reader took the whole entries before it."""
@@ -144,7 +155,10 @@ class Walker:
             return []
         c = _accel.native()
         if c is not None:
-            batches, pos = c.scan_v2(self.buf, pos, min(self.end, pos + SCAN_SPAN), want)
+            span_end = min(self.end, pos + self._step)
+            if self._need is not None:
+                self._need(pos, span_end)
+            batches, pos = c.scan_v2(self.buf, pos, span_end, want)
             if batches:
                 self.stop_position = pos
                 return batches
@@ -163,7 +177,9 @@ class Walker:
     def _judged(self, pos: int, view: memoryview | None) -> Batch | None:
         """The entry at ``pos`` (at least a header's bytes left), read in Python; None: the walk
         stops there (``stop`` says why). Moves ``stop_position`` past it."""
-        buf, end = self.buf, self.end
+        buf, end, need = self.buf, self.end, self._need
+        if need is not None:
+            need(pos, pos + HEADER_SIZE_UP_TO_MAGIC)
         offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
         next_pos = pos + LOG_OVERHEAD + size
         if size < RECORD_OVERHEAD_V0:
@@ -174,6 +190,8 @@ class Walker:
             self._halt(TORN_TAIL, pos, offset,
                        f"entry of {size + LOG_OVERHEAD} bytes runs past the end ({end - pos} bytes left)")
             return None
+        if need is not None:
+            need(pos, next_pos)
         if magic == 2:
             if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
                 self._halt(INVALID_SIZE, pos, offset,

@@ -7,23 +7,22 @@ says what is in them). ``--remote-storage`` is the bucket URL with the plugin's
 segment's custom metadata may name another prefix or key: ``segments`` takes ``keys``.
 
 A ``.log`` object is read as the segment it holds, a chunk at a time
-(``ChunkSpool``: only the chunks a reader needs are fetched, detransformed and written into
-a sparse local copy, as ``kdump.storage.spool`` does for plain objects). An encrypted one
-needs the key ring (``--remote-keyring FILE``): lines ``<key id>=<private key PEM file>``, or
-the plugin's own ``[rsm.config.]encryption.key.pairs.<id>.private.key.file=<file>``.
+(``kdump.storage.aiven_chunks``: into memory as a walk goes, for the dump; into a sparse local
+copy where a reader looks back). Its ``.indexes`` object's offset index is the one beside it
+(a seek's, a -j split's: ``views.beside``). An encrypted one needs the key ring
+(``--remote-keyring FILE``): lines ``<key id>=<private key PEM file>``, or the plugin's own
+``[rsm.config.]encryption.key.pairs.<id>.private.key.file=<file>``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import threading
-from collections.abc import Callable
 
-from kdump.errors import InputError, UsageError, install_hint
-from kdump.format import aiven_manifest as AM
+from kdump.errors import InputError
 from kdump.storage import fs, remote, views
-from kdump.storage.mapped import read_small
+from kdump.storage.aiven_chunks import ChunkMap, ChunkSpool
+from kdump.storage.aiven_keys import _decrypt, data_key, load_manifest
 from kdump.storage.remote import is_remote
 from kdump.storage.remote_objects import RemoteFiles, RemoteObject, entry_size
 from kdump.storage.remote_parts import BytesSpool, read_range
@@ -143,168 +142,6 @@ def _bucket(root: str) -> str:
 
 
 
-_manifests: dict[str, AM.Manifest] = {}
-
-
-def load_manifest(path: str) -> AM.Manifest:
-    m = _manifests.get(path)
-    if m is None:
-        try:
-            m = _manifests[path] = AM.parse_manifest(read_small(path, 64 << 20))
-        except AM.ManifestError as e:
-            raise InputError(e.message, file=path) from None
-    return m
-
-
-def read_keyring(path: str) -> dict[str, str]:
-    """key id -> private key PEM file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise InputError(f"cannot read the key ring: {e.strerror}", file=path) from None
-    ring = {}
-    for n, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line.startswith(("#", "!")):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise InputError(f"line {n}: not <key id>=<private key file>", file=path)
-        key, value = key.strip(), value.strip()
-        m = re.fullmatch(r"(?:rsm\.config\.)?encryption\.key\.pairs\.(.+)\.private\.key\.file", key)
-        if m:
-            key = m.group(1)
-        elif "." in key and key.startswith(("rsm.config.", "encryption.")):
-            continue            # the plugin's other settings
-        ring[key] = value if os.path.isabs(value) else os.path.join(os.path.dirname(path), value)
-    return ring
-
-
-_data_keys: dict[tuple[bytes, str], bytes] = {}      # (wrapped key, key ring) -> the key: unwrapped once
-
-
-def data_key(enc: AM.Encryption, keyring: str | None, where: str) -> bytes:
-    """The segment's AES key, unwrapped with the key ring's RSA private key (once: its
-    chunks and each piece of its .indexes object ask)."""
-    if keyring is not None and (enc.wrapped_key, keyring) in _data_keys:
-        return _data_keys[enc.wrapped_key, keyring]
-    key = _unwrap(enc, keyring, where)
-    _data_keys[enc.wrapped_key, keyring or ""] = key      # (_unwrap refused a missing key ring)
-    return key
-
-
-def _unwrap(enc: AM.Encryption, keyring: str | None, where: str) -> bytes:
-    if keyring is None:
-        raise UsageError("the segment is encrypted: name the key ring with --remote-keyring FILE", file=where)
-    pem = read_keyring(keyring).get(enc.key_id)
-    if pem is None:
-        raise InputError(f"the key ring has no key {enc.key_id!r}, which wrapped this segment's key", file=where)
-    try:
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
-    except ImportError:
-        raise UsageError(f"an encrypted segment needs the cryptography package{install_hint('remote')}") from None
-    try:
-        with open(pem, "rb") as f:
-            key = load_pem_private_key(f.read(), None)
-    except (OSError, ValueError, TypeError) as e:
-        raise InputError(f"cannot read the private key: {e}", file=pem) from None
-    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-
-    if not isinstance(key, RSAPrivateKey):
-        raise InputError("not an RSA private key", file=pem)
-    numbers = key.private_numbers()
-    n, d = numbers.public_numbers.n, numbers.d
-    size = (n.bit_length() + 7) // 8
-    c = int.from_bytes(enc.wrapped_key, "big")
-    if c >= n:
-        raise InputError("the wrapped data key does not decrypt with this RSA key", file=where)
-    try:
-        return AM.oaep_unpad(pow(c, d, n).to_bytes(size, "big"), size)
-    except AM.ManifestError as e:
-        raise InputError(e.message, file=where) from None
-
-
-class ChunkSpool:
-    """The original bytes of a chunked ``.log`` object in a sparse local copy, chunk by chunk."""
-
-    def __init__(self, path: str, view: views.View) -> None:
-        from kdump.storage.spool import Spool
-
-        self.path = path
-        self.manifest = load_manifest(view.manifest)
-        self.size = self.manifest.original_file_size
-        self._key = data_key(self.manifest.encryption, view.keyring, path) if self.manifest.encryption else None
-        self._copy = Spool(path, self.size)        # the local file only: its fetches are ours
-        self.fd = self._copy.fd
-        self._done: set[int] = set()
-        self._lock = threading.Lock()
-        self._read: Callable[[int, int], bytes] | None = None
-
-    def need(self, start: int, end: int) -> None:
-        with self._lock:
-            for c in self.manifest.chunks_for(start, min(end, self.size)):
-                if c.original_position in self._done or not c.original_size:
-                    continue
-                data = self._detransform(self._fetch(c.transformed_position, c.transformed_size), c)
-                view = memoryview(data)
-                done = 0
-                while done < len(view):
-                    done += os.pwrite(self.fd, view[done:], c.original_position + done)
-                self._done.add(c.original_position)
-
-    def _fetch(self, position: int, size: int) -> bytes:
-        if is_remote(self.path):
-            if self._read is None:
-                store, p = remote.store_for(self.path)
-                self._read = store.reader(self.path, p, fs.stat(self.path).size)    # the object's (stored) size
-            data = self._read(position, size)
-        else:
-            with open(self.path, "rb") as f:
-                f.seek(position)
-                data = f.read(size)
-        if len(data) != size:
-            raise InputError(f"the object ends at byte {position + len(data)}, inside chunk at {position} of "
-                             f"{size} bytes its manifest lists", file=self.path, position=position + len(data))
-        return data
-
-    def _detransform(self, data: bytes, c: AM.Chunk) -> bytes:
-        if self._key is not None:
-            assert self.manifest.encryption is not None
-            data = _decrypt(self._key, data, self.manifest.encryption.aad,
-                            f"the chunk at byte {c.transformed_position}", self.path, c.transformed_position)
-        if self.manifest.compression:
-            import zstandard
-
-            try:
-                data = zstandard.ZstdDecompressor().decompress(data, max_output_size=c.original_size)
-            except zstandard.ZstdError as e:
-                raise InputError(f"the chunk at byte {c.transformed_position} does not decompress: {e}",
-                                 file=self.path, position=c.transformed_position) from None
-        if len(data) != c.original_size:
-            raise InputError(f"the chunk at byte {c.transformed_position} holds {len(data)} bytes, not the "
-                             f"{c.original_size} its manifest lists", file=self.path, position=c.transformed_position)
-        return data
-
-    def read(self, start: int, length: int) -> bytes:
-        self.need(start, start + length)
-        return os.pread(self.fd, length, start) if length > 0 else b""
-
-    def close(self) -> None:
-        self._copy.close()
-
-
-def _decrypt(key: bytes, data: bytes, aad: bytes, what: str, path: str, position: int) -> bytes:
-    """An AES-GCM piece: its 12-byte IV, the ciphertext, the 16-byte tag."""
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    try:
-        return AESGCM(key).decrypt(data[:AM.IV_SIZE], data[AM.IV_SIZE:], aad)
-    except (InvalidTag, ValueError):
-        raise InputError(f"{what} fails its AES-GCM tag check", file=path, position=position) from None
-
-
 class IndexPiece(BytesSpool):
     """One index of a segment's ``.indexes`` object: ``view.size`` bytes from ``view.position``
     (each piece encrypted alone when the segment is, never compressed), decrypted."""
@@ -323,5 +160,18 @@ class IndexPiece(BytesSpool):
         super().__init__(data)
 
 
-views.reader_for("aiven", ChunkSpool)
+def _beside(path: str, view: views.View, suffix: str) -> str | None:
+    """The piece of a segment's ``.indexes`` object that is its file ``suffix`` (``.index``),
+    registered as a view; None where its manifest places none."""
+    name = next((n for n, s in SIDE_FILES.items() if s == suffix), None)
+    pieces = load_manifest(view.manifest).indexes
+    if name not in pieces or not path.endswith(SEGMENT):
+        return None
+    indexes = path[:-len(SEGMENT)] + INDEXES
+    piece = f"{indexes}[{name}]"
+    views.register(piece, views.View("aiven-index", view.manifest, view.keyring, indexes, *pieces[name]))
+    return piece
+
+
+views.reader_for("aiven", ChunkSpool, ChunkMap, _beside)
 views.reader_for("aiven-index", IndexPiece)

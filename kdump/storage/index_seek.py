@@ -8,7 +8,7 @@ import os
 
 from kdump.errors import KdumpError
 from kdump.format.walk import HEADER_UP_TO_MAGIC, Walker
-from kdump.storage import fs
+from kdump.storage import fs, views
 from kdump.storage.logdir import LogFile
 from kdump.storage.mapped import read_small
 from kdump.storage.names import INDEX_SUFFIX, TIMEINDEX_SUFFIX, offset_path
@@ -56,9 +56,17 @@ def _beside(f: LogFile, suffix: str, parse):
     not used to seek."""
     if f.base_offset is None:     # a .log not named by its offset has none beside it
         return None
-    path = offset_path(os.path.dirname(f.path), f.base_offset, suffix)
-    if not fs.isfile(path):
-        return None
+    if views.has(f.path):           # a layout's object: its layout says where its index is
+        try:
+            path = views.beside(f.path, suffix)
+        except KdumpError:
+            return None
+        if path is None:
+            return None
+    else:
+        path = offset_path(os.path.dirname(f.path), f.base_offset, suffix)
+        if not fs.isfile(path):
+            return None
     try:
         return parse(read_small(path, 256 << 20), f.base_offset)
     except (KdumpError, OSError):

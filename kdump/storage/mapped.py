@@ -221,7 +221,8 @@ class MappedFile:
 
     A remote file (an ``s3://`` or ``hdfs://`` URL) is mapped from its local copy. With
     ``lazy``, nothing of it is fetched yet: the reader calls ``need(start, end)`` for the
-    ranges it will touch (a no-op for a local file)."""
+    ranges it will touch (a no-op for a local file). A layout's chunked object read lazily is
+    its buffer for a forward walk (``views.stream``), whose own ``need`` the walk calls as it goes."""
 
     def __init__(self, path: str, lazy: bool = False) -> None:
         self.path = path
@@ -253,6 +254,11 @@ class MappedFile:
 
     def _map_remote(self, path: str, lazy: bool) -> None:
         s = _remote_spool(path)
+        streamed = views.stream(path) if lazy and views.has(path) and s.size > READ_BELOW else None
+        if streamed is not None:    # a layout's view walked forward: filled as the walk asks (buf.need)
+            self.size = len(streamed)
+            self._mm = self.buf = streamed
+            return
         self.size = s.size
         if not lazy or s.size <= READ_BELOW:
             s.need(0, s.size)
@@ -281,6 +287,13 @@ class MappedFile:
         what lies before it is not counted against --io-limit."""
         if self._mm is not None and start > self._mm._charged:
             self._mm._charged = start
+
+    def reading_to(self, stop: int | None) -> None:
+        """A sequential reader means to stop at ``stop`` (None: the end): a streamed buffer
+        fills what lies before it in larger pieces."""
+        to = getattr(self._mm, "reading_to", None)
+        if to is not None:
+            to(stop)
 
     def close(self) -> None:
         if self._mm is not None:

@@ -199,6 +199,7 @@ class SegmentReader:
             self.start_position = start
             mapped.need(start, end)
             mapped.reading_from(start)
+            mapped.reading_to(stop_at)
             if mapped.size > (64 << 20):
                 mapped.advise_sequential()
             flt = self.filters

@@ -64,8 +64,12 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
                 out.append(Cut(found, last_offset_at(mapped.buf, found), None))
                 pos = last = found
             return out
+        # a chunked object's (storage.aiven_chunks): cuts just past a chunk's start, so that a
+        # range's reader decompresses the chunk after its own only as far as its last batch
+        chunk = getattr(mapped.buf, "chunk_bytes", 0)
+        chunk = chunk if 0 < 2 * chunk <= split_bytes else 1
         for i, e in enumerate(entries):
-            if e.position - last < split_bytes or size - e.position < split_bytes // 4:
+            if e.position < (last + split_bytes) // chunk * chunk or size - e.position < split_bytes // 4:
                 continue
             # Reuses the reader's own check of "does this index entry point at its batch".
             if batch_starts_at(mapped.buf, e.position, e.offset, size):

@@ -31,10 +31,16 @@ _lock = threading.RLock()           # (an alias's spool asks for its target's)
 
 
 _makers: dict = {}                  # layout -> its spool class (the layout module registers it)
+_streamers: dict = {}               # layout -> its buffer for one forward walk, if it has one
+_besides: dict = {}                 # layout -> (path, view, suffix) -> the path of a side file, or None
 
 
-def reader_for(layout: str, maker) -> None:
+def reader_for(layout: str, maker, streamer=None, beside=None) -> None:
     _makers[layout] = maker
+    if streamer is not None:
+        _streamers[layout] = streamer
+    if beside is not None:
+        _besides[layout] = beside
 
 
 def register(path: str, view: View) -> None:
@@ -71,3 +77,20 @@ def spool(path: str):
             while len(_spools) > KEEP:
                 _spools.pop(next(iter(_spools))).close()      # type: ignore[attr-defined]
         return s
+
+
+def stream(path: str):
+    """A buffer of a registered object's original bytes for one reader walking it forward (its
+    own, never shared: ``need(start, end)`` before reading, ``follow`` frees what is behind), or
+    None where its layout has none (then ``spool``)."""
+    view = _views.get(path)
+    maker = None if view is None else _streamers.get(view.layout)
+    return None if maker is None else maker(path, view)
+
+
+def beside(path: str, suffix: str) -> str | None:
+    """The path of a registered object's side file (its ``.index``) where its layout keeps it
+    elsewhere than beside it, or None."""
+    view = _views.get(path)
+    find = None if view is None else _besides.get(view.layout)
+    return None if find is None else find(path, view, suffix)
