@@ -13,7 +13,7 @@ from kdump import findings as F
 from kdump.check.broker_rule import index_bytes, recovered_epochs
 from kdump.check.indexes.forward_pass import index_findings
 from kdump.check.recovery_plan import CREATE_SEGMENT, NOTE, REBUILD, TRIM_EPOCHS, TRUNCATE, WRITE_TXN, Step
-from kdump.check.side_file_views import SIDE_FILE_LIMIT, checkpoint_entries
+from kdump.check.side_file_views import SIDE_FILE_LIMIT, checkpoint_entries, read_snapshot
 from kdump.check.txn_findings import aborted_transactions
 from kdump.errors import KdumpError
 from kdump.format.checkpoint import LEADER_EPOCH
@@ -21,7 +21,6 @@ from kdump.format.txnindex import encode_txnindex
 from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
-from kdump.storage.mapped import read_small
 from kdump.storage.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -162,25 +161,18 @@ def _note_kept_index(plan, path, source_path, log, b, scan, i, present, vopts) -
 def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs, log_start, recovered=(),
                               bases=(), clean=False, source=None, bases_before=None) -> None:
     p = os.path.join(directory, LEADER_EPOCH)
-    entries: list[tuple[int, int]] | None = None      # kdump does not create a missing one (the broker does)
+    got: tuple | None = None      # kdump does not create a missing one (the broker does)
     if LEADER_EPOCH in present and fs.isfile(p):
-        try:        # parsed a line at a time (no size cap); the entries are kept: recovery rewrites them
-            entries = [tuple(e) for e in checkpoint_entries(p, LEADER_EPOCH)]
+        try:        # parsed a line at a time (no size cap); what recovery rewrites is kept
+            got = _new_epochs(checkpoint_entries(p, LEADER_EPOCH), epochs, log_start, leo)
         except KdumpError as e:
             plan.damaged = True
             plan.steps.append(Step(NOTE, p, None, None, None, f"{e.message}: the broker does not start on a "
                                                               f"malformed leader-epoch-checkpoint", 0))
-            entries = None
-    if entries is not None:
-        # Recovery assigns the epochs of the batches it reads; entries past the new end go. Kafka
-        # drops those at the LEO too; kdump only those strictly past it (data that is gone),
-        # leaving the harmless == LEO case to the broker.
-        new = recovered_epochs(entries, epochs, log_start)
-        new = [e for e in new if e[1] <= leo]
-        if new != entries:
+    if got is not None:
+        new, changed, late, added = got
+        if changed:
             plan.epochs = new
-            late = len([e for e in entries if e[1] > leo])
-            added = len([e for e in new if e not in entries])
             what = "; ".join(x for x in (f"drop {late} starting past the new log end offset {leo}" if late else "",
                                          f"add {added} from the batches recovery reads" if added else "") if x)
             plan.steps.append(Step(TRIM_EPOCHS, p, None, None, leo, f"leader epochs: {what} (the old file is kept "
@@ -189,12 +181,40 @@ def plan_epochs_and_snapshots(plan, directory, present, leo, quarantine, epochs,
                    directory, bases_before)
 
 
+def _new_epochs(entries, epochs, log_start, leo) -> tuple[list[tuple[int, int]], bool, int, int]:
+    """The leader epochs recovery leaves (``recovered_epochs``), entries past the new end ``leo``
+    dropped (Kafka drops those at the LEO too; kdump only those strictly past it, data that is
+    gone, leaving the harmless == LEO case to the broker): (entries, changed, dropped, added).
+    Without batch ``epochs`` (no segment recovered) the file is read in one pass holding only
+    what stays, so a huge checkpoint costs no memory beyond the kept entries."""
+    if epochs:
+        old = [(e[0], e[1]) for e in entries]
+        new = [e for e in recovered_epochs(old, epochs, log_start) if e[1] <= leo]
+        return new, new != old, sum(1 for e in old if e[1] > leo), sum(1 for e in new if e not in old)
+    kept: list[tuple[int, int]] = []
+    late = total = 0
+    below = None
+    for e in entries:
+        e = (e[0], e[1])
+        total += 1
+        late += e[1] > leo
+        if log_start is not None and e[1] <= log_start:     # truncateFromStart: the last one moves up
+            below = e
+        elif e[1] <= leo:
+            kept.append(e)
+    added = 0
+    if below is not None and log_start <= leo:
+        moved = (below[0], log_start)
+        added = int(moved != below)
+        kept.insert(0, moved)
+    return kept, bool(added or len(kept) != total), late, added     # (kept: in order, a subset but for one)
+
+
 def plan_snapshots(plan, present, leo, quarantine, log_start, recovered, bases, clean, source, directory,
                    bases_before=None) -> None:
     """The producer snapshots the load deletes (``check.loader_snapshots``); the ones it writes
     are left to the broker."""
     from kdump.check.loader_snapshots import snapshots_at_load
-    from kdump.format.snapshot import parse_snapshot
 
     names = {}
     for n in present:
@@ -204,8 +224,7 @@ def plan_snapshots(plan, present, leo, quarantine, log_start, recovered, bases, 
     readable = {}
     for off, n in names.items():
         try:        # ProducerStateManager.readSnapshot: structure, version, CRC (CorruptSnapshotException)
-            parse_snapshot(read_small(source.get(n, os.path.join(directory, n)), SIDE_FILE_LIMIT), strict=True)
-            readable[off] = True
+            readable[off] = read_snapshot(source.get(n, os.path.join(directory, n)))[0].crc_valid   # streamed
         except KdumpError:
             readable[off] = False
     fate = snapshots_at_load(readable, recovered, bases, log_start or 0, leo, clean, bases_before)

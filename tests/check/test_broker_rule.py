@@ -130,3 +130,23 @@ def test_would_throw_is_what_take_meets():
             assert [getattr(step, name) for name in IndexStep.__slots__] == before
             assert predicted == (copy.copy(step).take(b) is not None)
             step.take(b, skip_invalid=True)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_leader_epochs_streamed_without_batches_are_recovered_epochs(seed):
+    """With no recovered batch, the one-pass reading of a leader-epoch-checkpoint (memory for
+    what stays only) gives what recovered_epochs over the whole list gives."""
+    import random
+
+    from kdump.check.broker_rule import recovered_epochs
+    from kdump.check.loader_rewrites import _new_epochs
+
+    rnd = random.Random(seed)
+    starts = sorted(rnd.sample(range(60), rnd.randint(0, 8)))
+    entries = [(i + rnd.randint(0, 1), s) for i, s in enumerate(starts)]
+    log_start = rnd.choice([None, *range(0, 60, 7)])
+    leo = rnd.randint(0, 60)
+    want = [e for e in recovered_epochs(entries, [], log_start) if e[1] <= leo]
+    new, changed, late, added = _new_epochs(iter(entries), [], log_start, leo)
+    assert (new, changed, late) == (want, want != entries, sum(1 for e in entries if e[1] > leo))
+    assert added == sum(1 for e in want if e not in entries)
