@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from operator import lt
 
@@ -111,7 +111,7 @@ def is_sane(entries, log_size: int) -> bool:
 
     data, live, base = getattr(entries, "data", None), len(entries), None
     if data is None:        # a list of entries (what a caller built itself)
-        pieces: Iterator = (array("q", (v for e in entries for v in (e.offset, e.position))),)
+        pieces: Iterable = (array("q", (v for e in entries for v in (e.offset, e.position))),)
         base = 0
     else:
         pieces = (_slots(piece) for piece in chunks(data, 8, 0, live))
