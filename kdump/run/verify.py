@@ -29,6 +29,7 @@ from kdump.run.verify_units import (
     listed,
     resolve_paths,
 )
+from kdump.storage import fs
 from kdump.storage.mapped import file_size
 
 
@@ -47,7 +48,7 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
         from kdump.repair.truncate import truncate_reports as repair
     run = _Run(out, functools.partial(directory_events, opts=opts, repair=repair, force=force), strict, truncate)
     try:
-        if len(paths) == 1 and os.path.isdir(paths[0]):
+        if len(paths) == 1 and fs.isdir(paths[0]):
             # One directory: its partition dirs are listed by whoever checks them (-j: the
             # workers), level by level as ``walk`` finds them, so the first report comes at once.
             path = paths[0]

@@ -8,8 +8,11 @@ topic then partition number). The kind of a file is chosen by its name, as in Ka
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
+from collections.abc import Iterator
+from itertools import chain
 from typing import NamedTuple
 
 from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownFileKindError
@@ -192,6 +195,13 @@ def _scandir(directory: str) -> list[os.DirEntry]:
         raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
 
 
+def _scan_pages(directory: str) -> Iterator[list[os.DirEntry]]:
+    try:
+        yield from fs.scan_pages(directory)
+    except OSError as e:
+        raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
+
+
 def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
     """A dir holding segment-style files is a partition; one holding only dirs is a log dir.
 
@@ -253,10 +263,23 @@ def walk(path: str, visit, _depth: int = 0) -> None:
                 ".checkpoint, checkpoint or metadata file, by name)", file=path)
         visit([f], [])
         return
-    entries = _scandir(path)
+    pages = _scan_pages(path)
+    entries = next(pages, [])
+    more = next(pages, None)
+    if more is not None:        # a remote listing of more than one page: taken as it comes
+        others = _walk_pages(path, visit, chain((entries, more), pages))
+    else:
+        others = _walk_level(path, visit, entries)
+    if _depth < MAX_DEPTH:
+        for sub in sorted(others):
+            walk(sub, visit, _depth + 1)
+
+
+def _walk_level(path: str, visit, entries: list) -> list[str]:
+    """``walk``'s level of one listing: the dirs to walk next."""
     if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
         visit(_listed(partition_files(path, entries)), [])
-        return
+        return []
     own, partitions, others = [], [], []
     prefix = _prefix(path)
     for e in entries:
@@ -274,9 +297,97 @@ def walk(path: str, visit, _depth: int = 0) -> None:
     own.sort(key=lambda f: f.name)
     partitions.sort()
     others += visit(own, partitions)
-    if _depth < MAX_DEPTH:
-        for sub in sorted(others):
-            walk(sub, visit, _depth + 1)
+    return others
+
+
+# The last name a log dir's own file can have (a fixed name and a leftover suffix); its
+# KRaft snapshots, like a partition's segments, are named by digits.
+_OWN_LAST = max(name + suffix for name in FIXED_NAMES for suffix in ("",) + LEFTOVER_SUFFIXES)
+
+
+def _walk_pages(path: str, visit, pages: Iterator[list]) -> list[str]:
+    """``_walk_level`` of a listing that comes a page at a time, in name order (S3's): each
+    partition dir is handed to ``visit`` as soon as no name still to come can sort before
+    it, so the first are checked while later pages are fetched, and only those held for
+    their order (a topic's partitions until the listing leaves the topic: "t-10" is listed
+    before "t-9") and a page are in memory. The log dir's own files, which ``visit`` takes
+    first, are asked for by name where the listing has not reached them yet."""
+    prefix = _prefix(path)
+    kept: list | None = []      # every entry, until the names of segments are behind (not a partition dir)
+    held: list[Pending] = []    # a heap
+    own: list[LogFile] | None = None        # None: not visited yet
+    others: list[str] = []
+    last, ordered = "", True
+
+    def hand(batch: list[Pending]) -> None:
+        nonlocal own
+        if own is None:
+            own = _own_files(path, prefix, seen, last)
+            others.extend(visit(own, batch))
+        elif batch:
+            others.extend(visit([], batch))
+
+    seen: list = []             # the log dir's own files the listing gave
+    for page in pages:
+        for e in page:
+            name = e.name
+            is_dir = e.is_dir(follow_symlinks=False)
+            key = name + "/" if is_dir else name    # what S3 orders: a dir's name sorts with its "/"
+            ordered = ordered and key > last
+            last = max(last, key)
+            if kept is not None:
+                kept.append(e)
+            if is_dir:
+                parsed = parse_partition_dir(name)
+                if parsed is not None:
+                    heapq.heappush(held, Pending(parsed[0], parsed[1], parsed[2] or "", prefix + name, name))
+                else:
+                    others.append(prefix + name)
+            elif own is None:
+                seen.append(e)
+        if kept is not None:
+            if any(_name_info(e.name)[1] and _is_file(e) for e in seen if _name_info(e.name)[0] is not None):
+                kept.extend(e for page in pages for e in page)      # a partition dir: listed whole
+                return _walk_level(path, visit, kept)
+            if last[:1] <= "9" or not held and not others:
+                continue        # (a dir of files alone, named like a partition, may still be one)
+            kept = None
+        if ordered:
+            least = _least_topic_after(last)
+            batch = []
+            while held and held[0].topic < least:
+                batch.append(heapq.heappop(held))
+            hand(batch)
+    if kept is not None:
+        return _walk_level(path, visit, kept)
+    hand([heapq.heappop(held) for _ in range(len(held))])
+    return others
+
+
+def _own_files(path: str, prefix: str, seen: list, last: str) -> list[LogFile]:
+    """The log dir's own files: those the listing gave up to ``last``, and those of the fixed
+    names it has not reached, asked for by name."""
+    entries = {e.name: e for e in seen}
+    if last < _OWN_LAST:
+        for name in sorted(FIXED_NAMES):
+            if max(name + s for s in ("",) + LEFTOVER_SUFFIXES) > last:
+                entries.update((e.name, e) for e in fs.named(path, name) if not e.is_dir())
+    own = []
+    for name, e in entries.items():
+        f = _log_file(prefix + name, None, None)
+        if f is not None and _is_file(e):
+            own.append(f)
+    return sorted(own, key=lambda f: f.name)
+
+
+def _least_topic_after(name: str) -> str:
+    """A topic that no partition dir listed after the key ``name`` sorts before: the shortest
+    start of ``name`` that a "-" and a number could follow and still sort after it. (A partition
+    number in digits other than ASCII's, which no broker writes, is not foreseen.)"""
+    for t, c in enumerate(name):
+        if c < "-" or c == "-" and (t + 1 == len(name) or name[t + 1] <= "9"):
+            return name[:t]
+    return name
 
 
 def list_pending(p: Pending) -> list[LogFile] | None:

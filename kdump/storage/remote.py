@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import NamedTuple
 
@@ -200,6 +200,16 @@ class Store:
     def copy_tree(self, url: str, src: str, dst: str, last: str | None = None) -> None:
         raise NotImplementedError
 
+    def list_pages(self, url: str, path: str) -> Iterator[list[Entry]]:
+        """``list``'s entries a page at a time, in name order when there is more than one page
+        (the S3 pages kdump asks for itself); a store that lists in one call gives one page."""
+        yield self.list(url, path)
+
+    def named(self, url: str, path: str, name: str) -> list[Entry]:
+        """The entries of ``path`` whose names start with ``name``: asked for by a lister of
+        more than one page (``list_pages``), which must then answer it."""
+        raise NotImplementedError
+
     def list(self, url: str, path: str) -> list[Entry]:     # last: the name shadows list below it
         raise NotImplementedError
 
@@ -278,31 +288,58 @@ class S3Store(Store):
                 raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
         return Stat(kind, info.size or 0 if kind == "file" else 0)
 
-    def _paged(self, url: str, path: str, creds) -> list[Entry] | None:
-        """``s3_listing.listed``'s entries; None when it leaves the listing to pyarrow."""
-        bucket, _, key = path.partition("/")
-        try:
-            found = s3_listing.listed(self.endpoint, self.region, creds, bucket, key + "/" if key else "")
-        except s3_listing.Stopped as e:
-            raise self._list_stopped(url, str(e)) from None
-        except TimeoutError:
-            raise self._no_answer(url) from None
-        except s3_listing.Refused as e:
-            raise RemoteError(f"the listing from {self.where} failed: {e}", file=url) from None
-        return None if found is None else [Entry(*e) for e in found]
-
-    def list(self, url: str, path: str) -> list[Entry]:
-        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one call
-        # of a request per 1,000 keys, each bounded by the AWS SDK (request_timeout, retries).
+    def _paged(self, url: str, path: str, name: str = "") -> Iterator[list[Entry]] | None:
+        """``s3_listing.stream``'s pages as entries, its failures as one located line each; None
+        when it leaves the listing to pyarrow (no keys at hand, the first page refused)."""
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
         creds = s3_listing.keys()
-        if creds is not None and (paged := self._paged(url, path, creds)) is not None:
-            return paged
+        if creds is None:
+            return None
+        bucket, _, key = path.partition("/")
+        try:
+            pages = s3_listing.stream(self.endpoint, self.region, creds, bucket, key + "/" if key else "", name)
+        except (s3_listing.Stopped, TimeoutError, s3_listing.Refused) as e:
+            raise self._listing_failed(url, e) from None
+        return None if pages is None else self._entries(url, pages)
+
+    def _entries(self, url: str, pages) -> Iterator[list[Entry]]:
+        try:
+            for page in pages:
+                yield [Entry(*e) for e in page]
+        except (s3_listing.Stopped, TimeoutError, s3_listing.Refused) as e:
+            raise self._listing_failed(url, e) from None
+
+    def _listing_failed(self, url: str, e: Exception) -> InputError | StoreUnusable:
+        if isinstance(e, s3_listing.Stopped):
+            return self._list_stopped(url, str(e))
+        if isinstance(e, TimeoutError):
+            return self._no_answer(url)
+        return RemoteError(f"the listing from {self.where} failed: {e}", file=url)
+
+    def list_pages(self, url: str, path: str) -> Iterator[list[Entry]]:
+        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one call
+        # of a request per 1,000 keys, each bounded by the AWS SDK (request_timeout, retries).
+        paged = self._paged(url, path)
+        if paged is None:
+            yield self._listed_by_pyarrow(url, path)
+        else:
+            yield from paged
+
+    def named(self, url: str, path: str, name: str) -> list[Entry]:
+        paged = self._paged(url, path, name)
+        if paged is None:
+            return [e for e in self._listed_by_pyarrow(url, path) if e.name.startswith(name)]
+        return [e for page in paged for e in page]
+
+    def _listed_by_pyarrow(self, url: str, path: str) -> list[Entry]:
         selector = self._fs_mod.FileSelector(path, recursive=False)
         infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
         directory = self._fs_mod.FileType.Directory
         return self._capped(url, [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos])
+
+    def list(self, url: str, path: str) -> list[Entry]:     # last: the name shadows list below it
+        return [e for page in self.list_pages(url, path) for e in page]
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.fs.open_input_file, path)

@@ -4,6 +4,8 @@ come from the environment, else the shared credentials file."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from servers import LOG_DIRS
 
@@ -38,3 +40,54 @@ def test_keys_from_the_environment_then_the_credentials_file(tmp_path, monkeypat
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AK3")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3")
     assert s3_listing.keys() == s3_listing.Keys("AK3", "S3", None)
+
+
+class _Recorded(io.StringIO):
+    """stdout, noting each write among the listing's page requests."""
+
+    def __init__(self, events: list) -> None:
+        super().__init__()
+        self.events = events
+
+    def write(self, s: str) -> int:
+        if s:
+            self.events.append(("out", s))
+        return super().write(s)
+
+
+def test_a_log_dir_of_many_pages_is_checked_as_its_pages_come(s3, tmp_path, monkeypatch):
+    """A listing of more than one page was taken whole before the first partition was read:
+    now partitions are checked (and their reports written) while later pages are still to be
+    asked for, and only those a topic's order still holds are kept. The output is that of
+    the same log dir on disk, in its order: partitions by number ("t-10" is listed before
+    "t-2"), the log dir's own files first, even those the listing reaches last."""
+    from support.run import run_kdump
+
+    local = tmp_path / "logs"
+    names = [f"{t}-{p}" for t in ("a", "a-1", "b.x", "s", "z") for p in (0, 1, 2, 10)]
+    for name in names:
+        (local / name).mkdir(parents=True)
+        (local / name / "00000000000000000000.log").write_bytes(b"")
+    (local / "recovery-point-offset-checkpoint").write_text("0\n1\nz 10 0\n")
+    (local / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    url = s3.upload("kdump-logs", local, "paged-logs")
+    prefix = url.partition("kdump-logs/")[2] + "/"
+    events: list = []
+    page = s3_listing.Lister.page
+
+    def recorded(self, bucket, pfx, token, deadline, name=""):
+        if pfx == prefix:
+            events.append(("page", name))
+        return page(self, bucket, pfx, token, deadline, *([name] if name else []))
+
+    monkeypatch.setattr(s3_listing, "PAGE_KEYS", 3)
+    monkeypatch.setattr(s3_listing.Lister, "page", recorded)
+    r = run_kdump("verify", url, out=_Recorded(events))
+    expected = run_kdump("verify", local)
+    assert (r.code, r.out.replace(url, str(local))) == (expected.code, expected.out), r.err
+    listing = [i for i, (kind, name) in enumerate(events) if kind == "page" and name == ""]
+    written = [i for i, (kind, _) in enumerate(events) if kind == "out"]
+    assert len(listing) >= 7
+    assert written[0] < listing[-1]         # the first reports before the last page
+    assert sum(listing[2] < i < listing[-1] for i in written) >= 8     # a topic at a time between pages
+    assert ("page", "replication-offset-checkpoint") in events          # own files not reached: asked for
