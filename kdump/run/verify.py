@@ -48,13 +48,14 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
         from kdump.repair.truncate import truncate_reports as repair
     run = _Run(out, functools.partial(directory_events, opts=opts, repair=repair, force=force), strict, truncate)
     try:
-        if len(paths) == 1 and fs.isdir(paths[0]):
+        if len(paths) == 1 and fs.kind(paths[0]) == "dir":
             # One directory: its partition dirs are listed by whoever checks them (-j: the
             # workers), level by level as ``walk`` finds them, so the first report comes at once.
             path = paths[0]
             with run.progress(lambda: sum(file_size(f.path) for f in expand(path))):
                 try:
-                    walk(path, lambda own, partitions: run.units(directory_groups(own) + partitions, jobs))
+                    walk(path, lambda own, partitions: run.units(directory_groups(own) + partitions, jobs),
+                         kind="dir")
                     if not run.found:
                         raise NothingToDoError(NOTHING_HERE, file=path)
                 except KdumpError as e:

@@ -18,8 +18,9 @@ from kdump.storage import remote, views
 from kdump.storage.remote import Entry, Stat, is_remote
 
 # The listings of the last directories listed (a partition's files, asked about one by one
-# next): a few thousand, not every directory of a run, nor a listing of more than one page.
-_listings: OrderedDict[str, dict[str, Entry]] = OrderedDict()
+# next): a few thousand, not every directory of a run; None for a listing of more than one page
+# (a dir, its names not kept).
+_listings: OrderedDict[str, dict[str, Entry] | None] = OrderedDict()
 LISTINGS_KEPT = 4096
 
 
@@ -92,7 +93,7 @@ def scan_pages(directory: str) -> Iterator[list]:
         _keep(url, first)
         yield [RemoteEntry(url, e) for e in first]
         return
-    _listings.pop(url, None)
+    _remember(_listings, url, None)     # a dir, its names not kept
     yield [RemoteEntry(url, e) for e in first]
     yield [RemoteEntry(url, e) for e in second]
     for page in pages:
@@ -108,10 +109,14 @@ def named(directory: str, name: str) -> list:
 
 
 def _keep(url: str, entries: list[Entry]) -> None:
-    _listings[url] = {e.name: e for e in entries}
-    _listings.move_to_end(url)
-    while len(_listings) > LISTINGS_KEPT:
-        _listings.popitem(last=False)
+    _remember(_listings, url, {e.name: e for e in entries})
+
+
+def _remember(kept: OrderedDict, url: str, value) -> None:
+    kept[url] = value
+    kept.move_to_end(url)
+    while len(kept) > LISTINGS_KEPT:
+        kept.popitem(last=False)
 
 
 def kind(path: str) -> str | None:

@@ -241,7 +241,7 @@ class Pending(NamedTuple):
     name: str
 
 
-def walk(path: str, visit, _depth: int = 0) -> None:
+def walk(path: str, visit, _depth: int = 0, kind: str | None = None) -> None:
     """The files one PATH stands for, in the order kdump processes them, a level at a time.
 
     ``visit(files, partitions)`` gets a level: the files already listed (a log dir's own
@@ -250,9 +250,9 @@ def walk(path: str, visit, _depth: int = 0) -> None:
     yet listed. It returns those that turn out to hold only dirs (log dirs named like a
     partition, such as ``kafka-1``). Those and the other subdirectories are then walked, in
     name order, as possible log dirs (a data root holding several ``log.dirs``), not
-    following links.
+    following links. ``kind``: ``fs.kind(path)``, when the caller has just asked.
     """
-    kind = fs.kind(path)
+    kind = kind or fs.kind(path)
     if kind is None:
         raise InputError("cannot read: no such file or directory", file=path)
     if kind != "dir":

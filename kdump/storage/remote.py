@@ -25,7 +25,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
-from kdump.storage import s3_listing
+from kdump.storage import aws_keys, s3_listing
 from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
@@ -293,7 +293,7 @@ class S3Store(Store):
         when it leaves the listing to pyarrow (no keys at hand, the first page refused)."""
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
-        creds = s3_listing.keys()
+        creds = aws_keys.keys()
         if creds is None:
             return None
         bucket, _, key = path.partition("/")

@@ -7,39 +7,32 @@ reduced to the names it holds before the next is asked for, so the listing stops
 first page past ``list_keys()`` (``KDUMP_REMOTE_LIST_KEYS``) or past ``list_timeout()``, and
 says how many keys it had listed.
 
-The requests are signed (AWS Signature Version 4) with the keys the environment or the shared
-credentials file give, the first two places of the AWS SDK's chain. Without such keys (an
-instance role, SSO ...) or when the first page is refused (a region redirect, no right to
+The requests are signed (AWS Signature Version 4) with the keys ``storage.aws_keys`` finds
+(the environment, a profile's keys or credential_process, a container's role). Without such
+keys (a web identity, SSO, an instance role ...) or when the first page is refused (a region redirect, no right to
 list ...), ``listing`` returns None and the caller lists through pyarrow, whose credential
 chain and error messages are the AWS SDK's.
 """
 
 from __future__ import annotations
 
-import configparser
 import hashlib
 import hmac
 import http.client
 import itertools
-import os
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote
 
+from kdump.storage.aws_keys import Keys
 from kdump.storage.remote_settings import list_keys, list_timeout, timeout
 
 PAGE_KEYS = 1000            # S3's own page size
 PAGE_BYTES = 16 << 20       # a page of 1,000 keys is about 300 KB: more is not an S3 answer
 EMPTY_PAGES = 100           # pages in a row that hold no key, yet say more follow: no S3 answers so
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
-
-
-class Keys(NamedTuple):
-    access_key: str
-    secret_key: str
-    token: str | None
 
 
 class Page(NamedTuple):
@@ -115,27 +108,6 @@ def _pages(lister: Lister, bucket: str, prefix: str, name: str) -> Iterator[list
         raise
     finally:
         lister.close()
-
-
-def keys() -> Keys | None:
-    """The keys of the environment, else of the profile's section of the shared credentials file."""
-    env = os.environ
-    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
-        return Keys(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_SESSION_TOKEN") or None)
-    path = env.get("AWS_SHARED_CREDENTIALS_FILE", os.path.expanduser("~/.aws/credentials"))
-    parser = configparser.ConfigParser()
-    try:
-        parser.read(path)
-    except configparser.Error:
-        return None
-    profile = env.get("AWS_PROFILE", "default")
-    if not parser.has_section(profile):
-        return None
-    access, secret = parser.get(profile, "aws_access_key_id", fallback=""), parser.get(
-        profile, "aws_secret_access_key", fallback="")
-    if not (access and secret):
-        return None
-    return Keys(access, secret, parser.get(profile, "aws_session_token", fallback="") or None)
 
 
 class Lister:
