@@ -39,7 +39,8 @@ class _Recorded(io.StringIO):
         return super().write(s)
 
 
-def test_a_log_dir_of_many_pages_is_checked_as_its_pages_come(s3, tmp_path, monkeypatch):
+@pytest.mark.parametrize("command", ["verify", "info"])
+def test_a_log_dir_of_many_pages_is_checked_as_its_pages_come(s3, tmp_path, monkeypatch, command):
     """A listing of more than one page was taken whole before the first partition was read:
     now partitions are checked (and their reports written) while later pages are still to be
     asked for, and only those a topic's order still holds are kept. The output is that of
@@ -54,7 +55,7 @@ def test_a_log_dir_of_many_pages_is_checked_as_its_pages_come(s3, tmp_path, monk
         (local / name / "00000000000000000000.log").write_bytes(b"")
     (local / "recovery-point-offset-checkpoint").write_text("0\n1\nz 10 0\n")
     (local / "meta.properties").write_text("version=0\nbroker.id=1\n")
-    url = s3.upload("kdump-logs", local, "paged-logs")
+    url = s3.upload("kdump-logs", local, f"paged-logs-{command}")
     prefix = url.partition("kdump-logs/")[2] + "/"
     events: list = []
     page = s3_listing.Lister.page
@@ -66,8 +67,8 @@ def test_a_log_dir_of_many_pages_is_checked_as_its_pages_come(s3, tmp_path, monk
 
     monkeypatch.setattr(s3_listing, "PAGE_KEYS", 3)
     monkeypatch.setattr(s3_listing.Lister, "page", recorded)
-    r = run_kdump("verify", url, out=_Recorded(events))
-    expected = run_kdump("verify", local)
+    r = run_kdump(command, url, out=_Recorded(events))
+    expected = run_kdump(command, local)
     assert (r.code, r.out.replace(url, str(local))) == (expected.code, expected.out), r.err
     listing = [i for i, (kind, name) in enumerate(events) if kind == "page" and name == ""]
     written = [i for i, (kind, _) in enumerate(events) if kind == "out"]
