@@ -1,6 +1,6 @@
 """``kdump info``'s run: a summary per partition from batch headers, printed as each is done.
 
-One remote log dir is summed up as its listing comes (``logdir.walk``: a listing of many
+One remote log dir is summed up as its listing comes (``levels.walk``: a listing of many
 pages hands its partitions on a piece at a time), the others once listed whole."""
 
 from __future__ import annotations
@@ -13,16 +13,8 @@ from kdump.render.info import info_table, info_text
 from kdump.render.progress import Progress
 from kdump.run.schema_store import info_store, usage_of
 from kdump.storage import fs
-from kdump.storage.logdir import (
-    BATCH_KINDS,
-    NOTHING_HERE,
-    directory_groups,
-    expand,
-    is_bootstrap,
-    list_pending,
-    resolve,
-    walk,
-)
+from kdump.storage.levels import NOTHING_HERE, expand, list_pending, resolve, walk
+from kdump.storage.logdir import BATCH_KINDS, directory_groups, is_bootstrap
 from kdump.storage.mapped import file_size
 from kdump.storage.remote import is_remote
 from kdump.survey.summary import PartitionSummary, partition_summaries

@@ -39,7 +39,8 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
                jobs: int = 1) -> int:
     from kdump.check.partition import VerifyOptions
     from kdump.render.verify import summary_line
-    from kdump.storage.logdir import NOTHING_HERE, directory_groups, expand, walk
+    from kdump.storage.levels import NOTHING_HERE, expand, walk
+    from kdump.storage.logdir import directory_groups
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)

@@ -150,7 +150,8 @@ class TopicColumns:
         import os
 
         from kdump.schemas.usage import partition_usage
-        from kdump.storage.logdir import expand, parse_partition_dir
+        from kdump.storage.levels import expand
+        from kdump.storage.logdir import parse_partition_dir
 
         log_dir = os.path.dirname(os.path.dirname(sl.path))
         key = (log_dir, sl.topic)

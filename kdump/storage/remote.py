@@ -25,10 +25,11 @@ from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
-from kdump.storage import aws_keys, s3_listing
+from kdump.storage import s3_listing
 from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
+from kdump.storage.s3_paged import PagedListing
 
 SCHEMES = ("s3://", "s3a://", "hdfs://")
 FILE_SCHEME = "file://"
@@ -227,7 +228,9 @@ def _fatal(message: str) -> RemoteError:
 
 # -- S3 ----------------------------------------------------------------------------------
 
-class S3Store(Store):
+class S3Store(PagedListing, Store):
+    entry = Entry
+
     def __init__(self) -> None:
         try:
             from pyarrow import fs
@@ -287,59 +290,6 @@ class S3Store(Store):
             if bucket.type == self._fs_mod.FileType.NotFound:
                 raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
         return Stat(kind, info.size or 0 if kind == "file" else 0)
-
-    def _paged(self, url: str, path: str, name: str = "") -> Iterator[list[Entry]] | None:
-        """``s3_listing.stream``'s pages as entries, its failures as one located line each; None
-        when it leaves the listing to pyarrow (no keys at hand, the first page refused)."""
-        if self._down is not None:
-            raise StoreUnusable(RemoteError(self._down.message, file=url))
-        creds = aws_keys.keys()
-        if creds is None:
-            return None
-        bucket, _, key = path.partition("/")
-        try:
-            pages = s3_listing.stream(self.endpoint, self.region, creds, bucket, key + "/" if key else "", name)
-        except (s3_listing.Stopped, TimeoutError, s3_listing.Refused) as e:
-            raise self._listing_failed(url, e) from None
-        return None if pages is None else self._entries(url, pages)
-
-    def _entries(self, url: str, pages) -> Iterator[list[Entry]]:
-        try:
-            for page in pages:
-                yield [Entry(*e) for e in page]
-        except (s3_listing.Stopped, TimeoutError, s3_listing.Refused) as e:
-            raise self._listing_failed(url, e) from None
-
-    def _listing_failed(self, url: str, e: Exception) -> InputError | StoreUnusable:
-        if isinstance(e, s3_listing.Stopped):
-            return self._list_stopped(url, str(e))
-        if isinstance(e, TimeoutError):
-            return self._no_answer(url)
-        return RemoteError(f"the listing from {self.where} failed: {e}", file=url)
-
-    def list_pages(self, url: str, path: str) -> Iterator[list[Entry]]:
-        # A page at a time (s3_listing) when the keys are at hand, else through pyarrow: one call
-        # of a request per 1,000 keys, each bounded by the AWS SDK (request_timeout, retries).
-        paged = self._paged(url, path)
-        if paged is None:
-            yield self._listed_by_pyarrow(url, path)
-        else:
-            yield from paged
-
-    def named(self, url: str, path: str, name: str) -> list[Entry]:
-        paged = self._paged(url, path, name)
-        if paged is None:
-            return [e for e in self._listed_by_pyarrow(url, path) if e.name.startswith(name)]
-        return [e for page in paged for e in page]
-
-    def _listed_by_pyarrow(self, url: str, path: str) -> list[Entry]:
-        selector = self._fs_mod.FileSelector(path, recursive=False)
-        infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
-        directory = self._fs_mod.FileType.Directory
-        return self._capped(url, [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos])
-
-    def list(self, url: str, path: str) -> list[Entry]:     # last: the name shadows list below it
-        return [e for page in self.list_pages(url, path) for e in page]
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.fs.open_input_file, path)

@@ -1,4 +1,4 @@
-"""``logdir._walk_pages``: a listing that comes a page at a time in S3's order (a dir's name
+"""``levels._walk_pages``: a listing that comes a page at a time in S3's order (a dir's name
 with its "/") hands partition dirs on as soon as no name still to come sorts before them, and
 in the end in exactly the order a whole listing gives (topic, partition number, state)."""
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from kdump.storage import fs, logdir
+from kdump.storage import fs, levels, logdir
 
 
 class _Entry:
@@ -57,9 +57,9 @@ def test_partitions_come_in_the_order_of_a_whole_listing(seed, monkeypatch):
         handed.append((sum(taken), [p.name for p in partitions]))
         return []
 
-    logdir._walk_pages("s3://b/logs", visit, paged())
+    levels._walk_pages("s3://b/logs", visit, paged())
     order = [name for _, batch in handed for name in batch]
-    expected = [p.name for p in sorted(logdir.Pending(*logdir.parse_partition_dir(n)[:2],
+    expected = [p.name for p in sorted(levels.Pending(*logdir.parse_partition_dir(n)[:2],
                                                       logdir.parse_partition_dir(n)[2] or "", "", n) for n in dirs)]
     assert order == expected
     assert own == sorted(files)
