@@ -397,7 +397,7 @@ def test_every_c_function_has_a_place_in_speedups_h():
 CALLS_WHAT_IT_IS_GIVEN = {
     ("kdump.storage.gentle", "Throttle.__init__", "clock"): "an injected clock (tests); time.monotonic by default",
     ("kdump.storage.gentle", "Throttle.__init__", "sleep"): "an injected sleep (tests); time.sleep by default",
-    ("kdump.storage.logdir", "walk", "visit"): "storage's own listing (logdir.files), not a consumer",
+    ("kdump.storage.levels", "walk", "visit"): "storage's own listing (levels.walk), not a consumer",
     ("kdump.storage.remote", "Store.call", "fn"): "a store request run under the time limit: an executor, "
                                                   "what it returns flows down to the caller",
 }

@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 from kdump.errors import KdumpError
 from kdump.storage import fs
-from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile, resolve
+from kdump.storage.levels import resolve
+from kdump.storage.logdir import BATCH_KINDS, LOG, LogFile
 from kdump.storage.mapped import file_size
 from kdump.storage.record_reader import Filters
 from kdump.storage.split import DEFAULT_SPLIT_BYTES, cuts

@@ -14,7 +14,8 @@ from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import RecordFinding
 from kdump.render.diagnostics import record_findings, report_error
 from kdump.storage import fs
-from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile, expand
+from kdump.storage.levels import expand
+from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile
 from kdump.storage.mapped import file_size
 from kdump.storage.record_reader import (
     RAW_ALL,

@@ -17,7 +17,8 @@ def run_export(paths: list[str], out: str, *, jobs: int, decode: bool, schemas: 
     from kdump.render.output import Output
     from kdump.render.progress import Progress
     from kdump.state.txn_status import of_partition
-    from kdump.storage.logdir import BATCH_KINDS, resolve
+    from kdump.storage.levels import resolve
+    from kdump.storage.logdir import BATCH_KINDS
 
     chosen = None
     if remote is not None:

@@ -19,7 +19,8 @@ from kdump.render.diagnostics import report_error
 from kdump.render.escape import printable
 from kdump.render.records import Line, batch_parts, damage_object, record_object, record_objects
 from kdump.state.txn_status import Outcomes
-from kdump.storage.logdir import LOG, directory_groups, resolve
+from kdump.storage.levels import resolve
+from kdump.storage.logdir import LOG, directory_groups
 from kdump.storage.record_reader import RAW_ALL, Filters, Item, Raw, RecordSlices, SegmentReader, Span
 
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"

@@ -14,7 +14,7 @@ from kdump.model import Finding
 def run_schema_check(paths, out, store, strict: bool = False, store_path: str | None = None) -> int:
     from kdump.schemas.check import segment_findings, store_findings
     from kdump.schemas.decoder import SchemaDecoder
-    from kdump.storage.logdir import expand
+    from kdump.storage.levels import expand
 
     decoder = SchemaDecoder("auto", store, validate=True)
     reports: list[tuple[str, list[Finding]]] = []

@@ -100,7 +100,8 @@ def whole_log(paths, remote: Remote, out) -> WholeLog:
     """What ``export`` reads with ``--remote-storage``. The tiered damage is noted: it becomes
     error rows or missing offsets, and ``verify --remote-storage`` names it."""
     from kdump.findings import DAMAGE
-    from kdump.storage.logdir import BATCH_KINDS, resolve
+    from kdump.storage.levels import resolve
+    from kdump.storage.logdir import BATCH_KINDS
 
     unlisted: list = []
     files = resolve(list(paths), kinds=BATCH_KINDS, errors=unlisted, left_out=[])

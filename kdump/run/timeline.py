@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kdump.errors import ExitStatus
 from kdump.findings import ERROR, classes_status
-from kdump.storage.logdir import resolve
+from kdump.storage.levels import resolve
 from kdump.survey.timeline import build, partition_dirs
 
 

@@ -30,6 +30,7 @@ from kdump.run.verify_units import (
     listed,
     resolve_paths,
 )
+from kdump.storage import fs
 from kdump.storage.mapped import file_size
 
 
@@ -39,7 +40,8 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
                jobs: int = 1) -> int:
     from kdump.check.partition import VerifyOptions
     from kdump.render.verify import summary_line
-    from kdump.storage.logdir import NOTHING_HERE, directory_groups, expand, walk
+    from kdump.storage.levels import NOTHING_HERE, expand, walk
+    from kdump.storage.logdir import directory_groups
 
     opts = VerifyOptions(deep=deep, max_message_size=max_message_size, index_interval_bytes=index_interval_bytes,
                          broker_cut=broker_cut, limits=limits or DEFAULT_LIMITS)
@@ -48,13 +50,14 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
         from kdump.repair.truncate import truncate_reports as repair
     run = _Run(out, functools.partial(directory_events, opts=opts, repair=repair, force=force), strict, truncate)
     try:
-        if len(paths) == 1 and os.path.isdir(paths[0]):
+        if len(paths) == 1 and fs.kind(paths[0]) == "dir":
             # One directory: its partition dirs are listed by whoever checks them (-j: the
             # workers), level by level as ``walk`` finds them, so the first report comes at once.
             path = paths[0]
             with run.progress(lambda: sum(file_size(f.path) for f in expand(path))):
                 try:
-                    walk(path, lambda own, partitions: run.units(directory_groups(own) + partitions, jobs))
+                    walk(path, lambda own, partitions: run.units(directory_groups(own) + partitions, jobs),
+                         kind="dir")
                     if not run.found:
                         raise NothingToDoError(NOTHING_HERE, file=path)
                 except KdumpError as e:

@@ -30,7 +30,7 @@ def resolve_paths(paths, jobs: int = 1) -> tuple[list, ExitStatus, list[KdumpErr
     """The files under PATHS, each once (by real path: a file named twice is checked and
     repaired once), the exit status so far, and the errors to report for PATHS that cannot
     be read (in order; they come before any report)."""
-    from kdump.storage.logdir import resolve
+    from kdump.storage.levels import resolve
 
     status = ExitStatus.OK
     errors: list[KdumpError] = []
@@ -72,7 +72,7 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     options and returns the changes) the directory is locked before it is read and until it is
     repaired, by this process alone. Yields (kind, value) events."""
     from kdump.check.load_fates import verify_directory
-    from kdump.storage.logdir import Pending, list_pending
+    from kdump.storage.levels import Pending, list_pending
 
     if isinstance(group, Pending):
         try:

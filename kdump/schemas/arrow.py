@@ -18,6 +18,7 @@ from kdump.schemas.avro import PRIMITIVES
 from kdump.schemas.decoder import SchemaDecoder
 from kdump.schemas.store import AVRO
 
+FIXED_COLUMN_BYTES = 1 << 16      # a fixed is a hash, an id, a decimal's bytes: tens of bytes
 _SIMPLE = {"null": "null", "boolean": "bool_", "int": "int32", "long": "int64", "float": "float32",
            "double": "float64", "bytes": "binary", "string": "string"}
 
@@ -37,8 +38,12 @@ def arrow_type(s: Any, named: dict[str, Any], seen: frozenset = frozenset()) -> 
             return None
         return arrow_type(named[s], named, seen | {s})
     t, logical = s["type"], s.get("logicalType")
-    if logical == "decimal" and t in ("bytes", "fixed") and int(s.get("precision", 0)) <= 38:
-        return pa.decimal128(int(s["precision"]), int(s.get("scale", 0)))
+    if logical == "decimal" and t in ("bytes", "fixed"):
+        # (Arrow's decimal128 holds 1 to 38 digits: any other is written as JSON text)
+        precision = s.get("precision")
+        if type(precision) is int and 1 <= precision <= 38:
+            return pa.decimal128(precision, int(s.get("scale", 0)))
+        return None
     if logical in ("timestamp-millis", "timestamp-micros") and t == "long":
         return pa.timestamp("ms" if logical.endswith("millis") else "us", tz="UTC")
     if logical == "date" and t == "int":
@@ -59,7 +64,10 @@ def arrow_type(s: Any, named: dict[str, Any], seen: frozenset = frozenset()) -> 
     if t == "enum":
         return pa.string()
     if t == "fixed":
-        return pa.binary(int(s["size"]))
+        # A fixed-size column takes its size for every row, null or not: the schema alone
+        # must not size the allocation (1e9 bytes took 9.8 GB for 10 rows); larger is text.
+        size = int(s["size"])
+        return pa.binary(size) if 0 <= size <= FIXED_COLUMN_BYTES else None
     if t == "array":
         it = arrow_type(s["items"], named, seen)
         return None if it is None else pa.list_(it)
@@ -142,7 +150,8 @@ class TopicColumns:
         import os
 
         from kdump.schemas.usage import partition_usage
-        from kdump.storage.logdir import expand, parse_partition_dir
+        from kdump.storage.levels import expand
+        from kdump.storage.logdir import parse_partition_dir
 
         log_dir = os.path.dirname(os.path.dirname(sl.path))
         key = (log_dir, sl.topic)

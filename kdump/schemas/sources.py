@@ -17,7 +17,8 @@ from kdump.errors import DecodeError, KdumpError, UsageError
 from kdump.schemas import budget
 from kdump.schemas.budget import BudgetError
 from kdump.schemas.store import AVRO, JSON, PROTOBUF, Problem, Reference, Schema, SchemaStore
-from kdump.storage.logdir import LOG, LogFile, classify, expand
+from kdump.storage.levels import expand
+from kdump.storage.logdir import LOG, LogFile, classify
 from kdump.storage.record_reader import SegmentReader
 
 SCHEMAS_TOPIC = "_schemas"

@@ -18,15 +18,8 @@ from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownSchema
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record, RecordFinding
 from kdump.storage import fs
-from kdump.storage.logdir import (
-    LOG,
-    MAX_DEPTH,
-    LogFile,
-    _is_partition_dir,
-    _scandir,
-    parse_partition_dir,
-    partition_files,
-)
+from kdump.storage.levels import MAX_DEPTH
+from kdump.storage.logdir import LOG, LogFile, _is_partition_dir, _scandir, parse_partition_dir, partition_files
 from kdump.storage.mapped import MappedFile
 
 CLUSTER_METADATA = "__cluster_metadata"

@@ -20,7 +20,8 @@ from kdump.errors import KdumpError
 from kdump.format.control import ABORT, COMMIT
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch
-from kdump.storage.logdir import LOG, LogFile, resolve
+from kdump.storage.levels import resolve
+from kdump.storage.logdir import LOG, LogFile
 from kdump.storage.mapped import MappedFile, file_size
 
 COMMITTED, ABORTED, OPEN = "committed", "aborted", "open"

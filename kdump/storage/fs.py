@@ -9,13 +9,19 @@ Remote stores are read-only for kdump's repairs: ``refuse_remote`` says so in on
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
+from collections.abc import Iterator
 from stat import S_ISDIR
 
 from kdump.errors import UsageError
 from kdump.storage import remote, views
 from kdump.storage.remote import Entry, Stat, is_remote
 
-_listings: dict[str, dict[str, Entry]] = {}
+# The listings of the last directories listed (a partition's files, asked about one by one
+# next): a few thousand, not every directory of a run; None for a listing of more than one page
+# (a dir, its names not kept).
+_listings: OrderedDict[str, dict[str, Entry] | None] = OrderedDict()
+LISTINGS_KEPT = 4096
 
 
 def local_path(path: str) -> str:
@@ -67,14 +73,50 @@ class RemoteEntry:
 
 def scandir(directory: str) -> list:
     """The entries of a directory, local (``os.DirEntry``) or remote."""
+    return [e for page in scan_pages(directory) for e in page]
+
+
+def scan_pages(directory: str) -> Iterator[list]:
+    """``scandir``'s entries a page at a time: a remote listing of more than one page comes
+    in name order, each page asked for when the one before has been taken; a local
+    directory, or a store that lists in one call, is one page."""
     if not is_remote(directory):
         with os.scandir(directory) as it:
-            return list(it)
+            yield list(it)
+        return
     url = _trim(directory)
     store, path = remote.store_for(url)
-    entries = store.list(url, path)
-    _listings[url] = {e.name: e for e in entries}
-    return [RemoteEntry(url, e) for e in entries]
+    pages = store.list_pages(url, path)
+    first = next(pages, [])
+    second = next(pages, None)
+    if second is None:          # the usual directory: kept, for the questions about its files
+        _keep(url, first)
+        yield [RemoteEntry(url, e) for e in first]
+        return
+    _remember(_listings, url, None)     # a dir, its names not kept
+    yield [RemoteEntry(url, e) for e in first]
+    yield [RemoteEntry(url, e) for e in second]
+    for page in pages:
+        yield [RemoteEntry(url, e) for e in page]
+
+
+def named(directory: str, name: str) -> list:
+    """The entries of a remote directory whose names start with ``name`` (what a listing of
+    more than one page has not reached yet: a log dir's own files)."""
+    url = _trim(directory)
+    store, path = remote.store_for(url)
+    return [RemoteEntry(url, e) for e in store.named(url, path, name)]
+
+
+def _keep(url: str, entries: list[Entry]) -> None:
+    _remember(_listings, url, {e.name: e for e in entries})
+
+
+def _remember(kept: OrderedDict, url: str, value) -> None:
+    kept[url] = value
+    kept.move_to_end(url)
+    while len(kept) > LISTINGS_KEPT:
+        kept.popitem(last=False)
 
 
 def kind(path: str) -> str | None:

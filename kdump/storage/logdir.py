@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
-from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownFileKindError
+from kdump.errors import InputError
 from kdump.format import checkpoint, logdir_files
 from kdump.storage import fs
 from kdump.storage.names import (
@@ -192,6 +193,13 @@ def _scandir(directory: str) -> list[os.DirEntry]:
         raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
 
 
+def _scan_pages(directory: str) -> Iterator[list[os.DirEntry]]:
+    try:
+        yield from fs.scan_pages(directory)
+    except OSError as e:
+        raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
+
+
 def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
     """A dir holding segment-style files is a partition; one holding only dirs is a log dir.
 
@@ -206,162 +214,6 @@ def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
         if c is not None and offset_named and _is_file(e):
             return True
     return not has_dirs and parse_partition_dir(name) is not None
-
-
-MAX_DEPTH = 6
-# Partition dirs from which a log dir is listed by ``jobs`` worker processes: below, listing
-# them here takes less than starting the workers.
-PARALLEL_LISTING_FROM = 1000
-
-
-NOTHING_HERE = "no Kafka log files of the kind this command reads were found here"
-
-
-class Pending(NamedTuple):
-    """A dir named like a partition, not listed yet: whoever checks it lists it
-    (``list_pending``), so ``verify -j`` lists a log dir's partitions in its workers.
-
-    The fields are in the order a log dir's partitions are walked (topic, partition number,
-    then the dirs Kafka renamed), so a list of them sorts as it is: with no key to build,
-    sorting 5,000 of them takes a third of the time."""
-    topic: str
-    partition: int
-    state: str          # "", or delete/future/stray for a dir Kafka renamed
-    directory: str
-    name: str
-
-
-def walk(path: str, visit, _depth: int = 0) -> None:
-    """The files one PATH stands for, in the order kdump processes them, a level at a time.
-
-    ``visit(files, partitions)`` gets a level: the files already listed (a log dir's own
-    files, such as meta.properties and checkpoints; every file when PATH is a partition dir
-    or a file) and the log dir's partition dirs, sorted by topic then partition number, not
-    yet listed. It returns those that turn out to hold only dirs (log dirs named like a
-    partition, such as ``kafka-1``). Those and the other subdirectories are then walked, in
-    name order, as possible log dirs (a data root holding several ``log.dirs``), not
-    following links.
-    """
-    kind = fs.kind(path)
-    if kind is None:
-        raise InputError("cannot read: no such file or directory", file=path)
-    if kind != "dir":
-        f = _log_file(path, *_partition_of(os.path.dirname(fs.abspath(path))), strict=False)
-        if f is None:
-            raise UnknownFileKindError(
-                "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "
-                ".checkpoint, checkpoint or metadata file, by name)", file=path)
-        visit([f], [])
-        return
-    entries = _scandir(path)
-    if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
-        visit(_listed(partition_files(path, entries)), [])
-        return
-    own, partitions, others = [], [], []
-    prefix = _prefix(path)
-    for e in entries:
-        name = e.name
-        if e.is_dir(follow_symlinks=False):
-            parsed = parse_partition_dir(name)
-            if parsed is not None:
-                partitions.append(Pending(parsed[0], parsed[1], parsed[2] or "", prefix + name, name))
-            else:
-                others.append(prefix + name)
-        else:
-            f = _log_file(prefix + name, None, None)
-            if f is not None and _is_file(e):
-                own.append(f)
-    own.sort(key=lambda f: f.name)
-    partitions.sort()
-    others += visit(own, partitions)
-    if _depth < MAX_DEPTH:
-        for sub in sorted(others):
-            walk(sub, visit, _depth + 1)
-
-
-def list_pending(p: Pending) -> list[LogFile] | None:
-    """``partition_files`` of a pending partition dir, or None if it holds only dirs; kept
-    for the ``take_listing`` of the check that follows."""
-    files = _listing(p)
-    return None if files is None else _listed(files)
-
-
-def expand(path: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> list[LogFile]:
-    """Every file of ``walk(path)``, listed now; thousands of partition dirs are listed by
-    ``jobs`` worker processes. ``errors``: where a partition dir that cannot be listed goes
-    (it is skipped and the rest covered, as ``verify`` does); without it, it is raised."""
-    out: list[LogFile] = []
-
-    def visit(files: list[LogFile], partitions: list[Pending]) -> list[str]:
-        out.extend(files)
-        log_dirs = []
-        for p, listing in zip(partitions, _list_partitions(partitions, jobs)):
-            if isinstance(listing, KdumpError):
-                if errors is None:
-                    raise listing
-                errors.append(listing)
-            elif listing is None:
-                log_dirs.append(p.directory)
-            else:
-                out.extend(_listed(listing))
-        return log_dirs
-
-    walk(path, visit)
-    return out
-
-
-def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile] | None | KdumpError]:
-    if jobs > 1 and len(partitions) >= PARALLEL_LISTING_FROM:
-        from kdump.jobs.fanout import ordered_map
-
-        return list(ordered_map(_partition_listing, partitions, jobs))
-    return [_partition_listing(p) for p in partitions]
-
-
-def _partition_listing(p: Pending) -> list[LogFile] | None | KdumpError:
-    """``_listing``, with a dir that cannot be listed given back as its error."""
-    try:
-        return _listing(p)
-    except InputError as e:
-        return e
-
-
-def _listing(p: Pending) -> list[LogFile] | None:
-    listing = _scandir(p.directory)
-    return partition_files(p.directory, listing, p[:2]) if _is_partition_dir(listing, p.name) else None
-
-
-def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
-            explicit_kinds: tuple[str, ...] | None = None, jobs: int = 1,
-            errors: list[KdumpError] | None = None, left_out: list[LogFile] | None = None) -> list[LogFile]:
-    """Expand every PATH; keep ``kinds`` from directories and ``explicit_kinds`` from named files.
-
-    A file named explicitly with a kind the command does not take is a usage error, and
-    so is a PATH under which nothing of the wanted kinds is found. ``errors``: as ``expand``.
-    ``left_out``: where a directory's files that belong to no partition go (the log dir's
-    bootstrap.checkpoint), for commands whose unit is a partition; without it they are kept.
-    """
-    out: list[LogFile] = []
-    explicit_kinds = explicit_kinds or kinds
-    for path in paths:
-        before = len(errors) if errors is not None else 0
-        files = expand(path, jobs=jobs, errors=errors)
-        if fs.isdir(path):
-            chosen = [f for f in files if kinds is None or f.kind in kinds]
-            if left_out is not None:
-                left_out.extend(f for f in chosen if is_bootstrap(f))
-                chosen = [f for f in chosen if not is_bootstrap(f)]
-            if not chosen and errors is not None and len(errors) > before:
-                continue            # what could be listed holds nothing: the errors say why
-            if not chosen:
-                raise NothingToDoError(NOTHING_HERE, file=path)
-        else:
-            chosen = files
-            if explicit_kinds is not None and files[0].kind not in explicit_kinds:
-                raise UnknownFileKindError(f"this command does not read {files[0].kind.replace('_', ' ')} files",
-                                           file=path)
-        out.extend(chosen)
-    return out
 
 
 def is_bootstrap(f: LogFile) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import NamedTuple
 
@@ -28,6 +28,7 @@ from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
 from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout, too_many
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
+from kdump.storage.s3_paged import PagedListing
 
 SCHEMES = ("s3://", "s3a://", "hdfs://")
 FILE_SCHEME = "file://"
@@ -199,6 +200,16 @@ class Store:
     def copy_tree(self, url: str, src: str, dst: str, last: str | None = None) -> None:
         raise NotImplementedError
 
+    def list_pages(self, url: str, path: str) -> Iterator[list[Entry]]:
+        """``list``'s entries a page at a time, in name order when there is more than one page
+        (the S3 pages kdump asks for itself); a store that lists in one call gives one page."""
+        yield self.list(url, path)
+
+    def named(self, url: str, path: str, name: str) -> list[Entry]:
+        """The entries of ``path`` whose names start with ``name``: asked for by a lister of
+        more than one page (``list_pages``), which must then answer it."""
+        raise NotImplementedError
+
     def list(self, url: str, path: str) -> list[Entry]:     # last: the name shadows list below it
         raise NotImplementedError
 
@@ -216,7 +227,9 @@ def _fatal(message: str) -> RemoteError:
 
 # -- S3 ----------------------------------------------------------------------------------
 
-class S3Store(Store):
+class S3Store(PagedListing, Store):
+    entry = Entry
+
     def __init__(self) -> None:
         try:
             from pyarrow import fs
@@ -276,34 +289,6 @@ class S3Store(Store):
             if bucket.type == self._fs_mod.FileType.NotFound:
                 raise RemoteError(f"no such bucket: {path.partition('/')[0]}", file=url)
         return Stat(kind, info.size or 0 if kind == "file" else 0)
-
-    def _paged(self, url: str, path: str) -> list[Entry] | None:
-        """s3_listing's entries (imported here: http, ssl, xml cost a local run 10 ms); None: pyarrow's."""
-        from kdump.storage import s3_listing
-
-        if (creds := s3_listing.keys()) is None:
-            return None
-        bucket, _, key = path.partition("/")
-        try:
-            found = s3_listing.listed(self.endpoint, self.region, creds, bucket, key + "/" if key else "")
-        except s3_listing.Stopped as e:
-            raise self._list_stopped(url, str(e)) from None
-        except TimeoutError:
-            raise self._no_answer(url) from None
-        except s3_listing.Refused as e:
-            raise RemoteError(f"the listing from {self.where} failed: {e}", file=url) from None
-        return None if found is None else [Entry(*e) for e in found]
-
-    def list(self, url: str, path: str) -> list[Entry]:
-        # A page at a time (s3_listing) with keys at hand, else pyarrow's (AWS SDK timeouts, retries).
-        if self._down is not None:
-            raise StoreUnusable(RemoteError(self._down.message, file=url))
-        if (paged := self._paged(url, path)) is not None:
-            return paged
-        selector = self._fs_mod.FileSelector(path, recursive=False)
-        infos = self.call(url, self.fs.get_file_info, selector, bounded=False)
-        directory = self._fs_mod.FileType.Directory
-        return self._capped(url, [Entry(i.base_name, i.type == directory, i.size or 0) for i in infos])
 
     def reader(self, url: str, path: str, size: int):
         f = self.call(url, self.fs.open_input_file, path)

@@ -7,38 +7,32 @@ reduced to the names it holds before the next is asked for, so the listing stops
 first page past ``list_keys()`` (``KDUMP_REMOTE_LIST_KEYS``) or past ``list_timeout()``, and
 says how many keys it had listed.
 
-The requests are signed (AWS Signature Version 4) with the keys the environment or the shared
-credentials file give, the first two places of the AWS SDK's chain. Without such keys (an
-instance role, SSO ...) or when the first page is refused (a region redirect, no right to
+The requests are signed (AWS Signature Version 4) with the keys ``storage.aws_keys`` finds
+(the environment, a profile's keys or credential_process, a container's role). Without such
+keys (a web identity, SSO, an instance role ...) or when the first page is refused (a region redirect, no right to
 list ...), ``listing`` returns None and the caller lists through pyarrow, whose credential
 chain and error messages are the AWS SDK's.
 """
 
 from __future__ import annotations
 
-import configparser
 import hashlib
 import hmac
 import http.client
-import os
+import itertools
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote
 
+from kdump.storage.aws_keys import Keys
 from kdump.storage.remote_settings import list_keys, list_timeout, timeout, too_many
 
 PAGE_KEYS = 1000            # S3's own page size
 PAGE_BYTES = 16 << 20       # a page of 1,000 keys is about 300 KB: more is not an S3 answer
 EMPTY_PAGES = 100           # pages in a row that hold no key, yet say more follow: no S3 answers so
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
-
-
-class Keys(NamedTuple):
-    access_key: str
-    secret_key: str
-    token: str | None
 
 
 class Page(NamedTuple):
@@ -59,55 +53,56 @@ def listed(endpoint: str | None, region: str, creds: Keys, bucket: str, prefix: 
     ``list_keys()`` keys or ``list_timeout()`` seconds, TimeoutError when a request goes
     unanswered ``timeout()`` seconds, Refused when a later page is; None when the first page is
     refused or unanswered (pyarrow then lists, and says why)."""
+    pages = stream(endpoint, region, creds, bucket, prefix)
+    return None if pages is None else [e for page in pages for e in page]
+
+
+def stream(endpoint: str | None, region: str, creds: Keys, bucket: str, prefix: str,
+           name: str = "") -> Iterator[list[tuple[str, bool, int]]] | None:
+    """``listed``'s entries a page at a time, the next page asked for only when this one has
+    been taken (a log dir's first partitions are checked while its later pages are still to
+    come); None as ``listed``. ``name``: only the names below ``prefix`` that start with it."""
+    gen = _pages(Lister(endpoint, region, creds, timeout()), bucket, prefix, name)
+    try:
+        first = next(gen)
+    except _Fallback:
+        return None
+    return itertools.chain((first,), gen)
+
+
+class _Fallback(Exception):
+    """The first page was refused or unanswered: pyarrow lists instead."""
+
+
+def _pages(lister: Lister, bucket: str, prefix: str, name: str) -> Iterator[list[tuple[str, bool, int]]]:
     cap, limit = list_keys(), list_timeout()
     deadline = time.monotonic() + limit
-    out: list[tuple[str, bool, int]] = []
-    pages = empty = 0
+    pages = empty = n = 0
     try:
-        for page in Lister(endpoint, region, creds, timeout()).pages(bucket, prefix, deadline):
+        for page in lister.pages(bucket, prefix, deadline, name):
             pages += 1
-            out += page.entries
+            n += len(page.entries)
             empty = 0 if page.entries else empty + 1
-            if len(out) > cap:
-                raise Stopped(too_many(len(out)))
+            if n > cap:
+                raise Stopped(too_many(n))
             if empty >= EMPTY_PAGES:
                 raise Stopped(f"answered {empty} pages in a row with no key, each saying more follow, after "
-                              f"{len(out):,} keys")
+                              f"{n:,} keys")
             if time.monotonic() > deadline:
                 raise TimeoutError
+            yield page.entries
     except Refused as e:
         if not pages:
-            return None
-        raise Refused(f"{e}, after {len(out):,} keys") from None
+            raise _Fallback from None
+        raise Refused(f"{e}, after {n:,} keys") from None
     except TimeoutError:
         if time.monotonic() > deadline:
-            raise Stopped(f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT), after {len(out):,} keys"
-                          ) from None
+            raise Stopped(f"did not end within {limit:g} s (KDUMP_REMOTE_LIST_TIMEOUT), after {n:,} keys") from None
         if not pages:       # (a proxy or firewall in the way, say: pyarrow's client may get through)
-            return None
+            raise _Fallback from None
         raise
-    return out
-
-
-def keys() -> Keys | None:
-    """The keys of the environment, else of the profile's section of the shared credentials file."""
-    env = os.environ
-    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
-        return Keys(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_SESSION_TOKEN") or None)
-    path = env.get("AWS_SHARED_CREDENTIALS_FILE", os.path.expanduser("~/.aws/credentials"))
-    parser = configparser.ConfigParser()
-    try:
-        parser.read(path)
-    except configparser.Error:
-        return None
-    profile = env.get("AWS_PROFILE", "default")
-    if not parser.has_section(profile):
-        return None
-    access, secret = parser.get(profile, "aws_access_key_id", fallback=""), parser.get(
-        profile, "aws_secret_access_key", fallback="")
-    if not (access and secret):
-        return None
-    return Keys(access, secret, parser.get(profile, "aws_session_token", fallback="") or None)
+    finally:
+        lister.close()
 
 
 class Lister:
@@ -124,12 +119,13 @@ class Lister:
             self.scheme, self.host, self.virtual = "https", f"s3.{region}.amazonaws.com", True
         self.conn: http.client.HTTPConnection | None = None
 
-    def pages(self, bucket: str, prefix: str, deadline: float) -> Iterator[Page]:
-        """The pages of ``bucket``'s keys below ``prefix`` ("a/b/"), one directory level deep."""
+    def pages(self, bucket: str, prefix: str, deadline: float, name: str = "") -> Iterator[Page]:
+        """The pages of ``bucket``'s keys below ``prefix`` ("a/b/"), one directory level deep
+        (``name``: those whose name there starts with it)."""
         token = None
         try:
             while True:
-                page = self.page(bucket, prefix, token, deadline)
+                page = self.page(bucket, prefix, token, deadline, name)
                 yield page
                 if page.next_token is None:
                     return
@@ -137,8 +133,8 @@ class Lister:
         finally:
             self.close()
 
-    def page(self, bucket: str, prefix: str, token: str | None, deadline: float) -> Page:
-        params = {"list-type": "2", "delimiter": "/", "max-keys": str(PAGE_KEYS), "prefix": prefix}
+    def page(self, bucket: str, prefix: str, token: str | None, deadline: float, name: str = "") -> Page:
+        params = {"list-type": "2", "delimiter": "/", "max-keys": str(PAGE_KEYS), "prefix": prefix + name}
         if token is not None:
             params["continuation-token"] = token
         virtual = self.virtual and "." not in bucket

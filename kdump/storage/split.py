@@ -11,6 +11,8 @@ only, the boundaries the Walker would reach).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from kdump.errors import KdumpError
@@ -39,9 +41,11 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
     sane index (unless ``walk``: then a walk of its batch headers gives them)."""
     if split_bytes <= 0 or size < split_bytes + split_bytes // 4:
         return []       # (a cut is split_bytes in at least, and a quarter of that from the end)
-    entries = sane_entries(f, size)
-    if entries is None and not walk:
-        return []
+    with sane_entries(f, size) as entries:
+        return [] if entries is None and not walk else _cuts(f, size, split_bytes, entries)
+
+
+def _cuts(f: LogFile, size: int, split_bytes: int, entries) -> list[Cut]:
     try:
         # a remote segment cut at its index: only the batches at the cuts are fetched
         mapped = MappedFile(f.path, lazy=entries is not None)
@@ -80,7 +84,9 @@ def cuts(f: LogFile, size: int, split_bytes: int, walk: bool = False) -> list[Cu
     return out
 
 
-def sane_entries(f: LogFile, log_size: int):
-    """The segment's ``.index`` entries, or None: absent, unreadable or not sane."""
-    entries = index_entries(f)
-    return entries if entries is not None and is_sane(entries, log_size) else None
+@contextlib.contextmanager
+def sane_entries(f: LogFile, log_size: int) -> Iterator:
+    """The segment's ``.index`` entries while the block runs, or None: absent, unreadable or
+    not sane."""
+    with index_entries(f) as entries:
+        yield entries if entries is not None and is_sane(entries, log_size) else None

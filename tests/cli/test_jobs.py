@@ -535,7 +535,7 @@ def _listing_by_workers(monkeypatch) -> list:
     """From here on, a log dir's partition dirs are listed by workers from the first one;
     returns the functions ``ordered_map`` is given, to show that it was."""
     import kdump.jobs.fanout as P
-    import kdump.storage.logdir as K
+    import kdump.storage.levels as K
 
     monkeypatch.setattr(K, "PARALLEL_LISTING_FROM", 1)
     given = []
@@ -559,7 +559,7 @@ def test_partition_dirs_listed_by_workers_give_the_same_output(name, monkeypatch
 
 
 def test_log_dirs_named_like_partitions_are_found_when_workers_list(tmp_path, monkeypatch):
-    from kdump.storage.logdir import resolve
+    from kdump.storage.levels import resolve
 
     seg = build.build_v2_batch([(0, 1_700_000_000_000, b"k", b"v")], base_offset=0)
     for d in ("kafka-1/orders-0", "kafka-1/orders-1", "kafka-0/a-3", "t-2", "t-10", "t-1", "z-0.abcd", "y"):

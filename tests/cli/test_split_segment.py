@@ -24,7 +24,7 @@ import pytest
 from kdump.encode import build_legacy_wrapper, build_v2_batch
 from kdump.format.walk import Walker
 from kdump.run import pieces
-from kdump.storage.logdir import expand
+from kdump.storage.levels import expand
 from support.run import run_kdump, write_segment
 
 SPLIT = "100K"

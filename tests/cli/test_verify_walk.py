@@ -1,6 +1,6 @@
 """``verify DIR``: a log dir's partition dirs are listed by whoever checks them.
 
-One directory PATH is walked a level at a time (``storage.logdir.walk``): its own files, then
+One directory PATH is walked a level at a time (``storage.levels.walk``): its own files, then
 its partition dirs, each listed in the process that checks it (a worker with ``-j``), then
 the dirs that may hold more log dirs. The output must be what listing everything first gives
 (``verify DIR DIR`` still does that: several PATHs are listed first to be checked once), at
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import kdump.storage.levels as L
 import kdump.storage.logdir as K
 from kdump import encode as build
 from kdump.errors import InputError
@@ -54,7 +55,7 @@ def test_nested_log_dirs_come_in_the_order_of_the_listing(tmp_path):
     root = _nested_tree(tmp_path)
     out = run_kdump("verify", "--format", "text", str(root), "-j", "2").out
     names = [os.path.relpath(line.split(":")[0], root) for line in out.splitlines() if line.startswith(str(root))]
-    assert names == [os.path.relpath(f.path, root) for f in K.resolve([str(root)])]
+    assert names == [os.path.relpath(f.path, root) for f in L.resolve([str(root)])]
     assert names[:4] == ["recovery-point-offset-checkpoint", "t-1/00000000000000000000.log",
                          "t-1/00000000000000000000.log.deleted", "t-2/00000000000000000000.log"]
     assert names[-1] == "z-0.abcd/00000000000000000000.log"
@@ -63,7 +64,7 @@ def test_nested_log_dirs_come_in_the_order_of_the_listing(tmp_path):
 def test_the_first_report_does_not_wait_for_every_listing(tmp_path, monkeypatch):
     root = _nested_tree(tmp_path)
     events = []
-    real = K.list_pending
+    real = L.list_pending
 
     def listing(p):
         events.append(("list", os.path.basename(p.directory)))
@@ -74,7 +75,7 @@ def test_the_first_report_does_not_wait_for_every_listing(tmp_path, monkeypatch)
             events.append(("write", s.split(":")[0].rsplit("/", 2)[-2] if "/" in s else s[:10]))
             return super().write(s)
 
-    monkeypatch.setattr(K, "list_pending", listing)
+    monkeypatch.setattr(L, "list_pending", listing)
     run_kdump("verify", "--format", "text", str(root), "-j", "1", out=Stream())
     lists = [i for i, e in enumerate(events) if e[0] == "list"]
     writes = [i for i, e in enumerate(events) if e == ("write", "t-1")]

@@ -105,17 +105,17 @@ def test_object_changed_while_read(s3, change, monkeypatch):
     url = s3.upload("kdump-logs", LOG_DIRS["generated"] / "headers-0", f"changing-{change}/headers-0")
     key = url.partition("kdump-logs/")[2] + "/00000000000000000000.log"
     client = s3.client()
-    listed = fs.scandir
+    listed = fs.scan_pages
 
-    def scandir_then_change(directory):
-        entries = listed(directory)
+    def list_then_change(directory):
+        pages = list(listed(directory))
         if change == "deleted":
             client.delete_object(Bucket="kdump-logs", Key=key)
         else:
             client.put_object(Bucket="kdump-logs", Key=key, Body=b"\0" * 100)
-        return entries
+        yield from pages
 
-    monkeypatch.setattr(fs, "scandir", scandir_then_change)
+    monkeypatch.setattr(fs, "scan_pages", list_then_change)
     r = run_kdump("verify", "--json", "-j", "1", url)
     assert r.code == 3, r.err
     log = json.loads(r.out.splitlines()[0])

@@ -1,13 +1,16 @@
 """``storage/s3_listing``: the pages kdump asks for itself are signed as S3 checks them (moto's
-server that checks every signature), wrong keys leave the listing to pyarrow, and the keys
-come from the environment, else the shared credentials file."""
+server that checks every signature), wrong keys leave the listing to pyarrow, and a log dir
+of many pages is checked as they come. (Where the keys come from: tests/storage/test_aws_keys.py.)"""
 
 from __future__ import annotations
+
+import io
 
 import pytest
 from servers import LOG_DIRS
 
 from kdump.storage import s3_listing
+from kdump.storage.aws_keys import Keys
 
 pytestmark = pytest.mark.slow
 
@@ -15,26 +18,61 @@ pytestmark = pytest.mark.slow
 def test_pages_are_signed_as_s3_checks_them(s3_checking_keys):
     server = s3_checking_keys
     bucket, _, prefix = server.url.partition("s3://")[2].partition("/")
-    listed = s3_listing.listed(server.endpoint, "us-east-1", s3_listing.Keys(*server.keys, None), bucket, prefix + "/")
+    listed = s3_listing.listed(server.endpoint, "us-east-1", Keys(*server.keys, None), bucket, prefix + "/")
     assert listed is not None
     assert sorted(name for name, is_dir, _ in listed if is_dir) == sorted(
         p.name for p in LOG_DIRS["generated"].iterdir() if p.is_dir())
-    wrong = s3_listing.Keys(server.keys[0], "wrong secret", None)
+    wrong = Keys(server.keys[0], "wrong secret", None)
     assert s3_listing.listed(server.endpoint, "us-east-1", wrong, bucket, prefix + "/") is None
 
 
-def test_keys_from_the_environment_then_the_credentials_file(tmp_path, monkeypatch):
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    creds = tmp_path / "credentials"
-    creds.write_text("[default]\naws_access_key_id = AK1\naws_secret_access_key = S1\n\n"
-                     "[other]\naws_access_key_id = AK2\naws_secret_access_key = S2\naws_session_token = T2\n")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
-    assert s3_listing.keys() == s3_listing.Keys("AK1", "S1", None)
-    monkeypatch.setenv("AWS_PROFILE", "other")
-    assert s3_listing.keys() == s3_listing.Keys("AK2", "S2", "T2")
-    monkeypatch.setenv("AWS_PROFILE", "missing")
-    assert s3_listing.keys() is None
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AK3")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3")
-    assert s3_listing.keys() == s3_listing.Keys("AK3", "S3", None)
+class _Recorded(io.StringIO):
+    """stdout, noting each write among the listing's page requests."""
+
+    def __init__(self, events: list) -> None:
+        super().__init__()
+        self.events = events
+
+    def write(self, s: str) -> int:
+        if s:
+            self.events.append(("out", s))
+        return super().write(s)
+
+
+@pytest.mark.parametrize("command", ["verify", "info"])
+def test_a_log_dir_of_many_pages_is_checked_as_its_pages_come(s3, tmp_path, monkeypatch, command):
+    """A listing of more than one page was taken whole before the first partition was read:
+    now partitions are checked (and their reports written) while later pages are still to be
+    asked for, and only those a topic's order still holds are kept. The output is that of
+    the same log dir on disk, in its order: partitions by number ("t-10" is listed before
+    "t-2"), the log dir's own files first, even those the listing reaches last."""
+    from support.run import run_kdump
+
+    local = tmp_path / "logs"
+    names = [f"{t}-{p}" for t in ("a", "a-1", "b.x", "s", "z") for p in (0, 1, 2, 10)]
+    for name in names:
+        (local / name).mkdir(parents=True)
+        (local / name / "00000000000000000000.log").write_bytes(b"")
+    (local / "recovery-point-offset-checkpoint").write_text("0\n1\nz 10 0\n")
+    (local / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    url = s3.upload("kdump-logs", local, f"paged-logs-{command}")
+    prefix = url.partition("kdump-logs/")[2] + "/"
+    events: list = []
+    page = s3_listing.Lister.page
+
+    def recorded(self, bucket, pfx, token, deadline, name=""):
+        if pfx == prefix:
+            events.append(("page", name))
+        return page(self, bucket, pfx, token, deadline, *([name] if name else []))
+
+    monkeypatch.setattr(s3_listing, "PAGE_KEYS", 3)
+    monkeypatch.setattr(s3_listing.Lister, "page", recorded)
+    r = run_kdump(command, url, out=_Recorded(events))
+    expected = run_kdump(command, local)
+    assert (r.code, r.out.replace(url, str(local))) == (expected.code, expected.out), r.err
+    listing = [i for i, (kind, name) in enumerate(events) if kind == "page" and name == ""]
+    written = [i for i, (kind, _) in enumerate(events) if kind == "out"]
+    assert len(listing) >= 7
+    assert written[0] < listing[-1]         # the first reports before the last page
+    assert sum(listing[2] < i < listing[-1] for i in written) >= 8     # a topic at a time between pages
+    assert ("page", "replication-offset-checkpoint") in events          # own files not reached: asked for

@@ -405,7 +405,7 @@ def test_seek_with_index_gives_the_same_records():
     assert seg.with_suffix(".index").stat().st_size > 64
     everything = _offsets(run_kdump("dump", seg, "--records", "--json"))
     target = everything[-5]
-    from kdump.storage.logdir import expand
+    from kdump.storage.levels import expand
     from kdump.storage.record_reader import Filters, SegmentReader
 
     reader = SegmentReader(expand(str(seg))[0], Filters(start_offset=target), records=True)

@@ -49,3 +49,27 @@ def test_export_decode(tmp_path):
     assert scratch.column("value_decode_error").to_pylist() == ["schema id 12 is not in the schema store"] * 2
     r = run_kdump("export", str(logs), "--out", str(tmp_path / "o2"), "--decode", "--format", "ndjson")
     assert r.code == 2 and "--decode writes Parquet" in r.err
+
+
+@pytest.mark.parametrize("field", [{"type": "fixed", "name": "F", "size": 1_000_000_000},
+                                   {"type": "bytes", "logicalType": "decimal", "precision": 0, "scale": 0}])
+def test_export_decode_sizes_nothing_from_a_hostile_schema(tmp_path, field):
+    """A fixed of 1e9 bytes made a fixed-size column: 10 rows took 9.8 GB and 42 s; a decimal
+    of precision 0, ``internal error: ValueError``. Now such a type is a JSON text column."""
+    import json
+    import resource
+    import struct
+
+    schema = {"type": "record", "name": "R", "fields": [{"name": "f", "type": field}]}
+    key = json.dumps({"keytype": "SCHEMA", "subject": "big-value", "version": 1, "magic": 1}).encode()
+    value = json.dumps({"subject": "big-value", "version": 1, "id": 1, "schema": json.dumps(schema)}).encode()
+    logs = tmp_path / "logs"
+    for name, recs in (("_schemas-0", [{"key": key, "value": value, "timestamp": 0}]),
+                       ("big-0", [{"key": None, "value": b"\0" + struct.pack(">i", 1) + b"abc", "timestamp": 0}] * 10)):
+        (logs / name).mkdir(parents=True)
+        (logs / name / "00000000000000000000.log").write_bytes(build_v2_batch(recs))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = run_kdump("export", str(logs), "--out", str(tmp_path / "out"), "--decode", "-q")
+    assert r.code == 0 and "internal error" not in r.err, r.err
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 512 << 10     # KB: under 512 MB grown
+    assert str(table(tmp_path / "out", "big").schema.field("value_decoded").type) == "string"

@@ -26,7 +26,7 @@ SCHEMAS = LOGDIR / "_schemas-0"
 
 
 def records(partition: Path) -> list:
-    from kdump.storage.logdir import expand
+    from kdump.storage.levels import expand
     from kdump.storage.record_reader import SegmentReader
 
     out = []

@@ -57,3 +57,21 @@ def test_a_100_mb_index_beside_an_empty_log_is_checked_in_bounded_memory(tmp_pat
     assert r.returncode in (0, 1), r.stderr     # damage found, or a plan: no error
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert peak < BOUND, f"peak RSS {peak >> 20} MiB for a 100 MB {what}"
+
+
+@pytest.mark.parametrize("option", ["--start-offset", "--start-time"])
+def test_a_dump_seeks_with_a_40_mb_index_in_bounded_memory(tmp_path, option):
+    """The seek read the ``.index``/``.timeindex`` whole (up to 256 MB) and made every entry
+    an object: 40 MB cost about 600 MB. Now it is checked a chunk at a time and searched a
+    slot a probe. The log is sparse, as long as the sane index needs."""
+    n = 40 * MiB // 8
+    d = tmp_path / "t-0"
+    d.mkdir()
+    with open(d / "00000000000000000000.log", "wb") as f:
+        f.truncate(2 * n + 1)                   # every position of the index inside the log
+    if option == "--start-time":
+        (d / "00000000000000000000.timeindex").write_bytes(_timeindex(12 * MiB // 12))   # ~120 MB as objects
+    (d / "00000000000000000000.index").write_bytes(_index(n))
+    peak, r = _peak_rss_of(["dump", option, str(n), str(d / "00000000000000000000.log")])
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert peak < BOUND, f"peak RSS {peak >> 20} MiB for a 40 MB index"

@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 from kdump.errors import KdumpError, NothingToDoError, UnknownFileKindError
 from kdump.storage import fs
-from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile, expand
+from kdump.storage.levels import expand
+from kdump.storage.logdir import INDEX, LOG, TIMEINDEX, TXNINDEX, LogFile
 from kdump.storage.names import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
@@ -63,7 +64,7 @@ def _item(f: LogFile, kind: str, explicit: bool) -> Item:
 def items_for(path: str, kind: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> list[Item]:
     """The index files of ``kind`` a PATH stands for (txnindex too for ``kdump index``); a log
     dir's thousands of partitions are listed by ``jobs`` processes. ``errors``: where the
-    partition dirs that cannot be listed go (``logdir.expand``)."""
+    partition dirs that cannot be listed go (``levels.expand``)."""
     files = expand(path, jobs, errors)
     if not fs.isdir(path):
         f = files[0]

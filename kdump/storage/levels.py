@@ -1,0 +1,290 @@
+"""Walking a PATH a level at a time: a file, a partition dir, or a log dir whose partition
+dirs are handed on sorted by topic then partition number (``walk``), listed here or by
+``-j`` workers (``expand``, ``resolve``). A remote listing of more than one page is walked
+as it comes (``_walk_pages``). What each file is, by name, is ``storage.logdir``'s.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Iterator
+from itertools import chain
+from typing import NamedTuple
+
+from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownFileKindError
+from kdump.storage import fs, logdir
+from kdump.storage.logdir import (
+    FIXED_NAMES,
+    LogFile,
+    _is_file,
+    _is_partition_dir,
+    _listed,
+    _log_file,
+    _name_info,
+    _partition_of,
+    _prefix,
+    _scan_pages,
+    is_bootstrap,
+    parse_partition_dir,
+    partition_files,
+)
+from kdump.storage.names import LEFTOVER_SUFFIXES
+
+MAX_DEPTH = 6
+# Partition dirs from which a log dir is listed by ``jobs`` worker processes: below, listing
+# them here takes less than starting the workers.
+PARALLEL_LISTING_FROM = 1000
+
+
+NOTHING_HERE = "no Kafka log files of the kind this command reads were found here"
+
+
+class Pending(NamedTuple):
+    """A dir named like a partition, not listed yet: whoever checks it lists it
+    (``list_pending``), so ``verify -j`` lists a log dir's partitions in its workers.
+
+    The fields are in the order a log dir's partitions are walked (topic, partition number,
+    then the dirs Kafka renamed), so a list of them sorts as it is: with no key to build,
+    sorting 5,000 of them takes a third of the time."""
+    topic: str
+    partition: int
+    state: str          # "", or delete/future/stray for a dir Kafka renamed
+    directory: str
+    name: str
+
+
+def walk(path: str, visit, _depth: int = 0, kind: str | None = None) -> None:
+    """The files one PATH stands for, in the order kdump processes them, a level at a time.
+
+    ``visit(files, partitions)`` gets a level: the files already listed (a log dir's own
+    files, such as meta.properties and checkpoints; every file when PATH is a partition dir
+    or a file) and the log dir's partition dirs, sorted by topic then partition number, not
+    yet listed. It returns those that turn out to hold only dirs (log dirs named like a
+    partition, such as ``kafka-1``). Those and the other subdirectories are then walked, in
+    name order, as possible log dirs (a data root holding several ``log.dirs``), not
+    following links. ``kind``: ``fs.kind(path)``, when the caller has just asked.
+    """
+    kind = kind or fs.kind(path)
+    if kind is None:
+        raise InputError("cannot read: no such file or directory", file=path)
+    if kind != "dir":
+        f = _log_file(path, *_partition_of(os.path.dirname(fs.abspath(path))), strict=False)
+        if f is None:
+            raise UnknownFileKindError(
+                "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "
+                ".checkpoint, checkpoint or metadata file, by name)", file=path)
+        visit([f], [])
+        return
+    pages = _scan_pages(path)
+    entries = next(pages, [])
+    more = next(pages, None)
+    if more is not None:        # a remote listing of more than one page: taken as it comes
+        others = _walk_pages(path, visit, chain((entries, more), pages))
+    else:
+        others = _walk_level(path, visit, entries)
+    if _depth < MAX_DEPTH:
+        for sub in sorted(others):
+            walk(sub, visit, _depth + 1)
+
+
+def _walk_level(path: str, visit, entries: list) -> list[str]:
+    """``walk``'s level of one listing: the dirs to walk next."""
+    if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
+        visit(_listed(partition_files(path, entries)), [])
+        return []
+    own, partitions, others = [], [], []
+    prefix = _prefix(path)
+    for e in entries:
+        name = e.name
+        if e.is_dir(follow_symlinks=False):
+            parsed = parse_partition_dir(name)
+            if parsed is not None:
+                partitions.append(Pending(parsed[0], parsed[1], parsed[2] or "", prefix + name, name))
+            else:
+                others.append(prefix + name)
+        else:
+            f = _log_file(prefix + name, None, None)
+            if f is not None and _is_file(e):
+                own.append(f)
+    own.sort(key=lambda f: f.name)
+    partitions.sort()
+    others += visit(own, partitions)
+    return others
+
+
+# The last name a log dir's own file can have (a fixed name and a leftover suffix); its
+# KRaft snapshots, like a partition's segments, are named by digits.
+_OWN_LAST = max(name + suffix for name in FIXED_NAMES for suffix in ("",) + LEFTOVER_SUFFIXES)
+
+
+def _walk_pages(path: str, visit, pages: Iterator[list]) -> list[str]:
+    """``_walk_level`` of a listing that comes a page at a time, in name order (S3's): each
+    partition dir is handed to ``visit`` as soon as no name still to come can sort before
+    it, so the first are checked while later pages are fetched, and only those held for
+    their order (a topic's partitions until the listing leaves the topic: "t-10" is listed
+    before "t-9") and a page are in memory. The log dir's own files, which ``visit`` takes
+    first, are asked for by name where the listing has not reached them yet."""
+    prefix = _prefix(path)
+    kept: list | None = []      # every entry, until the names of segments are behind (not a partition dir)
+    held: list[Pending] = []    # a heap
+    own: list[LogFile] | None = None        # None: not visited yet
+    others: list[str] = []
+    last, ordered = "", True
+
+    def hand(batch: list[Pending]) -> None:
+        nonlocal own
+        if own is None:
+            own = _own_files(path, prefix, seen, last)
+            others.extend(visit(own, batch))
+        elif batch:
+            others.extend(visit([], batch))
+
+    seen: list = []             # the log dir's own files the listing gave
+    for page in pages:
+        for e in page:
+            name = e.name
+            is_dir = e.is_dir(follow_symlinks=False)
+            key = name + "/" if is_dir else name    # what S3 orders: a dir's name sorts with its "/"
+            ordered = ordered and key > last
+            last = max(last, key)
+            if kept is not None:
+                kept.append(e)
+            if is_dir:
+                parsed = parse_partition_dir(name)
+                if parsed is not None:
+                    heapq.heappush(held, Pending(parsed[0], parsed[1], parsed[2] or "", prefix + name, name))
+                else:
+                    others.append(prefix + name)
+            elif own is None:
+                seen.append(e)
+        if kept is not None:
+            if any(_name_info(e.name)[1] and _is_file(e) for e in seen if _name_info(e.name)[0] is not None):
+                kept.extend(e for page in pages for e in page)      # a partition dir: listed whole
+                return _walk_level(path, visit, kept)
+            if last[:1] <= "9" or not held and not others:
+                continue        # (a dir of files alone, named like a partition, may still be one)
+            kept = None
+        if ordered:
+            least = _least_topic_after(last)
+            batch = []
+            while held and held[0].topic < least:
+                batch.append(heapq.heappop(held))
+            hand(batch)
+    if kept is not None:
+        return _walk_level(path, visit, kept)
+    hand([heapq.heappop(held) for _ in range(len(held))])
+    return others
+
+
+def _own_files(path: str, prefix: str, seen: list, last: str) -> list[LogFile]:
+    """The log dir's own files: those the listing gave up to ``last``, and those of the fixed
+    names it has not reached, asked for by name."""
+    entries = {e.name: e for e in seen}
+    if last < _OWN_LAST:
+        for name in sorted(FIXED_NAMES):
+            if max(name + s for s in ("",) + LEFTOVER_SUFFIXES) > last:
+                entries.update((e.name, e) for e in fs.named(path, name) if not e.is_dir())
+    own = []
+    for name, e in entries.items():
+        f = _log_file(prefix + name, None, None)
+        if f is not None and _is_file(e):
+            own.append(f)
+    return sorted(own, key=lambda f: f.name)
+
+
+def _least_topic_after(name: str) -> str:
+    """A topic that no partition dir listed after the key ``name`` sorts before: the shortest
+    start of ``name`` that a "-" and a number could follow and still sort after it. (A partition
+    number in digits other than ASCII's, which no broker writes, is not foreseen.)"""
+    for t, c in enumerate(name):
+        if c < "-" or c == "-" and (t + 1 == len(name) or name[t + 1] <= "9"):
+            return name[:t]
+    return name
+
+
+def list_pending(p: Pending) -> list[LogFile] | None:
+    """``partition_files`` of a pending partition dir, or None if it holds only dirs; kept
+    for the ``take_listing`` of the check that follows."""
+    files = _listing(p)
+    return None if files is None else _listed(files)
+
+
+def expand(path: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> list[LogFile]:
+    """Every file of ``walk(path)``, listed now; thousands of partition dirs are listed by
+    ``jobs`` worker processes. ``errors``: where a partition dir that cannot be listed goes
+    (it is skipped and the rest covered, as ``verify`` does); without it, it is raised."""
+    out: list[LogFile] = []
+
+    def visit(files: list[LogFile], partitions: list[Pending]) -> list[str]:
+        out.extend(files)
+        log_dirs = []
+        for p, listing in zip(partitions, _list_partitions(partitions, jobs)):
+            if isinstance(listing, KdumpError):
+                if errors is None:
+                    raise listing
+                errors.append(listing)
+            elif listing is None:
+                log_dirs.append(p.directory)
+            else:
+                out.extend(_listed(listing))
+        return log_dirs
+
+    walk(path, visit)
+    return out
+
+
+def _list_partitions(partitions: list[Pending], jobs: int) -> list[list[LogFile] | None | KdumpError]:
+    if jobs > 1 and len(partitions) >= PARALLEL_LISTING_FROM:
+        from kdump.jobs.fanout import ordered_map
+
+        return list(ordered_map(_partition_listing, partitions, jobs))
+    return [_partition_listing(p) for p in partitions]
+
+
+def _partition_listing(p: Pending) -> list[LogFile] | None | KdumpError:
+    """``_listing``, with a dir that cannot be listed given back as its error."""
+    try:
+        return _listing(p)
+    except InputError as e:
+        return e
+
+
+def _listing(p: Pending) -> list[LogFile] | None:
+    listing = logdir._scandir(p.directory)   # (looked up here: a test may stand in for it)
+    return partition_files(p.directory, listing, p[:2]) if _is_partition_dir(listing, p.name) else None
+
+
+def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,
+            explicit_kinds: tuple[str, ...] | None = None, jobs: int = 1,
+            errors: list[KdumpError] | None = None, left_out: list[LogFile] | None = None) -> list[LogFile]:
+    """Expand every PATH; keep ``kinds`` from directories and ``explicit_kinds`` from named files.
+
+    A file named explicitly with a kind the command does not take is a usage error, and
+    so is a PATH under which nothing of the wanted kinds is found. ``errors``: as ``expand``.
+    ``left_out``: where a directory's files that belong to no partition go (the log dir's
+    bootstrap.checkpoint), for commands whose unit is a partition; without it they are kept.
+    """
+    out: list[LogFile] = []
+    explicit_kinds = explicit_kinds or kinds
+    for path in paths:
+        before = len(errors) if errors is not None else 0
+        files = expand(path, jobs=jobs, errors=errors)
+        if fs.isdir(path):
+            chosen = [f for f in files if kinds is None or f.kind in kinds]
+            if left_out is not None:
+                left_out.extend(f for f in chosen if is_bootstrap(f))
+                chosen = [f for f in chosen if not is_bootstrap(f)]
+            if not chosen and errors is not None and len(errors) > before:
+                continue            # what could be listed holds nothing: the errors say why
+            if not chosen:
+                raise NothingToDoError(NOTHING_HERE, file=path)
+        else:
+            chosen = files
+            if explicit_kinds is not None and files[0].kind not in explicit_kinds:
+                raise UnknownFileKindError(f"this command does not read {files[0].kind.replace('_', ' ')} files",
+                                           file=path)
+        out.extend(chosen)
+    return out
+
+
