@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kdump.errors import InputError, RemoteError, StoreUnusable
-from kdump.storage import aws_keys, s3_listing
 
 
 class PagedListing:
@@ -28,6 +27,9 @@ class PagedListing:
     def _paged(self, url: str, path: str, name: str = "") -> Iterator[list] | None:
         """``s3_listing.stream``'s pages as entries, its failures as one located line each; None
         when it leaves the listing to pyarrow (no keys at hand, the first page refused)."""
+        # (http, ssl, xml, email: imported by a listing, not by every local run)
+        from kdump.storage import aws_keys, s3_listing
+
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
         creds = aws_keys.keys()
@@ -41,6 +43,8 @@ class PagedListing:
         return None if pages is None else self._entries(url, pages)
 
     def _entries(self, url: str, pages) -> Iterator[list]:
+        from kdump.storage import s3_listing
+
         try:
             for page in pages:
                 yield [self.entry(*e) for e in page]
@@ -48,6 +52,8 @@ class PagedListing:
             raise self._listing_failed(url, e) from None
 
     def _listing_failed(self, url: str, e: Exception) -> InputError | StoreUnusable:
+        from kdump.storage import s3_listing
+
         if isinstance(e, s3_listing.Stopped):
             return self._list_stopped(url, str(e))
         if isinstance(e, TimeoutError):
