@@ -130,7 +130,7 @@ def logdir_offsets(directory: str, cache: dict | None) -> tuple[int | None, ...]
     logdir = os.path.dirname(norm)
     key = ("logdir_offsets", logdir)
     if key not in cache:
-        tables = [_checkpoint_table(os.path.join(logdir, name), cache) for name, _ in LOG_DIR_CHECKPOINTS]
+        tables = [checkpoint_table(os.path.join(logdir, name), cache) for name, _ in LOG_DIR_CHECKPOINTS]
         cache[key] = {k: tuple(t.get(k) for t in tables) for k in set().union(*tables)}
     return cache[key].get(parsed[:2], _NONE)
 
@@ -241,10 +241,13 @@ def _last_epoch_start(path: str) -> int | None:
     return last
 
 
-def _checkpoint_table(path: str, cache: dict) -> dict[tuple[str, int], int]:
+def checkpoint_table(path: str, cache: dict) -> dict[tuple[str, int], int]:
     """(topic, partition) -> offset of a log-dir checkpoint, for the partitions its log dir
-    holds (read once per run and log dir)."""
-    if path not in cache:
+    holds (read once per run and log dir, not once a partition: a checkpoint lists all of a
+    log dir's). A partition listed twice has its last entry, as Kafka's
+    OffsetCheckpointFile.read puts each entry into a map in turn."""
+    key = ("checkpoint", path)
+    if key not in cache:
         from kdump.check.side_file_views import checkpoint_entries
         table: dict[tuple[str, int], int] = {}
         here = partitions_in(os.path.dirname(path), cache)   # (a checkpoint may list millions)
@@ -255,8 +258,8 @@ def _checkpoint_table(path: str, cache: dict) -> dict[tuple[str, int], int]:
                         table[(e.topic, e.partition)] = e.offset
         except (KdumpError, OSError):
             table = {}      # reported on the checkpoint itself
-        cache[path] = table
-    return cache[path]
+        cache[key] = table
+    return cache[key]
 
 
 def partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:

@@ -12,7 +12,7 @@ import os
 
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
-from kdump.check.lost_records import partitions_in
+from kdump.check.lost_records import checkpoint_table
 from kdump.check.side_file_views import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, EpochEntry
@@ -44,22 +44,9 @@ def log_start_findings(directory: str, leo: int | None, checkpoints: dict | None
 
 
 def _log_starts(path: str, log_dir: str, checkpoints: dict) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> the first offset the log-start-offset-checkpoint at ``path`` gives
-    it, for the partitions ``log_dir`` holds: read once a run (kept in ``checkpoints``), not once
-    a partition (a log dir's checkpoint lists all of them). The entries before one that does
-    not parse (reported on the checkpoint itself) only, as a look-up streaming it would stop."""
-    key = ("log_starts", path)
-    if key not in checkpoints:
-        here = partitions_in(log_dir, checkpoints)      # (a checkpoint may list millions)
-        table: dict[tuple[str, int], int] = {}
-        try:        # streamed
-            for e in checkpoint_entries(path, LOG_START_OFFSET_CHECKPOINT):
-                if (e.topic, e.partition) in here:
-                    table.setdefault((e.topic, e.partition), e.offset)
-        except KdumpError:
-            pass
-        checkpoints[key] = table
-    return checkpoints[key]
+    """(topic, partition) -> its offset in the log-start-offset-checkpoint at ``path``, for the
+    partitions ``log_dir`` holds: the one reading of a log-dir checkpoint (lost_records')."""
+    return checkpoint_table(path, checkpoints)
 
 
 def log_start_checkpoint(log_dir: str, checkpoints: dict[str, str | None]) -> str | None:

@@ -90,22 +90,34 @@ def test_log_start_past_end(tmp_path):
 
 def test_log_start_checkpoint_read_once_a_run(tmp_path, monkeypatch):
     """verify reads a log dir's log-start-offset-checkpoint once, not once a partition (it lists
-    every partition: a broker's whole log dir was quadratic), with the look-up's answers: a
-    partition's first entry, none from an entry after one that does not parse."""
-    from kdump.check import side_file_checks
+    every partition: a broker's whole log dir was quadratic). A partition listed twice has its
+    last entry, as Kafka's OffsetCheckpointFile.read fills its map; a checkpoint with a line
+    that does not parse gives no log start at all (Kafka fails to read it whole)."""
+    from kdump.check import side_file_views
 
     logs = tmp_path / "logs"
     for name in ("t-0", "t-1", "t-2"):
         shutil.copytree(FIXTURES / "generated" / "headers-0", logs / name)
-    (logs / "log-start-offset-checkpoint").write_text("0\n4\nt 0 100000\nt 1 5\nt 0 0\nt 1 9\nbad line\nt 2 100000\n")
+    checkpoint = logs / "log-start-offset-checkpoint"
     reads = []
-    real = side_file_checks.checkpoint_entries
-    monkeypatch.setattr(side_file_checks, "checkpoint_entries", lambda *a: reads.append(a) or real(*a))
-    verdict = run_kdump("verify", str(logs), "--json", "-j", "1")
-    assert len(reads) == 1
-    past = {json.loads(line)["file"].split("/")[-2] for line in verdict.out.splitlines()
-            if any(f["kind"] == "log_start_past_end" for f in json.loads(line).get("findings", []))}
-    assert past == {"t-0"}
+    real = side_file_views.checkpoint_entries
+    monkeypatch.setattr(side_file_views, "checkpoint_entries", lambda *a: reads.append(a) or real(*a))
+
+    def past_end() -> set[str]:
+        verdict = run_kdump("verify", str(logs), "--json", "-j", "1")
+        return {json.loads(line)["file"].split("/")[-2] for line in verdict.out.splitlines()
+                if any(f["kind"] == "log_start_past_end" for f in json.loads(line).get("findings", []))}
+
+    checkpoint.write_text("0\n4\nt 0 100000\nt 1 5\nt 0 0\nt 1 100000\n")
+    assert past_end() == {"t-1"}
+    few = len(reads)
+    for name in ("t-3", "t-4", "t-5", "t-6"):
+        shutil.copytree(FIXTURES / "generated" / "headers-0", logs / name)
+    reads.clear()
+    assert past_end() == {"t-1"}
+    assert len(reads) == few, "the checkpoint's reads grow with the partitions"
+    checkpoint.write_text("0\n4\nt 0 100000\nt 1 5\nbad line\nt 2 100000\n")
+    assert past_end() == set()
 
 
 def test_would_throw_is_what_take_meets():
