@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_logdir.py [--partitions 5000] [--repeat 3] [--jobs N] [--only CMD ...]
     .venv/bin/python bench/bench_logdir.py --layout few-mb [--partitions 300] ...
+    .venv/bin/python bench/bench_logdir.py --checkpoints ...   # with the checkpoints a broker writes
     .venv/bin/python bench/bench_logdir.py --only verify --jobs 2 --against /tmp/old   # a before/after
 
 ``--against CHECKOUT`` times that checkout's kdump too (``git worktree add /tmp/old REV``, its C
@@ -170,6 +171,29 @@ def generate(root: Path, partitions: int) -> tuple[Path, Path]:
     return logdir, single.parent
 
 
+# The log-dir checkpoints a broker writes, each listing every partition (the bench's first
+# figures had none, so ``--checkpoints`` is a separate log dir): a per-partition read of them
+# is quadratic, and only a log dir that has them shows it.
+BROKER_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                      "replication-offset-checkpoint")
+
+
+def with_checkpoints(logdir: Path) -> Path:
+    """A copy of ``logdir`` (hard links) with the broker's checkpoints, made once."""
+    out = logdir.with_name(logdir.name + "-checkpoints")
+    done = out / ".complete"
+    if not done.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(logdir, out, copy_function=os.link, ignore=shutil.ignore_patterns(".complete"))
+        parts = sorted(d.name for d in out.iterdir() if d.is_dir())
+        for name in BROKER_CHECKPOINTS:
+            lines = [f"{p.rsplit('-', 1)[0]} {p.rsplit('-', 1)[1]} {0 if 'start' in name else BATCHES * PER_BATCH}"
+                     for p in parts]
+            (out / name).write_text("0\n%d\n%s\n" % (len(lines), "\n".join(lines)))
+        done.touch()
+    return out
+
+
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 
 
@@ -287,6 +311,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="the -j N to compare with -j 1")
     ap.add_argument("--only", nargs="*", choices=list(COMMANDS), metavar="CMD")
+    ap.add_argument("--checkpoints", action="store_true",
+                    help="the log dir with the three checkpoints a broker writes, each listing every partition")
     ap.add_argument("--against", type=Path, metavar="CHECKOUT",
                     help="also time another checkout's kdump (its C accelerator built in place), in the same "
                          "rounds, each run right after its own cat: e.g. a `git worktree add` of an older commit")
@@ -300,6 +326,8 @@ def main() -> None:
         logdir, single_dir = generate(args.data, args.partitions)
     else:
         logdir, single_dir = generate_mb(args.data, args.partitions), None
+    if args.checkpoints:
+        logdir = with_checkpoints(logdir)
     files = files_of(logdir)
     size = sum(os.path.getsize(f) for f in files)
     print(f"kdump run as: {' '.join(KDUMP)}")
