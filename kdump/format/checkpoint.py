@@ -62,6 +62,16 @@ def _lines(data: bytes, file_name: str) -> list[str]:
 
 
 def _parse_entry(line: str, kind: str) -> EpochEntry | OffsetEntry | None:
+    if kind != LEADER_EPOCH:
+        # The line a broker writes ("topic partition offset", single spaces, ASCII digits too
+        # short to leave the range) without the regex split and Java's number rules: a log dir's
+        # checkpoints list every partition. Anything else takes the general way below.
+        parts = line.split(" ")
+        if len(parts) == 3:
+            topic, p, o = parts
+            if (topic and p.isascii() and p.isdigit() and len(p) <= 9 and o.isascii() and o.isdigit()
+                    and len(o) <= 18 and _WHITESPACE.search(topic) is None):
+                return OffsetEntry(topic, int(p), int(o))
     # Java's split drops trailing empty strings but keeps a leading one.
     parts = _WHITESPACE.split(line)
     while parts and parts[-1] == "":
