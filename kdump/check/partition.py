@@ -57,9 +57,8 @@ class VerifyOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     limits: Limits = DEFAULT_LIMITS
     broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
-    # The run's log dirs -> their log-start-offset-checkpoint (None: none), and its offsets: read once each.
-    checkpoints: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
-    offsets: dict = field(default_factory=dict, repr=False, compare=False)   # log-dir checkpoints read, by path
+    # The run's reading of each log dir's checkpoints (lost_records.logdir_offsets), once a log dir.
+    offsets: dict = field(default_factory=dict, repr=False, compare=False)
 
     def scanned(self, f: LogFile) -> AbstractContextManager[tuple[ScanReport, Any]]:
         """``f``'s scan and its bytes, held until the block ends (bytes None: not at hand)."""
@@ -334,7 +333,7 @@ class _Partition:
         if live and live[-1][0].path == f.path:        # the last segment: the log start against the log end
             from kdump.check.side_file_checks import log_start_findings
             leo = scan.next_offset if scan.next_offset is not None else f.base_offset
-            out.extend(log_start_findings(self.dir, leo, self.opts.checkpoints))
+            out.extend(log_start_findings(self.dir, leo, self.opts.offsets))
         expected = self.txn_expected().get(f.base_offset or 0, {})
         if expected and f.base_offset is not None and offset_name(f.base_offset, TXNINDEX_SUFFIX) not in self.names:
             (pid, last), _ = next(iter(expected.items()))

@@ -12,50 +12,28 @@ import os
 
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
-from kdump.check.lost_records import checkpoint_table
+from kdump.check.lost_records import LOG_DIR_CHECKPOINTS, logdir_offsets
 from kdump.check.side_file_views import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, EpochEntry
 from kdump.model import Finding
-from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
 
 FALLBACK_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
+_LOG_START = [name for name, _ in LOG_DIR_CHECKPOINTS].index(LOG_START_OFFSET_CHECKPOINT)
 
 
-def log_start_findings(directory: str, leo: int | None, checkpoints: dict | None = None) -> list[Finding]:
+def log_start_findings(directory: str, leo: int | None, offsets: dict | None = None) -> list[Finding]:
     """The log dir's log-start-offset-checkpoint against this partition's log end offset
-    (``checkpoints``: the run's ``log_start_checkpoint`` lookups, kept across partitions)."""
-    norm = fs.normpath(directory)
-    # The log dir's checkpoint first: a lookup kept across partitions, and most log dirs have none.
-    path = log_start_checkpoint(os.path.dirname(norm), {} if checkpoints is None else checkpoints)
-    if path is None:
-        return []
-    parsed = K.parse_partition_dir(os.path.basename(norm))
-    if parsed is None:
-        return []
-    lso = _log_starts(path, os.path.dirname(norm), {} if checkpoints is None else checkpoints).get(parsed[:2])
+    (``offsets``: the run's reading of the log dir's checkpoints, kept across partitions)."""
+    found = logdir_offsets(directory, offsets)
+    lso = None if found is None else found[_LOG_START]
     if not log_start_past_end(leo, lso):
         return []
     return [Finding(F.LOG_START_PAST_END, None, lso,
                     f"the log-start-offset-checkpoint says {lso}, above the log end offset {leo}: the broker "
                     f"deletes every segment of this partition at startup")]
-
-
-def _log_starts(path: str, log_dir: str, checkpoints: dict) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> its offset in the log-start-offset-checkpoint at ``path``, for the
-    partitions ``log_dir`` holds: the one reading of a log-dir checkpoint (lost_records')."""
-    return checkpoint_table(path, checkpoints)
-
-
-def log_start_checkpoint(log_dir: str, checkpoints: dict[str, str | None]) -> str | None:
-    """The path of ``log_dir``'s log-start-offset-checkpoint, or None if it has none: looked
-    up once per log dir and kept in ``checkpoints`` (a log dir holds thousands of partitions)."""
-    if log_dir not in checkpoints:
-        path = os.path.join(fs.abspath(log_dir), LOG_START_OFFSET_CHECKPOINT)
-        checkpoints[log_dir] = path if fs.isfile(path) else None
-    return checkpoints[log_dir]
 
 
 def snapshot_findings(f: LogFile, leo: int | None) -> list[Finding]:
