@@ -327,6 +327,8 @@ def main() -> None:
     else:
         logdir, single_dir = generate_mb(args.data, args.partitions), None
     if args.checkpoints:
+        if args.layout != "many-small":
+            ap.error("--checkpoints writes the log ends of the many-small layout's partitions")
         logdir = with_checkpoints(logdir)
     files = files_of(logdir)
     size = sum(os.path.getsize(f) for f in files)

@@ -116,7 +116,13 @@ def test_log_start_checkpoint_read_once_a_run(tmp_path, monkeypatch):
     reads.clear()
     assert past_end() == {"t-1"}
     assert len(reads) == few, "the checkpoint's reads grow with the partitions"
+    # The broker reads the checkpoint the same way after a clean shutdown (LogManager, before
+    # either load), and the log start above the log end deletes the segments on both paths.
+    (logs / ".kafka_cleanshutdown").write_bytes(b"")
+    assert past_end() == {"t-1"}
     checkpoint.write_text("0\n4\nt 0 100000\nt 1 5\nbad line\nt 2 100000\n")
+    assert past_end() == set()
+    (logs / ".kafka_cleanshutdown").unlink()
     assert past_end() == set()
 
 
