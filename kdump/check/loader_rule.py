@@ -33,6 +33,7 @@ from typing import cast
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
 from kdump.check.loader_rewrites import plan_delete_all, plan_epochs_and_snapshots, plan_indexes
+from kdump.check.recover_log import recovered_bases, recovery_cut, txnindex_corrupt
 from kdump.check.recovery_plan import (
     CREATE_SEGMENT,
     NOTE,
@@ -79,21 +80,6 @@ def _raw_offset_files(directory: str) -> list[str]:
         if filename_offset(e.name) is not None and not e.name.endswith(TEMP_SUFFIX):
             out.append(e.name)
     return sorted(out)
-
-
-def _txnindex_corrupt(source: dict[str, str], base: int) -> bool:
-    """Does ``TransactionIndex.sanityCheck`` fail (an entry ending below the segment base)?"""
-    from kdump.format.txnindex import sanity_check_txnindex, txnindex_entries
-    from kdump.storage.slice_reader import SliceReader
-
-    path = source.get(offset_name(base, TXNINDEX_SUFFIX))
-    if path is None:
-        return False
-    try:
-        with SliceReader(path, SIDE_FILE_LIMIT) as data:     # walked a chunk at a time, to the first
-            return bool(sanity_check_txnindex(txnindex_entries(data, lazy=True).entries, base, path, limit=1))
-    except KdumpError:
-        return False
 
 
 def _next_offset(path: str, base: int) -> int:
@@ -219,7 +205,8 @@ class _Planner:
                           f"cannot read: {e.message}")
         # LogLoader recovers at load a segment without .index or whose .txnindex fails its sanity check.
         self.load_recover = {b for b, _ in self.logs
-                             if offset_name(b, INDEX_SUFFIX) not in self.present or _txnindex_corrupt(self.source, b)}
+                             if offset_name(b, INDEX_SUFFIX) not in self.present
+                             or txnindex_corrupt(self.source.get(offset_name(b, TXNINDEX_SUFFIX)), b)}
 
     def recover_log(self) -> None:
         """4. recoverLog: from the recovery point on, the first damaged segment is cut and every later one goes."""
@@ -232,16 +219,13 @@ class _Planner:
                                 "recover anyway)")
         self.bases = bases = [b for b, _ in self.logs]
         self.all_bases = list(bases)
-        first_recovered = 0
-        for i, b in enumerate(bases):
-            if b <= start_from:
-                first_recovered = i
-        self.recovered = set() if self.skip_log else set(bases[first_recovered:])
+        self.recovered = recovered_bases(bases, start_from, self.skip_log)
         truncated_at = self._find_cut()
+        from kdump.check.loss import load_cut, partition_loss
+        self.plan.losses = [load_cut(self.dir, self.scans[b]) for b in sorted(self.cut_segments) if b != truncated_at]
         if truncated_at is not None:
-            from kdump.check.loss import partition_loss
             segments = sorted((b, s) for b, s in self.scans.items() if b >= truncated_at)
-            self.plan.loss = partition_loss(self.dir, segments, 0)
+            self.plan.losses.append(partition_loss(self.dir, segments, 0))
         later_sources = self._drop_later(truncated_at) if truncated_at is not None else []
         s: ScanReport | None
         for b in sorted(self.cut_segments):
@@ -265,28 +249,22 @@ class _Planner:
                           "split")
 
     def _find_cut(self) -> int | None:
-        """The segment recovery cuts (the first damaged one it recovers), and the segments cut:
-        that one and those recovered at load before it. Damage a broker would not look at is noted."""
-        truncated_at: int | None = None
-        self.cut_segments: set[int] = set()
-        for b in self.bases:
-            s = self.scans.get(b)
-            if s is None or s.cut is None or s.valid_bytes >= s.size:
-                continue
-            if b in self.recovered and truncated_at is None:
-                truncated_at = b
-                self.cut_segments.add(b)
-            elif b in self.load_recover and (truncated_at is None or b < truncated_at):
-                self.cut_segments.add(b)
-            elif truncated_at is None or b < truncated_at:
-                self.plan.damaged = True
-                why = "after a clean shutdown" if self.skip_log else f"before the recovery point {self.rp}"
-                # (verify --truncate keeps what a clean load keeps, unless that load fails: repair.cut)
-                fix = "use --full to cut it" if self.skip_log else "use --full, or kdump verify --truncate"
-                self.note(self.source[offset_name(b, LOG_SUFFIX)], b, f"damaged ({s.cut.kind} at byte "
-                          f"{s.valid_bytes}) but a broker would not recover it {why} ({fix})",
-                          position=s.valid_bytes)
-        return truncated_at
+        """The segment recovery cuts (the first damaged one recoverLog recovers), and the
+        segments cut (check.recover_log). Damage a broker would not look at is noted."""
+        damaged = {b for b in self.bases if (s := self.scans.get(b)) is not None and s.cut is not None
+                   and s.valid_bytes < s.size}
+        cut = recovery_cut(self.bases, damaged, self.recovered, self.load_recover)
+        self.cut_segments: set[int] = cut.cut_segments
+        for b in cut.unrecovered:
+            s = self.scans[b]
+            self.plan.damaged = True
+            why = "after a clean shutdown" if self.skip_log else f"before the recovery point {self.rp}"
+            # (verify --truncate keeps what a clean load keeps, unless that load fails: repair.cut)
+            fix = "use --full to cut it" if self.skip_log else "use --full, or kdump verify --truncate"
+            self.note(self.source[offset_name(b, LOG_SUFFIX)], b, f"damaged ({cast(Finding, s.cut).kind} at byte "
+                      f"{s.valid_bytes}) but a broker would not recover it {why} ({fix})",
+                      position=s.valid_bytes)
+        return cut.truncated_at
 
     def _drop_later(self, truncated_at: int) -> list[tuple[str, list[tuple[int, int]]]]:
         """The segments after the cut go (phase 6, before the cut, so that a rerun after the cut

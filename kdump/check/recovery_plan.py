@@ -77,7 +77,7 @@ class PartitionPlan:
     salvage_sources: list[tuple[str, list[tuple[int, int]]]] = field(default_factory=list)
     epochs: list[tuple[int, int]] = field(default_factory=list)   # the leader-epoch-checkpoint to write
     txnindexes: dict[str, bytes] = field(default_factory=dict)     # .txnindex files to write
-    loss: Any = None        # what the cut removes (kdump.check.loss.Loss), when a segment is cut
+    losses: list = field(default_factory=list)     # what each cut removes (kdump.check.loss.Loss)
     load_failure: str | None = None     # the exception that stops the broker loading it (clean shutdown)
     snapshots_written: list[int] = field(default_factory=list)  # offsets the load writes snapshots at
 

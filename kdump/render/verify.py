@@ -221,6 +221,11 @@ def summary_line(counts: dict, changes: int | None = None) -> str:
         s += f"; {plural(n, 'anomaly')} (states a broker accepts)"
     if counts["cut_segments"]:
         s += "; " + loss_text(counts, done=bool(changes))
+    if counts.get("unrecovered") and not changes:
+        n = counts["unrecovered"]
+        s += (f"; {plural(n, 'damaged segment')} before the recovery point {'is' if n == 1 else 'are'} not "
+              f"recovered: a broker keeps {'it' if n == 1 else 'them'} as {'it is' if n == 1 else 'they are'} and "
+              f"serves the damage (kdump verify --truncate cuts {'it' if n == 1 else 'them'})")
     for x in counts.get("clean") or []:
         s += "; " + clean_text(x, done=bool(changes))
     return s

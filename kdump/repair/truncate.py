@@ -2,16 +2,18 @@
 
 A broker's recovery that cuts a segment deletes every later segment of the partition
 (``LogLoader.recoverLog``): data after a cut is never served across a hole. ``verify
---truncate`` follows it, but keeps instead of deleting: before the first cut segment of a
-partition is shortened, every later segment (its ``.log`` and indexes) moves into
-``kdump-quarantine-<time>/`` inside the partition, as ``kdump recover --apply`` does. The
-order (move, then cut) means a run killed half-way and run again ends the same.
+--truncate`` follows it, but keeps instead of deleting: before that segment is shortened,
+every later segment (its ``.log`` and indexes) moves into ``kdump-quarantine-<time>/`` inside
+the partition, as ``kdump recover --apply`` does. A segment the broker recovers where it opens
+it (no ``.index``: ``check.recover_log``) is only cut, as the broker cuts it. The order (move,
+then cut) means a run killed half-way and run again ends the same.
 """
 
 from __future__ import annotations
 
 import os
 
+from kdump.check.recover_log import recovered_at_load, recovery_cut
 from kdump.errors import KdumpError
 from kdump.repair.cut import cut_position, repair_reports
 from kdump.repair.recover import default_quarantine, move_to, timestamp
@@ -30,9 +32,12 @@ def truncate_reports(reports, opts) -> list[Change]:
     changes: list[Change] = []
     keep = []
     for directory, reps in by_dir.items():
-        cut = [r.log.base_offset for r in reps if cut_position(r, opts) is not None and r.log.base_offset is not None]
-        if cut:
-            moved = quarantine_later(directory, min(cut))
+        cut = sorted(r.log.base_offset for r in reps
+                     if cut_position(r, opts) is not None and r.log.base_offset is not None)
+        # (recovered from its first segment: every damaged one is recovered, as with --full)
+        at = recovery_cut(cut, set(cut), set(cut), {b for b in cut if recovered_at_load(directory, b)}).truncated_at
+        if at is not None:
+            moved = quarantine_later(directory, at)
             changes += moved
             gone = {c.path for c in moved}
             reps = [r for r in reps if r.file not in gone]

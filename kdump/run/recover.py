@@ -62,7 +62,7 @@ def run_recover(dirs, out, opts, *, apply_: bool, confirm, salvage_dir: str | No
                      f"{salvage_dir})")
     todo = [p for p in plans if p.actions]
     steps = sum(len(p.actions) for p in todo)
-    found = [p.loss for p in todo if p.loss is not None]
+    found = [x for p in todo for x in p.losses]
     if found:       # the same words as verify's summary (kdump.check.loss)
         from kdump.render.verify import loss_text
 

@@ -96,6 +96,7 @@ class _Run:
         self.out, self.check, self.strict = out, check, strict
         self.renderer = verify_renderer(out)
         self.counts = summary_counts([])
+        self.checkpoints: dict = {}     # the log dirs' checkpoints, read once a run by the summary
         self.changes: list | None = [] if truncate else None
         self.status = ExitStatus.OK
         self.found = False          # a file was checked (or could not be)
@@ -164,10 +165,10 @@ class _Run:
             if counted:
                 progress.unit_done((), counted)
             if len(done) >= SUMMARY_RUN:
-                self._add(summary_counts(done))
+                self._add(summary_counts(done, self.checkpoints))
                 done = []
         if done:
-            self._add(summary_counts(done))
+            self._add(summary_counts(done, self.checkpoints))
         return log_dirs
 
     def _add(self, counts: dict[str, int]) -> None:
@@ -192,6 +193,7 @@ def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list
     local, renderer = _worker_renderer(out)
     events: list = []
     reports: list = []
+    checkpoints: dict = {}
 
     def flush(counts: dict | None = None) -> None:
         status = 0
@@ -201,7 +203,7 @@ def _rendered(check, out, strict: bool, sizes: bool, groups: list) -> tuple[list
         text = local.stream.getvalue()
         local.stream.seek(0)
         local.stream.truncate()
-        counts = summary_counts(reports) if counts is None else counts
+        counts = summary_counts(reports, checkpoints) if counts is None else counts
         events.append((RENDERED, (text, int(status), {k: v for k, v in counts.items() if v},
                                   [(r.file, r.size or 0) for r in reports] if sizes else ())))
         reports.clear()

@@ -114,7 +114,7 @@ def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) 
             done.append(r)
         from kdump.check.loss import summary_counts
 
-        yield COUNTED, summary_counts(done)
+        yield COUNTED, summary_counts(done, opts.offsets, as_broker=False)     # what --truncate cuts
         try:
             yield REPAIRED, repair(done, opts)
         except KdumpError as e:

@@ -200,7 +200,7 @@ def verify_spark(spark, paths, out, opts: VerifyOptions, strict: bool = False) -
                     status = max(status, report_status(r.status, r.findings if strict else ()))
         finally:
             renderer.finish()
-    out.note(summary_line(summary_counts(reports), None))
+    out.note(summary_line(summary_counts(reports, {}), None))
     return int(status)
 
 

@@ -478,24 +478,37 @@ def _recover_loss(d) -> tuple | None:
 
 
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))
-@pytest.mark.parametrize("where", ["matrix", "middle"])
+@pytest.mark.parametrize("where", ["matrix", "middle", "below_recovery_point", "no_index"])
 def test_verify_states_all_that_recover_removes(tmp_path, where, corruption):
     """Verify's summary states what a broker's recovery removes, the bytes cut, the
     later segments deleted whole and the first offset lost, as `kdump recover` plans it; on the
-    matrix's segments and on the second of four segments of a real partition."""
+    matrix's segments and on the second of four segments of a real partition: recovered from
+    its first segment, with the recovery point past the damage (the broker keeps it: no loss),
+    and without the segment's .index (cut where the broker opens it: the later ones stay)."""
     if where == "matrix":
         d, log = _setup(tmp_path, "gen-v2-mixed")
     else:
-        d = copy_tree(FIXTURES / PINTEREST, tmp_path)
+        d = copy_tree(FIXTURES / PINTEREST, tmp_path / "logs").rename(tmp_path / "logs" / "t-0")
         log = d / "00000000000000007729.log"
+        rp = 22964 if where == "below_recovery_point" else 0
+        (tmp_path / "logs" / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {rp}\n")
+        if where == "no_index":
+            (d / "00000000000000007729.index").unlink()
     _, _, cuts = CORRUPTIONS[corruption](log, batches(log))
     verified, planned = _verify_loss(d), _recover_loss(d)
-    assert verified == planned
-    assert (verified is not None) == cuts
+    # (no_index: the log end stays where it was, past the offsets lost)
+    assert (verified and verified[:4]) == (planned and planned[:4]) if where == "no_index" else verified == planned
+    assert (verified is not None) == (cuts and where != "below_recovery_point")
     if cuts and where == "middle":
         assert verified[2:4] == (2, os.path.getsize(d / "00000000000000015363.log")
                                  + os.path.getsize(d / "00000000000000022964.log"))
-    if cuts:        # recover says it in the same words
+    if cuts and where == "no_index":
+        assert verified[1:4] == (1, 0, 0)
+    if cuts and where == "below_recovery_point":
+        r = run_kdump("verify", "--format", "text", d)
+        assert r.err.endswith("; 1 damaged segment before the recovery point is not recovered: a broker keeps it "
+                              "as it is and serves the damage (kdump verify --truncate cuts it)\n"), r.err
+    elif cuts:        # recover says it in the same words
         said = run_kdump("verify", "--format", "text", d).err.split("; a broker's recovery would remove ")[1]
         assert f"kdump: a broker's recovery would remove {said}" in run_kdump("recover", d).err
 

@@ -87,6 +87,13 @@ def missing_index(d, logdir):
     _middle(d).with_suffix(".index").unlink()
 
 
+def missing_index_mid_bitflip(d, logdir):
+    # Recovered where the broker opens it (no .index), whatever the recovery point: cut there,
+    # and recoverLog then finds nothing to cut in it, so the later segments stay.
+    mid_bitflip(d, logdir)
+    missing_index(d, logdir)
+
+
 def missing_timeindex(d, logdir):
     _middle(d).with_suffix(".timeindex").unlink()
 
@@ -237,6 +244,11 @@ CASES = [
     Case("magic_3", magic_3, recovery_point=0, finding="invalid_magic", damage=True, stays=True),
     Case("missing_index", missing_index, finding="index_missing"),
     Case("missing_timeindex", missing_timeindex),
+    # (the broker leaves a gap where it cut: records_missing stays)
+    Case("missing_index_mid_bitflip", missing_index_mid_bitflip, recovery_point=0, expect="cut", damage=True,
+         stays=True),
+    Case("missing_index_mid_bitflip_below_recovery_point", missing_index_mid_bitflip, expect="cut", damage=True,
+         stays=True),
     Case("corrupt_index_recovered", corrupt_index, recovery_point=0, damage=True),
     # The broker drops the epoch entry past its log end and the orphan index and starts; the files
     # show the log reached further than the segments kept, so verify says records are missing.

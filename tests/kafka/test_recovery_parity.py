@@ -32,6 +32,7 @@ and the SIGKILL runs start their own.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -84,13 +85,14 @@ def test_kdump_recover_matches_the_broker(outcome, case):
                          ids=lambda c: c.name)
 def test_verify_truncate_cuts_as_the_broker_does(outcome, case):
     """verify --truncate --broker-cut on the same damage keeps exactly the segments and bytes
-    the broker keeps: later segments go into quarantine, no offset gap is left."""
+    the broker keeps: later segments go into quarantine, no offset gap is left unless the broker
+    leaves one (a segment it cuts where it opens it: the later ones stay)."""
     part = partition_of(case)
     pc, pb = outcome.c / part, outcome.b / part
     assert {p.name: p.read_bytes() for p in pc.glob("*.log")} == {p.name: p.read_bytes() for p in pb.glob("*.log")}
     gone = {p.name for p in (outcome.before / part).glob("*.log")} - {p.name for p in pc.glob("*.log")}
     assert gone <= {p.name for q in pc.glob("kdump-quarantine-*") for p in q.iterdir()}
-    assert run_kdump("verify", pc).code == 0
+    assert run_kdump("verify", pc).code == (1 if case.stays else 0)
 
 
 def test_recovery_rebuilds_a_lagging_leader_epoch_checkpoint(outcome):
@@ -114,10 +116,16 @@ def test_verify_classes_follow_the_broker(outcome, case):
     the recovery point it does not look at, a corrupt index, a snapshot it discards); exit 0
     for states it finishes or accepts (leftovers, orphans, a missing index it rebuilds, stale
     epochs). Then the trees after recovery, the broker's and kdump's, verify clean except
-    where the broker leaves the damage in place."""
+    where the broker leaves the damage in place. The summary's loss is the bytes of .log the
+    broker removed."""
     part = partition_of(case)
     r = run_kdump("verify", "--json", outcome.before / part)
     assert r.code == (1 if case.damage else 0), r.out
+    # The summary's loss is the bytes of .log the broker removed (cut, or deleted whole).
+    if case.log_start is None:
+        assert _said_removed(r.err) == _log_bytes(outcome.before / part) - _log_bytes(outcome.b / part), r.err
+    if case.name == "mid_bitflip_below_recovery_point":
+        assert "1 damaged segment before the recovery point is not recovered" in r.err, r.err
     if case.finding is not None:
         assert f'"kind":"{case.finding}"' in r.out
     if case.expect != "kept" or case.log_start is not None:
@@ -125,6 +133,16 @@ def test_verify_classes_follow_the_broker(outcome, case):
     for tree in (outcome.a, outcome.b):
         r = run_kdump("verify", tree / part)
         assert r.code == (1 if case.stays else 0), r.out
+
+
+def _said_removed(summary: str) -> int:
+    """The bytes verify's summary says a broker's recovery would remove (0: it says none)."""
+    m = re.search(r"a broker's recovery would remove ([^:(]+?)(?: \((\d+) bytes\))?:", summary)
+    return 0 if m is None else int(m.group(2) or m.group(1).split()[0])
+
+
+def _log_bytes(d: Path) -> int:
+    return sum(p.stat().st_size for p in d.glob("*.log"))
 
 
 # -- what the broker reads from the log dir --------------------------------------------------------
