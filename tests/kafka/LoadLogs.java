@@ -2,15 +2,15 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.util.KafkaScheduler;
+import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
 import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
@@ -25,22 +25,21 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
  *   java LoadLogs < lines of "LOGDIR<TAB>CLEAN<TAB>PARTITION PARTITION ..."
  *
  * CLEAN is "true" when the log dir held .kafka_cleanshutdown. The recovery point and log
- * start offset come from LOGDIR's checkpoints as LogManager reads them (an unreadable file:
- * none, so 0). One line per partition on stdout:
+ * start offset come from LOGDIR's checkpoints as LogManager reads them, with Kafka's
+ * OffsetCheckpointFile (an unreadable file: none, so 0). One line per partition on stdout:
  *
  *   "@@ok LOGDIR/PARTITION LOG_END_OFFSET RECOVERY_POINT" or "@@fail LOGDIR/PARTITION EXCEPTION: MESSAGE"
  */
 public class LoadLogs {
+    /** LogManager.loadLogs' reading: Kafka's own OffsetCheckpointFile, and no entries where it
+     *  throws (LogManager logs a warning and recovers from 0). A missing file is not created. */
     static Map<String, Long> checkpoint(File f) {
         Map<String, Long> out = new HashMap<>();
+        if (!f.isFile()) return out;
         try {
-            List<String> lines = Files.readAllLines(f.toPath());
-            if (!lines.get(0).trim().equals("0")) return new HashMap<>();
-            int n = Integer.parseInt(lines.get(1).trim());
-            for (int i = 0; i < n; i++) {
-                String[] p = lines.get(2 + i).trim().split(" ");
-                if (p.length != 3) return new HashMap<>();
-                out.put(p[0] + "-" + p[1], Long.parseLong(p[2]));
+            Map<TopicPartition, Long> read = new OffsetCheckpointFile(f, new LogDirFailureChannel(1)).read();
+            for (Map.Entry<TopicPartition, Long> e : read.entrySet()) {
+                out.put(e.getKey().topic() + "-" + e.getKey().partition(), e.getValue());
             }
         } catch (Exception e) {
             return new HashMap<>();

@@ -75,11 +75,13 @@ HARMS = [nothing, torn_tail, zero_tail, garbage_tail, mid_bitflip, first_batch_f
          garbage_active_index, partial_index_entry, torn_at_last_index_entry, stale_epochs, leftover_cleaned,
          leftover_deleted, leftover_swap, orphan_index, corrupt_snapshot, stray_snapshots, lagging_epochs,
          overlap_after_clean, missing_txnindex, corrupt_txnindex, missing_middle_log, no_log_left]
-# What the log dir's recovery-point-offset-checkpoint says: as written, 0, gone, unreadable.
-CHECKPOINTS = ("as_written", "zero", "missing", "unreadable")
+# What the log dir's recovery-point-offset-checkpoint says: as written, 0, gone, unreadable, or
+# each partition twice, past its log end and then 0 (a map filled in order: the last counts).
+CHECKPOINTS = ("as_written", "zero", "missing", "unreadable", "duplicate")
 KINDS = [(h.__name__, "as_written") for h in HARMS] + [(n, c) for n in ("nothing", "mid_bitflip", "first_batch_flip")
                                                        for c in CHECKPOINTS[1:]] + [
-    ("first_batch_flip", "log_start_inside"), ("nothing", "log_start_inside"), ("nothing", "log_start_above")]
+    ("first_batch_flip", "log_start_inside"), ("nothing", "log_start_inside"), ("nothing", "log_start_above"),
+    ("first_batch_flip", "log_start_duplicate")]
 STATES = ("clean", "unclean")
 # Damage that makes even a clean load recover a segment (no .index) or finish a swap.
 REBUILT_AT_LOAD = ("missing_index", "leftover_swap", "corrupt_txnindex")
@@ -102,9 +104,14 @@ def _harm(tree: Path, harm_name: str, checkpoint: str) -> set[str]:
         except (IndexError, FileNotFoundError, StopIteration, ValueError):
             pass        # e.g. no .txnindex, one segment where two are needed
     ck = tree / "recovery-point-offset-checkpoint"
-    if checkpoint.startswith("log_start"):
+    if checkpoint == "log_start_duplicate":
+        starts = {p: _log_start(tree / p, "log_start_inside") for p in _partitions(tree)}
+        _twice(tree / "log-start-offset-checkpoint", {p: (10 ** 6, v) for p, v in starts.items() if v is not None})
+    elif checkpoint.startswith("log_start"):
         starts = {p: _log_start(tree / p, checkpoint) for p in _partitions(tree)}
         set_checkpoint(tree / "log-start-offset-checkpoint", {p: v for p, v in starts.items() if v is not None})
+    elif checkpoint == "duplicate":
+        _twice(ck, {p: (10 ** 6, 0) for p in _partitions(tree)})
     elif checkpoint == "zero":
         set_checkpoint(ck, dict.fromkeys(_partitions(tree), 0))
     elif checkpoint == "missing":
@@ -112,6 +119,12 @@ def _harm(tree: Path, harm_name: str, checkpoint: str) -> set[str]:
     elif checkpoint == "unreadable":
         ck.write_text("0\n3\nnot a checkpoint\n")
     return fits
+
+
+def _twice(path: Path, values: dict[str, tuple[int, int]]) -> None:
+    """A checkpoint listing each partition of ``values`` twice, with its first value then its second."""
+    body = [f"{k.rsplit('-', 1)[0]} {k.rsplit('-', 1)[1]} {v}" for k, pair in values.items() for v in pair]
+    path.write_text("\n".join(["0", str(len(body)), *body]) + "\n")
 
 
 def _log_start(d: Path, how: str) -> int | None:
