@@ -49,6 +49,7 @@ LOG_DIR_CHECKPOINTS = ((RECOVERY_POINT_CHECKPOINT, "the recovery point"),
                        (LOG_START_OFFSET_CHECKPOINT, "the log start offset"),
                        (CLEANER_OFFSET_CHECKPOINT, "the cleaner's offset"))
 _CLEANER = [name for name, _ in LOG_DIR_CHECKPOINTS].index(CLEANER_OFFSET_CHECKPOINT)
+_LOG_START = [name for name, _ in LOG_DIR_CHECKPOINTS].index(LOG_START_OFFSET_CHECKPOINT)
 SHOWN = 3       # evidence named per finding; the rest counted
 
 
@@ -71,6 +72,7 @@ class Evidence(NamedTuple):
     file: str | None        # the file that shows it (None: a log-dir checkpoint)
     orphan: int | None = None   # the base offset of a segment whose .log is gone
     segment: int | None = None  # the base offset of the segment whose own index names it
+    began: int | None = None    # the log began at or below this offset (its log start was never moved past it)
 
 
 class Segment(NamedTuple):
@@ -100,15 +102,25 @@ def evidence(directory: str, files: list[LogFile], index_past_end: dict[str, int
             out.append(Evidence(f.base_offset, f"the producer snapshot {f.name} was taken at log end {f.base_offset}",
                                 f.path))
         elif f.kind == LEADER_EPOCH_KIND and f.leftover is None:
-            last_start = _last_epoch_start(f.path)
+            first_start, last_start = _epoch_starts(f.path)
             if last_start is not None:
                 out.append(Evidence(last_start, f"the leader-epoch-checkpoint has an epoch starting at {last_start}",
                                     f.path))
+            if first_start is not None:
+                # Retention and DeleteRecords move the first epoch's start with the log start
+                # offset (truncateFromStart); a partition whose log start is not in the
+                # log-start-offset-checkpoint starts at its first segment (LogManager writes
+                # it only past that, or for a tiered log).
+                out.append(Evidence(first_start, f"the leader-epoch-checkpoint's first epoch starts at {first_start} "
+                                                 f"(a broker moves it with the log start offset)", f.path,
+                                    began=first_start))
     for path, offset in index_past_end.items():
         name = os.path.basename(path)
         out.append(Evidence(offset + 1, f"{name} has an entry for offset {offset}", path,
                             segment=int(name[:20]) if name[:20].isdigit() else None))
     offsets = _logdir_offsets if _logdir_offsets is not None else logdir_offsets(directory, cache)
+    if offsets and offsets[_LOG_START] is not None:
+        out = [e._replace(began=None) for e in out]     # the log start is known: not judged from the epochs
     for (name, what), v in zip(LOG_DIR_CHECKPOINTS, offsets or ()):
         if v is not None:
             out.append(Evidence(v, f"{what} in {name} is {v}", None))
@@ -167,11 +179,14 @@ def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int
                                       f"{os.path.basename(b.path)} starts at {b.base}")
         out.append(_finding(a.end, b.base, inside, why, [e.file for e in inside] + [b.path]))
     head = segments[0]
-    before = [e for e in found if e.orphan is not None and e.orphan < head.base]
+    # (the cleaner may leave the head segment out of a cleaning: a compacted log's start is not judged)
+    before = [e for e in found if e.orphan is not None and e.orphan < head.base
+              or e.began is not None and e.began < head.base and not compacted and cleaned is None]
     if before:
-        start = min(e.orphan for e in before)  # type: ignore[type-var]  # (not None, as chosen)
+        start = min(e.orphan if e.orphan is not None else e.began for e in before)  # type: ignore[type-var]
         out.append(_finding(start, head.base, before, f"the first segment, {os.path.basename(head.path)}, starts at "
-                                                      f"{head.base}", [e.file for e in before] + [head.path]))
+                                                      f"{head.base}", [e.file for e in before if e.orphan is not None]
+                            + [head.path] + [e.file for e in before]))
     last = segments[-1]
     if not last.damaged and not repaired:
         past = [e for e in found if e.reached > last.end]
@@ -230,15 +245,19 @@ def _last_index_offset(path: str, base: int) -> int | None:
     return None
 
 
-def _last_epoch_start(path: str) -> int | None:
+def _epoch_starts(path: str) -> tuple[int | None, int | None]:
+    """The start offset of a leader-epoch-checkpoint's first entry, and the highest (None, None:
+    no entry, or the file does not parse: reported on the file itself)."""
     from kdump.check.side_file_views import checkpoint_entries
-    last = None
+    first = last = None
     try:
         for e in checkpoint_entries(path, LEADER_EPOCH):
+            if first is None:
+                first = e.start_offset
             last = e.start_offset if last is None else max(last, e.start_offset)
     except (KdumpError, OSError):
-        return None         # reported on the file itself
-    return last
+        return None, None
+    return first, last
 
 
 def checkpoint_table(path: str, cache: dict) -> dict[tuple[str, int], int]:

@@ -236,3 +236,36 @@ def test_one_segment_and_a_log_dir_checkpoint(lone, name, what):
     (lone.parent / name).unlink()
     (lone / seg(250, ".snapshot")).write_bytes(b"")
     assert [m[:2] for m in missing(run_kdump("verify", "--json", lone).out)] == [(seg(250, ".snapshot"), 240)]
+
+
+def _first_segment_gone(part: Path) -> None:
+    for ext in (".log", ".index", ".timeindex"):
+        (part / seg(0, ext)).unlink()
+
+
+def test_the_first_segment_deleted(part):
+    # The leader-epoch-checkpoint still starts epoch 0 at offset 0: retention would have moved it.
+    _first_segment_gone(part)
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert missing(r.out) == [(seg(32), 0, f"offsets 0..31 are missing (32 offsets): the first segment, {seg(32)}, "
+                                           f"starts at 32; the leader-epoch-checkpoint's first epoch starts at 0 (a "
+                                           f"broker moves it with the log start offset){TAIL}")]
+
+
+def test_the_first_segment_removed_by_retention_is_fine(part):
+    # What a broker leaves after retention deleted it: the first epoch starts at the new log start.
+    _first_segment_gone(part)
+    (part / "leader-epoch-checkpoint").write_text("0\n1\n0 32\n")
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 0 and missing(r.out) == []
+
+
+@pytest.mark.parametrize("name", ["log-start-offset-checkpoint", "cleaner-offset-checkpoint"])
+def test_the_first_segment_gone_is_not_judged_where_a_checkpoint_explains_it(part, name):
+    # A log start in the checkpoint (a tiered log, or DeleteRecords); a compacted log, whose
+    # cleaner may have emptied its head: the epochs do not say where the log began.
+    _first_segment_gone(part)
+    (part.parent / name).write_text("0\n1\nrolled 0 10\n")
+    r = run_kdump("verify", "--json", part)
+    assert missing(r.out) == []

@@ -125,17 +125,25 @@ def test_remote_retention(remote_deleted, tmp_path):
     rows = _rows(str(logs / f"{TOPIC}-0"), "--remote-storage", str(remote))
     offsets = [o for o, _, _ in rows]
     assert offsets == list(range(offsets[0], SEGMENT_RECORDS + 40)) and offsets[0] > 0
-    # the metadata cut before the batch of its last DELETE_SEGMENT_FINISHED (the broker may have
-    # started more deletes before it stopped: the last record is not always that one)
+    # the metadata cut before the batch of a DELETE_SEGMENT_FINISHED whose DELETE_SEGMENT_STARTED
+    # lies in an earlier batch (the broker may write both in one batch, and may have started
+    # more deletes before it stopped): the latest such cut that leaves a delete unfinished
     from kdump.state.remote_log import replay
 
     meta = tmp_path / "meta" / "__remote_log_metadata-0"
-    shutil.copytree(logs / "__remote_log_metadata-0", meta)
-    finished = max(m.metadata_offset for m in replay([str(logs)]).segments[(TOPIC, 0)].values() if m.state == 3)
-    batch = next(b for b in map(json.loads, run_kdump("dump", str(meta), "--json").out.splitlines())
-                 if b["base_offset"] <= finished <= b["last_offset"])
-    with open(batch["file"], "r+b") as fh:
-        fh.truncate(batch["position"])
+    finished = sorted((m.metadata_offset for m in replay([str(logs)]).segments[(TOPIC, 0)].values()
+                       if m.state == 3), reverse=True)
+    for offset in finished:
+        shutil.rmtree(meta, ignore_errors=True)
+        shutil.copytree(logs / "__remote_log_metadata-0", meta)
+        batch = next(b for b in map(json.loads, run_kdump("dump", str(meta), "--json").out.splitlines())
+                     if b["base_offset"] <= offset <= b["last_offset"])
+        with open(batch["file"], "r+b") as fh:
+            fh.truncate(batch["position"])
+        if any(m.state == 2 for m in replay([str(meta.parent)]).segments[(TOPIC, 0)].values()):
+            break
+    else:
+        pytest.fail("every DELETE_SEGMENT_FINISHED shares its batch with its DELETE_SEGMENT_STARTED")
     r = run_kdump("verify", str(logs), "--remote-storage", str(remote), "--remote-metadata", str(meta.parent),
                   "--json")
     kinds = [json.loads(line)["kind"] for line in r.out.splitlines() if '"topic"' in line]
