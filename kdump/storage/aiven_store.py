@@ -22,7 +22,7 @@ import re
 from kdump.errors import InputError
 from kdump.storage import fs, remote, views
 from kdump.storage.aiven_chunks import ChunkMap, ChunkSpool
-from kdump.storage.aiven_keys import _decrypt, data_key, load_manifest
+from kdump.storage.aiven_keys import data_key, decrypt, load_manifest
 from kdump.storage.remote import is_remote
 from kdump.storage.remote_objects import RemoteFiles, RemoteObject, entry_size
 from kdump.storage.remote_parts import BytesSpool, read_range
@@ -155,7 +155,7 @@ class IndexPiece(BytesSpool):
                              position=view.position + len(data))
         m = load_manifest(view.manifest)
         if m.encryption is not None and data:
-            data = _decrypt(data_key(m.encryption, view.keyring, target), data, m.encryption.aad,
+            data = decrypt(data_key(m.encryption, view.keyring, target), data, m.encryption.aad,
                             f"the piece at byte {view.position}", target, view.position)
         super().__init__(data)
 
