@@ -108,6 +108,11 @@ class ChunkMap(SegmentMap):
     def __new__(cls, path: str, view: views.View) -> ChunkMap:
         source = ChunkSource(path, view)
         self = super().__new__(cls, -1, source.size, flags=mmap.MAP_PRIVATE)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            try:        # filled and freed a chunk at a time: 2 MiB pages fault far less often than 4 KiB ones
+                self.madvise(mmap.MADV_HUGEPAGE)
+            except OSError:
+                pass
         self.path, self.big, self.source = path, True, source
         self._chunk = self.chunk_bytes = source.manifest.original_chunk_size
         self._ready = [0] * len(source.manifest.chunks)     # original bytes there, from each chunk's start
