@@ -1,13 +1,16 @@
 """The original bytes of an Aiven ``.log`` object (zstd chunks, maybe AES-GCM encrypted), read
 two ways (``kdump.storage.aiven_store`` names both for its views):
 
-- ``ChunkMap``, for a forward walk (the dump's): the chunks detransformed straight into
-  anonymous memory as the walk asks for them (``need``; ``format.walk.Walker`` asks a
-  ``need_span`` at a time), a chunk's zstd frame read only as far as asked, and the chunks
-  well behind the walk freed (``follow``). Nothing is written to disk, memory stays flat on a
+- ``ChunkMap``, for readers that ask for what they read (``need``): the dump's walk
+  (``format.walk.Walker`` asks a ``need_span`` at a time) and every check of ``verify`` (its
+  CRC walk, the scan, its resync, the index checks, a batch's records decoded again). The
+  chunks are detransformed straight into anonymous memory as asked, a chunk's zstd frame
+  read only as far as asked, and the chunks well behind the reader freed (``follow``), and
+  detransformed again if asked for again. Nothing is written to disk, memory stays flat on a
   segment of any size, and each reader (a -j worker's range) detransforms only its own chunks;
-- ``ChunkSpool``, for random access (``verify``'s index checks, a header walk): the chunks
-  written once into a sparse local copy, kept for a second look.
+- ``ChunkSpool``, for readers that take the object's bytes without asking (``info``'s
+  summary, a -j split's header walk without an offset index): the chunks written once into a
+  sparse local copy, made at the first ``need`` (its size alone, the manifest's, writes nothing).
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ says what is in them). ``--remote-storage`` is the bucket URL with the plugin's
 segment's custom metadata may name another prefix or key: ``segments`` takes ``keys``.
 
 A ``.log`` object is read as the segment it holds, a chunk at a time
-(``kdump.storage.aiven_chunks``: into memory as a walk goes, for the dump; into a sparse local
-copy where a reader looks back). Its ``.indexes`` object's offset index is the one beside it
-(a seek's, a -j split's: ``views.beside``). An encrypted one needs the key ring
+(``kdump.storage.aiven_chunks``: into memory as its readers ask, for the dump and verify; into
+a sparse local copy for a reader that takes the bytes without asking). Its ``.indexes``
+object's offset index is the one beside it (a seek's, a -j split's: ``views.beside``). Its
+other pieces are held in memory (``remote_parts.BytesSpool``). An encrypted one needs the key ring
 (``--remote-keyring FILE``): lines ``<key id>=<private key PEM file>``, or the plugin's own
 ``[rsm.config.]encryption.key.pairs.<id>.private.key.file=<file>``.
 """
