@@ -1,6 +1,6 @@
 """A tiered partition read whole against the same segments on local disk (#37).
 
-    python bench/bench_tiered.py [--segment-mib 256] [--segments 3] [--repeat 3] [--s3 s3proxy|moto]
+    python bench/bench_tiered.py [--segment-mib 256] [--segments 3] [--repeat 3] [--s3 s3proxy|moto] [--verify]
 
 Writes a partition of ``--segments`` big segments the way bench_export.py writes them (v2
 batches with offset indexes, under bench/data/tiered/, reused), then lays it out three ways:
@@ -15,7 +15,8 @@ batches with offset indexes, under bench/data/tiered/, reused), then lays it out
   object, the manifest; tests/support/aiven.py) in a directory store; ``aiven (zstd+AES)`` the
   same encrypted (AES-GCM, its data key wrapped with a fresh RSA key).
 
-``kdump dump --records --json`` of each (stdout to /dev/null), in interleaved rounds: the
+``kdump dump --records --json`` of each (with ``--verify``: ``kdump verify``, every remote
+segment read through, its side files checked) (stdout to /dev/null), in interleaved rounds: the
 median wall time (start-up included), its ratio to the local copy, and the peak RSS
 (/usr/bin/time). Every line starts with the 1-minute load average (the machine is shared).
 
@@ -152,6 +153,7 @@ def main() -> None:
     p.add_argument("--segments", type=int, default=3)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--s3", choices=("s3proxy", "moto"), help="also read the log dir and the Aiven store from S3")
+    p.add_argument("--verify", action="store_true", help="time kdump verify instead of the dump")
     a = p.parse_args()
     data = HERE / "data" / "tiered" / f"{a.segments}x{a.segment_mib}m"
     manifest = generate(str(data), a.segments * a.segment_mib / 1024, 1, a.segments)
@@ -169,6 +171,8 @@ def main() -> None:
         batches = {name: _batches(args) for name, args in cases.items()}
         if len(set(batches.values())) != 1:
             sys.exit(f"the layouts read different logs: {batches}")
+        if a.verify:        # the same layouts, verified (a clean log: exit 0)
+            cases = {name: ["verify", *args[3:]] for name, args in cases.items()}
         times: dict[str, list[float]] = {k: [] for k in cases}
         peaks: dict[str, int] = {k: 0 for k in cases}
         for _ in range(a.repeat):

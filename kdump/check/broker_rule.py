@@ -44,7 +44,7 @@ from kdump.format.index import INT32_MAX, encode_index
 from kdump.format.index_encode import TIME_OFFSET_CONVENTIONS, max_timestamp_record_offset
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kdump.format.timeindex import encode_timeindex
-from kdump.format.walk import HEADER_UP_TO_MAGIC, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker
+from kdump.format.walk import HEADER_UP_TO_MAGIC, INVALID_BATCH, INVALID_MAGIC, INVALID_SIZE, Walker, need_of
 from kdump.model import Batch, IndexEntry, TimeIndexEntry
 from kdump.storage.mapped import MappedFile
 
@@ -65,9 +65,14 @@ def entry_passes(buf, pos: int, end: int) -> Batch | None:
     """The entry at ``pos`` as a Batch if steps 1 and 2 above accept it, else None."""
     if end - pos < HEADER_SIZE_UP_TO_MAGIC:
         return None
+    need = need_of(buf)
+    if need is not None:
+        need(pos, pos + HEADER_SIZE_UP_TO_MAGIC)
     offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
     if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
         return None
+    if need is not None:
+        need(pos, pos + LOG_OVERHEAD + size)
     if magic >= MAGIC_V2:
         if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
             return None

@@ -17,7 +17,7 @@ from kdump import findings as F
 from kdump.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import Limits
 from kdump.format.legacy import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
-from kdump.format.walk import HEADER_UP_TO_MAGIC, Walker
+from kdump.format.walk import HEADER_UP_TO_MAGIC, Walker, need_of
 from kdump.model import Finding
 
 INT64_MAX = (1 << 63) - 1
@@ -25,6 +25,8 @@ _MIN_SIZE = {0: RECORD_OVERHEAD_V0, 1: RECORD_OVERHEAD_V1, 2: RECORD_BATCH_OVERH
 
 _ZERO_CHUNK = 1 << 20
 _ZEROS = bytes(_ZERO_CHUNK)
+# A buffer filled as asked (``need``) is searched this much at a time.
+SEARCH_SPAN = 8 << 20
 
 
 def first_nonzero(buf, pos: int, end: int) -> int | None:
@@ -34,12 +36,15 @@ def first_nonzero(buf, pos: int, end: int) -> int | None:
     that trims (``follow``) is told how far the check has gone."""
     holes = getattr(buf, "data_from", None)
     follow = getattr(buf, "follow", None)
+    need = need_of(buf)
     while pos < end:
         if holes is not None:
             pos = holes(pos, end)
             if pos >= end:
                 return None
         n = min(_ZERO_CHUNK, end - pos)
+        if need is not None:
+            need(pos, pos + n)
         chunk = bytes(buf[pos:pos + n])
         if chunk != (_ZEROS if n == _ZERO_CHUNK else _ZEROS[:n]):
             return pos + n - len(chunk.lstrip(b"\x00"))
@@ -57,6 +62,9 @@ def entry_head(buf, pos: int, end: int) -> tuple[int, int, int] | None:
     """(offset, size, signed magic) of the entry at ``pos`` if 17 header bytes are there."""
     if end - pos < HEADER_SIZE_UP_TO_MAGIC:
         return None
+    need = need_of(buf)
+    if need is not None:
+        need(pos, pos + HEADER_SIZE_UP_TO_MAGIC)
     offset, size, _, magic = HEADER_UP_TO_MAGIC.unpack_from(buf, pos)
     return offset, size, magic
 
@@ -82,20 +90,29 @@ def next_candidate(buf, start: int, end: int, max_size: int, lo: int = 0, hi: in
     top = min(max_size >> 24, 0x7F)
     pattern = _candidate_pattern(top)
     follow = getattr(buf, "follow", None)     # a large mapping drops the pages left behind
+    need = need_of(buf)
     c_native = _accel.native()
     find_candidate = c_native.find_candidate if c_native is not None else None
     pos = start
     while pos < end - HEADER_SIZE_UP_TO_MAGIC:
         # The search starts at the length field (a leading byte class lets re skip fast).
+        # A buffer filled as asked is searched a span at a time: a match takes 9 bytes, so
+        # the next span starts 8 before this one's end.
+        upto = end if need is None else min(end, pos + 8 + SEARCH_SPAN)
+        if need is not None:
+            need(pos, upto)
         if find_candidate is not None:
-            at = find_candidate(buf, pos + 8, end, top)
-            if at < 0:
-                return None
+            at = find_candidate(buf, pos + 8, upto, top)
         else:
-            m = pattern.search(buf, pos + 8, end)
-            if m is None:
+            m = pattern.search(buf, pos + 8, upto)
+            at = -1 if m is None else m.start()
+        if at < 0:
+            if upto == end:
                 return None
-            at = m.start()
+            pos = upto - 16
+            if follow is not None:
+                follow(pos)
+            continue
         c = at - 8
         if follow is not None:
             follow(c)

@@ -346,9 +346,11 @@ def scan_segment(buf, *, base_offset: int | None = None, file: str | None = None
 def scanned_file(path: str, *, base_offset: int | None = None, **options: Any) -> Iterator[tuple[ScanReport, Any]]:
     """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read):
     the report and the file's bytes, held until the block ends, so that checks that need them
-    again read nothing twice. The scan calls nothing back: its caller hands both on."""
-    with MappedFile(path) as f:
+    again read nothing twice (a layout's chunked object: detransformed as the scan asks, and
+    again as those checks ask). The scan calls nothing back: its caller hands both on."""
+    with MappedFile(path, stream=True) as f:
         f.advise_sequential()
+        f.reading_to(None)
         yield scan_segment(f.buf, base_offset=base_offset, file=path, **options), f.buf
 
 

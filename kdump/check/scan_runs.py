@@ -8,6 +8,7 @@ from __future__ import annotations
 from kdump import _accel
 from kdump.check.segment_checks import SegmentChecks
 from kdump.format.index import INT32_MAX
+from kdump.format.walk import need_of
 
 # Per call: at most this many batches and bytes (a batch crossing the byte bound is left
 # to the next call, or to Python if it alone is larger), so that a call stays short.
@@ -38,8 +39,12 @@ class PlainRuns(SegmentChecks):
         buf, end, st = self.buf, self.end, self.step
         # A large mapping drops pages behind the scan (bytes ask nothing: a failed getattr costs).
         follow = None if type(buf) in (bytes, memoryview) else getattr(buf, "follow", None)
+        need = need_of(buf)
         while at < end:     # (at the end C would take nothing)
-            run = plain_run(buf, at, min(end, at + PLAIN_RUN_BYTES), PLAIN_RUN_CHUNK, hi, self.max_size,
+            stop = min(end, at + PLAIN_RUN_BYTES)
+            if need is not None:
+                need(at, stop)
+            run = plain_run(buf, at, stop, PLAIN_RUN_CHUNK, hi, self.max_size,
                             st.interval, self.r.epochs, self.plain_state(lo))
             if run is None:
                 break

@@ -156,7 +156,8 @@ def _check_log(log: RS.RemoteObject, m, rng: str, read: bool) -> list[Finding]:
     if not read:
         return []
     try:
-        mapped = MappedFile(log.path)
+        mapped = MappedFile(log.path, stream=True)      # (a chunked object: detransformed as walked)
+        mapped.reading_to(None)
     except KdumpError as e:     # a chunked object that cannot be read back
         return [Finding(F.REMOTE_SEGMENT_CORRUPT, e.position, m.start_offset, f"{rng}: {e.message}")]
     try:

@@ -57,7 +57,7 @@ def _marker_types(path: str, batches, limits: Limits) -> dict[int, int]:
     out: dict[int, int] = {}
     if not batches:
         return out
-    with MappedFile(path) as m:
+    with MappedFile(path, stream=True) as m:       # (record_slices asks a chunked one for each batch)
         for b in batches:
             try:
                 records = next(record_slices(m.buf, b, limits))     # the first slice holds the marker

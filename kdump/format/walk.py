@@ -52,6 +52,12 @@ _NO_FOLLOW = (bytes, memoryview)    # (a failed getattr costs a formatted Attrib
 # is asked for every range before the walk reads it, at most its ``need_span`` at a time.
 
 
+def need_of(buf):
+    """The buffer's ``need(start, end)``, which any reader of it calls before reading a range
+    (None: everything is there: bytes, a mapped file)."""
+    return None if type(buf) in _NO_FOLLOW else getattr(buf, "need", None)
+
+
 class Walker:
     """Iterate the batches of ``buf[start:end]``; afterwards ``stop`` says why it ended.
 
@@ -76,7 +82,7 @@ class Walker:
         self.ended = False
         self._follow = None if type(buf) in _NO_FOLLOW else getattr(buf, "follow", None)
         self._next_follow = start + FOLLOW_STEP
-        self._need = None if type(buf) in _NO_FOLLOW else getattr(buf, "need", None)
+        self._need = need_of(buf)
         self._step = SCAN_SPAN if self._need is None else getattr(buf, "need_span", SCAN_SPAN)
 
     def __iter__(self) -> Iterator[Batch]:
@@ -281,6 +287,9 @@ def record_slices(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> Iterato
     """``decode_records`` a slice at a time (``record_stream.v2_record_slices``, a legacy
     wrapper's inner messages ``legacy_stream.legacy_record_slices``): for callers that can
     take the records piecewise, so a batch of millions costs one slice at once."""
+    need = need_of(buf)
+    if need is not None:        # (a batch met again, behind the walk that found it)
+        need(batch.position, batch.position + batch.size)
     if batch.magic >= 2:
         yield from v2_record_slices(buf, batch, limits)
     else:

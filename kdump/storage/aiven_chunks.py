@@ -1,13 +1,16 @@
 """The original bytes of an Aiven ``.log`` object (zstd chunks, maybe AES-GCM encrypted), read
 two ways (``kdump.storage.aiven_store`` names both for its views):
 
-- ``ChunkMap``, for a forward walk (the dump's): the chunks detransformed straight into
-  anonymous memory as the walk asks for them (``need``; ``format.walk.Walker`` asks a
-  ``need_span`` at a time), a chunk's zstd frame read only as far as asked, and the chunks
-  well behind the walk freed (``follow``). Nothing is written to disk, memory stays flat on a
+- ``ChunkMap``, for readers that ask for what they read (``need``): the dump's walk
+  (``format.walk.Walker`` asks a ``need_span`` at a time) and every check of ``verify`` (its
+  CRC walk, the scan, its resync, the index checks, a batch's records decoded again). The
+  chunks are detransformed straight into anonymous memory as asked, a chunk's zstd frame
+  read only as far as asked, and the chunks well behind the reader freed (``follow``), and
+  detransformed again if asked for again. Nothing is written to disk, memory stays flat on a
   segment of any size, and each reader (a -j worker's range) detransforms only its own chunks;
-- ``ChunkSpool``, for random access (``verify``'s index checks, a header walk): the chunks
-  written once into a sparse local copy, kept for a second look.
+- ``ChunkSpool``, for readers that take the object's bytes without asking (``info``'s
+  summary, a -j split's header walk without an offset index): the chunks written once into a
+  sparse local copy, made at the first ``need`` (its size alone, the manifest's, writes nothing).
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from typing import Any
 from kdump.errors import InputError
 from kdump.format import aiven_manifest as AM
 from kdump.storage import fs, remote, views
-from kdump.storage.aiven_keys import _decrypt, data_key, load_manifest
-from kdump.storage.mapped import _SegmentMap
+from kdump.storage.aiven_keys import data_key, decrypt, load_manifest
+from kdump.storage.mapped import SegmentMap
 from kdump.storage.remote import is_remote
+from kdump.storage.spool import Spool
 
 # A ChunkMap's unit of asking and of decompressing a chunk in part: a walk asks this much ahead
 # of itself, so a range's walk stopping just past a chunk's start (a -j cut: storage.split)
@@ -60,7 +64,7 @@ class ChunkSource:
                              f"{size} bytes its manifest lists", file=self.path, position=position + len(data))
         if self._key is not None:
             assert self.manifest.encryption is not None
-            data = _decrypt(self._key, data, self.manifest.encryption.aad,
+            data = decrypt(self._key, data, self.manifest.encryption.aad,
                             f"the chunk at byte {position}", self.path, position)
         return data
 
@@ -87,7 +91,7 @@ class ChunkSource:
         return data
 
 
-class ChunkMap(_SegmentMap):
+class ChunkMap(SegmentMap):
     """The segment's original bytes in an anonymous private mapping (a fork's copy is its own),
     filled a chunk, or the asked part of a chunk, at a time: ``need(start, end)`` before
     reading ``[start, end)``. Chunks more than ``FOLLOW_BEHIND`` behind the walk are freed and
@@ -107,6 +111,11 @@ class ChunkMap(_SegmentMap):
     def __new__(cls, path: str, view: views.View) -> ChunkMap:
         source = ChunkSource(path, view)
         self = super().__new__(cls, -1, source.size, flags=mmap.MAP_PRIVATE)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            try:        # filled and freed a chunk at a time: 2 MiB pages fault far less often than 4 KiB ones
+                self.madvise(mmap.MADV_HUGEPAGE)
+            except OSError:
+                pass
         self.path, self.big, self.source = path, True, source
         self._chunk = self.chunk_bytes = source.manifest.original_chunk_size
         self._ready = [0] * len(source.manifest.chunks)     # original bytes there, from each chunk's start
@@ -141,6 +150,8 @@ class ChunkMap(_SegmentMap):
                         ahead.result()      # (its error, if it failed, is this read's)
                     if ready[i] < want:
                         self._fill(i, c, want)
+                    if c.original_position < self._dropped:     # a look back (verify's): freed again later
+                        self._dropped = c.original_position // mmap.PAGESIZE * mmap.PAGESIZE
             # the next chunk, if the walk reads it whole, detransformed meanwhile (zstd, the
             # AES-GCM check and a remote store's GET let other threads run)
             nxt = last + 1
@@ -208,18 +219,22 @@ class ChunkMap(_SegmentMap):
 
 
 class ChunkSpool:
-    """The original bytes of a chunked ``.log`` object in a sparse local copy, chunk by chunk."""
+    """The original bytes of a chunked ``.log`` object in a sparse local copy, chunk by chunk
+    (made at the first ``need``: its size alone, from the manifest, writes nothing)."""
 
     def __init__(self, path: str, view: views.View) -> None:
-        from kdump.storage.spool import Spool
-
         self.path = path
         self.source = ChunkSource(path, view)
         self.size = self.source.size
-        self._copy = Spool(path, self.size)        # the local file only: its fetches are ours
-        self.fd = self._copy.fd
+        self._copy: Spool | None = None
         self._done: set[int] = set()
         self._lock = threading.Lock()
+
+    @property
+    def fd(self) -> int:
+        if self._copy is None:
+            self._copy = Spool(self.path, self.size)        # the local file only: its fetches are ours
+        return self._copy.fd
 
     def need(self, start: int, end: int) -> None:
         with self._lock:
@@ -227,9 +242,9 @@ class ChunkSpool:
                 if c.original_position in self._done or not c.original_size:
                     continue
                 view = memoryview(self.source.original(c))
-                done = 0
+                done, fd = 0, self.fd
                 while done < len(view):
-                    done += os.pwrite(self.fd, view[done:], c.original_position + done)
+                    done += os.pwrite(fd, view[done:], c.original_position + done)
                 self._done.add(c.original_position)
 
     def read(self, start: int, length: int) -> bytes:
@@ -237,4 +252,5 @@ class ChunkSpool:
         return os.pread(self.fd, length, start) if length > 0 else b""
 
     def close(self) -> None:
-        self._copy.close()
+        if self._copy is not None:
+            self._copy.close()

@@ -92,7 +92,7 @@ def _unwrap(enc: AM.Encryption, keyring: str | None, where: str) -> bytes:
         raise InputError(e.message, file=where) from None
 
 
-def _decrypt(key: bytes, data: bytes, aad: bytes, what: str, path: str, position: int) -> bytes:
+def decrypt(key: bytes, data: bytes, aad: bytes, what: str, path: str, position: int) -> bytes:
     """An AES-GCM piece: its 12-byte IV, the ciphertext, the 16-byte tag."""
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM

@@ -7,9 +7,10 @@ says what is in them). ``--remote-storage`` is the bucket URL with the plugin's
 segment's custom metadata may name another prefix or key: ``segments`` takes ``keys``.
 
 A ``.log`` object is read as the segment it holds, a chunk at a time
-(``kdump.storage.aiven_chunks``: into memory as a walk goes, for the dump; into a sparse local
-copy where a reader looks back). Its ``.indexes`` object's offset index is the one beside it
-(a seek's, a -j split's: ``views.beside``). An encrypted one needs the key ring
+(``kdump.storage.aiven_chunks``: into memory as its readers ask, for the dump and verify; into
+a sparse local copy for a reader that takes the bytes without asking). Its ``.indexes``
+object's offset index is the one beside it (a seek's, a -j split's: ``views.beside``). Its
+other pieces are held in memory (``remote_parts.BytesSpool``). An encrypted one needs the key ring
 (``--remote-keyring FILE``): lines ``<key id>=<private key PEM file>``, or the plugin's own
 ``[rsm.config.]encryption.key.pairs.<id>.private.key.file=<file>``.
 """
@@ -22,7 +23,7 @@ import re
 from kdump.errors import InputError
 from kdump.storage import fs, remote, views
 from kdump.storage.aiven_chunks import ChunkMap, ChunkSpool
-from kdump.storage.aiven_keys import _decrypt, data_key, load_manifest
+from kdump.storage.aiven_keys import data_key, decrypt, load_manifest
 from kdump.storage.remote import is_remote
 from kdump.storage.remote_objects import RemoteFiles, RemoteObject, entry_size
 from kdump.storage.remote_parts import BytesSpool, read_range
@@ -155,7 +156,7 @@ class IndexPiece(BytesSpool):
                              position=view.position + len(data))
         m = load_manifest(view.manifest)
         if m.encryption is not None and data:
-            data = _decrypt(data_key(m.encryption, view.keyring, target), data, m.encryption.aad,
+            data = decrypt(data_key(m.encryption, view.keyring, target), data, m.encryption.aad,
                             f"the piece at byte {view.position}", target, view.position)
         super().__init__(data)
 

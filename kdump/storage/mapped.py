@@ -3,7 +3,7 @@
 Segments are mapped with ``mmap`` (ACCESS_READ): nothing is read until it is touched, a
 segment larger than 2 GiB works, and nothing kdump opens this way can be changed or
 resized. Opening never creates a file. Mapped pages count as the process's memory once
-touched, so large mappings drop their pages behind sequential readers (``_SegmentMap``).
+touched, so large mappings drop their pages behind sequential readers (``SegmentMap``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kdump.storage import gentle, views
 from kdump.storage.remote import is_remote
 
 # Mapped pages count as the process's memory once touched: walking a 4 GiB segment would
-# leave 4 GiB resident. Mappings larger than TRIM_ABOVE are a _SegmentMap, which sequential
+# leave 4 GiB resident. Mappings larger than TRIM_ABOVE are a SegmentMap, which sequential
 # readers (the Walker, the scanner) tell where they are; pages more than FOLLOW_BEHIND
 # bytes behind that position are dropped (MADV_DONTNEED). A page needed again comes back
 # from the page cache with a minor fault, so this bounds memory without changing results.
@@ -41,7 +41,7 @@ def listen(callback: Callable[[str, int], None] | None) -> None:
     _listener = callback
 
 
-class _SegmentMap(mmap.mmap):
+class SegmentMap(mmap.mmap):
     """A read-only mapping that tells the listener how far a sequential reader has got and,
     for a large file, drops its pages behind the reader and knows where the file's holes are."""
 
@@ -135,7 +135,8 @@ def hole_at(fd: int, pos: int, end: int) -> int:
     return min(hole, end) if hole > pos else end
 
 
-def _input_error(path: str, e: OSError) -> InputError:
+def input_error(path: str, e: OSError) -> InputError:
+    """An OSError opening or reading ``path`` as the one-line error naming it."""
     reasons: dict[int | None, str | None] = {errno.ENOENT: "no such file", errno.EACCES: "permission denied",
                                              errno.EISDIR: "is a directory", errno.EPERM: "operation not permitted"}
     reason = reasons.get(e.errno, e.strerror)
@@ -176,36 +177,29 @@ def open_regular(path: str) -> int:
     named like a segment must not wait forever for a writer. A remote file is fetched
     first; the descriptor is then its local copy's (a layout's view: its bytes' copy)."""
     if is_remote(path) or views.has(path):
-        s = _remote_spool(path)
+        s = _local_copy(path)
         s.need(0, s.size)
         return os.open(f"/proc/self/fd/{s.fd}", _OPEN_FLAGS) if s.size else os.open(os.devnull, _OPEN_FLAGS)
-    return _open_regular(path)[0]
+    return open_local(path)[0]
 
 
-def _remote_spool(path: str):
-    """The local copy of a remote file (``kdump.storage.spool``), nothing fetched yet."""
-    from kdump.storage import fs, spool, views
+def _local_copy(path: str):
+    from kdump.storage import spool  # (only where a remote file or a view is read)
 
-    transformed = views.spool(path)     # a chunked object (Aiven's layout): its original bytes
-    if transformed is not None:
-        return transformed
-    st = fs.stat(path)
-    if st.kind != "file":
-        raise InputError("cannot read: no such file" if st.kind is None else "cannot read: is a directory",
-                         file=path)
-    return spool.spool_for(fs.abspath(path), st.size)
+    return spool.local_copy(path)
 
 
 # Read-only, not inherited, and never waiting for a writer (a FIFO named like a segment).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def _open_regular(path: str) -> tuple[int, os.stat_result]:
-    """``open_regular`` and the descriptor's ``fstat`` (one call for both checks and size)."""
+def open_local(path: str) -> tuple[int, os.stat_result]:
+    """A local file's read-only descriptor (``open_regular``'s checks) and its ``fstat``: one
+    call for both the checks and the size."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as e:
-        raise _input_error(path, e) from None
+        raise input_error(path, e) from None
     try:
         st = os.fstat(fd)
         if not S_ISREG(st.st_mode):
@@ -222,17 +216,19 @@ class MappedFile:
     A remote file (an ``s3://`` or ``hdfs://`` URL) is mapped from its local copy. With
     ``lazy``, nothing of it is fetched yet: the reader calls ``need(start, end)`` for the
     ranges it will touch (a no-op for a local file). A layout's chunked object read lazily is
-    its buffer for a forward walk (``views.stream``), whose own ``need`` the walk calls as it goes."""
+    its buffer for a forward walk (``views.stream``), whose own ``need`` the walk calls as it goes.
+    With ``stream``, only such an object is read so (its readers call its ``need``: verify's
+    checks do), anything else whole as without."""
 
-    def __init__(self, path: str, lazy: bool = False) -> None:
+    def __init__(self, path: str, lazy: bool = False, stream: bool = False) -> None:
         self.path = path
-        self._mm: _SegmentMap | None = None
+        self._mm: SegmentMap | None = None
         self._watch_slot: int | None = None
         self.need = _nothing_needed
         if is_remote(path) or views.has(path):
-            self._map_remote(path, lazy)
+            self._map_remote(path, lazy, stream)
             return
-        fd, st = _open_regular(path)
+        fd, st = open_local(path)
         try:
             self.size = st.st_size
             if st.st_size == 0:
@@ -240,7 +236,7 @@ class MappedFile:
             elif st.st_size <= READ_BELOW:
                 self.buf = _read_gently(fd, st.st_size, path)
             else:
-                self._mm = _SegmentMap(fd, 0, access=mmap.ACCESS_READ)
+                self._mm = SegmentMap(fd, 0, access=mmap.ACCESS_READ)
                 self._mm.path = path
                 self._mm.big = st.st_size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
                 if gentle.active():
@@ -248,16 +244,24 @@ class MappedFile:
                 self.buf = self._mm
                 self._watch_slot = _watch(self._mm, path)
         except OSError as e:
-            raise _input_error(path, e) from None
+            raise input_error(path, e) from None
         finally:
             os.close(fd)
 
-    def _map_remote(self, path: str, lazy: bool) -> None:
-        s = _remote_spool(path)
-        streamed = views.stream(path) if lazy and views.has(path) and s.size > READ_BELOW else None
+    def _map_remote(self, path: str, lazy: bool, stream: bool) -> None:
+        s = _local_copy(path)     # (a layout's: its size, nothing copied yet)
+        streamed = views.stream(path) if (lazy or stream) and views.has(path) and s.size else None
         if streamed is not None:    # a layout's view walked forward: filled as the walk asks (buf.need)
             self.size = len(streamed)
-            self._mm = self.buf = streamed
+            if self.size > READ_BELOW:
+                self._mm = self.buf = streamed
+                return
+            try:        # a small one whole, as a small file is read
+                streamed.need(0, self.size)
+                self.buf = bytes(streamed)
+            finally:
+                streamed.close()
+            gentle.charge(self.size)
             return
         self.size = s.size
         if not lazy or s.size <= READ_BELOW:
@@ -268,7 +272,7 @@ class MappedFile:
             self.buf = _read_fd(s.fd, s.size)
             gentle.charge(len(self.buf))
         else:
-            self._mm = _SegmentMap(s.fd, 0, access=mmap.ACCESS_READ)
+            self._mm = SegmentMap(s.fd, 0, access=mmap.ACCESS_READ)
             self._mm.path = path
             self._mm.big = s.size > TRIM_ABOVE and hasattr(mmap, "MADV_DONTNEED")
             self._mm.need = self.need = s.need
@@ -325,7 +329,7 @@ def file_size(path: str) -> int:
     """Size of a file, 0 if it cannot be read (for progress totals and summaries)."""
     try:
         if views.has(path):
-            return _remote_spool(path).size
+            return _local_copy(path).size
         if is_remote(path):
             from kdump.storage import fs
 
@@ -362,13 +366,13 @@ def _read_fd(fd: int, size: int) -> bytes:
 def read_small(path: str, limit: int = 64 << 20) -> bytes:
     """Read a small side file (checkpoint, metadata, snapshot) whole, refusing absurd sizes."""
     if is_remote(path) or views.has(path):
-        s = _remote_spool(path)
+        s = _local_copy(path)
         if s.size > limit:
             raise InputError(f"{s.size} bytes is more than kdump reads of this kind of file ({limit})", file=path)
         data = s.read(0, s.size)
         gentle.charge(len(data))
         return data
-    fd, st = _open_regular(path)
+    fd, st = open_local(path)
     try:
         size = st.st_size
         if size > limit:        # refused unread: it may be a sparse file of any size
@@ -384,7 +388,7 @@ def read_small(path: str, limit: int = 64 << 20) -> bytes:
             gentle.charge(len(data))
             cache.drop(0, len(data))
     except OSError as e:
-        raise _input_error(path, e) from None
+        raise input_error(path, e) from None
     finally:
         os.close(fd)
     if len(data) > limit:

@@ -73,6 +73,11 @@ _lock = threading.Lock()
 _inherited: list = []
 
 
+def keep_inherited(client) -> None:
+    """Keep a parent's client (or a reader holding one) alive in a forked child, never freed."""
+    _inherited.append(client)
+
+
 def _after_fork() -> None:
     """A -j worker makes its own clients: a client's connections and threads are its parent's."""
     global _lock

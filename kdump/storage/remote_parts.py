@@ -12,20 +12,26 @@ from __future__ import annotations
 import os
 import tempfile
 
-from kdump.storage import views
-from kdump.storage.mapped import _open_regular, _remote_spool
+from kdump.storage import spool, views
+from kdump.storage.mapped import open_local
 from kdump.storage.remote import is_remote
 
 
 class BytesSpool:
-    """Bytes made here (a piece detransformed), in an unlinked temporary file."""
+    """Bytes made here (a piece detransformed), in anonymous memory behind a descriptor (a
+    memfd; an unlinked temporary file where there is none)."""
 
     def __init__(self, data: bytes) -> None:
         self.size = len(data)
         self.fd = -1
         if data:
-            self.fd, name = tempfile.mkstemp(prefix="kdump-part-", dir=os.environ.get("KDUMP_SPOOL_DIR") or None)
-            os.unlink(name)
+            memfd = getattr(os, "memfd_create", None)
+            if memfd is not None:
+                self.fd = memfd("kdump-part", getattr(os, "MFD_CLOEXEC", 0))
+            else:
+                self.fd, name = tempfile.mkstemp(prefix="kdump-part-",
+                                                 dir=os.environ.get("KDUMP_SPOOL_DIR") or None)
+                os.unlink(name)
             view, done = memoryview(data), 0
             while done < len(view):
                 done += os.pwrite(self.fd, view[done:], done)
@@ -46,7 +52,7 @@ class _LocalFile(BytesSpool):
     """A local file as a spool: its own descriptor, nothing copied."""
 
     def __init__(self, path: str) -> None:
-        self.fd, st = _open_regular(path)
+        self.fd, st = open_local(path)
         self.size = st.st_size
 
 
@@ -59,7 +65,7 @@ class Alias:
         self._local = None if is_remote(self.target) or views.has(self.target) else _LocalFile(self.target)
 
     def _spool(self):
-        return self._local if self._local is not None else _remote_spool(self.target)
+        return self._local if self._local is not None else spool.local_copy(self.target)
 
     @property
     def size(self) -> int:
@@ -83,10 +89,10 @@ class Alias:
 def read_range(path: str, position: int, size: int) -> bytes:
     """``size`` bytes of an object from ``position`` (short if it ends first)."""
     if is_remote(path) or views.has(path):
-        s = _remote_spool(path)
+        s = spool.local_copy(path)
         end = min(s.size, position + size)
         return s.read(position, max(0, end - position))
-    fd, _ = _open_regular(path)
+    fd, _ = open_local(path)
     try:
         return os.pread(fd, size, position)
     finally:
@@ -99,4 +105,9 @@ def alias(path: str, target: str) -> str:
     return path
 
 
-views.reader_for("alias", Alias)
+def _alias_stream(path: str, view: views.View):
+    """The target's own buffer for a forward walk, where its layout has one (else None)."""
+    return views.stream(view.target or "")
+
+
+views.reader_for("alias", Alias, _alias_stream)

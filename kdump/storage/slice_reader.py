@@ -7,7 +7,7 @@ import os
 
 from kdump.errors import InputError
 from kdump.storage import views
-from kdump.storage.mapped import _input_error, _open_regular, _remote_spool
+from kdump.storage.mapped import input_error, open_local
 from kdump.storage.remote import is_remote
 
 SLICED_ABOVE = 1 << 20     # a side file larger than this is read a slice at a time
@@ -22,12 +22,14 @@ class SliceReader:
     def __init__(self, path: str, limit: int) -> None:
         self.path = path
         if is_remote(path) or views.has(path):
-            s = _remote_spool(path)
+            from kdump.storage import spool  # (only where a remote file or a view is read)
+
+            s = spool.local_copy(path)
             s.need(0, s.size)
             # (an empty file's spool holds no local file: nothing to read)
             self.fd, self.size = (os.dup(s.fd) if s.size else -1), s.size
         else:
-            self.fd, st = _open_regular(path)
+            self.fd, st = open_local(path)
             self.size = st.st_size
         self.whole: bytes | None = None
         if self.size > limit:
@@ -54,7 +56,7 @@ class SliceReader:
         try:
             data = os.pread(self.fd, want, start)
         except OSError as e:
-            raise _input_error(self.path, e) from None
+            raise input_error(self.path, e) from None
         if len(data) != want:
             raise InputError(f"the file was cut to fewer than {start + want} bytes while it was read",
                              file=self.path, position=start + len(data))

@@ -20,8 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from kdump.errors import RemoteError
-from kdump.storage import remote
+from kdump.errors import InputError, RemoteError
+from kdump.storage import fs, remote, views
 
 CHUNK = 4 << 20          # the unit of "already fetched"
 FETCH = 16 << 20         # bytes per ranged request (S3 costs a round trip per request)
@@ -114,13 +114,26 @@ def spool_for(url: str, size: int) -> Spool:
         return s
 
 
+def local_copy(path: str):
+    """The local buffer of a remote file (a Spool), or of a layout's view of an object (its own:
+    ``size``, ``fd``, ``need``, ``read``), nothing fetched yet."""
+    transformed = views.spool(path)     # a chunked object (Aiven's layout): its original bytes
+    if transformed is not None:
+        return transformed
+    st = fs.stat(path)
+    if st.kind != "file":
+        raise InputError("cannot read: no such file" if st.kind is None else "cannot read: is a directory",
+                         file=path)
+    return spool_for(fs.abspath(path), st.size)
+
+
 def _after_fork() -> None:
     """A -j worker keeps what was fetched but reads on with its own client (its parent's
     connections and the threads behind them are not in the child)."""
     global _spools_lock
     _spools_lock = threading.Lock()
     for s in _spools.values():
-        remote._inherited.append(s._read)      # (never freed in the child: see remote._inherited)
+        remote.keep_inherited(s._read)
         s._read = None
         s._lock = threading.Lock()
 

@@ -45,7 +45,7 @@ from kdump.errors import KdumpError, UsageError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.index import IndexFile, index_entries
 from kdump.format.timeindex import TimeIndexFile, timeindex_entries
-from kdump.format.walk import SCAN_CHUNK, Walker
+from kdump.format.walk import SCAN_CHUNK, Walker, need_of
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage import names as N
@@ -157,7 +157,8 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index=None,
     if idx is None and tix is None:
         return [], []
     if log_buf is None:
-        with MappedFile(log_path) as m:
+        with MappedFile(log_path, stream=True) as m:
+            m.reading_to(None)
             return _kept_findings(m.buf, base, end, idx, tix, limits)
     return _kept_findings(log_buf, base, end, idx, tix, limits)
 
@@ -165,9 +166,10 @@ def index_findings(log_path: str, base: int, scan: ScanReport, index=None,
 def _proved_clean(log_buf, base: int, end: int, index, timeindex) -> bool:
     """Does C prove that neither file has a finding (``native.index_clean``: every entry the
     usual one, which the walk below takes without a finding)? False: the walk decides. A
-    large mapping is left to the walk, which drops its pages behind it."""
+    large mapping, or a buffer filled as asked (its ``need``), is left to the walk, which drops
+    its pages behind it."""
     native = _accel.native()
-    if native is None or (end > C_PROOF_BYTES and type(log_buf) is not bytes):
+    if native is None or (end > C_PROOF_BYTES and type(log_buf) is not bytes) or need_of(log_buf) is not None:
         return False
     return native.index_clean(log_buf, end, base, index, timeindex)
 
