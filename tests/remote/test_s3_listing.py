@@ -151,3 +151,39 @@ def test_a_listing_without_end_stops_at_the_cap_after_what_came_before(s3, tmp_p
             assert r.out.replace(url, str(local)) == expected.out
         pages = [e for e in events if e == ("page", "")]
         assert len(pages) <= 500 // 50 + 3
+
+
+def test_a_role_assumed_through_sts_lists_as_s3_checks_it(s3_checking_keys, tmp_path, monkeypatch):
+    """A profile naming a role (``role_arn``, ``source_profile``): kdump's own AssumeRole,
+    signed with the source profile's keys as STS checks them (moto's), gives the keys the
+    listing is signed with; keys STS refuses give None (pyarrow lists)."""
+    import json
+
+    from kdump.storage import aws_keys
+
+    server = s3_checking_keys
+    iam = server.client("iam")
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"},
+                                                     "Action": "sts:AssumeRole"}]}
+    role = iam.create_role(RoleName="kdump-reader", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    iam.put_role_policy(RoleName="kdump-reader", PolicyName="p", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(aws_keys, "_kept", {})
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", server.endpoint)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_PROFILE", "reader")
+    (tmp_path / "credentials").write_text(f"[base]\naws_access_key_id = {server.keys[0]}\n"
+                                          f"aws_secret_access_key = {server.keys[1]}\n\n"
+                                          f"[wrong]\naws_access_key_id = {server.keys[0]}\n"
+                                          "aws_secret_access_key = not-the-secret\n")
+    (tmp_path / "config").write_text(f"[profile reader]\nrole_arn = {role}\nsource_profile = base\n\n"
+                                     f"[profile refused]\nrole_arn = {role}\nsource_profile = wrong\n")
+    creds = aws_keys.keys()
+    assert creds is not None and creds.access_key != server.keys[0] and creds.token
+    bucket, _, prefix = server.url.partition("s3://")[2].partition("/")
+    assert s3_listing.listed(server.endpoint, "us-east-1", creds, bucket, prefix + "/") is not None
+    monkeypatch.setenv("AWS_PROFILE", "refused")
+    assert aws_keys.keys() is None
