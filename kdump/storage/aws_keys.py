@@ -9,15 +9,17 @@ as pyarrow's client (the AWS SDK for C++'s default chain) finds them, in its ord
    output is the keys as JSON, run with the request time limit);
 3. a web identity token (``AWS_WEB_IDENTITY_TOKEN_FILE`` and ``AWS_ROLE_ARN``: EKS IRSA)
    exchanged for keys through STS;
-4. a container's credentials endpoint (ECS task roles, EKS Pod Identity:
+4. the profile's IAM Identity Center (SSO) role, with the token ``aws sso login`` cached
+   (``storage.aws_sso``);
+5. a container's credentials endpoint (ECS task roles, EKS Pod Identity:
    ``AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`` or ``..._FULL_URI``, with its authorization
    token); without one, an EC2 instance's role from its metadata service (IMDSv2, unless
    ``AWS_EC2_METADATA_DISABLED`` is true).
 
 Every request is bounded (``storage.bounded_http``). Keys had over the network are kept for
 the run, until five minutes before they expire. A source that is set but cannot be used here
-(IAM Identity Center, an MFA device to ask, an answer refused), or no source at all, gives
-None: pyarrow's client then lists, with its own chain and errors.
+(an MFA device to ask, an SSO token to refresh, an answer refused), or no source at all,
+gives None: pyarrow's client then lists, with its own chain and errors.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import subprocess
 import time
 from typing import NamedTuple
 
-from kdump.storage import aws_sts, bounded_http
+from kdump.storage import aws_sso, aws_sts, bounded_http
 from kdump.storage.aws_sign import Keys
 from kdump.storage.remote_settings import timeout
 
@@ -75,7 +77,7 @@ def _chain(region: str) -> Keys | None:
         return _web_identity(region, env["AWS_ROLE_ARN"], env["AWS_WEB_IDENTITY_TOKEN_FILE"],
                              env.get("AWS_ROLE_SESSION_NAME"))
     if profiles.get(name, "sso_start_url") or profiles.get(name, "sso_session"):
-        raise _Unusable     # IAM Identity Center: left to pyarrow
+        return profiles.sso(name)
     if env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
         return _container_keys()
     if env.get("AWS_EC2_METADATA_DISABLED", "").lower() == "true":
@@ -140,6 +142,22 @@ class _Profiles:
         key = ("assume", role, base, session, region, aws_sts.endpoint(region), get(name, "external_id"))
         return _kept_or(key, lambda: aws_sts.assume_role(region, role, base, session, get(name, "external_id"),
                                                          get(name, "duration_seconds")))
+
+    def sso(self, name: str) -> Keys:
+        get, session = self.get, self.get(name, "sso_session")
+        config = self.files[1]
+        if session:
+            section = f"sso-session {session}"
+            start, region = config.get(section, "sso_start_url", fallback=""), config.get(section, "sso_region",
+                                                                                           fallback="")
+        else:
+            start, region = get(name, "sso_start_url"), get(name, "sso_region")
+        account, role = get(name, "sso_account_id"), get(name, "sso_role_name")
+        if not (start and region and account and role):
+            raise _Unusable
+        cached = session or start
+        return _kept_or(("sso", cached, region, account, role), lambda: aws_sso.role_keys(cached, region, account,
+                                                                                            role))
 
     def _static(self, name: str) -> Keys | None:
         for section in self.sections(name):

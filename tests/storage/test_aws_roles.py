@@ -1,6 +1,7 @@
 """``storage.aws_keys``' sources over the network, each against a loopback server that
 answers as the real service does: an EC2 instance's metadata service (IMDSv2: a session
-token first), STS for a web identity token and for a role a profile names; the chain's
+token first), STS for a web identity token and for a role a profile names, the SSO portal
+for an IAM Identity Center role; the chain's
 order (pyarrow's: the environment, the profile, a web identity, then the container or the
 instance); each answer bounded, each failure None (pyarrow's client lists)."""
 
@@ -46,7 +47,16 @@ class _Fake:
 
             def do_GET(self) -> None:
                 fake.seen.append(("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None))
-                if self.headers.get("X-aws-ec2-metadata-token") != "session-token":
+                if self.path.startswith("/federation/credentials?"):
+                    query = dict(urllib.parse.parse_qsl(self.path.partition("?")[2]))
+                    if self.headers.get("x-amz-sso_bearer_token") == "sso-access-token" and query == {
+                            "account_id": "123456789012", "role_name": "reader"}:
+                        self._send(200, json.dumps({"roleCredentials": {
+                            "accessKeyId": "AKSSO", "secretAccessKey": "SSSO", "sessionToken": "TSSO",
+                            "expiration": 4070908800000}}).encode())
+                    else:
+                        self._send(401, b"{}")
+                elif self.headers.get("X-aws-ec2-metadata-token") != "session-token":
                     self._send(401, b"")
                 elif self.path == "/latest/meta-data/iam/security-credentials/":
                     self._send(200, b"instance-role\n")
@@ -87,6 +97,8 @@ def fake(clean, monkeypatch):
     f = _Fake()
     monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", f.url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f.url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SSO", f.url)
+    monkeypatch.setenv("HOME", str(clean))
     yield f
     f.server.shutdown()
 
@@ -148,7 +160,9 @@ def test_a_role_a_profile_names_assumed_with_its_source_profiles_keys(fake, monk
                                  "source_profile = base\nexternal_id = ext-1\n\n"
                                  "[profile mfa]\nrole_arn = arn:aws:iam::123456789012:role/dev\n"
                                  "source_profile = base\nmfa_serial = arn:aws:iam::123456789012:mfa/me\n\n"
-                                 "[profile sso]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n")
+                                 "[profile sso]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n\n"
+                                 "[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\n"
+                                 "sso_region = eu-west-1\n")
     monkeypatch.setenv("AWS_PROFILE", "dev")
     got = keys("eu-west-1")
     assert got is not None and got[:3] == ("AKROLE", "secret-of-AKROLE", "token-of-AKROLE")
@@ -156,7 +170,7 @@ def test_a_role_a_profile_names_assumed_with_its_source_profiles_keys(fake, monk
     assert (form["Action"], form["RoleArn"], form["ExternalId"]) == (
         "AssumeRole", "arn:aws:iam::123456789012:role/dev", "ext-1")
     assert "/eu-west-1/sts/aws4_request" in headers["authorization"]
-    for unusable in ("mfa", "sso"):      # a code to ask for; IAM Identity Center: left to pyarrow
+    for unusable in ("mfa", "sso"):      # a code to ask for; no SSO login cached: left to pyarrow
         monkeypatch.setenv("AWS_PROFILE", unusable)
         assert keys() is None
     assert len(fake.seen) == 1
@@ -167,3 +181,36 @@ def fake_dir(monkeypatch):
     from pathlib import Path
 
     return Path(os.environ["AWS_CONFIG_FILE"]).parent
+
+
+def test_a_role_of_iam_identity_center_with_the_token_its_login_cached(fake, monkeypatch):
+    import hashlib
+
+    home = fake_dir(monkeypatch)
+    (home / "config").write_text("[profile sso]\nsso_session = corp\nsso_account_id = 123456789012\n"
+                                 "sso_role_name = reader\n\n[sso-session corp]\n"
+                                 "sso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n\n"
+                                 "[profile old]\nsso_start_url = https://old.awsapps.com/start\n"
+                                 "sso_region = eu-west-1\nsso_account_id = 123456789012\nsso_role_name = reader\n")
+    cache = home / ".aws" / "sso" / "cache"
+    cache.mkdir(parents=True)
+    logins = (("corp", "2099-01-01T00:00:00Z"), ("https://old.awsapps.com/start", "2000-01-01T00:00:00UTC"))
+    for name, expires in logins:
+        (cache / (hashlib.sha1(name.encode()).hexdigest() + ".json")).write_text(
+            json.dumps({"accessToken": "sso-access-token", "expiresAt": expires}))
+    monkeypatch.setenv("AWS_PROFILE", "sso")
+    got = keys()
+    assert got is not None and got[:3] == ("AKSSO", "SSSO", "TSSO") and got.expires == 4070908800
+    monkeypatch.setenv("AWS_PROFILE", "old")       # its login has expired: not refreshed here
+    assert keys() is None
+    assert len(fake.seen) == 1
+
+
+def test_a_web_identity_a_profile_names(fake, monkeypatch):
+    home = fake_dir(monkeypatch)
+    (home / "token").write_text("jwt-of-the-pod")
+    (home / "config").write_text(f"[default]\nrole_arn = arn:aws:iam::123456789012:role/pod\n"
+                                 f"web_identity_token_file = {home / 'token'}\nrole_session_name = from-profile\n")
+    got = keys()
+    assert got is not None and got.access_key == "AKWEB"
+    assert fake.seen[0][3]["RoleSessionName"] == "from-profile"
