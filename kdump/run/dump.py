@@ -82,7 +82,7 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
     run = _Run(out, _Options(view, records, data, filters, skip_metadata, auto_decode, limits, index_opts, jobs,
                              split_bytes, dls))
     try:
-        if remote is None and len(paths) == 1 and is_remote(paths[0]) and fs.kind(paths[0]) == "dir":
+        if remote is None and _one_remote_dir(paths):
             path = paths[0]
             walked = D.Walked(path, out)
             with Progress.for_output(out, lambda: sum(file_size(f.path) for f in expand(path)),
@@ -114,6 +114,15 @@ def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: 
     if ranges and not run.matched and run.status == ExitStatus.OK and run.segments:
         out.note(f"kdump: nothing matched {ranges}: no batch in the files read has offsets or times in that range")
     return int(run.status)
+
+
+def _one_remote_dir(paths) -> bool:
+    if len(paths) != 1 or not is_remote(paths[0]):
+        return False
+    try:
+        return fs.kind(paths[0]) == "dir"
+    except KdumpError:
+        return False        # (reported by the whole listing, in its words)
 
 
 class _Options(NamedTuple):
