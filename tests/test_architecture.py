@@ -87,6 +87,9 @@ HOMES = {
     "JSON text": ("kdump.export.ndjson", "dumps"),
     "atomic writes": ("kdump.storage.safewrite", "atomic_write"),
     "the broker's lock": ("kdump.storage.writelock", "broker_holds"),
+    "AWS Signature Version 4": ("kdump.storage.aws_sign", "signed"),
+    "an HTTP request bounded by a deadline and a byte limit": ("kdump.storage.bounded_http", "connection"),
+    "the walk of a PATH a level at a time": ("kdump.storage.levels", "levels"),
     "C or Python": ("kdump._accel", "use"),
     "-j in -j 1's order": ("kdump.jobs.fanout", "ordered_map"),
 }

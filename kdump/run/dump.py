@@ -5,14 +5,16 @@ here or in the workers of ``-j``; the errors on stderr; the exit status.
 
 from __future__ import annotations
 
-import os
+from typing import NamedTuple
 
 from kdump.check.indexes.dls_view import DLS_MAX_MESSAGE_SIZE, IndexOptions
 from kdump.decoders.views import PayloadView
-from kdump.errors import ExitStatus, InputError, KdumpError, UsageError
+from kdump.errors import ExitStatus, InputError, KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import RecordFinding
-from kdump.render.diagnostics import record_findings, report_error
+from kdump.render.diagnostics import record_findings
+from kdump.run import dump_files as D
+from kdump.run.dump_files import error as _error
 from kdump.storage import fs
 from kdump.storage.levels import expand
 from kdump.storage.logdir import BATCH_KINDS, INDEX, TIMEINDEX, LogFile
@@ -28,6 +30,7 @@ from kdump.storage.record_reader import (
     Span,
     out_of_memory,
 )
+from kdump.storage.remote import is_remote
 
 _item = tuple.__new__       # Item(...) without the named tuple's Python-level __new__
 
@@ -64,176 +67,174 @@ def _auto_internal(f: LogFile, view: PayloadView, auto: bool) -> PayloadView:
     return view.with_internal(name) if name else view
 
 
-def _segment_ranges(files: list[LogFile]) -> dict[str, int]:
-    """For each live segment, the base offset of the next segment in its partition dir."""
-    nxt: dict[str, int] = {}
-    by_dir: dict[str, list[LogFile]] = {}
-    for f in files:
-        if f.kind == "log" and f.leftover is None and f.base_offset is not None:
-            by_dir.setdefault(os.path.dirname(f.path), []).append(f)
-    for segs in by_dir.values():
-        segs.sort(key=lambda f: f.base_offset)
-        for a, b in zip(segs, segs[1:]):
-            nxt[a.path] = b.base_offset
-    return nxt
-
-
-def _files(paths, out, jobs: int) -> tuple[list[tuple[LogFile, bool]], ExitStatus]:
-    """The files to dump, each with whether it was named itself, and the exit status so far
-    (a PATH that cannot be read, a partition directory without segments); a log dir's
-    thousands of partitions are listed by ``jobs`` processes."""
-    status = ExitStatus.OK
-    files: list[tuple[LogFile, bool]] = []     # (file, named explicitly)
-    for path in paths:
-        unlisted: list[KdumpError] = []       # partition dirs that cannot be listed: the rest is dumped
-        try:
-            expanded = expand(path, jobs, unlisted)
-        except KdumpError as e:
-            _error(out, e)
-            status = max(status, e.exit_code)
-            continue
-        for e in unlisted:
-            _error(out, e)
-            status = max(status, e.exit_code)
-        if fs.isdir(path):
-            from kdump.check.logless import logless_dirs
-
-            missing = logless_dirs(expanded)        # verify's log_missing, in the same words
-            for d, finding in missing:
-                out.note(f"kdump: note: {d}: {finding.kind}: {finding.message}")
-            expanded = [f for f in expanded if f.kind in BATCH_KINDS]
-            if not expanded and not missing and status == ExitStatus.OK:
-                e = UsageError("no log segments or KRaft snapshots found here", file=path)
-                _error(out, e)
-                status = max(status, e.exit_code)
-        files.extend((f, not fs.isdir(path)) for f in expanded)
-    return files, status
-
-
-def _partitions(files: list[tuple[LogFile, bool]]) -> list[list[tuple[LogFile, bool]]]:
-    """Consecutive files of one directory together: the units of ``-j``."""
-    units: list[list[tuple[LogFile, bool]]] = []
-    for f, explicit in files:
-        if units and os.path.dirname(units[-1][-1][0].path) == os.path.dirname(f.path):
-            units[-1].append((f, explicit))
-        else:
-            units.append([(f, explicit)])
-    return units
-
-
 def run_dump(paths, out, view: PayloadView, records: bool, data: bool, filters: Filters,
              skip_metadata: bool = False, auto_decode: bool = True, limits: Limits = DEFAULT_LIMITS,
              index_sanity_check: bool = False, verify_index_only: bool = False,
              index_max_message_size: int | None = None, jobs: int = 1, split_bytes: int = 0,
              dls: bool = False, remote=None) -> int:
-    """The dump of PATHS to ``out``; the index options are kafka-dump-log.sh's (``IndexOptions``)."""
+    """The dump of PATHS to ``out``; the index options are kafka-dump-log.sh's (``IndexOptions``).
+    One remote log dir is dumped as its listing comes (``dump_files.Walked``), the others
+    once listed whole."""
+    from kdump.render.progress import Progress
+
     index_opts = IndexOptions(index_sanity_check, verify_index_only,
                               DLS_MAX_MESSAGE_SIZE if index_max_message_size is None else index_max_message_size)
-    files, status = _files(paths, out, jobs)
-    read_to: dict[str, int] = {}    # remote segments read up to an offset: the local log gives the rest
-    if remote is not None:      # a tiered partition's whole log: live remote segments, then local
-        from kdump.run.tiered import cuts, splice, tiered_partitions
+    run = _Run(out, _Options(view, records, data, filters, skip_metadata, auto_decode, limits, index_opts, jobs,
+                             split_bytes, dls))
+    try:
+        if remote is None and _one_remote_dir(paths):
+            path = paths[0]
+            walked = D.Walked(path, out)
+            with Progress.for_output(out, lambda: sum(file_size(f.path) for f in expand(path)),
+                                     "dump") as run.progress:
+                for files in walked:
+                    run.dump(files)
+            run.status = max(run.status, walked.status)
+        else:
+            files, run.status = D.listed(paths, out, jobs)
+            read_to: dict[str, int] = {}    # remote segments read up to an offset: the local log gives the rest
+            if remote is not None:      # a tiered partition's whole log: live remote segments, then local
+                from kdump.run.tiered import cuts, splice, tiered_partitions
 
-        try:
-            parts = tiered_partitions(paths, remote, out)
-        except KdumpError as e:
-            _error(out, e)
-            return int(max(status, e.exit_code))
-        files, read_to = splice(files, parts), cuts(parts)
-    next_base = _segment_ranges([f for f, _ in files])
-    from kdump.jobs.fanout import in_process
-    from kdump.jobs.ordered_output import keep_freed_memory, ordered_output
-    from kdump.render.progress import Progress
-    from kdump.run import pieces as P
-
-    # A partition at a time (consecutive files of one directory), each with its own renderer:
-    # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
-    # which each unit hands back to be printed after all of them. A segment larger than
-    # split_bytes is cut into ranges, each a piece of its own (run.pieces), for -j's workers:
-    # NDJSON only. Not the text view (its C renderer outruns the workers' hand-over: 268 MB in
-    # 0.55 s in-process, 1.9 s cut over -j 2; bench/README.md), not the table (its columns keep
-    # one width down a whole file, kdump.tables.FitTable), nor ranges of offsets, times or
-    # bytes: they read little.
-    units = _partitions(files)
-    keep_freed_memory()     # lines of ~100 KB each, made and freed: keep the memory, not fault it in again
-    split = jobs > 1 and out.format == "json" and not filters.active
-    plan = P.plan(units, split_bytes if split else 0)
-    here = in_process(plan, jobs)
-
-    def dump_piece(piece: P.Piece, out) -> P.Result:
-        status = ExitStatus.OK
-        matched = [0]                          # batches shown, to say when a range matched nothing
-        cut_through = None
-        renderer = _renderer(out, view, records, data, skip_metadata, filters, dls)
-        if piece.resumed:
-            renderer.resume()
-        mine = progress if here else None
-        try:
-            for f, explicit, rng in piece.entries:
-                flt = filters if f.path not in read_to else filters.up_to(read_to[f.path])
-                if not explicit and _outside_range(f, next_base.get(f.path), flt):
-                    if mine is not None:
-                        mine.done(f.path)
-                    continue
                 try:
-                    if f.kind in BATCH_KINDS:
-                        st, reached = _dump_segment(f, renderer, _auto_internal(f, view, auto_decode), records,
-                                                    flt, out, mine, limits, matched, rng)
-                        status = max(status, st)
-                        if rng is not None and rng.stop is not None and not reached:
-                            cut_through = rng.last_piece    # the segment ended in this range
-                    elif out.format == "text" and f.kind in (INDEX, TIMEINDEX) and f.leftover is None \
-                            and f.base_offset is not None:
-                        status = max(status, _dump_dls_index(f, renderer, view, out, index_opts, limits))
-                    else:
-                        status = max(status, _dump_side(f, renderer, view, out))
+                    parts = tiered_partitions(paths, remote, out)
                 except KdumpError as e:
-                    renderer.finish()
-                    _error(out, e.located(f.path))
-                    status = max(status, e.exit_code)
-                    if rng is not None and rng.stop is not None:
-                        cut_through = rng.last_piece
-                if mine is not None and (rng is None or rng.stop is None):
-                    mine.done(f.path)
-        finally:
-            renderer.finish()
-        gaps = getattr(renderer, "gaps", None)
-        summary = renderer.summary if gaps is None else []
-        return P.Result(status, matched[0], summary, gaps, cut_through)
+                    _error(out, e)
+                    return int(max(run.status, e.exit_code))
+                files, read_to = splice(files, parts), cuts(parts)
+            with Progress.for_output(out, lambda: sum(file_size(f.path) for f, _ in files), "dump") as run.progress:
+                run.dump(files, read_to)
+    finally:
+        from kdump.render.diagnostics import say
+        from kdump.render.dump import summary_lines
 
-    matched = 0
-    summary: list = []
-    joiner = P.Joiner()
-    with Progress.for_output(out, lambda: sum(file_size(f.path) for f, _ in files), "dump") as progress:
-        try:
-            # A worker counts what it reads for the bar as it goes, and hands the count back.
-            work = dump_piece if here else progress.counted(dump_piece)
-            cut = P.cut_of if here else (lambda r: None if r is None else P.cut_of(r[0]))
-            for piece, result in zip(plan, ordered_output(work, plan, jobs, out, cut)):
-                counted = 0
-                if result is not None and not here:
-                    result, counted = result
-                summary += joiner.add(piece, result)
-                if result is not None:
-                    status = max(status, result.status)
-                    matched += result.matched
-                if not here:
-                    progress.unit_done((f.path for f, _, rng in piece.entries if rng is None or rng.stop is None),
-                                       counted)
-                    for f, _, rng in piece.entries:
-                        if rng is not None and rng.stop is not None:
-                            progress.advance(f.path, rng.stop)
-            summary += joiner.finish()
-        finally:
-            from kdump.render.diagnostics import say
-            from kdump.render.dump import summary_lines
-
-            for line in summary_lines(summary):
-                say(line)
+        for line in summary_lines(run.summary):
+            say(line)
     ranges = _ranges(filters)
-    if ranges and not matched and status == ExitStatus.OK and any(f.kind in BATCH_KINDS for f, _ in files):
+    if ranges and not run.matched and run.status == ExitStatus.OK and run.segments:
         out.note(f"kdump: nothing matched {ranges}: no batch in the files read has offsets or times in that range")
-    return int(status)
+    return int(run.status)
+
+
+def _one_remote_dir(paths) -> bool:
+    if len(paths) != 1 or not is_remote(paths[0]):
+        return False
+    try:
+        return fs.kind(paths[0]) == "dir"
+    except KdumpError:
+        return False        # (reported by the whole listing, in its words)
+
+
+class _Options(NamedTuple):
+    view: PayloadView
+    records: bool
+    data: bool
+    filters: Filters
+    skip_metadata: bool
+    auto_decode: bool
+    limits: Limits
+    index_opts: IndexOptions
+    jobs: int
+    split_bytes: int
+    dls: bool
+
+
+class _Run:
+    """The dump so far: its exit status, the batches shown, DumpLogSegments' closing report;
+    ``dump`` takes whole partitions' files, some at a time."""
+
+    def __init__(self, out, opts: _Options) -> None:
+        self.out, self.opts = out, opts
+        self.status = ExitStatus.OK
+        self.matched = 0
+        self.summary: list = []
+        self.segments = False       # a segment or snapshot among the files
+        self.progress = None
+
+    def dump(self, files: list[tuple[LogFile, bool]], read_to: dict[str, int] | None = None) -> None:
+        """``read_to``: remote segments read up to an offset."""
+        from kdump.jobs.fanout import in_process
+        from kdump.jobs.ordered_output import keep_freed_memory, ordered_output
+        from kdump.run import pieces as P
+
+        o, progress, read_to = self.opts, self.progress, read_to or {}
+        view, filters = o.view, o.filters
+        self.segments = self.segments or any(f.kind in BATCH_KINDS for f, _ in files)
+        next_base = D.segment_ranges([f for f, _ in files])
+        # A partition at a time (consecutive files of one directory), each with its own renderer:
+        # renderers keep nothing from one file to the next but DumpLogSegments' closing report,
+        # which each unit hands back to be printed after all of them. A segment larger than
+        # split_bytes is cut into ranges, each a piece of its own (run.pieces), for -j's workers:
+        # NDJSON only. Not the text view (its C renderer outruns the workers' hand-over: 268 MB in
+        # 0.55 s in-process, 1.9 s cut over -j 2; bench/README.md), not the table (its columns keep
+        # one width down a whole file, kdump.tables.FitTable), nor ranges of offsets, times or
+        # bytes: they read little.
+        units = D.partition_units(files)
+        keep_freed_memory()     # lines of ~100 KB each, made and freed: keep the memory, not fault it in again
+        split = o.jobs > 1 and self.out.format == "json" and not filters.active
+        plan = P.plan(units, o.split_bytes if split else 0)
+        here = in_process(plan, o.jobs)
+
+        def dump_piece(piece: P.Piece, out) -> P.Result:
+            status = ExitStatus.OK
+            matched = [0]                          # batches shown, to say when a range matched nothing
+            cut_through = None
+            renderer = _renderer(out, view, o.records, o.data, o.skip_metadata, filters, o.dls)
+            if piece.resumed:
+                renderer.resume()
+            mine = progress if here else None
+            try:
+                for f, explicit, rng in piece.entries:
+                    flt = filters if f.path not in read_to else filters.up_to(read_to[f.path])
+                    if not explicit and _outside_range(f, next_base.get(f.path), flt):
+                        if mine is not None:
+                            mine.done(f.path)
+                        continue
+                    try:
+                        if f.kind in BATCH_KINDS:
+                            st, reached = _dump_segment(f, renderer, _auto_internal(f, view, o.auto_decode),
+                                                        o.records, flt, out, mine, o.limits, matched, rng)
+                            status = max(status, st)
+                            if rng is not None and rng.stop is not None and not reached:
+                                cut_through = rng.last_piece    # the segment ended in this range
+                        elif out.format == "text" and f.kind in (INDEX, TIMEINDEX) and f.leftover is None \
+                                and f.base_offset is not None:
+                            status = max(status, _dump_dls_index(f, renderer, view, out, o.index_opts, o.limits))
+                        else:
+                            status = max(status, _dump_side(f, renderer, view, out))
+                    except KdumpError as e:
+                        renderer.finish()
+                        _error(out, e.located(f.path))
+                        status = max(status, e.exit_code)
+                        if rng is not None and rng.stop is not None:
+                            cut_through = rng.last_piece
+                    if mine is not None and (rng is None or rng.stop is None):
+                        mine.done(f.path)
+            finally:
+                renderer.finish()
+            gaps = getattr(renderer, "gaps", None)
+            summary = renderer.summary if gaps is None else []
+            return P.Result(status, matched[0], summary, gaps, cut_through)
+
+        joiner = P.Joiner()     # (each call's units are whole partitions: its joins end with it)
+        # A worker counts what it reads for the bar as it goes, and hands the count back.
+        work = dump_piece if here else progress.counted(dump_piece)
+        cut = P.cut_of if here else (lambda r: None if r is None else P.cut_of(r[0]))
+        for piece, result in zip(plan, ordered_output(work, plan, o.jobs, self.out, cut)):
+            counted = 0
+            if result is not None and not here:
+                result, counted = result
+            self.summary += joiner.add(piece, result)
+            if result is not None:
+                self.status = max(self.status, result.status)
+                self.matched += result.matched
+            if not here:
+                progress.unit_done((f.path for f, _, rng in piece.entries if rng is None or rng.stop is None),
+                                   counted)
+                for f, _, rng in piece.entries:
+                    if rng is not None and rng.stop is not None:
+                        progress.advance(f.path, rng.stop)
+        self.summary += joiner.finish()
 
 
 def _ranges(flt: Filters) -> str:
@@ -382,7 +383,3 @@ def _dump_side(f: LogFile, renderer, view: PayloadView, out) -> int:
             _error(out, KdumpError(message, file=f.path, position=position))
         return ExitStatus.DAMAGE
     return ExitStatus.OK
-
-
-def _error(out, e: KdumpError) -> None:
-    report_error(e, hint=False)

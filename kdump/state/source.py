@@ -18,8 +18,8 @@ from kdump.errors import InputError, KdumpError, NothingToDoError, UnknownSchema
 from kdump.format.walk import Walker, decode_records
 from kdump.model import Batch, Record, RecordFinding
 from kdump.storage import fs
-from kdump.storage.levels import MAX_DEPTH
-from kdump.storage.logdir import LOG, LogFile, _is_partition_dir, _scandir, parse_partition_dir, partition_files
+from kdump.storage.levels import levels, list_pending
+from kdump.storage.logdir import LOG, LogFile, parse_partition_dir, partition_files
 from kdump.storage.mapped import MappedFile
 
 CLUSTER_METADATA = "__cluster_metadata"
@@ -49,21 +49,22 @@ class LogDirs:
                 raise InputError("cannot read: no such file or directory", file=path)
             if not fs.isdir(path):
                 raise NothingToDoError("expected a log dir or a partition dir", file=path)
-            self._add_dir(path, 0)
+            self._add_dir(path)
         if not self.partitions:
             raise NothingToDoError("no partition directories found here", file=paths[0] if paths else None)
 
-    def _add_dir(self, path: str, depth: int) -> None:
-        entries = _scandir(path)
-        name = os.path.basename(fs.normpath(path))
-        parsed = parse_partition_dir(name)
-        # The name alone cannot decide: a log dir called kafka-1 looks like a partition.
-        if parsed is not None and _is_partition_dir(entries, name):
-            self._add_partition(path, parsed)
-            return
-        for e in sorted(entries, key=lambda e: e.name):
-            if e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
-                self._add_dir(os.path.join(path, e.name), depth + 1)
+    def _add_dir(self, path: str) -> None:
+        # ``levels``' walk: a remote listing of many pages taken as it comes, not held whole
+        for level in levels(path, "dir"):
+            if level.partition_dir is not None:
+                parsed = parse_partition_dir(os.path.basename(fs.normpath(level.partition_dir)))
+                if parsed is not None:
+                    self._add_partition(level.partition_dir, parsed)
+            for p in level.partitions:
+                if list_pending(p) is None:     # only dirs: a log dir named like a partition
+                    level.log_dirs.append(p.directory)
+                else:
+                    self._add_partition(p.directory, (p.topic, p.partition, p.state or None))
 
     def _add_partition(self, path: str, parsed: tuple[str, int, str | None]) -> None:
         topic, partition, state = parsed

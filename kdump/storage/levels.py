@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from itertools import chain
 from typing import NamedTuple
 
@@ -54,17 +54,33 @@ class Pending(NamedTuple):
     name: str
 
 
-def walk(path: str, visit, _depth: int = 0, kind: str | None = None) -> None:
+class Level(NamedTuple):
+    """A level of ``levels``: the files already listed (a log dir's own files, such as
+    meta.properties and checkpoints; every file when PATH is a partition dir or a file) and
+    partition dirs, sorted by topic then partition number, not yet listed. Whoever takes it
+    lists them and adds to ``log_dirs`` those that turn out to hold only dirs (log dirs named
+    like a partition, such as ``kafka-1``) before asking for the next level."""
+    files: list[LogFile]
+    partitions: list[Pending]
+    log_dirs: list[str]
+    partition_dir: str | None = None    # the partition dir ``files`` are all of, when PATH is one
+
+
+def walk(path: str, visit, kind: str | None = None) -> None:
+    """``levels(path)`` handed to ``visit(files, partitions)``, which returns the level's
+    ``log_dirs``."""
+    for level in levels(path, kind):
+        level.log_dirs.extend(visit(level.files, level.partitions))
+
+
+def levels(path: str, kind: str | None = None, _depth: int = 0) -> Iterator[Level]:
     """The files one PATH stands for, in the order kdump processes them, a level at a time.
 
-    ``visit(files, partitions)`` gets a level: the files already listed (a log dir's own
-    files, such as meta.properties and checkpoints; every file when PATH is a partition dir
-    or a file) and the log dir's partition dirs, sorted by topic then partition number, not
-    yet listed. It returns those that turn out to hold only dirs (log dirs named like a
-    partition, such as ``kafka-1``). Those and the other subdirectories are then walked, in
-    name order, as possible log dirs (a data root holding several ``log.dirs``), not
-    following links. ``kind``: ``fs.kind(path)``, when the caller has just asked.
-    """
+    A log dir's level is its own files and its partition dirs. The dirs a level's taker found
+    to hold only dirs, and the log dir's other subdirectories, are then walked, in name
+    order, as possible log dirs (a data root holding several ``log.dirs``), not following
+    links. ``kind``: ``fs.kind(path)``, when the caller has just asked. A remote listing of
+    many pages gives its levels as its pages come (``_walk_pages``)."""
     kind = kind or fs.kind(path)
     if kind is None:
         raise InputError("cannot read: no such file or directory", file=path)
@@ -74,24 +90,24 @@ def walk(path: str, visit, _depth: int = 0, kind: str | None = None) -> None:
             raise UnknownFileKindError(
                 "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "
                 ".checkpoint, checkpoint or metadata file, by name)", file=path)
-        visit([f], [])
+        yield Level([f], [], [])
         return
     pages = _scan_pages(path)
     entries = next(pages, [])
     more = next(pages, None)
     if more is not None:        # a remote listing of more than one page: taken as it comes
-        others = _walk_pages(path, visit, chain((entries, more), pages))
+        others = yield from _walk_pages(path, chain((entries, more), pages))
     else:
-        others = _walk_level(path, visit, entries)
+        others = yield from _walk_level(path, entries)
     if _depth < MAX_DEPTH:
         for sub in sorted(others):
-            walk(sub, visit, _depth + 1)
+            yield from levels(sub, None, _depth + 1)
 
 
-def _walk_level(path: str, visit, entries: list) -> list[str]:
-    """``walk``'s level of one listing: the dirs to walk next."""
+def _walk_level(path: str, entries: list) -> Generator[Level, None, list[str]]:
+    """``levels``' level of one listing; returns the dirs to walk next."""
     if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
-        visit(_listed(partition_files(path, entries)), [])
+        yield Level(_listed(partition_files(path, entries)), [], [], path)
         return []
     own, partitions, others = [], [], []
     prefix = _prefix(path)
@@ -109,8 +125,9 @@ def _walk_level(path: str, visit, entries: list) -> list[str]:
                 own.append(f)
     own.sort(key=lambda f: f.name)
     partitions.sort()
-    others += visit(own, partitions)
-    return others
+    level = Level(own, partitions, [])
+    yield level
+    return others + level.log_dirs
 
 
 # The last name a log dir's own file can have (a fixed name and a leftover suffix); its
@@ -118,13 +135,13 @@ def _walk_level(path: str, visit, entries: list) -> list[str]:
 _OWN_LAST = max(name + suffix for name in FIXED_NAMES for suffix in ("",) + LEFTOVER_SUFFIXES)
 
 
-def _walk_pages(path: str, visit, pages: Iterator[list]) -> list[str]:
+def _walk_pages(path: str, pages: Iterator[list]) -> Generator[Level, None, list[str]]:
     """``_walk_level`` of a listing that comes a page at a time, in name order (S3's): each
-    partition dir is handed to ``visit`` as soon as no name still to come can sort before
-    it, so the first are checked while later pages are fetched, and only those held for
-    their order (a topic's partitions until the listing leaves the topic: "t-10" is listed
-    before "t-9") and a page are in memory. The log dir's own files, which ``visit`` takes
-    first, are asked for by name where the listing has not reached them yet."""
+    partition dir is handed on as soon as no name still to come can sort before it, so the
+    first are checked while later pages are fetched, and only those held for their order (a
+    topic's partitions until the listing leaves the topic: "t-10" is listed before "t-9") and
+    a page are in memory. The log dir's own files, in the first level, are asked for by name
+    where the listing has not reached them yet."""
     prefix = _prefix(path)
     kept: list | None = []      # every entry, until the names of segments are behind (not a partition dir)
     held: list[Pending] = []    # a heap
@@ -132,13 +149,13 @@ def _walk_pages(path: str, visit, pages: Iterator[list]) -> list[str]:
     others: list[str] = []
     last, ordered = "", True
 
-    def hand(batch: list[Pending]) -> None:
+    def hand(batch: list[Pending]) -> Iterator[Level]:
         nonlocal own
         if own is None:
             own = _own_files(path, prefix, seen, last)
-            others.extend(visit(own, batch))
+            yield Level(own, batch, others)     # (what its taker finds to be log dirs: others)
         elif batch:
-            others.extend(visit([], batch))
+            yield Level([], batch, others)
 
     seen: list = []             # the log dir's own files the listing gave
     for page in pages:
@@ -161,7 +178,7 @@ def _walk_pages(path: str, visit, pages: Iterator[list]) -> list[str]:
         if kept is not None:
             if any(_name_info(e.name)[1] and _is_file(e) for e in seen if _name_info(e.name)[0] is not None):
                 kept.extend(e for page in pages for e in page)      # a partition dir: listed whole
-                return _walk_level(path, visit, kept)
+                return (yield from _walk_level(path, kept))
             if last[:1] <= "9" or not held and not others:
                 continue        # (a dir of files alone, named like a partition, may still be one)
             kept = None
@@ -170,10 +187,10 @@ def _walk_pages(path: str, visit, pages: Iterator[list]) -> list[str]:
             batch = []
             while held and held[0].topic < least:
                 batch.append(heapq.heappop(held))
-            hand(batch)
+            yield from hand(batch)
     if kept is not None:
-        return _walk_level(path, visit, kept)
-    hand([heapq.heappop(held) for _ in range(len(held))])
+        return (yield from _walk_level(path, kept))
+    yield from hand([heapq.heappop(held) for _ in range(len(held))])
     return others
 
 

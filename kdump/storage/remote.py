@@ -25,7 +25,16 @@ from itertools import islice
 from typing import NamedTuple
 
 from kdump.errors import InputError, RemoteError, StoreUnusable, install_hint
-from kdump.storage.remote_settings import LIST_MEMORY, LIST_POLL, list_keys, list_timeout, retries, timeout, too_many
+from kdump.storage.remote_settings import (
+    LIST_MEMORY,
+    LIST_POLL,
+    aws_endpoint,
+    list_keys,
+    list_timeout,
+    retries,
+    timeout,
+    too_many,
+)
 from kdump.storage.remote_settings import aws_config_value as _aws_config_value
 from kdump.storage.remote_settings import rss as _rss
 from kdump.storage.s3_paged import PagedListing
@@ -240,8 +249,7 @@ class S3Store(PagedListing, Store):
             from pyarrow import fs
         except ImportError:
             raise RemoteError("reading s3:// needs pyarrow", hint=install_hint("remote")) from None
-        endpoint = (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-                    or _aws_config_value("endpoint_url"))
+        endpoint = aws_endpoint("s3")
         region = (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
                   or _aws_config_value("region") or "us-east-1")
         options = {"region": region, "connect_timeout": min(10.0, timeout()), "request_timeout": timeout(),

@@ -74,3 +74,28 @@ def aws_config_value(name: str) -> str | None:
     if not parser.has_section(section):
         return None
     return parser.get(section, name, fallback=None) or None
+
+
+def aws_endpoint(service: str) -> str | None:
+    """The endpoint a service's requests go to, as the AWS SDKs find it: ``AWS_ENDPOINT_URL_<SERVICE>``,
+    ``AWS_ENDPOINT_URL``, the profile's ``services`` section for the service, the profile's
+    ``endpoint_url``; None: AWS's own."""
+    env = os.environ
+    named = env.get(f"AWS_ENDPOINT_URL_{service.upper()}") or env.get("AWS_ENDPOINT_URL")
+    if named:
+        return named
+    services = aws_config_value("services")
+    if services:
+        import configparser
+
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(os.environ.get("AWS_CONFIG_FILE", os.path.expanduser("~/.aws/config")))
+        except configparser.Error:
+            parser = configparser.ConfigParser()
+        nested = parser.get(f"services {services}", service, fallback="")     # "\nendpoint_url = URL"
+        for line in nested.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "endpoint_url" and value.strip():
+                return value.strip()
+    return aws_config_value("endpoint_url")

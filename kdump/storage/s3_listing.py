@@ -16,8 +16,6 @@ chain and error messages are the AWS SDK's.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import http.client
 import itertools
 import time
@@ -26,13 +24,12 @@ from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import quote
 
-from kdump.storage.aws_keys import Keys
+from kdump.storage.aws_sign import Keys, signed
 from kdump.storage.remote_settings import list_keys, list_timeout, timeout, too_many
 
 PAGE_KEYS = 1000            # S3's own page size
 PAGE_BYTES = 16 << 20       # a page of 1,000 keys is about 300 KB: more is not an S3 answer
 EMPTY_PAGES = 100           # pages in a row that hold no key, yet say more follow: no S3 answers so
-_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 class Page(NamedTuple):
@@ -141,29 +138,9 @@ class Lister:
         host = f"{bucket}.{self.host}" if virtual else self.host
         path = "/" if virtual else "/" + quote(bucket, safe="-_.~")
         query = "&".join(f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}" for k, v in sorted(params.items()))
-        headers = self._signed("GET", host, path, query)
+        headers = signed(self.creds, self.region, "s3", "GET", host, path, query)
         body = self._get(host, path + "?" + query, headers, deadline)
         return _parse(body, prefix)
-
-    def _signed(self, method: str, host: str, path: str, query: str) -> dict[str, str]:
-        """The headers of a request signed with AWS Signature Version 4 (an empty body)."""
-        now = time.gmtime()
-        amz_date, day = time.strftime("%Y%m%dT%H%M%SZ", now), time.strftime("%Y%m%d", now)
-        headers = {"host": host, "x-amz-content-sha256": _EMPTY_SHA256, "x-amz-date": amz_date}
-        if self.creds.token:
-            headers["x-amz-security-token"] = self.creds.token
-        signed = ";".join(sorted(headers))
-        canonical = "\n".join([method, path, query, "".join(f"{k}:{headers[k].strip()}\n" for k in sorted(headers)),
-                               signed, _EMPTY_SHA256])
-        scope = f"{day}/{self.region}/s3/aws4_request"
-        to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
-        key = ("AWS4" + self.creds.secret_key).encode()
-        for part in (day, self.region, "s3", "aws4_request"):
-            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-        signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-        headers["authorization"] = (f"AWS4-HMAC-SHA256 Credential={self.creds.access_key}/{scope}, "
-                                    f"SignedHeaders={signed}, Signature={signature}")
-        return headers
 
     def _get(self, host: str, target: str, headers: dict[str, str], deadline: float) -> bytes:
         if self.conn is None or self.conn.host != host.partition(":")[0]:

@@ -32,7 +32,7 @@ class PagedListing:
 
         if self._down is not None:
             raise StoreUnusable(RemoteError(self._down.message, file=url))
-        creds = aws_keys.keys()
+        creds = aws_keys.keys(self.region)
         if creds is None:
             return None
         bucket, _, key = path.partition("/")

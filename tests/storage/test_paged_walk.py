@@ -52,12 +52,9 @@ def test_partitions_come_in_the_order_of_a_whole_listing(seed, monkeypatch):
     handed: list = []
     own: list = []
 
-    def visit(files, partitions):
-        own.extend(f.name for f in files)
-        handed.append((sum(taken), [p.name for p in partitions]))
-        return []
-
-    levels._walk_pages("s3://b/logs", visit, paged())
+    for level in levels._walk_pages("s3://b/logs", paged()):
+        own.extend(f.name for f in level.files)
+        handed.append((sum(taken), [p.name for p in level.partitions]))
     order = [name for _, batch in handed for name in batch]
     expected = [p.name for p in sorted(levels.Pending(*logdir.parse_partition_dir(n)[:2],
                                                       logdir.parse_partition_dir(n)[2] or "", "", n) for n in dirs)]
