@@ -72,6 +72,12 @@ def offload(topic: str, logs: list[Path], next_offset: int, logdir: Path, rsm: P
             (part / f"{stem}{suffix}").write_bytes(data)
         done.append((stem, log, side))
         segments.append((SEGMENT_IDS[i], bases[i], bases[i + 1] - 1, log.stat().st_size))
+    # LogManager checkpoints a tiered log's start offset whatever its local segments
+    # (remoteLogEnabled), which a broker then takes over the local ones.
+    start = logdir / "log-start-offset-checkpoint"
+    lines = start.read_text().split("\n")[2:] if start.exists() else []
+    lines = [ln for ln in lines if ln.strip() and not ln.startswith(f"{topic} 0 ")] + [f"{topic} 0 {bases[0]}"]
+    start.write_text("\n".join(["0", str(len(lines)), *lines]) + "\n")
     meta = logdir / "__remote_log_metadata-0"
     meta.mkdir()
     records = [(i, 0, None, value) for i, value in enumerate(metadata_records(topic, segments))]
