@@ -10,7 +10,7 @@ import os
 
 from kdump import findings as F
 from kdump.check.loader_rule import plan_partition
-from kdump.check.lost_records import partitions_in
+from kdump.check.logdir_checkpoints import partitions_in, reading
 from kdump.check.partition import FileReport, VerifyOptions, check_directory
 from kdump.check.recovery_plan import QUARANTINE, LogDirState, RecoverOptions
 from kdump.model import Finding
@@ -57,5 +57,5 @@ def _state(logdir: str, cache: dict) -> LogDirState:
     """The log dir's checkpoints and shutdown marker, for the partitions it holds (read once a run)."""
     key = ("load_state", logdir)
     if key not in cache:
-        cache[key] = LogDirState.read(logdir, partitions_in(logdir, cache))
+        cache[key] = LogDirState.read(logdir, partitions_in(logdir, cache), lambda p: reading(p, cache).table)
     return cache[key]
