@@ -30,6 +30,7 @@ LOG_DIR_CHECKPOINTS = ((RECOVERY_POINT_CHECKPOINT, "the recovery point"),
                        (CLEANER_OFFSET_CHECKPOINT, "the cleaner's offset"))
 _NAMES = frozenset(name for name, _ in LOG_DIR_CHECKPOINTS)
 _NONE = (None,) * len(LOG_DIR_CHECKPOINTS)
+_LAST = "last partition"    # the cache's key of the last partition's answer
 
 
 class Reading(NamedTuple):
@@ -86,12 +87,18 @@ def logdir_table(logdir: str, cache: dict) -> dict[tuple[str, int], tuple[int | 
 
 def logdir_offsets(directory: str, cache: dict | None) -> tuple[int | None, ...] | None:
     """This partition's offset in each of its log dir's checkpoints (``LOG_DIR_CHECKPOINTS``'
-    order), None outside a ``<topic>-<partition>`` dir: one look-up a partition."""
+    order), None outside a ``<topic>-<partition>`` dir: one look-up a partition (the last
+    answered again at once: verify asks twice of each partition, one after the other)."""
+    if cache is None:
+        cache = {}
+    last = cache.get(_LAST)
+    if last is not None and last[0] == directory:
+        return last[1]
     norm = fs.normpath(directory)
     parsed = parse_partition_dir(os.path.basename(norm))
-    if parsed is None:
-        return None
-    return logdir_table(os.path.dirname(norm), {} if cache is None else cache).get(parsed[:2], _NONE)
+    got = None if parsed is None else logdir_table(os.path.dirname(norm), cache).get(parsed[:2], _NONE)
+    cache[_LAST] = (directory, got)
+    return got
 
 
 def partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
