@@ -81,7 +81,8 @@ def logdir_table(logdir: str, cache: dict) -> dict[tuple[str, int], tuple[int | 
     got = cache.get(key)
     if got is None:
         tables = [reading(os.path.join(logdir, name), cache).table for name, _ in LOG_DIR_CHECKPOINTS]
-        got = cache[key] = {k: tuple(t.get(k) for t in tables) for k in set().union(*tables)}
+        keys = list(set().union(*tables))
+        got = cache[key] = dict(zip(keys, zip(*(map(t.get, keys) for t in tables))))
     return got
 
 

@@ -156,7 +156,7 @@ _HEAD_LIMIT = 1 << 16        # the version and count lines of a broker's file ar
 
 def _usual_table(path: str, keep: set[tuple[str, int]]) -> dict[tuple[str, int], int] | None:
     """``offset_table`` of a file whose every line is as a broker writes it; else None."""
-    from kdump.format.checkpoint import usual_header, usual_offset_lines
+    from kdump.format.checkpoint import usual_header, usual_offset_fields
 
     table: dict[tuple[str, int], int] = {}
     expected = None
@@ -185,14 +185,14 @@ def _usual_table(path: str, keep: set[tuple[str, int]]) -> dict[tuple[str, int],
             if expected is None:
                 return None
             text = head[2]
-        lines = usual_offset_lines(text)
-        if lines is None:
+        fields = usual_offset_fields(text)
+        if fields is None:
             return None
-        found += len(lines)
-        for topic, partition, offset in lines:
-            key = (topic, int(partition))
-            if key in keep:
-                table[key] = int(offset)
+        found += len(fields) // 3
+        pairs = dict(zip(zip(fields[0::3], map(int, fields[1::3])), map(int, fields[2::3])))    # (the last wins)
+        if not keep >= pairs.keys():
+            pairs = {k: v for k, v in pairs.items() if k in keep}
+        table.update(pairs)
     return table if found == expected else None
 
 

@@ -142,7 +142,6 @@ def iter_checkpoint(lines: Iterable[str], kind: str, file_name: str | None = Non
 # ASCII digits too short to leave the range, "\n" ends (``_parse_entry``'s shortcut, here over
 # many lines at once in the regex engine: a log dir's checkpoints list every partition).
 _USUAL_FIELDS = (r"[^ \t\n\x0b\f\r]+", "[0-9]{1,9}", "[0-9]{1,18}")     # (no Java whitespace in a topic)
-_USUAL_LINE = re.compile(" ".join(f"({f})" for f in _USUAL_FIELDS) + "\n")
 _USUAL_LINES = re.compile("(?:" + " ".join(_USUAL_FIELDS) + "\n)*")
 
 
@@ -155,13 +154,15 @@ def usual_header(lines: list[str]) -> int | None:
     return java_int(lines[1], INT32)
 
 
-def usual_offset_lines(text: str) -> list[tuple[str, str, str]] | None:
-    """The (topic, partition, offset) fields of ``text`` (whole lines, each ending in "\n")
-    when every line is the usual one; None otherwise. Every field is as ``iter_checkpoint``
-    reads it: it is the reference, this a shortcut for the common file."""
+def usual_offset_fields(text: str) -> list[str] | None:
+    """The fields of ``text`` (whole lines, each ending in "\n"), topic, partition and offset
+    of each line one after another, when every line is the usual one; None otherwise. Each is
+    as ``iter_checkpoint`` reads it: it is the reference, this a shortcut for the common file."""
     if _USUAL_LINES.fullmatch(text) is None:
         return None
-    return _USUAL_LINE.findall(text)
+    fields = text.replace("\n", " ").split(" ")    # (a space and a line end are the only separators)
+    fields.pop()        # the empty string after the last line end
+    return fields
 
 
 def encode_checkpoint(entries: Iterable[EpochEntry | OffsetEntry | tuple]) -> bytes:
