@@ -119,14 +119,13 @@ def partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
 
 
 def read_ahead(own: list[LogFile], partitions: list, cache: dict) -> None:
-    """Read a walked log dir's checkpoints now (``own``: its files; ``partitions``: its
-    partition dirs as the walk listed them, each with ``topic`` and ``partition``), so that
-    ``-j``'s workers, forked next, share this one reading."""
+    """Read a walked log dir's checkpoints now (``own``: its files; ``partitions``: the
+    partition dirs the walk hands on with them), so that ``-j``'s workers, forked next, share
+    this one reading. (The partitions are listed again by ``partitions_in``: a listing of
+    many pages hands them on a batch at a time.)"""
     mine = [f for f in own if f.name in _NAMES and f.leftover is None]
     if not mine or not partitions:
         return
-    logdir = os.path.dirname(fs.normpath(mine[0].path))
-    cache.setdefault(("partitions", logdir), {(p.topic, p.partition) for p in partitions})
     for f in mine:
         reading(f.path, cache)      # (by the name its own report has)
-    logdir_table(logdir, cache)
+    logdir_table(os.path.dirname(fs.normpath(mine[0].path)), cache)
