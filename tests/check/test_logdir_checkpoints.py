@@ -122,3 +122,16 @@ def test_a_malformed_checkpoint_is_reported_on_itself(logdir):
         [at] = [i for i, x in enumerate(lines) if "/replication-offset-checkpoint: " in x]
         name = lines[at].split(": ")[0]
         assert lines[at + 1] == f"  invalid_file: Malformed line in checkpoint file [{name}]: rolled 0 x (line 3)"
+
+
+def test_reading_ahead_with_the_first_of_the_partitions(logdir):
+    """A listing of many pages hands the partitions on a batch at a time, the log dir's own
+    files with the first: the reading still covers every partition of the log dir."""
+    from kdump.check.logdir_checkpoints import logdir_offsets, read_ahead
+    from kdump.storage import levels
+
+    own, partitions = [], []
+    levels.walk(str(logdir), lambda files, pending: (own.extend(files), partitions.extend(pending), [])[2])
+    cache: dict = {}
+    read_ahead(own, partitions[:1], cache)
+    assert [logdir_offsets(p.directory, cache) for p in partitions] == [(240, 240, 240, None)] * 2
