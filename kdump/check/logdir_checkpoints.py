@@ -121,11 +121,16 @@ def partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
 def read_ahead(own: list[LogFile], partitions: list, cache: dict) -> None:
     """Read a walked log dir's checkpoints now (``own``: its files; ``partitions``: the
     partition dirs the walk hands on with them), so that ``-j``'s workers, forked next, share
-    this one reading. (The partitions are listed again by ``partitions_in``: a listing of
-    many pages hands them on a batch at a time.)"""
+    this one reading."""
     mine = [f for f in own if f.name in _NAMES and f.leftover is None]
     if not mine or not partitions:
         return
+    logdir = os.path.dirname(fs.normpath(mine[0].path))
+    if not fs.is_remote(logdir):
+        # A local listing is one page: the walk hands every partition dir on at once, those
+        # ``partitions_in`` would list again. (A remote listing of many pages hands them on a
+        # batch at a time: ``partitions_in`` lists them.)
+        cache.setdefault(("partitions", logdir), {(p.topic, p.partition) for p in partitions})
     for f in mine:
         reading(f.path, cache)      # (by the name its own report has)
-    logdir_table(os.path.dirname(fs.normpath(mine[0].path)), cache)
+    logdir_table(logdir, cache)

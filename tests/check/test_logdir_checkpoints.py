@@ -124,14 +124,21 @@ def test_a_malformed_checkpoint_is_reported_on_itself(logdir):
         assert lines[at + 1] == f"  invalid_file: Malformed line in checkpoint file [{name}]: rolled 0 x (line 3)"
 
 
-def test_reading_ahead_with_the_first_of_the_partitions(logdir):
-    """A listing of many pages hands the partitions on a batch at a time, the log dir's own
-    files with the first: the reading still covers every partition of the log dir."""
+def test_reading_ahead_covers_every_partition(logdir, monkeypatch):
+    """A local walk hands every partition dir on with the log dir's files; a remote listing of
+    many pages hands them on a batch at a time (the files with the first): either way the
+    reading covers every partition of the log dir."""
+    from types import SimpleNamespace
+
+    from kdump.check import logdir_checkpoints
     from kdump.check.logdir_checkpoints import logdir_offsets, read_ahead
-    from kdump.storage import levels
+    from kdump.storage import fs, levels
 
     own, partitions = [], []
     levels.walk(str(logdir), lambda files, pending: (own.extend(files), partitions.extend(pending), [])[2])
-    cache: dict = {}
-    read_ahead(own, partitions[:1], cache)
-    assert [logdir_offsets(p.directory, cache) for p in partitions] == [(240, 240, 240, None)] * 2
+    for first, remote in ((partitions, False), (partitions[:1], True)):
+        monkeypatch.setattr(logdir_checkpoints, "fs", SimpleNamespace(
+            is_remote=lambda p, r=remote: r, normpath=fs.normpath, isfile=fs.isfile, scandir=fs.scandir))
+        cache: dict = {}
+        read_ahead(own, first, cache)
+        assert [logdir_offsets(p.directory, cache) for p in partitions] == [(240, 240, 240, None)] * 2
