@@ -30,7 +30,7 @@ from typing import NamedTuple
 from kdump import findings as F
 from kdump.check.logdir_checkpoints import LOG_DIR_CHECKPOINTS, logdir_offsets
 from kdump.errors import KdumpError
-from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, LEADER_EPOCH
+from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
