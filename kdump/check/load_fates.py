@@ -7,16 +7,18 @@ findings on the files it names. Today: the producer snapshots the load deletes
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from kdump import findings as F
-from kdump.check.loader_rule import plan_partition
-from kdump.check.lost_records import partitions_in
+from kdump.check.logdir_checkpoints import partitions_in, reading
 from kdump.check.partition import FileReport, VerifyOptions, check_directory
-from kdump.check.recovery_plan import QUARANTINE, LogDirState, RecoverOptions
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage.logdir import PRODUCER_SNAPSHOT, LogFile, parse_partition_dir
 from kdump.storage.names import SNAPSHOT_SUFFIX
+
+if TYPE_CHECKING:
+    from kdump.check.recovery_plan import LogDirState
 
 _WHY = "producer snapshot: "        # how the loader's producer-state reasons start (loader_rewrites)
 
@@ -31,6 +33,10 @@ def add_load_fates(directory: str, reports: list[FileReport], opts: VerifyOption
     broker's load deletes."""
     if not any(r.kind == PRODUCER_SNAPSHOT for r in reports) or fs.is_remote(directory):
         return reports
+    # (the loader's rule imported only here: a run of partitions without snapshots starts without it)
+    from kdump.check.loader_rule import plan_partition
+    from kdump.check.recovery_plan import QUARANTINE, RecoverOptions
+
     by_path = {r.file: r for r in reports}
     norm = fs.normpath(directory)
     if parse_partition_dir(os.path.basename(norm)) is None:
@@ -55,7 +61,9 @@ def add_load_fates(directory: str, reports: list[FileReport], opts: VerifyOption
 
 def _state(logdir: str, cache: dict) -> LogDirState:
     """The log dir's checkpoints and shutdown marker, for the partitions it holds (read once a run)."""
+    from kdump.check.recovery_plan import LogDirState
+
     key = ("load_state", logdir)
     if key not in cache:
-        cache[key] = LogDirState.read(logdir, partitions_in(logdir, cache))
+        cache[key] = LogDirState.read(logdir, partitions_in(logdir, cache), lambda p: reading(p, cache).table)
     return cache[key]

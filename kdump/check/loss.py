@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kdump import findings as F
 from kdump.check.clean_load import clean_verdict
-from kdump.check.lost_records import LOG_DIR_CHECKPOINTS, logdir_offsets
+from kdump.check.logdir_checkpoints import LOG_DIR_CHECKPOINTS, logdir_offsets
 from kdump.check.recover_log import recovered_at_load, recovered_bases, recovery_cut
 from kdump.format.checkpoint import RECOVERY_POINT_CHECKPOINT
 from kdump.storage import fs

@@ -28,26 +28,16 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kdump import findings as F
+from kdump.check.logdir_checkpoints import LOG_DIR_CHECKPOINTS, logdir_offsets
 from kdump.errors import KdumpError
-from kdump.format.checkpoint import (
-    CLEANER_OFFSET_CHECKPOINT,
-    LEADER_EPOCH,
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-)
+from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT
 from kdump.model import Finding
 from kdump.storage import fs
-from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile, parse_partition_dir
+from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
 from kdump.storage.logdir import LEADER_EPOCH as LEADER_EPOCH_KIND
 from kdump.storage.names import CORRUPT_INFIX
 
 ORPHAN_KINDS = (INDEX, TIMEINDEX, TXNINDEX)
-# The log dir's checkpoints, and what an offset in each says the log reached.
-LOG_DIR_CHECKPOINTS = ((RECOVERY_POINT_CHECKPOINT, "the recovery point"),
-                       (REPLICATION_OFFSET_CHECKPOINT, "the high watermark"),
-                       (LOG_START_OFFSET_CHECKPOINT, "the log start offset"),
-                       (CLEANER_OFFSET_CHECKPOINT, "the cleaner's offset"))
 _CLEANER = [name for name, _ in LOG_DIR_CHECKPOINTS].index(CLEANER_OFFSET_CHECKPOINT)
 _LOG_START = [name for name, _ in LOG_DIR_CHECKPOINTS].index(LOG_START_OFFSET_CHECKPOINT)
 SHOWN = 3       # evidence named per finding; the rest counted
@@ -125,26 +115,6 @@ def evidence(directory: str, files: list[LogFile], index_past_end: dict[str, int
         if v is not None:
             out.append(Evidence(v, f"{what} in {name} is {v}", None))
     return out
-
-
-_NONE = (None,) * len(LOG_DIR_CHECKPOINTS)
-
-
-def logdir_offsets(directory: str, cache: dict | None) -> tuple[int | None, ...] | None:
-    """This partition's offset in each of its log dir's checkpoints (``LOG_DIR_CHECKPOINTS``'
-    order), None outside a ``<topic>-<partition>`` dir: one look-up a partition, the
-    checkpoints read once per run and log dir."""
-    norm = fs.normpath(directory)
-    parsed = parse_partition_dir(os.path.basename(norm))
-    if parsed is None:
-        return None
-    cache = {} if cache is None else cache
-    logdir = os.path.dirname(norm)
-    key = ("logdir_offsets", logdir)
-    if key not in cache:
-        tables = [checkpoint_table(os.path.join(logdir, name), cache) for name, _ in LOG_DIR_CHECKPOINTS]
-        cache[key] = {k: tuple(t.get(k) for t in tables) for k in set().union(*tables)}
-    return cache[key].get(parsed[:2], _NONE)
 
 
 def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int | None, compacted: bool = False,
@@ -258,43 +228,6 @@ def _epoch_starts(path: str) -> tuple[int | None, int | None]:
     except (KdumpError, OSError):
         return None, None
     return first, last
-
-
-def checkpoint_table(path: str, cache: dict) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> offset of a log-dir checkpoint, for the partitions its log dir
-    holds (read once per run and log dir, not once a partition: a checkpoint lists all of a
-    log dir's). A partition listed twice has its last entry, as Kafka's
-    OffsetCheckpointFile.read puts each entry into a map in turn."""
-    key = ("checkpoint", path)
-    if key not in cache:
-        from kdump.check.side_file_views import checkpoint_entries
-        table: dict[tuple[str, int], int] = {}
-        here = partitions_in(os.path.dirname(path), cache)   # (a checkpoint may list millions)
-        try:
-            if fs.isfile(path):
-                for e in checkpoint_entries(path, os.path.basename(path)):
-                    if (e.topic, e.partition) in here:
-                        table[(e.topic, e.partition)] = e.offset
-        except (KdumpError, OSError):
-            table = {}      # reported on the checkpoint itself
-        cache[key] = table
-    return cache[key]
-
-
-def partitions_in(logdir: str, cache: dict) -> set[tuple[str, int]]:
-    """The (topic, partition) of each partition dir in ``logdir``, listed once per run."""
-    key = ("partitions", logdir)
-    if key not in cache:
-        found = set()
-        try:
-            for e in fs.scandir(logdir):
-                parsed = parse_partition_dir(e.name)
-                if parsed is not None:
-                    found.add(parsed[:2])
-        except (OSError, KdumpError):
-            pass
-        cache[key] = found
-    return cache[key]
 
 
 def add_records_missing(directory: str, files: list[LogFile], live: list | None, reports: list,

@@ -57,7 +57,7 @@ class VerifyOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     limits: Limits = DEFAULT_LIMITS
     broker_cut: bool = False         # --truncate: cut only where the broker's recovery would
-    # The run's reading of each log dir's checkpoints (lost_records.logdir_offsets), once a log dir.
+    # The run's reading of each log dir's checkpoints (check.logdir_checkpoints), once a log dir.
     offsets: dict = field(default_factory=dict, repr=False, compare=False)
 
     def scanned(self, f: LogFile) -> AbstractContextManager[tuple[ScanReport, Any]]:
@@ -286,7 +286,7 @@ class _Partition:
         else:
             from kdump.check.side_file_checks import side_file_findings
 
-            findings.extend(side_file_findings(f))
+            findings.extend(side_file_findings(f, self.opts.offsets))
         return FileReport(path, kind, size, findings, log=f)
 
     def index_checks(self, log: LogFile, scan: ScanReport, log_buf=None) -> tuple | KdumpError:

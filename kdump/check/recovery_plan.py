@@ -4,6 +4,7 @@ plans for a partition (``check.loader_rule.plan_partition``) and its options."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -41,9 +42,11 @@ class LogDirState:
     clean_shutdown: bool = False
 
     @classmethod
-    def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None) -> LogDirState:
+    def read(cls, logdir: str | None, partitions: set[tuple[str, int]] | None = None,
+             tables: Callable[[str], dict[tuple[str, int], int]] | None = None) -> LogDirState:
         """The log dir's checkpoints, streamed; only the entries of ``partitions`` are kept
-        when it is given (a checkpoint may list millions)."""
+        when it is given (a checkpoint may list millions). ``tables``: a checkpoint's path ->
+        its table, as the run has read it already (check.logdir_checkpoints: the same rule)."""
         from kdump.check.side_file_views import checkpoint_entries
 
         state = cls()
@@ -52,7 +55,9 @@ class LogDirState:
         for name, attr in ((RECOVERY_POINT_CHECKPOINT, "recovery_points"),
                            (LOG_START_OFFSET_CHECKPOINT, "log_start_offsets")):
             p = os.path.join(logdir, name)
-            if fs.isfile(p):
+            if tables is not None:
+                getattr(state, attr).update(tables(p))
+            elif fs.isfile(p):
                 found = {}
                 try:
                     for e in checkpoint_entries(p, name):

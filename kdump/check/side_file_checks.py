@@ -12,7 +12,7 @@ import os
 
 from kdump import findings as F
 from kdump.check.broker_rule import log_start_past_end
-from kdump.check.lost_records import LOG_DIR_CHECKPOINTS, logdir_offsets
+from kdump.check.logdir_checkpoints import LOG_DIR_CHECKPOINTS, logdir_offsets, own_reading
 from kdump.check.side_file_views import checkpoint_entries, describe, read_snapshot
 from kdump.errors import KdumpError, RemoteError
 from kdump.format.checkpoint import LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, EpochEntry
@@ -116,12 +116,20 @@ def at_line(e: KdumpError) -> str:
     return e.message if e.position is None else f"{e.message} (line {e.position})"
 
 
-def side_file_findings(f: LogFile) -> list[Finding]:
+def side_file_findings(f: LogFile, offsets: dict | None = None) -> list[Finding]:
+    """What parsing the file shows (``offsets``: the run's reading of the log dir's
+    checkpoints, which says it for those without reading them again)."""
     text = f.kind in _TEXT_KINDS
     # A broker that cannot read these falls back (recovers everything, starts at the first segment).
     kind = F.CHECKPOINT_INVALID if os.path.basename(f.path) in FALLBACK_CHECKPOINTS else F.INVALID_FILE
     try:
-        desc = describe(f)
+        read = own_reading(f, offsets)
+        if read is None:
+            desc = describe(f)
+        elif read.error is not None:
+            raise read.error
+        else:
+            return []       # (a checkpoint that parses has no problems to list)
     except KdumpError as e:
         return [Finding(kind, None, None, at_line(e)) if text else Finding(kind, e.position, None, e.message)]
     return [Finding(kind, None if text else pos, None, msg) for msg, pos in desc.problems]

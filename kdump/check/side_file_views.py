@@ -12,6 +12,7 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Any, NamedTuple
 
 from kdump.errors import InputError, KdumpError
@@ -131,6 +132,68 @@ def checkpoint_entries(path: str, kind: str) -> Iterator:
         raise
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
+
+
+def offset_table(path: str, kind: str, keep: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> offset of an offset checkpoint's entries whose (topic, partition)
+    is in ``keep``, a later entry winning (Kafka's OffsetCheckpointFile.read fills a map);
+    raising as ``checkpoint_entries`` does. The file a broker writes is read a chunk at a time
+    by the format's shortcut; any other is read by ``checkpoint_entries``, the reference."""
+    try:
+        table = _usual_table(path, keep)
+    except (KdumpError, OSError):
+        table = None        # (the reference says what)
+    if table is None:
+        table = {}
+        for e in checkpoint_entries(path, kind):
+            if (e.topic, e.partition) in keep:
+                table[(e.topic, e.partition)] = e.offset
+    return table
+
+
+_HEAD_LIMIT = 1 << 16        # the version and count lines of a broker's file are a few bytes
+
+
+def _usual_table(path: str, keep: set[tuple[str, int]]) -> dict[tuple[str, int], int] | None:
+    """``offset_table`` of a file whose every line is as a broker writes it; else None."""
+    from kdump.format.checkpoint import usual_header, usual_offset_fields
+
+    table: dict[tuple[str, int], int] = {}
+    expected = None
+    found = 0
+    rest = b""
+    chunks = _chunks(path, 0, fs.getsize(path), READ_CHUNK)
+    for chunk in chain(chunks, [None]):
+        if chunk is None:               # the end: a last line without its "\n" is still a line
+            data = rest + b"\n" if rest else b""
+        else:
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1
+            data, rest = data[:cut], data[cut:]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if expected is None:            # the version and the count first
+            head = text.split("\n", 2)
+            if len(head) < 3:
+                if chunk is None or len(rest) > _HEAD_LIMIT:
+                    return None
+                rest = data + rest
+                continue
+            expected = usual_header(head[:2])
+            if expected is None:
+                return None
+            text = head[2]
+        fields = usual_offset_fields(text)
+        if fields is None:
+            return None
+        found += len(fields) // 3
+        pairs = dict(zip(zip(fields[0::3], map(int, fields[1::3])), map(int, fields[2::3])))    # (the last wins)
+        if not keep >= pairs.keys():
+            pairs = {k: v for k, v in pairs.items() if k in keep}
+        table.update(pairs)
+    return table if found == expected else None
 
 
 def _producer_snapshot(f: LogFile) -> Description:

@@ -8,8 +8,6 @@ from collections.abc import Callable
 
 import click
 
-from kdump.schemas.decoder import SCHEMA_DECODERS
-
 
 def decode_limit_option(f: Callable) -> Callable:
     """--decode-limit: how many bytes of JSON one decoded key or value may grow to."""
@@ -42,4 +40,7 @@ def schema_options(f: Callable) -> Callable:
 
 
 def decoder_choice(basic_names) -> click.Choice:
+    # (imported here: verify, which has no decoder option, starts without the decoders' modules)
+    from kdump.schemas.decoder import SCHEMA_DECODERS
+
     return click.Choice((*basic_names, *SCHEMA_DECODERS))

@@ -138,6 +138,33 @@ def iter_checkpoint(lines: Iterable[str], kind: str, file_name: str | None = Non
                                f"[{found}]", file=file_name, position=found + 2)
 
 
+# The lines a broker writes in an offset checkpoint: "topic partition offset", single spaces,
+# ASCII digits too short to leave the range, "\n" ends (``_parse_entry``'s shortcut, here over
+# many lines at once in the regex engine: a log dir's checkpoints list every partition).
+_USUAL_FIELDS = (r"[^ \t\n\x0b\f\r]+", "[0-9]{1,9}", "[0-9]{1,18}")     # (no Java whitespace in a topic)
+_USUAL_LINES = re.compile("(?:" + " ".join(_USUAL_FIELDS) + "\n)*")
+
+
+def usual_header(lines: list[str]) -> int | None:
+    """The entry count of an offset checkpoint whose first two lines (without their ends) are
+    ``lines``, when both are as a broker writes them (version 0, then the count); None
+    otherwise (``iter_checkpoint`` then reads the file, and says what is wrong)."""
+    if len(lines) != 2 or "\r" in lines[0] or "\r" in lines[1] or java_int(lines[0], INT32) != VERSION:
+        return None
+    return java_int(lines[1], INT32)
+
+
+def usual_offset_fields(text: str) -> list[str] | None:
+    """The fields of ``text`` (whole lines, each ending in "\n"), topic, partition and offset
+    of each line one after another, when every line is the usual one; None otherwise. Each is
+    as ``iter_checkpoint`` reads it: it is the reference, this a shortcut for the common file."""
+    if _USUAL_LINES.fullmatch(text) is None:
+        return None
+    fields = text.replace("\n", " ").split(" ")    # (a space and a line end are the only separators)
+    fields.pop()        # the empty string after the last line end
+    return fields
+
+
 def encode_checkpoint(entries: Iterable[EpochEntry | OffsetEntry | tuple]) -> bytes:
     """A checkpoint file as Kafka writes it (``\\n`` line ends, the platform's on Linux)."""
     entries = list(entries)

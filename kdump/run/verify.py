@@ -38,6 +38,7 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
                index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, truncate: bool = False,
                broker_cut: bool = False, strict: bool = False, limits=None, force: bool = False,
                jobs: int = 1) -> int:
+    from kdump.check.logdir_checkpoints import read_ahead
     from kdump.check.partition import VerifyOptions
     from kdump.render.verify import summary_line
     from kdump.storage.levels import NOTHING_HERE, expand, walk
@@ -56,8 +57,11 @@ def run_verify(paths, out, *, deep: bool = False, max_message_size: int = DEFAUL
             path = paths[0]
             with run.progress(lambda: sum(file_size(f.path) for f in expand(path))):
                 try:
-                    walk(path, lambda own, partitions: run.units(directory_groups(own) + partitions, jobs),
-                         kind="dir")
+                    def level(own: list, partitions: list) -> list[str]:
+                        read_ahead(own, partitions, opts.offsets)     # before -j forks: the workers share it
+                        return run.units(directory_groups(own) + partitions, jobs)
+
+                    walk(path, level, kind="dir")
                     if not run.found:
                         raise NothingToDoError(NOTHING_HERE, file=path)
                 except KdumpError as e:

@@ -73,6 +73,9 @@ class RemoteEntry:
 
 def scandir(directory: str) -> list:
     """The entries of a directory, local (``os.DirEntry``) or remote."""
+    if not is_remote(directory):        # (one page: no generator, once a partition dir)
+        with os.scandir(directory) as it:
+            return list(it)
     return [e for page in scan_pages(directory) for e in page]
 
 

@@ -18,7 +18,6 @@ sequential reader's ``follow``, a small file's read, a mapping's close):
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
 import select
@@ -149,6 +148,9 @@ class Residency:
 
 
 def _cached_pages(fd: int, size: int, path: str) -> bytes | None:
+    # (imported here: a run without --io-limit starts without it)
+    import ctypes
+
     if size <= 0 or _DONTNEED is None or not sys.platform.startswith("linux") or not _mincore_answers(fd, path):
         return None
     libc = _libc()
@@ -177,6 +179,8 @@ _libc_cache: list = []
 
 
 def _libc():
+    import ctypes
+
     if not _libc_cache:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
