@@ -40,6 +40,7 @@ class Reading(NamedTuple):
     table: dict[tuple[str, int], int]   # (topic, partition) -> offset, for the partitions of its log dir
     error: KdumpError | None            # why it does not parse (its table is then empty)
     whole: bool         # read to its end or to its error (False: it could not be read at all)
+    absent: dict[tuple[str, int], int] = {}     # the first entries of partitions its log dir does not hold
 
 
 def reading(path: str, cache: dict) -> Reading:
@@ -52,16 +53,17 @@ def reading(path: str, cache: dict) -> Reading:
         from kdump.check.side_file_views import offset_table
 
         table: dict[tuple[str, int], int] = {}
+        absent: dict[tuple[str, int], int] = {}
         error, whole = None, True
         try:
             if fs.isfile(path):
                 here = partitions_in(os.path.dirname(key[1]), cache)     # (a checkpoint may list millions)
-                table = offset_table(path, os.path.basename(path), here)
+                table = offset_table(path, os.path.basename(path), here, absent)
         except KdumpError as e:
-            error = e
+            error, absent = e, {}
         except OSError:
-            whole = False
-        got = cache[key] = Reading(path, table, error, whole)
+            whole, absent = False, {}
+        got = cache[key] = Reading(path, table, error, whole, absent)
     return got
 
 

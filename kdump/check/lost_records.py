@@ -28,12 +28,17 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from kdump import findings as F
-from kdump.check.logdir_checkpoints import LOG_DIR_CHECKPOINTS, logdir_offsets
+from kdump.check.logdir_checkpoints import LOG_DIR_CHECKPOINTS, logdir_offsets, reading
 from kdump.errors import KdumpError
-from kdump.format.checkpoint import CLEANER_OFFSET_CHECKPOINT, LEADER_EPOCH, LOG_START_OFFSET_CHECKPOINT
+from kdump.format.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LEADER_EPOCH,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+)
 from kdump.model import Finding
 from kdump.storage import fs
-from kdump.storage.logdir import INDEX, LOG, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
+from kdump.storage.logdir import INDEX, LOG, OFFSET_CHECKPOINT, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
 from kdump.storage.logdir import LEADER_EPOCH as LEADER_EPOCH_KIND
 from kdump.storage.names import CORRUPT_INFIX
 
@@ -228,6 +233,28 @@ def _epoch_starts(path: str) -> tuple[int | None, int | None]:
     except (KdumpError, OSError):
         return None, None
     return first, last
+
+
+def add_partitions_gone(directory: str, reports: list, cache: dict | None) -> None:
+    """A partition the log dir's checkpoints list without its directory (nor one being deleted,
+    moved or set aside): ``records_missing`` below the highest offset they give it, on the
+    report of the recovery-point-offset-checkpoint. LogManager rewrites the checkpoints from
+    the logs it holds, right after a deletion renames a partition's dir too, so an entry names a
+    log this broker had."""
+    carrier = next((r for r in reports if os.path.basename(r.file) == RECOVERY_POINT_CHECKPOINT
+                    and r.kind == OFFSET_CHECKPOINT), None)
+    if carrier is None or cache is None:
+        return
+    # (the cleaner's checkpoint keeps what it cleaned for a while: not evidence of a log here)
+    named = [(name, what, reading(os.path.join(directory, name), cache).absent)
+             for name, what in LOG_DIR_CHECKPOINTS if name != CLEANER_OFFSET_CHECKPOINT]
+    for topic, partition in sorted(set().union(*(absent for _, _, absent in named))):
+        shown = [Evidence(v, f"{what} in {name} is {v}", None) for name, what, absent in named
+                 if (v := absent.get((topic, partition))) is not None]
+        reached = max(e.reached for e in shown)
+        if reached > 0:
+            carrier.findings.append(_finding(None, reached, shown, f"the log dir has no {topic}-{partition} "
+                                                                     f"directory", [])[1])
 
 
 def add_records_missing(directory: str, files: list[LogFile], live: list | None, reports: list,

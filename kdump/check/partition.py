@@ -25,7 +25,7 @@ from kdump.check.capped import Capped, not_listed
 from kdump.check.clean_load import kept_after_clean_shutdown
 from kdump.check.foreign_dirs import add_foreign_dirs
 from kdump.check.logless import add_log_missing
-from kdump.check.lost_records import add_records_missing
+from kdump.check.lost_records import add_partitions_gone, add_records_missing
 from kdump.check.scan import ScanReport, scanned_file, status_of
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
@@ -148,6 +148,7 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
                 part.scan(f, part.wants_indexes(f, wanted))
     reports = [part.report(f) for f in requested]
     add_foreign_dirs(directory, reports)
+    add_partitions_gone(directory, reports, opts.offsets)
     if not part.logs:
         reports = add_log_missing(context, requested, reports)
     every = all(f.path in part.scans for f in part.logs.values())      # (a partial request judges no span)

@@ -134,27 +134,37 @@ def checkpoint_entries(path: str, kind: str) -> Iterator:
         raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
 
 
-def offset_table(path: str, kind: str, keep: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+ABSENT_KEPT = 1000      # entries kept of partitions a checkpoint lists but its log dir does not hold
+
+
+def offset_table(path: str, kind: str, keep: set[tuple[str, int]], absent: dict | None = None
+                 ) -> dict[tuple[str, int], int]:
     """(topic, partition) -> offset of an offset checkpoint's entries whose (topic, partition)
     is in ``keep``, a later entry winning (Kafka's OffsetCheckpointFile.read fills a map);
-    raising as ``checkpoint_entries`` does. The file a broker writes is read a chunk at a time
-    by the format's shortcut; any other is read by ``checkpoint_entries``, the reference."""
+    raising as ``checkpoint_entries`` does; ``absent`` gets the first ``ABSENT_KEPT`` others.
+    The file a broker writes is read a chunk at a time by the format's shortcut; any other is
+    read by ``checkpoint_entries``, the reference."""
     try:
-        table = _usual_table(path, keep)
+        table = _usual_table(path, keep, absent)
     except (KdumpError, OSError):
         table = None        # (the reference says what)
     if table is None:
         table = {}
+        if absent is not None:
+            absent.clear()
         for e in checkpoint_entries(path, kind):
             if (e.topic, e.partition) in keep:
                 table[(e.topic, e.partition)] = e.offset
+            elif absent is not None and (len(absent) < ABSENT_KEPT or (e.topic, e.partition) in absent):
+                absent[(e.topic, e.partition)] = e.offset
     return table
 
 
 _HEAD_LIMIT = 1 << 16        # the version and count lines of a broker's file are a few bytes
 
 
-def _usual_table(path: str, keep: set[tuple[str, int]]) -> dict[tuple[str, int], int] | None:
+def _usual_table(path: str, keep: set[tuple[str, int]], absent: dict | None = None
+                 ) -> dict[tuple[str, int], int] | None:
     """``offset_table`` of a file whose every line is as a broker writes it; else None."""
     from kdump.format.checkpoint import usual_header, usual_offset_fields
 
@@ -191,6 +201,10 @@ def _usual_table(path: str, keep: set[tuple[str, int]]) -> dict[tuple[str, int],
         found += len(fields) // 3
         pairs = dict(zip(zip(fields[0::3], map(int, fields[1::3])), map(int, fields[2::3])))    # (the last wins)
         if not keep >= pairs.keys():
+            if absent is not None:
+                for k, v in pairs.items():
+                    if k not in keep and (len(absent) < ABSENT_KEPT or k in absent):
+                        absent[k] = v
             pairs = {k: v for k, v in pairs.items() if k in keep}
         table.update(pairs)
     return table if found == expected else None

@@ -20,20 +20,21 @@ NAME = "recovery-point-offset-checkpoint"
 KEEP = {("t", 0), ("t", 1), ("a.b-c", 7), ("é", 2), ("t", 10)}
 
 
-def _reference(path: str, keep: set) -> dict | tuple:
-    table = {}
+def _reference(path: str, keep: set) -> tuple:
+    """(the table of ``keep``'s partitions, the entries of the others)."""
+    table, absent = {}, {}
     try:
         for e in checkpoint_entries(path, NAME):
-            if (e.topic, e.partition) in keep:
-                table[(e.topic, e.partition)] = e.offset
+            (table if (e.topic, e.partition) in keep else absent)[(e.topic, e.partition)] = e.offset
     except KdumpError as e:
         return type(e), e.message, e.position
-    return table
+    return table, absent
 
 
-def _shortcut(path: str, keep: set) -> dict | tuple:
+def _shortcut(path: str, keep: set) -> tuple:
+    absent: dict = {}
     try:
-        return offset_table(path, NAME, keep)
+        return offset_table(path, NAME, keep, absent), absent
     except KdumpError as e:
         return type(e), e.message, e.position
 

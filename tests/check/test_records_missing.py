@@ -269,3 +269,41 @@ def test_the_first_segment_gone_is_not_judged_where_a_checkpoint_explains_it(par
     (part.parent / name).write_text("0\n1\nrolled 0 10\n")
     r = run_kdump("verify", "--json", part)
     assert missing(r.out) == []
+
+
+ALL_SHAPES = ROLLED.parent
+
+
+@pytest.fixture
+def logdir(tmp_path) -> Path:
+    d = tmp_path / "all-shapes"
+    shutil.copytree(ALL_SHAPES, d)
+    return d
+
+
+def test_a_partition_dir_deleted(logdir):
+    # The log dir's checkpoints list every partition it holds (LogManager rewrites them after a
+    # topic's deletion renames its dir): an entry without its dir names records that were there.
+    shutil.rmtree(logdir / "rolled-0")
+    r = run_kdump("verify", "--json", logdir)
+    assert r.code == 1
+    assert missing(r.out) == [("recovery-point-offset-checkpoint", None,
+                               "offsets below 240 are missing: the log dir has no rolled-0 directory; the recovery "
+                               "point in recovery-point-offset-checkpoint is 240; the high watermark in "
+                               f"replication-offset-checkpoint is 240{TAIL}")]
+
+
+def test_a_partition_dir_being_deleted_is_fine(logdir):
+    # What a topic deletion leaves until its delay has passed: the dir renamed, <topic>-<p>.<id>-delete.
+    (logdir / "rolled-0").rename(logdir / "rolled-0.0123456789abcdef0123456789abcdef-delete")
+    r = run_kdump("verify", "--json", logdir)
+    assert missing(r.out) == []
+
+
+def test_an_empty_partition_listed_without_its_dir_is_fine(logdir):
+    shutil.rmtree(logdir / "rolled-0")
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        p = logdir / name
+        p.write_text(p.read_text().replace("rolled 0 240", "rolled 0 0"))
+    r = run_kdump("verify", "--json", logdir)
+    assert missing(r.out) == []
