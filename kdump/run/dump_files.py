@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from kdump.errors import ExitStatus, KdumpError, UsageError
 from kdump.render.diagnostics import report_error
 from kdump.storage import fs
-from kdump.storage.levels import expand, levels, list_pending
+from kdump.storage.levels import expand, levels, list_level
 from kdump.storage.logdir import BATCH_KINDS, LogFile
 
 NOTHING_TO_DUMP = "no log segments or KRaft snapshots found here"
@@ -61,17 +61,11 @@ class Walked:
         found = False
         try:
             for level in levels(self.path, "dir"):
-                files = list(level.files)
-                for p in level.partitions:
-                    try:
-                        listing = list_pending(p)
-                    except KdumpError as e:
-                        self._error(e)
-                        continue
-                    if listing is None:
-                        level.log_dirs.append(p.directory)
-                    else:
-                        files += listing
+                listed, log_dirs, errors = list_level(level.partitions)
+                for e in errors:
+                    self._error(e)
+                level.log_dirs.extend(log_dirs)
+                files = list(level.files) + listed
                 dumped, missing = _dumped(files, self.out)
                 found = found or bool(dumped or missing)
                 if dumped:

@@ -13,7 +13,7 @@ from kdump.render.info import info_table, info_text
 from kdump.render.progress import Progress
 from kdump.run.schema_store import info_store, usage_of
 from kdump.storage import fs
-from kdump.storage.levels import NOTHING_HERE, expand, list_pending, resolve, walk
+from kdump.storage.levels import NOTHING_HERE, expand, list_level, resolve, walk
 from kdump.storage.logdir import BATCH_KINDS, directory_groups, is_bootstrap
 from kdump.storage.mapped import file_size
 from kdump.storage.remote import is_remote
@@ -44,17 +44,10 @@ def _run_walked(path: str, out, schemas_path: str | None, jobs: int) -> int:
         files = [f for f in own if f.kind in BATCH_KINDS]
         run.bootstrap([f for f in files if is_bootstrap(f)])
         files = [f for f in files if not is_bootstrap(f)]
-        log_dirs = []
-        for p in partitions:
-            try:
-                listing = list_pending(p)
-            except KdumpError as e:
-                run.error(e)
-                continue
-            if listing is None:
-                log_dirs.append(p.directory)
-            else:
-                files += [f for f in listing if f.kind in BATCH_KINDS]
+        listed, log_dirs, errors = list_level(partitions)
+        for e in errors:
+            run.error(e)
+        files += [f for f in listed if f.kind in BATCH_KINDS]
         run.groups(directory_groups(files))
         return log_dirs
 

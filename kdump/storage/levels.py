@@ -227,6 +227,25 @@ def list_pending(p: Pending) -> list[LogFile] | None:
     return None if files is None else _listed(files)
 
 
+def list_level(partitions: list[Pending]) -> tuple[list[LogFile], list[str], list[KdumpError]]:
+    """The files of a level's pending partition dirs, listed now; the dirs that hold only dirs
+    (log dirs named like partitions); why those that cannot be listed cannot (the rest are)."""
+    files: list[LogFile] = []
+    log_dirs: list[str] = []
+    errors: list[KdumpError] = []
+    for p in partitions:
+        try:
+            listing = list_pending(p)
+        except KdumpError as e:
+            errors.append(e)
+            continue
+        if listing is None:
+            log_dirs.append(p.directory)
+        else:
+            files += listing
+    return files, log_dirs, errors
+
+
 def expand(path: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> list[LogFile]:
     """Every file of ``walk(path)``, listed now; thousands of partition dirs are listed by
     ``jobs`` worker processes. ``errors``: where a partition dir that cannot be listed goes
