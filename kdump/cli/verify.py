@@ -83,8 +83,10 @@ def verify(paths, deep, max_message_size, index_interval_bytes, truncate, broker
     is one finding, at the batch that raised it.
 
     A summary goes to stderr, with all that a broker's recovery would remove: the bytes
-    cut from the first damaged segment of each partition, the later segments it deletes
-    whole, and the offsets lost (as kdump recover plans it). The text and table views
+    cut from the first damaged segment it recovers in each partition (from the one holding
+    the recovery point; a segment without its .index wherever it is), the later segments it
+    deletes whole, and the offsets lost (as kdump recover plans it); damaged segments before
+    the recovery point, which a broker keeps, are counted apart. The text and table views
     show a run of findings of one kind in one file as one line (count, byte and offset
     ranges); --json lists each. On a terminal the table lists the files with damage or
     anomalies and sums up the rest (info findings as a count); --problems lists only
