@@ -3,10 +3,10 @@
 For every Kafka line kdump prints as (kdump.decoders.kafka_lines.LINES) but the oracle's
 (tests/kafka/pom.xml's, which test_dls_parity.py checks in every mode), the line's own
 DumpLogSegments (tests/kafka/dls-pom.xml) dumps every file of test_dls_parity's matrix in one
-JVM (of fixtures/real, the first file of each kind in each folder), and kdump dumps them with ``--kafka-version LINE --escape none``, one run per option
-set. stdout must be equal byte for byte, and the closing report per file, under the same
-departures (parity.compare). A difference between lines that kafka_lines has no rule for
-fails here.
+JVM (of fixtures/real, the first file of each kind in each folder), and kdump dumps them
+with ``--kafka-version LINE --escape none``, one run per option set. stdout must be equal
+byte for byte, and the closing report per file, under the same departures
+(parity.compare). A difference between lines that kafka_lines has no rule for fails here.
 """
 
 from __future__ import annotations
