@@ -55,15 +55,12 @@ java_utf8_init(void)
                 t->len = 3;
                 if (c >= 0xC2 && c <= 0xF4) {
                     t->slow = c >= 0xE0 || (e && (c == 0xC2 || c == 0xD8));
-                    unsigned lo = 0x80, hi = 0xBF;
-                    if (c == 0xE0)
-                        lo = 0xA0;
-                    else if (c == 0xF0)
-                        lo = 0x90;
-                    else if (c == 0xF4)
-                        hi = 0x8F;
+                    unsigned lo, hi;
+                    kd_utf8_lead((unsigned)c, &lo, &hi);
                     /* ED: 80..9F starts a character, A0..BF Java's surrogate rule: both
                      * take the slow path */
+                    if (c == 0xED)
+                        hi = 0xBF;
                     t->lo = (uint16_t)lo;
                     t->span = (uint16_t)(hi - lo);
                 }
@@ -96,31 +93,16 @@ lead_take(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int *valid)
 {
     unsigned c = s[i];
     Py_ssize_t left = n - i;
-    int need, take = 1;
-    unsigned lo2 = 0x80, hi2 = 0xBF;
-    if (c <= 0xDF) {
-        need = 2;
-    } else if (c <= 0xEF) {
-        need = 3;
-        if (c == 0xE0) {
-            lo2 = 0xA0;
-        } else if (c == 0xED) {
-            /* Java takes ED A0..BF (an encoded surrogate) as one malformed sequence with
-             * the continuation byte after it; at the end of the data it stops. */
-            if (left >= 2 && s[i + 1] >= 0xA0 && s[i + 1] <= 0xBF) {
-                *valid = 0;
-                if (left == 2)
-                    return 2;
-                return (s[i + 2] & 0xC0) == 0x80 ? 3 : 2;
-            }
-            hi2 = 0x9F;
-        }
-    } else {
-        need = 4;
-        if (c == 0xF0)
-            lo2 = 0x90;
-        else if (c == 0xF4)
-            hi2 = 0x8F;
+    int take = 1;
+    unsigned lo2, hi2;
+    int need = kd_utf8_lead(c, &lo2, &hi2);
+    /* Java takes ED A0..BF (an encoded surrogate) as one malformed sequence with the
+     * continuation byte after it; at the end of the data it stops. */
+    if (c == 0xED && left >= 2 && s[i + 1] >= 0xA0 && s[i + 1] <= 0xBF) {
+        *valid = 0;
+        if (left == 2)
+            return 2;
+        return (s[i + 2] & 0xC0) == 0x80 ? 3 : 2;
     }
     while (take < need && take < left) {
         unsigned b = s[i + take];

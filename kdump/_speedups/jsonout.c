@@ -80,28 +80,10 @@ put_utf8_string(char *w, const unsigned char *s, Py_ssize_t n, int ascii, int *w
         /* A multi-byte sequence: ``take`` bytes form a valid prefix so far. */
         Py_ssize_t left = n - i;
         uint32_t cp = 0;
-        int need, take = 1;
-        unsigned lo2 = 0x80, hi2 = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 2;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 3;
-            cp = c & 0x0F;
-            if (c == 0xE0)
-                lo2 = 0xA0;       /* no overlong forms */
-            else if (c == 0xED)
-                hi2 = 0x9F;       /* no surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 4;
-            cp = c & 0x07;
-            if (c == 0xF0)
-                lo2 = 0x90;       /* no overlong forms */
-            else if (c == 0xF4)
-                hi2 = 0x8F;       /* nothing above U+10FFFF */
-        } else {
-            need = 1;             /* 80..C1, F5..FF never start a sequence */
-        }
+        int take = 1;
+        unsigned lo2, hi2;
+        int need = kd_utf8_lead(c, &lo2, &hi2);
+        cp = c & (0x7Fu >> need);     /* the lead's own bits */
         if (need > 1) {
             while (take < need && take < left) {
                 unsigned b = s[i + take];
@@ -251,6 +233,20 @@ record_room(const kd_record *r)
     return 256 + json_room(r->klen) + json_room(r->vlen) + 6 * r->hbytes + 40 * r->hcount;
 }
 
+/* A record's ,"key_size":…,"value_size":…,"sequence":… (-1 for a null key or value), in both
+ * of its objects. */
+static char *
+put_sizes_sequence(char *w, const kd_record *r)
+{
+    PUT(w, ",\"key_size\":");
+    w = kd_put_i64(w, r->key == NULL ? -1 : r->klen);
+    PUT(w, ",\"value_size\":");
+    w = kd_put_i64(w, r->value == NULL ? -1 : r->vlen);
+    PUT(w, ",\"sequence\":");
+    w = kd_put_i64(w, r->sequence);
+    return w;
+}
+
 /* One record's object: the one JSON record renderer. Room: record_room's. */
 static char *
 put_record(char *w, const kd_record *r, int encoding)
@@ -259,12 +255,7 @@ put_record(char *w, const kd_record *r, int encoding)
     w = kd_put_i64(w, r->offset);
     PUT(w, ",\"timestamp\":");
     w = kd_put_i64(w, r->timestamp);
-    PUT(w, ",\"key_size\":");
-    w = kd_put_i64(w, r->key == NULL ? -1 : r->klen);
-    PUT(w, ",\"value_size\":");
-    w = kd_put_i64(w, r->value == NULL ? -1 : r->vlen);
-    PUT(w, ",\"sequence\":");
-    w = kd_put_i64(w, r->sequence);
+    w = put_sizes_sequence(w, r);
     w = put_key_value_headers(w, r, encoding, 1, NULL);
     if (r->magic < 2) {                         /* a legacy record also carries its own crc and crc_valid */
         PUT(w, ",\"crc\":");
@@ -346,6 +337,16 @@ ascii_text(const kd_out *o, Py_ssize_t from)
     return text;
 }
 
+/* What a writer's ``rc`` makes of ``o``, which it ends: its text (rc > 0), None (0: not
+ * ours, the Python writer does it), or NULL with the exception set (rc < 0). */
+static PyObject *
+written(kd_out *o, int rc)
+{
+    PyObject *result = rc > 0 ? ascii_text(o, 0) : rc == 0 ? Py_NewRef(Py_None) : NULL;
+    kd_out_end(o);
+    return result;
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* The entry points: where the records come from                                        */
 /* ------------------------------------------------------------------------------------ */
@@ -368,12 +369,7 @@ kd_json_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     kd_offsets f = {NULL, 0, 0, 0, 0};
     kd_out o;
     kd_out_begin(&o);
-    int rc = put_records(&o, &it, (int)encoding, &f);
-    PyObject *result = rc > 0 ? ascii_text(&o, 0) : NULL;
-    kd_out_end(&o);
-    if (rc == 0)
-        Py_RETURN_NONE;
-    return result;
+    return written(&o, put_records(&o, &it, (int)encoding, &f));
 }
 
 /* json_batch_line(file_json, batch, records, encoding) -> str | None: the line of a batch
@@ -402,23 +398,17 @@ kd_json_batch_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     kd_out_begin(&o);
     int rc = put_line(&o, ascii_file ? (const char *)PyUnicode_DATA(file_json) : "", n, v,
                       records == Py_None ? NULL : &it, (int)encoding, &f);
-    PyObject *result = NULL;
-    if (rc > 0 && ascii_file) {
-        result = ascii_text(&o, 0);
-    } else if (rc > 0) {
-        Py_ssize_t head = LINE_HEAD_LEN;
-        PyObject *start = PyUnicode_FromStringAndSize(o.p, head);
-        PyObject *rest = PyUnicode_FromStringAndSize(o.p + head, o.len - head);
-        PyObject *part = (start && rest) ? PyUnicode_Concat(start, file_json) : NULL;
-        result = part ? PyUnicode_Concat(part, rest) : NULL;
-        Py_XDECREF(start);
-        Py_XDECREF(rest);
-        Py_XDECREF(part);
-    }
+    if (rc <= 0 || ascii_file)
+        return written(&o, rc);
+    PyObject *start = PyUnicode_FromStringAndSize(o.p, LINE_HEAD_LEN);
+    PyObject *rest = PyUnicode_FromStringAndSize(o.p + LINE_HEAD_LEN, o.len - LINE_HEAD_LEN);
+    PyObject *part = (start && rest) ? PyUnicode_Concat(start, file_json) : NULL;
+    PyObject *result = part ? PyUnicode_Concat(part, rest) : NULL;
+    Py_XDECREF(start);
+    Py_XDECREF(rest);
+    Py_XDECREF(part);
     kd_out_end(&o);
-    if (rc == 0)
-        Py_RETURN_NONE;     /* not ours: the Python writer does this line */
-    return result;          /* NULL with an exception set when rc < 0 */
+    return result;
 }
 
 /* The (line, first, last) a line writer returns (first and last None: no record), or None
@@ -472,6 +462,20 @@ kd_json_v2_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return line_result(&o, rc, &f);
 }
 
+/* put_line as kd_run_write calls it, for the file and encoding of ``ctx``. */
+typedef struct {
+    const char *file;
+    Py_ssize_t file_len;
+    int encoding;
+} line_ctx;
+
+static int
+run_line(kd_out *o, const int64_t *v, kd_records *it, kd_offsets *f, void *ctx)
+{
+    const line_ctx *c = ctx;
+    return put_line(o, c->file, c->file_len, v, it, c->encoding, f);
+}
+
 /*
  * json_v2_run(file_json, buf, pos, end, max_batches, max_records, max_section, encoding, max_out)
  *   -> (text, new_pos, first, last):
@@ -501,29 +505,11 @@ kd_json_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return Py_BuildValue("(OnOO)", Py_None, r.pos, Py_None, Py_None);
     }
     r.end = kd_end(&r.view, r.end);
-    const char *file = (const char *)PyUnicode_DATA(file_json);
-    Py_ssize_t file_len = PyUnicode_GET_LENGTH(file_json);
     kd_offsets f = {NULL, 1, 0, 0, 0};
     kd_out o;
     kd_out_begin(&o);
-    int rc = 1;
-    kd_records it;
-    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out && kd_run_next(&r, &it); n++) {
-        Py_ssize_t mark = o.len;
-        kd_offsets before = f;
-        if (n) {
-            if ((rc = kd_out_reserve(&o, 1)) < 0)
-                break;
-            o.p[o.len++] = '\n';
-        }
-        rc = put_line(&o, file, file_len, r.v, &it, (int)encoding, &f);
-        if (rc <= 0) {          /* not ours (a gap included: the caller's report sees it) */
-            o.len = mark;
-            f = before;
-            break;
-        }
-        r.pos += (Py_ssize_t)r.v[BF_SIZE];
-    }
+    line_ctx ctx = {(const char *)PyUnicode_DATA(file_json), PyUnicode_GET_LENGTH(file_json), (int)encoding};
+    int rc = kd_run_write(&r, &o, &f, max_batches, max_out, '\n', run_line, &ctx);
     PyBuffer_Release(&r.view);
     PyObject *result = NULL;
     if (rc >= 0) {
@@ -590,12 +576,7 @@ put_flat_record(char *w, const kd_record *r, const char *head, Py_ssize_t hn, co
     PUT(w, ",\"timestamp\":");
     w = kd_put_i64(w, r->timestamp);
     w = put_key_value_headers(w, r, encoding, 0, wide);
-    PUT(w, ",\"key_size\":");
-    w = kd_put_i64(w, r->key == NULL ? -1 : r->klen);
-    PUT(w, ",\"value_size\":");
-    w = kd_put_i64(w, r->value == NULL ? -1 : r->vlen);
-    PUT(w, ",\"sequence\":");
-    w = kd_put_i64(w, r->sequence);
+    w = put_sizes_sequence(w, r);
     memcpy(w, tail, (size_t)tn);
     return w + tn;
 }

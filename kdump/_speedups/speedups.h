@@ -498,6 +498,27 @@ int kd_legacy_check(const unsigned char *d, Py_ssize_t end, int64_t wrapper_offs
 void kd_legacy_next(const unsigned char *d, Py_ssize_t *p, int64_t base, const int64_t *log_append_ts,
                     kd_record *r);
 
+/* A UTF-8 lead byte's sequence, by Unicode's table of well-formed byte sequences: how many
+ * bytes it takes (1: the byte starts none, 80..C1 and F5..FF) and the range of its second
+ * byte, which rules out overlong forms, surrogates and anything above U+10FFFF. */
+static inline int
+kd_utf8_lead(unsigned c, unsigned *lo2, unsigned *hi2)
+{
+    *lo2 = 0x80;
+    *hi2 = 0xBF;
+    if (c < 0xC2 || c > 0xF4)
+        return 1;
+    if (c == 0xE0)
+        *lo2 = 0xA0;
+    else if (c == 0xED)
+        *hi2 = 0x9F;
+    else if (c == 0xF0)
+        *lo2 = 0x90;
+    else if (c == 0xF4)
+        *hi2 = 0x8F;
+    return c <= 0xDF ? 2 : c <= 0xEF ? 3 : 4;
+}
+
 /* Whether ``offset`` follows ``prev`` (check/gaps.py follow; nothing follows int64's end). */
 static inline int
 kd_follows(int64_t prev, int64_t offset)
@@ -583,6 +604,18 @@ void kd_out_end(kd_out *o);                 /* gives the memory back (freed when
 
 /* Copies o's bytes to the end of the bytearray ``out``: 0, or -1 with an exception set. */
 int kd_out_append_to(const kd_out *o, PyObject *out);
+
+/* A run writer's hand for one batch (text.c draw_batch, jsonout.c put_line): > 0 written,
+ * 0 not its own, -1 with an exception set. */
+typedef int (*kd_batch_writer)(kd_out *o, const int64_t *v, kd_records *it, kd_offsets *f, void *ctx);
+
+/* The run writers' one loop (text_v2_run, json_v2_run): the batches kd_run_next offers from
+ * r->pos on, each written by ``write`` (``sep``, unless 0, between two), until one is not
+ * taken, after ``max_batches`` or once ``max_out`` bytes are in ``o``. A batch not taken
+ * leaves ``o`` and ``f`` as they were before it and r->pos at it (Python takes it from
+ * there). 1, or -1 with an exception set. */
+int kd_run_write(kd_run *r, kd_out *o, kd_offsets *f, Py_ssize_t max_batches, Py_ssize_t max_out, char sep,
+                 kd_batch_writer write, void *ctx);
 
 static inline char *
 kd_put_i64(char *w, int64_t v)

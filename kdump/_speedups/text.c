@@ -328,6 +328,13 @@ taken(const kd_offsets *f, Py_ssize_t pos, int with_pos)
     return f->seen ? Py_BuildValue("(LL)", (long long)f->first, (long long)f->prev) : Py_NewRef(Py_None);
 }
 
+/* draw_batch as kd_run_write calls it, ``ctx`` the mode. */
+static int
+run_batch(kd_out *o, const int64_t *v, kd_records *it, kd_offsets *f, void *ctx)
+{
+    return draw_batch(o, NULL, v, it, *(const int *)ctx, f);
+}
+
 /*
  * text_v2_run(out, buf, pos, end, max_batches, max_records, mode, last, gaps, max_out)
  *   -> (new_pos, first, last):
@@ -362,21 +369,10 @@ kd_text_v2_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     kd_offsets_mark run = kd_offsets_here(&f);
     kd_out o;
     kd_out_begin(&o);
-    int rc = 1;
-    kd_records it;
-    for (Py_ssize_t n = 0; n < max_batches && o.len < max_out && kd_run_next(&r, &it); n++) {
-        Py_ssize_t mark = o.len;
-        kd_offsets_mark batch = kd_offsets_here(&f);
-        rc = draw_batch(&o, NULL, r.v, &it, (int)mode, &f);
-        if (rc <= 0) {          /* not ours after all: as it was before this batch */
-            o.len = mark;
-            kd_offsets_undo(&f, &batch);
-            break;
-        }
-        r.pos += (Py_ssize_t)r.v[BF_SIZE];
-    }
+    int draw_mode = (int)mode;
+    int rc = kd_run_write(&r, &o, &f, max_batches, max_out, 0, run_batch, &draw_mode);
     PyBuffer_Release(&r.view);
-    if (finish(&o, out, rc < 0 ? -1 : 1, &f, &run) < 0)
+    if (finish(&o, out, rc, &f, &run) < 0)
         return NULL;
     PyObject *result = taken(&f, r.pos, 1);
     if (result == NULL)

@@ -92,3 +92,28 @@ kd_offsets_gap(kd_offsets *f, int64_t offset)
     Py_DECREF(pair);
     return 0;
 }
+
+int
+kd_run_write(kd_run *r, kd_out *o, kd_offsets *f, Py_ssize_t max_batches, Py_ssize_t max_out, char sep,
+             kd_batch_writer write, void *ctx)
+{
+    int rc = 1;
+    kd_records it;
+    for (Py_ssize_t n = 0; n < max_batches && o->len < max_out && kd_run_next(r, &it); n++) {
+        Py_ssize_t mark = o->len;
+        kd_offsets_mark before = kd_offsets_here(f);
+        if (n && sep) {
+            if ((rc = kd_out_reserve(o, 1)) < 0)
+                break;
+            o->p[o->len++] = sep;
+        }
+        rc = write(o, r->v, &it, f, ctx);
+        if (rc <= 0) {          /* not ours after all (a gap included: the caller's report sees it) */
+            o->len = mark;
+            kd_offsets_undo(f, &before);
+            break;
+        }
+        r->pos += (Py_ssize_t)r->v[BF_SIZE];
+    }
+    return rc < 0 ? -1 : 1;
+}
