@@ -26,7 +26,7 @@ import _common  # noqa: E402
 
 from kdump.errors import KdumpError  # noqa: E402
 from kdump.schemas import budget, sources  # noqa: E402
-from kdump.schemas.avro_text import _dumps  # noqa: E402
+from kdump.schemas.avro_text import compact_json  # noqa: E402
 from kdump.schemas.decoder import SchemaDecoder  # noqa: E402
 from kdump.schemas.store import Schema, SchemaStore  # noqa: E402
 
@@ -90,7 +90,7 @@ def _avro(dec: SchemaDecoder, data: bytes) -> None:
         except KdumpError:
             results.append(None)
             continue
-        text = value if as_text else _dumps(value)
+        text = value if as_text else compact_json(value)
         # exact for the text; the value objects are held to the walk's count of the fewest
         # bytes, which a datum's own bytes can pass by what they spell (digits, escapes)
         slack = 0 if as_text else 64 * len(data)

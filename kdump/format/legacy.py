@@ -168,7 +168,7 @@ def check_inner_count(batch: Batch, limits: Limits) -> None:
     allow (its count is known once the walk has opened it: ``check_record_count`` for v2)."""
     count = batch.count
     if count is not None and count > limits.max_records:
-        off, why = _names(batch, batch.last_offset)
+        off, why = wrapper_names(batch, batch.last_offset)
         raise RecordCountLimitError(f"compressed message at {off} holds {count} inner messages, more than the "
                                     f"limit of {limits.max_records} (--max-records-per-batch); not decoded{why}",
                                     position=batch.position)
@@ -221,14 +221,14 @@ def _inner_messages(wrapper: Message, wrapper_offset: int, limits: Limits) -> li
     return _inner_records(wrapper, wrapper_offset, _inner_data(wrapper, wrapper_offset, limits))
 
 
-def _names(wrapper: Message | Batch, wrapper_offset: int) -> tuple[str, str]:
+def wrapper_names(wrapper: Message | Batch, wrapper_offset: int) -> tuple[str, str]:
     # The wrapper's offset is named as only claimed when its CRC fails (records.batch_name for v2).
     return (f"offset {wrapper_offset}", "") if wrapper.crc_valid else (f"claimed offset {wrapper_offset}",
                                                                       " (its CRC fails)")
 
 
 def _inner_data(wrapper: Message, wrapper_offset: int, limits: Limits, limit: int | None = None) -> bytes:
-    off, why = _names(wrapper, wrapper_offset)
+    off, why = wrapper_names(wrapper, wrapper_offset)
     if wrapper.value is None:
         raise InvalidRecordError(f"compressed message at {off} has a null value{why}")
     try:
@@ -253,7 +253,7 @@ def _inner_data_or_size(wrapper: Message, wrapper_offset: int, limits: Limits) -
 def _inner_pieces(wrapper: Message, wrapper_offset: int, limits: Limits) -> Iterator[bytes]:
     """The inner set decompressed a piece of a few MiB at most at a time, errors named as
     ``_inner_data`` names them."""
-    off, why = _names(wrapper, wrapper_offset)
+    off, why = wrapper_names(wrapper, wrapper_offset)
     try:
         yield from decompress_chunks(wrapper.codec, wrapper.value or b"", wrapper.magic, limits=limits, stream=True)
     except CodecError as e:
@@ -280,7 +280,7 @@ def inner_windows(wrapper: Message, wrapper_offset: int, limits: Limits,
     of its stream: (window, start, end, their count, first and last inner offset), each
     checked as ``_inner_records`` checks it; its error raised where it is malformed. The window
     holds WINDOW bytes, or the largest entry and a piece."""
-    off, why = _names(wrapper, wrapper_offset)
+    off, why = wrapper_names(wrapper, wrapper_offset)
     pieces = _inner_pieces(wrapper, wrapper_offset, limits)
     c = _accel.native()
     window, pos, seen = b"", 0, 0       # seen: the stream's bytes read into windows so far
@@ -294,7 +294,7 @@ def inner_windows(wrapper: Message, wrapper_offset: int, limits: Limits,
         origin = seen - end             # the window's first byte in the set
         run = c.legacy_scan(window, pos, end) if c is not None else None
         if run is None:                 # malformed (or no C): the reference raises, or says the same
-            entries, next_pos = _entries(window, pos, end, off, why, origin, final=False)
+            entries, next_pos = inner_entries(window, pos, end, off, why, origin, final=False)
             run = (next_pos, len(entries), entries[0][0], entries[-1][0]) if entries else (pos, 0, 0, 0)
         next_pos, k, first, last = run
         if k:
@@ -303,13 +303,13 @@ def inner_windows(wrapper: Message, wrapper_offset: int, limits: Limits,
         if pos < end:                   # an entry not wholly in the window: read on, unless the set ends first
             entry = 12 + OFFSET_AND_SIZE.unpack_from(window, pos)[1] if end - pos >= 12 else 12
             if seen == size or origin + pos + entry > size:
-                _entries(window, pos, end, off, why, origin)        # (final: raises)
+                inner_entries(window, pos, end, off, why, origin)        # (final: raises)
             window, seen = refill_window(pieces, window, pos, seen, max(WINDOW, entry), size)
             pos = 0
 
 
 def _inner_records(wrapper: Message, wrapper_offset: int, data: bytes) -> list[Record]:
-    off, why = _names(wrapper, wrapper_offset)
+    off, why = wrapper_names(wrapper, wrapper_offset)
     log_append = log_append_ts(wrapper)
     if (c := _accel.native()) is not None:
         # The C version of the loop below answers None for anything malformed, and this
@@ -317,14 +317,14 @@ def _inner_records(wrapper: Message, wrapper_offset: int, data: bytes) -> list[R
         records = c.decode_legacy_set(data, wrapper_offset, wrapper.magic, log_append)
         if records is not None:
             return LargeRecords(records) if len(data) > LARGE_PAYLOAD else records
-    entries, _ = _entries(data, 0, len(data), off, why)
+    entries, _ = inner_entries(data, 0, len(data), off, why)
     base = _base(wrapper, wrapper_offset, len(entries), entries[-1][0] if entries else 0)
     records = inner_records(entries, base, log_append)
     # (marked as a v2 batch's are: a large inner set may hold values to write in pieces)
     return LargeRecords(records) if len(data) > LARGE_PAYLOAD else records
 
 
-def _entries(data, pos: int, end: int, off: str, why: str, origin: int = 0, final: bool = True,
+def inner_entries(data, pos: int, end: int, off: str, why: str, origin: int = 0, final: bool = True,
              most: int = -1) -> tuple[list[tuple[int, Message]], int]:
     """The inner entries of ``data[pos:end]`` (inner byte ``origin`` + pos of the set), at most
     ``most`` (-1: all), each checked, and where the next starts. Unless ``final`` (the set ends
@@ -352,7 +352,7 @@ def _entries(data, pos: int, end: int, off: str, why: str, origin: int = 0, fina
 def _base(wrapper: Message, wrapper_offset: int, count: int, last_relative: int) -> int:
     """What the inner offsets of a set of ``count`` messages are added to (v1's are relative to
     the last one, which has the wrapper's offset)."""
-    off, why = _names(wrapper, wrapper_offset)
+    off, why = wrapper_names(wrapper, wrapper_offset)
     if not count:
         raise InvalidRecordError(f"Found invalid compressed record set with no inner records at {off}{why}")
     if wrapper.magic < 1:

@@ -18,14 +18,14 @@ from kdump.errors import CodecError, KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import (
     Message,
-    _entries,
-    _names,
     check_inner_count,
     decode_legacy,
+    inner_entries,
     inner_records,
     inner_windows,
     log_append_ts,
     opened_inner,
+    wrapper_names,
 )
 from kdump.format.records import LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords
 from kdump.model import COMPRESSION_MASK, Batch, Record
@@ -71,8 +71,8 @@ def decode_span(data, start: int, end: int, base: int, take: int, log_append: in
         if got is not None:
             return got
         # malformed (never in a checked set) or offsets past int64: the reference decides
-    off, why = _names(wrapper, wrapper_offset)
-    entries, pos = _entries(data, start, end, off, why, final=False, most=take)
+    off, why = wrapper_names(wrapper, wrapper_offset)
+    entries, pos = inner_entries(data, start, end, off, why, final=False, most=take)
     return inner_records(entries, base, log_append), pos
 
 

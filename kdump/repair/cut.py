@@ -30,7 +30,15 @@ from kdump import findings as F
 from kdump.errors import KdumpError, WriteError
 from kdump.repair.indexes import rebuild_changes, trim_txnindex
 from kdump.storage.names import CORRUPT_INFIX, INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX, offset_name
-from kdump.storage.safewrite import Change, _wrap, atomic_write, link_count, read_range, refuse_symlink, same_content
+from kdump.storage.safewrite import (
+    Change,
+    atomic_write,
+    link_count,
+    read_range,
+    refuse_symlink,
+    same_content,
+    write_error,
+)
 
 __all__ = ["CORRUPT_INFIX"]      # (its home is storage.names; imported from here too)
 
@@ -71,7 +79,7 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
     try:
         size = os.path.getsize(log_path)
     except OSError as e:
-        raise _wrap(log_path, "inspect", e) from None
+        raise write_error(log_path, "inspect", e) from None
     if size != expected_size:
         raise WriteError(f"the file changed since it was scanned ({expected_size} bytes then, {size} now); "
                          f"not truncated", file=log_path)
@@ -93,14 +101,14 @@ def truncate_log(log_path: str, valid_bytes: int, expected_size: int) -> list[Ch
     try:
         fd = os.open(log_path, flags)
     except OSError as e:
-        raise _wrap(log_path, "open for truncation", e) from None
+        raise write_error(log_path, "open for truncation", e) from None
     try:
         if os.fstat(fd).st_size != size:
             raise WriteError("the file changed while it was being repaired; not truncated", file=log_path)
         os.ftruncate(fd, valid_bytes)
         os.fsync(fd)
     except OSError as e:
-        raise _wrap(log_path, "truncate", e) from None
+        raise write_error(log_path, "truncate", e) from None
     finally:
         os.close(fd)
     changes.append(Change("truncated", log_path, f"cut to {valid_bytes} bytes (was {size})"))

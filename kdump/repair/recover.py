@@ -67,8 +67,8 @@ def partition_dirs(path: str) -> list[tuple[str, str | None]]:
     parent = log_dir_of(path)     # its checkpoints are in the log dir it really lives in
     # The listing decides, as for every command (a log dir may be called kafka-1); a partition's
     # own quarantine folders do not make it a log dir.
-    entries = [e for e in K._scandir(path) if not e.name.startswith(QUARANTINE_PREFIX)]
-    if K._is_partition_dir(entries, name):
+    entries = [e for e in K.list_directory(path) if not e.name.startswith(QUARANTINE_PREFIX)]
+    if K.is_partition_dir(entries, name):
         return [(path, parent)]
     out = []
     for e in sorted(fs.scandir(path), key=lambda e: e.name):

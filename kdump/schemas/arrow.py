@@ -123,9 +123,9 @@ class ValueColumn:
                     else:
                         v = self.decoder.decode(data, True)[0]
                         if not getattr(v, "is_json_text", False):
-                            from kdump.schemas.avro_text import _dumps
+                            from kdump.schemas.avro_text import compact_json
 
-                            v = _dumps(v)
+                            v = compact_json(v)
                         if self.typed is not None:
                             raise DecodeError(f"schema {frame.schema_id(data)}, not the topic's one schema "
                                               f"{self.typed[1]}")

@@ -25,7 +25,7 @@ from kdump.schemas import budget
 from kdump.schemas.avro import PRIMITIVES, Parsed, to_json
 
 _FLOAT, _DOUBLE = struct.Struct("<f").unpack_from, struct.Struct("<d").unpack_from
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -43,7 +43,7 @@ _long = read_varlong        # an error (too long, past 64 bits, past the end): t
 
 
 def _float_text(x: float) -> str:
-    return repr(x) if x - x == 0 else _dumps(to_json(x))
+    return repr(x) if x - x == 0 else compact_json(to_json(x))
 
 
 def _logical_text(x: Any) -> str:
@@ -53,7 +53,7 @@ def _logical_text(x: Any) -> str:
         return '"' + x.isoformat().replace("+00:00", "Z") + '"'
     if t is _Decimal:
         return '"' + format(x, "f") + '"'
-    return _dumps(to_json(x))
+    return compact_json(to_json(x))
 
 
 def _b64(b: bytes) -> str:
@@ -65,7 +65,7 @@ class _Compiler:
         self.named = named
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"_long": _long, "_F": _FLOAT, "_D": _DOUBLE, "_esc": encode_basestring,
-                                    "_ft": _float_text, "_b64": _b64, "_dumps": _dumps, "_lt": _logical_text,
+                                    "_ft": _float_text, "_b64": _b64, "_dumps": compact_json, "_lt": _logical_text,
                                     "IMIN": INT_MIN, "IMAX": INT_MAX, "_bud": [0]}
         self.funcs: dict[int, str] = {}
         self.by_name: dict[str, str] = {}
@@ -290,7 +290,7 @@ def decode_text(p: Parsed, data: bytes, pos: int) -> JsonText:
         else:
             if end == len(data) and len(text) <= budget.Limits.output_bytes:
                 return JsonText(text)
-    return JsonText(budget.check_text(_dumps(avro.decode(p, data, pos)), pos))
+    return JsonText(budget.check_text(compact_json(avro.decode(p, data, pos)), pos))
 
 
 # -- the C twin (kdump/_speedups/avrojson.c) ------------------------------------------------------

@@ -17,17 +17,17 @@ from kdump.storage import fs, logdir
 from kdump.storage.logdir import (
     FIXED_NAMES,
     LogFile,
-    _is_file,
-    _is_partition_dir,
-    _listed,
-    _log_file,
-    _name_info,
-    _partition_of,
-    _prefix,
-    _scan_pages,
+    dir_prefix,
     is_bootstrap,
+    is_file_entry,
+    is_partition_dir,
+    keep_listing,
+    log_file,
+    name_info,
     parse_partition_dir,
     partition_files,
+    partition_of,
+    scan_pages,
 )
 from kdump.storage.names import LEFTOVER_SUFFIXES
 
@@ -85,14 +85,14 @@ def levels(path: str, kind: str | None = None, _depth: int = 0) -> Iterator[Leve
     if kind is None:
         raise InputError("cannot read: no such file or directory", file=path)
     if kind != "dir":
-        f = _log_file(path, *_partition_of(os.path.dirname(fs.abspath(path))), strict=False)
+        f = log_file(path, *partition_of(os.path.dirname(fs.abspath(path))), strict=False)
         if f is None:
             raise UnknownFileKindError(
                 "not a file kdump reads (expected a .log, .index, .timeindex, .txnindex, .snapshot, KRaft "
                 ".checkpoint, checkpoint or metadata file, by name)", file=path)
         yield Level([f], [], [])
         return
-    pages = _scan_pages(path)
+    pages = scan_pages(path)
     entries = next(pages, [])
     more = next(pages, None)
     if more is not None:        # a remote listing of more than one page: taken as it comes
@@ -106,11 +106,11 @@ def levels(path: str, kind: str | None = None, _depth: int = 0) -> Iterator[Leve
 
 def _walk_level(path: str, entries: list) -> Generator[Level, None, list[str]]:
     """``levels``' level of one listing; returns the dirs to walk next."""
-    if _is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
-        yield Level(_listed(partition_files(path, entries)), [], [], path)
+    if is_partition_dir(entries, os.path.basename(os.path.normpath(path))):
+        yield Level(keep_listing(partition_files(path, entries)), [], [], path)
         return []
     own, partitions, others = [], [], []
-    prefix = _prefix(path)
+    prefix = dir_prefix(path)
     for e in entries:
         name = e.name
         if e.is_dir(follow_symlinks=False):
@@ -120,8 +120,8 @@ def _walk_level(path: str, entries: list) -> Generator[Level, None, list[str]]:
             else:
                 others.append(prefix + name)
         else:
-            f = _log_file(prefix + name, None, None)
-            if f is not None and _is_file(e):
+            f = log_file(prefix + name, None, None)
+            if f is not None and is_file_entry(e):
                 own.append(f)
     own.sort(key=lambda f: f.name)
     partitions.sort()
@@ -142,7 +142,7 @@ def _walk_pages(path: str, pages: Iterator[list]) -> Generator[Level, None, list
     topic's partitions until the listing leaves the topic: "t-10" is listed before "t-9") and
     a page are in memory. The log dir's own files, in the first level, are asked for by name
     where the listing has not reached them yet."""
-    prefix = _prefix(path)
+    prefix = dir_prefix(path)
     kept: list | None = []      # every entry, until the names of segments are behind (not a partition dir)
     held: list[Pending] = []    # a heap
     own: list[LogFile] | None = None        # None: not visited yet
@@ -176,7 +176,7 @@ def _walk_pages(path: str, pages: Iterator[list]) -> Generator[Level, None, list
             elif own is None:
                 seen.append(e)
         if kept is not None:
-            if any(_name_info(e.name)[1] and _is_file(e) for e in seen if _name_info(e.name)[0] is not None):
+            if any(name_info(e.name)[1] and is_file_entry(e) for e in seen if name_info(e.name)[0] is not None):
                 kept.extend(e for page in pages for e in page)      # a partition dir: listed whole
                 return (yield from _walk_level(path, kept))
             if last[:1] <= "9" or not held and not others:
@@ -204,8 +204,8 @@ def _own_files(path: str, prefix: str, seen: list, last: str) -> list[LogFile]:
                 entries.update((e.name, e) for e in fs.named(path, name) if not e.is_dir())
     own = []
     for name, e in entries.items():
-        f = _log_file(prefix + name, None, None)
-        if f is not None and _is_file(e):
+        f = log_file(prefix + name, None, None)
+        if f is not None and is_file_entry(e):
             own.append(f)
     return sorted(own, key=lambda f: f.name)
 
@@ -224,7 +224,7 @@ def list_pending(p: Pending) -> list[LogFile] | None:
     """``partition_files`` of a pending partition dir, or None if it holds only dirs; kept
     for the ``take_listing`` of the check that follows."""
     files = _listing(p)
-    return None if files is None else _listed(files)
+    return None if files is None else keep_listing(files)
 
 
 def list_level(partitions: list[Pending]) -> tuple[list[LogFile], list[str], list[KdumpError]]:
@@ -263,7 +263,7 @@ def expand(path: str, jobs: int = 1, errors: list[KdumpError] | None = None) -> 
             elif listing is None:
                 log_dirs.append(p.directory)
             else:
-                out.extend(_listed(listing))
+                out.extend(keep_listing(listing))
         return log_dirs
 
     walk(path, visit)
@@ -287,8 +287,8 @@ def _partition_listing(p: Pending) -> list[LogFile] | None | KdumpError:
 
 
 def _listing(p: Pending) -> list[LogFile] | None:
-    listing = logdir._scandir(p.directory)   # (looked up here: a test may stand in for it)
-    return partition_files(p.directory, listing, p[:2]) if _is_partition_dir(listing, p.name) else None
+    listing = logdir.list_directory(p.directory)   # (looked up here: a test may stand in for it)
+    return partition_files(p.directory, listing, p[:2]) if is_partition_dir(listing, p.name) else None
 
 
 def resolve(paths: list[str] | tuple[str, ...], kinds: tuple[str, ...] | None = None,

@@ -88,7 +88,7 @@ _names: dict[str, tuple[tuple[str, int | None, str | None] | None, bool]] = {}
 _NAMES_KEPT = 1 << 16
 
 
-def _name_info(name: str) -> tuple[tuple[str, int | None, str | None] | None, bool]:
+def name_info(name: str) -> tuple[tuple[str, int | None, str | None] | None, bool]:
     """(``classify(name)``, whether the name starts with a base offset) for a strict name."""
     info = _names.get(name)
     if info is None:
@@ -99,7 +99,7 @@ def _name_info(name: str) -> tuple[tuple[str, int | None, str | None] | None, bo
 
 
 def _classify_name(name: str) -> tuple[str, int | None, str | None] | None:
-    return _name_info(name)[0]
+    return name_info(name)[0]
 
 
 def _classify(basename: str, strict: bool) -> tuple[str, int | None, str | None] | None:
@@ -119,7 +119,7 @@ def _classify(basename: str, strict: bool) -> tuple[str, int | None, str | None]
     return kind, base, leftover
 
 
-def _log_file(path: str, topic: str | None, partition: int | None, strict: bool = True) -> LogFile | None:
+def log_file(path: str, topic: str | None, partition: int | None, strict: bool = True) -> LogFile | None:
     c = classify(path, strict)
     if c is None:
         return None
@@ -127,7 +127,7 @@ def _log_file(path: str, topic: str | None, partition: int | None, strict: bool 
     return LogFile(path, kind, topic, partition, base, leftover)
 
 
-def _partition_of(directory: str) -> tuple[str | None, int | None]:
+def partition_of(directory: str) -> tuple[str | None, int | None]:
     parsed = parse_partition_dir(os.path.basename(os.path.normpath(directory)))
     return (parsed[0], parsed[1]) if parsed else (None, None)
 
@@ -142,25 +142,25 @@ def partition_files(directory: str, entries: list[os.DirEntry] | None = None,
     """Every file kdump knows in one partition dir, segments in base-offset order
     (``entries``: its listing, when the caller has just made one; ``parsed``: the topic and
     partition its name gives)."""
-    topic, partition = parsed[:2] if parsed is not None else _partition_of(directory)
-    prefix = _prefix(directory)
+    topic, partition = parsed[:2] if parsed is not None else partition_of(directory)
+    prefix = dir_prefix(directory)
     keyed = []
-    for entry in _scandir(directory) if entries is None else entries:
+    for entry in list_directory(directory) if entries is None else entries:
         name = entry.name
-        c = _name_info(name)[0]
-        if c is not None and _is_file(entry):
+        c = name_info(name)[0]
+        if c is not None and is_file_entry(entry):
             keyed.append((_order(c[1], c[0], c[2], name), LogFile(prefix + name, c[0], topic, partition, c[1], c[2])))
     if len(keyed) > 1:
         keyed.sort(key=lambda k: k[0])
     return [f for _, f in keyed]
 
 
-def _prefix(directory: str) -> str:
+def dir_prefix(directory: str) -> str:
     """What ``os.path.join(directory, name)`` puts before ``name``."""
     return directory if not directory or directory.endswith("/") else directory + "/"
 
 
-def _is_file(entry: os.DirEntry) -> bool:
+def is_file_entry(entry: os.DirEntry) -> bool:
     """A regular file, or a link to one. A link that cannot be followed (a loop: ``a -> b``,
     ``b -> a``) counts as a file, so that reading it gives one located error for it alone."""
     try:
@@ -180,27 +180,27 @@ def take_listing(directory: str) -> list[LogFile] | None:
     return _listings.pop(directory, None)
 
 
-def _listed(files: list[LogFile]) -> list[LogFile]:
+def keep_listing(files: list[LogFile]) -> list[LogFile]:
     if files:
         _listings[os.path.dirname(files[0].path)] = files
     return files
 
 
-def _scandir(directory: str) -> list[os.DirEntry]:
+def list_directory(directory: str) -> list[os.DirEntry]:
     try:
         return fs.scandir(directory)
     except OSError as e:
         raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
 
 
-def _scan_pages(directory: str) -> Iterator[list[os.DirEntry]]:
+def scan_pages(directory: str) -> Iterator[list[os.DirEntry]]:
     try:
         yield from fs.scan_pages(directory)
     except OSError as e:
         raise InputError(f"cannot list directory: {e.strerror}", file=directory) from None
 
 
-def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
+def is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
     """A dir holding segment-style files is a partition; one holding only dirs is a log dir.
 
     The name alone cannot decide: a log dir called ``kafka-1`` looks like a partition.
@@ -210,8 +210,8 @@ def _is_partition_dir(entries: list[os.DirEntry], name: str) -> bool:
         if e.is_dir(follow_symlinks=False):     # (no system call) a log dir's thousands of entries
             has_dirs = True                     # are dirs: their names need no classifying
             continue
-        c, offset_named = _name_info(e.name)
-        if c is not None and offset_named and _is_file(e):
+        c, offset_named = name_info(e.name)
+        if c is not None and offset_named and is_file_entry(e):
             return True
     return not has_dirs and parse_partition_dir(name) is not None
 

@@ -27,7 +27,7 @@ from kdump.errors import InputError, UsageError
 from kdump.format.checkpoint import OFFSET_KINDS
 from kdump.format.logdir_files import META_PROPERTIES_FILE
 from kdump.storage import fs
-from kdump.storage.logdir import _name_info, parse_partition_dir
+from kdump.storage.logdir import name_info, parse_partition_dir
 from kdump.storage.names import INDEX_SUFFIX, LOG_SUFFIX, TIMEINDEX_SUFFIX
 from kdump.storage.remote import is_remote
 
@@ -65,7 +65,7 @@ def _holds_segments(entries) -> bool:
     for e in entries:
         if e.is_dir(follow_symlinks=False):
             continue
-        c, offset_named = _name_info(e.name)
+        c, offset_named = name_info(e.name)
         if c is not None and offset_named:
             return True
     return False

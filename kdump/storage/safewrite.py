@@ -52,7 +52,7 @@ class Change(NamedTuple):
         return self._asdict()
 
 
-def _wrap(path: str, what: str, e: OSError) -> WriteError:
+def write_error(path: str, what: str, e: OSError) -> WriteError:
     return WriteError(f"cannot {what}: {e.strerror or e}", file=path)
 
 
@@ -67,7 +67,7 @@ def refuse_symlink(path: str) -> None:
     except FileNotFoundError:
         return
     except OSError as e:
-        raise _wrap(path, "inspect", e) from None
+        raise write_error(path, "inspect", e) from None
     if stat.S_ISLNK(st.st_mode):
         raise WriteError("is a symbolic link; kdump does not write through links", file=path)
 
@@ -154,7 +154,7 @@ def _open_temp(path: str, like: str | None) -> tuple[str, int]:
         except FileExistsError:
             continue
         except OSError as e:
-            raise _wrap(tmp, "create", e) from None
+            raise write_error(tmp, "create", e) from None
         _like(fd, like)
         return tmp, fd
 
@@ -238,7 +238,7 @@ def atomic_write(path: str, chunks: Iterable[_Chunk] | _Chunk, like: str | None 
     except OSError as e:
         os.close(fd)
         _discard(tmp)
-        raise _wrap(path, "write", e) from None
+        raise write_error(path, "write", e) from None
     except BaseException:
         os.close(fd)
         _discard(tmp)
@@ -251,7 +251,7 @@ def atomic_write(path: str, chunks: Iterable[_Chunk] | _Chunk, like: str | None 
         _discard(tmp)           # the old file stands; leave no temporary behind
         if isinstance(e, WriteError):
             raise
-        raise _wrap(path, "replace", e) from None
+        raise write_error(path, "replace", e) from None
     fsync_dir(os.path.dirname(path))
 
 

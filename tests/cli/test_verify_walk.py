@@ -86,14 +86,14 @@ def test_the_first_report_does_not_wait_for_every_listing(tmp_path, monkeypatch)
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_partition_dir_that_cannot_be_listed_is_reported_and_the_rest_checked(tmp_path, monkeypatch, jobs):
     root = _nested_tree(tmp_path)
-    real = K._scandir
+    real = K.list_directory
 
     def scandir(directory):
         if os.path.basename(directory) == "t-2":
             raise InputError("cannot list directory: Permission denied", file=directory)
         return real(directory)
 
-    monkeypatch.setattr(K, "_scandir", scandir)
+    monkeypatch.setattr(K, "list_directory", scandir)
     r = run_kdump("verify", "--format", "text", str(root), "-j", jobs)
     assert r.code == 3
     assert f"kdump: error: {root}/t-2: cannot list directory: Permission denied\n" in r.err

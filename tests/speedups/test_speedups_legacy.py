@@ -1,4 +1,4 @@
-"""legacy_scan and legacy_decode_span (legacy.c) against their Python twins: ``legacy._entries``
+"""legacy_scan and legacy_decode_span (legacy.c) against their Python twins: ``legacy.inner_entries``
 (checking the entries of a window of an inner set) and ``legacy_stream.decode_span`` (their
 records). Inputs: well-formed inner sets damaged with bytes drawn from all 256 values, and raw
 bytes, cut into windows anywhere. C answers None exactly where Python raises (the Python code
@@ -70,7 +70,7 @@ def _windows(draw, data: bytes) -> tuple[int, int]:
 
 def python_scan(data: bytes, start: int, end: int):
     try:
-        entries, pos = legacy._entries(data, start, end, "offset 9", "", final=False)
+        entries, pos = legacy.inner_entries(data, start, end, "offset 9", "", final=False)
     except (KdumpError, struct.error):
         return None
     if not entries:
