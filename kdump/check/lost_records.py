@@ -35,6 +35,7 @@ from kdump.format.checkpoint import (
     LEADER_EPOCH,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
 )
 from kdump.model import Finding
 from kdump.storage import fs
@@ -238,9 +239,7 @@ def _epoch_starts(path: str) -> tuple[int | None, int | None]:
 def add_partitions_gone(directory: str, reports: list, cache: dict | None) -> None:
     """A partition the log dir's checkpoints list without its directory (nor one being deleted,
     moved or set aside): ``records_missing`` below the highest offset they give it, on the
-    report of the recovery-point-offset-checkpoint. LogManager rewrites the checkpoints from
-    the logs it holds, right after a deletion renames a partition's dir too, so an entry names a
-    log this broker had."""
+    report of the recovery-point-offset-checkpoint."""
     carrier = next((r for r in reports if os.path.basename(r.file) == RECOVERY_POINT_CHECKPOINT
                     and r.kind == OFFSET_CHECKPOINT), None)
     if carrier is None or cache is None:
@@ -248,7 +247,13 @@ def add_partitions_gone(directory: str, reports: list, cache: dict | None) -> No
     # (the cleaner's checkpoint keeps what it cleaned for a while: not evidence of a log here)
     named = [(name, what, reading(os.path.join(directory, name), cache).absent)
              for name, what in LOG_DIR_CHECKPOINTS if name != CLEANER_OFFSET_CHECKPOINT]
-    for topic, partition in sorted(set().union(*(absent for _, _, absent in named))):
+    # LogManager rewrites the recovery points and log starts from the logs it still holds right
+    # after a deletion renames a partition's dir (asyncDelete), so an entry there names a log
+    # this broker had. The high watermarks are ReplicaManager's, written on their own clock
+    # (replica.high.watermark.checkpoint.interval.ms): a partition deleted since the last one
+    # is still listed, its dir gone once file.delete.delay.ms has passed. They only add reach.
+    kept = set().union(*(absent for name, _, absent in named if name != REPLICATION_OFFSET_CHECKPOINT))
+    for topic, partition in sorted(kept):
         shown = [Evidence(v, f"{what} in {name} is {v}", None) for name, what, absent in named
                  if (v := absent.get((topic, partition))) is not None]
         reached = max(e.reached for e in shown)

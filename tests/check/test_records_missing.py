@@ -307,3 +307,30 @@ def test_an_empty_partition_listed_without_its_dir_is_fine(logdir):
         p.write_text(p.read_text().replace("rolled 0 240", "rolled 0 0"))
     r = run_kdump("verify", "--json", logdir)
     assert missing(r.out) == []
+
+
+def _drop_rolled(p: Path) -> None:
+    lines = [line for line in p.read_text().splitlines() if not line.startswith("rolled ")]
+    p.write_text("\n".join([lines[0], str(len(lines) - 2), *lines[2:]]) + "\n")
+
+
+def test_a_partition_deleted_since_the_last_high_watermark_checkpoint_is_fine(logdir):
+    # A topic deleted, its dir removed file.delete.delay.ms later: LogManager rewrote the
+    # recovery points without it at once, the high watermarks still list it until ReplicaManager
+    # writes them next.
+    shutil.rmtree(logdir / "rolled-0")
+    _drop_rolled(logdir / "recovery-point-offset-checkpoint")
+    r = run_kdump("verify", "--json", logdir)
+    assert missing(r.out) == []
+
+
+def test_a_partition_dir_deleted_before_its_recovery_point_moved(logdir):
+    # The recovery point names the log (at 0: nothing flushed yet); the high watermark how far it reached.
+    shutil.rmtree(logdir / "rolled-0")
+    p = logdir / "recovery-point-offset-checkpoint"
+    p.write_text(p.read_text().replace("rolled 0 240", "rolled 0 0"))
+    r = run_kdump("verify", "--json", logdir)
+    assert missing(r.out) == [("recovery-point-offset-checkpoint", None,
+                               "offsets below 240 are missing: the log dir has no rolled-0 directory; the recovery "
+                               "point in recovery-point-offset-checkpoint is 0; the high watermark in "
+                               f"replication-offset-checkpoint is 240{TAIL}")]
