@@ -8,6 +8,7 @@ shutdown) as soon as its deletions show on disk:
 - `gone`: deleteTopics, right after a high-watermark checkpoint listed it (so that the
   replication-offset-checkpoint still does at the kill);
 - `dr`: DeleteRecords below offset 150, the kill right after it answers;
+- `drl`: the same early, the kill after the broker deleted the segments wholly below 150;
 - `keep`: nothing (the positive control: its first segment deleted by hand is missing).
 
 In `delay-default` the broker keeps the deleted files as ``.deleted`` (and the deleted
@@ -36,8 +37,8 @@ from support.run import run_kdump
 pytestmark = pytest.mark.slow
 
 TOPIC_CONFIG = {"segment.index.bytes": "80"}    # a segment rolls every ~60 records of 200 bytes
-TOPICS = ("ret", "dr", "gone", "keep")
-KEPT = ("ret", "dr", "keep")
+TOPICS = ("ret", "dr", "drl", "gone", "keep")
+KEPT = ("ret", "dr", "drl", "keep")
 RECORDS = 300
 OLD = 120               # ret's first records, stamped an hour ago: retention deletes their segments
 DELETE_BELOW = 150
@@ -99,12 +100,15 @@ def _crash(broker: KafkaBroker, logs: Path, short: bool) -> bool:
     from kafka.structs import TopicPartition
 
     _produce(broker.bootstrap)
-    ret = logs / "ret-0"
-    if short:   # the first segment's files renamed and removed
-        _wait("ret's first segment deleted", lambda: not list(ret.glob(FIRST + ".*"))
-              and not list(ret.glob("*.deleted")))
-    else:       # renamed to .deleted, to be removed a minute later
-        _wait("ret's first segment renamed", lambda: (ret / (FIRST + ".log.deleted")).exists())
+
+    def first_segment_deleted(part: Path) -> None:
+        if short:   # its files renamed and removed
+            _wait(f"{part.name}'s first segment deleted", lambda: not list(part.glob(FIRST + ".*"))
+                  and not list(part.glob("*.deleted")))
+        else:       # renamed to .deleted, to be removed a minute later
+            _wait(f"{part.name}'s first segment renamed", lambda: (part / (FIRST + ".log.deleted")).exists())
+
+    first_segment_deleted(logs / "ret-0")
     # deleteTopics right after a high-watermark checkpoint (every 5 s) that lists `gone`
     hw = logs / "replication-offset-checkpoint"
     _wait("gone in the high-watermark checkpoint", lambda: _hw_lists(logs, "gone"))
@@ -116,6 +120,9 @@ def _crash(broker: KafkaBroker, logs: Path, short: bool) -> bool:
         _wait("gone's dir removed", lambda: not list(logs.glob("gone-0*")))
     else:
         _wait("gone's dir renamed", lambda: not (logs / "gone-0").exists())
+    # (after the deletion, which checkpoints the log starts)
+    admin.delete_records({TopicPartition("drl", 0): DELETE_BELOW})
+    first_segment_deleted(logs / "drl-0")
     admin.delete_records({TopicPartition("dr", 0): DELETE_BELOW})
     broker.kill()
     admin.close()
@@ -170,12 +177,14 @@ def test_the_kill_came_with_the_deletions_on_disk(crashed):
     logs = crashed.logs
     assert not (logs / ".kafka_cleanshutdown").exists()
     assert not (logs / "ret-0" / (FIRST + ".log")).exists()
+    assert not (logs / "drl-0" / (FIRST + ".log")).exists()
     assert not (logs / "gone-0").exists()
-    leftovers = list((logs / "ret-0").glob("*.deleted")), list(logs.glob("gone-0.*-delete"))
+    leftovers = ([*(logs / "ret-0").glob("*.deleted"), *(logs / "drl-0").glob("*.deleted")],
+                 list(logs.glob("gone-0.*-delete")))
     if crashed.case == "delay-1ms":
         assert leftovers == ([], [])
         assert crashed.hw_listed_gone       # the checkpoints still name the partition whose dir is gone
-        assert "dr 0" not in (logs / "log-start-offset-checkpoint").read_text()     # it lags
+        assert "dr" not in (logs / "log-start-offset-checkpoint").read_text()       # it lags
     else:
         assert all(leftovers)
 
