@@ -1,6 +1,6 @@
 """Whole files a real broker deleted on purpose, then SIGKILLed: no ``records_missing``.
 
-One broker a case writes four topics of several segments each and is killed (no clean
+One broker a case writes five topics of several segments each and is killed (no clean
 shutdown) as soon as its deletions show on disk:
 
 - `ret`: time retention deletes the first segments (their records are stamped an hour ago,
