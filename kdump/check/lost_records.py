@@ -35,12 +35,13 @@ from kdump.format.checkpoint import (
     LEADER_EPOCH,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
 )
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage.logdir import INDEX, LOG, OFFSET_CHECKPOINT, PRODUCER_SNAPSHOT, TIMEINDEX, TXNINDEX, LogFile
 from kdump.storage.logdir import LEADER_EPOCH as LEADER_EPOCH_KIND
-from kdump.storage.names import CORRUPT_INFIX
+from kdump.storage.names import CORRUPT_INFIX, DELETED_SUFFIX
 
 ORPHAN_KINDS = (INDEX, TIMEINDEX, TXNINDEX)
 _CLEANER = [name for name, _ in LOG_DIR_CHECKPOINTS].index(CLEANER_OFFSET_CHECKPOINT)
@@ -123,13 +124,15 @@ def evidence(directory: str, files: list[LogFile], index_past_end: dict[str, int
 
 
 def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int | None, compacted: bool = False,
-                    repaired: bool = False) -> list[tuple[list[str | None], Finding]]:
+                    repaired: bool = False, deleting: Iterable[int] = ()) -> list[tuple[list[str | None], Finding]]:
     """(the files to carry it, in order of preference; the finding) per span of offsets the
     segments (in offset order) do not hold but ``found`` shows were written. A span between
     two segments that nothing else shows is not judged where compaction may explain it:
     ``cleaned`` (the cleaner-offset-checkpoint) covers it, or ``compacted`` (the segments
-    show the cleaner's work: offsets missing inside one, a cleaning or deletion under way);
-    past the log end, nothing is judged where a repair ``repaired`` it (and kept the cut)."""
+    show the cleaner's work: offsets missing inside one, a cleaning under way), or a deletion
+    under way (``deleting``: the base offsets of its ``.deleted`` files); past the log end,
+    nothing is judged where a repair ``repaired`` it (and kept the cut)."""
+    deleting = sorted(deleting)
     out: list[tuple[list[str | None], Finding]] = []
     if not segments:                # no log at all: from the first lost segment (if known) to the last evidence
         if found:
@@ -145,7 +148,7 @@ def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int
         inside = [e for e in found if a.end < e.reached < b.base
                   or (e.orphan is not None and a.base < e.orphan < b.base)
                   or (e.segment == a.base and e.reached > a.end)]     # (up to b.base: its own records)
-        if not inside and (compacted or a.end == a.base or cleaned is not None and a.end - 1 < cleaned):
+        if not inside and (compacted or deleting or a.end == a.base or cleaned is not None and a.end - 1 < cleaned):
             continue        # compaction may have removed them (kdump.check.gaps' rule); a broker rolls
             #                 only by appending to the next segment, so an inactive segment holding no
             #                 record is what the cleaner leaves of a segment it emptied
@@ -155,8 +158,14 @@ def records_missing(segments: list[Segment], found: list[Evidence], cleaned: int
         out.append(_finding(a.end, b.base, inside, why, [e.file for e in inside] + [b.path]))
     head = segments[0]
     # (the cleaner may leave the head segment out of a cleaning: a compacted log's start is not judged)
+    # UnifiedLog.deleteSegments moves the log start (and the first epoch's start with it,
+    # truncateFromStartAsyncFlush: written by a scheduler task) before it renames the segments
+    # to .deleted, which go file.delete.delay.ms later. A kill before that write leaves the
+    # epoch at the old start, the segments from it on still .deleted; segments deleted by
+    # hand after a deletion lie past the .deleted ones, above the start the epoch was moved to.
     before = [e for e in found if e.orphan is not None and e.orphan < head.base
-              or e.began is not None and e.began < head.base and not compacted and cleaned is None]
+              or e.began is not None and e.began < head.base and not compacted and cleaned is None
+              and not any(e.began <= b < head.base for b in deleting)]
     if before:
         start = min(e.orphan if e.orphan is not None else e.began for e in before)  # type: ignore[type-var]
         out.append(_finding(start, head.base, before, f"the first segment, {os.path.basename(head.path)}, starts at "
@@ -238,9 +247,7 @@ def _epoch_starts(path: str) -> tuple[int | None, int | None]:
 def add_partitions_gone(directory: str, reports: list, cache: dict | None) -> None:
     """A partition the log dir's checkpoints list without its directory (nor one being deleted,
     moved or set aside): ``records_missing`` below the highest offset they give it, on the
-    report of the recovery-point-offset-checkpoint. LogManager rewrites the checkpoints from
-    the logs it holds, right after a deletion renames a partition's dir too, so an entry names a
-    log this broker had."""
+    report of the recovery-point-offset-checkpoint."""
     carrier = next((r for r in reports if os.path.basename(r.file) == RECOVERY_POINT_CHECKPOINT
                     and r.kind == OFFSET_CHECKPOINT), None)
     if carrier is None or cache is None:
@@ -248,7 +255,13 @@ def add_partitions_gone(directory: str, reports: list, cache: dict | None) -> No
     # (the cleaner's checkpoint keeps what it cleaned for a while: not evidence of a log here)
     named = [(name, what, reading(os.path.join(directory, name), cache).absent)
              for name, what in LOG_DIR_CHECKPOINTS if name != CLEANER_OFFSET_CHECKPOINT]
-    for topic, partition in sorted(set().union(*(absent for _, _, absent in named))):
+    # LogManager rewrites the recovery points and log starts from the logs it still holds right
+    # after a deletion renames a partition's dir (asyncDelete), so an entry there names a log
+    # this broker had. The high watermarks are ReplicaManager's, written on their own clock
+    # (replica.high.watermark.checkpoint.interval.ms): a partition deleted since the last one
+    # is still listed, its dir gone once file.delete.delay.ms has passed. They only add reach.
+    kept = set().union(*(absent for name, _, absent in named if name != REPLICATION_OFFSET_CHECKPOINT))
+    for topic, partition in sorted(kept):
         shown = [Evidence(v, f"{what} in {name} is {v}", None) for name, what, absent in named
                  if (v := absent.get((topic, partition))) is not None]
         reached = max(e.reached for e in shown)
@@ -317,10 +330,12 @@ def lost_spans(directory: str, files: list[LogFile], segments: list[Segment], co
     if not segments and not any(e.file is not None for e in found):
         return []           # nothing of a log here (only a log dir's checkpoint names it)
     cleaned = offsets[_CLEANER]
-    compacted = compacted or any(f.leftover is not None for f in files)     # a cleaning or deletion under way
+    compacted = compacted or any(f.leftover not in (None, DELETED_SUFFIX) for f in files)     # a cleaning under way
+    deleting = [f.base_offset for f in files if f.leftover == DELETED_SUFFIX and f.base_offset is not None]
     # (a repair matters only to evidence past the log end: the dir is listed again only then)
     past = bool(segments) and any(e.reached > segments[-1].end for e in found)
-    return records_missing(segments, found, cleaned, compacted, repaired=past and _repaired(directory))
+    return records_missing(segments, found, cleaned, compacted, repaired=past and _repaired(directory),
+                           deleting=deleting)
 
 
 def _repaired(directory: str) -> bool:

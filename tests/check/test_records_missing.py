@@ -261,6 +261,31 @@ def test_the_first_segment_removed_by_retention_is_fine(part):
     assert r.code == 0 and missing(r.out) == []
 
 
+def _first_segment_being_deleted(part: Path) -> None:
+    for ext in (".log", ".index", ".timeindex"):
+        (part / seg(0, ext)).rename(part / (seg(0, ext) + ".deleted"))
+
+
+def test_the_first_segment_being_deleted_before_the_epochs_moved_is_fine(part):
+    # Killed after retention renamed it, before the scheduler wrote the epochs moved to 32.
+    _first_segment_being_deleted(part)
+    r = run_kdump("verify", "--json", part)
+    assert missing(r.out) == []
+
+
+def test_a_first_segment_deleted_by_hand_beside_a_deletion_under_way(part):
+    # Retention deleted segment 0 (renamed, the epochs moved to 32); 32 was then deleted by hand.
+    _first_segment_being_deleted(part)
+    (part / "leader-epoch-checkpoint").write_text("0\n1\n0 32\n")
+    for ext in (".log", ".index", ".timeindex"):
+        (part / seg(32, ext)).unlink()
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    assert missing(r.out) == [(seg(64), 32, f"offsets 32..63 are missing (32 offsets): the first segment, "
+                                            f"{seg(64)}, starts at 64; the leader-epoch-checkpoint's first epoch "
+                                            f"starts at 32 (a broker moves it with the log start offset){TAIL}")]
+
+
 @pytest.mark.parametrize("name", ["log-start-offset-checkpoint", "cleaner-offset-checkpoint"])
 def test_the_first_segment_gone_is_not_judged_where_a_checkpoint_explains_it(part, name):
     # A log start in the checkpoint (a tiered log, or DeleteRecords); a compacted log, whose
@@ -307,3 +332,30 @@ def test_an_empty_partition_listed_without_its_dir_is_fine(logdir):
         p.write_text(p.read_text().replace("rolled 0 240", "rolled 0 0"))
     r = run_kdump("verify", "--json", logdir)
     assert missing(r.out) == []
+
+
+def _drop_rolled(p: Path) -> None:
+    lines = [line for line in p.read_text().splitlines() if not line.startswith("rolled ")]
+    p.write_text("\n".join([lines[0], str(len(lines) - 2), *lines[2:]]) + "\n")
+
+
+def test_a_partition_deleted_since_the_last_high_watermark_checkpoint_is_fine(logdir):
+    # A topic deleted, its dir removed file.delete.delay.ms later: LogManager rewrote the
+    # recovery points without it at once, the high watermarks still list it until ReplicaManager
+    # writes them next.
+    shutil.rmtree(logdir / "rolled-0")
+    _drop_rolled(logdir / "recovery-point-offset-checkpoint")
+    r = run_kdump("verify", "--json", logdir)
+    assert missing(r.out) == []
+
+
+def test_a_partition_dir_deleted_before_its_recovery_point_moved(logdir):
+    # The recovery point names the log (at 0: nothing flushed yet); the high watermark how far it reached.
+    shutil.rmtree(logdir / "rolled-0")
+    p = logdir / "recovery-point-offset-checkpoint"
+    p.write_text(p.read_text().replace("rolled 0 240", "rolled 0 0"))
+    r = run_kdump("verify", "--json", logdir)
+    assert missing(r.out) == [("recovery-point-offset-checkpoint", None,
+                               "offsets below 240 are missing: the log dir has no rolled-0 directory; the recovery "
+                               "point in recovery-point-offset-checkpoint is 0; the high watermark in "
+                               f"replication-offset-checkpoint is 240{TAIL}")]
