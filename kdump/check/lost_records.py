@@ -241,8 +241,8 @@ def add_partitions_gone(directory: str, reports: list, cache: dict | None) -> No
     report of the recovery-point-offset-checkpoint. LogManager rewrites the checkpoints from
     the logs it holds, right after a deletion renames a partition's dir too, so an entry names a
     log this broker had."""
-    carrier = next((r for r in reports if os.path.basename(r.file) == RECOVERY_POINT_CHECKPOINT
-                    and r.kind == OFFSET_CHECKPOINT), None)
+    carrier = next((r for r in reports if r.kind == OFFSET_CHECKPOINT
+                    and os.path.basename(r.file) == RECOVERY_POINT_CHECKPOINT), None)
     if carrier is None or cache is None:
         return
     # (the cleaner's checkpoint keeps what it cleaned for a while: not evidence of a log here)

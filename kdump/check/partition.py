@@ -24,9 +24,11 @@ from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_ME
 from kdump.check.capped import Capped, not_listed
 from kdump.check.clean_load import kept_after_clean_shutdown
 from kdump.check.foreign_dirs import add_foreign_dirs
+from kdump.check.indexes.forward_pass import segment_index_findings
 from kdump.check.logless import add_log_missing
 from kdump.check.lost_records import add_partitions_gone, add_records_missing
 from kdump.check.scan import ScanReport, scanned_file, status_of
+from kdump.check.side_file_checks import log_start_findings
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Finding
@@ -155,6 +157,10 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
     return add_records_missing(directory, context, part.live_scans() if every else None, reports, opts.offsets)
 
 
+_INDEX_KINDS = (K.INDEX, K.TIMEINDEX, K.TXNINDEX)
+_WHOLE_KINDS = (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH)      # side files needing every segment
+
+
 class _Partition:
     def __init__(self, directory: str, files: list[LogFile], opts: VerifyOptions) -> None:
         self.dir = directory
@@ -162,19 +168,25 @@ class _Partition:
         self.opts = opts
         self.scans: dict[str, ScanReport] = {}
         self.errors: dict[str, KdumpError] = {}
-        self.logs = {f.base_offset: f for f in files
-                     if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
-        self.names = {os.path.basename(f.path) for f in files}
+        self.logs: dict[int, LogFile] = {}
+        self.names: set[str] = set()
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
         self._index_checks: dict[str, tuple | KdumpError] = {}
         self.sizes: dict[str, int] = {}      # of the files read whole (index files): no stat for their reports
         self._live: tuple | None = None
         # For siblings_wanted: each base offset's index files, and the side files needing every segment.
         self._indexed: dict[int | None, list[str]] = {}
-        for f in files:
-            if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
-                self._indexed.setdefault(f.base_offset, []).append(f.path)
-        self._whole = [f.path for f in files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH)]
+        self._whole: list[str] = []
+        for f in files:         # (one pass: a partition's cost is per call here, not per byte)
+            path, kind = f.path, f.kind
+            self.names.add(path[path.rfind("/") + 1:])      # (os.path.basename)
+            if kind == K.LOG:
+                if f.leftover is None and f.base_offset is not None:
+                    self.logs[f.base_offset] = f
+            elif kind in _INDEX_KINDS:
+                self._indexed.setdefault(f.base_offset, []).append(path)
+            elif kind in _WHOLE_KINDS:
+                self._whole.append(path)
 
     def siblings_wanted(self, log: LogFile, wanted: set[str], whole: bool) -> bool:
         """Is a file needing this segment's scan wanted? (``whole``: ``wants_all(wanted)``.)"""
@@ -296,7 +308,6 @@ class _Partition:
         the error that stopped the check (each index file's report raises it)."""
         got: tuple | KdumpError | None = self._index_checks.get(log.path)
         if got is None:
-            from kdump.check.indexes.forward_pass import segment_index_findings  # (once a segment)
             base = log.base_offset or 0
             whole = scan.cut is not None and kept_after_clean_shutdown(log.path, base)
             try:
@@ -332,7 +343,6 @@ class _Partition:
                                        f"{name} is missing: the broker rebuilds it at startup"))
         live = self.live_scans()
         if live and live[-1][0].path == f.path:        # the last segment: the log start against the log end
-            from kdump.check.side_file_checks import log_start_findings
             leo = scan.next_offset if scan.next_offset is not None else f.base_offset
             out.extend(log_start_findings(self.dir, leo, self.opts.offsets))
         expected = self.txn_expected().get(f.base_offset or 0, {})

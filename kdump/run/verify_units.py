@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+from kdump.check.load_fates import verify_directory
 from kdump.errors import ExitStatus, KdumpError
 from kdump.storage import fs
+from kdump.storage.levels import Pending, list_pending
 
 # What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
 # is read without taking its lock.
@@ -71,9 +73,6 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     (``Pending``). With ``repair`` (``verify --truncate``: it takes the directory's reports and
     options and returns the changes) the directory is locked before it is read and until it is
     repaired, by this process alone. Yields (kind, value) events."""
-    from kdump.check.load_fates import verify_directory
-    from kdump.storage.levels import Pending, list_pending
-
     if isinstance(group, Pending):
         try:
             files = list_pending(group)
@@ -95,7 +94,6 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
 
 
 def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) -> Iterator[tuple]:
-    from kdump.check.load_fates import verify_directory
     from kdump.storage.logdir import take_listing
     from kdump.storage.writelock import Locks
 
