@@ -211,9 +211,10 @@ class _Partition:
                 if path in self.errors:
                     return unreadable(f, self.errors[path])
                 scan = self.scans[path]
-            findings.extend(scan.findings)
-            if kind == K.LOG and f.leftover is None:
-                findings.extend(self._segment_checks(f, scan))
+            if scan.findings:       # (plain lists: an empty one adds nothing)
+                findings.extend(scan.findings)
+            if kind == K.LOG and f.leftover is None and (more := self._segment_checks(f, scan)):
+                findings.extend(more)
             return FileReport(path, kind, size, findings, scan, log=f)
         if kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
             log = self.logs.get(f.base_offset)  # type: ignore[arg-type]  # None: no segment, as wanted
