@@ -294,9 +294,12 @@ def kind_of_error(e: Exception) -> str:
     return RECORD_DECODE
 # -- the exit status findings give (verify, index, txn, info --timeline) ----------------------
 
+_STATUS_EXIT = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}     # any other status: damage
+
+
 def report_status(s: str, strict_findings=()) -> ExitStatus:
     """The exit status a file report's status gives; with --strict its anomalies count too."""
-    status = {"ok": ExitStatus.OK, "unreadable": ExitStatus.INCOMPLETE}.get(s, ExitStatus.DAMAGE)
+    status = _STATUS_EXIT.get(s, ExitStatus.DAMAGE)
     if status == ExitStatus.OK and any(f.cls == ANOMALY for f in strict_findings):
         return ExitStatus.DAMAGE
     return status

@@ -21,7 +21,6 @@ class Capped(list):
     """A list of findings that keeps the first ``MAX_PER_KIND`` of each kind."""
 
     def __init__(self, findings: Iterable[Finding] = ()) -> None:
-        super().__init__()
         self.kept: dict[str, int] = {}
         self.extra: dict[str, int] = {}      # kind -> counted past the first MAX_PER_KIND
         if type(findings) not in (tuple, list) or findings:   # (an empty Capped may still count some)

@@ -15,6 +15,7 @@ them against Kafka's own ``UnifiedLog`` on damaged copies of broker-written part
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import NamedTuple
 
@@ -190,8 +191,6 @@ def clean_verdict(directory: str, shut_down: dict[str, bool] | None = None) -> C
     """The clean-shutdown load of the partition in ``directory``: None when its log dir holds no
     ``.kafka_cleanshutdown`` or its active segment is recovered at load (no ``.index``).
     ``shut_down``: log dir -> whether it holds one, for a caller asking of many partitions at once."""
-    import os
-
     if fs.is_remote(directory):
         return None         # read where the broker runs: a local log dir
     logdir = os.path.dirname(fs.normpath(directory))
@@ -232,8 +231,6 @@ def clean_verdict(directory: str, shut_down: dict[str, bool] | None = None) -> C
 def kept_after_clean_shutdown(log_path: str, base_offset: int) -> bool:
     """Does the broker's load keep this segment as it is? After a clean shutdown it recovers
     only the segments without ``.index`` (``LogLoader.loadSegmentFiles``)."""
-    import os
-
     from kdump.format.logdir_files import CLEAN_SHUTDOWN_FILE
     from kdump.storage import fs
     from kdump.storage.names import INDEX_SUFFIX, offset_name

@@ -10,8 +10,9 @@ import os
 from typing import TYPE_CHECKING
 
 from kdump import findings as F
+from kdump.check.file_report import FileReport
 from kdump.check.logdir_checkpoints import partitions_in, reading
-from kdump.check.partition import FileReport, VerifyOptions, check_directory
+from kdump.check.partition import VerifyOptions, check_directory
 from kdump.model import Finding
 from kdump.storage import fs
 from kdump.storage.logdir import PRODUCER_SNAPSHOT, LogFile, parse_partition_dir

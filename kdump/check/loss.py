@@ -54,9 +54,8 @@ def losses(reports, cache: dict | None = None, as_broker: bool = True) -> list[L
     bad_indexes: dict[str, int] = {}
     for r in reports:
         # (an entry past the CRC-checked end still points into the file the broker serves whole)
-        if r.kind in ("index", "timeindex") and any(f.cls == F.DAMAGE and f.kind not in (F.INDEX_PAST_END,
-                                                                                        F.TIME_PAST_END)
-                                                    for f in r.findings):
+        if r.findings and r.kind in ("index", "timeindex") and any(
+                f.cls == F.DAMAGE and f.kind not in (F.INDEX_PAST_END, F.TIME_PAST_END) for f in r.findings):
             d = os.path.dirname(r.file)
             bad_indexes[d] = bad_indexes.get(d, 0) + 1
         s = r.scan

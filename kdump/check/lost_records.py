@@ -248,8 +248,8 @@ def add_partitions_gone(directory: str, reports: list, cache: dict | None) -> No
     """A partition the log dir's checkpoints list without its directory (nor one being deleted,
     moved or set aside): ``records_missing`` below the highest offset they give it, on the
     report of the recovery-point-offset-checkpoint."""
-    carrier = next((r for r in reports if os.path.basename(r.file) == RECOVERY_POINT_CHECKPOINT
-                    and r.kind == OFFSET_CHECKPOINT), None)
+    carrier = next((r for r in reports if r.kind == OFFSET_CHECKPOINT
+                    and os.path.basename(r.file) == RECOVERY_POINT_CHECKPOINT), None)
     if carrier is None or cache is None:
         return
     # (the cleaner's checkpoint keeps what it cleaned for a while: not evidence of a log here)

@@ -21,16 +21,18 @@ from typing import Any
 
 from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
-from kdump.check.capped import Capped, not_listed
+from kdump.check.capped import Capped
 from kdump.check.clean_load import kept_after_clean_shutdown
+from kdump.check.file_report import FileReport, file_size_or_none, unreadable
 from kdump.check.foreign_dirs import add_foreign_dirs
+from kdump.check.indexes.forward_pass import segment_index_findings
 from kdump.check.logless import add_log_missing
 from kdump.check.lost_records import add_partitions_gone, add_records_missing
-from kdump.check.scan import ScanReport, scanned_file, status_of
+from kdump.check.scan import ScanReport, scanned_file
+from kdump.check.side_file_checks import log_start_findings
 from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Finding
-from kdump.storage import fs
 from kdump.storage import logdir as K
 from kdump.storage.logdir import LogFile
 from kdump.storage.names import (
@@ -71,56 +73,6 @@ class VerifyOptions:
             return report
 
 
-@dataclass
-class FileReport:
-    """One object of ``verify --json``."""
-
-    file: str
-    kind: str
-    size: int | None
-    findings: list[Finding] = field(default_factory=list)
-    scan: ScanReport | None = None
-    log: LogFile | None = None
-
-    @property
-    def status(self) -> str:
-        return status_of(self.findings) if self.findings else "ok"
-
-    @property
-    def not_listed(self) -> dict[str, int]:        # kind -> findings counted past the first 50 of it
-        return self.scan.not_listed if self.scan is not None else not_listed(self.findings)
-
-    @property
-    def valid_bytes(self) -> int | None:
-        if self.scan is not None:
-            return self.scan.valid_bytes
-        if self.size is None or not self.findings:
-            return self.size
-        # A side file: the bytes before its first damaged entry.
-        positions = [f.position for f in self.findings if f.cls == F.DAMAGE and f.position is not None]
-        return min([self.size, *positions]) if positions else (self.size if self.status == "ok" else None)
-
-    def to_dict(self) -> dict[str, Any]:
-        s = self.scan
-        return {"file": self.file, "kind": self.kind, "status": self.status, "size": self.size,
-                "valid_bytes": self.valid_bytes, "intact_bytes": s.intact_bytes if s else None,
-                "batches": s.batches if s else None, "records": s.records if s else None,
-                "first_offset": s.first_offset if s else None, "last_offset": s.last_offset if s else None,
-                "findings": [f.to_dict() for f in self.findings], "not_listed": self.not_listed}
-
-
-def _unreadable(f: LogFile, e: KdumpError) -> FileReport:     # (e: a remote piece that cannot be read back, too)
-    return FileReport(f.path, f.kind, _size(f.path, (OSError, KdumpError)),
-                      [Finding(F.UNREADABLE, e.position, e.offset, e.message)], log=f)
-
-
-def _size(path: str, errors: type[Exception] | tuple[type[Exception], ...] = OSError) -> int | None:
-    try:
-        return fs.getsize(path)
-    except errors:
-        return None
-
-
 # -- the run ------------------------------------------------------------------------------------
 
 def directory_context(directory: str, requested: list[LogFile]) -> list[LogFile]:
@@ -155,6 +107,11 @@ def check_directory(directory: str, requested: list[LogFile], opts: VerifyOption
     return add_records_missing(directory, context, part.live_scans() if every else None, reports, opts.offsets)
 
 
+_INDEX_KINDS = (K.INDEX, K.TIMEINDEX, K.TXNINDEX)
+_WHOLE_KINDS = (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH)      # side files needing every segment
+_CHECKED_WITH_SCAN = (INDEX_SUFFIX, TIMEINDEX_SUFFIX)
+
+
 class _Partition:
     def __init__(self, directory: str, files: list[LogFile], opts: VerifyOptions) -> None:
         self.dir = directory
@@ -162,19 +119,25 @@ class _Partition:
         self.opts = opts
         self.scans: dict[str, ScanReport] = {}
         self.errors: dict[str, KdumpError] = {}
-        self.logs = {f.base_offset: f for f in files
-                     if f.kind == K.LOG and f.leftover is None and f.base_offset is not None}
-        self.names = {os.path.basename(f.path) for f in files}
+        self.logs: dict[int, LogFile] = {}
+        self.names: set[str] = set()
         self._txn_expected: dict[int, dict[tuple[int, int], int | None]] | None = None
         self._index_checks: dict[str, tuple | KdumpError] = {}
         self.sizes: dict[str, int] = {}      # of the files read whole (index files): no stat for their reports
         self._live: tuple | None = None
         # For siblings_wanted: each base offset's index files, and the side files needing every segment.
         self._indexed: dict[int | None, list[str]] = {}
-        for f in files:
-            if f.kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
-                self._indexed.setdefault(f.base_offset, []).append(f.path)
-        self._whole = [f.path for f in files if f.kind in (K.PRODUCER_SNAPSHOT, K.LEADER_EPOCH)]
+        self._whole: list[str] = []
+        for f in files:         # (one pass: a partition's cost is per call here, not per byte)
+            path, kind = f.path, f.kind
+            self.names.add(path[path.rfind("/") + 1:])      # (os.path.basename)
+            if kind == K.LOG:
+                if f.leftover is None and f.base_offset is not None:
+                    self.logs[f.base_offset] = f
+            elif kind in _INDEX_KINDS:
+                self._indexed.setdefault(f.base_offset, []).append(path)
+            elif kind in _WHOLE_KINDS:
+                self._whole.append(path)
 
     def siblings_wanted(self, log: LogFile, wanted: set[str], whole: bool) -> bool:
         """Is a file needing this segment's scan wanted? (``whole``: ``wants_all(wanted)``.)"""
@@ -223,16 +186,16 @@ class _Partition:
 
     def report(self, f: LogFile) -> FileReport:
         if f.path in self.errors:
-            return _unreadable(f, self.errors[f.path])
+            return unreadable(f, self.errors[f.path])
         try:
             return self._report(f)
         except KdumpError as e:
-            return _unreadable(f, e)
+            return unreadable(f, e)
 
     def _report(self, f: LogFile) -> FileReport:
         path, kind = f.path, f.kind
         scanned = self.scans.get(path)        # a scanned segment's size is its scan's: no stat
-        size = scanned.size if scanned is not None else self.sizes.get(path) or _size(path)
+        size = scanned.size if scanned is not None else self.sizes.get(path) or file_size_or_none(path)
         if size is None:
             return FileReport(path, kind, None, [Finding(F.UNREADABLE, None, None, "cannot read: no such file")],
                               log=f)
@@ -246,11 +209,12 @@ class _Partition:
             if scan is None:
                 self.scan(f)
                 if path in self.errors:
-                    return _unreadable(f, self.errors[path])
+                    return unreadable(f, self.errors[path])
                 scan = self.scans[path]
-            findings.extend(scan.findings)
-            if kind == K.LOG and f.leftover is None:
-                findings.extend(self._segment_checks(f, scan))
+            if scan.findings:       # (plain lists: an empty one adds nothing)
+                findings.extend(scan.findings)
+            if kind == K.LOG and f.leftover is None and (more := self._segment_checks(f, scan)):
+                findings.extend(more)
             return FileReport(path, kind, size, findings, scan, log=f)
         if kind in (K.INDEX, K.TIMEINDEX, K.TXNINDEX):
             log = self.logs.get(f.base_offset)  # type: ignore[arg-type]  # None: no segment, as wanted
@@ -296,7 +260,6 @@ class _Partition:
         the error that stopped the check (each index file's report raises it)."""
         got: tuple | KdumpError | None = self._index_checks.get(log.path)
         if got is None:
-            from kdump.check.indexes.forward_pass import segment_index_findings  # (once a segment)
             base = log.base_offset or 0
             whole = scan.cut is not None and kept_after_clean_shutdown(log.path, base)
             try:
@@ -310,7 +273,7 @@ class _Partition:
     def wants_indexes(self, log: LogFile, wanted: set[str]) -> bool:
         """Is this live segment's .index or .timeindex wanted? (Checked while its scan holds the bytes.)"""
         paths = self._indexed.get(log.base_offset, ()) if self.logs.get(log.base_offset) is log else ()  # type: ignore[arg-type]  # None: no segment
-        return any(p in wanted and p.endswith((INDEX_SUFFIX, TIMEINDEX_SUFFIX)) for p in paths)
+        return any(p in wanted and p.endswith(_CHECKED_WITH_SCAN) for p in paths)
 
     # -- segments ---------------------------------------------------------------------------
 
@@ -332,7 +295,6 @@ class _Partition:
                                        f"{name} is missing: the broker rebuilds it at startup"))
         live = self.live_scans()
         if live and live[-1][0].path == f.path:        # the last segment: the log start against the log end
-            from kdump.check.side_file_checks import log_start_findings
             leo = scan.next_offset if scan.next_offset is not None else f.base_offset
             out.extend(log_start_findings(self.dir, leo, self.opts.offsets))
         expected = self.txn_expected().get(f.base_offset or 0, {})

@@ -31,8 +31,6 @@ broker checks is ``kdump.check.broker_rule``; cross-file kinds come from ``kdump
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -342,16 +340,30 @@ def scan_segment(buf, *, base_offset: int | None = None, file: str | None = None
     return report
 
 
-@contextmanager
-def scanned_file(path: str, *, base_offset: int | None = None, **options: Any) -> Iterator[tuple[ScanReport, Any]]:
+class scanned_file:  # noqa: N801 - used as a function, a context manager
     """``scan_segment`` on a file, mapped read-only (raises InputError if it cannot be read):
     the report and the file's bytes, held until the block ends, so that checks that need them
     again read nothing twice (a layout's chunked object: detransformed as the scan asks, and
-    again as those checks ask). The scan calls nothing back: its caller hands both on."""
-    with MappedFile(path, stream=True) as f:
-        f.advise_sequential()
-        f.reading_to(None)
-        yield scan_segment(f.buf, base_offset=base_offset, file=path, **options), f.buf
+    again as those checks ask). The scan calls nothing back: its caller hands both on. (A
+    class, not a generator: verify enters one per segment, and a partition is often one.)"""
+
+    def __init__(self, path: str, *, base_offset: int | None = None, **options: Any) -> None:
+        self.path, self.base_offset, self.options = path, base_offset, options
+        self.file: MappedFile | None = None
+
+    def __enter__(self) -> tuple[ScanReport, Any]:
+        f = self.file = MappedFile(self.path, stream=True)
+        try:
+            f.advise_sequential()
+            f.reading_to(None)
+            return scan_segment(f.buf, base_offset=self.base_offset, file=self.path, **self.options), f.buf
+        except BaseException:
+            f.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 def scan_file(path: str, *, base_offset: int | None = None, **options: Any) -> ScanReport:

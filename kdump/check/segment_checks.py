@@ -76,9 +76,11 @@ class SegmentChecks:
     def note_suppressed(self) -> None:
         """The end of the scan: each epoch cascade becomes its finding, and the findings past the
         first MAX_FINDINGS_PER_KIND of a kind are counted in ``not_listed`` (never made up as one)."""
-        self.epoch_cascades()
-        self.r.not_listed = {kind: n - MAX_FINDINGS_PER_KIND for kind, n in self.counts.items()
-                             if n > MAX_FINDINGS_PER_KIND}
+        if self.cascades:
+            self.epoch_cascades()
+        if self.counts:         # (a clean scan counted nothing: its report keeps the empty default)
+            self.r.not_listed = {kind: n - MAX_FINDINGS_PER_KIND for kind, n in self.counts.items()
+                                 if n > MAX_FINDINGS_PER_KIND}
 
     def epoch_regression(self, pos: int, first: int, epoch: int) -> None:
         """A batch whose leader epoch is below the highest so far: counted against the batch

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+from kdump.check import load_fates
 from kdump.errors import ExitStatus, KdumpError
-from kdump.storage import fs
+from kdump.storage import fs, levels
 
 # What --truncate may rewrite: a directory holding none of these (a log dir's own checkpoints)
 # is read without taking its lock.
@@ -71,12 +72,9 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     (``Pending``). With ``repair`` (``verify --truncate``: it takes the directory's reports and
     options and returns the changes) the directory is locked before it is read and until it is
     repaired, by this process alone. Yields (kind, value) events."""
-    from kdump.check.load_fates import verify_directory
-    from kdump.storage.levels import Pending, list_pending
-
-    if isinstance(group, Pending):
+    if isinstance(group, levels.Pending):
         try:
-            files = list_pending(group)
+            files = levels.list_pending(group)
         except KdumpError as e:
             yield ERROR, e
             return
@@ -88,14 +86,13 @@ def directory_events(group, opts, repair: Callable | None = None, force: bool = 
     if not files:
         return
     if repair is None:          # reading only: no lock to take (nor its module to import)
-        for r in verify_directory(directory, files, opts):     # a group is one directory already
+        for r in load_fates.verify_directory(directory, files, opts):     # a group is one directory already
             yield REPORT, light(r)
         return
     yield from _repaired(directory, files, opts, repair, force)
 
 
 def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) -> Iterator[tuple]:
-    from kdump.check.load_fates import verify_directory
     from kdump.storage.logdir import take_listing
     from kdump.storage.writelock import Locks
 
@@ -108,7 +105,7 @@ def _repaired(directory: str, files: list, opts, repair: Callable, force: bool) 
                 return
             take_listing(directory)     # listed before the lock: list it again
         done = []
-        for r in verify_directory(directory, files, opts):
+        for r in load_fates.verify_directory(directory, files, opts):
             r = light(r)
             yield REPORT, r
             done.append(r)

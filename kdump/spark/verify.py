@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
+from kdump.check.file_report import FileReport
 from kdump.check.load_fates import verify_directory
 from kdump.check.loss import summary_counts
-from kdump.check.partition import FileReport, VerifyOptions
+from kdump.check.partition import VerifyOptions
 from kdump.check.scan import ScanReport
 from kdump.errors import StoreUnusable
 from kdump.findings import OFFSET_OVERLAP as OVERLAP

@@ -36,8 +36,10 @@ class SliceReader:
             self.close()
             raise InputError(f"{self.size} bytes is more than kdump reads of this kind of file ({limit})", file=path)
         if self.size <= SLICED_ABOVE:       # the usual index: one read, then slices of it
-            self.whole = self[0:self.size]
-            self.close()
+            try:
+                self.whole = self._read(0, self.size) if self.size else b""
+            finally:
+                self.close()
 
     def __len__(self) -> int:
         return self.size
@@ -51,8 +53,9 @@ class SliceReader:
             return self.whole[k]
         start, stop, _ = k.indices(self.size)
         want = max(0, stop - start)
-        if want == 0:
-            return b""
+        return self._read(start, want) if want else b""
+
+    def _read(self, start: int, want: int) -> bytes:
         try:
             data = os.pread(self.fd, want, start)
         except OSError as e:

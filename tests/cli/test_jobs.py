@@ -585,7 +585,7 @@ def test_verify_workers_send_text_not_reports_for_text_and_json(fmt, monkeypatch
     which needs them all, still gets them), and writes the bytes of -j 1."""
     import io
 
-    from kdump.check.partition import FileReport
+    from kdump.check.file_report import FileReport
     from kdump.render.output import Output
     from kdump.run.verify import run_verify
 
