@@ -35,16 +35,12 @@ def _finding_kinds_are_declared():
     assert not findings.undeclared, f"finding kinds not declared in kdump/findings.py: {findings.undeclared}"
 
 
-@pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
-    """KDUMP_TEST_SAMPLE=N: a sample of the suite (tests/support/sample.py); under xdist's
-    loadgroup, which worker runs what (tests/support/workers.py)."""
+    """KDUMP_TEST_SAMPLE=N: a sample of the suite (tests/support/sample.py)."""
     from support.sample import sample
-    from support.workers import mark_groups
 
     kept = sample(items)
     if len(kept) < len(items):
         ids = {id(item) for item in kept}
         config.hook.pytest_deselected(items=[item for item in items if id(item) not in ids])
         items[:] = kept
-    mark_groups(config, items)
