@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import javac
 import kafka_jars
 
 HERE = Path(__file__).resolve().parent
@@ -99,16 +100,9 @@ def run_jobs(jobs: list[tuple[tuple[str, ...], str]], classpath: str,
 
 
 def _compiled() -> Path:
-    """DlsBatch.java compiled once (javac takes seconds; the source launcher would pay it per run)."""
-    stamp = BATCH_CLASSES / "DlsBatch.class"
-    if not stamp.exists() or stamp.stat().st_mtime < BATCH_SOURCE.stat().st_mtime:
-        if not shutil.which("javac"):
-            kafka_jars._missing("no javac on PATH")
-        BATCH_CLASSES.mkdir(parents=True, exist_ok=True)
-        # DlsBatch finds DumpLogSegments by name: it compiles without Kafka's jars
-        proc = subprocess.run(["javac", "-d", str(BATCH_CLASSES), str(BATCH_SOURCE)], capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-    return BATCH_CLASSES
+    """DlsBatch.java compiled once (the source launcher would pay javac per run). DlsBatch
+    finds DumpLogSegments by name: it compiles without Kafka's jars."""
+    return javac.compiled(BATCH_SOURCE, BATCH_CLASSES)
 
 
 def _dumped(out: str, err: str, crashed: bool) -> Dumped:

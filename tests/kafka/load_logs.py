@@ -10,11 +10,11 @@ it: that 4.4 change is not followed yet."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
+import javac
 import kafka_jars
 
 HERE = Path(__file__).resolve().parent
@@ -29,15 +29,7 @@ class Loaded(NamedTuple):
 
 
 def _compiled() -> Path:
-    stamp = CLASSES / "LoadLogs.class"
-    if not stamp.exists() or stamp.stat().st_mtime < SOURCE.stat().st_mtime:
-        if not shutil.which("javac"):
-            kafka_jars._missing("no javac on PATH")
-        CLASSES.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["javac", "-d", str(CLASSES), "-cp", kafka_jars.classpath_4_3_1(), str(SOURCE)],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-    return CLASSES
+    return javac.compiled(SOURCE, CLASSES, "-cp", kafka_jars.classpath_4_3_1())
 
 
 def load(groups: list[tuple[Path, bool, list[str]]]) -> dict[str, Loaded]:

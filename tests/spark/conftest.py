@@ -1,7 +1,7 @@
 """Spark tests' own fixtures. The SparkSession (`spark`, one for the whole run: local[2],
 loopback, UI off, C1 JIT for a fast start) lives in tests/support/spark_session.py, so that
-the README's Spark example shares it too. Never run these under pytest-xdist: each worker
-would start its own JVM.
+the README's Spark example shares it too. Under pytest-xdist each worker that runs a Spark
+test file starts its own (two workers: two JVMs at most).
 """
 
 from __future__ import annotations
