@@ -399,8 +399,10 @@ def _alive(pid: int) -> bool:
 def test_sigint_stops_every_worker_and_exits_130(tmp_path):
     logdir = _many_partitions(tmp_path / "logdir", 400)
     # stdout is a pipe nobody reads yet: the run stalls with workers busy, until SIGINT.
+    # (SIGINT as a terminal delivers it, whatever the test run inherited: xdist's workers ignore it)
     p = subprocess.Popen([sys.executable, "-m", "kdump", "dump", "--records", "--data", "-j", "2", str(logdir)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         workers: set[int] = set()
