@@ -452,7 +452,8 @@ def test_text_view_of_all_generated_sets_matches_golden():
     assert r.code == 1        # the torn-tail set is damaged on purpose
 
 
-def test_table_view_draws_on_a_terminal():
+def test_table_view_draws_on_a_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")        # (a 40-column table folds its headings)
     r = run_kdump("dump", GENERATED / "headers-0", "--format", "table", "--data", "--color", "never")
     assert r.code == 0
     assert "offset" in r.out and "headers" in r.out and str(GENERATED / "headers-0") in r.out.replace("\n", "")
