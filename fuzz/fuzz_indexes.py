@@ -1,7 +1,9 @@
-"""Fuzz the index proof (indexcheck.c: index_clean) through ``kdump verify`` on a partition of
-one segment with its ``.index`` and ``.timeindex``: input ``variant byte | index length byte |
-timeindex length byte | index | timeindex | segment``. C may call the files clean only where
-the Python checks find nothing, and verify's output must be Python's."""
+"""Fuzz the index proof (indexcheck.c: index_clean) and the usual segment's one call
+(segfiles.c: clean_segment_files) through ``kdump verify`` on a partition of one segment with
+its ``.index`` and ``.timeindex``: input ``variant byte | index length byte | timeindex length
+byte | index | timeindex | segment``. C may call the files clean only where the Python checks
+find nothing, the one call's report must be the Python scan's, and verify's output must be
+Python's."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import _common  # noqa: E402
 from _common import expect  # noqa: E402
 
 from kdump import _accel  # noqa: E402
+from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE  # noqa: E402
+from kdump.check.clean_segment import clean_segment  # noqa: E402
 from kdump.check.indexes.forward_pass import index_findings  # noqa: E402
-from kdump.check.scan import scan_segment  # noqa: E402
+from kdump.check.scan import scan_file, scan_segment  # noqa: E402
 
 VARIANTS = [["verify"], ["verify", "--json"]]
 STEM = os.path.join(_cli.PARTITION, "00000000000000000000")
@@ -46,6 +50,15 @@ def check(data: bytes) -> None:
         with open(STEM + suffix, "wb") as f:
             f.write(content)
     _cli.check_command(bytes((variant,)) + log, VARIANTS, _cli.PARTITION)
+    if native is not None and os.path.exists(STEM + ".log"):
+        one = clean_segment(STEM + ".log", 0, STEM + ".index", STEM + ".timeindex", DEFAULT_MAX_MESSAGE_SIZE,
+                            DEFAULT_INDEX_INTERVAL_BYTES)
+        if one is not None:
+            with _common.pure_python():
+                report = scan_file(STEM + ".log", base_offset=0, limits=_common.LIMITS)
+                found = index_findings("-", 0, report, index, timeindex, limits=_common.LIMITS, log_buf=log)
+            expect(vars(one[0]) == vars(report), f"clean_segment_files: {vars(one[0])}, Python {vars(report)}")
+            expect(found == ([], []), f"clean_segment_files: clean, but Python finds {found}")
 
 
 if __name__ == "__main__":

@@ -57,8 +57,8 @@ side_buffer(PyObject *o, Py_buffer *view)
  * trimmed time index there. False for anything else (another framing, a legacy batch, an
  * entry of another convention): Python's check decides, and may find nothing either.
  */
-static int
-indexes_clean(const unsigned char *log, Py_ssize_t end, int64_t base, const unsigned char *ix, Py_ssize_t ix_len,
+int
+kd_indexes_clean(const unsigned char *log, Py_ssize_t end, int64_t base, const unsigned char *ix, Py_ssize_t ix_len,
               const unsigned char *tx, Py_ssize_t tx_len)
 {
     int ix_trimmed = 0, tx_trimmed = 0;
@@ -138,7 +138,7 @@ kd_index_clean(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int has_ix = got == 0 && as_int64(base_obj, &base) == 0 ? side_buffer(ix_obj, &ix) : -1;
     int has_tx = has_ix >= 0 ? side_buffer(tx_obj, &tx) : -1;
     if (has_ix >= 0 && has_tx >= 0 && end >= 0)
-        clean = indexes_clean((const unsigned char *)log.buf, kd_end(&log, end), base,
+        clean = kd_indexes_clean((const unsigned char *)log.buf, kd_end(&log, end), base,
                               has_ix ? (const unsigned char *)ix.buf : NULL, has_ix ? ix.len : 0,
                               has_tx ? (const unsigned char *)tx.buf : NULL, has_tx ? tx.len : 0);
     if (has_ix > 0)

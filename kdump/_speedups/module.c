@@ -191,6 +191,10 @@ static PyMethodDef kd_methods[] = {
      "(new_pos, state): the recovery scanner's fast path over the plain v2 batches from pos on; "
      "state = (valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_offset, batches, records, "
      "index_last, time_last); epochs is appended to in place. None: nothing consumed."},
+    {"clean_segment_files", (PyCFunction)(void (*)(void))kd_clean_segment_files, METH_FASTCALL,
+     "clean_segment_files(log, index, timeindex, base, max_size, interval, max_log, max_side) -> (size, "
+     "index_size, timeindex_size, first_offset, state, epochs) | None: a segment read and scanned whole as "
+     "plain batches, and its index files (paths, or None) proved clean against it; None: anything else."},
     {"summarize_v2", (PyCFunction)(void (*)(void))kd_summarize_v2, METH_FASTCALL,
      "summarize_v2(buf, pos, end, max_batches, size_buckets, producers) -> (new_pos, batches, records, "
      "first, last, min_ts, max_ts, txn, ctl, invalid, codecs, sizes): kdump info's sums over a run of v2 batches."},

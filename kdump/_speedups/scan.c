@@ -45,6 +45,135 @@ int64_clamped(PyObject *o, int64_t *out)
     return int64_or_overflow(o, out) == -2 ? -1 : 0;
 }
 
+/* The run of plain batches from *at, the state moved as it goes (kd_plain_state, speedups.h)
+ * and *at to where it stopped (unmoved: nothing taken): 0, or -1 with an exception set (the
+ * epochs list could not grow). At most max_batches batches; the GIL is held on entry and on
+ * return. */
+int
+kd_plain_walk(const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t max_batches,
+              struct kd_plain_state *st, PyObject *epochs)
+{
+    Py_ssize_t pos = *at;
+    const Py_ssize_t start = pos;
+    /* Once the run is long, the GIL is let go for the rest of it (the loop touches no
+     * Python object but the epochs list, for which it is taken back): the mapping's
+     * trimmer thread (kdump/storage/mapped.py) keeps running meanwhile. The caller's buffer
+     * export keeps the memory valid. Short runs keep it, as most calls in a transactional
+     * segment stop at once. */
+    PyThreadState *released = NULL;
+    Py_ssize_t done = 0;
+    int64_t v[BATCH_FIELDS];
+    while (done < max_batches) {
+        if (released == NULL && pos - start >= KD_NOGIL_BYTES)
+            released = PyEval_SaveThread();
+        if (!kd_v2_at(buf, pos, end, v))
+            break;
+        /* Plain: lo < first <= last <= hi, size <= max, neither transactional nor control,
+         * a known codec, 0 <= count <= last - first + 1, epoch not going down. */
+        int64_t first = v[BF_BASE_OFFSET], last = v[BF_LAST_OFFSET], size = v[BF_SIZE], count = v[BF_COUNT];
+        if (!(st->lo < first && first <= last && last <= st->hi) || size > st->max_size)
+            break;
+        int64_t attributes = v[BF_ATTRIBUTES];
+        if ((attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG)) || (attributes & COMPRESSION_MASK) > 4)
+            break;
+        if (count < 0 || count > last - first + 1)
+            break;
+        int32_t epoch = (int32_t)v[BF_PARTITION_LEADER_EPOCH];
+        if (epoch < st->prev_epoch)
+            break;
+        /* IndexStep.would_throw: those batches are Python's. */
+        int64_t mts = v[BF_MAX_TIMESTAMP];
+        int64_t m_ts = st->max_ts, m_off = st->max_ts_off, gap, new_valid, new_records;
+        if (mts > st->max_ts) {
+            m_ts = mts;
+            m_off = last;
+        }
+        if (sub_overflows(st->valid, st->last_entry_at, &gap) || add_overflows(st->valid, size, &new_valid) ||
+            add_overflows(st->records, count, &new_records) || st->batches == INT64_MAX)
+            break;
+        int due = gap > st->interval;
+        if (due && ((st->has_index && last <= st->index_last) || (st->has_time && m_off < st->time_off)))
+            break;
+        /* The CRC last: it is the one expensive check. */
+        if (!kd_v2_crc_valid(buf, v, released == NULL))
+            break;
+        /* Taken: IndexStep.take, then assign_epoch. */
+        st->max_ts = m_ts;
+        st->max_ts_off = m_off;
+        if (due) {
+            st->has_index = 1;
+            st->index_last = last;
+            if (st->max_ts > (st->has_time ? st->time_ts : -1)) {
+                st->has_time = st->time_changed = 1;
+                st->time_ts = st->max_ts;
+                st->time_off = st->max_ts_off;
+            }
+            st->last_entry_at = st->valid;
+        }
+        if (epoch > st->prev_epoch) {
+            if (!st->has_epoch || epoch > st->last_epoch) {
+                if (released != NULL)
+                    PyEval_RestoreThread(released);
+                released = NULL;
+                PyObject *pair = Py_BuildValue("(iL)", (int)epoch, (long long)first);
+                if (pair == NULL || PyList_Append(epochs, pair) < 0) {
+                    Py_XDECREF(pair);
+                    *at = pos;
+                    return -1;
+                }
+                Py_DECREF(pair);
+                st->has_epoch = 1;
+                st->last_epoch = epoch;
+            }
+            st->prev_epoch = epoch;
+        }
+        st->valid = new_valid;
+        st->batches += 1;
+        st->records = new_records;
+        st->lo = last;
+        pos += (Py_ssize_t)size;
+        done++;
+    }
+    if (released != NULL)
+        PyEval_RestoreThread(released);
+    *at = pos;
+    return 0;
+}
+
+PyObject *
+kd_plain_state_tuple(const struct kd_plain_state *st, PyObject *time_before)
+{
+    PyObject *time_last;
+    if (!st->has_time)
+        time_last = Py_NewRef(Py_None);
+    else if (!st->time_changed && time_before != NULL)
+        time_last = Py_NewRef(time_before);
+    else
+        time_last = Py_BuildValue("(LL)", (long long)st->time_ts, (long long)st->time_off);
+    if (time_last == NULL)
+        return NULL;
+    PyObject *index_obj = st->has_index ? PyLong_FromLongLong(st->index_last) : Py_NewRef(Py_None);
+    if (index_obj == NULL) {
+        Py_DECREF(time_last);
+        return NULL;
+    }
+    return Py_BuildValue("(LLLLLLLLNN)", (long long)st->valid, (long long)st->last_entry_at, (long long)st->lo,
+                         (long long)st->prev_epoch, (long long)st->max_ts, (long long)st->max_ts_off,
+                         (long long)st->batches, (long long)st->records, index_obj, time_last);
+}
+
+void
+kd_plain_state_init(struct kd_plain_state *st, int64_t lo, int64_t hi, int64_t max_size, int64_t interval)
+{
+    memset(st, 0, sizeof *st);
+    st->lo = lo;
+    st->hi = hi;
+    st->max_size = max_size;
+    st->interval = interval;
+    st->prev_epoch = -1;
+    st->max_ts = st->max_ts_off = -1;      /* IndexStep's NO_TIMESTAMP, and no offset */
+}
+
 PyObject *
 kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -61,149 +190,54 @@ kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
 
     /* The state; any value outside int64 leaves everything to Python. */
-    int64_t hi, max_size, interval, valid, last_entry_at, lo, prev_epoch, max_ts, max_ts_off, nb, records;
-    int64_t index_last = 0, time_ts = 0, time_off = 0, last_epoch = 0;
-    int has_index = 0, has_time = 0, has_epoch = 0, time_changed = 0;
+    struct kd_plain_state st;
+    int64_t hi, max_size, interval;
     PyObject *const *s = &PyTuple_GET_ITEM(state, 0);
     int hi_state = int64_or_overflow(hi_obj, &hi);
     if (hi_state == -2 || hi_state == -1)      /* above int64 clamps exactly; below: no batch fits */
         Py_RETURN_NONE;
     if (int64_clamped(max_size_obj, &max_size) < 0 || int64_clamped(interval_obj, &interval) < 0)
         Py_RETURN_NONE;
-    if (int64_or_overflow(s[0], &valid) || int64_or_overflow(s[1], &last_entry_at) ||
-        int64_or_overflow(s[2], &lo) || int64_or_overflow(s[3], &prev_epoch) ||
-        int64_or_overflow(s[4], &max_ts) || int64_or_overflow(s[5], &max_ts_off) ||
-        int64_or_overflow(s[6], &nb) || int64_or_overflow(s[7], &records))
+    kd_plain_state_init(&st, 0, hi, max_size, interval);
+    if (int64_or_overflow(s[0], &st.valid) || int64_or_overflow(s[1], &st.last_entry_at) ||
+        int64_or_overflow(s[2], &st.lo) || int64_or_overflow(s[3], &st.prev_epoch) ||
+        int64_or_overflow(s[4], &st.max_ts) || int64_or_overflow(s[5], &st.max_ts_off) ||
+        int64_or_overflow(s[6], &st.batches) || int64_or_overflow(s[7], &st.records))
         Py_RETURN_NONE;
     if (s[8] != Py_None) {
-        if (int64_or_overflow(s[8], &index_last))
+        if (int64_or_overflow(s[8], &st.index_last))
             Py_RETURN_NONE;
-        has_index = 1;
+        st.has_index = 1;
     }
     if (s[9] != Py_None) {
         if (!PyTuple_Check(s[9]) || PyTuple_GET_SIZE(s[9]) != 2 ||
-            int64_or_overflow(PyTuple_GET_ITEM(s[9], 0), &time_ts) ||
-            int64_or_overflow(PyTuple_GET_ITEM(s[9], 1), &time_off))
+            int64_or_overflow(PyTuple_GET_ITEM(s[9], 0), &st.time_ts) ||
+            int64_or_overflow(PyTuple_GET_ITEM(s[9], 1), &st.time_off))
             Py_RETURN_NONE;
-        has_time = 1;
+        st.has_time = 1;
     }
     Py_ssize_t n_epochs = PyList_GET_SIZE(epochs);
     if (n_epochs > 0) {
         PyObject *e = PyList_GET_ITEM(epochs, n_epochs - 1);
-        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 1 || int64_or_overflow(PyTuple_GET_ITEM(e, 0), &last_epoch))
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 1 ||
+            int64_or_overflow(PyTuple_GET_ITEM(e, 0), &st.last_epoch))
             Py_RETURN_NONE;
-        has_epoch = 1;
+        st.has_epoch = 1;
     }
 
     Py_buffer view;
     if (kd_buffer(buf_obj, &view) != 0)
         Py_RETURN_NONE;
-    const unsigned char *buf = (const unsigned char *)view.buf;
     end = kd_end(&view, end);
-    const Py_ssize_t start = pos;
-
-    /* Once the run is long, the GIL is let go for the rest of it (the loop touches no
-     * Python object but the epochs list, for which it is taken back): the mapping's
-     * trimmer thread (kdump/storage/mapped.py) keeps running meanwhile. The buffer export keeps
-     * the memory valid. Short runs keep it, as most calls in a transactional segment stop
-     * at once. */
-    PyThreadState *released = NULL;
-    Py_ssize_t done = 0;
-    int64_t v[BATCH_FIELDS];
-    while (done < max_batches) {
-        if (released == NULL && pos - start >= KD_NOGIL_BYTES)
-            released = PyEval_SaveThread();
-        if (!kd_v2_at(buf, pos, end, v))
-            break;
-        /* Plain: lo < first <= last <= hi, size <= max, neither transactional nor control,
-         * a known codec, 0 <= count <= last - first + 1, epoch not going down. */
-        int64_t first = v[BF_BASE_OFFSET], last = v[BF_LAST_OFFSET], size = v[BF_SIZE], count = v[BF_COUNT];
-        if (!(lo < first && first <= last && last <= hi) || size > max_size)
-            break;
-        int64_t attributes = v[BF_ATTRIBUTES];
-        if ((attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG)) || (attributes & COMPRESSION_MASK) > 4)
-            break;
-        if (count < 0 || count > last - first + 1)
-            break;
-        int32_t epoch = (int32_t)v[BF_PARTITION_LEADER_EPOCH];
-        if (epoch < prev_epoch)
-            break;
-        /* IndexStep.would_throw: those batches are Python's. */
-        int64_t mts = v[BF_MAX_TIMESTAMP];
-        int64_t m_ts = max_ts, m_off = max_ts_off, gap, new_valid, new_records;
-        if (mts > max_ts) {
-            m_ts = mts;
-            m_off = last;
-        }
-        if (sub_overflows(valid, last_entry_at, &gap) || add_overflows(valid, size, &new_valid) ||
-            add_overflows(records, count, &new_records) || nb == INT64_MAX)
-            break;
-        int due = gap > interval;
-        if (due && ((has_index && last <= index_last) || (has_time && m_off < time_off)))
-            break;
-        /* The CRC last: it is the one expensive check. */
-        if (!kd_v2_crc_valid(buf, v, released == NULL))
-            break;
-        /* Taken: IndexStep.take, then assign_epoch. */
-        max_ts = m_ts;
-        max_ts_off = m_off;
-        if (due) {
-            has_index = 1;
-            index_last = last;
-            if (max_ts > (has_time ? time_ts : -1)) {
-                has_time = time_changed = 1;
-                time_ts = max_ts;
-                time_off = max_ts_off;
-            }
-            last_entry_at = valid;
-        }
-        if (epoch > prev_epoch) {
-            if (!has_epoch || epoch > last_epoch) {
-                if (released != NULL)
-                    PyEval_RestoreThread(released);
-                released = NULL;
-                PyObject *pair = Py_BuildValue("(iL)", (int)epoch, (long long)first);
-                if (pair == NULL || PyList_Append(epochs, pair) < 0) {
-                    Py_XDECREF(pair);
-                    PyBuffer_Release(&view);
-                    return NULL;
-                }
-                Py_DECREF(pair);
-                has_epoch = 1;
-                last_epoch = epoch;
-            }
-            prev_epoch = epoch;
-        }
-        valid = new_valid;
-        nb += 1;
-        records = new_records;
-        lo = last;
-        pos += (Py_ssize_t)size;
-        done++;
-    }
-    if (released != NULL)
-        PyEval_RestoreThread(released);
+    Py_ssize_t at = pos;
+    int failed = kd_plain_walk((const unsigned char *)view.buf, &at, end, max_batches, &st, epochs);
     PyBuffer_Release(&view);
-    if (pos == start)
+    if (failed)
+        return NULL;
+    if (at == pos)
         Py_RETURN_NONE;
-
-    PyObject *time_last;
-    if (!has_time)
-        time_last = Py_NewRef(Py_None);
-    else if (!time_changed)
-        time_last = Py_NewRef(s[9]);
-    else
-        time_last = Py_BuildValue("(LL)", (long long)time_ts, (long long)time_off);
-    if (time_last == NULL)
-        return NULL;
-    PyObject *index_obj = has_index ? PyLong_FromLongLong(index_last) : Py_NewRef(Py_None);
-    if (index_obj == NULL) {
-        Py_DECREF(time_last);
-        return NULL;
-    }
-    return Py_BuildValue("n(LLLLLLLLNN)", pos, (long long)valid, (long long)last_entry_at, (long long)lo,
-                         (long long)prev_epoch, (long long)max_ts, (long long)max_ts_off, (long long)nb,
-                         (long long)records, index_obj, time_last);
+    PyObject *out_state = kd_plain_state_tuple(&st, s[9]);
+    return out_state == NULL ? NULL : Py_BuildValue("nN", at, out_state);
 }
 
 /* ------------------------------------------------------------------------------------ */

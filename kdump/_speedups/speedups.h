@@ -21,6 +21,11 @@
  *   scan.c     kdump/check/scan.py       scan_plain_run(buf, pos, end, max_batches, hi, max_size,
  *                                          interval, epochs, state) -> (new_pos, state) | None
  *              kdump/check/resync.py     find_candidate(buf, pos, end, top) -> int
+ *   segfiles.c kdump/check/clean_segment.py clean_segment_files(log, index, timeindex, base, max_size,
+ *                                          interval, max_log, max_side) -> (size, index_size,
+ *                                          timeindex_size, first_offset, state, epochs) | None
+ *                                        (scan.c's plain run and indexcheck.c's proof over the
+ *                                        files it reads: the scan and index checks of a clean segment)
  *   indexcheck.c kdump/check/indexes/offset_index.py index_clean(log, end, base, index, timeindex)
  *                                          -> bool (True: neither file has a finding; False: Python checks)
  *              kdump/check/indexes/time_index.py (the same call: both files against one walk)
@@ -700,6 +705,25 @@ PyObject *kd_legacy_decode_span(PyObject *self, PyObject *const *args, Py_ssize_
 PyObject *kd_text_legacy_set(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_json_legacy_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_scan_plain_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kd_clean_segment_files(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* The recovery scanner's state over a run of plain batches (scan.c; _Scan.plain_state's
+ * tuple, unpacked): the bounds a plain batch keeps to, IndexStep's fields, the counts. */
+struct kd_plain_state {
+    int64_t lo, hi, max_size, interval;
+    int64_t valid, last_entry_at, prev_epoch, max_ts, max_ts_off, batches, records;
+    int64_t index_last, time_ts, time_off, last_epoch;
+    int has_index, has_time, has_epoch, time_changed;
+};
+void kd_plain_state_init(struct kd_plain_state *st, int64_t lo, int64_t hi, int64_t max_size, int64_t interval);
+int kd_plain_walk(const unsigned char *buf, Py_ssize_t *at, Py_ssize_t end, Py_ssize_t max_batches,
+                  struct kd_plain_state *st, PyObject *epochs);
+/* The state as _Scan.plain_state's tuple (``time_before``: the time_last handed in, kept when
+ * unchanged; NULL: none). */
+PyObject *kd_plain_state_tuple(const struct kd_plain_state *st, PyObject *time_before);
+/* indexcheck.c: neither index file (NULL: not there) has a finding against log[0:end]. */
+int kd_indexes_clean(const unsigned char *log, Py_ssize_t end, int64_t base, const unsigned char *ix,
+                     Py_ssize_t ix_len, const unsigned char *tx, Py_ssize_t tx_len);
 PyObject *kd_find_candidate(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_index_clean(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kd_summarize_v2(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

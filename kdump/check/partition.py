@@ -23,6 +23,7 @@ from kdump import findings as F
 from kdump.check.broker_rule import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_SIZE
 from kdump.check.capped import Capped
 from kdump.check.clean_load import kept_after_clean_shutdown
+from kdump.check.clean_segment import clean_segment
 from kdump.check.file_report import FileReport, file_size_or_none, unreadable
 from kdump.check.foreign_dirs import add_foreign_dirs
 from kdump.check.indexes.forward_pass import segment_index_findings
@@ -34,6 +35,7 @@ from kdump.errors import KdumpError
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.model import Finding
 from kdump.storage import logdir as K
+from kdump.storage import names as N
 from kdump.storage.logdir import LogFile
 from kdump.storage.names import (
     CLEANED_SUFFIX,
@@ -147,6 +149,8 @@ class _Partition:
         return any(p in wanted for p in self._whole)
 
     def scan(self, f: LogFile, indexes: bool = False) -> None:   # indexes: checked on the scan's bytes
+        if f.kind == K.LOG and f.leftover is None and not self.opts.deep and self._clean(f, indexes):
+            return
         try:
             with self.opts.scanned(f) as (report, buf):
                 if indexes and buf is not None:
@@ -154,6 +158,28 @@ class _Partition:
             self.scans[f.path] = report
         except KdumpError as e:
             self.errors[f.path] = e
+
+    def _clean(self, f: LogFile, indexes: bool) -> bool:
+        """The usual segment's scan and (``indexes``) index checks in one call
+        (``clean_segment``); False: not the usual segment, ``scan`` does the work."""
+        base = f.base_offset
+        if base is None:
+            return False
+        paths: list[str | None] = [None, None]
+        if indexes:
+            for i, suffix in enumerate(_CHECKED_WITH_SCAN):
+                p = paths[i] = N.sibling(f.path, suffix)
+                if p[p.rfind("/") + 1:] not in self.names:
+                    return False        # (not listed: the Python path looks for it)
+        got = clean_segment(f.path, base, paths[0], paths[1], self.opts.max_message_size,
+                            self.opts.index_interval_bytes)
+        if got is None:
+            return False
+        self.scans[f.path], sizes = got
+        if indexes:
+            self._index_checks[f.path] = (([], []), [None, None], sizes)
+            self.sizes.update(sizes)
+        return True
 
     def live_scans(self) -> list[tuple[LogFile, ScanReport]]:
         """The scanned live segments in offset order (computed again only after a new scan:
