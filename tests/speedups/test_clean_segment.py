@@ -172,3 +172,21 @@ def test_without_the_accelerator_nothing_is_taken(tmp_path):
         assert clean_segment(log.path, log.base_offset, None, None, 1 << 20, 4096) is None
     finally:
         _accel.use(was)
+
+
+def test_a_segment_scanned_alone_reports_the_same_both_ways(monkeypatch):
+    """``VerifyOptions.scan`` (recover's plan scans each segment so): the one call, or the scanner."""
+    taken = 0
+    for rel in fixture_logs():
+        for f in K.partition_files(str(FIXTURES / os.path.dirname(rel))):
+            if f.kind != K.LOG or f.path != str(FIXTURES / rel):
+                continue
+            for options in ({}, {"index_interval_bytes": 1}, {"max_message_size": 700}):
+                opts = VerifyOptions(**options)
+                fast = Counting()
+                monkeypatch.setattr(partition_mod, "clean_segment", fast)
+                with_c = strict(vars(opts.scan(f)))
+                monkeypatch.setattr(partition_mod, "clean_segment", Counting(refuse=True))
+                assert with_c == strict(vars(opts.scan(f))), rel
+                taken += fast.taken
+    assert taken > 100
