@@ -98,6 +98,14 @@ put_field(char *w, const char *label, PyObject *x)
     return exact_i64(x, &v) < 0 ? NULL : kd_put_i64(w, v);
 }
 
+/* The integer fields that open a v2 batch's line, in DumpLogSegments' order. */
+#define V2_INT_FIELDS 8
+#define LABEL(s) {s, sizeof(s) - 1}
+static const struct { const char *text; size_t len; } v2_int_labels[V2_INT_FIELDS] = {
+    LABEL("baseOffset: "), LABEL(" lastOffset: "), LABEL(" count: "), LABEL(" baseSequence: "),
+    LABEL(" lastSequence: "), LABEL(" producerId: "), LABEL(" producerEpoch: "), LABEL(" partitionLeaderEpoch: "),
+};
+
 /* A v2 batch's line from its Batch fields ``v`` (v[BF_CRC_VALID] 0 or 1),
  * "\n" included; NULL where Python's int would pass int64 (the last sequence). Room: 640 bytes. */
 static char *
@@ -111,22 +119,12 @@ put_v2_batch_line(char *w, const int64_t *v)
         if (sub_overflows(last_offset, base_offset, &delta) || sequence_at(base_seq, delta, &last_seq))
             return NULL;
     }
-    PUT(w, "baseOffset: ");
-    w = kd_put_i64(w, base_offset);
-    PUT(w, " lastOffset: ");
-    w = kd_put_i64(w, last_offset);
-    PUT(w, " count: ");
-    w = kd_put_i64(w, v[BF_COUNT]);
-    PUT(w, " baseSequence: ");
-    w = kd_put_i64(w, base_seq);
-    PUT(w, " lastSequence: ");
-    w = kd_put_i64(w, last_seq);
-    PUT(w, " producerId: ");
-    w = kd_put_i64(w, v[BF_PRODUCER_ID]);
-    PUT(w, " producerEpoch: ");
-    w = kd_put_i64(w, v[BF_PRODUCER_EPOCH]);
-    PUT(w, " partitionLeaderEpoch: ");
-    w = kd_put_i64(w, v[BF_PARTITION_LEADER_EPOCH]);
+    const int64_t ints[V2_INT_FIELDS] = {base_offset, last_offset, v[BF_COUNT], base_seq, last_seq,
+                                         v[BF_PRODUCER_ID], v[BF_PRODUCER_EPOCH], v[BF_PARTITION_LEADER_EPOCH]};
+    for (int i = 0; i < V2_INT_FIELDS; i++) {
+        memcpy(w, v2_int_labels[i].text, v2_int_labels[i].len);
+        w = kd_put_i64(w + v2_int_labels[i].len, ints[i]);
+    }
     w = kd_put_str(w, attributes & TRANSACTIONAL_FLAG ? " isTransactional: true" : " isTransactional: false");
     w = kd_put_str(w, attributes & CONTROL_FLAG ? " isControl: true" : " isControl: false");
     PUT(w, " deleteHorizonMs: ");
