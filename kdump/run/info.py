@@ -5,6 +5,8 @@ pages hands its partitions on a piece at a time), the others once listed whole."
 
 from __future__ import annotations
 
+import functools
+
 from kdump.errors import ExitStatus, KdumpError, NothingToDoError
 from kdump.jobs.fanout import in_process, ordered_map
 from kdump.render.diagnostics import report_error, say
@@ -68,6 +70,7 @@ class _Run:
         self.found = False
         self.progress: Progress | None = None
         self._store = None
+        self.checkpoints: dict = {}     # the log dirs' checkpoints, read once a run (a worker: once)
 
     def store(self):
         if self._store is None:
@@ -93,7 +96,8 @@ class _Run:
         out, progress, store = self.out, self.progress, self.store()
         here = in_process(groups, self.jobs)
         # A worker counts what it reads for the bar as it goes, and hands the count back.
-        work = _summary if here else progress.counted(_summary)
+        summary = functools.partial(_summary, cache=self.checkpoints)
+        work = summary if here else progress.counted(summary)
         for group, result in zip(groups, ordered_map(work, groups, self.jobs)):
             s, counted = (result, 0) if here else result
             progress.unit_done((f.path for f in group[1]), counted)
@@ -116,5 +120,5 @@ class _Run:
         return int(self.status)
 
 
-def _summary(group) -> PartitionSummary:
-    return next(partition_summaries(group[1]))
+def _summary(group, cache: dict) -> PartitionSummary:
+    return next(partition_summaries(group[1], cache))

@@ -229,10 +229,11 @@ def _share(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def partition_summaries(files: list[LogFile]) -> Iterator[PartitionSummary]:
-    """One summary per directory holding batch files, in the order the files come."""
+def partition_summaries(files: list[LogFile], cache: dict | None = None) -> Iterator[PartitionSummary]:
+    """One summary per directory holding batch files, in the order the files come (``cache``:
+    the log dirs' checkpoints as read so far, kept across calls by a run of many partitions)."""
     current: PartitionSummary | None = None
-    cache: dict = {}            # log-dir checkpoints read
+    cache = {} if cache is None else cache
     for f in files:
         if f.kind not in BATCH_KINDS:
             continue

@@ -86,6 +86,31 @@ def test_info_shows_it(part):
     assert run_kdump("info", ROLLED).code == 0
 
 
+def test_info_reads_a_log_dirs_checkpoints_once_a_run(tmp_path, monkeypatch):
+    """A broker's checkpoints list every partition of the log dir: read once a partition, they
+    made ``info`` of 5,000 partitions take minutes. Once a run, and each partition still judged
+    against them (the last one's records past the end are records_missing)."""
+    from kdump.check import side_file_views
+
+    logs = tmp_path / "logs"
+    parts = [f"t-{i}" for i in range(12)]
+    for p in parts:
+        shutil.copytree(ROLLED, logs / p)
+    # The log dir's checkpoints: the last partition's log start is past its log end.
+    last = max(int(n[:20]) for n in os.listdir(ROLLED) if n.endswith(".log"))
+    lines = [f"t {p.split('-')[1]} 0" for p in parts[:-1]] + [f"t {len(parts) - 1} 100000"]
+    (logs / "log-start-offset-checkpoint").write_text(f"0\n{len(lines)}\n" + "\n".join(lines) + "\n")
+    (logs / "recovery-point-offset-checkpoint").write_text(f"0\n{len(lines)}\n" + "\n".join(lines) + "\n")
+    read = []
+    table = side_file_views.offset_table
+    monkeypatch.setattr(side_file_views, "offset_table",
+                        lambda path, *a, **k: read.append(path) or table(path, *a, **k))
+    r = run_kdump("info", "-j", "1", "--format", "text", logs)
+    assert sorted(read) == sorted(set(read)) and len(read) == 2, read
+    assert r.code == 1 and f"{logs}/t-11" in r.err and "records_missing" in r.err and last < 100000
+    assert f"{logs}/t-10" not in r.err
+
+
 def test_no_log_at_all(part):
     # Second report: "ok" beside log_missing, exit 0.
     for p in part.glob("*.log"):
