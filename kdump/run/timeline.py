@@ -4,6 +4,9 @@ on the terminal (render.timeline), written as NDJSON (``--json``) or as a page
 
 from __future__ import annotations
 
+import functools
+
+from kdump.check.partition import VerifyOptions
 from kdump.errors import ExitStatus
 from kdump.findings import ERROR, classes_status
 from kdump.storage.levels import resolve
@@ -18,7 +21,8 @@ def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
     status = ExitStatus.OK
     timelines = []
     left_out: set[str] = set()      # columns a table had no room for (the legend says which)
-    for t in ordered_map(_build, dirs, jobs):
+    # One VerifyOptions a run: the log dirs' checkpoints read once (a worker: once), not once a partition.
+    for t in ordered_map(functools.partial(_build, opts=VerifyOptions()), dirs, jobs):
         classes = [f.cls for f in [*t.findings, *(f for s in t.segments for f in s.findings)]]
         # Damage exits 1; a file that could not be read (an error finding) 3.
         status = max(status, classes_status(classes), ExitStatus.INCOMPLETE if ERROR in classes else ExitStatus.OK)
@@ -48,5 +52,5 @@ def run(paths, out, html_file: str | None, show: bool, jobs: int) -> int:
     return int(status)
 
 
-def _build(unit):
-    return build(*unit)
+def _build(unit, opts: VerifyOptions):
+    return build(*unit, opts)

@@ -125,15 +125,16 @@ def _span(f: LogFile) -> SegmentSpan:
     return s
 
 
-def build(directory: str, files: list[LogFile]) -> Timeline:
-    """The timeline of one partition directory from its files (as ``resolve`` lists them)."""
+def build(directory: str, files: list[LogFile], opts: VerifyOptions | None = None) -> Timeline:
+    """The timeline of one partition directory from its files (as ``resolve`` lists them);
+    ``opts``: the run's, whose reading of the log dirs' checkpoints is kept across partitions."""
     logs = sorted((f for f in files if f.kind == LOG and f.leftover is None),
                   key=lambda f: (f.base_offset is None, f.base_offset or 0, f.path))
     segments = [_span(f) for f in logs]
     by_base = {s.base_offset: s for s in segments}
     rest: list[Finding] = []
     every = [f for f in directory_context(directory, files) if f.leftover is None]
-    for report in check_directory(directory, every, VerifyOptions()):
+    for report in check_directory(directory, every, opts or VerifyOptions()):
         shown = [x for x in report.findings if x.cls in (F.ERROR, F.DAMAGE, F.ANOMALY)]
         target = by_base.get(report.log.base_offset) if report.log is not None else None
         for f in shown:

@@ -109,6 +109,10 @@ def test_info_reads_a_log_dirs_checkpoints_once_a_run(tmp_path, monkeypatch):
     assert sorted(read) == sorted(set(read)) and len(read) == 2, read
     assert r.code == 1 and f"{logs}/t-11" in r.err and "records_missing" in r.err and last < 100000
     assert f"{logs}/t-10" not in r.err
+    read.clear()        # the timeline checks each partition as verify does: the same one reading
+    r = run_kdump("info", "--timeline", "-j", "1", "--json", logs)
+    assert sorted(read) == sorted(set(read)) and len(read) == 2, read
+    assert r.code == 1
 
 
 def test_no_log_at_all(part):
