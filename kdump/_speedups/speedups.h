@@ -39,7 +39,7 @@
  *                                          -> (str, new_pos, first, last)
  *                                        json_legacy_line(file_json, batch, data, log_append_ts, encoding)
  *                                          -> (str, first, last) | None
- *              kdump/render/records.py  flat_records(head, tail, batch, records, log_append_ts, encoding,
+ *   flatout.c  kdump/render/records.py  flat_records(head, tail, batch, records, log_append_ts, encoding,
  *                                          limit) -> (str, count) | None,
  *                                        flat_v2_run(head, file_json, buf, pos, end, max_batches, max_records,
  *                                          encoding, max_out, limit, markers, lso, committed_only)
