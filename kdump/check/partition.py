@@ -70,11 +70,20 @@ class VerifyOptions:
         return scanned_file(f.path, base_offset=base, deep=self.deep, max_message_size=self.max_message_size,
                             index_interval_bytes=self.index_interval_bytes, limits=self.limits)
 
+    def clean(self, f: LogFile, index: str | None = None,
+              timeindex: str | None = None) -> tuple[ScanReport, dict[str, int]] | None:
+        """``clean_segment`` of ``f`` when it is a live segment of known base offset checked
+        without ``--deep``: the usual segment's report (and the ``index``/``timeindex`` sizes,
+        proved clean) in one call; None: ``scanned`` does the work."""
+        if f.kind != K.LOG or f.leftover is not None or self.deep or f.base_offset is None:
+            return None
+        return clean_segment(f.path, f.base_offset, index, timeindex, self.max_message_size,
+                             self.index_interval_bytes)
+
     def scan(self, f: LogFile) -> ScanReport:
-        if f.kind == K.LOG and f.leftover is None and not self.deep and f.base_offset is not None:
-            got = clean_segment(f.path, f.base_offset, None, None, self.max_message_size, self.index_interval_bytes)
-            if got is not None:         # the usual segment: its report in one call
-                return got[0]
+        got = self.clean(f)
+        if got is not None:
+            return got[0]
         with self.scanned(f) as (report, _):
             return report
 
@@ -153,7 +162,7 @@ class _Partition:
         return any(p in wanted for p in self._whole)
 
     def scan(self, f: LogFile, indexes: bool = False) -> None:   # indexes: checked on the scan's bytes
-        if f.kind == K.LOG and f.leftover is None and not self.opts.deep and self._clean(f, indexes):
+        if self._clean(f, indexes):
             return
         try:
             with self.opts.scanned(f) as (report, buf):
@@ -166,17 +175,13 @@ class _Partition:
     def _clean(self, f: LogFile, indexes: bool) -> bool:
         """The usual segment's scan and (``indexes``) index checks in one call
         (``clean_segment``); False: not the usual segment, ``scan`` does the work."""
-        base = f.base_offset
-        if base is None:
-            return False
         paths: list[str | None] = [None, None]
-        if indexes:
+        if indexes and f.kind == K.LOG:
             for i, suffix in enumerate(_CHECKED_WITH_SCAN):
                 p = paths[i] = N.sibling(f.path, suffix)
                 if p[p.rfind("/") + 1:] not in self.names:
                     return False        # (not listed: the Python path looks for it)
-        got = clean_segment(f.path, base, paths[0], paths[1], self.opts.max_message_size,
-                            self.opts.index_interval_bytes)
+        got = self.opts.clean(f, paths[0], paths[1])
         if got is None:
             return False
         self.scans[f.path], sizes = got
