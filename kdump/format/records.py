@@ -117,16 +117,30 @@ def decode_v2(buf, batch: Batch, limits: Limits = DEFAULT_LIMITS) -> list[Record
     try:
         if batch.attributes & COMPRESSION_MASK:
             data = batch_payload(buf, batch, limits)
-            if len(data) > LARGE_PAYLOAD:
-                return LargeRecords(decode_v2_payload(data, batch))
         else:
             start = batch.position
             data = bytes(buf[start + RECORD_BATCH_OVERHEAD:start + batch.size])
-        return decode_v2_payload(data, batch)
     except KdumpError as e:
-        if isinstance(e, CodecError):
-            e.message = f"{batch_name(batch)}: {e.message}"
-        raise e.located(position=batch.position)
+        raise _named(e, batch)
+    return decode_v2_section(data, batch)
+
+
+def decode_v2_section(data: bytes, batch: Batch) -> list[Record]:
+    """All records of the v2 ``batch`` from its records section ``data`` (decompressed, for a
+    caller that has done that already): a LargeRecords past LARGE_PAYLOAD of a compressed one;
+    raises a located KdumpError."""
+    try:
+        records = decode_v2_payload(data, batch)
+    except KdumpError as e:
+        raise _named(e, batch)
+    return LargeRecords(records) if batch.attributes & COMPRESSION_MASK and len(data) > LARGE_PAYLOAD else records
+
+
+def _named(e: KdumpError, batch: Batch) -> KdumpError:
+    """``e`` located at the batch, a codec's words prefixed with the batch's name."""
+    if isinstance(e, CodecError):
+        e.message = f"{batch_name(batch)}: {e.message}"
+    return e.located(position=batch.position)
 
 
 def decode_v2_payload(data: bytes, batch: Batch) -> list[Record]:

@@ -18,7 +18,14 @@ from kdump.errors import KdumpError, OutOfMemoryError
 from kdump.format.batch import RECORD_BATCH_OVERHEAD
 from kdump.format.codecs import DEFAULT_LIMITS, Limits
 from kdump.format.legacy import inner_set
-from kdump.format.records import COMPRESSED_OR_CONTROL, LARGE_PAYLOAD, RECORDS_SLICE, LargeRecords, batch_payload
+from kdump.format.records import (
+    COMPRESSED_OR_CONTROL,
+    LARGE_PAYLOAD,
+    RECORDS_SLICE,
+    LargeRecords,
+    batch_payload,
+    decode_v2_section,
+)
 from kdump.format.walk import TORN_TAIL, TRAILING_BYTES, Walker, decode_records, record_slices
 from kdump.model import (
     B_ATTRIBUTES,
@@ -247,18 +254,24 @@ class SegmentReader:
                     yield _item(Item, (batch, RecordSlices(buf, batch, limits, self.file.path, keep), None))
                     continue
                 # (magic 2: count is not None; a Raw is a view)
+                payload = None
                 if raw_v2 and magic == 2 and not attributes & CONTROL_FLAG and count <= max_records:  # type: ignore[operator]
-                    data = view[position + RECORD_BATCH_OVERHEAD:position + size] \
-                        if not attributes & COMPRESSION_MASK else self._payload(buf, batch)
-                    if data is not None:
-                        yield _item(Item, (batch, _item(Raw, (data, None)), None))
+                    if not attributes & COMPRESSION_MASK:
+                        yield _item(Item, (batch, _item(Raw, (view[position + RECORD_BATCH_OVERHEAD:position + size],
+                                                              None)), None))
                         continue
+                    payload = self._payload(buf, batch)
+                    if payload is not None and len(payload) <= LARGE_PAYLOAD:
+                        yield _item(Item, (batch, _item(Raw, (payload, None)), None))
+                        continue
+                    # (a large one is decoded from what was decompressed, not decompressed again)
                 elif raw and magic < 2 and attributes & COMPRESSION_MASK and (count is None or count <= max_records):
                     inner = inner_set(buf, batch)       # decompressed by the walk, not yet decoded
                     if inner is not None:
                         yield _item(Item, (batch, _item(Raw, inner), None))
                         continue
-                it = self._decoded(buf, batch, c, keep)
+                it = self._decoded(buf, batch, c, keep, payload)
+                payload = None      # (not held while the records are drawn)
                 if it is not None:
                     yield it
             else:
@@ -311,11 +324,12 @@ class SegmentReader:
         a consumer that could not draw it from the bytes)."""
         return self._decoded(self._buf, batch, self._c, None)     # type: ignore[return-value]  # (no range: an Item)
 
-    def _decoded(self, buf, batch: Batch, c, keep) -> Item | None:
+    def _decoded(self, buf, batch: Batch, c, keep, payload: bytes | None = None) -> Item | None:
         """The Item of a batch with its records (those ``keep`` keeps; None: no record was kept),
         or why they did not decode: a wrapper of many as RecordSlices. Uncompressed non-control v2
         batches go straight to the C record decoder (what decode_records -> decode_v2 would call);
-        its None means "malformed", and then decode_records reruns in Python for the precise error."""
+        its None means "malformed", and then decode_records reruns in Python for the precise error.
+        ``payload``: a compressed v2 batch's records section, already decompressed."""
         position, count, size, magic = batch[B_POSITION], batch[B_COUNT], batch[B_SIZE], batch[B_MAGIC]
         if magic < 2 and count is not None and count > RECORDS_SLICE:     # a wrapper of many
             return _item(Item, (batch, RecordSlices(buf, batch, self.limits, self.file.path, keep), None))
@@ -325,7 +339,8 @@ class SegmentReader:
                     and count <= self.limits.max_records:  # type: ignore[operator]  # magic 2: count is not None
                 records = c.decode_v2_records(buf[position + RECORD_BATCH_OVERHEAD:position + size], batch)
             if records is None:
-                records = decode_records(buf, batch, self.limits)
+                records = decode_v2_section(payload, batch) if payload is not None else \
+                    decode_records(buf, batch, self.limits)
         except KdumpError as e:
             return _item(Item, (batch, None, e.located(self.file.path, position)))
         except MemoryError:
@@ -337,14 +352,13 @@ class SegmentReader:
                 return None
         return _item(Item, (batch, records, None))
 
-    def _payload(self, buf, batch: Batch):
-        """A compressed batch's records section decompressed for a Raw, or None: one of more than
-        LARGE_PAYLOAD, or that does not decompress, is decoded as usual."""
+    def _payload(self, buf, batch: Batch) -> bytes | None:
+        """A compressed batch's records section decompressed, or None: one that does not
+        decompress is decoded as usual (for the error's words)."""
         try:
-            data = batch_payload(buf, batch, self.limits)
+            return batch_payload(buf, batch, self.limits)
         except (KdumpError, MemoryError):
             return None
-        return data if len(data) <= LARGE_PAYLOAD else None
 
     def _seek(self, buf, end: int) -> int:
         flt = self.filters
