@@ -12,7 +12,8 @@ the other files remember how far the log reached:
   by the offset its epoch started at, and the log dir's checkpoints (recovery point, log
   start, high watermark, cleaner) by offsets the log had reached: one past the log end, or
   inside the span between two segments, names records that were there;
-- an ``.index``/``.timeindex`` entry past the data kept names a record that was there;
+- an ``.index``/``.timeindex`` entry past the data kept names a record that was there, in a
+  file whose entries inside the data are the broker's (not ``GARBLED``);
 - a segment is named by its first offset: between the last record of one segment and the
   next segment's base every offset was written, unless the cleaner-offset-checkpoint says
   compaction went over it (the gap rule of ``kdump.check.gaps``).
@@ -47,6 +48,11 @@ ORPHAN_KINDS = (INDEX, TIMEINDEX, TXNINDEX)
 _CLEANER = [name for name, _ in LOG_DIR_CHECKPOINTS].index(CLEANER_OFFSET_CHECKPOINT)
 _LOG_START = [name for name, _ in LOG_DIR_CHECKPOINTS].index(LOG_START_OFFSET_CHECKPOINT)
 SHOWN = 3       # evidence named per finding; the rest counted
+# An index file whose entries inside the data are out of order, inside a batch or name an
+# offset the batch there does not hold was not written by a broker for this log (garbage,
+# another log's file): its entries past the data are no evidence of records written.
+GARBLED = frozenset({F.INDEX_ORDER, F.INDEX_MID_BATCH, F.INDEX_MISMATCH, F.INDEX_BELOW_BASE, F.INDEX_AFTER_TAIL,
+                     F.TIME_ORDER, F.TIME_BACKWARDS, F.TIME_MISMATCH, F.TIME_BELOW_BASE, F.TIME_AFTER_TAIL})
 
 
 def orphan_bases(files: Iterable[LogFile]) -> dict[int, list[str]]:
@@ -280,6 +286,8 @@ def add_records_missing(directory: str, files: list[LogFile], live: list | None,
     by_path = {r.file: r for r in reports}
     past_end: dict[str, int] = {}
     for r in reports:
+        if any(x.kind in GARBLED for x in r.findings):
+            continue        # its entries inside the data are not the broker's: nor are those past it
         for x in r.findings:
             if x.kind in (F.INDEX_PAST_END, F.TIME_PAST_END) and x.offset is not None:
                 past_end[r.file] = max(past_end.get(r.file, x.offset), x.offset)

@@ -171,6 +171,27 @@ def test_an_index_entry_past_the_end(part):
     assert message.startswith("offsets 228..23") and f"{seg(224, '.index')} has an entry for offset 23" in message
 
 
+
+@pytest.mark.parametrize("garbled", [False, True])
+def test_an_index_not_the_brokers_is_no_evidence(part, garbled):
+    """Entries past the data in an index whose entries inside it are not the broker's (here one
+    points inside a batch) show no records written; the broker's own entries do."""
+    import struct
+
+    log = part / seg(224)
+    log.write_bytes(log.read_bytes()[:1450])      # two of its 4 batches (offsets 224..231)
+    for name in (seg(240, ".snapshot"), seg(224, ".timeindex")):
+        (part / name).unlink()
+    first = (226 - 224, 100) if garbled else (231 - 224, 725)
+    entries = [first, (235 - 224, 1450), (239 - 224, 2175)]
+    (part / seg(224, ".index")).write_bytes(b"".join(struct.pack(">ii", o, pos) for o, pos in entries))
+    r = run_kdump("verify", "--json", part)
+    assert r.code == 1
+    kinds = {f["kind"] for o in map(json.loads, r.out.splitlines()) for f in o["findings"]}
+    assert "index_past_end" in kinds
+    assert ("index_mid_batch" in kinds) is garbled
+    assert [(name, offset) for name, offset, _ in missing(r.out)] == ([] if garbled else [(seg(224, ".index"), 232)])
+
 @pytest.mark.parametrize("name, what", [("recovery-point-offset-checkpoint", "the recovery point"),
                                         ("replication-offset-checkpoint", "the high watermark"),
                                         ("log-start-offset-checkpoint", "the log start offset"),
