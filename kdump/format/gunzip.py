@@ -61,7 +61,11 @@ def _gathered(chunks: Iterator[bytes], data: bytes, limit: int) -> bytes:
     size = GZIP_ISIZE.unpack_from(data, len(data) - 4)[0] if len(data) >= 4 else 0
     if not OUTPUT_CHUNK < size <= limit:
         return b"".join(chunks)
-    with mmap.mmap(-1, size) as out:
+    try:
+        mapping = mmap.mmap(-1, size)
+    except OSError:         # (no address space for it: strict overcommit, a ulimit -v)
+        return b"".join(chunks)
+    with mapping as out:
         for chunk in chunks:
             if out.tell() + len(chunk) > size:
                 pieces = [out[:out.tell()], chunk]

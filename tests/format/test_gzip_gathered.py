@@ -100,3 +100,12 @@ def test_any_members_and_trailer_give_the_join(sizes, seed, pad, isize):
     if isize is not None:
         data = _lying(data, isize)
     assert _gathered(data, 1 << 20) == _joined(data, 1 << 20)
+
+
+def test_no_room_for_the_mapping_is_the_join(monkeypatch):
+    def refused(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(gunzip.mmap, "mmap", refused)
+    value = b"z" * (9 * PIECE)
+    assert gunzip.gunzip(gzip.compress(value, mtime=0), 1 << 20) == value
