@@ -6,8 +6,6 @@ words for any payload it refuses (a finding's text does not depend on what is in
 
 from __future__ import annotations
 
-import mmap
-import struct
 import zlib
 from collections.abc import Iterator
 
@@ -41,48 +39,10 @@ def gunzip(data: bytes, limit: int) -> bytes:
     fast = _inflater()
     if fast is not None:
         try:
-            return _gathered(_inflate(fast, data, limit), data, limit)
+            return b"".join(_inflate(fast, data, limit))
         except (fast.error, CodecError):
             pass        # zlib says what is wrong, in its own words (the finding's text)
-    return _gathered(_inflate(zlib, data, limit), data, limit)
-
-
-# The member trailer's last field: ISIZE, the input's size mod 2^32 (RFC 1952 2.3.1).
-GZIP_ISIZE = struct.Struct("<I")
-
-
-def _gathered(chunks: Iterator[bytes], data: bytes, limit: int) -> bytes:
-    """The pieces as one. Past one piece, they are written into an anonymous mapping of the
-    size the last member's trailer gives (the usual payload is one member), not held as a
-    list and joined: a list of 1 MiB pieces can leave the heap with a hole the size of the
-    payload that the next large object does not fill (measured: 60 MiB more resident for a
-    60 MiB value). A mapping's pages cost nothing until written, so a trailer that lies
-    costs no more than what comes; one that says less than what comes falls back to a join."""
-    size = GZIP_ISIZE.unpack_from(data, len(data) - 4)[0] if len(data) >= 4 else 0
-    if not OUTPUT_CHUNK < size <= limit:
-        return b"".join(chunks)
-    try:
-        mapping = mmap.mmap(-1, size)
-    except OSError:         # (no address space for it: strict overcommit, a ulimit -v)
-        return b"".join(chunks)
-    with mapping as out:
-        for chunk in chunks:
-            if out.tell() + len(chunk) > size:
-                pieces = [out[:out.tell()], chunk]
-                break
-            out.write(chunk)
-        else:
-            return out[:out.tell()]
-    del chunk
-    # (the join holds what came: a limit's error raised inside it frees that, while a list
-    # of this frame's would live on in the error's traceback, kept with the finding)
-    return b"".join(_after(pieces, chunks))
-
-
-def _after(pieces: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
-    while pieces:
-        yield pieces.pop(0)
-    yield from rest
+    return b"".join(_inflate(zlib, data, limit))
 
 
 def gunzip_chunks(data: bytes, limit: int) -> Iterator[bytes]:
